@@ -1,0 +1,335 @@
+"""Local Hugging Face causal LMs (transformers), on CPU or GPU.
+
+How ScoreNext requests are computed, and why:
+- Every prompt is tokenised whole. Requests that share a long **token** prefix (a subject's
+  instruction and few-shot demonstrations, a guard's template) are grouped
+  (:mod:`localeval.backends.prefix`); the prefix is forwarded once and each suffix is forwarded
+  on top of a copy of its KV cache, in batches of similar length.
+- Only the hidden state of each row's last real token reaches the LM head, so we never build
+  full-vocabulary logits for every position (a pre-hook on the output embedding selects it).
+- Suffixes are right-padded and attention is ``eager`` by default: with that, a row's numbers
+  do not depend on what else is in its batch (checked in the tests), so results are identical
+  whatever the batch size. ``sdpa`` is faster on GPUs but differs across batch sizes by ~1e-6.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import LocalevalError
+from .base import Generate, Prompt, Request, Response, ScoreNext
+from .prefix import plan_prefix_groups
+
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+ROW_BLOCK = 8
+
+
+class HFBackend:
+    def __init__(
+        self,
+        model: str,
+        *,
+        revision: str | None = None,
+        dtype: str = "auto",
+        device: str = "auto",
+        batch_size: int | str = "auto",
+        attn: str = "eager",
+        prefix_reuse: bool = True,
+        max_batch_tokens: int | None = None,
+    ):
+        import torch
+        import transformers
+
+        if dtype not in DTYPES:
+            raise LocalevalError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPES)}")
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        if batch_size != "auto" and (not isinstance(batch_size, int) or batch_size < 1):
+            raise LocalevalError(f"batch size must be a positive integer or 'auto', not {batch_size!r}")
+        transformers.utils.logging.disable_progress_bar()  # ours shows questions/s instead
+        self.torch = torch
+        self.device = torch.device(device)
+        self.batch_size = batch_size
+        self.prefix_reuse = prefix_reuse
+        self.stats = {"forwarded_tokens": 0, "prompt_tokens": 0, "requests": 0}
+        try:
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(model, revision=revision)
+            self.model = transformers.AutoModelForCausalLM.from_pretrained(
+                model,
+                revision=revision,
+                dtype="auto" if dtype == "auto" else getattr(torch, dtype),
+                attn_implementation=attn,
+            )
+        except (OSError, ValueError) as e:
+            first = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+            raise LocalevalError(
+                f"cannot load model {model!r}: {first} (pass hf:<hub id> or hf:<folder with "
+                "config.json and weights>; for gated models run `hf auth login` first)"
+            ) from None
+        self.model.to(self.device).eval()
+        if self.tokenizer.pad_token_id is None:
+            # Padding is masked out, so any id will do; this only makes batching possible.
+            self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
+        self.max_batch_tokens = max_batch_tokens or self._auto_batch_tokens()
+        self.identity = {
+            "backend": "hf",
+            "model": model,
+            "revision": revision or getattr(self.model.config, "_commit_hash", None),
+            "fingerprint": _weights_fingerprint(model),
+            "dtype": str(self.model.dtype).removeprefix("torch."),
+            "device": self.device.type,
+            "attn": attn,
+        }
+
+    # ---------------------------------------------------------------- prompts and tokens
+    def render(self, prompt: Prompt) -> tuple[str, bool]:
+        """The text the model sees, and whether the tokenizer should add its special tokens."""
+        if isinstance(prompt, str):
+            return prompt, True
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise LocalevalError(
+                f"model {self.identity['model']!r} has no chat template; drop --chat to use plain "
+                "prompts, or use an instruct model"
+            )
+        messages, prefill = list(prompt), ""
+        if messages and messages[-1]["role"] == "assistant":
+            prefill = messages.pop()["content"]
+        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return text + prefill, False  # the template already holds any BOS token
+
+    def encode(self, text: str, special: bool) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=special)["input_ids"]
+
+    def count_tokens(self, prompt: Prompt) -> int:
+        return len(self.encode(*self.render(prompt)))
+
+    def max_context(self) -> int | None:
+        return getattr(self.model.config, "max_position_embeddings", None)
+
+    def _score_tokens(self, request: ScoreNext) -> tuple[list[int], list[int]]:
+        """Context ids and each candidate's first token id, split the way lm-evaluation-harness
+        splits them: trailing whitespace moves from the context to the candidates, and the
+        candidate token is read from tokenising context + candidate whole."""
+        text, special = self.render(request.prompt)
+        stripped = text.rstrip()
+        moved = text[len(stripped):]
+        context = self.encode(stripped, special)
+        targets = []
+        for cand in request.candidates:
+            whole = self.encode(stripped + moved + cand, special)
+            if len(whole) <= len(context):
+                raise LocalevalError(f"candidate {cand!r} adds no token to the prompt")
+            targets.append(whole[len(context)])
+        if len(set(targets)) != len(targets):
+            raise LocalevalError(
+                f"candidates {request.candidates} share a first token; ScoreNext reads one position"
+            )
+        return context, targets
+
+    # ---------------------------------------------------------------- running requests
+    def run(self, requests: list[Request], progress=None) -> list[Response]:
+        out: list[Response | None] = [None] * len(requests)
+        scores = [i for i, r in enumerate(requests) if isinstance(r, ScoreNext)]
+        if scores:
+            for i, resp in self._run_scores([requests[i] for i in scores], progress):
+                out[scores[i]] = resp
+        for i, r in enumerate(requests):
+            if isinstance(r, Generate):
+                out[i] = self._generate(r)
+                if progress:
+                    progress(1)
+        return out  # type: ignore[return-value]
+
+    def _run_scores(self, requests: list[ScoreNext], progress) -> Iterator[tuple[int, Response]]:
+        encoded: list[tuple[list[int], list[int]] | None] = []
+        for i, r in enumerate(requests):
+            try:
+                encoded.append(self._score_tokens(r))
+            except LocalevalError as e:
+                encoded.append(None)
+                yield i, Response(error=str(e))
+                if progress:
+                    progress(1)
+        ok = [i for i, e in enumerate(encoded) if e is not None]
+        seqs = [encoded[i][0] for i in ok]
+        groups = plan_prefix_groups(seqs) if self.prefix_reuse else None
+        if not groups:
+            groups = [_Group(0, list(range(len(seqs))))]
+        limit = self.max_context()
+        for group in groups:
+            members = [ok[j] for j in group.members]
+            for i in members:
+                if limit and len(encoded[i][0]) > limit:
+                    yield i, Response(error=f"prompt has {len(encoded[i][0])} tokens, over the "
+                                      f"model's context of {limit}")
+                    if progress:
+                        progress(1)
+            members = [i for i in members if not (limit and len(encoded[i][0]) > limit)]
+            if not members:
+                continue
+            for i, logprobs in self._score_group([encoded[i] for i in members], group.prefix_len):
+                ctx, targets = encoded[members[i]]
+                cands = requests[members[i]].candidates
+                self.stats["requests"] += 1
+                self.stats["prompt_tokens"] += len(ctx)
+                yield members[i], Response(
+                    logprobs={c: float(logprobs[t]) for c, t in zip(cands, targets)},
+                    n_prompt_tokens=len(ctx),
+                )
+                if progress:
+                    progress(1)
+
+    def _score_group(self, items: list[tuple[list[int], list[int]]], prefix_len: int):
+        """Yield (index in items, log-softmax over the vocabulary at the last prompt token)."""
+        torch = self.torch
+        cache = None
+        if prefix_len:
+            prefix = torch.tensor([items[0][0][:prefix_len]], device=self.device)
+            with torch.inference_mode():
+                cache = self.model(input_ids=prefix, use_cache=True).past_key_values
+            self.stats["forwarded_tokens"] += prefix_len
+            if _has_sliding_layers(cache):  # copies of a sliding-window cache are not plain KV
+                cache, prefix_len = None, 0
+        suffixes = [ctx[prefix_len:] for ctx, _ in items]
+        for batch in self._batches(suffixes, prefix_len):
+            rows = [suffixes[i] for i in batch]
+            yield from zip(batch, self._forward_last(rows, prefix_len, cache))
+
+    def _batches(self, suffixes: list[list[int]], prefix_len: int) -> Iterator[list[int]]:
+        """Length-sorted batches whose padded size (incl. the prefix each row attends to) fits
+        the token budget, so peak memory stays bounded whatever the data."""
+        order = sorted(range(len(suffixes)), key=lambda i: (-len(suffixes[i]), i))
+        batch: list[int] = []
+        for i in order:
+            width = prefix_len + len(suffixes[batch[0]] if batch else suffixes[i])
+            full = self.batch_size != "auto" and len(batch) >= self.batch_size
+            if batch and (full or (len(batch) + 1) * width > self.max_batch_tokens):
+                yield batch
+                batch = []
+            batch.append(i)
+        if batch:
+            yield batch
+
+    def _forward_last(self, rows: list[list[int]], prefix_len: int, cache):
+        torch = self.torch
+        # Pad the width, and the rows reaching the LM head, to multiples of ROW_BLOCK: CPU GEMM
+        # kernels round rows that fall outside a full block differently, so this keeps every
+        # row's numbers independent of batch size and of its neighbours' lengths.
+        width = -(-max(len(r) for r in rows) // ROW_BLOCK) * ROW_BLOCK
+        pad = self.tokenizer.pad_token_id
+        ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=self.device)
+        mask = torch.tensor([[1] * (prefix_len + len(r)) + [0] * (width - len(r)) for r in rows],
+                            device=self.device)
+        positions = torch.arange(prefix_len, prefix_len + width, device=self.device)
+        last = torch.tensor([len(r) - 1 for r in rows], device=self.device)
+        kwargs = {}
+        if cache is not None:
+            batch_cache = copy.deepcopy(cache)
+            batch_cache.batch_repeat_interleave(len(rows))
+            kwargs = {"past_key_values": batch_cache, "cache_position": positions}
+        self.stats["forwarded_tokens"] += sum(len(r) for r in rows)
+        with torch.inference_mode(), _only_positions(self.model, last):
+            logits = self.model(input_ids=ids, attention_mask=mask,
+                                position_ids=positions.expand(len(rows), -1),
+                                use_cache=cache is not None, **kwargs).logits
+        return logits[: len(rows), -1, :].float().log_softmax(-1).cpu()
+
+    def _generate(self, request: Generate) -> Response:
+        torch = self.torch
+        text, special = self.render(request.prompt)
+        ids = self.encode(text, special)
+        limit = self.max_context()
+        if limit and len(ids) + request.max_tokens > limit:
+            return Response(error=f"prompt has {len(ids)} tokens; with {request.max_tokens} to "
+                            f"generate that is over the model's context of {limit}")
+        with torch.inference_mode():
+            out = self.model.generate(
+                torch.tensor([ids], device=self.device),
+                attention_mask=torch.ones(1, len(ids), dtype=torch.long, device=self.device),
+                max_new_tokens=request.max_tokens,
+                do_sample=False,
+                pad_token_id=self.tokenizer.pad_token_id,
+                stop_strings=list(request.stop) or None,
+                tokenizer=self.tokenizer,
+            )
+        new = out[0, len(ids):].tolist()
+        self.stats["forwarded_tokens"] += len(ids) + len(new)
+        generated = self.tokenizer.decode(new, skip_special_tokens=True)
+        for s in request.stop:  # generation stops after the token that completes a stop string
+            if s in generated:
+                generated = generated[: generated.index(s)]
+        return Response(text=generated, n_prompt_tokens=len(ids))
+
+    def _auto_batch_tokens(self) -> int:
+        """A token budget per forward pass from free memory and the per-token cost of the model
+        (KV cache + the widest activations), using a third of what is free."""
+        torch = self.torch
+        cfg = self.model.config
+        get = lambda *names: next((getattr(cfg, n) for n in names if getattr(cfg, n, None)), 0)  # noqa: E731
+        hidden = get("hidden_size", "n_embd", "d_model") or 1024
+        layers = get("num_hidden_layers", "n_layer") or 12
+        heads = get("num_attention_heads", "n_head") or 16
+        kv_heads = get("num_key_value_heads") or heads
+        inter = get("intermediate_size", "n_inner") or 4 * hidden
+        width = self.model.dtype.itemsize
+        per_token = width * (2 * layers * kv_heads * (hidden // heads) + 4 * hidden + 2 * inter)
+        if self.device.type == "cuda":
+            free = torch.cuda.mem_get_info(self.device)[0]
+        else:
+            try:
+                free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+            except (ValueError, OSError):
+                free = 4 << 30
+        return int(max(256, min(free // 3 // per_token, 1 << 17)))
+
+
+class _Group:
+    def __init__(self, prefix_len: int, members: list[int]):
+        self.prefix_len, self.members = prefix_len, members
+
+
+@contextmanager
+def _only_positions(model, last):
+    """Feed the LM head only each row's hidden state at ``last[row]`` (shape [B, 1, H]).
+    The model's own head and any post-processing (e.g. logit soft-capping) still apply."""
+    import torch
+
+    head = model.get_output_embeddings()
+    rows = torch.arange(len(last), device=last.device)
+
+    padded = -(-len(last) // ROW_BLOCK) * ROW_BLOCK
+
+    def select(_module, args):
+        picked = args[0][rows, last]
+        picked = torch.cat([picked, picked.new_zeros(padded - len(last), picked.shape[-1])])
+        return (picked.unsqueeze(1), *args[1:])
+
+    handle = head.register_forward_pre_hook(select)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+def _has_sliding_layers(cache) -> bool:
+    flags = getattr(cache, "is_sliding", None)
+    return bool(flags) and any(flags) if isinstance(flags, list | tuple) else bool(flags)
+
+
+def _weights_fingerprint(model: str) -> str | None:
+    """For a local folder, a hash of its weight files' names, sizes and mtimes, so a retrained
+    model in the same folder never hits an old cache entry. Hub models are keyed by revision."""
+    path = Path(model)
+    if not path.is_dir():
+        return None
+    h = hashlib.sha256()
+    for f in sorted(path.iterdir()):
+        if f.suffix in (".safetensors", ".bin", ".json", ".model", ".gguf"):
+            st = f.stat()
+            h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:16]

@@ -1,0 +1,146 @@
+"""The command line. Thin: parses options and calls the API."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .errors import LocalevalError
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="localeval", description=__doc__)
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("tasks", help="list built-in tasks, or one task's subjects")
+    t.add_argument("task", nargs="?")
+
+    r = sub.add_parser("run", help="evaluate a model on a task")
+    r.add_argument("--task", required=True, help="tmlu, cmmlu, tmmluplus, or a name for --data")
+    r.add_argument("--model", required=True, help="hf:<hub id or folder>")
+    r.add_argument("--data", help="local folder or file instead of the Hugging Face Hub")
+    r.add_argument("--subjects", help="comma-separated subject ids (default: all)")
+    r.add_argument("--shots", type=int, default=5)
+    r.add_argument("--method", default="likelihood", help="likelihood or generation")
+    r.add_argument("--cot", action="store_true", help="chain-of-thought (needs --method generation)")
+    r.add_argument("--prompt-style", default="tmlu", help="tmlu (the paper's) or lm-eval")
+    r.add_argument("--chat", default="none", help="none, single (few-shot in one user turn) or "
+                   "multi (one turn per shot); uses the model's chat template")
+    r.add_argument("--system", help="system prompt (with --chat) or text before the prompt")
+    r.add_argument("--max-tokens", type=int, help="generation budget (default 16; 1024 with --cot)")
+    r.add_argument("--limit", type=int, help="first N test questions per subject")
+    r.add_argument("--output", help="run folder for config.json, results.json, samples.jsonl")
+    r.add_argument("--cache", help="SQLite file of finished requests (default: <output>/cache.sqlite)")
+    r.add_argument("--no-cache", action="store_true")
+    r.add_argument("--dataset-revision")
+    r.add_argument("--revision", help="model revision (Hub branch, tag or commit)")
+    r.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
+    r.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, …")
+    r.add_argument("--batch-size", default="auto", help="'auto' (fits memory) or an integer")
+    r.add_argument("--attn", default="eager", help="attention implementation (eager keeps results "
+                   "identical across batch sizes; sdpa is faster on GPUs)")
+    r.add_argument("--no-prefix-reuse", action="store_true",
+                   help="forward every prompt whole (for comparison; results are the same)")
+    r.add_argument("--quiet", action="store_true")
+
+    d = sub.add_parser("demo", help="the whole flow offline on bundled sample data (random model)")
+    d.add_argument("--output", default="runs/demo")
+    d.add_argument("--quiet", action="store_true")
+    return p
+
+
+def _batch_size(value: str):
+    if value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise LocalevalError(f"--batch-size must be 'auto' or an integer, not {value!r}") from None
+
+
+def cmd_tasks(args) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from .data.catalog import BUILTIN_TASKS, get_task
+
+    console = Console()
+    if args.task is None:
+        table = Table(title="Built-in tasks (any local folder works too: --data PATH)")
+        for col in ("task", "Hub dataset", "subjects", "description"):
+            table.add_column(col)
+        for spec in BUILTIN_TASKS.values():
+            table.add_row(spec.name, spec.hub_id, str(len(spec.subjects)), spec.description)
+        console.print(table)
+        return
+    spec = get_task(args.task)
+    table = Table(title=f"{spec.name} subjects")
+    for col in ("subject", "name", "discipline", "level", "questions", "options"):
+        table.add_column(col)
+    for s in spec.subjects.values():
+        table.add_row(s.id, s.name, s.discipline, s.level or "", str(s.n_questions or ""),
+                      str(s.n_options or ""))
+    console.print(table)
+
+
+def cmd_run(args) -> None:
+    from .api import evaluate
+    from .report.tables import print_mcq_report
+
+    cache = None
+    if not args.no_cache:
+        cache = args.cache or (Path(args.output) / "cache.sqlite" if args.output else None)
+    result = evaluate(
+        task=args.task,
+        model=args.model,
+        data=args.data,
+        subjects=[s.strip() for s in args.subjects.split(",")] if args.subjects else None,
+        shots=args.shots,
+        method=args.method,
+        cot=args.cot,
+        prompt_style=args.prompt_style,
+        chat=args.chat,
+        system=args.system,
+        max_tokens=args.max_tokens,
+        limit=args.limit,
+        output=args.output,
+        cache=cache,
+        dataset_revision=args.dataset_revision,
+        backend_options={"revision": args.revision, "dtype": args.dtype, "device": args.device,
+                         "batch_size": _batch_size(args.batch_size), "attn": args.attn,
+                         "prefix_reuse": not args.no_prefix_reuse},
+        quiet=args.quiet,
+        command=sys.argv,
+    )
+    print_mcq_report(result.results)
+    if result.folder:
+        print(f"wrote {result.folder}/ (config.json, results.json, samples.jsonl)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "tasks":
+            cmd_tasks(args)
+        elif args.command == "run":
+            cmd_run(args)
+        elif args.command == "demo":
+            from .demo import run_demo
+
+            run_demo(Path(args.output), quiet=args.quiet)
+    except LocalevalError as e:
+        if args.debug:
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; finished requests are in the cache, rerun the command to resume",
+              file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

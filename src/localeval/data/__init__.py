@@ -1,0 +1,1 @@
+"""Items and the loaders that make them."""

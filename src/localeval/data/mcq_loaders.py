@@ -1,0 +1,176 @@
+"""Load multiple-choice questions from local files or the Hugging Face Hub into :class:`MCQItem`.
+
+Local layouts understood (``subject`` is a file or folder name):
+- ``dev/<subject>.csv`` + ``test/<subject>.csv`` (CMMLU; also .jsonl / .parquet)
+- ``<subject>_dev.csv`` + ``<subject>_test.csv`` (TMMLU+ as published; ``train`` = few-shot pool)
+- ``dev.jsonl`` + ``test.jsonl`` in a folder (one subject, named after the folder)
+- a single file; rows may carry ``subject`` and ``split`` columns, else subject = file name, split = test
+
+Columns: ``question``, options ``A``…``F`` (or a ``choices`` list), ``answer`` (letter or
+0-based index), optional ``id``, ``explanation``; anything else (year, level, …) goes to metadata.
+Column names are matched case-insensitively (CMMLU writes ``Question`` and ``Answer``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..errors import DataError, LocalevalError
+from .items import LETTERS, MCQItem, validate_mcq
+from .rows import TABLE_SUFFIXES, read_rows
+
+# split name as written in files -> our name
+SPLIT_ALIASES = {"dev": "dev", "train": "dev", "val": "val", "validation": "val", "test": "test"}
+_CONSUMED = {"question", "answer", "id", "index", "explanation", "choices", "subject", "split",
+             *[c.lower() for c in LETTERS], ""}
+
+Splits = dict[str, list[MCQItem]]  # split name ("dev", "test", "val") -> items
+
+
+def row_to_item(row: dict[str, Any], *, subject: str, split: str, file: str, number: int
+                ) -> MCQItem:
+    """Turn one raw row into a validated item, or raise DataError naming file, row and field."""
+    cols = {str(k).strip().lower(): v for k, v in row.items()}
+    for required in ("question", "answer"):
+        if required not in cols:
+            raise DataError(file, number, required, f"missing column '{required}'")
+    options = _options(cols, file, number)
+    answer = cols["answer"]
+    if isinstance(answer, int) and not isinstance(answer, bool) and 0 <= answer < len(options):
+        answer = LETTERS[answer]
+    answer = str(answer).strip().upper() if answer is not None else ""
+    question = cols["question"] if isinstance(cols["question"], str) else ""
+    problem = validate_mcq(question, tuple(options), answer)
+    if problem:
+        raise DataError(file, number, *problem)
+    raw_id = cols.get("id", cols.get("index"))
+    item_id = str(raw_id) if raw_id not in (None, "") else f"{split}-{number}"
+    explanation = cols.get("explanation")
+    metadata = {k: v for k, v in cols.items() if k not in _CONSUMED and v not in (None, "")}
+    return MCQItem(
+        id=f"{subject}/{item_id}",
+        subject=subject,
+        question=question,
+        options=tuple(options),
+        answer=answer,
+        explanation=str(explanation) if explanation not in (None, "") else None,
+        metadata=metadata,
+    )
+
+
+def _options(cols: dict[str, Any], file: str, number: int) -> list[str]:
+    if "choices" in cols and "a" not in cols:
+        choices = cols["choices"]
+        if not isinstance(choices, list | tuple):
+            raise DataError(file, number, "choices", "must be a list of option texts")
+        return [str(c) if c is not None else "" for c in choices]
+    options: list[str] = []
+    for letter in LETTERS:
+        value = cols.get(letter.lower())
+        if value is None or (isinstance(value, str) and value == ""):
+            # An empty option is fine only if every later option is empty too (4- vs 5-option rows).
+            later = [x for x in LETTERS[LETTERS.index(letter) + 1:] if cols.get(x.lower())]
+            if later:
+                raise DataError(file, number, letter, f"option {letter} is empty but "
+                                f"option {later[0]} is not")
+            break
+        options.append(value if isinstance(value, str) else str(value))
+    if not options:
+        raise DataError(file, number, "A", "missing option columns A, B, … (or 'choices')")
+    return options
+
+
+def _load_file(path: Path, subject: str | None, split: str | None) -> dict[str, Splits]:
+    out: dict[str, Splits] = {}
+    for number, row in read_rows(path):
+        lowered = {str(k).strip().lower(): v for k, v in row.items()}
+        subj = subject or str(lowered.get("subject") or path.stem)
+        spl = split or SPLIT_ALIASES.get(str(lowered.get("split", "test")).lower())
+        if spl is None:
+            raise DataError(path, number, "split", f"unknown split {lowered.get('split')!r}; "
+                            f"use one of {', '.join(SPLIT_ALIASES)}")
+        item = row_to_item(row, subject=subj, split=spl, file=str(path), number=number)
+        out.setdefault(subj, {}).setdefault(spl, []).append(item)
+    return out
+
+
+def _merge(into: dict[str, Splits], more: dict[str, Splits]) -> None:
+    for subject, splits in more.items():
+        for split, items in splits.items():
+            into.setdefault(subject, {}).setdefault(split, []).extend(items)
+
+
+def _tables(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.suffix.lower() in TABLE_SUFFIXES)
+
+
+def load_local(path: str | Path, subjects: Iterable[str] | None = None) -> dict[str, Splits]:
+    """Load a local file or folder in one of the layouts above. Returns subject -> split -> items."""
+    path = Path(path)
+    if not path.exists():
+        raise LocalevalError(f"data path {path} does not exist; pass --data with a folder or file")
+    wanted = set(subjects) if subjects else None
+    out: dict[str, Splits] = {}
+    if path.is_file():
+        _merge(out, _load_file(path, None, None))
+    else:
+        split_dirs = [d for d in sorted(path.iterdir()) if d.is_dir() and d.name in SPLIT_ALIASES]
+        if split_dirs:  # CMMLU layout: <split>/<subject>.csv
+            for d in split_dirs:
+                for f in _tables(d):
+                    if wanted is None or f.stem in wanted:
+                        _merge(out, _load_file(f, f.stem, SPLIT_ALIASES[d.name]))
+        else:
+            for f in _tables(path):
+                stem = f.stem
+                if stem.lower() in SPLIT_ALIASES:  # dev.jsonl + test.jsonl: one subject
+                    subject, split = path.name, SPLIT_ALIASES[stem.lower()]
+                elif "_" in stem and stem.rsplit("_", 1)[1].lower() in SPLIT_ALIASES:
+                    subject, tail = stem.rsplit("_", 1)
+                    split = SPLIT_ALIASES[tail.lower()]
+                else:
+                    subject, split = None, None
+                if wanted is None or subject is None or subject in wanted:
+                    _merge(out, _load_file(f, subject, split))
+    if wanted is not None:
+        missing = sorted(wanted - set(out))
+        if missing:
+            raise LocalevalError(f"subject(s) {', '.join(missing)} not found in {path}; "
+                                 f"available: {', '.join(sorted(out)) or 'none'}")
+        out = {s: out[s] for s in out if s in wanted}
+    if not out:
+        raise LocalevalError(f"no question files (.csv, .jsonl, .parquet) found in {path}")
+    return out
+
+
+def load_hub(repo_id: str, subjects: Iterable[str], splits: dict[str, str],
+             revision: str | None = None) -> dict[str, Splits]:
+    """Load subjects (Hub configs) from a Hugging Face dataset repo.
+
+    ``splits`` maps our split name to the repo's (e.g. ``{"dev": "train", "test": "test"}`` for
+    TMMLU+). ``repo_id`` may also be a local folder in the same layout (a README with configs and
+    data files), which is how the tests exercise this path.
+    """
+    try:
+        import datasets
+    except ImportError as e:  # pragma: no cover - datasets is a dependency
+        raise LocalevalError("the 'datasets' package is needed to load from the Hub") from e
+
+    out: dict[str, Splits] = {}
+    for subject in subjects:
+        for ours, theirs in splits.items():
+            where = f"hf://{repo_id}/{subject}/{theirs}"
+            try:
+                rows = datasets.load_dataset(repo_id, subject, split=theirs, revision=revision)
+            except Exception as e:
+                raise LocalevalError(
+                    f"cannot load {where}: {type(e).__name__}: {str(e).splitlines()[0][:300]} "
+                    "(check the dataset id, that you have accepted its terms and are logged in "
+                    "with `hf auth login`, or pass --data with a local copy)") from None
+            out.setdefault(subject, {})[ours] = [
+                row_to_item(row, subject=subject, split=ours, file=where, number=i)
+                for i, row in enumerate(rows, start=1)
+            ]
+    return out

@@ -1,0 +1,77 @@
+"""Accuracy and its breakdowns for multiple-choice results. Pure functions over sample records.
+
+- ``accuracy``: mean of 0/1 correctness; standard error ``sqrt(s² / n)`` with the sample variance
+  ``s² = n/(n-1) · p(1-p)`` (as lm-evaluation-harness reports it).
+- A group (discipline, level, year) is scored **micro**: all its questions pooled. The TMLU
+  paper's Table 3 does this per discipline, and its "Average" is the plain mean of the discipline
+  scores (e.g. Claude-3-Opus: (83.06+64.32+75.93+90.41+54.23)/5 = 73.59).
+- ``macro``: the mean of subject accuracies, standard error ``sqrt(Σ se_s²) / S``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+
+
+def accuracy(correct: Iterable[bool]) -> dict:
+    values = [1.0 if c else 0.0 for c in correct]
+    n = len(values)
+    if n == 0:
+        return {"n": 0, "correct": 0, "acc": None, "stderr": None}
+    p = sum(values) / n
+    stderr = math.sqrt(p * (1 - p) / (n - 1)) if n > 1 else None
+    return {"n": n, "correct": int(sum(values)), "acc": p, "stderr": stderr}
+
+
+def _group(samples: list[dict], key) -> dict[str, dict]:
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for s in samples:
+        k = key(s)
+        if k is not None:
+            groups[str(k)].append(s)
+    out = {}
+    for name in sorted(groups):
+        members = groups[name]
+        row = accuracy(s["correct"] for s in members)
+        row["n_unanswered"] = sum(1 for s in members if s.get("pred") is None)
+        out[name] = row
+    return out
+
+
+def aggregate(samples: list[dict], subject_info: dict, disciplines: tuple[str, ...]) -> dict:
+    """All the numbers a results.json holds. ``subject_info`` maps subject id -> SubjectInfo."""
+    def info(s, attr):
+        meta = subject_info.get(s["subject"])
+        return getattr(meta, attr, None) if meta else None
+
+    by_subject = _group(samples, lambda s: s["subject"])
+    for name, row in by_subject.items():
+        meta = subject_info.get(name)
+        row["discipline"] = meta.discipline if meta else None
+        row["level"] = meta.level if meta else None
+    by_discipline = _group(samples, lambda s: info(s, "discipline"))
+    subject_accs = [r for r in by_subject.values() if r["acc"] is not None]
+    macro = None
+    if subject_accs:
+        ses = [r["stderr"] for r in subject_accs]
+        macro = {
+            "acc": sum(r["acc"] for r in subject_accs) / len(subject_accs),
+            "stderr": math.sqrt(sum(se * se for se in ses)) / len(ses) if None not in ses else None,
+            "n_subjects": len(subject_accs),
+        }
+    present = [d for d in disciplines if d in by_discipline]
+    table_average = (sum(by_discipline[d]["acc"] for d in present) / len(present)
+                     if present else None)
+    micro = accuracy(s["correct"] for s in samples)
+    micro["n_unanswered"] = sum(1 for s in samples if s.get("pred") is None)
+    return {
+        "micro": micro,
+        "macro": macro,
+        "discipline_average": table_average,
+        "by_discipline": {d: by_discipline[d] for d in present},
+        "by_level": _group(samples, lambda s: s.get("level") or info(s, "level")),
+        "by_year": _group(samples, lambda s: s.get("year")),
+        "by_subject": by_subject,
+    }

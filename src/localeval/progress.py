@@ -1,0 +1,33 @@
+"""A rich progress bar with throughput, as a context manager yielding ``advance(n)``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
+from rich.text import Text
+
+
+class RateColumn(ProgressColumn):
+    def __init__(self, unit: str):
+        super().__init__()
+        self.unit = unit
+
+    def render(self, task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(f"{speed:.2f} {self.unit}/s" if speed else f"- {self.unit}/s")
+
+
+@contextmanager
+def progress_bar(unit: str, total: int, done: int = 0, quiet: bool = False
+                 ) -> Iterator[Callable[[int], None]]:
+    if quiet or total == 0:
+        yield lambda n=1: None
+        return
+    columns = [TextColumn(f"[bold]{unit}"), BarColumn(), MofNCompleteColumn(), RateColumn(unit),
+               TimeElapsedColumn(), TimeRemainingColumn()]
+    with Progress(*columns, transient=False) as progress:
+        task = progress.add_task(unit, total=total, completed=done)
+        yield lambda n=1: progress.advance(task, n)

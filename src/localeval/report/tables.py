@@ -1,0 +1,67 @@
+"""Console tables. Reports only read results; they never recompute a number."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+# Column titles of the TMLU paper's Table 3.
+SHORT = {"Social Science": "Social Sci.", "Taiwan Specific": "Taiwan Spe."}
+
+
+def _pct(row: dict | None) -> str:
+    if not row or row.get("acc") is None:
+        return "-"
+    se = row.get("stderr")
+    return f"{100 * row['acc']:.2f}" + (f" ±{100 * se:.2f}" if se is not None else "")
+
+
+def discipline_table(results: dict) -> Table:
+    """One row per model, columns = disciplines + Average (mean of discipline scores)."""
+    m = results["metrics"]
+    table = Table(title=f"{results['task']} · {results['method']} · {results['shots']}-shot"
+                        f"{' CoT' if results.get('cot') else ''} · accuracy %")
+    table.add_column("Model")
+    shown = [d for d in results["disciplines"] if d in m["by_discipline"]]
+    for d in shown:
+        table.add_column(SHORT.get(d, d), justify="right")
+    table.add_column("Average", justify="right")
+    avg = m.get("discipline_average")
+    model = str(results.get("model") or "").rstrip("/").split("/")[-1]
+    table.add_row(model, *[_acc(m["by_discipline"][d]) for d in shown],
+                  f"{100 * avg:.2f}" if avg is not None else "-")
+    table.caption = (f"Average = mean of the discipline columns (the paper's Table 3). "
+                     f"Micro {_pct(m['micro'])} over {m['micro']['n']} questions; "
+                     f"macro {_pct(m.get('macro'))} over subjects.")
+    return table
+
+
+def _acc(row: dict | None) -> str:
+    return "-" if not row or row.get("acc") is None else f"{100 * row['acc']:.2f}"
+
+
+def breakdown_table(results: dict, key: str, title: str) -> Table | None:
+    rows = results["metrics"].get(key) or {}
+    if not rows:
+        return None
+    table = Table(title=title)
+    for col in (title.split()[0], "n", "accuracy %", "unanswered"):
+        table.add_column(col, justify="left" if col == title.split()[0] else "right")
+    for name, row in rows.items():
+        table.add_row(name, str(row["n"]), _pct(row), str(row.get("n_unanswered", 0)))
+    return table
+
+
+def print_mcq_report(results: dict, console: Console | None = None, subjects: bool = True) -> None:
+    console = console or Console()
+    console.print(discipline_table(results))
+    for key, title in (("by_level", "Level breakdown"), ("by_year", "Year breakdown")):
+        table = breakdown_table(results, key, title)
+        if table is not None:
+            console.print(table)
+    if subjects:
+        console.print(breakdown_table(results, "by_subject", "Subject accuracy"))
+    missing = results.get("unanswered") or []
+    if missing:
+        console.print(f"[yellow]{len(missing)} question(s) had no extractable answer and count as "
+                      f"wrong; see 'error' in samples.jsonl (first: {', '.join(missing[:5])})")

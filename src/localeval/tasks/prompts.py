@@ -1,0 +1,119 @@
+"""Prompt formats for multiple-choice questions.
+
+Two styles:
+
+``tmlu`` — the TMLU paper's format (Fig. 2 / Fig. 7), as in its evaluation code
+(github.com/MiuLab/TMLU, template.py and tmlu_eval.py): a topic line, then for each shot
+``問題：{q}\\n(A) …\\n(B) …`` followed by ``\\n正確答案：({x})`` — or for CoT by
+``\\n讓我們一步一步思考。\\n{explanation}\\n正確答案：({x})`` — shots joined by a blank line.
+The query ends with the answer cue ``\\n正確答案：(`` (direct) or ``\\n讓我們一步一步思考。\\n`` (CoT),
+so the next token is the option letter.
+
+``lm-eval`` — lm-evaluation-harness's task formats, reproduced exactly so our numbers can be
+checked against theirs: ``description + shot + "\\n\\n" + … + query``, each shot
+``doc_to_text + " " + letter``, the candidates `` A``, `` B``, … (target delimiter " ").
+  - cmmlu:     ``以下是关于{中文名}的单项选择题，请直接给出正确答案的选项。`` / ``{q}\\nA. {a}…\\n答案：``
+  - tmlu, tmmluplus, custom: ``以下為{name}的單選題，請提供正確答案的選項。`` / ``{q}\\nA. {a}…\\nAnswer:``
+
+Chat (``chat="single"``): the whole few-shot text is one user turn and the answer cue becomes an
+assistant prefill (the TMLU code's ``apply_chat_template`` path). ``chat="multi"``: each shot is a
+user turn (question) and an assistant turn (its answer); the query is the last user turn.
+An optional system prompt comes first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..backends.base import Message, Prompt
+from ..data.items import MCQItem
+
+STYLES = ("tmlu", "lm-eval")
+CHAT_MODES = ("none", "single", "multi")
+
+TMLU_TOPIC = "以下選擇題為出自臺灣的考題，答案為其中一個選項。"
+TMLU_ANSWER_CUE = "\n正確答案：("
+TMLU_COT_CUE = "\n讓我們一步一步思考。\n"
+
+LM_EVAL_DESCRIPTION = {
+    "cmmlu": "以下是关于{name}的单项选择题，请直接给出正确答案的选项。\n\n",
+    "default": "以下為{name}的單選題，請提供正確答案的選項。\n\n",
+}
+LM_EVAL_ANSWER = {"cmmlu": "答案：", "default": "Answer:"}
+
+
+@dataclass(frozen=True)
+class PromptConfig:
+    style: str = "tmlu"
+    shots: int = 5
+    cot: bool = False
+    chat: str = "none"
+    system: str | None = None
+    task: str = "tmlu"  # which lm-eval task format to follow
+
+    def candidates(self, item: MCQItem) -> tuple[str, ...]:
+        """The continuations scored at the answer position."""
+        if self.style == "lm-eval":
+            return tuple(" " + letter for letter in item.letters)
+        return tuple(item.letters)
+
+
+def _tmlu_block(item: MCQItem) -> str:
+    # The TMLU code collapses blank lines inside questions and strips them.
+    question = item.question.replace("\n\n", "\n").strip()
+    options = "\n".join(f"({letter}) {text}" for letter, text in zip(item.letters, item.options))
+    return f"問題：{question}\n{options.strip()}"
+
+
+def _tmlu_shot(item: MCQItem, cot: bool) -> str:
+    if cot:
+        return f"{_tmlu_block(item)}{TMLU_COT_CUE}{(item.explanation or '').strip()}" \
+               f"\n正確答案：({item.answer})"
+    return f"{_tmlu_block(item)}{TMLU_ANSWER_CUE}{item.answer})"
+
+
+def _lm_eval_key(task: str) -> str:
+    return "cmmlu" if task == "cmmlu" else "default"
+
+
+def _lm_eval_block(item: MCQItem, task: str) -> str:
+    options = "".join(f"\n{letter}. {text}" for letter, text in zip(item.letters, item.options))
+    return f"{item.question.strip()}{options}\n{LM_EVAL_ANSWER[_lm_eval_key(task)]}"
+
+
+def build_prompt(item: MCQItem, shots: list[MCQItem], subject_name: str,
+                 config: PromptConfig) -> Prompt:
+    """The prompt for ``item`` with ``shots`` as demonstrations (already chosen and trimmed)."""
+    if config.style == "lm-eval":
+        head = LM_EVAL_DESCRIPTION[_lm_eval_key(config.task)].format(name=subject_name)
+        shot_texts = [f"{_lm_eval_block(s, config.task)} {s.answer}" for s in shots]
+        query, cue = _lm_eval_block(item, config.task), ""
+    else:
+        head = TMLU_TOPIC + "\n\n"
+        shot_texts = [_tmlu_shot(s, config.cot) for s in shots]
+        query = _tmlu_block(item)
+        cue = TMLU_COT_CUE if config.cot else TMLU_ANSWER_CUE
+
+    if config.chat == "none":
+        text = head + "".join(s + "\n\n" for s in shot_texts) + query + cue
+        if config.system:
+            text = config.system + "\n\n" + text
+        return text
+
+    messages: list[Message] = []
+    if config.system:
+        messages.append({"role": "system", "content": config.system})
+    if config.chat == "single":
+        messages.append({"role": "user",
+                         "content": head + "".join(s + "\n\n" for s in shot_texts) + query})
+    else:  # multi-turn: the instruction rides on the first user turn
+        for i, shot in enumerate(shots):
+            question = _lm_eval_block(shot, config.task) if config.style == "lm-eval" \
+                else _tmlu_block(shot)
+            answer = shot_texts[i][len(question):].strip()
+            messages.append({"role": "user", "content": (head if i == 0 else "") + question})
+            messages.append({"role": "assistant", "content": answer})
+        messages.append({"role": "user", "content": (head if not shots else "") + query})
+    if cue:  # kept verbatim, leading newline included, as the TMLU code appends it
+        messages.append({"role": "assistant", "content": cue})
+    return messages
