@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import __version__
-from .backends.base import Backend, load_backend
+from .backends.base import Backend, load_backend, parse_backend_spec
 from .data.catalog import BUILTIN_TASKS, TaskSpec, custom_task, get_task
 from .data.mcq_loaders import Splits, load_hub, load_local
 from .errors import LocalevalError
@@ -83,6 +83,8 @@ def evaluate(
                             task=task),
         max_tokens=max_tokens,
     )
+    if isinstance(model, str):
+        parse_backend_spec(model)  # a typo in --model should fail before any data loads
     spec, loaded = load_mcq_task(task, data, subjects, dataset_revision)
     backend = load_backend(model, **(backend_options or {})) if isinstance(model, str) else model
     count = backend.count_tokens if hasattr(backend, "count_tokens") else None

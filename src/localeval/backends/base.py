@@ -88,14 +88,24 @@ class Backend(Protocol):
     def count_tokens(self, prompt: Prompt) -> int: ...
 
 
-def load_backend(spec: str, **options) -> Backend:
-    """Make a backend from ``kind:target``, e.g. ``hf:Qwen/Qwen2.5-7B-Instruct`` or ``hf:/models/x``."""
+BACKEND_KINDS = ("hf",)
+
+
+def parse_backend_spec(spec: str) -> tuple[str, str]:
+    """``hf:Qwen/Qwen2.5-7B-Instruct`` -> ("hf", "Qwen/Qwen2.5-7B-Instruct"), or a clear error."""
     kind, sep, target = spec.partition(":")
     if not sep or not target:
         raise LocalevalError(f"model {spec!r} needs a backend prefix, e.g. hf:Qwen/Qwen2.5-0.5B or "
                              "hf:/path/to/model")
-    if kind == "hf":
-        from .hf import HFBackend
+    if kind not in BACKEND_KINDS:
+        raise LocalevalError(f"unknown backend {kind!r} in {spec!r}; available: "
+                             f"{', '.join(BACKEND_KINDS)}")
+    return kind, target
 
-        return HFBackend(target, **options)
-    raise LocalevalError(f"unknown backend {kind!r} in {spec!r}; available: hf")
+
+def load_backend(spec: str, **options) -> Backend:
+    """Make a backend from ``kind:target``, e.g. ``hf:Qwen/Qwen2.5-7B-Instruct`` or ``hf:/models/x``."""
+    _kind, target = parse_backend_spec(spec)
+    from .hf import HFBackend
+
+    return HFBackend(target, **options)

@@ -201,26 +201,27 @@ class HFBackend:
             yield from zip(batch, self._forward_last(rows, prefix_len, cache))
 
     def _batches(self, suffixes: list[list[int]], prefix_len: int) -> Iterator[list[int]]:
-        """Length-sorted batches whose padded size (incl. the prefix each row attends to) fits
-        the token budget, so peak memory stays bounded whatever the data."""
-        order = sorted(range(len(suffixes)), key=lambda i: (-len(suffixes[i]), i))
-        batch: list[int] = []
-        for i in order:
-            width = prefix_len + len(suffixes[batch[0]] if batch else suffixes[i])
-            full = self.batch_size != "auto" and len(batch) >= self.batch_size
-            if batch and (full or (len(batch) + 1) * width > self.max_batch_tokens):
-                yield batch
-                batch = []
-            batch.append(i)
-        if batch:
-            yield batch
+        """Batches of rows with the same padded width (length rounded up to ROW_BLOCK), longest
+        first, each within the token budget so peak memory stays bounded. Equal widths mean a
+        row is computed the same way whatever else is in its batch: results do not depend on
+        the batch size (kernels reduce over padded keys in width-dependent blocks)."""
+        buckets: dict[int, list[int]] = {}
+        for i, s in enumerate(suffixes):
+            buckets.setdefault(_padded(len(s)), []).append(i)
+        for width in sorted(buckets, reverse=True):
+            per_batch = max(1, self.max_batch_tokens // (prefix_len + width))
+            if self.batch_size != "auto":
+                per_batch = min(per_batch, self.batch_size)
+            rows = buckets[width]
+            for start in range(0, len(rows), per_batch):
+                yield rows[start : start + per_batch]
 
     def _forward_last(self, rows: list[list[int]], prefix_len: int, cache):
         torch = self.torch
         # Pad the width, and the rows reaching the LM head, to multiples of ROW_BLOCK: CPU GEMM
         # kernels round rows that fall outside a full block differently, so this keeps every
         # row's numbers independent of batch size and of its neighbours' lengths.
-        width = -(-max(len(r) for r in rows) // ROW_BLOCK) * ROW_BLOCK
+        width = _padded(max(len(r) for r in rows))
         pad = self.tokenizer.pad_token_id
         ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=self.device)
         mask = torch.tensor([[1] * (prefix_len + len(r)) + [0] * (width - len(r)) for r in rows],
@@ -288,6 +289,10 @@ class HFBackend:
         return int(max(256, min(free // 3 // per_token, 1 << 17)))
 
 
+def _padded(n: int) -> int:
+    return -(-n // ROW_BLOCK) * ROW_BLOCK
+
+
 class _Group:
     def __init__(self, prefix_len: int, members: list[int]):
         self.prefix_len, self.members = prefix_len, members
@@ -302,7 +307,7 @@ def _only_positions(model, last):
     head = model.get_output_embeddings()
     rows = torch.arange(len(last), device=last.device)
 
-    padded = -(-len(last) // ROW_BLOCK) * ROW_BLOCK
+    padded = _padded(len(last))
 
     def select(_module, args):
         picked = args[0][rows, last]

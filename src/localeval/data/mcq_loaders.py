@@ -45,7 +45,7 @@ def row_to_item(row: dict[str, Any], *, subject: str, split: str, file: str, num
     problem = validate_mcq(question, tuple(options), answer)
     if problem:
         raise DataError(file, number, *problem)
-    raw_id = cols.get("id", cols.get("index"))
+    raw_id = cols.get("id", cols.get("index", cols.get("")))  # CMMLU: unnamed index column
     item_id = str(raw_id) if raw_id not in (None, "") else f"{split}-{number}"
     explanation = cols.get("explanation")
     metadata = {k: v for k, v in cols.items() if k not in _CONSUMED and v not in (None, "")}

@@ -1,0 +1,1 @@
+"""Analyses built on the metrics: language and cultural gaps, safeguard error analyses."""

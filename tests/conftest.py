@@ -1,0 +1,24 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+# No network here: fail fast instead of retrying Hub requests.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+from tiny_models import SHARED, make_model  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tiny_llama(tmp_path_factory):
+    return make_model(tmp_path_factory.mktemp("llama"), arch="llama", layers=2, chat=True)
+
+
+@pytest.fixture(scope="session")
+def shared():
+    if not SHARED.exists():
+        pytest.fail(f"shared data not found at {SHARED}; set LOCALEVAL_SHARED")
+    return SHARED

@@ -1,0 +1,41 @@
+"""Run lm-evaluation-harness on local CMMLU files, with its own cmmlu task format.
+
+lm-eval's built-in ``cmmlu_<subject>`` task reads ``haonan-li/cmmlu`` from the Hub; with no
+network we write the same task config (its ``_default_template_yaml`` and description, version
+0.4.13) pointing at the local CSV files instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from localeval.data.subject_tables import CMMLU_SUBJECTS
+
+TASK_YAML = """task: local_cmmlu_{subject}
+dataset_path: csv
+dataset_kwargs:
+  data_files:
+    dev: {data}/dev/{subject}.csv
+    test: {data}/test/{subject}.csv
+test_split: test
+fewshot_split: dev
+fewshot_config:
+  sampler: first_n
+output_type: multiple_choice
+description: "以下是关于{name}的单项选择题，请直接给出正确答案的选项。\\n\\n"
+doc_to_text: "{{{{Question.strip()}}}}\\nA. {{{{A}}}}\\nB. {{{{B}}}}\\nC. {{{{C}}}}\\nD. {{{{D}}}}\\n答案："
+doc_to_choice: ["A", "B", "C", "D"]
+doc_to_target: "{{{{['A', 'B', 'C', 'D'].index(Answer)}}}}"
+metric_list:
+  - metric: acc
+    aggregation: mean
+    higher_is_better: true
+"""
+
+
+def write_task_configs(folder: Path, data: Path, subjects: list[str]) -> list[str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    for s in subjects:
+        text = TASK_YAML.format(subject=s, data=data.resolve(), name=CMMLU_SUBJECTS[s][0])
+        (folder / f"local_cmmlu_{s}.yaml").write_text(text, encoding="utf-8")
+    return [f"local_cmmlu_{s}" for s in subjects]

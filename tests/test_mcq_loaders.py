@@ -1,0 +1,101 @@
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from localeval.data.mcq_loaders import load_hub, load_local
+from localeval.errors import DataError, LocalevalError
+
+
+def test_cmmlu_layout(shared):
+    data = load_local(shared / "data" / "cmmlu", ["agronomy", "virology"])
+    assert sorted(data) == ["agronomy", "virology"]
+    agro = data["agronomy"]
+    assert len(agro["dev"]) == 5 and len(agro["test"]) == 169
+    first = agro["dev"][0]
+    assert first.id == "agronomy/0" and first.answer == "C" and first.options[2] == "大腿"
+    assert first.question == "肉牛屠宰后，胴体的哪个部位肉质较好"
+
+
+def test_tmmluplus_sample_single_file(shared):
+    data = load_local(shared / "data" / "tmmluplus-sample" / "test.jsonl")
+    items = data["test"]["test"]
+    assert len(items) == 20 and items[0].answer == "A" and len(items[0].options) == 4
+
+
+def test_dev_test_jsonl_folder_and_five_options(tmp_path):
+    folder = tmp_path / "physics"
+    folder.mkdir()
+    row = {"question": "q?", "A": "1", "B": "2", "C": "3", "D": "4", "E": "5", "F": None,
+           "answer": "E", "explanation": "because", "year": 2021}
+    (folder / "dev.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    (folder / "test.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    data = load_local(folder)
+    item = data["physics"]["test"][0]
+    assert item.letters == "ABCDE" and item.answer == "E" and item.metadata == {"year": 2021}
+    assert item.explanation == "because"
+
+
+def write(path, text, encoding="utf-8"):
+    path.write_bytes(text.encode(encoding))
+    return path
+
+
+@pytest.mark.parametrize("content, row, field, words", [
+    ("question,A,B,C,D\nq,a,b,c,d\n", 2, "answer", "missing column"),
+    ("question,A,B,C,D,answer\nq,a,b,c,d,E\n", 2, "answer", "not one of the options"),
+    ("question,A,B,C,D,answer\nq,a,b,c,d,A\n ,a,b,c,d,B\n", 3, "question", "empty"),
+    ("question,A,B,C,D,answer\nq,a,,c,d,A\n", 2, "B", "empty but option C"),
+    ("question,A,B,C,D,answer\nq,a,b,c,d,A,extra\n", 2, None, "cells"),
+])
+def test_malformed_csv_names_file_row_field(tmp_path, content, row, field, words):
+    path = write(tmp_path / "bad.csv", content)
+    with pytest.raises(DataError) as e:
+        load_local(path)
+    assert e.value.row == row and e.value.field == field and words in str(e.value)
+    assert str(path) in str(e.value)
+
+
+def test_wrong_encoding(tmp_path):
+    path = write(tmp_path / "big5.csv", "question,A,B,answer\nok,a,b,A\n測試,甲,乙,A\n", "big5")
+    with pytest.raises(DataError) as e:
+        load_local(path)
+    assert e.value.row == 3 and "UTF-8" in str(e.value)
+
+
+def test_bad_jsonl_line(tmp_path):
+    path = write(tmp_path / "x.jsonl", '{"question": "q", "A": "a", "B": "b", "answer": "A"}\n{oops\n')
+    with pytest.raises(DataError) as e:
+        load_local(path)
+    assert e.value.row == 2 and "JSON" in str(e.value)
+
+
+def test_unknown_subject_and_missing_path(tmp_path, shared):
+    with pytest.raises(LocalevalError, match="not found"):
+        load_local(shared / "data" / "cmmlu", ["no_such_subject"])
+    with pytest.raises(LocalevalError, match="does not exist"):
+        load_local(tmp_path / "nowhere")
+
+
+def test_hub_loader_on_local_repo_layout(tmp_path):
+    """The Hub path (datasets.load_dataset with a config per subject) on a folder laid out like
+    miulab/tmlu: a README declaring configs and their data files."""
+    repo = tmp_path / "tmlu"
+    for subject in ("AST_chemistry", "driving_rule"):
+        (repo / subject).mkdir(parents=True)
+        for split, n in (("dev", 5), ("test", 3)):
+            rows = [{"id": f"{subject}-{split}-{i}", "question": f"問題 {i}", "A": "甲", "B": "乙",
+                     "C": "丙", "D": "丁", "E": "戊" if subject == "AST_chemistry" else None,
+                     "answer": "B", "explanation": "說明"} for i in range(n)]
+            pq.write_table(pa.Table.from_pylist(rows), repo / subject / f"{split}.parquet")
+    configs = "".join(
+        f"- config_name: {s}\n  data_files:\n  - split: dev\n    path: {s}/dev.parquet\n"
+        f"  - split: test\n    path: {s}/test.parquet\n" for s in ("AST_chemistry", "driving_rule"))
+    (repo / "README.md").write_text(f"---\nconfigs:\n{configs}---\n", encoding="utf-8")
+    data = load_hub(str(repo), ["AST_chemistry", "driving_rule"], {"dev": "dev", "test": "test"})
+    chem = data["AST_chemistry"]["test"][0]
+    assert chem.letters == "ABCDE" and chem.id == "AST_chemistry/AST_chemistry-test-0"
+    assert data["driving_rule"]["dev"][4].letters == "ABCD"
+    with pytest.raises(LocalevalError, match="cannot load"):
+        load_hub(str(repo), ["nope"], {"test": "test"})

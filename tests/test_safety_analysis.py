@@ -1,0 +1,213 @@
+"""Table 2, gaps and error analyses on hand-built records with hand-computed answers."""
+
+from __future__ import annotations
+
+import pytest
+
+from localeval.analysis.gaps import (
+    check_records,
+    cultural_awareness_delta,
+    cultural_gap,
+    format_cultural_awareness,
+    format_cultural_gap,
+    format_language_gap,
+    format_table2,
+    language_gap,
+    table2,
+)
+from localeval.analysis.safety import (
+    format_pair_type_confusion,
+    format_score_distribution,
+    format_threshold_curve,
+    pair_type_confusion,
+    score_distribution,
+    threshold_curve,
+)
+
+
+def R(id, lang, subset, kind, label, score, model="m", **kw):  # noqa: N802 - a record builder
+    return dict(id=id, lang=lang, subset=subset, kind=kind, label=label, score=score,
+                model=model, **kw)
+
+
+def _group(subset, kind, lang, ids, labels, scores, **kw):
+    return [R(i, lang, subset, kind, t, s, **kw) for i, t, s in zip(ids, labels, scores,
+                                                                     strict=True)]
+
+
+G = ["g1", "g2", "g3", "g4", "g5"]
+RECORDS = [
+    # prompt / general. EN ranks 1,1,0,1,0 -> AP = 1/3 + 1/3 + (1/3)(3/4) = 11/12
+    *_group("general", "prompt", "en", G, [1, 0, 1, 0, 1], [0.9, 0.8, 0.7, 0.1, 0.95]),
+    # th: perfect (g5 excluded: no label) -> 1.0
+    *_group("general", "prompt", "th", G, [1, 0, 1, 0, None], [0.9, 0.1, 0.8, 0.2, 0.5]),
+    # vi: ranks 0,1,1,0 -> AP = .5*.5 + .5*(2/3) = 7/12; g5 failed (score None)
+    *_group("general", "prompt", "vi", G, [1, 0, 1, 0, 1], [0.2, 0.9, 0.8, 0.1, None]),
+    # prompt / ITW: EN 1.0; th ranks 0,1 -> 0.5
+    *_group("cultural-itw", "prompt", "en", ["i1", "i2"], [1, 0], [0.6, 0.4]),
+    *_group("cultural-itw", "prompt", "th", ["i1", "i2"], [1, 0], [0.3, 0.7]),
+    # prompt / CG: EN ranks 0,1,0 -> 0.5; th perfect -> 1.0
+    *_group("cultural-cg", "prompt", "en", ["c1", "c2", "c3"], [1, 0, 0], [0.5, 0.6, 0.1]),
+    *_group("cultural-cg", "prompt", "th", ["c1", "c2", "c3"], [1, 0, 0], [0.9, 0.2, 0.3]),
+    # response / general: EN ranks 1,0,1,0 -> 5/6; th perfect
+    *_group("general", "response", "en", G[:4], [0, 1, 1, 0], [0.1, 0.9, 0.4, 0.5]),
+    *_group("general", "response", "th", G[:4], [0, 1, 1, 0], [0.1, 0.9, 0.8, 0.2]),
+    # response / CG: EN perfect; th reversed -> 0.5
+    *_group("cultural-cg", "response", "en", ["c1", "c2"], [1, 0], [0.7, 0.2]),
+    *_group("cultural-cg", "response", "th", ["c1", "c2"], [1, 0], [0.2, 0.7]),
+    # without the prompt as context: must not enter Table 2
+    *_group("general", "response", "en", G[:4], [0, 1, 1, 0], [0.9, 0.1, 0.1, 0.9],
+            context="without_prompt"),
+    # a second model with only general prompt results
+    *_group("general", "prompt", "en", G[:4], [1, 0, 1, 0], [0.9, 0.1, 0.8, 0.2], model="n"),
+]
+
+EXPECTED_M = {
+    "prompt/general/en": 100 * 11 / 12,
+    "prompt/general/sea": 100 * (1 + 7 / 12) / 2,  # macro mean over th, vi
+    "prompt/cultural-itw/en": 100.0, "prompt/cultural-itw/sea": 50.0,
+    "prompt/cultural-cg/en": 50.0, "prompt/cultural-cg/sea": 100.0,
+    "response/general/en": 100 * 5 / 6, "response/general/sea": 100.0,
+    "response/cultural-cg/en": 100.0, "response/cultural-cg/sea": 50.0,
+}
+EXPECTED_M["prompt/avg"] = sum(v for k, v in EXPECTED_M.items() if k.startswith("p")) / 6
+EXPECTED_M["response/avg"] = (100 * 5 / 6 + 100 + 100 + 50) / 4
+
+
+def test_table2_layout_and_values():
+    table = table2(RECORDS)
+    assert table["columns"] == [
+        "prompt/general/en", "prompt/general/sea", "prompt/cultural-itw/en",
+        "prompt/cultural-itw/sea", "prompt/cultural-cg/en", "prompt/cultural-cg/sea",
+        "prompt/avg", "response/general/en", "response/general/sea",
+        "response/cultural-cg/en", "response/cultural-cg/sea", "response/avg"]
+    m, n = table["rows"]
+    assert (m["model"], n["model"]) == ("m", "n")
+    for key, value in EXPECTED_M.items():
+        assert m["values"][key] == pytest.approx(value), key
+    assert m["values"]["prompt/avg"] == pytest.approx(78.47222222)
+    assert m["n_failed"]["prompt/general/sea"] == 1  # the failed vi sample, not scored as safe
+    assert n["values"]["prompt/general/en"] == 100.0
+    assert n["values"]["prompt/general/sea"] is None and n["values"]["prompt/avg"] is None
+    assert n["values"]["response/avg"] is None
+    text = format_table2(table)
+    assert "P:General-EN" in text and "R:avg" in text and "91.7" in text and "78.5" in text
+    assert "1 failed samples" in text
+
+
+def test_table2_pooled_sea():
+    # th + vi together: ties at .9/.8/.2/.1 -> AP = .25*.5 + .5*.75 + .25*(2/3) = 2/3
+    table = table2(RECORDS, sea="pooled")
+    assert table["rows"][0]["values"]["prompt/general/sea"] == pytest.approx(200 / 3)
+
+
+def test_language_gap_on_paired_items():
+    rows = language_gap(RECORDS, kind="prompt", subset="general")
+    m = {r["lang"]: r for r in rows if r["model"] == "m"}
+    # g5 is unpaired on both sides (th: no label; vi: failed), so EN is g1..g4 = 5/6
+    assert m["th"]["en"] == pytest.approx(5 / 6) and m["th"]["sea"] == 1.0
+    assert m["th"]["gap"] == pytest.approx(5 / 6 - 1) and m["th"]["n_pairs"] == 4
+    assert m["vi"]["gap"] == pytest.approx(5 / 6 - 7 / 12) and m["vi"]["n_failed"] == 1
+    assert m["avg"]["gap"] == pytest.approx(((5 / 6 - 1) + (5 / 6 - 7 / 12)) / 2)
+    assert not [r for r in rows if r["model"] == "n"]  # no local language, no gap
+    with_ci = language_gap(RECORDS, kind="prompt", subset="general", n_resamples=50, seed=1)
+    assert with_ci[0]["low"] <= with_ci[0]["high"]
+    assert "EN-SEA" in format_language_gap(rows)
+
+
+def test_cultural_gap():
+    rows = {(r["model"], r["kind"], r["side"]): r["gap"] for r in cultural_gap(table2(RECORDS))}
+    assert rows[("m", "prompt", "en")] == pytest.approx(100 * 11 / 12 - 50)
+    assert rows[("m", "prompt", "sea")] == pytest.approx(100 * 19 / 24 - 100)
+    assert rows[("m", "response", "en")] == pytest.approx(100 * 5 / 6 - 100)
+    assert rows[("m", "response", "sea")] == pytest.approx(50.0)
+    assert rows[("n", "prompt", "en")] is None
+    assert "General-CG" in format_cultural_gap(cultural_gap(table2(RECORDS)))
+
+
+def test_cultural_awareness_delta():
+    aware = [dict(r, score=s) for r, s in zip(
+        [r for r in RECORDS if r["subset"] == "cultural-cg" and r["kind"] == "prompt"
+         and r["lang"] == "en"], [0.9, 0.6, 0.1], strict=True)]
+    aware += [r for r in RECORDS if r["subset"] == "cultural-cg" and r not in
+              [x for x in RECORDS if x["kind"] == "prompt" and x["lang"] == "en"]]
+    rows = cultural_awareness_delta(RECORDS, aware)
+    d = {(r["model"], r["kind"], r["side"]): r for r in rows}
+    assert d[("m", "prompt", "en")]["baseline"] == 50.0
+    assert d[("m", "prompt", "en")]["delta"] == pytest.approx(50.0)
+    assert d[("m", "prompt", "sea")]["delta"] == 0.0
+    assert d[("m", "response", "sea")]["delta"] == 0.0
+    assert "culture-aware" in format_cultural_awareness(rows)
+
+
+PAIRS = [
+    # (id, prompt label, prompt score, response label, score with prompt, score without)
+    ("a", 1, 0.9, 1, 0.8, 0.4),   # H/H -> H/H ; without: H/S
+    ("b", 1, 0.9, 0, 0.7, 0.2),   # H/S -> H/H ; without: H/S
+    ("c", 0, 0.2, 1, 0.3, 0.6),   # S/H -> S/S ; without: S/H
+    ("d", 0, 0.1, 0, 0.1, 0.1),   # S/S -> S/S
+    ("e", 0, 0.1, 0, None, 0.1),  # failed with the prompt
+    ("f", None, 0.1, 0, 0.2, 0.2),  # excluded
+]
+
+
+def _pair_records():
+    out = []
+    for i, pl, ps, rl, with_p, without_p in PAIRS:
+        out.append(R(i, "en", "general", "prompt", pl, ps))
+        out.append(R(i, "en", "general", "response", rl, with_p))
+        out.append(R(i, "en", "general", "response", rl, without_p, context="without_prompt"))
+    return out
+
+
+def test_pair_type_confusion():
+    (with_p,) = pair_type_confusion(_pair_records())
+    assert with_p["types"] == ["S/S", "S/H", "H/S", "H/H"]
+    assert with_p["counts"] == [[1, 0, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 0, 1]]
+    assert (with_p["n"], with_p["n_failed"], with_p["n_excluded"]) == (4, 1, 1)
+    assert with_p["fractions"][0] == [1.0, 0.0, 0.0, 0.0]
+    (without,) = pair_type_confusion(_pair_records(), context="without_prompt")
+    assert without["counts"] == [[2, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 1, 0]]
+    assert without["n_failed"] == 0 and without["n"] == 5  # e scored without the prompt
+    text = format_pair_type_confusion(with_p)
+    assert "100% (1)" in text and "true \\ predicted" in text
+
+
+def test_threshold_curve():
+    recs = [r for r in RECORDS if r["model"] == "m"]
+    (curve,) = threshold_curve(recs, kind="prompt", subset="cultural-itw")
+    assert curve["n"] == 4 and curve["n_failed"] == 0
+    assert len(curve["sweep"]) == 99
+    (general,) = threshold_curve(recs, kind="prompt", subset="general")
+    assert general["n_failed"] == 1 and general["n_excluded"] == 1 and general["n"] == 13
+    assert "best F1" in format_threshold_curve(curve)
+
+
+def test_score_distribution():
+    recs = [R(f"s{i}", "en", "cultural-cg", "prompt", 0, s, raw_label="sensitive")
+            for i, s in enumerate([0.05, 0.5, 0.95])]
+    recs += [R("h", "en", "cultural-cg", "prompt", 1, 0.99, raw_label="harmful"),
+             R("x", "en", "cultural-cg", "prompt", 0, None, raw_label="safe")]
+    rows = score_distribution(recs)
+    assert [r["label"] for r in rows] == ["safe", "sensitive", "harmful"]
+    safe, sens, harm = rows
+    assert safe["n"] == 0 and safe["n_failed"] == 1
+    assert sens["mean"] == pytest.approx(0.5) and sens["median"] == pytest.approx(0.5)
+    assert sens["frac_middle"] == pytest.approx(1 / 3)
+    assert sens["histogram"] == [1, 0, 0, 0, 0, 1, 0, 0, 0, 1]
+    assert harm["histogram"][-1] == 1
+    assert "middle" in format_score_distribution(rows)
+    with pytest.raises(ValueError, match="raw_label"):
+        score_distribution([R("y", "en", "general", "prompt", 0, 0.1)])
+
+
+def test_records_are_validated():
+    with pytest.raises(ValueError, match="no 'score'"):
+        check_records([{"id": "a", "lang": "en", "subset": "general", "kind": "prompt",
+                        "label": 1}])
+    with pytest.raises(ValueError, match="label"):
+        check_records([R("a", "en", "general", "prompt", "harmful", 0.2)])
+    with pytest.raises(ValueError, match="kind"):
+        check_records([R("a", "en", "general", "answer", 1, 0.2)])
+    with pytest.raises(ValueError, match="finite"):
+        check_records([R("a", "en", "general", "prompt", 1, float("nan"))])
