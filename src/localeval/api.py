@@ -132,8 +132,10 @@ def evaluate(
         "metrics": metrics,
         "n_samples": len(samples),
         "unanswered": [s["id"] for s in samples if s["pred"] is None],
+        # The only part of results.json that changes from run to run.
         "timing": {"seconds": round(elapsed, 3),
-                   "questions_per_second": round(len(samples) / elapsed, 3) if elapsed else None},
+                   "questions_per_second": round(len(samples) / elapsed, 3) if elapsed else None,
+                   **getattr(backend, "stats", {})},
     }
     folder = save_run(output, run_config, results, samples) if output else None
     return RunResult(run_config, results, samples, folder)

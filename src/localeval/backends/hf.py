@@ -56,7 +56,9 @@ class HFBackend:
         self.device = torch.device(device)
         self.batch_size = batch_size
         self.prefix_reuse = prefix_reuse
-        self.stats = {"forwarded_tokens": 0, "prompt_tokens": 0, "requests": 0}
+        # forwarded = real tokens run through the model; padding = the extra we pad batches with
+        self.stats = {"forwarded_tokens": 0, "padding_tokens": 0, "prompt_tokens": 0,
+                      "requests": 0}
         try:
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(model, revision=revision)
             self.model = transformers.AutoModelForCausalLM.from_pretrained(
@@ -113,18 +115,27 @@ class HFBackend:
 
     def _score_tokens(self, request: ScoreNext) -> tuple[list[int], list[int]]:
         """Context ids and each candidate's first token id, split the way lm-evaluation-harness
-        splits them: trailing whitespace moves from the context to the candidates, and the
-        candidate token is read from tokenising context + candidate whole."""
+        splits them: trailing spaces move from the context to the candidates (" A" is one token,
+        "A" after a space is not), and the candidate token is read from tokenising context +
+        candidate whole. Trailing newlines stay in the context: guard templates end in a blank
+        line before the verdict, which is read after it. Where a candidate would merge with the
+        prompt's last tokens (some tokenizers split "\n\n" differently before a word), the
+        prompt's own tokens are kept and the candidate's first token scored: what the model,
+        generating, would be choosing between."""
         text, special = self.render(request.prompt)
-        stripped = text.rstrip()
+        stripped = text.rstrip(" \t")
         moved = text[len(stripped):]
         context = self.encode(stripped, special)
         targets = []
         for cand in request.candidates:
             whole = self.encode(stripped + moved + cand, special)
-            if len(whole) <= len(context):
-                raise LocalevalError(f"candidate {cand!r} adds no token to the prompt")
-            targets.append(whole[len(context)])
+            if len(whole) > len(context) and whole[: len(context)] == context:
+                targets.append(whole[len(context)])
+            else:
+                own = self.encode(moved + cand, False)
+                if not own:
+                    raise LocalevalError(f"candidate {cand!r} has no tokens")
+                targets.append(own[0])
         if len(set(targets)) != len(targets):
             raise LocalevalError(
                 f"candidates {request.candidates} share a first token; ScoreNext reads one position"
@@ -234,6 +245,7 @@ class HFBackend:
             batch_cache.batch_repeat_interleave(len(rows))
             kwargs = {"past_key_values": batch_cache, "cache_position": positions}
         self.stats["forwarded_tokens"] += sum(len(r) for r in rows)
+        self.stats["padding_tokens"] += len(rows) * width - sum(len(r) for r in rows)
         with torch.inference_mode(), _only_positions(self.model, last):
             logits = self.model(input_ids=ids, attention_mask=mask,
                                 position_ids=positions.expand(len(rows), -1),
