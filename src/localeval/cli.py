@@ -19,7 +19,8 @@ def _parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="evaluate a model on a task")
     r.add_argument("--task", required=True, help="tmlu, cmmlu, tmmluplus, or a name for --data")
-    r.add_argument("--model", required=True, help="hf:<hub id or folder>")
+    r.add_argument("--model", required=True,
+                   help="hf:<hub id or folder>, or openai:<model served at --base-url>")
     r.add_argument("--data", help="local folder or file instead of the Hugging Face Hub")
     r.add_argument("--subjects", help="comma-separated subject ids (default: all)")
     r.add_argument("--shots", type=int, default=5)
@@ -43,6 +44,11 @@ def _parser() -> argparse.ArgumentParser:
                    "identical across batch sizes; sdpa is faster on GPUs)")
     r.add_argument("--no-prefix-reuse", action="store_true",
                    help="forward every prompt whole (for comparison; results are the same)")
+    r.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 "
+                   "(default $OPENAI_BASE_URL)")
+    r.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                   help="name of the environment variable holding the API key")
+    r.add_argument("--concurrency", type=int, default=8, help="parallel requests to a server")
     r.add_argument("--quiet", action="store_true")
 
     d = sub.add_parser("demo", help="the whole flow offline on bundled sample data (random model)")
@@ -110,7 +116,8 @@ def cmd_run(args) -> None:
         dataset_revision=args.dataset_revision,
         backend_options={"revision": args.revision, "dtype": args.dtype, "device": args.device,
                          "batch_size": _batch_size(args.batch_size), "attn": args.attn,
-                         "prefix_reuse": not args.no_prefix_reuse},
+                         "prefix_reuse": not args.no_prefix_reuse, "base_url": args.base_url,
+                         "api_key_env": args.api_key_env, "concurrency": args.concurrency},
         quiet=args.quiet,
         command=sys.argv,
     )

@@ -88,15 +88,15 @@ class Backend(Protocol):
     def count_tokens(self, prompt: Prompt) -> int: ...
 
 
-BACKEND_KINDS = ("hf",)
+BACKEND_KINDS = ("hf", "openai")
 
 
 def parse_backend_spec(spec: str) -> tuple[str, str]:
     """``hf:Qwen/Qwen2.5-7B-Instruct`` -> ("hf", "Qwen/Qwen2.5-7B-Instruct"), or a clear error."""
     kind, sep, target = spec.partition(":")
     if not sep or not target:
-        raise LocalevalError(f"model {spec!r} needs a backend prefix, e.g. hf:Qwen/Qwen2.5-0.5B or "
-                             "hf:/path/to/model")
+        raise LocalevalError(f"model {spec!r} needs a backend prefix, e.g. hf:Qwen/Qwen2.5-0.5B, "
+                             "hf:/path/to/model or openai:<served model name>")
     if kind not in BACKEND_KINDS:
         raise LocalevalError(f"unknown backend {kind!r} in {spec!r}; available: "
                              f"{', '.join(BACKEND_KINDS)}")
@@ -105,7 +105,13 @@ def parse_backend_spec(spec: str) -> tuple[str, str]:
 
 def load_backend(spec: str, **options) -> Backend:
     """Make a backend from ``kind:target``, e.g. ``hf:Qwen/Qwen2.5-7B-Instruct`` or ``hf:/models/x``."""
-    _kind, target = parse_backend_spec(spec)
-    from .hf import HFBackend
+    kind, target = parse_backend_spec(spec)
+    if kind == "openai":
+        from .openai_compat import OpenAIBackend as cls
+    else:
+        from .hf import HFBackend as cls
+    import inspect
 
-    return HFBackend(target, **options)
+    # The CLI passes every backend option; each backend takes the ones it has.
+    accepted = inspect.signature(cls).parameters
+    return cls(target, **{k: v for k, v in options.items() if k in accepted and v is not None})

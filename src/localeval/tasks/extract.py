@@ -22,8 +22,9 @@ _FINAL = re.compile(r"(?:正確答案|正确答案|答案|[Aa]nswer)\s*(?:是|�
                     r"([A-Fa-f])(?![A-Za-z0-9])")
 
 
-def from_logprobs(logprobs: dict[str, float], letters: str) -> str:
-    values = list(logprobs.values())
+def from_logprobs(logprobs: dict[str, float | None], letters: str) -> str:
+    """``None`` (a candidate outside a server's top-k) ranks below every number."""
+    values = [v if v is not None else float("-inf") for v in logprobs.values()]
     return letters[values.index(max(values))]
 
 

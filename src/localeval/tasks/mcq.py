@@ -72,8 +72,8 @@ def plan(task: TaskSpec, subject: str, dev: list[MCQItem], test: list[MCQItem],
     for item in test:
         n = k
         prompt = build_prompt(item, dev[:n], name, config.prompt)
-        if count_tokens and max_context:
-            while n > 0 and count_tokens(prompt) + budget > max_context:
+        if count_tokens and max_context:  # a server may not count tokens (None): no trimming
+            while n > 0 and (count_tokens(prompt) or 0) + budget > max_context:
                 n -= 1
                 prompt = build_prompt(item, dev[:n], name, config.prompt)
         if config.method == "likelihood":

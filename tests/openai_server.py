@@ -1,0 +1,110 @@
+"""A small OpenAI-compatible server on loopback for tests, in the shape vLLM serves.
+
+It runs a real transformers model directly (no localeval code), so the openai backend is
+tested against an independent implementation of the same protocol: /v1/models,
+/v1/completions (``logprobs=k``), /v1/chat/completions (``logprobs``/``top_logprobs``,
+``continue_final_message``) and /tokenize. It records the prompts it receives, in order.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class ModelServer:
+    def __init__(self, model_dir, name="tiny", api_key=None, fail_first=0):
+        import torch
+        import transformers
+
+        self.torch = torch
+        self.tok = transformers.AutoTokenizer.from_pretrained(model_dir)
+        self.model = transformers.AutoModelForCausalLM.from_pretrained(model_dir).eval()
+        self.name, self.api_key, self.fail_left = name, api_key, fail_first
+        self.received: list[str] = []
+        self.headers_seen: list[dict] = []
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def _send(self, code, body):
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                if self.path == "/v1/models":
+                    self._send(200, {"data": [{"id": server.name, "max_model_len": 4096}]})
+                else:
+                    self._send(404, {"error": "not found"})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.headers_seen.append(dict(self.headers))
+                if server.api_key and self.headers.get("Authorization") != f"Bearer {server.api_key}":
+                    return self._send(401, {"error": "bad key"})
+                with server.lock:
+                    if server.fail_left > 0:
+                        server.fail_left -= 1
+                        return self._send(503, {"error": "warming up"})
+                    try:
+                        self._send(200, server.handle(self.path, body))
+                    except KeyError as e:
+                        self._send(400, {"error": f"missing {e}"})
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.http.shutdown()
+        self.http.server_close()
+
+    def _text(self, path, body):
+        if path.endswith("/chat/completions") or "messages" in body:
+            msgs = body["messages"]
+            if body.get("continue_final_message"):
+                head = self.tok.apply_chat_template(msgs[:-1], tokenize=False,
+                                                    add_generation_prompt=True)
+                return head + msgs[-1]["content"], False
+            return self.tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True), False
+        return body["prompt"], True
+
+    def handle(self, path, body):
+        torch = self.torch
+        if path == "/tokenize":
+            text, special = self._text(path, body)
+            return {"count": len(self.tok(text, add_special_tokens=special)["input_ids"])}
+        text, special = self._text(path, body)
+        self.received.append(text)
+        ids = self.tok(text, add_special_tokens=special)["input_ids"]
+        chat = path.endswith("/chat/completions")
+        k = body.get("top_logprobs") if chat else body.get("logprobs")
+        with torch.no_grad():
+            if body["max_tokens"] == 1 and k:
+                lp = self.model(torch.tensor([ids])).logits[0, -1].log_softmax(-1)
+                values, idx = lp.topk(k)
+                top = {self.tok.decode([i]): v for i, v in zip(idx.tolist(), values.tolist())}
+                first = self.tok.decode([idx[0].item()])
+                if chat:
+                    entry = {"token": first, "logprob": values[0].item(),
+                             "top_logprobs": [{"token": t, "logprob": v} for t, v in top.items()]}
+                    return {"choices": [{"message": {"content": first},
+                                         "logprobs": {"content": [entry]}}]}
+                return {"choices": [{"text": first, "logprobs": {"top_logprobs": [top]}}]}
+            out = self.model.generate(torch.tensor([ids]), max_new_tokens=body["max_tokens"],
+                                      do_sample=False, pad_token_id=self.tok.pad_token_id)
+            text_out = self.tok.decode(out[0, len(ids):], skip_special_tokens=True)
+            for s in body.get("stop") or []:
+                if s in text_out:
+                    text_out = text_out[: text_out.index(s)]
+            if chat:
+                return {"choices": [{"message": {"content": text_out}}]}
+            return {"choices": [{"text": text_out}]}
