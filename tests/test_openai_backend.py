@@ -3,13 +3,13 @@
 import json
 
 import pytest
+from openai_server import ModelServer
 
 from localeval.api import evaluate
 from localeval.backends.base import Generate, ScoreNext
 from localeval.backends.hf import HFBackend
 from localeval.backends.openai_compat import OpenAIBackend
 from localeval.errors import LocalevalError
-from openai_server import ModelServer
 
 
 @pytest.fixture(scope="module")
