@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..errors import LocalevalError
 from .base import Generate, Prompt, Request, Response, ScoreNext
-from .prefix import plan_prefix_groups
+from .prefix import PrefixGroup, plan_prefix_groups
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 ROW_BLOCK = 8
@@ -170,7 +170,7 @@ class HFBackend:
         seqs = [encoded[i][0] for i in ok]
         groups = plan_prefix_groups(seqs) if self.prefix_reuse else None
         if not groups:
-            groups = [_Group(0, list(range(len(seqs))))]
+            groups = [PrefixGroup(0, list(range(len(seqs))))]
         limit = self.max_context()
         for group in groups:
             members = [ok[j] for j in group.members]
@@ -303,11 +303,6 @@ class HFBackend:
 
 def _padded(n: int) -> int:
     return -(-n // ROW_BLOCK) * ROW_BLOCK
-
-
-class _Group:
-    def __init__(self, prefix_len: int, members: list[int]):
-        self.prefix_len, self.members = prefix_len, members
 
 
 @contextmanager
