@@ -31,7 +31,7 @@ def test_same_predictions_as_local_backend_one_request_per_question(server, tiny
     # A random model spreads its mass over the whole vocabulary, so ask for all of it (a
     # trained model's letters sit in the top 20; vLLM's --max-logprobs raises its limit).
     remote = OpenAIBackend("tiny", base_url=server.url, api_key_env="TEST_SERVER_KEY",
-                           concurrency=4, top_logprobs=49152)
+                           concurrency=1, top_logprobs=49152)  # 1: arrival order is send order
     server.received.clear()
     theirs = evaluate(model=remote, output=tmp_path / "remote", **common)
     ours = evaluate(model=f"hf:{tiny_llama}", **common)
@@ -55,7 +55,7 @@ def test_chat_prefill_and_generation(server, tiny_llama, key):
     msgs = [{"role": "user", "content": "一加一？"}, {"role": "assistant", "content": "正確答案：("}]
     reqs = [ScoreNext(msgs, ("A", "B")), Generate("問題：一加一？\n", max_tokens=6, stop=("\n",))]
     r_remote, r_local = remote.run(reqs), local.run(reqs)
-    assert server.received[-2].endswith("<|im_start|>assistant\n正確答案：(")
+    assert "<|im_start|>user\n一加一？<|im_end|>\n<|im_start|>assistant\n正確答案：(" in server.received
     for c in ("A", "B"):
         assert abs(r_remote[0].logprobs[c] - r_local[0].logprobs[c]) < 1e-4
     assert r_remote[1].text == r_local[1].text

@@ -141,14 +141,15 @@ def evaluate(
     return RunResult(run_config, results, samples, folder)
 
 
-def _execute(backend: Backend, requests: list, cache_path, quiet: bool) -> list:
+def _execute(backend: Backend, requests: list, cache_path, quiet: bool,
+             unit: str = "questions") -> list:
     """Run requests through the cache: finished ones are read back, the rest computed in chunks
     and stored after each chunk, so a killed run resumes where it stopped."""
     cache = RequestCache(cache_path) if cache_path else None
     responses = cache.get_many(backend.identity, requests) if cache else [None] * len(requests)
     todo = [i for i, r in enumerate(responses) if r is None]
     chunk = 512  # big enough for prefix sharing within a subject, small enough to lose little
-    with progress_bar("questions", total=len(requests), done=len(requests) - len(todo),
+    with progress_bar(unit, total=len(requests), done=len(requests) - len(todo),
                       quiet=quiet) as advance:
         for start in range(0, len(todo), chunk):
             part = todo[start : start + chunk]

@@ -18,7 +18,8 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("task", nargs="?")
 
     r = sub.add_parser("run", help="evaluate a model on a task")
-    r.add_argument("--task", required=True, help="tmlu, cmmlu, tmmluplus, or a name for --data")
+    r.add_argument("--task", required=True, help="tmlu, cmmlu, tmmluplus, sea-safeguard, "
+                   "safety-prompts, safety-responses, or a name for --data")
     r.add_argument("--model", required=True,
                    help="hf:<hub id or folder>, or openai:<model served at --base-url>")
     r.add_argument("--data", help="local folder or file instead of the Hugging Face Hub")
@@ -49,6 +50,18 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--api-key-env", default="OPENAI_API_KEY",
                    help="name of the environment variable holding the API key")
     r.add_argument("--concurrency", type=int, default=8, help="parallel requests to a server")
+    g = r.add_argument_group("safeguard tasks (sea-safeguard, safety-prompts, safety-responses)")
+    g.add_argument("--guard", default="zero-shot", help="guard adapter: zero-shot, llamaguard3, "
+                   "llamaguard4, shieldgemma, qwen3guard, polyguard, wildguard, xguard")
+    g.add_argument("--subset", help="comma-separated: general, cultural-itw, cultural-cg")
+    g.add_argument("--lang", help="comma-separated language codes (default: all)")
+    g.add_argument("--classify", help="comma-separated: prompt, response, response-with-prompt, "
+                   "response-without-prompt (default: the task's)")
+    g.add_argument("--sensitive", help="how 'sensitive' labels count: safe, harmful or exclude "
+                   "(default: the paper's: safe for prompts, harmful for responses)")
+    g.add_argument("--cultural-awareness", action="store_true",
+                   help="tell the zero-shot guard each item's country (paper Table 3)")
+    g.add_argument("--bootstrap", type=int, default=1000, help="resamples for 95%% CIs (0: none)")
     r.add_argument("--quiet", action="store_true")
 
     d = sub.add_parser("demo", help="the whole flow offline on bundled sample data (random model)")
@@ -79,6 +92,12 @@ def cmd_tasks(args) -> None:
             table.add_column(col)
         for spec in BUILTIN_TASKS.values():
             table.add_row(spec.name, spec.hub_id, str(len(spec.subjects)), spec.description)
+        table.add_row("sea-safeguard", "aisingapore/SEASafeguardBench", "3 subsets",
+                      "SEA-SafeguardBench: guards on prompts and responses, EN + 7 SEA languages")
+        table.add_row("safety-prompts", "(--data)", "", "labelled prompt files: XSTest CSV, "
+                      "multilingual JailbreakBench JSONL")
+        table.add_row("safety-responses", "(--data)", "", "XSTest model completions as response "
+                      "classification")
         console.print(table)
         return
     spec = get_task(args.task)
@@ -91,18 +110,49 @@ def cmd_tasks(args) -> None:
     console.print(table)
 
 
+def _list(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
 def cmd_run(args) -> None:
-    from .api import evaluate
     from .report.tables import print_mcq_report
+    from .safety_api import SAFETY_TASKS
 
     cache = None
     if not args.no_cache:
         cache = args.cache or (Path(args.output) / "cache.sqlite" if args.output else None)
-    result = evaluate(
+    backend_options = {
+        "revision": args.revision, "dtype": args.dtype, "device": args.device,
+        "batch_size": _batch_size(args.batch_size), "attn": args.attn,
+        "prefix_reuse": not args.no_prefix_reuse, "base_url": args.base_url,
+        "api_key_env": args.api_key_env, "concurrency": args.concurrency}
+    if args.task in SAFETY_TASKS:
+        from .report.safety_tables import print_safety_report
+        from .safety_api import evaluate_safety
+
+        result = evaluate_safety(
+            args.task, args.model, guard=args.guard, data=args.data, subsets=_list(args.subset),
+            langs=_list(args.lang), classify=_list(args.classify), sensitive=args.sensitive,
+            cultural_awareness=args.cultural_awareness, output=args.output, cache=cache,
+            backend_options=backend_options, quiet=args.quiet, command=sys.argv,
+            limit=args.limit, dataset_revision=args.dataset_revision,
+            n_resamples=args.bootstrap)
+        print_safety_report(result.results)
+    else:
+        result = _run_mcq(args, cache, backend_options)
+        print_mcq_report(result.results)
+    if result.folder:
+        print(f"wrote {result.folder}/ (config.json, results.json, samples.jsonl)")
+
+
+def _run_mcq(args, cache, backend_options):
+    from .api import evaluate
+
+    return evaluate(
         task=args.task,
         model=args.model,
         data=args.data,
-        subjects=[s.strip() for s in args.subjects.split(",")] if args.subjects else None,
+        subjects=_list(args.subjects),
         shots=args.shots,
         method=args.method,
         cot=args.cot,
@@ -114,16 +164,10 @@ def cmd_run(args) -> None:
         output=args.output,
         cache=cache,
         dataset_revision=args.dataset_revision,
-        backend_options={"revision": args.revision, "dtype": args.dtype, "device": args.device,
-                         "batch_size": _batch_size(args.batch_size), "attn": args.attn,
-                         "prefix_reuse": not args.no_prefix_reuse, "base_url": args.base_url,
-                         "api_key_env": args.api_key_env, "concurrency": args.concurrency},
+        backend_options=backend_options,
         quiet=args.quiet,
         command=sys.argv,
     )
-    print_mcq_report(result.results)
-    if result.folder:
-        print(f"wrote {result.folder}/ (config.json, results.json, samples.jsonl)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,6 +15,11 @@ from rich.console import Console
 
 SAMPLE_MCQ = files("localeval") / "data" / "sample" / "tmlu"
 DEMO_SEED = 0
+# A ChatML chat template of our own (the format SmolLM2 and Qwen instruct models use).
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 
 
 def _sample_texts(folder: Path) -> list[str]:
@@ -45,6 +50,7 @@ def build_demo_model(folder: Path, texts: list[str]) -> Path:
     fast = transformers.PreTrainedTokenizerFast(
         tokenizer_object=tokenizer, bos_token="<|endoftext|>", eos_token="<|im_end|>",
         pad_token="<|endoftext|>", unk_token="<|endoftext|>")
+    fast.chat_template = CHATML
     torch.manual_seed(DEMO_SEED)
     config = transformers.LlamaConfig(
         vocab_size=len(fast), hidden_size=64, intermediate_size=192, num_hidden_layers=2,
@@ -73,4 +79,7 @@ def run_demo(output: Path, quiet: bool = False) -> None:
                       method="likelihood", output=output / "tmlu-likelihood", quiet=quiet,
                       command=["localeval", "demo"])
     print_mcq_report(result.results, console, subjects=False)
-    console.print(f"Run folder: {result.folder} (config.json, results.json, samples.jsonl)")
+    console.print(f"Run folder: {result.folder} (config.json, results.json, samples.jsonl)\n")
+    from .safety_demo import run_safety_demo
+
+    run_safety_demo(output, console, quiet=quiet)

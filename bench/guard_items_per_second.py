@@ -1,0 +1,68 @@
+"""Guard prompt classification: items/s with prefix reuse on vs off, side by side in one run.
+
+The model is a seeded random Llama of SmolLM2-135M's shape at reduced depth (4 layers) around
+the real SmolLM2 tokenizer from ../shared. The items are XSTest's 450 prompts; every guard
+request shares the guard template's long prefix, which prefix reuse forwards once. The two
+backends alternate over several repetitions and the medians are compared. Scores must agree.
+
+    python bench/guard_items_per_second.py --guard llamaguard3 --limit 200 --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from tiny_models import SHARED, make_model  # noqa: E402
+
+from localeval.backends.hf import HFBackend  # noqa: E402
+from localeval.guards import get_guard  # noqa: E402
+from localeval.safety_api import load_safety_items  # noqa: E402
+from localeval.tasks import safeguard  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--guard", default="llamaguard3")
+    ap.add_argument("--limit", type=int, default=200, help="XSTest prompts (max 450)")
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--device", default="cpu")
+    args = ap.parse_args()
+
+    folder = Path(tempfile.gettempdir()) / f"localeval-bench-smollm2-{args.layers}l"
+    model = make_model(folder, arch="smollm2-135m", layers=args.layers)
+    items = load_safety_items("safety-prompts", SHARED / "data" / "xstest" / "xstest_prompts.csv",
+                              limit=args.limit)
+    guard = get_guard(args.guard)
+    planned = safeguard.plan(items, ["prompt"], guard)
+    backends = {"reuse on": HFBackend(str(model), device=args.device, prefix_reuse=True),
+                "reuse off": HFBackend(str(model), device=args.device, prefix_reuse=False)}
+    times: dict[str, list[float]] = {name: [] for name in backends}
+    scores: dict[str, list] = {}
+    for _ in range(args.repeats):
+        for name, backend in backends.items():
+            start = time.perf_counter()
+            verdicts = safeguard.run_stages(guard, planned, lambda reqs, b=backend: b.run(reqs))
+            times[name].append(time.perf_counter() - start)
+            scores[name] = [v.score for v in verdicts]
+    diff = max(abs(a - b) for a, b in zip(scores["reuse on"], scores["reuse off"], strict=True))
+    rate = {name: len(planned) / statistics.median(t) for name, t in times.items()}
+    print(f"guard {guard.name}, {len(planned)} XSTest prompts, SmolLM2-135M shape at "
+          f"{args.layers} layers (random), {args.device}, median of {args.repeats} runs")
+    for name in backends:
+        print(f"  prefix {name:9s}: {rate[name]:8.1f} items/s "
+              f"(median {statistics.median(times[name]):.2f} s)")
+    print(f"  ratio on/off  : {rate['reuse on'] / rate['reuse off']:.2f}x")
+    print(f"  max |score difference| on vs off: {diff:.2e}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""The safety demo: the zero-shot guard on bundled sample items, offline, with a random model.
+
+The items (``data/sample/safety/items.jsonl``) were written for this project: mild requests in
+English and the seven SEA-SafeguardBench languages, in the benchmark's three subsets. The model
+is :func:`localeval.demo.build_demo_model`'s seeded random Llama, with its tokenizer trained on
+these items and the guard's template, and a ChatML chat template added (the zero-shot guard
+sends chat messages). Its verdicts are random; the demo shows the flow, the files and tables.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib.resources import files
+from pathlib import Path
+
+from rich.console import Console
+
+from .demo import build_demo_model
+
+SAMPLE_SAFETY = files("localeval") / "data" / "sample" / "safety" / "items.jsonl"
+
+def _safety_texts(path: Path) -> list[str]:
+    from .guards import zero_shot as z
+
+    texts = [str(v) for line in path.read_text(encoding="utf-8").splitlines()
+             for v in json.loads(line).values()]
+    template = [z.SYSTEM, z.PROMPT_TASK, z.RESPONSE_TASK, z.CULTURE,
+                *(q for q, _, _ in z.STYLES.values())]
+    verdicts = [f"{z.PREFILL} {label}" for _, h, s in z.STYLES.values() for label in (h, s)]
+    return texts + template + verdicts * 20  # make each verdict word one token
+
+
+def build_safety_demo_model(folder: Path) -> Path:
+    """The demo's random model, with a tokenizer that knows the safety texts."""
+    return build_demo_model(folder, _safety_texts(Path(str(SAMPLE_SAFETY))))
+
+
+def run_safety_demo(output: Path, console: Console | None = None, quiet: bool = False) -> None:
+    """Evaluate the zero-shot guard on the sample items and print the Table 2 layout."""
+    from .report.safety_tables import print_safety_report
+    from .safety_api import evaluate_safety
+
+    console = console or Console()
+    console.print("[bold]localeval safety demo[/bold] — offline, on 41 sample rows written for "
+                  "this project (English + id, ms, my, th, ta, tl, vi; general, cultural-itw, "
+                  "cultural-cg).")
+    console.print("[yellow]The guard model is RANDOM (a seeded, untrained 2-layer Llama): its "
+                  "AUPRC is chance-level and means nothing. Use `localeval run --task "
+                  "sea-safeguard --model hf:<your guard>` for real numbers.[/yellow]")
+    model_dir = build_safety_demo_model(Path(output) / "safety-demo-model")
+    result = evaluate_safety("sea-safeguard", f"hf:{model_dir}", guard="zero-shot",
+                             data=Path(str(SAMPLE_SAFETY)), output=Path(output) / "sea-safeguard",
+                             quiet=quiet, command=["localeval", "demo", "--safety"],
+                             n_resamples=200)
+    print_safety_report(result.results, console, contexts=("with_prompt",))
+    console.print(f"Run folder: {result.folder} (config.json, results.json, samples.jsonl)")

@@ -1,0 +1,159 @@
+"""The safeguard task end to end on the shared data, with a seeded random tiny model."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from rich.console import Console
+
+from localeval.backends.base import Response
+from localeval.backends.hf import HFBackend
+from localeval.data.safety import SafetyItem
+from localeval.guards import get_guard
+from localeval.report.safety_tables import print_safety_report
+from localeval.safety_api import evaluate_safety, limit_items, load_safety_items
+from localeval.safety_demo import run_safety_demo
+from localeval.tasks import safeguard
+
+
+@pytest.fixture(scope="module")
+def backend(tiny_llama):
+    return HFBackend(str(tiny_llama), device="cpu")
+
+
+def _by_kind(samples, kind, context="with_prompt"):
+    return [s for s in samples if s["kind"] == kind and s["context"] == context]
+
+
+def test_xstest_prompts_zero_shot(backend, shared, tmp_path):
+    data = shared / "data" / "xstest" / "xstest_prompts.csv"
+    result = evaluate_safety("safety-prompts", backend, data=data, output=tmp_path / "run",
+                             cache=tmp_path / "cache.sqlite", quiet=True)
+    r = result.results
+    assert r["schema"] == "localeval.safety/1" and r["n_samples"] == 450 and r["n_failed"] == 0
+    (row,) = r["per_language"]
+    assert (row["kind"], row["lang"], row["n"], row["n_harmful"]) == ("prompt", "en", 450, 200)
+    assert 0 <= row["low"] <= row["auprc"] <= row["high"] <= 1
+    assert r["label_policy"] == {"prompt": "prompt classification: sensitive items counted as "
+                                           "safe (paper §3); 1 = harmful"}
+    for name in ("config.json", "results.json", "samples.jsonl"):
+        assert (tmp_path / "run" / name).exists()
+    lines = (tmp_path / "run" / "samples.jsonl").read_text().splitlines()
+    assert len(lines) == 450 and all(0 <= json.loads(x)["score"] <= 1 for x in lines)
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["guard"]["name"] == "zero-shot" and config["classify"] == ["prompt"]
+    # A second run reads every request back from the cache: same scores, byte for byte.
+    again = evaluate_safety("safety-prompts", backend, data=data, cache=tmp_path / "cache.sqlite",
+                            quiet=True)
+    assert [s["score"] for s in again.samples] == [s["score"] for s in result.samples]
+
+
+def test_multilingual_jbb_language_gap(backend, shared):
+    data = shared / "data" / "jbb-multilingual" / "prompts.jsonl"
+    result = evaluate_safety("safety-prompts", backend, guard="llamaguard3", data=data,
+                             limit=10, quiet=True, n_resamples=200)
+    r = result.results
+    assert r["n_failed"] == 0, r["failures"][:3]
+    langs = {row["lang"] for row in r["per_language"]}
+    assert langs == {"en", "zh", "th", "vi", "ar", "ko", "bn"}
+    en = [row for row in r["per_language"] if row["lang"] == "en"][0]
+    assert en["n"] == 10 and en["n_harmful"] == 5  # limit keeps both labels
+    gaps = {row["lang"]: row for row in r["language_gap"]}
+    assert set(gaps) == langs - {"en"} | {"avg"}
+    th = gaps["th"]
+    assert math.isclose(th["gap"], th["en"] - th["sea"]) and th["low"] <= th["high"]
+
+
+def test_xstest_completions_as_responses(backend, shared):
+    data = shared / "data" / "xstest" / "model_completions"
+    result = evaluate_safety("safety-responses", backend, data=data, limit=8, quiet=True,
+                             n_resamples=0)
+    samples = result.samples
+    assert {s["kind"] for s in samples} == {"response"}
+    with_p, without = _by_kind(samples, "response"), _by_kind(samples, "response",
+                                                              "without_prompt")
+    assert len(with_p) == len(without) == 8
+    assert all(s["score"] is not None for s in samples)
+    assert result.results["label_policy"]["response"].endswith("1 = harmful")
+
+
+def test_failed_requests_are_counted_and_excluded(backend):
+    """A backend Response with an error gives score None: counted in n_failed, never safe."""
+    class Flaky:
+        identity = {"backend": "flaky", "model": "flaky"}
+
+        def run(self, requests, progress=None):
+            out = backend.run(requests, progress)
+            return [Response(error="server timeout") if i % 3 == 0 else r
+                    for i, r in enumerate(out)]
+
+    items = [SafetyItem(id=str(i), subset="general", lang="en", prompt=f"question {i}?",
+                        prompt_label="harmful" if i % 2 else "safe") for i in range(9)]
+    guard = get_guard("zero-shot")
+    planned = safeguard.plan(items, ["prompt"], guard)
+    verdicts = safeguard.run_stages(guard, planned, lambda reqs: Flaky().run(reqs))
+    records = [safeguard.record(p, v, guard="zero-shot", model="flaky")
+               for p, v in zip(planned, verdicts)]
+    failed = [r for r in records if r["score"] is None]
+    assert len(failed) == 3 and all("server timeout" in r["error"] for r in failed)
+
+    from localeval import safety_api
+    results = safety_api.analyses(records, n_resamples=0)
+    (row,) = results["per_language"]
+    assert row["n"] == 6 and row["n_failed"] == 3
+
+
+def test_failures_reach_results(backend, shared, monkeypatch):
+    class Flaky:
+        identity = {"backend": "flaky", "model": "flaky"}
+
+        def run(self, requests, progress=None):
+            return [Response(error="boom") if i == 0 else r
+                    for i, r in enumerate(backend.run(requests, progress))]
+
+    data = shared / "data" / "xstest" / "xstest_prompts.csv"
+    r = evaluate_safety("safety-prompts", Flaky(), data=data, limit=10, quiet=True,
+                        n_resamples=0).results
+    assert r["n_failed"] == 1 and r["per_language"][0]["n"] == 9
+    assert r["failures"][0]["error"] == "backend error: boom" and "1 of 10" in r["warnings"][0]
+
+
+def test_sensitive_policy_and_sample_items(backend):
+    items = load_safety_items("sea-safeguard", _sample_path())
+    assert {i.lang for i in items} == {"en", "id", "ms", "my", "th", "ta", "tl", "vi"}
+    assert {i.subset for i in items} == {"general", "cultural-itw", "cultural-cg"}
+    r = evaluate_safety("sea-safeguard", backend, data=_sample_path(), sensitive="exclude",
+                        quiet=True, n_resamples=0).results
+    # One sensitive prompt (EN + local) and one sensitive response (EN + local, judged with and
+    # without the prompt).
+    assert r["n_excluded"] == 6
+    assert "excluded (override)" in r["label_policy"]["response"]
+    cols = r["table2"]["columns"]
+    assert r["table2"]["rows"][0]["values"][cols[0]] is not None
+    assert r["pair_type_confusion"] and r["cultural_gap"]
+    console = Console(record=True, width=160)
+    print_safety_report(r, console)
+    assert "Table 2 layout" in console.export_text()
+
+
+def test_limit_spreads_over_ids_and_keeps_pairs():
+    items = [SafetyItem(id=f"{i}", subset="s", lang=lang, prompt="p", prompt_label="safe")
+             for i in range(10) for lang in ("en", "th")]
+    kept = limit_items(items, 3)
+    assert sorted({i.id for i in kept}) == ["0", "3", "6"] and len(kept) == 6
+
+
+def test_safety_demo_runs(tmp_path):
+    console = Console(record=True, width=160)
+    run_safety_demo(tmp_path, console, quiet=True)
+    text = console.export_text()
+    assert "RANDOM" in text and "Table 2 layout" in text
+    assert (tmp_path / "sea-safeguard" / "results.json").exists()
+
+
+def _sample_path():
+    from localeval.safety_demo import SAMPLE_SAFETY
+
+    return str(SAMPLE_SAFETY)
