@@ -45,7 +45,8 @@ def lm_eval_samples(folder: Path) -> dict[str, list[float]]:
     for f in folder.rglob("samples_*.jsonl"):
         for line in f.read_text(encoding="utf-8").splitlines():
             s = json.loads(line)
-            out[s["doc"]["Question"] + "|" + s["doc"]["A"]] = [r[0][0] for r in s["resps"]]
+            # the CLI writes log-likelihoods as strings
+            out[s["doc"]["Question"] + "|" + s["doc"]["A"]] = [float(r[0][0]) for r in s["resps"]]
     return out
 
 
@@ -69,6 +70,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--batch-size", default="8", help="lm-eval's batch size (ours: auto)")
     p.add_argument("--work", default=str(HERE / "out" / "mcq"))
+    p.add_argument("--timings", help=argparse.SUPPRESS)  # "s/MiB,...;s/MiB,...": analyse only
     args = p.parse_args()
 
     work = Path(args.work)
@@ -90,8 +92,11 @@ def main() -> None:
                   "--batch_size", args.batch_size, "--device", "cpu", "--log_samples",
                   "--output_path", str(work / "theirs")]
 
-    runs = {"localeval": [], "lm-eval": []}
-    for rep in range(args.repeats):
+    runs: dict[str, list[tuple[float, float]]] = {"localeval": [], "lm-eval": []}
+    if args.timings:  # re-analyse the outputs of an earlier invocation
+        for name, text in zip(runs, args.timings.split(";")):
+            runs[name] = [tuple(map(float, pair.split("/"))) for pair in text.split(",")]
+    for rep in range(0 if args.timings else args.repeats):
         for name, cmd in (("localeval", ours_cmd), ("lm-eval", theirs_cmd)):
             wall, rss = timed(cmd, env)
             runs[name].append((wall, rss))

@@ -99,3 +99,28 @@ def test_demo(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "RANDOM" in out and "Taiwan Spe." in out
     assert (tmp_path / "demo" / "tmlu-likelihood" / "results.json").exists()
+
+
+def test_cli_safety_run_on_jbb_multilingual(tmp_path, shared, tiny_llama, capsys):
+    out = tmp_path / "guard"
+    code = main(["run", "--task", "safety-prompts", "--guard", "zero-shot",
+                 "--data", str(shared / "data" / "jbb-multilingual" / "prompts.jsonl"),
+                 "--model", f"hf:{tiny_llama}", "--limit", "6", "--bootstrap", "50",
+                 "--output", str(out), "--quiet"])
+    assert code == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["schema"] == "localeval.safety/1" and results["n_failed"] == 0
+    langs = {r["lang"] for r in results["per_language"]}
+    assert {"en", "zh", "th", "vi"} <= langs
+    assert results["language_gap"] and "Language gap" in capsys.readouterr().out
+    samples = read_samples(out)
+    assert all(0.0 <= s["score"] <= 1.0 for s in samples)
+    assert {"id", "lang", "subset", "kind", "label", "score"} <= set(samples[0])
+
+
+def test_cli_unknown_guard_is_one_line(tiny_llama, shared, capsys):
+    code = main(["run", "--task", "safety-prompts", "--guard", "nope", "--data",
+                 str(shared / "data" / "xstest" / "xstest_prompts.csv"),
+                 "--model", f"hf:{tiny_llama}"])
+    err = capsys.readouterr().err
+    assert code == 2 and "nope" in err and "llamaguard3" in err

@@ -67,10 +67,11 @@ def make_model(folder: Path, arch: str = "llama", layers: int = 2, seed: int = 0
         raise ValueError(arch)
     torch.manual_seed(seed)
     model = cls(cfg)
-    # Random init makes near-uniform outputs; a larger embedding scale gives the log-probs
-    # some spread so that comparisons across implementations are meaningful.
+    # The default init (std 0.02) makes near-uniform outputs, where near-ties would decide the
+    # argmax. Tied embeddings of std 3/sqrt(hidden) give logits of std ~3 after the final norm:
+    # log-probs spread like a trained model's (about -5 to -25), without huge magnitudes.
     with torch.no_grad():
-        model.get_input_embeddings().weight.normal_(0, 1.0)
+        model.get_input_embeddings().weight.normal_(0, 3.0 / cfg.hidden_size**0.5)
     model.save_pretrained(folder)
     save_tokenizer(folder, chat=chat)
     return folder
