@@ -105,10 +105,7 @@ def evaluate(
     samples = [mcq.score(p, r, config) for p, r in zip(planned, responses)]
     metrics = aggregate(samples, spec.subjects, spec.disciplines)
     run_config = {
-        "localeval_version": __version__,
-        "python": platform.python_version(),
-        "packages": _package_versions(),
-        "command": command,
+        **run_provenance(command),
         "task": task,
         "data": str(data) if data is not None else f"hf://{spec.hub_id}",
         "dataset_revision": dataset_revision,
@@ -161,6 +158,12 @@ def _execute(backend: Backend, requests: list, cache_path, quiet: bool,
     if cache:
         cache.close()
     return responses
+
+
+def run_provenance(command: list[str] | None) -> dict:
+    """What every config.json starts with: versions and the command line."""
+    return {"localeval_version": __version__, "python": platform.python_version(),
+            "packages": _package_versions(), "command": command}
 
 
 def _package_versions() -> dict:
