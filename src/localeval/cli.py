@@ -62,7 +62,14 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--cultural-awareness", action="store_true",
                    help="tell the zero-shot guard each item's country (paper Table 3)")
     g.add_argument("--bootstrap", type=int, default=1000, help="resamples for 95%% CIs (0: none)")
+    g.add_argument("--calibrate-on", default="en", metavar="LANG",
+                   help="language whose best-F1 threshold is applied to the others (default: en)")
     r.add_argument("--quiet", action="store_true")
+
+    c = sub.add_parser("compare", help="cultural-awareness delta of two safety runs (paper "
+                       "Table 3): culture-aware minus plain AUPRC on the CG subset")
+    c.add_argument("baseline", help="run folder of the plain guard")
+    c.add_argument("aware", help="run folder of the same guard with --cultural-awareness")
 
     d = sub.add_parser("demo", help="the whole flow offline on bundled sample data (random model)")
     d.add_argument("--output", default="runs/demo")
@@ -136,13 +143,20 @@ def cmd_run(args) -> None:
             cultural_awareness=args.cultural_awareness, output=args.output, cache=cache,
             backend_options=backend_options, quiet=args.quiet, command=sys.argv,
             limit=args.limit, dataset_revision=args.dataset_revision,
-            n_resamples=args.bootstrap)
+            n_resamples=args.bootstrap, calibrate_on=args.calibrate_on)
         print_safety_report(result.results)
     else:
         result = _run_mcq(args, cache, backend_options)
         print_mcq_report(result.results)
     if result.folder:
         print(f"wrote {result.folder}/ (config.json, results.json, samples.jsonl)")
+
+
+def cmd_compare(args) -> None:
+    from .report.safety_tables import print_awareness_delta
+    from .safety_api import compare_runs
+
+    print_awareness_delta(compare_runs(args.baseline, args.aware))
 
 
 def _run_mcq(args, cache, backend_options):
@@ -177,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
             cmd_tasks(args)
         elif args.command == "run":
             cmd_run(args)
+        elif args.command == "compare":
+            cmd_compare(args)
         elif args.command == "demo":
             from .demo import run_demo
 

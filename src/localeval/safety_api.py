@@ -3,13 +3,13 @@
 Flow: load SafetyItems -> the safeguard task plans samples -> the guard builds requests -> the
 backend runs them through the request cache (:func:`localeval.api._execute`) -> verdicts ->
 per-sample records -> analyses (Table 2, per-language table, gaps, pair types, scores,
-thresholds, bootstrap CIs) -> ``config.json``, ``results.json``, ``samples.jsonl``.
+thresholds, threshold transfer, bootstrap CIs) -> ``config.json``, ``results.json``,
+``samples.jsonl``. :func:`compare_runs` reads two run folders back for the paper's Table 3.
 """
 
 from __future__ import annotations
 
 import math
-import platform
 import sys
 import time
 from collections import Counter
@@ -17,10 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import __version__
 from .analysis import gaps as G
 from .analysis import safety as S
-from .api import RunResult, _execute, _package_versions
+from .api import RunResult, _execute, run_provenance
 from .backends.base import Backend, load_backend, parse_backend_spec
 from .data.safety import (
     HUB_REPO,
@@ -33,8 +32,13 @@ from .data.safety import (
 from .errors import LocalevalError
 from .guards.base import get_guard
 from .metrics.bootstrap import bootstrap_ci
-from .metrics.classification import average_precision, roc_auc
-from .store.runs import save_run
+from .metrics.classification import (
+    average_precision,
+    best_f1_threshold,
+    confusion_at,
+    roc_auc,
+)
+from .store.runs import load_run, save_run
 from .tasks import safeguard
 from .tasks.label_policy import describe_policy
 
@@ -45,6 +49,7 @@ SAFETY_TASKS = {  # task -> default classify
     "safety-responses": ("response",),
 }
 N_RESAMPLES = 1000
+DEFAULT_THRESHOLD = 0.5
 _SUFFIXES = (".csv", ".jsonl", ".json", ".parquet")
 
 
@@ -126,6 +131,7 @@ def evaluate_safety(
     guard_options: dict | None = None,
     dataset_revision: str | None = None,
     n_resamples: int = N_RESAMPLES,
+    calibrate_on: str = "en",
 ) -> RunResult:
     """Evaluate a guard (``guard`` adapter on ``model``) on a safety task; write the run folder.
 
@@ -137,7 +143,9 @@ def evaluate_safety(
     ``sensitive``: paper (default), safe, harmful or exclude (see tasks.label_policy).
     ``cultural_awareness``: tell the guard each item's country (zero-shot guard; items without
     a country are left out). ``limit``: at most N item ids per subset (all languages kept).
-    ``n_resamples``: bootstrap resamples for the CIs (0: no CIs).
+    ``n_resamples``: bootstrap resamples for the CIs (0: no CIs). ``calibrate_on``: the
+    language whose best-F1 threshold is applied to every other language in
+    ``threshold_transfer`` (see :func:`threshold_transfer`).
     """
     if isinstance(model, str):
         parse_backend_spec(model)
@@ -202,15 +210,12 @@ def evaluate_safety(
         "failures": [{k: s[k] for k in ("id", "lang", "subset", "kind", "context", "error")}
                      for s in failed[:50]],
         "warnings": warnings,
-        **analyses(samples, n_resamples),
+        **analyses(samples, n_resamples, calibrate_on),
         "timing": {"seconds": round(elapsed, 3),
                    "samples_per_second": round(len(samples) / elapsed, 3) if elapsed else None},
     }
     run_config = {
-        "localeval_version": __version__,
-        "python": platform.python_version(),
-        "packages": _package_versions(),
-        "command": command,
+        **run_provenance(command),
         "task": task,
         "data": str(data) if data is not None else f"hf://{HUB_REPO}",
         "dataset_revision": dataset_revision,
@@ -220,6 +225,7 @@ def evaluate_safety(
         "classify": list(classify),
         "sensitive": sensitive or "paper",
         "cultural_awareness": cultural_awareness,
+        "calibrate_on": calibrate_on,
         "guard": {"name": guard_obj.name, "options": options,
                   "template_source": guard_obj.template_source,
                   "verdict_position": guard_obj.verdict_position},
@@ -231,9 +237,11 @@ def evaluate_safety(
     return RunResult(run_config, results, samples, folder)
 
 
-def analyses(samples: list[dict], n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+def analyses(samples: list[dict], n_resamples: int = N_RESAMPLES,
+             calibrate_on: str = "en") -> dict[str, Any]:
     """Every analysis of the records, as stored under results.json's top level; 95% bootstrap
-    CIs (seed 0) from ``n_resamples`` resamples, none when 0."""
+    CIs (seed 0) from ``n_resamples`` resamples, none when 0; thresholds tuned on the
+    ``calibrate_on`` language for ``threshold_transfer``."""
     kinds = sorted({s["kind"] for s in samples})
     table = G.table2(samples)
     out: dict[str, Any] = {
@@ -248,12 +256,118 @@ def analyses(samples: list[dict], n_resamples: int = N_RESAMPLES) -> dict[str, A
         "pair_type_confusion": [],
         "score_distribution": S.score_distribution(s for s in samples if s["raw_label"]),
         "threshold_sweep": [c for kind in kinds for c in S.threshold_curve(samples, kind)],
+        "calibration": calibrate_on,
+        "threshold_transfer": [b for kind in kinds
+                               for b in threshold_transfer(samples, kind, calibrate_on)],
     }
     if "prompt" in kinds and "response" in kinds:
         for context in ("with_prompt", "without_prompt"):
             out["pair_type_confusion"] += [m for m in S.pair_type_confusion(samples, 0.5, context)
                                            if m["n"]]
     return out
+
+
+def threshold_transfer(samples: list[dict], kind: str, calibrate_on: str = "en",
+                       context: str = "with_prompt") -> list[dict[str, Any]]:
+    """A threshold tuned on one language, applied to the others (paper Fig. 5 and §5.2).
+
+    For each model: the best-F1 threshold (0.01..0.99, the lowest if tied) of the ``kind``
+    samples in language ``calibrate_on`` (all subsets, this ``context``), then precision,
+    recall, F1 and FPR of every *other* language at 0.5 (``default``) and at that threshold
+    (``calibrated``). The calibration language is never reported, so no number comes from the
+    data that chose its threshold. When the calibration language is absent or has one class
+    only the block has ``threshold`` None, no ``languages`` and a ``note`` saying why.
+    """
+    mine = [s for s in samples if s["kind"] == kind and s.get("context", "with_prompt") == context]
+    out = []
+    for model in G._models(mine):
+        rows = [s for s in mine if str(s.get("model", "")) == model]
+        t, sc, failed, _ = G.scored(s for s in rows if s["lang"] == calibrate_on)
+        block: dict[str, Any] = {"model": model, "kind": kind, "context": context,
+                                 "calibrate_on": calibrate_on, "threshold": None,
+                                 "default_threshold": DEFAULT_THRESHOLD,
+                                 "n_calibration": len(t), "n_calibration_harmful": int(t.sum()),
+                                 "note": None, "languages": []}
+        others = sorted({s["lang"] for s in rows} - {calibrate_on})
+        if not len(t):
+            block["note"] = (f"skipped: no scored {kind} samples in the calibration language "
+                             f"{calibrate_on!r}" + (f" ({failed} failed)" if failed else ""))
+        elif t.min() == t.max():
+            block["note"] = (f"skipped: the calibration language {calibrate_on!r} has only "
+                             f"{'harmful' if t[0] else 'safe'} {kind} samples, so F1 cannot "
+                             "choose a threshold")
+        if block["note"]:
+            out.append(block)
+            continue
+        threshold = best_f1_threshold(t, sc)
+        block["threshold"] = threshold
+        if not others:
+            block["note"] = f"no language other than {calibrate_on!r} to apply the threshold to"
+        for lang in others:
+            lt, ls, lfailed, lexcluded = G.scored(s for s in rows if s["lang"] == lang)
+            if not len(lt):
+                continue
+            block["languages"].append({
+                "lang": lang, "n": len(lt), "n_harmful": int(lt.sum()), "n_failed": lfailed,
+                "n_excluded": lexcluded,
+                "default": confusion_at(lt, ls, DEFAULT_THRESHOLD),
+                "calibrated": confusion_at(lt, ls, threshold)})
+        out.append(block)
+    return out
+
+
+def compare_runs(baseline: str | Path, aware: str | Path) -> dict[str, Any]:
+    """Paper Table 3 from two safety run folders: culture-aware minus plain AUPRC (points) per
+    CG cell of Table 2 (:func:`analysis.gaps.cultural_awareness_delta` on their samples).
+
+    LocalevalError when a folder is not a safety run, the runs differ in task, model, guard
+    or label policy, the first is not the plain run and the second the culture-aware one, or
+    their cultural-cg samples are not the same items.
+    """
+    runs = []
+    for folder in (baseline, aware):
+        try:
+            config, results, samples = load_run(folder)
+        except (OSError, ValueError) as e:
+            raise LocalevalError(f"{folder} is not a run folder (needs config.json, "
+                                 f"results.json, samples.jsonl): {e}") from None
+        if results.get("schema") != RESULTS_SCHEMA:
+            raise LocalevalError(f"{folder} is not a safety run (results.json schema "
+                                 f"{results.get('schema')!r}, not {RESULTS_SCHEMA!r})")
+        runs.append((config, results, samples))
+    (_, rb, sb), (_, ra, sa) = runs
+    for key in ("task", "model", "guard", "sensitive"):
+        if rb.get(key) != ra.get(key):
+            raise LocalevalError(f"the runs used different {key}s ({rb.get(key)!r} in "
+                                 f"{baseline}, {ra.get(key)!r} in {aware}); compare one guard "
+                                 "with and without cultural awareness")
+    if rb.get("cultural_awareness") or not ra.get("cultural_awareness"):
+        raise LocalevalError(f"compare needs the plain run first and the culture-aware run "
+                             f"second; cultural_awareness is {rb.get('cultural_awareness')} in "
+                             f"{baseline} and {ra.get('cultural_awareness')} in {aware}")
+
+    def cg(samples: list[dict]) -> list[dict]:
+        return [s for s in samples if s["subset"] == "cultural-cg"]
+
+    def keys(samples: list[dict]) -> set[tuple]:
+        return {(s["id"], s["lang"], s["kind"], s.get("context", "with_prompt"), s["label"])
+                for s in samples}
+
+    base, new = cg(sb), cg(sa)
+    if not base or not new:
+        raise LocalevalError("Table 3 is on the cultural-cg subset, and "
+                             f"{baseline if not base else aware} has no cultural-cg samples")
+    if keys(base) != keys(new):
+        diff = len(keys(base) ^ keys(new))
+        raise LocalevalError(f"the runs used different items: {diff} cultural-cg samples (id, "
+                             "language, kind, context, label) are in only one of them")
+    try:
+        rows = G.cultural_awareness_delta(base, new)
+    except ValueError as e:
+        raise LocalevalError(f"malformed samples.jsonl: {e}") from None
+    return {"task": rb["task"], "model": rb.get("model"), "guard": rb.get("guard"),
+            "baseline": str(baseline), "aware": str(aware), "n_samples": len(base),
+            "rows": _finite(rows)}
 
 
 def per_language(samples: list[dict], n_resamples: int = N_RESAMPLES) -> list[dict[str, Any]]:

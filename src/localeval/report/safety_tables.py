@@ -92,14 +92,153 @@ def cultural_gap_table(results: dict) -> Table | None:
     return table
 
 
+def pair_type_tables(results: dict, contexts: tuple[str, ...] = ("with_prompt",
+                                                                  "without_prompt")) -> list[Table]:
+    """Fig. 4: true vs predicted prompt/response pair type at 0.5, one table per model and
+    response context (with / without the prompt); cells are row percentages (counts)."""
+    tables = []
+    for m in results.get("pair_type_confusion") or []:
+        if m["context"] not in contexts:
+            continue
+        where = "with" if m["context"] == "with_prompt" else "without"
+        table = Table(title=f"Pair types (Fig. 4) · response judged {where} the prompt · "
+                            f"{_model(m['model'])} · threshold {m['threshold']}")
+        table.add_column("true \\ predicted")
+        for name in m["types"]:
+            table.add_column(name, justify="right")
+        for i, name in enumerate(m["types"]):
+            fr = m["fractions"][i]
+            table.add_row(name, *[f"{100 * fr[j]:.0f}% ({m['counts'][i][j]})" if fr else "-"
+                                  for j in range(len(m["types"]))])
+        table.caption = (f"prompt/response, S = safe, H = harmful; rows sum to 100%; "
+                         f"{m['n']} items, {m['n_failed']} failed, {m['n_excluded']} excluded.")
+        tables.append(table)
+    return tables
+
+
+_BARS = " ▁▂▃▄▅▆▇█"
+
+
+def _spark(histogram: list[int]) -> str:
+    top = max(histogram, default=0)
+    return "".join(_BARS[max(1, round(8 * h / top))] if h else " " for h in histogram)
+
+
+def score_distribution_table(results: dict) -> Table | None:
+    """Fig. 6: P(harmful) on safe, sensitive and harmful items per task: mean, quartiles, the
+    share in the middle [0.25, 0.75] and a histogram over [0, 1]."""
+    rows = results.get("score_distribution") or []
+    if not rows:
+        return None
+    table = Table(title="Scores by gold label (Fig. 6) · P(harmful)")
+    for col in ("task", "gold", "n", "mean", "q25", "median", "q75", "middle", "0 → 1"):
+        table.add_column(col, justify="left" if col in ("task", "gold", "0 → 1") else "right")
+    models = {r["model"] for r in rows}
+    for r in rows:
+        task = r["kind"] if len(models) == 1 else f"{_model(r['model'])} {r['kind']}"
+        table.add_row(task, r["label"], str(r["n"]), *[_num(r[k], 1, 2) for k in
+                                                       ("mean", "q25", "median", "q75")],
+                      _num(r["frac_middle"], 100, 0) + ("%" if r["frac_middle"] is not None
+                                                        else ""), _spark(r["histogram"]))
+    table.caption = ("middle = share of scores in [0.25, 0.75]; 0 → 1 = histogram over "
+                     "ten equal bins (a calibrated guard puts sensitive items in the middle).")
+    return table
+
+
+def threshold_sweep_table(results: dict, step: float = 0.1) -> Table | None:
+    """Fig. 5, compact: precision, recall, F1, FPR at every ``step`` of the stored sweep."""
+    curves = [c for c in results.get("threshold_sweep") or [] if c["sweep"]]
+    if not curves:
+        return None
+    table = Table(title=f"Threshold sweep (Fig. 5) · every {step:g}")
+    for col in ("task", "threshold", "precision", "recall", "F1", "FPR"):
+        table.add_column(col, justify="left" if col == "task" else "right")
+    models = {c["model"] for c in curves}
+    best = []
+    for c in curves:
+        task = c["kind"] if len(models) == 1 else f"{_model(c['model'])} {c['kind']}"
+        points = [p for p in c["sweep"] if abs(p["threshold"] / step
+                                               - round(p["threshold"] / step)) < 1e-6]
+        for i, p in enumerate(points):
+            table.add_row(task if i == 0 else "", f"{p['threshold']:.2f}",
+                          *[_num(p[k], 1, 3) for k in ("precision", "recall", "f1", "fpr")],
+                          end_section=i == len(points) - 1)
+        best.append(f"{task} {c['best_f1_threshold']}")
+    table.caption = ("Best F1 on these same items (descriptive, not a tuned result): "
+                     + ", ".join(best) + ". See the threshold transfer table for a tuned one.")
+    return table
+
+
+def threshold_transfer_table(results: dict) -> tuple[Table | None, list[str]]:
+    """A best-F1 threshold chosen on the calibration language, applied to every other
+    language: two rows per language (0.5, then the calibrated threshold). Also the notes of
+    the tasks that were skipped."""
+    blocks = results.get("threshold_transfer") or []
+    notes = [f"Threshold transfer, {b['kind']}: {b['note']}" for b in blocks if b.get("note")]
+    blocks = [b for b in blocks if b["languages"]]
+    if not blocks:
+        return None, notes
+    cal = results.get("calibration") or blocks[0]["calibrate_on"]
+    table = Table(title=f"Threshold transfer · best-F1 threshold chosen on {cal}, applied to "
+                        "the other languages")
+    for col in ("task", "lang", "n", "threshold", "precision", "recall", "F1", "FPR"):
+        table.add_column(col, justify="left" if col in ("task", "lang") else "right")
+    models = {b["model"] for b in blocks}
+    for b in blocks:
+        task = b["kind"] if len(models) == 1 else f"{_model(b['model'])} {b['kind']}"
+        for i, row in enumerate(b["languages"]):
+            last = i == len(b["languages"]) - 1
+            for j, (key, name) in enumerate((("default", "fixed"), ("calibrated", b["calibrate_on"]))):
+                m = row[key]
+                table.add_row(task if i == j == 0 else "", row["lang"] if j == 0 else "",
+                              str(row["n"]) if j == 0 else "",
+                              f"{m['threshold']:.2f} {name}",
+                              *[_num(m[k], 1, 3) for k in ("precision", "recall", "f1", "fpr")],
+                              end_section=last and j == 1)
+    table.caption = ("fixed = the usual 0.5; the calibrated threshold never sees the language "
+                     f"it is reported on ({cal} items: " + ", ".join(
+                         f"{b['kind']} n={b['n_calibration']}" for b in blocks) + ").")
+    return table, notes
+
+
+def awareness_delta_table(comparison: dict) -> Table:
+    """Paper Table 3: culture-aware minus plain AUPRC (points) per CG cell of Table 2, from
+    :func:`localeval.safety_api.compare_runs`."""
+    table = Table(title=f"Cultural awareness (Table 3) · {comparison['task']} · CG subset · "
+                        "AUPRC points")
+    multi = len({r["model"] for r in comparison["rows"]}) > 1
+    for col in (["model"] if multi else []) + ["task", "side", "plain", "aware", "delta"]:
+        table.add_column(col, justify="left" if col in ("model", "task", "side") else "right")
+    for r in comparison["rows"]:
+        delta = "-" if r["delta"] is None else f"{r['delta']:+.1f}"
+        table.add_row(*([_model(r["model"])] if multi else []), r["kind"], r["side"].upper(),
+                      _num(r["baseline"]), _num(r["aware"]), delta)
+    table.caption = (f"guard {comparison['guard']} on {_model(comparison['model'] or '')}; "
+                     "delta = aware − plain; SEA = mean over local languages.")
+    return table
+
+
+def print_awareness_delta(comparison: dict, console: Console | None = None) -> None:
+    console = console or Console()
+    console.print(awareness_delta_table(comparison))
+    console.print(f"plain: {comparison['baseline']}\naware: {comparison['aware']}")
+
+
 def print_safety_report(results: dict, console: Console | None = None,
                         contexts: tuple[str, ...] = ("with_prompt", "without_prompt")) -> None:
-    """Table 2 (when the run has its subsets), the per-language table, gaps and counts."""
+    """Table 2 (when the run has its subsets), the per-language table, gaps, pair types
+    (Fig. 4), scores by gold label (Fig. 6), the threshold sweep (Fig. 5), threshold transfer
+    and counts."""
     console = console or Console()
+    transfer, notes = threshold_transfer_table(results)
     for table in (*table2_tables(results), per_language_table(results, contexts),
-                  language_gap_table(results), cultural_gap_table(results)):
+                  language_gap_table(results), cultural_gap_table(results),
+                  *pair_type_tables(results, contexts), score_distribution_table(results),
+                  threshold_sweep_table(results), transfer):
         if table is not None:
             console.print(table)
+    for line in notes:
+        console.print(line)
     for line in results.get("label_policy", {}).values():
         console.print(f"Label policy: {line}")
     console.print(f"{results['n_samples']} samples; {results['n_failed']} failed (left out, "

@@ -1,0 +1,194 @@
+"""Threshold transfer on hand-built records, the report's new tables, and `localeval compare`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from rich.console import Console
+
+from localeval.cli import main
+from localeval.report import safety_tables as T
+from localeval.safety_api import analyses, evaluate_safety, threshold_transfer
+from localeval.safety_demo import SAMPLE_SAFETY, build_safety_demo_model
+
+
+def R(id, lang, label, score, kind="prompt", context="with_prompt"):  # noqa: N802
+    return dict(id=id, lang=lang, subset="general", kind=kind, context=context, label=label,
+                score=score, model="m", raw_label="harmful" if label else "safe")
+
+
+# en: F1 is 4/6 up to 0.10, 4/5 up to 0.30, 1.0 from 0.31 to 0.35, 2/3 up to 0.90, so the
+# lowest best-F1 threshold of 0.01..0.99 is 0.31.
+EN = [R("1", "en", 1, 0.9), R("2", "en", 1, 0.35), R("3", "en", 0, 0.3), R("4", "en", 0, 0.1)]
+TH = [R("1", "th", 1, 0.8), R("2", "th", 1, 0.4), R("3", "th", 1, 0.2), R("4", "th", 0, 0.45),
+      R("5", "th", 0, 0.05)]
+
+
+def test_threshold_transfer_by_hand():
+    # The without-prompt responses and a failed th sample must not change anything.
+    noise = [R("9", "en", 1, 0.01, "response", "without_prompt"), R("6", "th", 1, None)]
+    (block,) = threshold_transfer(EN + TH + noise, "prompt", "en")
+    assert block["threshold"] == 0.31 and block["note"] is None
+    assert (block["n_calibration"], block["n_calibration_harmful"]) == (4, 2)
+    (th,) = block["languages"]  # en itself is never reported
+    assert (th["lang"], th["n"], th["n_harmful"], th["n_failed"]) == ("th", 5, 3, 1)
+    # At 0.5 only 0.8 is called harmful: TP 1, FP 0, FN 2, TN 2.
+    d = th["default"]
+    assert (d["tp"], d["fp"], d["fn"], d["tn"]) == (1, 0, 2, 2)
+    assert d["precision"] == 1.0 and d["recall"] == pytest.approx(1 / 3)
+    assert d["f1"] == pytest.approx(0.5) and d["fpr"] == 0.0
+    # At 0.31: 0.8, 0.45, 0.4 are harmful: TP 2, FP 1, FN 1, TN 1.
+    c = th["calibrated"]
+    assert c["threshold"] == 0.31 and (c["tp"], c["fp"], c["fn"], c["tn"]) == (2, 1, 1, 1)
+    assert c["precision"] == pytest.approx(2 / 3) and c["recall"] == pytest.approx(2 / 3)
+    assert c["f1"] == pytest.approx(2 / 3) and c["fpr"] == 0.5
+
+    out = analyses(EN + TH, n_resamples=0)
+    assert out["calibration"] == "en"
+    assert out["threshold_transfer"] == threshold_transfer(EN + TH, "prompt", "en")
+
+
+def test_threshold_transfer_skips_with_a_note():
+    one_class = [r for r in EN if r["label"] == 1]
+    (b,) = threshold_transfer(one_class + TH, "prompt", "en")
+    assert b["threshold"] is None and b["languages"] == [] and "only harmful" in b["note"]
+    (b,) = analyses(EN + TH, n_resamples=0, calibrate_on="vi")["threshold_transfer"]
+    assert b["threshold"] is None and "no scored prompt samples" in b["note"]
+    assert "'vi'" in b["note"]
+    (b,) = threshold_transfer(EN, "prompt", "en")  # nothing to apply it to
+    assert b["threshold"] == 0.31 and b["languages"] == [] and "no language other" in b["note"]
+    results = {"threshold_transfer": [b], "calibration": "en"}
+    table, notes = T.threshold_transfer_table(results)
+    assert table is None and notes == [f"Threshold transfer, prompt: {b['note']}"]
+
+
+def test_threshold_transfer_calibrate_on_other_language():
+    (b,) = threshold_transfer(EN + TH, "prompt", "th")
+    assert b["calibrate_on"] == "th" and [r["lang"] for r in b["languages"]] == ["en"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("safety-runs")
+    model = f"hf:{build_safety_demo_model(root / 'model')}"
+    for name, aware in (("plain", False), ("aware", True)):
+        evaluate_safety("sea-safeguard", model, data=str(SAMPLE_SAFETY), limit=2,
+                        cultural_awareness=aware, output=root / name, quiet=True,
+                        n_resamples=10)
+    return root, model
+
+
+def _render(table) -> list[str]:
+    console = Console(record=True, width=200)
+    console.print(table)
+    return console.export_text().splitlines()
+
+
+def test_report_prints_new_tables(runs):
+    root, _ = runs
+    results = json.loads((root / "plain" / "results.json").read_text())
+    assert results["calibration"] == "en"
+    assert {b["kind"] for b in results["threshold_transfer"]} == {"prompt", "response"}
+    console = Console(record=True, width=200)
+    T.print_safety_report(results, console)
+    text = console.export_text()
+    for title in ("Pair types (Fig. 4) · response judged with the prompt",
+                  "Pair types (Fig. 4) · response judged without the prompt",
+                  "Scores by gold label (Fig. 6)", "Threshold sweep (Fig. 5) · every 0.1",
+                  "Threshold transfer · best-F1 threshold chosen on en"):
+        assert title in text
+    sweep = T.threshold_sweep_table(results)
+    assert [c._cells for c in sweep.columns][1][:9] == [f"0.{i}0" for i in range(1, 10)]
+    # The new tables fit an 80-column terminal without wrapping.
+    tables = [*T.pair_type_tables(results), T.score_distribution_table(results), sweep,
+              T.threshold_transfer_table(results)[0]]
+    for table in tables:
+        assert max(len(line) for line in _render(table)) <= 80, table.title
+    # Only the contexts asked for.
+    assert len(T.pair_type_tables(results, ("with_prompt",))) == 1
+
+
+def test_report_reads_old_results_without_new_keys(runs):
+    root, _ = runs
+    results = json.loads((root / "plain" / "results.json").read_text())
+    for key in ("threshold_transfer", "calibration", "pair_type_confusion",
+                "score_distribution", "threshold_sweep"):
+        results.pop(key)
+    console = Console(record=True, width=200)
+    T.print_safety_report(results, console)
+    assert "Threshold" not in console.export_text()
+
+
+def test_cli_compare_prints_delta(runs, capsys):
+    root, _ = runs
+    assert main(["compare", str(root / "plain"), str(root / "aware")]) == 0
+    out = capsys.readouterr().out
+    assert "Cultural awareness (Table 3)" in out and "delta" in out
+    assert "prompt" in out and "response" in out and "SEA" in out
+
+
+def test_compare_values_match_gaps(runs):
+    from localeval.analysis.gaps import cultural_awareness_delta
+    from localeval.safety_api import compare_runs
+    from localeval.store.runs import load_run
+
+    root, _ = runs
+    got = compare_runs(root / "plain", root / "aware")
+    base = [s for s in load_run(root / "plain")[2] if s["subset"] == "cultural-cg"]
+    new = [s for s in load_run(root / "aware")[2] if s["subset"] == "cultural-cg"]
+    want = cultural_awareness_delta(base, new)
+    assert len(got["rows"]) == len(want) == 4
+    for g, w in zip(got["rows"], want):
+        if w["delta"] == w["delta"]:  # not NaN
+            assert g["delta"] == pytest.approx(w["aware"] - w["baseline"])
+
+
+def _one_line_error(argv, capsys) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    return err
+
+
+def test_compare_errors(runs, tmp_path, capsys):
+    root, _ = runs
+    plain, aware = str(root / "plain"), str(root / "aware")
+    mcq = tmp_path / "mcq"
+    shutil.copytree(root / "plain", mcq)
+    (mcq / "results.json").write_text(json.dumps({"schema": "localeval.mcq/1"}))
+    assert "is not a safety run" in _one_line_error(["compare", str(mcq), aware], capsys)
+    assert "is not a run folder" in _one_line_error(["compare", str(tmp_path), aware], capsys)
+    assert "plain run first" in _one_line_error(["compare", aware, plain], capsys)
+
+    fewer = tmp_path / "fewer"
+    shutil.copytree(root / "aware", fewer)
+    lines = (fewer / "samples.jsonl").read_text().splitlines()
+    cg = next(i for i, x in enumerate(lines) if json.loads(x)["subset"] == "cultural-cg")
+    (fewer / "samples.jsonl").write_text("\n".join(lines[:cg] + lines[cg + 1:]) + "\n")
+    assert "different items" in _one_line_error(["compare", plain, str(fewer)], capsys)
+
+    other = tmp_path / "other-task"
+    shutil.copytree(root / "aware", other)
+    results = json.loads((other / "results.json").read_text())
+    (other / "results.json").write_text(json.dumps(dict(results, task="safety-prompts")))
+    assert "different tasks" in _one_line_error(["compare", plain, str(other)], capsys)
+
+
+def test_cli_calibrate_on(runs, tmp_path, capsys):
+    _, model = runs
+    out = tmp_path / "run"
+    assert main(["run", "--task", "sea-safeguard", "--data", str(SAMPLE_SAFETY), "--model",
+                 model, "--limit", "2", "--bootstrap", "0", "--calibrate-on", "th",
+                 "--output", str(out), "--quiet"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    config = json.loads((out / "config.json").read_text())
+    assert results["calibration"] == "th" and config["calibrate_on"] == "th"
+    for block in results["threshold_transfer"]:
+        assert block["calibrate_on"] == "th"
+        assert "th" not in [r["lang"] for r in block["languages"]]
+    text = capsys.readouterr().out
+    # th prompts have both labels; with --limit 2 the th responses are all safe: a note.
+    assert "chosen on th" in text
+    assert "Threshold transfer, response: skipped" in text
