@@ -31,10 +31,12 @@ def run(model_dir, **kw):
     return backend, backend.run(requests())
 
 
-def test_prefix_reuse_equals_full_forward(model_dir):
+@pytest.mark.parametrize("padding_side", ["right", "left"])
+def test_prefix_reuse_equals_full_forward(model_dir, padding_side):
     _, reference = run(model_dir, prefix_reuse=False, batch_size=1)
     for batch_size in (1, 8):
-        backend, got = run(model_dir, prefix_reuse=True, batch_size=batch_size)
+        backend, got = run(model_dir, prefix_reuse=True, batch_size=batch_size,
+                           padding_side=padding_side)
         for a, b in zip(got, reference):
             assert a.error is None and list(a.logprobs) == list(b.logprobs)
             for c in a.logprobs:
@@ -44,11 +46,13 @@ def test_prefix_reuse_equals_full_forward(model_dir):
         assert backend.stats["forwarded_tokens"] < backend.stats["prompt_tokens"] / 3
 
 
-def test_results_identical_across_batch_sizes(model_dir):
+@pytest.mark.parametrize("padding_side", ["right", "left"])
+def test_results_identical_across_batch_sizes(model_dir, padding_side):
     """Byte-identical, not just close: results must not depend on the batch size."""
-    outs = [[r.logprobs for r in run(model_dir, batch_size=bs)[1]] for bs in (1, 3, 8)]
+    outs = [[r.logprobs for r in run(model_dir, batch_size=bs, padding_side=padding_side)[1]]
+            for bs in (1, 3, 8)]
     assert outs[0] == outs[1] == outs[2]
-    tight = run(model_dir, batch_size="auto", max_batch_tokens=300)[1]
+    tight = run(model_dir, batch_size="auto", max_batch_tokens=300, padding_side=padding_side)[1]
     assert [r.logprobs for r in tight] == outs[0]
 
 

@@ -43,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--batch-size", default="auto", help="'auto' (fits memory) or an integer")
     r.add_argument("--attn", default="eager", help="attention implementation (eager keeps results "
                    "identical across batch sizes; sdpa is faster on GPUs)")
+    r.add_argument("--padding-side", default="right", help="right or left (results are the same)")
     r.add_argument("--no-prefix-reuse", action="store_true",
                    help="forward every prompt whole (for comparison; results are the same)")
     r.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 "
@@ -131,7 +132,8 @@ def cmd_run(args) -> None:
     backend_options = {
         "revision": args.revision, "dtype": args.dtype, "device": args.device,
         "batch_size": _batch_size(args.batch_size), "attn": args.attn,
-        "prefix_reuse": not args.no_prefix_reuse, "base_url": args.base_url,
+        "prefix_reuse": not args.no_prefix_reuse, "padding_side": args.padding_side,
+        "base_url": args.base_url,
         "api_key_env": args.api_key_env, "concurrency": args.concurrency}
     if args.task in SAFETY_TASKS:
         from .report.safety_tables import print_safety_report

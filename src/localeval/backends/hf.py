@@ -41,6 +41,7 @@ class HFBackend:
         attn: str = "eager",
         prefix_reuse: bool = True,
         max_batch_tokens: int | None = None,
+        padding_side: str = "right",
     ):
         import torch
         import transformers
@@ -56,6 +57,9 @@ class HFBackend:
         self.device = torch.device(device)
         self.batch_size = batch_size
         self.prefix_reuse = prefix_reuse
+        if padding_side not in ("right", "left"):
+            raise LocalevalError(f"padding side must be 'right' or 'left', not {padding_side!r}")
+        self.padding_side = padding_side
         # forwarded = real tokens run through the model; padding = the extra we pad batches with
         self.stats = {"forwarded_tokens": 0, "padding_tokens": 0, "prompt_tokens": 0,
                       "requests": 0}
@@ -234,21 +238,30 @@ class HFBackend:
         # row's numbers independent of batch size and of its neighbours' lengths.
         width = _padded(max(len(r) for r in rows))
         pad = self.tokenizer.pad_token_id
-        ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=self.device)
-        mask = torch.tensor([[1] * (prefix_len + len(r)) + [0] * (width - len(r)) for r in rows],
-                            device=self.device)
-        positions = torch.arange(prefix_len, prefix_len + width, device=self.device)
-        last = torch.tensor([len(r) - 1 for r in rows], device=self.device)
+        fill = [width - len(r) for r in rows]
+        slots = torch.arange(prefix_len, prefix_len + width, device=self.device)
+        if self.padding_side == "left":  # pads sit between the prefix and each row's tokens
+            ids = [[pad] * f + r for r, f in zip(rows, fill)]
+            mask = [[1] * prefix_len + [0] * f + [1] * len(r) for r, f in zip(rows, fill)]
+            positions = torch.stack([(slots - f).clamp(min=prefix_len) for f in fill])
+            last = torch.full((len(rows),), width - 1, device=self.device)
+        else:
+            ids = [r + [pad] * f for r, f in zip(rows, fill)]
+            mask = [[1] * (prefix_len + len(r)) + [0] * f for r, f in zip(rows, fill)]
+            positions = slots.expand(len(rows), -1)
+            last = torch.tensor([len(r) - 1 for r in rows], device=self.device)
+        ids = torch.tensor(ids, device=self.device)
+        mask = torch.tensor(mask, device=self.device)
         kwargs = {}
         if cache is not None:
             batch_cache = copy.deepcopy(cache)
             batch_cache.batch_repeat_interleave(len(rows))
-            kwargs = {"past_key_values": batch_cache, "cache_position": positions}
+            kwargs = {"past_key_values": batch_cache, "cache_position": slots}
         self.stats["forwarded_tokens"] += sum(len(r) for r in rows)
         self.stats["padding_tokens"] += len(rows) * width - sum(len(r) for r in rows)
         with torch.inference_mode(), _only_positions(self.model, last):
             logits = self.model(input_ids=ids, attention_mask=mask,
-                                position_ids=positions.expand(len(rows), -1),
+                                position_ids=positions,
                                 use_cache=cache is not None, **kwargs).logits
         return logits[: len(rows), -1, :].float().log_softmax(-1).cpu()
 
