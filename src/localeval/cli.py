@@ -38,7 +38,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--no-cache", action="store_true")
     r.add_argument("--dataset-revision")
     r.add_argument("--revision", help="model revision (Hub branch, tag or commit)")
-    r.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
+    r.add_argument("--dtype", default="auto", help="auto (the checkpoint's on GPU, float32 on CPU), "
+                   "float32, bfloat16, float16")
     r.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, …")
     r.add_argument("--batch-size", default="auto", help="'auto' (fits memory) or an integer")
     r.add_argument("--attn", default="eager", help="attention implementation (eager keeps results "

@@ -68,7 +68,7 @@ class HFBackend:
             self.model = transformers.AutoModelForCausalLM.from_pretrained(
                 model,
                 revision=revision,
-                dtype="auto" if dtype == "auto" else getattr(torch, dtype),
+                dtype=self._torch_dtype(dtype),
                 attn_implementation=attn,
             )
         except (OSError, ValueError) as e:
@@ -91,6 +91,13 @@ class HFBackend:
             "device": self.device.type,
             "attn": attn,
         }
+
+    def _torch_dtype(self, dtype: str):
+        """'auto' is the checkpoint's own dtype on a GPU and float32 on a CPU, where bfloat16
+        matmuls are slow and lose precision that likelihood comparisons need."""
+        if dtype == "auto":
+            return "auto" if self.device.type == "cuda" else self.torch.float32
+        return getattr(self.torch, dtype)
 
     # ---------------------------------------------------------------- prompts and tokens
     def render(self, prompt: Prompt) -> tuple[str, bool]:
