@@ -211,3 +211,25 @@ def test_records_are_validated():
         check_records([R("a", "en", "general", "answer", 1, 0.2)])
     with pytest.raises(ValueError, match="finite"):
         check_records([R("a", "en", "general", "prompt", 1, float("nan"))])
+
+
+def test_table2_ci_brackets_the_numbers_and_is_seeded():
+    import numpy as np
+
+    from localeval.analysis.gaps import table2, table2_ci
+
+    rng = np.random.default_rng(1)
+    records = []
+    for lang in ("en", "th", "vi"):
+        for i in range(30):
+            label = i % 2
+            records.append({"id": f"{i}", "lang": lang, "subset": "general", "kind": "prompt",
+                            "label": label, "score": float(np.clip(0.3 * label + rng.random() * 0.7, 0, 1))})
+    point = table2(records)["rows"][0]["values"]
+    ci = table2_ci(records, n_resamples=300, seed=0)[""]
+    for col in ("prompt/general/en", "prompt/general/sea"):
+        assert ci[col]["low"] <= point[col] <= ci[col]["high"]
+        assert ci[col]["high"] - ci[col]["low"] > 0
+    assert table2_ci(records, n_resamples=300, seed=0)[""] == ci
+    # no ITW/CG items: those cells and the prompt average have no interval
+    assert "prompt/cultural-itw/en" not in ci and "prompt/avg" not in ci

@@ -246,6 +246,7 @@ def analyses(samples: list[dict], n_resamples: int = N_RESAMPLES,
     table = G.table2(samples)
     out: dict[str, Any] = {
         "table2": table,
+        "table2_ci": G.table2_ci(samples, n_resamples) if n_resamples else {},
         "per_language": per_language(samples, n_resamples),
         "n_resamples": n_resamples,
         "language_gap": [dict(row, kind=kind, subset=sub) for kind in kinds

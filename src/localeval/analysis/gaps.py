@@ -277,3 +277,53 @@ def format_cultural_awareness(rows: list[dict[str, Any]]) -> str:
     body = [[r["model"] or "(model)", r["kind"], r["side"].upper(), r["baseline"], r["aware"],
              r["delta"]] for r in rows]
     return text_table(["model", "task", "side", "plain", "culture-aware", "delta"], body)
+
+
+def table2_ci(records: Iterable[Record], n_resamples: int = 1000, seed: int = 0,
+              level: float = 0.95, metric: Metric = average_precision,
+              scale: float = 100.0) -> dict[str, dict[str, dict[str, float]]]:
+    """Percentile bootstrap CIs for every Table 2 number, averages included: model -> column ->
+    {low, high}.
+
+    Each resample draws items with replacement within every (task, subset, language) group, so
+    a SEA cell's CI reflects the macro mean's own variability and an average's CI the joint
+    variability of its cells. Resamples where a number is undefined (one class) are dropped.
+    """
+    records = check_records(records)
+    rng = np.random.default_rng(seed)
+    alpha = (1 - level) / 2
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for model in _models(records):
+        mine = [r for r in records if str(r.get("model", "")) == model and _main(r)]
+        groups = {}  # (kind, subset, lang) -> (t, s)
+        for kind, subsets in TABLE2_CELLS.items():
+            for sub in subsets:
+                for lang in sorted({r["lang"] for r in mine if r["subset"] == sub}):
+                    t, s, _, _ = scored(r for r in mine if r["kind"] == kind
+                                        and r["subset"] == sub and r["lang"] == lang)
+                    if len(t):
+                        groups[(kind, sub, lang)] = (t, s)
+        draws: dict[str, list[float]] = {}
+        for _ in range(n_resamples):
+            values = {}
+            for key, (t, s) in groups.items():
+                idx = rng.integers(0, len(t), len(t))
+                values[key] = _value(metric, t[idx], s[idx])
+            for kind, subsets in TABLE2_CELLS.items():
+                cells = []
+                for sub in subsets:
+                    en = values.get((kind, sub, "en"), math.nan)
+                    local = [v for (k, su, lg), v in values.items()
+                             if k == kind and su == sub and lg != "en" and not math.isnan(v)]
+                    sea = float(np.mean(local)) if local else math.nan
+                    for side, v in (("en", en), ("sea", sea)):
+                        draws.setdefault(f"{kind}/{sub}/{side}", []).append(v * scale)
+                        cells.append(v * scale)
+                draws.setdefault(f"{kind}/avg", []).append(float(np.mean(cells)))
+        out[model] = {}
+        for col, vals in draws.items():
+            ok = np.array([v for v in vals if not math.isnan(v)])
+            if len(ok):
+                low, high = np.percentile(ok, [100 * alpha, 100 * (1 - alpha)])
+                out[model][col] = {"low": float(low), "high": float(high)}
+    return out

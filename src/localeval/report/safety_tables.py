@@ -34,8 +34,13 @@ def table2_tables(results: dict) -> list[Table]:
             _, *rest = col.split("/")
             title = "Avg" if rest == ["avg"] else f"{SHORT.get(rest[0], rest[0])}\n{rest[1].upper()}"
             table.add_column(title, justify="right")
+        cis = results.get("table2_ci") or {}
         for row in t2["rows"]:
             table.add_row(_model(row["model"]), *[_num(row["values"][c]) for c in cols])
+            ci = cis.get(row["model"])
+            if ci:  # half-width of the 95% bootstrap interval, under each number
+                table.add_row("  95% CI ±", *[_num((ci[c]["high"] - ci[c]["low"]) / 2)
+                                               if c in ci else "-" for c in cols])
         table.caption = (f"SEA = {t2.get('sea', 'macro')} mean over local languages; Avg = mean "
                          "of the row's cells" + ("; the response is judged with its prompt."
                                                  if kind == "response" else "."))
