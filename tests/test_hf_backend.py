@@ -98,3 +98,15 @@ def test_prefix_planner():
     # two families with different long prefixes are split apart
     fam = [[1] * 50 + [2] * 60 + [i] for i in range(3)] + [[1] * 50 + [3] * 60 + [i] for i in range(3)]
     assert sorted(g.prefix_len for g in plan_prefix_groups(fam)) == [110, 110]
+
+
+def test_generation_from_prefix_cache_equals_plain_generation(model_dir):
+    head = SHARED_HEAD * 2
+    reqs = [Generate(head + f"问题{i}：" + "肉牛" * (i + 1) + "\n答案：", max_tokens=10, stop=("\n\n",))
+            for i in range(4)]
+    reused = HFBackend(str(model_dir), dtype="float32")
+    plain = HFBackend(str(model_dir), dtype="float32", prefix_reuse=False)
+    a, b = reused.run(reqs), plain.run(reqs)
+    assert [r.text for r in a] == [r.text for r in b]
+    assert all(r.error is None for r in a)
+    assert reused.stats["forwarded_tokens"] < plain.stats["forwarded_tokens"] / 2

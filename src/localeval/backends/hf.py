@@ -160,12 +160,37 @@ class HFBackend:
         if scores:
             for i, resp in self._run_scores([requests[i] for i in scores], progress):
                 out[scores[i]] = resp
-        for i, r in enumerate(requests):
-            if isinstance(r, Generate):
-                out[i] = self._generate(r)
+        gens = [i for i, r in enumerate(requests) if isinstance(r, Generate)]
+        if gens:
+            for i, resp in self._run_generations([requests[i] for i in gens], progress):
+                out[gens[i]] = resp
+        return out  # type: ignore[return-value]
+
+    def _run_generations(self, requests: list[Generate], progress
+                         ) -> Iterator[tuple[int, Response]]:
+        """Greedy generation one prompt at a time (so results cannot depend on batching), each
+        continuing from a copy of its group's shared-prefix KV cache instead of re-reading the
+        few-shot block."""
+        encoded = [self.encode(*self.render(r.prompt)) for r in requests]
+        groups = plan_prefix_groups(encoded) if self.prefix_reuse else None
+        for group in groups or [PrefixGroup(0, list(range(len(requests))))]:
+            cache = self._prefix_cache(encoded[group.members[0]], group.prefix_len)
+            for i in group.members:
+                yield i, self._generate(requests[i], encoded[i], cache)
                 if progress:
                     progress(1)
-        return out  # type: ignore[return-value]
+
+    def _prefix_cache(self, ids: list[int], prefix_len: int):
+        """The KV cache of ``ids[:prefix_len]`` (None when there is nothing worth reusing or the
+        cache is a sliding-window one, whose copies are not plain KV)."""
+        if not prefix_len:
+            return None
+        torch = self.torch
+        with torch.inference_mode():
+            cache = self.model(input_ids=torch.tensor([ids[:prefix_len]], device=self.device),
+                               use_cache=True).past_key_values
+        self.stats["forwarded_tokens"] += prefix_len
+        return None if _has_sliding_layers(cache) else cache
 
     def _run_scores(self, requests: list[ScoreNext], progress) -> Iterator[tuple[int, Response]]:
         encoded: list[tuple[list[int], list[int]] | None] = []
@@ -208,15 +233,9 @@ class HFBackend:
 
     def _score_group(self, items: list[tuple[list[int], list[int]]], prefix_len: int):
         """Yield (index in items, log-softmax over the vocabulary at the last prompt token)."""
-        torch = self.torch
-        cache = None
-        if prefix_len:
-            prefix = torch.tensor([items[0][0][:prefix_len]], device=self.device)
-            with torch.inference_mode():
-                cache = self.model(input_ids=prefix, use_cache=True).past_key_values
-            self.stats["forwarded_tokens"] += prefix_len
-            if _has_sliding_layers(cache):  # copies of a sliding-window cache are not plain KV
-                cache, prefix_len = None, 0
+        cache = self._prefix_cache(items[0][0], prefix_len)
+        if cache is None:
+            prefix_len = 0
         suffixes = [ctx[prefix_len:] for ctx, _ in items]
         for batch in self._batches(suffixes, prefix_len):
             rows = [suffixes[i] for i in batch]
@@ -272,14 +291,14 @@ class HFBackend:
                                 use_cache=cache is not None, **kwargs).logits
         return logits[: len(rows), -1, :].float().log_softmax(-1).cpu()
 
-    def _generate(self, request: Generate) -> Response:
+    def _generate(self, request: Generate, ids: list[int], prefix_cache) -> Response:
         torch = self.torch
-        text, special = self.render(request.prompt)
-        ids = self.encode(text, special)
         limit = self.max_context()
         if limit and len(ids) + request.max_tokens > limit:
             return Response(error=f"prompt has {len(ids)} tokens; with {request.max_tokens} to "
                             f"generate that is over the model's context of {limit}")
+        cached = prefix_cache.get_seq_length() if prefix_cache is not None else 0
+        extra = {"past_key_values": copy.deepcopy(prefix_cache)} if cached else {}
         with torch.inference_mode():
             out = self.model.generate(
                 torch.tensor([ids], device=self.device),
@@ -289,9 +308,10 @@ class HFBackend:
                 pad_token_id=self.tokenizer.pad_token_id,
                 stop_strings=list(request.stop) or None,
                 tokenizer=self.tokenizer,
+                **extra,
             )
         new = out[0, len(ids):].tolist()
-        self.stats["forwarded_tokens"] += len(ids) + len(new)
+        self.stats["forwarded_tokens"] += len(ids) - cached + len(new)
         generated = self.tokenizer.decode(new, skip_special_tokens=True)
         for s in request.stop:  # generation stops after the token that completes a stop string
             if s in generated:
