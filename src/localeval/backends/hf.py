@@ -60,6 +60,7 @@ class HFBackend:
         if padding_side not in ("right", "left"):
             raise LocalevalError(f"padding side must be 'right' or 'left', not {padding_side!r}")
         self.padding_side = padding_side
+        self._stops: dict[tuple[str, ...], object] = {}
         # forwarded = real tokens run through the model; padding = the extra we pad batches with
         self.stats = {"forwarded_tokens": 0, "padding_tokens": 0, "prompt_tokens": 0,
                       "requests": 0}
@@ -306,8 +307,7 @@ class HFBackend:
                 max_new_tokens=request.max_tokens,
                 do_sample=False,
                 pad_token_id=self.tokenizer.pad_token_id,
-                stop_strings=list(request.stop) or None,
-                tokenizer=self.tokenizer,
+                stopping_criteria=self._stop_criteria(request.stop),
                 **extra,
             )
         new = out[0, len(ids):].tolist()
@@ -317,6 +317,16 @@ class HFBackend:
             if s in generated:
                 generated = generated[: generated.index(s)]
         return Response(text=generated, n_prompt_tokens=len(ids))
+
+    def _stop_criteria(self, stop: tuple[str, ...]):
+        """transformers' stop-string matcher, built once per stop tuple: building it scans the
+        whole vocabulary, far slower than the generation it guards."""
+        from transformers import StoppingCriteriaList, StopStringCriteria
+
+        if stop not in self._stops:
+            self._stops[stop] = StoppingCriteriaList(
+                [StopStringCriteria(self.tokenizer, list(stop))] if stop else [])
+        return self._stops[stop]
 
     def _auto_batch_tokens(self) -> int:
         """A token budget per forward pass from free memory and the per-token cost of the model
