@@ -72,7 +72,8 @@ def plan(task: TaskSpec, subject: str, dev: list[MCQItem], test: list[MCQItem],
     for item in test:
         n = k
         prompt = build_prompt(item, dev[:n], name, config.prompt)
-        if count_tokens and max_context:  # a server may not count tokens (None): no trimming
+        if count_tokens and max_context and _may_not_fit(prompt, budget, max_context):
+            # a server may not count tokens (None): then no trimming
             while n > 0 and (count_tokens(prompt) or 0) + budget > max_context:
                 n -= 1
                 prompt = build_prompt(item, dev[:n], name, config.prompt)
@@ -83,6 +84,15 @@ def plan(task: TaskSpec, subject: str, dev: list[MCQItem], test: list[MCQItem],
             request = Generate(prompt, config.generation_budget, stop)
         out.append(Planned(item, prompt, n, request))
     return out
+
+
+def _may_not_fit(prompt: Prompt, budget: int, max_context: int) -> bool:
+    """False when the prompt surely fits, so the (possibly remote) token count can be skipped:
+    byte-level tokenizers never make more tokens than UTF-8 bytes; the margin covers chat
+    templates and tokenizers that are not byte-level."""
+    texts = [prompt] if isinstance(prompt, str) else [m["content"] for m in prompt]
+    upper = sum(len(t.encode()) for t in texts) * 1.1 + 64 * len(texts)
+    return upper + budget > max_context
 
 
 def score(planned: Planned, response: Response, config: MCQConfig) -> dict:
