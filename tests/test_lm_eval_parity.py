@@ -50,6 +50,7 @@ def test_same_letters_and_logprobs_as_lm_eval(tmp_path):
         mine = [sample["logprobs"][letter] for letter in "ABCD"]
         worst = max(worst, *(abs(a - b) for a, b in zip(mine, theirs_lp)))
         assert "ABCD"[theirs_lp.index(max(theirs_lp))] == sample["pred"], sample_id
+    print(f"lm-eval parity: {len(peer)} questions, identical letters, max |Δ log-prob| {worst:.2e}")
     assert worst < 1e-4
     # lm-eval's accuracy equals ours
     assert abs(theirs["results"][tasks[0]]["acc,none"] - ours.results["metrics"]["micro"]["acc"]) < 1e-12
