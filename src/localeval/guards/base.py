@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from ..backends.base import Request, Response
 from ..errors import LocalevalError
@@ -156,24 +157,39 @@ def get_guard(name: str, **options) -> Guard:
 
 
 # ------------------------------------------------------------------------------ running
-def run_guard(guard: Guard, backend, items: Iterable[tuple[str, str | None, str | None]],
+GuardInput = tuple[str, str | None, str | None]  # (prompt, response or None, country or None)
+
+
+def run_stages(guard: Guard, inputs: Sequence[GuardInput],
+               execute: Callable[[list[Request]], list[Response]]) -> list[GuardVerdict]:
+    """Run the guard's stages over all inputs; one verdict per input.
+
+    Each stage's requests of all inputs go to ``execute`` in one list, identical requests once
+    (the same prompt judged for several responses, say).
+    """
+    done: list[list[Response]] = [[] for _ in inputs]
+    for _stage in range(guard.stages):
+        owners: list[tuple[int, str]] = []
+        unique: dict[str, Request] = {}
+        for i, (prompt, response, country) in enumerate(inputs):
+            for req in guard.requests(prompt, response, country=country, earlier=done[i]):
+                key = json.dumps(asdict(req), sort_keys=True, ensure_ascii=False)
+                unique.setdefault(key, req)
+                owners.append((i, key))
+        if not unique:
+            break
+        keys = list(unique)
+        answers = dict(zip(keys, execute([unique[k] for k in keys]), strict=True))
+        for i, key in owners:
+            done[i].append(answers[key])
+    return [guard.score(responses) for responses in done]
+
+
+def run_guard(guard: Guard, backend, items: Iterable[GuardInput],
               progress=None) -> list[GuardVerdict]:
     """Classify ``(prompt, response_or_None, country_or_None)`` items with ``guard`` on
     ``backend``: each stage's requests of all items go to the backend in one call."""
-    items = list(items)
-    done: list[list[Response]] = [[] for _ in items]
-    for _stage in range(guard.stages):
-        batch: list[Request] = []
-        owners: list[int] = []
-        for i, (prompt, response, country) in enumerate(items):
-            reqs = guard.requests(prompt, response, country=country, earlier=done[i])
-            batch.extend(reqs)
-            owners.extend([i] * len(reqs))
-        if not batch:
-            break
-        for i, resp in zip(owners, backend.run(batch, progress=progress), strict=True):
-            done[i].append(resp)
-    return [guard.score(responses) for responses in done]
+    return run_stages(guard, list(items), lambda reqs: backend.run(reqs, progress=progress))
 
 
 # ------------------------------------------------------------------------------ answer-line guards

@@ -16,14 +16,14 @@ label (binary after :mod:`.label_policy`, None = excluded), score (P(harmful), o
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from ..backends.base import Request, Response
 from ..data.safety import SafetyItem
 from ..errors import LocalevalError
 from ..guards.base import Guard, GuardVerdict
+from ..guards.base import run_stages as guard_stages
 from .label_policy import binary_label
 
 # classify choice -> the (kind, context) samples it plans
@@ -75,38 +75,15 @@ def plan(items: Sequence[SafetyItem], classify: Iterable[str],
             if kind == "prompt" or item.response is not None]
 
 
-def _key(request: Request) -> str:
-    return json.dumps(asdict(request), sort_keys=True, ensure_ascii=False)
-
-
 Execute = Callable[[list[Request]], list[Response]]
 
 
 def run_stages(guard: Guard, planned: Sequence[Planned], execute: Execute,
                country: Callable[[Planned], str | None] = lambda p: p.item.country
                ) -> list[GuardVerdict]:
-    """Run the guard's stages over all samples and return one verdict per sample.
-
-    Each stage's requests of all samples go to ``execute`` in one list, identical requests
-    once (the same prompt judged for several responses, say).
-    """
-    done: list[list[Response]] = [[] for _ in planned]
-    for _stage in range(guard.stages):
-        owners: list[tuple[int, str]] = []
-        unique: dict[str, Request] = {}
-        for i, p in enumerate(planned):
-            prompt, response = p.guard_input()
-            for req in guard.requests(prompt, response, country=country(p), earlier=done[i]):
-                key = _key(req)
-                unique.setdefault(key, req)
-                owners.append((i, key))
-        if not unique:
-            break
-        keys = list(unique)
-        answers = dict(zip(keys, execute([unique[k] for k in keys]), strict=True))
-        for i, key in owners:
-            done[i].append(answers[key])
-    return [guard.score(responses) for responses in done]
+    """Run the guard's stages over all samples (identical requests once); one verdict each."""
+    inputs = [(*p.guard_input(), country(p)) for p in planned]
+    return guard_stages(guard, inputs, execute)
 
 
 def record(p: Planned, verdict: GuardVerdict, *, guard: str, model: str,
