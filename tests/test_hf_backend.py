@@ -110,3 +110,11 @@ def test_generation_from_prefix_cache_equals_plain_generation(model_dir):
     assert [r.text for r in a] == [r.text for r in b]
     assert all(r.error is None for r in a)
     assert reused.stats["forwarded_tokens"] < plain.stats["forwarded_tokens"] / 2
+
+
+def test_prompt_over_the_context_fails_alone(tiny_llama):
+    backend = HFBackend(str(tiny_llama))
+    backend.max_context = lambda: 40
+    out = backend.run([ScoreNext(SHARED_HEAD, (" A", " B")), ScoreNext("短的问题", (" A", " B"))])
+    assert "over the model's context of 40" in out[0].error
+    assert out[1].error is None and set(out[1].logprobs) == {" A", " B"}

@@ -137,10 +137,10 @@ class HFBackend:
         text, special = self.render(request.prompt)
         stripped = text.rstrip(" \t")
         moved = text[len(stripped):]
-        context = self.encode(stripped, special)
+        texts = [stripped] + [stripped + moved + cand for cand in request.candidates]
+        context, *wholes = self.tokenizer(texts, add_special_tokens=special)["input_ids"]
         targets = []
-        for cand in request.candidates:
-            whole = self.encode(stripped + moved + cand, special)
+        for cand, whole in zip(request.candidates, wholes):
             if len(whole) > len(context) and whole[: len(context)] == context:
                 targets.append(whole[len(context)])
             else:
@@ -194,39 +194,31 @@ class HFBackend:
         return None if _has_sliding_layers(cache) else cache
 
     def _run_scores(self, requests: list[ScoreNext], progress) -> Iterator[tuple[int, Response]]:
+        limit = self.max_context()
         encoded: list[tuple[list[int], list[int]] | None] = []
-        for i, r in enumerate(requests):
+        for i, r in enumerate(requests):  # a request that cannot run fails alone, with its reason
             try:
-                encoded.append(self._score_tokens(r))
+                ctx, targets = self._score_tokens(r)
+                if limit and len(ctx) > limit:
+                    raise LocalevalError(f"prompt has {len(ctx)} tokens, over the model's "
+                                         f"context of {limit}")
+                encoded.append((ctx, targets))
             except LocalevalError as e:
                 encoded.append(None)
                 yield i, Response(error=str(e))
                 if progress:
                     progress(1)
         ok = [i for i, e in enumerate(encoded) if e is not None]
-        seqs = [encoded[i][0] for i in ok]
-        groups = plan_prefix_groups(seqs) if self.prefix_reuse else None
-        if not groups:
-            groups = [PrefixGroup(0, list(range(len(seqs))))]
-        limit = self.max_context()
-        for group in groups:
+        groups = plan_prefix_groups([encoded[i][0] for i in ok]) if self.prefix_reuse else None
+        for group in groups or [PrefixGroup(0, list(range(len(ok))))]:
             members = [ok[j] for j in group.members]
-            for i in members:
-                if limit and len(encoded[i][0]) > limit:
-                    yield i, Response(error=f"prompt has {len(encoded[i][0])} tokens, over the "
-                                      f"model's context of {limit}")
-                    if progress:
-                        progress(1)
-            members = [i for i in members if not (limit and len(encoded[i][0]) > limit)]
-            if not members:
-                continue
-            for i, logprobs in self._score_group([encoded[i] for i in members], group.prefix_len):
-                ctx, targets = encoded[members[i]]
-                cands = requests[members[i]].candidates
+            for k, logprobs in self._score_group([encoded[i] for i in members], group.prefix_len):
+                i = members[k]
+                ctx, targets = encoded[i]
                 self.stats["requests"] += 1
                 self.stats["prompt_tokens"] += len(ctx)
-                yield members[i], Response(
-                    logprobs={c: float(logprobs[t]) for c, t in zip(cands, targets)},
+                yield i, Response(
+                    logprobs={c: float(logprobs[t]) for c, t in zip(requests[i].candidates, targets)},
                     n_prompt_tokens=len(ctx),
                 )
                 if progress:
@@ -379,8 +371,8 @@ def _only_positions(model, last):
 
 
 def _has_sliding_layers(cache) -> bool:
-    flags = getattr(cache, "is_sliding", None)
-    return bool(flags) and any(flags) if isinstance(flags, list | tuple) else bool(flags)
+    flags = getattr(cache, "is_sliding", False)  # a list per layer on transformers 5 caches
+    return any(flags) if isinstance(flags, list | tuple) else bool(flags)
 
 
 def _weights_fingerprint(model: str) -> str | None:
