@@ -24,8 +24,8 @@ from tiny_models import SHARED, make_model  # noqa: E402
 
 from localeval.backends.hf import HFBackend  # noqa: E402
 from localeval.guards import get_guard  # noqa: E402
-from localeval.safety_api import load_safety_items  # noqa: E402
 from localeval.tasks import safeguard  # noqa: E402
+from localeval.tasks.safety_items import load_safety_items  # noqa: E402
 
 
 def main() -> None:
@@ -50,7 +50,7 @@ def main() -> None:
     for _ in range(args.repeats):
         for name, backend in backends.items():
             start = time.perf_counter()
-            verdicts = safeguard.run_stages(guard, planned, lambda reqs, b=backend: b.run(reqs))
+            verdicts = guard.classify([p.conversation() for p in planned], backend.run)
             times[name].append(time.perf_counter() - start)
             scores[name] = [v.score for v in verdicts]
     diff = max(abs(a - b) for a, b in zip(scores["reuse on"], scores["reuse off"], strict=True))

@@ -12,6 +12,7 @@ def read_samples(folder):
     return [json.loads(x) for x in (folder / "samples.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_cli_run_on_cmmlu_writes_run_folder(tmp_path, shared, tiny_llama, capsys):
     out = tmp_path / "run"
     code = main(["run", "--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"),
@@ -39,6 +40,7 @@ def test_cli_run_on_cmmlu_writes_run_folder(tmp_path, shared, tiny_llama, capsys
     assert (out / "samples.jsonl").read_bytes() == before
 
 
+@pytest.mark.slow
 def test_tmmluplus_sample_zero_shot_and_generation(tmp_path, shared, tiny_llama):
     data = shared / "data" / "tmmluplus-sample" / "test.jsonl"
     r = evaluate(task="tmmluplus-sample", model=f"hf:{tiny_llama}", data=data, shots=0,
@@ -53,8 +55,9 @@ def test_tmmluplus_sample_zero_shot_and_generation(tmp_path, shared, tiny_llama)
     assert g.results["unanswered"] == [s["id"] for s in g.samples if s["pred"] is None]
 
 
+@pytest.mark.slow
 def test_cot_chat_on_bundled_sample(tmp_path, tiny_llama):
-    from localeval.demo import SAMPLE_MCQ
+    from localeval.demo.mcq import SAMPLE_MCQ
 
     r = evaluate(task="tmlu", model=f"hf:{tiny_llama}", data=str(SAMPLE_MCQ),
                  subjects=["CAP_mathematics"], method="generation", cot=True, chat="single",
@@ -64,9 +67,10 @@ def test_cot_chat_on_bundled_sample(tmp_path, tiny_llama):
     assert "讓我們一步一步思考。\n2x = 11 - 3" in s["prompt"][0]["content"]
 
 
+@pytest.mark.slow
 def test_cot_reduces_shots_to_fit_context(tmp_path, tiny_llama):
     from localeval.backends.hf import HFBackend
-    from localeval.demo import SAMPLE_MCQ
+    from localeval.demo.mcq import SAMPLE_MCQ
 
     backend = HFBackend(str(tiny_llama))
     backend.max_context = lambda: 330  # a model with a short context window
@@ -94,6 +98,7 @@ def test_missing_model_folder_is_one_line(tmp_path, shared, capsys):
     assert code == 2 and "cannot load model" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_demo(tmp_path, capsys):
     assert main(["demo", "--output", str(tmp_path / "demo"), "--quiet"]) == 0
     out = capsys.readouterr().out
@@ -101,6 +106,7 @@ def test_demo(tmp_path, capsys):
     assert (tmp_path / "demo" / "tmlu-likelihood" / "results.json").exists()
 
 
+@pytest.mark.slow
 def test_cli_safety_run_on_jbb_multilingual(tmp_path, shared, tiny_llama, capsys):
     out = tmp_path / "guard"
     code = main(["run", "--task", "safety-prompts", "--guard", "zero-shot",
@@ -118,6 +124,7 @@ def test_cli_safety_run_on_jbb_multilingual(tmp_path, shared, tiny_llama, capsys
     assert {"id", "lang", "subset", "kind", "label", "score"} <= set(samples[0])
 
 
+@pytest.mark.slow
 def test_cli_unknown_guard_is_one_line(tiny_llama, shared, capsys):
     code = main(["run", "--task", "safety-prompts", "--guard", "nope", "--data",
                  str(shared / "data" / "xstest" / "xstest_prompts.csv"),

@@ -31,6 +31,7 @@ def run(model_dir, **kw):
     return backend, backend.run(requests())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("padding_side", ["right", "left"])
 def test_prefix_reuse_equals_full_forward(model_dir, padding_side):
     _, reference = run(model_dir, prefix_reuse=False, batch_size=1)
@@ -46,6 +47,7 @@ def test_prefix_reuse_equals_full_forward(model_dir, padding_side):
         assert backend.stats["forwarded_tokens"] < backend.stats["prompt_tokens"] / 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("padding_side", ["right", "left"])
 def test_results_identical_across_batch_sizes(model_dir, padding_side):
     """Byte-identical, not just close: results must not depend on the batch size."""
@@ -56,6 +58,7 @@ def test_results_identical_across_batch_sizes(model_dir, padding_side):
     assert [r.logprobs for r in tight] == outs[0]
 
 
+@pytest.mark.slow
 def test_logprobs_match_a_plain_forward(tiny_llama):
     """Against the model called directly, full logits, no tricks."""
     import torch
@@ -71,12 +74,14 @@ def test_logprobs_match_a_plain_forward(tiny_llama):
         assert abs(value - logits[token].item()) < 1e-5
 
 
+@pytest.mark.slow
 def test_candidate_errors_are_reported_not_raised(tiny_llama):
     backend = HFBackend(str(tiny_llama))
     out = backend.run([ScoreNext("prompt", (" A", " A")), ScoreNext("prompt", (" A", " B"))])
     assert "share a first token" in out[0].error and out[1].error is None
 
 
+@pytest.mark.slow
 def test_generate_stops_and_chat_prefill(tiny_llama):
     backend = HFBackend(str(tiny_llama))
     msgs = [{"role": "user", "content": "你好"}, {"role": "assistant", "content": "正確答案：("}]
@@ -100,6 +105,7 @@ def test_prefix_planner():
     assert sorted(g.prefix_len for g in plan_prefix_groups(fam)) == [110, 110]
 
 
+@pytest.mark.slow
 def test_generation_from_prefix_cache_equals_plain_generation(model_dir):
     head = SHARED_HEAD * 2
     reqs = [Generate(head + f"问题{i}：" + "肉牛" * (i + 1) + "\n答案：", max_tokens=10, stop=("\n\n",))
@@ -112,6 +118,7 @@ def test_generation_from_prefix_cache_equals_plain_generation(model_dir):
     assert reused.stats["forwarded_tokens"] < plain.stats["forwarded_tokens"] / 2
 
 
+@pytest.mark.slow
 def test_prompt_over_the_context_fails_alone(tiny_llama):
     backend = HFBackend(str(tiny_llama))
     backend.max_context = lambda: 40

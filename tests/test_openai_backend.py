@@ -24,6 +24,7 @@ def key(monkeypatch):
     monkeypatch.setenv("TEST_SERVER_KEY", "sk-test-secret-123")
 
 
+@pytest.mark.slow
 def test_same_predictions_as_local_backend_one_request_per_question(server, tiny_llama, shared,
                                                                     key, tmp_path):
     common = dict(task="cmmlu", data=shared / "data" / "cmmlu", subjects=["arts"], limit=12,
@@ -48,6 +49,7 @@ def test_same_predictions_as_local_backend_one_request_per_question(server, tiny
     assert "sk-test" not in json.dumps(remote.identity)
 
 
+@pytest.mark.slow
 def test_chat_prefill_and_generation(server, tiny_llama, key):
     remote = OpenAIBackend("tiny", base_url=server.url, api_key_env="TEST_SERVER_KEY",
                            top_logprobs=49152)
@@ -61,6 +63,7 @@ def test_chat_prefill_and_generation(server, tiny_llama, key):
     assert r_remote[1].text == r_local[1].text
 
 
+@pytest.mark.slow
 def test_retries_then_succeeds_and_errors_are_recorded(tiny_llama, key):
     s = ModelServer(tiny_llama, api_key="sk-test-secret-123", fail_first=2)
     try:
@@ -75,6 +78,7 @@ def test_retries_then_succeeds_and_errors_are_recorded(tiny_llama, key):
         s.stop()
 
 
+@pytest.mark.slow
 def test_unreachable_server_and_unknown_model(server):
     with pytest.raises(LocalevalError, match="cannot reach"):
         OpenAIBackend("tiny", base_url="http://127.0.0.1:9/v1", timeout=2)
@@ -82,6 +86,7 @@ def test_unreachable_server_and_unknown_model(server):
         OpenAIBackend("other", base_url=server.url)
 
 
+@pytest.mark.slow
 def test_candidates_outside_top_k(server, key):
     """Outside the top-k a candidate is None (ranked last); with none inside, the request fails
     with the reason, and the MCQ sample counts as unanswered rather than guessed."""

@@ -8,14 +8,16 @@ import math
 import pytest
 from rich.console import Console
 
+from localeval.analysis.safety import analyses
+from localeval.api import evaluate
 from localeval.backends.base import Response
 from localeval.backends.hf import HFBackend
 from localeval.data.safety import SafetyItem
+from localeval.demo.safety import SAMPLE_SAFETY, run_safety_demo
 from localeval.guards import get_guard
 from localeval.report.safety_tables import print_safety_report
-from localeval.safety_api import evaluate_safety, limit_items, load_safety_items
-from localeval.safety_demo import run_safety_demo
 from localeval.tasks import safeguard
+from localeval.tasks.safety_items import limit_items, load_safety_items
 
 
 @pytest.fixture(scope="module")
@@ -27,10 +29,11 @@ def _by_kind(samples, kind, context="with_prompt"):
     return [s for s in samples if s["kind"] == kind and s["context"] == context]
 
 
+@pytest.mark.slow
 def test_xstest_prompts_zero_shot(backend, shared, tmp_path):
     data = shared / "data" / "xstest" / "xstest_prompts.csv"
-    result = evaluate_safety("safety-prompts", backend, data=data, output=tmp_path / "run",
-                             cache=tmp_path / "cache.sqlite", quiet=True)
+    result = evaluate(task="safety-prompts", model=backend, data=data, output=tmp_path / "run",
+                      cache=tmp_path / "cache.sqlite", quiet=True)
     r = result.results
     assert r["schema"] == "localeval.safety/1" and r["n_samples"] == 450 and r["n_failed"] == 0
     (row,) = r["per_language"]
@@ -45,14 +48,15 @@ def test_xstest_prompts_zero_shot(backend, shared, tmp_path):
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["guard"]["name"] == "zero-shot" and config["classify"] == ["prompt"]
     # A second run reads every request back from the cache: same scores, byte for byte.
-    again = evaluate_safety("safety-prompts", backend, data=data, cache=tmp_path / "cache.sqlite",
+    again = evaluate(task="safety-prompts", model=backend, data=data, cache=tmp_path / "cache.sqlite",
                             quiet=True)
     assert [s["score"] for s in again.samples] == [s["score"] for s in result.samples]
 
 
+@pytest.mark.slow
 def test_multilingual_jbb_language_gap(backend, shared):
     data = shared / "data" / "jbb-multilingual" / "prompts.jsonl"
-    result = evaluate_safety("safety-prompts", backend, guard="llamaguard3", data=data,
+    result = evaluate(task="safety-prompts", model=backend, guard="llamaguard3", data=data,
                              limit=10, quiet=True, n_resamples=200)
     r = result.results
     assert r["n_failed"] == 0, r["failures"][:3]
@@ -66,9 +70,10 @@ def test_multilingual_jbb_language_gap(backend, shared):
     assert math.isclose(th["gap"], th["en"] - th["sea"]) and th["low"] <= th["high"]
 
 
+@pytest.mark.slow
 def test_xstest_completions_as_responses(backend, shared):
     data = shared / "data" / "xstest" / "model_completions"
-    result = evaluate_safety("safety-responses", backend, data=data, limit=8, quiet=True,
+    result = evaluate(task="safety-responses", model=backend, data=data, limit=8, quiet=True,
                              n_resamples=0)
     samples = result.samples
     assert {s["kind"] for s in samples} == {"response"}
@@ -79,6 +84,7 @@ def test_xstest_completions_as_responses(backend, shared):
     assert result.results["label_policy"]["response"].endswith("1 = harmful")
 
 
+@pytest.mark.slow
 def test_failed_requests_are_counted_and_excluded(backend):
     """A backend Response with an error gives score None: counted in n_failed, never safe."""
     class Flaky:
@@ -93,18 +99,18 @@ def test_failed_requests_are_counted_and_excluded(backend):
                         prompt_label="harmful" if i % 2 else "safe") for i in range(9)]
     guard = get_guard("zero-shot")
     planned = safeguard.plan(items, ["prompt"], guard)
-    verdicts = safeguard.run_stages(guard, planned, lambda reqs: Flaky().run(reqs))
+    verdicts = guard.classify([p.conversation() for p in planned], Flaky().run)
     records = [safeguard.record(p, v, guard="zero-shot", model="flaky")
                for p, v in zip(planned, verdicts)]
     failed = [r for r in records if r["score"] is None]
     assert len(failed) == 3 and all("server timeout" in r["error"] for r in failed)
 
-    from localeval import safety_api
-    results = safety_api.analyses(records, n_resamples=0)
+    results = analyses(records, n_resamples=0)
     (row,) = results["per_language"]
     assert row["n"] == 6 and row["n_failed"] == 3
 
 
+@pytest.mark.slow
 def test_failures_reach_results(backend, shared, monkeypatch):
     class Flaky:
         identity = {"backend": "flaky", "model": "flaky"}
@@ -114,17 +120,18 @@ def test_failures_reach_results(backend, shared, monkeypatch):
                     for i, r in enumerate(backend.run(requests, progress))]
 
     data = shared / "data" / "xstest" / "xstest_prompts.csv"
-    r = evaluate_safety("safety-prompts", Flaky(), data=data, limit=10, quiet=True,
+    r = evaluate(task="safety-prompts", model=Flaky(), data=data, limit=10, quiet=True,
                         n_resamples=0).results
     assert r["n_failed"] == 1 and r["per_language"][0]["n"] == 9
     assert r["failures"][0]["error"] == "backend error: boom" and "1 of 10" in r["warnings"][0]
 
 
+@pytest.mark.slow
 def test_sensitive_policy_and_sample_items(backend):
     items = load_safety_items("sea-safeguard", _sample_path())
     assert {i.lang for i in items} == {"en", "id", "ms", "my", "th", "ta", "tl", "vi"}
     assert {i.subset for i in items} == {"general", "cultural-itw", "cultural-cg"}
-    r = evaluate_safety("sea-safeguard", backend, data=_sample_path(), sensitive="exclude",
+    r = evaluate(task="sea-safeguard", model=backend, data=_sample_path(), sensitive="exclude",
                         quiet=True, n_resamples=0).results
     # One sensitive prompt (EN + local) and one sensitive response (EN + local, judged with and
     # without the prompt).
@@ -145,6 +152,7 @@ def test_limit_spreads_over_ids_and_keeps_pairs():
     assert sorted({i.id for i in kept}) == ["0", "3", "6"] and len(kept) == 6
 
 
+@pytest.mark.slow
 def test_safety_demo_runs(tmp_path):
     console = Console(record=True, width=160)
     run_safety_demo(tmp_path, console, quiet=True)
@@ -154,6 +162,4 @@ def test_safety_demo_runs(tmp_path):
 
 
 def _sample_path():
-    from localeval.safety_demo import SAMPLE_SAFETY
-
     return str(SAMPLE_SAFETY)

@@ -3,26 +3,29 @@
 from __future__ import annotations
 
 import pytest
+from rich.console import Console
 
 from localeval.analysis.gaps import (
     check_records,
     cultural_awareness_delta,
     cultural_gap,
-    format_cultural_awareness,
-    format_cultural_gap,
-    format_language_gap,
-    format_table2,
     language_gap,
     table2,
 )
 from localeval.analysis.safety import (
-    format_pair_type_confusion,
-    format_score_distribution,
-    format_threshold_curve,
     pair_type_confusion,
     score_distribution,
     threshold_curve,
 )
+from localeval.report import safety_tables as T
+
+
+def text(*tables) -> str:
+    """The report's console tables as plain text (analyses compute, the report renders)."""
+    console = Console(record=True, width=200)
+    for table in tables:
+        console.print(table)
+    return console.export_text()
 
 
 def R(id, lang, subset, kind, label, score, model="m", **kw):  # noqa: N802 - a record builder
@@ -90,9 +93,9 @@ def test_table2_layout_and_values():
     assert n["values"]["prompt/general/en"] == 100.0
     assert n["values"]["prompt/general/sea"] is None and n["values"]["prompt/avg"] is None
     assert n["values"]["response/avg"] is None
-    text = format_table2(table)
-    assert "P:General-EN" in text and "R:avg" in text and "91.7" in text and "78.5" in text
-    assert "1 failed samples" in text
+    shown = text(*T.table2_tables({"task": "t", "guard": "g", "table2": table}))
+    assert "General" in shown and "Avg" in shown and "91.7" in shown and "78.5" in shown
+    assert "1 failed samples" in shown
 
 
 def test_table2_pooled_sea():
@@ -112,7 +115,8 @@ def test_language_gap_on_paired_items():
     assert not [r for r in rows if r["model"] == "n"]  # no local language, no gap
     with_ci = language_gap(RECORDS, kind="prompt", subset="general", n_resamples=50, seed=1)
     assert with_ci[0]["low"] <= with_ci[0]["high"]
-    assert "EN-SEA" in format_language_gap(rows)
+    tagged = [dict(r, kind="prompt", subset="general") for r in rows]
+    assert "EN − local" in text(T.language_gap_table({"language_gap": tagged}))
 
 
 def test_cultural_gap():
@@ -122,7 +126,8 @@ def test_cultural_gap():
     assert rows[("m", "response", "en")] == pytest.approx(100 * 5 / 6 - 100)
     assert rows[("m", "response", "sea")] == pytest.approx(50.0)
     assert rows[("n", "prompt", "en")] is None
-    assert "General-CG" in format_cultural_gap(cultural_gap(table2(RECORDS)))
+    assert "General − CG" in text(T.cultural_gap_table({"cultural_gap": cultural_gap(
+        table2(RECORDS))}))
 
 
 def test_cultural_awareness_delta():
@@ -137,7 +142,8 @@ def test_cultural_awareness_delta():
     assert d[("m", "prompt", "en")]["delta"] == pytest.approx(50.0)
     assert d[("m", "prompt", "sea")]["delta"] == 0.0
     assert d[("m", "response", "sea")]["delta"] == 0.0
-    assert "culture-aware" in format_cultural_awareness(rows)
+    shown = text(T.awareness_delta_table({"task": "t", "guard": "g", "model": "m", "rows": rows}))
+    assert "aware" in shown and "delta" in shown
 
 
 PAIRS = [
@@ -169,8 +175,8 @@ def test_pair_type_confusion():
     (without,) = pair_type_confusion(_pair_records(), context="without_prompt")
     assert without["counts"] == [[2, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 1, 0]]
     assert without["n_failed"] == 0 and without["n"] == 5  # e scored without the prompt
-    text = format_pair_type_confusion(with_p)
-    assert "100% (1)" in text and "true \\ predicted" in text
+    shown = text(*T.pair_type_tables({"pair_type_confusion": [with_p]}))
+    assert "100% (1)" in shown and "true \\ predicted" in shown
 
 
 def test_threshold_curve():
@@ -180,7 +186,7 @@ def test_threshold_curve():
     assert len(curve["sweep"]) == 99
     (general,) = threshold_curve(recs, kind="prompt", subset="general")
     assert general["n_failed"] == 1 and general["n_excluded"] == 1 and general["n"] == 13
-    assert "best F1" in format_threshold_curve(curve)
+    assert "Best F1" in text(T.threshold_sweep_table({"threshold_sweep": [curve]}))
 
 
 def test_score_distribution():
@@ -196,7 +202,7 @@ def test_score_distribution():
     assert sens["frac_middle"] == pytest.approx(1 / 3)
     assert sens["histogram"] == [1, 0, 0, 0, 0, 1, 0, 0, 0, 1]
     assert harm["histogram"][-1] == 1
-    assert "middle" in format_score_distribution(rows)
+    assert "middle" in text(T.score_distribution_table({"score_distribution": rows}))
     with pytest.raises(ValueError, match="raw_label"):
         score_distribution([R("y", "en", "general", "prompt", 0, 0.1)])
 

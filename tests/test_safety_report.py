@@ -8,10 +8,11 @@ import shutil
 import pytest
 from rich.console import Console
 
+from localeval.analysis.safety import analyses, threshold_transfer
+from localeval.api import evaluate
 from localeval.cli import main
+from localeval.demo.safety import SAMPLE_SAFETY, build_safety_demo_model
 from localeval.report import safety_tables as T
-from localeval.safety_api import analyses, evaluate_safety, threshold_transfer
-from localeval.safety_demo import SAMPLE_SAFETY, build_safety_demo_model
 
 
 def R(id, lang, label, score, kind="prompt", context="with_prompt"):  # noqa: N802
@@ -74,9 +75,9 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("safety-runs")
     model = f"hf:{build_safety_demo_model(root / 'model')}"
     for name, aware in (("plain", False), ("aware", True)):
-        evaluate_safety("sea-safeguard", model, data=str(SAMPLE_SAFETY), limit=2,
-                        cultural_awareness=aware, output=root / name, quiet=True,
-                        n_resamples=10)
+        evaluate(task="sea-safeguard", model=model, data=str(SAMPLE_SAFETY), limit=2,
+                 guard_options={"cultural_awareness": aware}, output=root / name, quiet=True,
+                 n_resamples=10)
     return root, model
 
 
@@ -86,6 +87,7 @@ def _render(table) -> list[str]:
     return console.export_text().splitlines()
 
 
+@pytest.mark.slow
 def test_report_prints_new_tables(runs):
     root, _ = runs
     results = json.loads((root / "plain" / "results.json").read_text())
@@ -110,6 +112,7 @@ def test_report_prints_new_tables(runs):
     assert len(T.pair_type_tables(results, ("with_prompt",))) == 1
 
 
+@pytest.mark.slow
 def test_report_reads_old_results_without_new_keys(runs):
     root, _ = runs
     results = json.loads((root / "plain" / "results.json").read_text())
@@ -121,6 +124,7 @@ def test_report_reads_old_results_without_new_keys(runs):
     assert "Threshold" not in console.export_text()
 
 
+@pytest.mark.slow
 def test_cli_compare_prints_delta(runs, capsys):
     root, _ = runs
     assert main(["compare", str(root / "plain"), str(root / "aware")]) == 0
@@ -129,15 +133,15 @@ def test_cli_compare_prints_delta(runs, capsys):
     assert "prompt" in out and "response" in out and "SEA" in out
 
 
+@pytest.mark.slow
 def test_compare_values_match_gaps(runs):
     from localeval.analysis.gaps import cultural_awareness_delta
-    from localeval.safety_api import compare_runs
-    from localeval.store.runs import load_run
+    from localeval.api import compare_runs, load_results
 
     root, _ = runs
     got = compare_runs(root / "plain", root / "aware")
-    base = [s for s in load_run(root / "plain")[2] if s["subset"] == "cultural-cg"]
-    new = [s for s in load_run(root / "aware")[2] if s["subset"] == "cultural-cg"]
+    base = [s for s in load_results(root / "plain").samples if s["subset"] == "cultural-cg"]
+    new = [s for s in load_results(root / "aware").samples if s["subset"] == "cultural-cg"]
     want = cultural_awareness_delta(base, new)
     assert len(got["rows"]) == len(want) == 4
     for g, w in zip(got["rows"], want):
@@ -152,6 +156,7 @@ def _one_line_error(argv, capsys) -> str:
     return err
 
 
+@pytest.mark.slow
 def test_compare_errors(runs, tmp_path, capsys):
     root, _ = runs
     plain, aware = str(root / "plain"), str(root / "aware")
@@ -176,6 +181,7 @@ def test_compare_errors(runs, tmp_path, capsys):
     assert "different tasks" in _one_line_error(["compare", plain, str(other)], capsys)
 
 
+@pytest.mark.slow
 def test_cli_calibrate_on(runs, tmp_path, capsys):
     _, model = runs
     out = tmp_path / "run"

@@ -8,11 +8,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from localeval.demo import CHATML
-
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("LOCALEVAL_SHARED", REPO.parent / "shared"))
 TOKENIZER_JSON = SHARED / "models" / "smollm2-tokenizer" / "tokenizer.json"
+# A ChatML chat template (the format SmolLM2 and Qwen instruct models use).
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 
 
 def save_tokenizer(folder: Path, chat: bool = True) -> None:

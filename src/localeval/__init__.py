@@ -1,7 +1,7 @@
 """localeval: evaluate LLMs and safeguards in the languages and cultures English benchmarks miss."""
 
-__version__ = "0.1.0"
+from .api import evaluate, load_results
+from .store.runs import RunRecord
+from .version import __version__
 
-from .api import evaluate, load_results  # noqa: E402
-
-__all__ = ["evaluate", "load_results", "__version__"]
+__all__ = ["RunRecord", "evaluate", "load_results", "__version__"]

@@ -92,21 +92,17 @@ def cmd_tasks(args) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from .data.catalog import BUILTIN_TASKS, get_task
+    from .data.catalog import get_task
+    from .tasks.registry import TASKS
 
     console = Console()
     if args.task is None:
         table = Table(title="Built-in tasks (any local folder works too: --data PATH)")
         for col in ("task", "Hub dataset", "subjects", "description"):
             table.add_column(col)
-        for spec in BUILTIN_TASKS.values():
-            table.add_row(spec.name, spec.hub_id, str(len(spec.subjects)), spec.description)
-        table.add_row("sea-safeguard", "aisingapore/SEASafeguardBench", "3 subsets",
-                      "SEA-SafeguardBench: guards on prompts and responses, EN + 7 SEA languages")
-        table.add_row("safety-prompts", "(--data)", "", "labelled prompt files: XSTest CSV, "
-                      "multilingual JailbreakBench JSONL")
-        table.add_row("safety-responses", "(--data)", "", "XSTest model completions as response "
-                      "classification")
+        for entry in TASKS.values():
+            table.add_row(entry.name, entry.source, entry.size.removesuffix(" subjects"),
+                          entry.description)
         console.print(table)
         return
     spec = get_task(args.task)
@@ -123,9 +119,27 @@ def _list(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
 
+def _task_options(args) -> dict:
+    """The options of the task ``--task`` names, from the command line."""
+    from .tasks.registry import task_class
+    from .tasks.safeguard import SafeguardTask
+
+    common = {"data": args.data, "limit": args.limit, "dataset_revision": args.dataset_revision}
+    if issubclass(task_class(args.task), SafeguardTask):
+        return {**common, "guard": args.guard, "subsets": _list(args.subset),
+                "langs": _list(args.lang), "classify": _list(args.classify),
+                "sensitive": args.sensitive, "n_resamples": args.bootstrap,
+                "calibrate_on": args.calibrate_on,
+                "guard_options": {"cultural_awareness": True} if args.cultural_awareness
+                else None}
+    return {**common, "subjects": _list(args.subjects), "shots": args.shots,
+            "method": args.method, "cot": args.cot, "prompt_style": args.prompt_style,
+            "chat": args.chat, "system": args.system, "max_tokens": args.max_tokens}
+
+
 def cmd_run(args) -> None:
-    from .report.tables import print_mcq_report
-    from .safety_api import SAFETY_TASKS
+    from .api import evaluate
+    from .report.console import print_results
 
     cache = None
     if not args.no_cache:
@@ -136,55 +150,19 @@ def cmd_run(args) -> None:
         "prefix_reuse": not args.no_prefix_reuse, "padding_side": args.padding_side,
         "base_url": args.base_url,
         "api_key_env": args.api_key_env, "concurrency": args.concurrency}
-    if args.task in SAFETY_TASKS:
-        from .report.safety_tables import print_safety_report
-        from .safety_api import evaluate_safety
-
-        result = evaluate_safety(
-            args.task, args.model, guard=args.guard, data=args.data, subsets=_list(args.subset),
-            langs=_list(args.lang), classify=_list(args.classify), sensitive=args.sensitive,
-            cultural_awareness=args.cultural_awareness, output=args.output, cache=cache,
-            backend_options=backend_options, quiet=args.quiet, command=sys.argv,
-            limit=args.limit, dataset_revision=args.dataset_revision,
-            n_resamples=args.bootstrap, calibrate_on=args.calibrate_on)
-        print_safety_report(result.results)
-    else:
-        result = _run_mcq(args, cache, backend_options)
-        print_mcq_report(result.results)
+    result = evaluate(task=args.task, model=args.model, output=args.output, cache=cache,
+                      backend_options=backend_options, quiet=args.quiet, command=sys.argv,
+                      **_task_options(args))
+    print_results(result.results)
     if result.folder:
         print(f"wrote {result.folder}/ (config.json, results.json, samples.jsonl)")
 
 
 def cmd_compare(args) -> None:
+    from .api import compare_runs
     from .report.safety_tables import print_awareness_delta
-    from .safety_api import compare_runs
 
     print_awareness_delta(compare_runs(args.baseline, args.aware))
-
-
-def _run_mcq(args, cache, backend_options):
-    from .api import evaluate
-
-    return evaluate(
-        task=args.task,
-        model=args.model,
-        data=args.data,
-        subjects=_list(args.subjects),
-        shots=args.shots,
-        method=args.method,
-        cot=args.cot,
-        prompt_style=args.prompt_style,
-        chat=args.chat,
-        system=args.system,
-        max_tokens=args.max_tokens,
-        limit=args.limit,
-        output=args.output,
-        cache=cache,
-        dataset_revision=args.dataset_revision,
-        backend_options=backend_options,
-        quiet=args.quiet,
-        command=sys.argv,
-    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from ..metrics.bootstrap import paired_bootstrap_ci
+from ..metrics.bootstrap import paired_bootstrap_ci, stratified_bootstrap_ci
 from ..metrics.classification import average_precision
+from ..metrics.group import grouped
 
 Record = Mapping[str, Any]
 Metric = Callable[[np.ndarray, np.ndarray], float]
@@ -35,7 +36,6 @@ TABLE2_CELLS = {
     "prompt": ("general", "cultural-itw", "cultural-cg"),
     "response": ("general", "cultural-cg"),
 }
-SHORT = {"general": "General", "cultural-itw": "ITW", "cultural-cg": "CG"}
 
 
 def check_records(records: Iterable[Record]) -> list[Record]:
@@ -60,8 +60,13 @@ def _main(r: Record) -> bool:
     return r.get("context", "with_prompt") == "with_prompt"
 
 
-def _models(records: list[Record]) -> list[str]:
-    return sorted({str(r.get("model", "")) for r in records})
+def model_of(r: Record) -> str:
+    return str(r.get("model", ""))
+
+
+def by_model(records: Iterable[Record]) -> dict[str, list[Record]]:
+    """Records per model, models sorted by name."""
+    return grouped(list, records, model_of)
 
 
 def scored(records: Iterable[Record]) -> tuple[np.ndarray, np.ndarray, int, int]:
@@ -90,22 +95,19 @@ def cell(records: Iterable[Record], *, kind: str, subset: str, side: str,
     metric (each language weighs the same, matching the per-language appendix tables);
     ``sea="pooled"`` computes the metric once over all local-language samples.
     """
-    rows = [r for r in records if r["kind"] == kind and r["subset"] == subset and _main(r)]
-    if side == "sea":
-        rows = [r for r in rows if r["lang"] != "en"]
-    else:
-        rows = [r for r in rows if r["lang"] == side]
+    if sea not in ("macro", "pooled"):
+        raise ValueError(f"sea must be 'macro' or 'pooled', not {sea!r}")
+    rows = [r for r in records if r["kind"] == kind and r["subset"] == subset and _main(r)
+            and (r["lang"] != "en" if side == "sea" else r["lang"] == side)]
     t, s, failed, excluded = scored(rows)
     out: dict[str, Any] = {"n": len(t), "n_failed": failed, "n_excluded": excluded}
     if side == "sea" and sea == "macro":
-        per = {lang: _value(metric, *scored(r for r in rows if r["lang"] == lang)[:2])
-               for lang in sorted({r["lang"] for r in rows})}
+        per = {lang: _value(metric, *scored(group)[:2])
+               for lang, group in grouped(list, rows, lambda r: r["lang"]).items()}
         vals = [v for v in per.values() if not math.isnan(v)]
         out.update(value=float(np.mean(vals)) if vals else math.nan, per_lang=per)
-    elif sea in ("macro", "pooled"):
-        out["value"] = _value(metric, t, s)
     else:
-        raise ValueError(f"sea must be 'macro' or 'pooled', not {sea!r}")
+        out["value"] = _value(metric, t, s)
     return out
 
 
@@ -124,8 +126,7 @@ def table2(records: Iterable[Record], metric: Metric = average_precision, sea: s
         columns += [f"{kind}/{sub}/{side}" for sub in subsets for side in ("en", "sea")]
         columns.append(f"{kind}/avg")
     rows = []
-    for model in _models(records):
-        mine = [r for r in records if str(r.get("model", "")) == model]
+    for model, mine in by_model(records).items():
         values: dict[str, float | None] = {}
         failed: dict[str, int] = {}
         for kind, subsets in TABLE2_CELLS.items():
@@ -145,38 +146,6 @@ def table2(records: Iterable[Record], metric: Metric = average_precision, sea: s
             "sea": sea, "scale": scale}
 
 
-def text_table(header: list[str], rows: list[list[Any]], digits: int = 1) -> str:
-    """Plain aligned text; floats to ``digits`` decimals, None and NaN as "-"."""
-    def show(v: Any) -> str:
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            return "-"
-        return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
-
-    cells = [header] + [[show(v) for v in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    lines = ["  ".join(c.rjust(w) if j else c.ljust(w)
-                       for j, (c, w) in enumerate(zip(row, widths, strict=True)))
-             for row in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
-def format_table2(table: Mapping[str, Any], digits: int = 1) -> str:
-    """Table 2 as text, with a line giving failed samples per column when there are any."""
-    def name(col: str) -> str:
-        kind, *rest = col.split("/")
-        return f"{kind[0].upper()}:avg" if rest == ["avg"] else \
-            f"{kind[0].upper()}:{SHORT.get(rest[0], rest[0])}-{rest[1].upper()}"
-
-    header = ["model"] + [name(c) for c in table["columns"]]
-    rows = [[r["model"] or "(model)"] + [r["values"][c] for c in table["columns"]]
-            for r in table["rows"]]
-    text = text_table(header, rows, digits)
-    notes = [f"{r['model'] or '(model)'}: {sum(r['n_failed'].values())} failed samples "
-             "left out" for r in table["rows"] if sum(r["n_failed"].values())]
-    return "\n".join([text, *notes])
-
-
 def language_gap(records: Iterable[Record], *, kind: str, subset: str,
                  metric: Metric = average_precision, n_resamples: int = 0,
                  seed: int = 0) -> list[dict[str, Any]]:
@@ -188,44 +157,39 @@ def language_gap(records: Iterable[Record], *, kind: str, subset: str,
     One row per (model, language), plus a row with lang "avg": the mean gap (paper §4 reports
     average drops of 5.7 / 6.1 / 5.4 points for prompt General / ITW / CG).
     """
-    records = check_records(records)
     out = []
-    for model in _models(records):
-        rows = [r for r in records if str(r.get("model", "")) == model and r["kind"] == kind
-                and r["subset"] == subset and _main(r)]
+    for model, mine in by_model(check_records(records)).items():
+        rows = [r for r in mine if r["kind"] == kind and r["subset"] == subset and _main(r)]
         english = {r["id"]: r for r in rows if r["lang"] == "en"}
-        gaps = []
-        for lang in sorted({r["lang"] for r in rows} - {"en"}):
-            pairs = [(english[r["id"]], r) for r in rows if r["lang"] == lang
-                     and r["id"] in english]
-            failed = sum(1 for e, x in pairs if e["score"] is None or x["score"] is None)
-            ok = [(e, x) for e, x in pairs if None not in (e["score"], x["score"],
-                                                         e["label"], x["label"])]
-            et, es = np.array([e["label"] for e, _ in ok]), np.array([e["score"] for e, _ in ok])
-            xt, xs = np.array([x["label"] for _, x in ok]), np.array([x["score"] for _, x in ok])
-            en, sea = _value(metric, et, es), _value(metric, xt, xs)
-            row = {"model": model, "lang": lang, "en": en, "sea": sea, "gap": en - sea,
-                   "n_pairs": len(ok), "n_failed": failed}
-            if n_resamples and ok:
-                ci = paired_bootstrap_ci(metric, et, es, xt, xs, n_resamples, seed)
-                row.update(low=ci["low"], high=ci["high"])
-            out.append(row)
-            gaps.append(row["gap"])
-        valid = [g for g in gaps if not math.isnan(g)]
-        if gaps:
-            out.append({"model": model, "lang": "avg", "gap": float(np.mean(valid)) if valid
-                        else math.nan, "n_pairs": sum(r["n_pairs"] for r in out[-len(gaps):])})
+        langs = sorted({r["lang"] for r in rows} - {"en"})
+        gaps = [_paired_gap(model, lang, english, [r for r in rows if r["lang"] == lang],
+                            metric, n_resamples, seed) for lang in langs]
+        out += gaps + ([_mean_gap(model, gaps)] if gaps else [])
     return out
 
 
-def format_language_gap(rows: list[dict[str, Any]], scale: float = 100.0) -> str:
-    """Language-gap rows as text (values times ``scale``)."""
-    def sc(v: Any) -> Any:
-        return None if v is None else v * scale
+def _mean_gap(model: str, gaps: list[dict[str, Any]]) -> dict[str, Any]:
+    valid = [g["gap"] for g in gaps if not math.isnan(g["gap"])]
+    return {"model": model, "lang": "avg", "gap": float(np.mean(valid)) if valid else math.nan,
+            "n_pairs": sum(g["n_pairs"] for g in gaps)}
 
-    body = [[r["model"] or "(model)", r["lang"], sc(r.get("en")), sc(r.get("sea")), sc(r["gap"]),
-             sc(r.get("low")), sc(r.get("high")), r["n_pairs"]] for r in rows]
-    return text_table(["model", "lang", "EN", "SEA", "EN-SEA", "low", "high", "pairs"], body)
+
+def _paired_gap(model: str, lang: str, english: dict[str, Record], local: list[Record],
+                metric: Metric, n_resamples: int, seed: int) -> dict[str, Any]:
+    """EN minus ``lang`` on the items present in both (a failed side drops the pair)."""
+    pairs = [(english[r["id"]], r) for r in local if r["id"] in english]
+    failed = sum(1 for e, x in pairs if e["score"] is None or x["score"] is None)
+    ok = [(e, x) for e, x in pairs if None not in (e["score"], x["score"], e["label"],
+                                                   x["label"])]
+    et, es = np.array([e["label"] for e, _ in ok]), np.array([e["score"] for e, _ in ok])
+    xt, xs = np.array([x["label"] for _, x in ok]), np.array([x["score"] for _, x in ok])
+    en, sea = _value(metric, et, es), _value(metric, xt, xs)
+    row = {"model": model, "lang": lang, "en": en, "sea": sea, "gap": en - sea,
+           "n_pairs": len(ok), "n_failed": failed}
+    if n_resamples and ok:
+        ci = paired_bootstrap_ci(metric, et, es, xt, xs, n_resamples, seed)
+        row.update(low=ci["low"], high=ci["high"])
+    return row
 
 
 def cultural_gap(table: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -245,12 +209,6 @@ def cultural_gap(table: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def format_cultural_gap(rows: list[dict[str, Any]]) -> str:
-    body = [[r["model"] or "(model)", r["kind"], r["side"].upper(), r["general"], r["cg"],
-             r["gap"]] for r in rows]
-    return text_table(["model", "task", "side", "General", "CG", "General-CG"], body)
-
-
 def cultural_awareness_delta(baseline: Iterable[Record], aware: Iterable[Record],
                              metric: Metric = average_precision, sea: str = "macro",
                              scale: float = 100.0) -> list[dict[str, Any]]:
@@ -261,9 +219,9 @@ def cultural_awareness_delta(baseline: Iterable[Record], aware: Iterable[Record]
     """
     base, new = check_records(baseline), check_records(aware)
     out = []
-    for model in _models(base + new):
-        b = [r for r in base if str(r.get("model", "")) == model]
-        a = [r for r in new if str(r.get("model", "")) == model]
+    base_by, new_by = by_model(base), by_model(new)
+    for model in sorted(base_by.keys() | new_by.keys()):
+        b, a = base_by.get(model, []), new_by.get(model, [])
         for kind in TABLE2_CELLS:
             for side in ("en", "sea"):
                 vb, va = (cell(x, kind=kind, subset="cultural-cg", side=side, metric=metric,
@@ -273,28 +231,20 @@ def cultural_awareness_delta(baseline: Iterable[Record], aware: Iterable[Record]
     return out
 
 
-def format_cultural_awareness(rows: list[dict[str, Any]]) -> str:
-    body = [[r["model"] or "(model)", r["kind"], r["side"].upper(), r["baseline"], r["aware"],
-             r["delta"]] for r in rows]
-    return text_table(["model", "task", "side", "plain", "culture-aware", "delta"], body)
-
-
 def table2_ci(records: Iterable[Record], n_resamples: int = 1000, seed: int = 0,
               level: float = 0.95, metric: Metric = average_precision,
               scale: float = 100.0) -> dict[str, dict[str, dict[str, float]]]:
     """Percentile bootstrap CIs for every Table 2 number, averages included: model -> column ->
     {low, high}.
 
-    Each resample draws items with replacement within every (task, subset, language) group, so
-    a SEA cell's CI reflects the macro mean's own variability and an average's CI the joint
-    variability of its cells. Resamples where a number is undefined (one class) are dropped.
+    Each resample draws items with replacement within every (task, subset, language) group
+    (:func:`metrics.bootstrap.stratified_bootstrap_ci`), so a SEA cell's CI reflects the macro
+    mean's own variability and an average's CI the joint variability of its cells. Resamples
+    where a number is undefined (one class) are dropped.
     """
-    records = check_records(records)
-    rng = np.random.default_rng(seed)
-    alpha = (1 - level) / 2
     out: dict[str, dict[str, dict[str, float]]] = {}
-    for model in _models(records):
-        mine = [r for r in records if str(r.get("model", "")) == model and _main(r)]
+    for model, mine in by_model(check_records(records)).items():
+        mine = [r for r in mine if _main(r)]
         groups = {}  # (kind, subset, lang) -> (t, s)
         for kind, subsets in TABLE2_CELLS.items():
             for sub in subsets:
@@ -303,27 +253,25 @@ def table2_ci(records: Iterable[Record], n_resamples: int = 1000, seed: int = 0,
                                         and r["subset"] == sub and r["lang"] == lang)
                     if len(t):
                         groups[(kind, sub, lang)] = (t, s)
-        draws: dict[str, list[float]] = {}
-        for _ in range(n_resamples):
-            values = {}
-            for key, (t, s) in groups.items():
-                idx = rng.integers(0, len(t), len(t))
-                values[key] = _value(metric, t[idx], s[idx])
-            for kind, subsets in TABLE2_CELLS.items():
-                cells = []
-                for sub in subsets:
-                    en = values.get((kind, sub, "en"), math.nan)
-                    local = [v for (k, su, lg), v in values.items()
-                             if k == kind and su == sub and lg != "en" and not math.isnan(v)]
-                    sea = float(np.mean(local)) if local else math.nan
-                    for side, v in (("en", en), ("sea", sea)):
-                        draws.setdefault(f"{kind}/{sub}/{side}", []).append(v * scale)
-                        cells.append(v * scale)
-                draws.setdefault(f"{kind}/avg", []).append(float(np.mean(cells)))
-        out[model] = {}
-        for col, vals in draws.items():
-            ok = np.array([v for v in vals if not math.isnan(v)])
-            if len(ok):
-                low, high = np.percentile(ok, [100 * alpha, 100 * (1 - alpha)])
-                out[model][col] = {"low": float(low), "high": float(high)}
+        cis = stratified_bootstrap_ci(metric, groups, lambda v: _table2_values(v, scale),
+                                      n_resamples, seed, level)
+        out[model] = {col: {"low": low, "high": high} for col, (low, high) in cis.items()}
+    return out
+
+
+def _table2_values(values: dict[tuple, float], scale: float) -> dict[str, float]:
+    """Table 2's numbers from per-(task, subset, language) metric values: EN, the mean over
+    local languages, and each task's average (NaN where undefined)."""
+    out: dict[str, float] = {}
+    for kind, subsets in TABLE2_CELLS.items():
+        cells = []
+        for sub in subsets:
+            en = values.get((kind, sub, "en"), math.nan)
+            local = [v for (k, su, lg), v in values.items()
+                     if k == kind and su == sub and lg != "en" and not math.isnan(v)]
+            sea = float(np.mean(local)) if local else math.nan
+            for side, v in (("en", en), ("sea", sea)):
+                out[f"{kind}/{sub}/{side}"] = v * scale
+                cells.append(v * scale)
+        out[f"{kind}/avg"] = float(np.mean(cells))
     return out

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Protocol, TypedDict
-
-from ..errors import LocalevalError
 
 
 class Message(TypedDict):
@@ -88,30 +87,6 @@ class Backend(Protocol):
     def count_tokens(self, prompt: Prompt) -> int: ...
 
 
-BACKEND_KINDS = ("hf", "openai")
-
-
-def parse_backend_spec(spec: str) -> tuple[str, str]:
-    """``hf:Qwen/Qwen2.5-7B-Instruct`` -> ("hf", "Qwen/Qwen2.5-7B-Instruct"), or a clear error."""
-    kind, sep, target = spec.partition(":")
-    if not sep or not target:
-        raise LocalevalError(f"model {spec!r} needs a backend prefix, e.g. hf:Qwen/Qwen2.5-0.5B, "
-                             "hf:/path/to/model or openai:<served model name>")
-    if kind not in BACKEND_KINDS:
-        raise LocalevalError(f"unknown backend {kind!r} in {spec!r}; available: "
-                             f"{', '.join(BACKEND_KINDS)}")
-    return kind, target
-
-
-def load_backend(spec: str, **options) -> Backend:
-    """Make a backend from ``kind:target``, e.g. ``hf:Qwen/Qwen2.5-7B-Instruct`` or ``hf:/models/x``."""
-    kind, target = parse_backend_spec(spec)
-    if kind == "openai":
-        from .openai_compat import OpenAIBackend as cls
-    else:
-        from .hf import HFBackend as cls
-    import inspect
-
-    # The CLI passes every backend option; each backend takes the ones it has.
-    accepted = inspect.signature(cls).parameters
-    return cls(target, **{k: v for k, v in options.items() if k in accepted and v is not None})
+# Runs requests (through the cache, with progress) and returns responses in the same order:
+# what a task or a guard is handed, so neither needs to know the backend or the cache.
+Execute = Callable[[list[Request]], list[Response]]

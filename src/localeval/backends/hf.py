@@ -10,6 +10,9 @@ How ScoreNext requests are computed, and why:
 - Suffixes are right-padded and attention is ``eager`` by default: with that, a row's numbers
   do not depend on what else is in its batch (checked in the tests), so results are identical
   whatever the batch size. ``sdpa`` is faster on GPUs but differs across batch sizes by ~1e-6.
+
+Why this module is over 300 lines: loading, tokenising, prefix-cached scoring and generation
+share one model, tokenizer and KV-cache discipline; split apart they would pass those around.
 """
 
 from __future__ import annotations
@@ -194,15 +197,10 @@ class HFBackend:
         return None if _has_sliding_layers(cache) else cache
 
     def _run_scores(self, requests: list[ScoreNext], progress) -> Iterator[tuple[int, Response]]:
-        limit = self.max_context()
         encoded: list[tuple[list[int], list[int]] | None] = []
         for i, r in enumerate(requests):  # a request that cannot run fails alone, with its reason
             try:
-                ctx, targets = self._score_tokens(r)
-                if limit and len(ctx) > limit:
-                    raise LocalevalError(f"prompt has {len(ctx)} tokens, over the model's "
-                                         f"context of {limit}")
-                encoded.append((ctx, targets))
+                encoded.append(self._encode_checked(r))
             except LocalevalError as e:
                 encoded.append(None)
                 yield i, Response(error=str(e))
@@ -214,15 +212,27 @@ class HFBackend:
             members = [ok[j] for j in group.members]
             for k, logprobs in self._score_group([encoded[i] for i in members], group.prefix_len):
                 i = members[k]
-                ctx, targets = encoded[i]
-                self.stats["requests"] += 1
-                self.stats["prompt_tokens"] += len(ctx)
-                yield i, Response(
-                    logprobs={c: float(logprobs[t]) for c, t in zip(requests[i].candidates, targets)},
-                    n_prompt_tokens=len(ctx),
-                )
+                yield i, self._score_response(requests[i], *encoded[i], logprobs)
                 if progress:
                     progress(1)
+
+    def _encode_checked(self, request: ScoreNext) -> tuple[list[int], list[int]]:
+        """(context ids, candidate first-token ids); LocalevalError when it cannot run."""
+        ctx, targets = self._score_tokens(request)
+        limit = self.max_context()
+        if limit and len(ctx) > limit:
+            raise LocalevalError(f"prompt has {len(ctx)} tokens, over the model's "
+                                 f"context of {limit}")
+        return ctx, targets
+
+    def _score_response(self, request: ScoreNext, ctx: list[int], targets: list[int],
+                        logprobs) -> Response:
+        self.stats["requests"] += 1
+        self.stats["prompt_tokens"] += len(ctx)
+        return Response(
+            logprobs={c: float(logprobs[t]) for c, t in zip(request.candidates, targets)},
+            n_prompt_tokens=len(ctx),
+        )
 
     def _score_group(self, items: list[tuple[list[int], list[int]]], prefix_len: int):
         """Yield (index in items, log-softmax over the vocabulary at the last prompt token)."""

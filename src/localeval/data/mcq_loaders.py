@@ -113,27 +113,9 @@ def load_local(path: str | Path, subjects: Iterable[str] | None = None) -> dict[
         raise LocalevalError(f"data path {path} does not exist; pass --data with a folder or file")
     wanted = set(subjects) if subjects else None
     out: dict[str, Splits] = {}
-    if path.is_file():
-        _merge(out, _load_file(path, None, None))
-    else:
-        split_dirs = [d for d in sorted(path.iterdir()) if d.is_dir() and d.name in SPLIT_ALIASES]
-        if split_dirs:  # CMMLU layout: <split>/<subject>.csv
-            for d in split_dirs:
-                for f in _tables(d):
-                    if wanted is None or f.stem in wanted:
-                        _merge(out, _load_file(f, f.stem, SPLIT_ALIASES[d.name]))
-        else:
-            for f in _tables(path):
-                stem = f.stem
-                if stem.lower() in SPLIT_ALIASES:  # dev.jsonl + test.jsonl: one subject
-                    subject, split = path.name, SPLIT_ALIASES[stem.lower()]
-                elif "_" in stem and stem.rsplit("_", 1)[1].lower() in SPLIT_ALIASES:
-                    subject, tail = stem.rsplit("_", 1)
-                    split = SPLIT_ALIASES[tail.lower()]
-                else:
-                    subject, split = None, None
-                if wanted is None or subject is None or subject in wanted:
-                    _merge(out, _load_file(f, subject, split))
+    for f, subject, split in _files(path):
+        if wanted is None or subject is None or subject in wanted:
+            _merge(out, _load_file(f, subject, split))
     if wanted is not None:
         missing = sorted(wanted - set(out))
         if missing:
@@ -143,6 +125,26 @@ def load_local(path: str | Path, subjects: Iterable[str] | None = None) -> dict[
     if not out:
         raise LocalevalError(f"no question files (.csv, .jsonl, .parquet) found in {path}")
     return out
+
+
+def _files(path: Path) -> list[tuple[Path, str | None, str | None]]:
+    """(file, subject, split) of each table under ``path``; None where the rows say it."""
+    if path.is_file():
+        return [(path, None, None)]
+    split_dirs = [d for d in sorted(path.iterdir()) if d.is_dir() and d.name in SPLIT_ALIASES]
+    if split_dirs:  # CMMLU layout: <split>/<subject>.csv
+        return [(f, f.stem, SPLIT_ALIASES[d.name]) for d in split_dirs for f in _tables(d)]
+    return [(f, *_subject_split(f.stem, path.name)) for f in _tables(path)]
+
+
+def _subject_split(stem: str, folder: str) -> tuple[str | None, str | None]:
+    """``dev`` -> (the folder's name, dev); ``<subject>_test`` -> (subject, test)."""
+    if stem.lower() in SPLIT_ALIASES:  # dev.jsonl + test.jsonl: one subject
+        return folder, SPLIT_ALIASES[stem.lower()]
+    if "_" in stem and stem.rsplit("_", 1)[1].lower() in SPLIT_ALIASES:
+        subject, tail = stem.rsplit("_", 1)
+        return subject, SPLIT_ALIASES[tail.lower()]
+    return None, None
 
 
 def load_hub(repo_id: str, subjects: Iterable[str], splits: dict[str, str],

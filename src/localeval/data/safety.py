@@ -7,6 +7,10 @@ later, by :mod:`localeval.tasks.label_policy`, never here.
 Paired items (the same item in English and in a local language) share ``id`` and differ in
 ``lang``; a local item also carries its English counterpart in ``en_prompt``/``en_response``.
 Every bad row stops the load with a :class:`DataError` naming file, row and field.
+
+Why this module is over 300 lines: the item type and its validation sit with the three
+layouts that build it (SEA-SafeguardBench, labelled prompt files, XSTest completions), which
+share the row helpers for labels, languages and pairing.
 """
 
 from __future__ import annotations

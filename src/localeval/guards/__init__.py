@@ -1,5 +1,6 @@
-"""Guard adapters: (prompt, response?) -> Requests -> P(harmful). See :mod:`.base`."""
+"""Guards: conversations in, P(harmful) out. See :mod:`.base` and, for model guards, :mod:`.staged`."""
 
-from .base import Guard, GuardVerdict, available_guards, get_guard, run_guard
+from .base import Conversation, Guard, GuardVerdict
+from .registry import available_guards, get_guard
 
-__all__ = ["Guard", "GuardVerdict", "available_guards", "get_guard", "run_guard"]
+__all__ = ["Conversation", "Guard", "GuardVerdict", "available_guards", "get_guard"]

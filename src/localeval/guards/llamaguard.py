@@ -38,7 +38,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..backends.base import Request, Response, ScoreNext
-from .base import Guard, GuardVerdict, binary_verdict
+from .base import Conversation, GuardVerdict
+from .staged import StagedGuard, binary_verdict
 
 CATEGORIES = (
     "S1: Violent Crimes.\nS2: Non-Violent Crimes.\nS3: Sex Crimes.\nS4: Child Exploitation.\n"
@@ -54,7 +55,7 @@ INSTRUCTIONS = (
 PREFILL = "\n\n"
 
 
-class LlamaGuard3(Guard):
+class LlamaGuard3(StagedGuard):
     name = "llamaguard3"
     template_source = ("chat template of meta-llama/Llama-Guard-3-8B (tokenizer_config.json); "
                        "https://www.llama.com/docs/model-cards-and-prompt-formats/llama-guard-3/")
@@ -76,11 +77,12 @@ class LlamaGuard3(Guard):
             + PREFILL
         )
 
-    def requests(self, prompt: str, response: str | None = None, *, country: str | None = None,
+    def requests(self, conversation: Conversation,
                  earlier: Sequence[Response] = ()) -> list[Request]:
         if earlier:
             return []
-        return [ScoreNext(self.render(prompt, response), ("unsafe", "safe"))]
+        return [ScoreNext(self.render(conversation.prompt, conversation.response),
+                          ("unsafe", "safe"))]
 
     def score(self, responses: Sequence[Response]) -> GuardVerdict:
         return binary_verdict(responses, "unsafe", "safe")

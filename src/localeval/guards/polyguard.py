@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-from .base import AnswerLinesGuard
+from .answer_lines import AnswerLinesGuard
 
 SYSTEM = (
     "You are a classifier for analyzing interactions between humans and LLMs. Given a request "

@@ -31,7 +31,8 @@ from collections.abc import Sequence
 
 from ..backends.base import Request, Response, ScoreNext
 from ..errors import LocalevalError
-from .base import Guard, GuardVerdict, label_probabilities
+from .base import Conversation, GuardVerdict
+from .staged import StagedGuard, label_probabilities
 
 _TASK = (
     "<|im_start|>user\n# Task:\n"
@@ -105,7 +106,7 @@ def render(prompt: str, response: str | None) -> str:
     return f"{RESPONSE_HEADER}USER: {prompt}\n\nASSISTANT: {response}{RESPONSE_FOOTER}{PREFILL}"
 
 
-class Qwen3Guard(Guard):
+class Qwen3Guard(StagedGuard):
     name = "qwen3guard"
     template_source = "chat template of Qwen/Qwen3Guard-Gen-8B (tokenizer_config.json)"
     verdict_position = ("first token after the prefill 'Safety:' "
@@ -117,11 +118,11 @@ class Qwen3Guard(Guard):
                                  f"{', '.join(CONTROVERSIAL)}")
         self.controversial = controversial
 
-    def requests(self, prompt: str, response: str | None = None, *, country: str | None = None,
+    def requests(self, conversation: Conversation,
                  earlier: Sequence[Response] = ()) -> list[Request]:
         if earlier:
             return []
-        return [ScoreNext(render(prompt, response), LABELS)]
+        return [ScoreNext(render(conversation.prompt, conversation.response), LABELS)]
 
     def score(self, responses: Sequence[Response]) -> GuardVerdict:
         if len(responses) != 1:

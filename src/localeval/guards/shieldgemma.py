@@ -34,7 +34,8 @@ from collections.abc import Sequence
 
 from ..backends.base import Request, Response, ScoreNext
 from ..errors import LocalevalError
-from .base import Guard, GuardVerdict, label_probabilities
+from .base import Conversation, GuardVerdict
+from .staged import StagedGuard, label_probabilities
 
 # policy -> (prompt-only guideline, prompt-response guideline), model card wording.
 POLICIES = {
@@ -104,7 +105,7 @@ def render(prompt: str, response: str | None, guideline: str) -> str:
     )
 
 
-class ShieldGemma(Guard):
+class ShieldGemma(StagedGuard):
     name = "shieldgemma"
     template_source = ("chat template of google/shieldgemma-2b/-9b (tokenizer_config.json); "
                        "policies from https://ai.google.dev/gemma/docs/shieldgemma/model_card")
@@ -117,10 +118,11 @@ class ShieldGemma(Guard):
                                  f"{', '.join(POLICIES)}")
         self.policies = tuple(policies)
 
-    def requests(self, prompt: str, response: str | None = None, *, country: str | None = None,
+    def requests(self, conversation: Conversation,
                  earlier: Sequence[Response] = ()) -> list[Request]:
         if earlier:
             return []
+        prompt, response = conversation.prompt, conversation.response
         which = 0 if response is None else 1
         return [ScoreNext(render(prompt, response, POLICIES[p][which]), ("Yes", "No"))
                 for p in self.policies]

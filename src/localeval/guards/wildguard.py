@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from .base import AnswerLinesGuard
+from .answer_lines import AnswerLinesGuard
 
 INSTRUCTION = (
     "<|user|>\n"

@@ -29,13 +29,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..backends.base import Generate, Request, Response, ScoreNext
-from .base import Guard, GuardVerdict, binary_verdict
+from .base import Conversation, GuardVerdict
+from .staged import StagedGuard, binary_verdict
 
 PREFILL = "\n <think>"
 LABEL_OPEN = "<label>"
 
 
-class XGuard(Guard):
+class XGuard(StagedGuard):
     name = "xguard"
     template_source = "panuthept/IRIS src/iris/model_wrappers/guard_models/x_guard.py (XGuard)"
     verdict_position = "first token after the model's reasoning and '<label>' ('safe'/'unsafe')"
@@ -53,9 +54,10 @@ class XGuard(Guard):
             {"role": "assistant", "content": answer},
         ]
 
-    def requests(self, prompt: str, response: str | None = None, *, country: str | None = None,
+    def requests(self, conversation: Conversation,
                  earlier: Sequence[Response] = ()) -> list[Request]:
-        self._check_response_allowed(response)
+        self._check_response_allowed(conversation.response)
+        prompt = conversation.prompt
         if not earlier:
             # Stop after the label, not at "<label>": the stop string is cut from the text, and
             # keeping "<label>" in it proves the model reached the label.

@@ -11,7 +11,7 @@ diff_b = metric(a[idx_b]) - metric(b[idx_b]).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -72,3 +72,35 @@ def paired_bootstrap_ci(metric: Metric, a_true: ArrayLike, a_score: ArrayLike,
         idx = rng.integers(0, len(at), len(at))
         values.append(float(metric(at[idx], as_[idx]) - metric(bt[idx], bs[idx])))
     return _interval(values, float(metric(at, as_) - metric(bt, bs)), level, len(at))
+
+
+def stratified_bootstrap_ci(metric: Metric, groups: Mapping[Hashable, tuple[np.ndarray, np.ndarray]],
+                            combine: Callable[[dict[Hashable, float]], Mapping[str, float]],
+                            n_resamples: int = 1000, seed: int = 0,
+                            level: float = 0.95) -> dict[str, tuple[float, float]]:
+    """Percentile CIs of statistics built from a metric on several groups of items at once.
+
+    Each resample draws items with replacement within every group (in the mapping's order, so
+    the same seed gives the same draws), computes ``metric`` per group, and ``combine`` turns
+    those values into named statistics (e.g. a mean over languages, an average of cells), so a
+    statistic's interval reflects the joint variability of the groups it is built from.
+    Returns name -> (low, high) for each statistic with at least one defined (non-NaN) value.
+    """
+    _check(n_resamples, level)
+    rng = np.random.default_rng(seed)
+    draws: dict[str, list[float]] = {}
+    for _ in range(n_resamples):
+        values = {}
+        for key, (t, s) in groups.items():
+            idx = rng.integers(0, len(t), len(t))
+            values[key] = float(metric(t[idx], s[idx])) if len(t) else math.nan
+        for name, value in combine(values).items():
+            draws.setdefault(name, []).append(value)
+    alpha = (1 - level) / 2
+    out = {}
+    for name, values in draws.items():
+        ok = np.array([v for v in values if not math.isnan(v)])
+        if len(ok):
+            low, high = np.percentile(ok, [100 * alpha, 100 * (1 - alpha)])
+            out[name] = (float(low), float(high))
+    return out

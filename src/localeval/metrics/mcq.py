@@ -11,8 +11,9 @@
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Iterable
+
+from .group import grouped
 
 
 def accuracy(correct: Iterable[bool]) -> dict:
@@ -25,19 +26,32 @@ def accuracy(correct: Iterable[bool]) -> dict:
     return {"n": n, "correct": int(sum(values)), "acc": p, "stderr": stderr}
 
 
+def _answered(members: list[dict]) -> dict:
+    row = accuracy(s["correct"] for s in members)
+    row["n_unanswered"] = sum(1 for s in members if s.get("pred") is None)
+    return row
+
+
 def _group(samples: list[dict], key) -> dict[str, dict]:
-    groups: dict[str, list[dict]] = defaultdict(list)
-    for s in samples:
+    """Accuracy per value of ``key`` (as a string, sorted); samples whose key is None skipped."""
+    def name(s: dict) -> str | None:
         k = key(s)
-        if k is not None:
-            groups[str(k)].append(s)
-    out = {}
-    for name in sorted(groups):
-        members = groups[name]
-        row = accuracy(s["correct"] for s in members)
-        row["n_unanswered"] = sum(1 for s in members if s.get("pred") is None)
-        out[name] = row
-    return out
+        return None if k is None else str(k)
+
+    return grouped(_answered, samples, name)
+
+
+def _macro(by_subject: dict[str, dict]) -> dict | None:
+    """Mean of subject accuracies; its standard error sqrt(sum se_s^2) / S."""
+    subject_accs = [r for r in by_subject.values() if r["acc"] is not None]
+    if not subject_accs:
+        return None
+    ses = [r["stderr"] for r in subject_accs]
+    return {
+        "acc": sum(r["acc"] for r in subject_accs) / len(subject_accs),
+        "stderr": math.sqrt(sum(se * se for se in ses)) / len(ses) if None not in ses else None,
+        "n_subjects": len(subject_accs),
+    }
 
 
 def aggregate(samples: list[dict], subject_info: dict, disciplines: tuple[str, ...]) -> dict:
@@ -52,23 +66,12 @@ def aggregate(samples: list[dict], subject_info: dict, disciplines: tuple[str, .
         row["discipline"] = meta.discipline if meta else None
         row["level"] = meta.level if meta else None
     by_discipline = _group(samples, lambda s: info(s, "discipline"))
-    subject_accs = [r for r in by_subject.values() if r["acc"] is not None]
-    macro = None
-    if subject_accs:
-        ses = [r["stderr"] for r in subject_accs]
-        macro = {
-            "acc": sum(r["acc"] for r in subject_accs) / len(subject_accs),
-            "stderr": math.sqrt(sum(se * se for se in ses)) / len(ses) if None not in ses else None,
-            "n_subjects": len(subject_accs),
-        }
     present = [d for d in disciplines if d in by_discipline]
     table_average = (sum(by_discipline[d]["acc"] for d in present) / len(present)
                      if present else None)
-    micro = accuracy(s["correct"] for s in samples)
-    micro["n_unanswered"] = sum(1 for s in samples if s.get("pred") is None)
     return {
-        "micro": micro,
-        "macro": macro,
+        "micro": _answered(samples),
+        "macro": _macro(by_subject),
         "discipline_average": table_average,
         "by_discipline": {d: by_discipline[d] for d in present},
         "by_level": _group(samples, lambda s: s.get("level") or info(s, "level")),

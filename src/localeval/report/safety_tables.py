@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-SHORT = {"general": "General", "cultural-itw": "ITW", "cultural-cg": "CG"}
+SUBSET_SHORT = {"general": "General", "cultural-itw": "ITW", "cultural-cg": "CG"}
 
 
 def _num(value: Any, scale: float = 1.0, digits: int = 1) -> str:
@@ -24,28 +24,36 @@ def table2_tables(results: dict) -> list[Table]:
     t2 = results.get("table2") or {}
     if not any(v is not None for row in t2.get("rows", []) for v in row["values"].values()):
         return []
-    tables = []
-    for kind in dict.fromkeys(c.split("/")[0] for c in t2["columns"]):
-        cols = [c for c in t2["columns"] if c.startswith(kind + "/")]
-        table = Table(title=f"{results['task']} · guard {results['guard']} · {kind} "
-                            "classification · AUPRC (Table 2 layout)")
-        table.add_column("Model")
-        for col in cols:
-            _, *rest = col.split("/")
-            title = "Avg" if rest == ["avg"] else f"{SHORT.get(rest[0], rest[0])}\n{rest[1].upper()}"
-            table.add_column(title, justify="right")
-        cis = results.get("table2_ci") or {}
-        for row in t2["rows"]:
-            table.add_row(_model(row["model"]), *[_num(row["values"][c]) for c in cols])
-            ci = cis.get(row["model"])
-            if ci:  # half-width of the 95% bootstrap interval, under each number
-                table.add_row("  95% CI ±", *[_num((ci[c]["high"] - ci[c]["low"]) / 2)
-                                               if c in ci else "-" for c in cols])
-        table.caption = (f"SEA = {t2.get('sea', 'macro')} mean over local languages; Avg = mean "
-                         "of the row's cells" + ("; the response is judged with its prompt."
-                                                 if kind == "response" else "."))
-        tables.append(table)
-    return tables
+    return [_table2_task(results, kind, [c for c in t2["columns"] if c.startswith(kind + "/")])
+            for kind in dict.fromkeys(c.split("/")[0] for c in t2["columns"])]
+
+
+def _table2_column(col: str) -> str:
+    _, *rest = col.split("/")
+    return "Avg" if rest == ["avg"] else f"{SUBSET_SHORT.get(rest[0], rest[0])}\n{rest[1].upper()}"
+
+
+def _table2_task(results: dict, kind: str, cols: list[str]) -> Table:
+    t2 = results["table2"]
+    table = Table(title=f"{results['task']} · guard {results['guard']} · {kind} "
+                        "classification · AUPRC (Table 2 layout)")
+    table.add_column("Model")
+    for col in cols:
+        table.add_column(_table2_column(col), justify="right")
+    cis = results.get("table2_ci") or {}
+    for row in t2["rows"]:
+        table.add_row(_model(row["model"]), *[_num(row["values"][c]) for c in cols])
+        ci = cis.get(row["model"])
+        if ci:  # half-width of the 95% bootstrap interval, under each number
+            table.add_row("  95% CI ±", *[_num((ci[c]["high"] - ci[c]["low"]) / 2)
+                                           if c in ci else "-" for c in cols])
+    failed = [f"{_model(r['model'])}: {n} failed samples left out" for r in t2["rows"]
+              if (n := sum(v for c, v in r.get("n_failed", {}).items() if c in cols))]
+    table.caption = (f"SEA = {t2.get('sea', 'macro')} mean over local languages; Avg = mean "
+                     "of the row's cells" + ("; the response is judged with its prompt."
+                                             if kind == "response" else ".")
+                     + "".join(f" {line}." for line in failed))
+    return table
 
 
 def per_language_table(results: dict, contexts: tuple[str, ...] = ("with_prompt",
@@ -61,7 +69,7 @@ def per_language_table(results: dict, contexts: tuple[str, ...] = ("with_prompt"
             continue
         task = r["kind"] + (" (no prompt)" if r["context"] == "without_prompt" else "")
         ci = "-" if r["low"] is None else f"[{_num(r['low'], 100)}, {_num(r['high'], 100)}]"
-        table.add_row(task, SHORT.get(r["subset"], r["subset"]), r["lang"], str(r["n"]),
+        table.add_row(task, SUBSET_SHORT.get(r["subset"], r["subset"]), r["lang"], str(r["n"]),
                       str(r["n_harmful"]), _num(r["auprc"], 100), ci, _num(r["roc_auc"], 100),
                       str(r["n_failed"]), str(r["n_excluded"]))
     return table
@@ -77,7 +85,7 @@ def language_gap_table(results: dict) -> Table | None:
         table.add_column(col, justify="left" if col in ("task", "subset", "lang") else "right")
     for r in rows:
         ci = "-" if r.get("low") is None else f"[{_num(r['low'], 100)}, {_num(r['high'], 100)}]"
-        table.add_row(r["kind"], SHORT.get(r["subset"], r["subset"]), r["lang"],
+        table.add_row(r["kind"], SUBSET_SHORT.get(r["subset"], r["subset"]), r["lang"],
                       _num(r.get("en"), 100), _num(r.get("sea"), 100), _num(r["gap"], 100), ci,
                       str(r["n_pairs"]))
     return table
@@ -188,27 +196,34 @@ def threshold_transfer_table(results: dict) -> tuple[Table | None, list[str]]:
                         "the other languages")
     for col in ("task", "lang", "n", "threshold", "precision", "recall", "F1", "FPR"):
         table.add_column(col, justify="left" if col in ("task", "lang") else "right")
-    models = {b["model"] for b in blocks}
+    multi = len({b["model"] for b in blocks}) > 1
     for b in blocks:
-        task = b["kind"] if len(models) == 1 else f"{_model(b['model'])} {b['kind']}"
-        for i, row in enumerate(b["languages"]):
-            last = i == len(b["languages"]) - 1
-            for j, (key, name) in enumerate((("default", "fixed"), ("calibrated", b["calibrate_on"]))):
-                m = row[key]
-                table.add_row(task if i == j == 0 else "", row["lang"] if j == 0 else "",
-                              str(row["n"]) if j == 0 else "",
-                              f"{m['threshold']:.2f} {name}",
-                              *[_num(m[k], 1, 3) for k in ("precision", "recall", "f1", "fpr")],
-                              end_section=last and j == 1)
+        _transfer_block(table, b, f"{_model(b['model'])} {b['kind']}" if multi else b["kind"])
     table.caption = ("fixed = the usual 0.5; the calibrated threshold never sees the language "
                      f"it is reported on ({cal} items: " + ", ".join(
                          f"{b['kind']} n={b['n_calibration']}" for b in blocks) + ").")
     return table, notes
 
 
+def _transfer_block(table: Table, block: dict, task: str) -> None:
+    for i, row in enumerate(block["languages"]):
+        _transfer_rows(table, task if i == 0 else "", row, block["calibrate_on"],
+                       last=i == len(block["languages"]) - 1)
+
+
+def _transfer_rows(table: Table, task: str, row: dict, calibrate_on: str, last: bool) -> None:
+    """One language: its row at the fixed threshold, then at the calibrated one."""
+    for j, (key, name) in enumerate((("default", "fixed"), ("calibrated", calibrate_on))):
+        m = row[key]
+        table.add_row(task if j == 0 else "", row["lang"] if j == 0 else "",
+                      str(row["n"]) if j == 0 else "", f"{m['threshold']:.2f} {name}",
+                      *[_num(m[k], 1, 3) for k in ("precision", "recall", "f1", "fpr")],
+                      end_section=last and j == 1)
+
+
 def awareness_delta_table(comparison: dict) -> Table:
     """Paper Table 3: culture-aware minus plain AUPRC (points) per CG cell of Table 2, from
-    :func:`localeval.safety_api.compare_runs`."""
+    :func:`localeval.compare.compare_runs`."""
     table = Table(title=f"Cultural awareness (Table 3) · {comparison['task']} · CG subset · "
                         "AUPRC points")
     multi = len({r["model"] for r in comparison["rows"]}) > 1

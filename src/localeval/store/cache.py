@@ -36,3 +36,9 @@ class RequestCache:
 
     def close(self) -> None:
         self.db.close()
+
+    def __enter__(self) -> RequestCache:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,14 +1,53 @@
-"""The run folder: ``config.json`` (how to rerun), ``results.json`` (numbers), ``samples.jsonl``.
+"""The run folder and its typed record: ``config.json`` (how the run was made, and where it
+stands), ``results.json`` (numbers), ``samples.jsonl`` (one line per sample).
 
-Files are written whole to a temporary name and renamed, so a crash never leaves half a file.
-JSON keys are sorted and floats written as Python prints them, so the same run gives the same bytes.
+``config.json["run"]`` holds the lifecycle: ``status`` (running -> finished, or failed with
+``error``), the folder ``schema`` version and UTC timestamps. It is written when the run starts
+and again, last, when it ends, so "finished" means every file is complete; a run killed on the
+way stays "running". Files are written whole to a temporary name and renamed, so a crash never
+leaves half a file. JSON keys are sorted and floats written as Python prints them, so the same
+run gives the same bytes.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+from ..errors import LocalevalError
+
+RUN_SCHEMA = 1  # version of the folder layout and config.json["run"]
+STATUSES = ("running", "finished", "failed")
+
+
+@dataclass
+class RunRecord:
+    """One run: what was run (``config``), its numbers and samples, and where it stands."""
+
+    config: dict[str, Any]
+    results: dict[str, Any] = field(default_factory=dict)
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    status: str = "running"
+    folder: Path | None = None
+    error: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+
+    def lifecycle(self) -> dict[str, Any]:
+        """``config.json["run"]``."""
+        out = {"status": self.status, "schema": RUN_SCHEMA, "started_at": self.started_at,
+               "finished_at": self.finished_at}
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -26,19 +65,42 @@ def write_samples(path: Path, samples: list[dict]) -> None:
                                 for s in samples))
 
 
-def save_run(folder: str | Path, config: dict, results: dict, samples: list[dict]) -> Path:
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    write_json(folder / "config.json", config)
-    write_samples(folder / "samples.jsonl", samples)
-    write_json(folder / "results.json", results)
-    return folder
+def write_config(record: RunRecord) -> None:
+    """config.json with the record's lifecycle; the folder is made if needed."""
+    record.folder.mkdir(parents=True, exist_ok=True)
+    write_json(record.folder / "config.json", {**record.config, "run": record.lifecycle()})
 
 
-def load_run(folder: str | Path) -> tuple[dict, dict, list[dict]]:
+def save_run(record: RunRecord) -> None:
+    """Samples, then results, then config.json (the status) last."""
+    record.folder.mkdir(parents=True, exist_ok=True)
+    write_samples(record.folder / "samples.jsonl", record.samples)
+    write_json(record.folder / "results.json", record.results)
+    write_config(record)
+
+
+def load_run(folder: str | Path) -> RunRecord:
+    """The record of a run folder, finished or not. Folders from before the lifecycle existed
+    (no ``config.json["run"]``) load as finished when their results are there."""
     folder = Path(folder)
-    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
-    samples = [json.loads(line) for line in
-               (folder / "samples.jsonl").read_text(encoding="utf-8").splitlines() if line]
-    return config, results, samples
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise LocalevalError(f"{folder} is not a run folder (needs config.json, results.json, "
+                             f"samples.jsonl): {e}") from None
+    lifecycle = config.pop("run", None)
+    results_file, samples_file = folder / "results.json", folder / "samples.jsonl"
+    if lifecycle is None:
+        lifecycle = {"status": "finished" if results_file.exists() else "running"}
+    record = RunRecord(config, status=lifecycle["status"], folder=folder,
+                       error=lifecycle.get("error"), started_at=lifecycle.get("started_at"),
+                       finished_at=lifecycle.get("finished_at"))
+    if record.status == "finished":
+        try:
+            record.results = json.loads(results_file.read_text(encoding="utf-8"))
+            record.samples = [json.loads(line) for line in
+                              samples_file.read_text(encoding="utf-8").splitlines() if line]
+        except (OSError, ValueError) as e:
+            raise LocalevalError(f"{folder} is not a run folder (needs config.json, "
+                                 f"results.json, samples.jsonl): {e}") from None
+    return record

@@ -1,15 +1,20 @@
-"""The multiple-choice task: choose shots, build requests, extract answers, score samples."""
+"""The multiple-choice task: load subjects, choose shots, build requests, extract answers, score
+samples, aggregate accuracy."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
-from ..backends.base import Generate, Prompt, Request, Response, ScoreNext
-from ..data.catalog import TaskSpec
+from ..backends.base import Backend, Generate, Prompt, Request, Response, ScoreNext
+from ..data.catalog import BUILTIN_TASKS, TaskSpec, custom_task, get_task
 from ..data.items import MCQItem
+from ..data.mcq_loaders import Splits, load_hub, load_local
 from ..errors import LocalevalError
+from ..metrics.mcq import aggregate
 from . import extract
+from .base import Task
 from .prompts import CHAT_MODES, STYLES, PromptConfig, build_prompt
 
 METHODS = ("likelihood", "generation")
@@ -51,14 +56,12 @@ class Planned:
     request: Request
 
 
-def plan(task: TaskSpec, subject: str, dev: list[MCQItem], test: list[MCQItem],
-         config: MCQConfig, count_tokens: Callable[[Prompt], int] | None,
-         max_context: int | None) -> list[Planned]:
-    """Requests for one subject. Shots are the first k dev items, in order (as the TMLU code and
-    lm-evaluation-harness's first_n sampler take them). When a prompt does not fit the model's
-    context (minus the generation budget), shots are dropped from the end until it does, and the
-    number used is recorded per question."""
-    k = config.prompt.shots
+def check_subject(subject: str, splits: dict[str, list[MCQItem]], config: MCQConfig,
+                  source: str) -> None:
+    """Every problem a subject's data can have for this config, before any model is loaded."""
+    if "test" not in splits:
+        raise LocalevalError(f"subject {subject!r} has no test split in {source}")
+    dev, k = splits.get("dev", []), config.prompt.shots
     if k > len(dev):
         raise LocalevalError(
             f"subject {subject!r} has {len(dev)} dev (few-shot) questions but --shots is {k}; "
@@ -66,24 +69,35 @@ def plan(task: TaskSpec, subject: str, dev: list[MCQItem], test: list[MCQItem],
     if config.prompt.cot and any(not s.explanation for s in dev[:k]):
         raise LocalevalError(f"subject {subject!r}: --cot needs an explanation for every dev "
                              "question used as a shot")
+
+
+def plan(task: TaskSpec, subject: str, dev: list[MCQItem], test: list[MCQItem],
+         config: MCQConfig, count_tokens: Callable[[Prompt], int] | None,
+         max_context: int | None) -> list[Planned]:
+    """Requests for one subject (checked by :func:`check_subject`). Shots are the first k dev
+    items, in order (as the TMLU code and lm-evaluation-harness's first_n sampler take them).
+    When a prompt does not fit the model's context (minus the generation budget), shots are
+    dropped from the end until it does, and the number used is recorded per question."""
     name = task.subjects[subject].name if subject in task.subjects else subject
     budget = (config.generation_budget if config.method == "generation" else 1)
     out = []
     for item in test:
-        n = k
+        n = config.prompt.shots
         prompt = build_prompt(item, dev[:n], name, config.prompt)
         if count_tokens and max_context and _may_not_fit(prompt, budget, max_context):
             # a server may not count tokens (None): then no trimming
             while n > 0 and (count_tokens(prompt) or 0) + budget > max_context:
                 n -= 1
                 prompt = build_prompt(item, dev[:n], name, config.prompt)
-        if config.method == "likelihood":
-            request: Request = ScoreNext(prompt, config.prompt.candidates(item))
-        else:
-            stop = ("問題：",) if config.prompt.cot else ("\n\n", "問題：")
-            request = Generate(prompt, config.generation_budget, stop)
-        out.append(Planned(item, prompt, n, request))
+        out.append(Planned(item, prompt, n, _request(item, prompt, config)))
     return out
+
+
+def _request(item: MCQItem, prompt: Prompt, config: MCQConfig) -> Request:
+    if config.method == "likelihood":
+        return ScoreNext(prompt, config.prompt.candidates(item))
+    stop = ("問題：",) if config.prompt.cot else ("\n\n", "問題：")
+    return Generate(prompt, config.generation_budget, stop)
 
 
 def _may_not_fit(prompt: Prompt, budget: int, max_context: int) -> bool:
@@ -123,3 +137,96 @@ def score(planned: Planned, response: Response, config: MCQConfig) -> dict:
         if key in item.metadata:
             record[key] = item.metadata[key]
     return record
+
+
+class MCQTask(Task):
+    """A multiple-choice benchmark (TMLU, TMMLU+, CMMLU, or any local folder), 0-5 shot,
+    likelihood or generation, direct or CoT."""
+
+    results_schema = "localeval.mcq/1"
+    progress_unit = rate_unit = "questions"
+
+    def __init__(self, name: str, *, data: str | Path | None = None,
+                 subjects: list[str] | None = None, shots: int = 5,
+                 method: str = "likelihood", cot: bool = False, prompt_style: str = "tmlu",
+                 chat: str = "none", system: str | None = None, max_tokens: int | None = None,
+                 limit: int | None = None, dataset_revision: str | None = None):
+        self.name, self.data, self.wanted = name, data, subjects
+        self.limit, self.dataset_revision = limit, dataset_revision
+        self.config = MCQConfig(
+            method=method, max_tokens=max_tokens,
+            prompt=PromptConfig(style=prompt_style, shots=shots, cot=cot, chat=chat,
+                                system=system, task=name))
+        self.spec: TaskSpec | None = None
+        self.subjects: list[str] = []
+        self.model: str | None = None
+
+    def load(self) -> list[tuple[str, list[MCQItem], list[MCQItem]]]:
+        """(subject, dev, test) per subject, sorted by subject; test cut to ``limit``."""
+        self.spec, loaded = load_mcq_data(self.name, self.data, self.wanted,
+                                          self.dataset_revision)
+        source = str(self.data or self.spec.hub_id)
+        self.subjects = sorted(loaded)
+        out = []
+        for subject in sorted(loaded):
+            splits = loaded[subject]
+            check_subject(subject, splits, self.config, source)
+            test = splits["test"][: self.limit] if self.limit else splits["test"]
+            out.append((subject, splits.get("dev", []), test))
+        return out
+
+    def plan(self, items, backend: Backend) -> list[Planned]:
+        count = backend.count_tokens if hasattr(backend, "count_tokens") else None
+        context = backend.max_context() if hasattr(backend, "max_context") else None
+        self.model = backend.identity.get("model")
+        return [p for subject, dev, test in items
+                for p in plan(self.spec, subject, dev, test, self.config, count, context)]
+
+    def score(self, planned: Planned, answer: Response) -> dict:
+        return score(planned, answer, self.config)
+
+    def summarise(self, samples: list[dict]) -> dict:
+        prompt = self.config.prompt
+        return {
+            "schema": self.results_schema,
+            "task": self.name,
+            "model": self.model,
+            "method": self.config.method,
+            "shots": prompt.shots,
+            "cot": prompt.cot,
+            "prompt_style": prompt.style,
+            "disciplines": list(self.spec.disciplines),
+            "metrics": aggregate(samples, self.spec.subjects, self.spec.disciplines),
+            "n_samples": len(samples),
+            "unanswered": [s["id"] for s in samples if s["pred"] is None],
+        }
+
+    def describe(self) -> dict:
+        method = self.config.method
+        return {
+            "task": self.name,
+            "data": str(self.data) if self.data is not None else f"hf://{self.spec.hub_id}",
+            "dataset_revision": self.dataset_revision,
+            "subjects": self.subjects,
+            "limit": self.limit,
+            "method": method,
+            "max_tokens": self.config.generation_budget if method == "generation" else None,
+            "prompt": asdict(self.config.prompt),
+        }
+
+
+def load_mcq_data(task: str, data: str | Path | None, subjects: list[str] | None,
+                  revision: str | None = None) -> tuple[TaskSpec, dict[str, Splits]]:
+    """The task's metadata and its items: from a local path when given, else from the Hub."""
+    if data is not None:
+        loaded = load_local(data, subjects)
+        spec = BUILTIN_TASKS.get(task) or custom_task(task, sorted(loaded))
+        return spec, loaded
+    spec = get_task(task)
+    wanted = subjects or list(spec.subjects)
+    unknown = [s for s in wanted if s not in spec.subjects]
+    if unknown:
+        raise LocalevalError(f"unknown {task} subject(s): {', '.join(unknown)}; "
+                             f"`localeval tasks {task}` lists them")
+    splits = {"dev": spec.dev_split, "test": spec.test_split}
+    return spec, load_hub(spec.hub_id, wanted, splits, revision)

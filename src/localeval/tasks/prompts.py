@@ -106,14 +106,23 @@ def build_prompt(item: MCQItem, shots: list[MCQItem], subject_name: str,
     if config.chat == "single":
         messages.append({"role": "user",
                          "content": head + "".join(s + "\n\n" for s in shot_texts) + query})
-    else:  # multi-turn: the instruction rides on the first user turn
-        for i, shot in enumerate(shots):
-            question = _lm_eval_block(shot, config.task) if config.style == "lm-eval" \
-                else _tmlu_block(shot)
-            answer = shot_texts[i][len(question):].strip()
-            messages.append({"role": "user", "content": (head if i == 0 else "") + question})
-            messages.append({"role": "assistant", "content": answer})
-        messages.append({"role": "user", "content": (head if not shots else "") + query})
+    else:
+        messages += _multi_turn(head, shots, shot_texts, query, config)
     if cue:  # kept verbatim, leading newline included, as the TMLU code appends it
         messages.append({"role": "assistant", "content": cue})
+    return messages
+
+
+def _multi_turn(head: str, shots: list[MCQItem], shot_texts: list[str], query: str,
+                config: PromptConfig) -> list[Message]:
+    """One user turn (question) and one assistant turn (its answer) per shot, then the query;
+    the instruction rides on the first user turn."""
+    messages: list[Message] = []
+    for i, shot in enumerate(shots):
+        question = _lm_eval_block(shot, config.task) if config.style == "lm-eval" \
+            else _tmlu_block(shot)
+        answer = shot_texts[i][len(question):].strip()
+        messages.append({"role": "user", "content": (head if i == 0 else "") + question})
+        messages.append({"role": "assistant", "content": answer})
+    messages.append({"role": "user", "content": (head if not shots else "") + query})
     return messages

@@ -16,16 +16,27 @@ label (binary after :mod:`.label_policy`, None = excluded), score (P(harmful), o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from ..backends.base import Request, Response
-from ..data.safety import SafetyItem
+from ..analysis.safety import N_RESAMPLES, analyses
+from ..backends.base import Backend, Execute
+from ..data.safety import HUB_REPO, SafetyItem
 from ..errors import LocalevalError
-from ..guards.base import Guard, GuardVerdict
-from ..guards.base import run_stages as guard_stages
-from .label_policy import binary_label
+from ..guards import Conversation, Guard, GuardVerdict, get_guard
+from .base import Task
+from .label_policy import binary_label, describe_policy
+from .safety_items import load_safety_items
 
+# task -> what it classifies unless told otherwise
+DEFAULT_CLASSIFY = {
+    "sea-safeguard": ("prompt", "response"),
+    "safety-prompts": ("prompt",),
+    "safety-responses": ("response",),
+}
 # classify choice -> the (kind, context) samples it plans
 CLASSIFY = {
     "prompt": (("prompt", "with_prompt"),),
@@ -43,12 +54,14 @@ class Planned:
     kind: str  # "prompt" | "response"
     context: str  # "with_prompt" | "without_prompt"
 
-    def guard_input(self) -> tuple[str, str | None]:
-        """(prompt, response) as the guard receives them."""
+    def conversation(self) -> Conversation:
+        """What the guard judges: the prompt alone, or the response with its prompt (or with an
+        empty user turn), and the item's country for guards that use it."""
+        meta = {"country": self.item.country} if self.item.country else {}
         if self.kind == "prompt":
-            return self.item.prompt, None
+            return Conversation(self.item.prompt, None, meta)
         prompt = self.item.prompt if self.context == "with_prompt" else ""
-        return prompt, self.item.response
+        return Conversation(prompt, self.item.response, meta)
 
 
 def sample_kinds(classify: Iterable[str]) -> list[tuple[str, str]]:
@@ -62,28 +75,21 @@ def sample_kinds(classify: Iterable[str]) -> list[tuple[str, str]]:
     return out
 
 
+def check_guard(guard: Guard, kinds: Iterable[tuple[str, str]]) -> None:
+    if not guard.supports_response and any(k == "response" for k, _ in kinds):
+        raise LocalevalError(f"guard {guard.name!r} classifies prompts only; pass "
+                             "classify=('prompt',) or pick another guard")
+
+
 def plan(items: Sequence[SafetyItem], classify: Iterable[str],
          guard: Guard | None = None) -> list[Planned]:
     """Samples for every item and requested (kind, context); response samples need a response
     (and a guard that classifies responses)."""
     kinds = sample_kinds(classify)
-    if guard is not None and not guard.supports_response and any(k == "response"
-                                                                 for k, _ in kinds):
-        raise LocalevalError(f"guard {guard.name!r} classifies prompts only; pass "
-                             "classify=('prompt',) or pick another guard")
+    if guard is not None:
+        check_guard(guard, kinds)
     return [Planned(item, kind, context) for item in items for kind, context in kinds
             if kind == "prompt" or item.response is not None]
-
-
-Execute = Callable[[list[Request]], list[Response]]
-
-
-def run_stages(guard: Guard, planned: Sequence[Planned], execute: Execute,
-               country: Callable[[Planned], str | None] = lambda p: p.item.country
-               ) -> list[GuardVerdict]:
-    """Run the guard's stages over all samples (identical requests once); one verdict each."""
-    inputs = [(*p.guard_input(), country(p)) for p in planned]
-    return guard_stages(guard, inputs, execute)
 
 
 def record(p: Planned, verdict: GuardVerdict, *, guard: str, model: str,
@@ -99,3 +105,141 @@ def record(p: Planned, verdict: GuardVerdict, *, guard: str, model: str,
     if verdict.error is not None or verdict.score is None:
         out["error"] = verdict.error or "no score"
     return out
+
+
+class SafeguardTask(Task):
+    """A guard on a safety benchmark: ``sea-safeguard`` (Hub, a folder in its layout, or a file
+    of items), ``safety-prompts`` (labelled prompt files: XSTest CSV, multilingual JBB JSONL) or
+    ``safety-responses`` (the XSTest model_completions folder).
+
+    ``classify``: any of prompt, response (with and without the prompt), response-with-prompt,
+    response-without-prompt; None = the task's default. ``sensitive``: paper (default), safe,
+    harmful or exclude (see :mod:`.label_policy`). ``guard``: a registered name
+    (``localeval.guards.available_guards()``) or a :class:`~localeval.guards.Guard` object.
+    ``guard_options`` go to a named guard (``cultural_awareness`` for zero-shot: items without
+    a country are then left out).
+    ``limit``: at most N item ids per subset (all languages kept). ``n_resamples``: bootstrap
+    resamples for the CIs (0: none). ``calibrate_on``: the language whose best-F1 threshold is
+    applied to every other language (``analysis.safety.threshold_transfer``).
+    """
+
+    results_schema = "localeval.safety/1"
+    progress_unit = "requests"
+    rate_unit = "samples"
+
+    def __init__(self, name: str, *, guard: str | Guard = "zero-shot",
+                 guard_options: dict | None = None,
+                 data: str | Path | None = None, subsets: Sequence[str] | None = None,
+                 langs: Sequence[str] | None = None, classify: Sequence[str] | None = None,
+                 sensitive: str | None = None, limit: int | None = None,
+                 dataset_revision: str | None = None, n_resamples: int = N_RESAMPLES,
+                 calibrate_on: str = "en"):
+        self.name, self.data, self.subsets, self.langs = name, data, subsets, langs
+        self.sensitive, self.limit, self.dataset_revision = sensitive, limit, dataset_revision
+        self.n_resamples, self.calibrate_on = n_resamples, calibrate_on
+        self.classify = tuple(classify or DEFAULT_CLASSIFY.get(name, ()))
+        self.kinds = sample_kinds(self.classify)
+        self.guard = _make_guard(guard, guard_options)
+        check_guard(self.guard, self.kinds)
+        self.warnings: list[str] = []
+        self.items: list[SafetyItem] = []
+        self.model = ""
+
+    def load(self) -> list[SafetyItem]:
+        self.warnings = []
+        items = load_safety_items(self.name, self.data, self.subsets, self.langs, self.limit,
+                                  self.dataset_revision)
+        for field, why in self.guard.requires.items():
+            kept = [i for i in items if getattr(i, field)]
+            if not kept:
+                raise LocalevalError(f"{why} needs items with a {field} (the cultural subsets "
+                                     "of sea-safeguard); none of the selected items has one")
+            if len(kept) < len(items):
+                self.warnings.append(f"{why}: {len(items) - len(kept)} items without a {field} "
+                                     "left out")
+            items = kept
+        self._check_coverage(items)
+        self.items = items
+        return items
+
+    def _check_coverage(self, items: list[SafetyItem]) -> None:
+        """Warn about a requested kind no item can give; fail when there is nothing at all."""
+        has_response = any(i.response is not None for i in items)
+        for kind, context in self.kinds:
+            if kind == "response" and not has_response:
+                self.warnings.append(f"no {kind} samples ({context}): no selected item has a "
+                                     "response")
+        if not has_response and all(k == "response" for k, _ in self.kinds):
+            raise LocalevalError(f"nothing to classify: the {self.name} items have no "
+                                 "responses; use classify=('prompt',)")
+
+    def plan(self, items: Sequence[SafetyItem], backend: Backend) -> list[Planned]:
+        self.model = str(backend.identity.get("model", ""))
+        return plan(items, self.classify, self.guard)
+
+    def respond(self, planned: Sequence[Planned], execute: Execute) -> list[GuardVerdict]:
+        return self.guard.classify([p.conversation() for p in planned], execute)
+
+    def score(self, planned: Planned, answer: GuardVerdict) -> dict:
+        return record(planned, answer, guard=self.guard.name, model=self.model,
+                      sensitive=self.sensitive)
+
+    def summarise(self, samples: list[dict]) -> dict[str, Any]:
+        failed = [s for s in samples if s["score"] is None]
+        warnings = list(self.warnings)
+        if failed:
+            reasons = Counter(s["error"].split(":")[0] for s in failed).most_common(3)
+            warnings.append(f"{len(failed)} of {len(samples)} guard samples failed and are left "
+                            "out (never counted as safe); most common: "
+                            + "; ".join(f"{r} ({n})" for r, n in reasons))
+        kinds = {kind for kind, _ in self.kinds}
+        return {
+            "schema": self.results_schema,
+            "task": self.name,
+            "model": self.model,
+            "guard": self.guard.name,
+            "classify": list(self.classify),
+            "cultural_awareness": self.cultural_awareness,
+            "label_policy": {kind: describe_policy(kind, self.sensitive)
+                             for kind in ("prompt", "response") if kind in kinds},
+            "sensitive": self.sensitive or "paper",
+            "n_samples": len(samples),
+            "n_failed": len(failed),
+            "n_excluded": sum(1 for s in samples if s["label"] is None),
+            "failures": [{k: s[k] for k in ("id", "lang", "subset", "kind", "context", "error")}
+                         for s in failed[:50]],
+            "warnings": warnings,
+            **analyses(samples, self.n_resamples, self.calibrate_on),
+        }
+
+    @property
+    def cultural_awareness(self) -> bool:
+        """Whether the guard was told each item's country (the paper's Table 3 setting)."""
+        return bool(self.guard.options.get("cultural_awareness", False))
+
+    def describe(self) -> dict[str, Any]:
+        guard = self.guard
+        return {
+            "task": self.name,
+            "data": str(self.data) if self.data is not None else f"hf://{HUB_REPO}",
+            "dataset_revision": self.dataset_revision,
+            "subsets": sorted({i.subset for i in self.items}),
+            "langs": sorted({i.lang for i in self.items}),
+            "limit": self.limit,
+            "classify": list(self.classify),
+            "sensitive": self.sensitive or "paper",
+            "cultural_awareness": self.cultural_awareness,
+            "calibrate_on": self.calibrate_on,
+            "guard": {"name": guard.name, "options": dict(guard.options),
+                      "template_source": guard.template_source,
+                      "verdict_position": guard.verdict_position},
+        }
+
+
+def _make_guard(guard: str | Guard, options: dict | None) -> Guard:
+    if isinstance(guard, Guard):
+        if options:
+            raise LocalevalError("guard_options are for a guard given by name; configure a "
+                                 "Guard object when you make it")
+        return guard
+    return get_guard(guard, **(options or {}))

@@ -1,4 +1,4 @@
-"""Console tables. Reports only read results; they never recompute a number."""
+"""Console tables of a multiple-choice run. They only read results.json; they never recompute."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 # Column titles of the TMLU paper's Table 3.
-SHORT = {"Social Science": "Social Sci.", "Taiwan Specific": "Taiwan Spe."}
+DISCIPLINE_SHORT = {"Social Science": "Social Sci.", "Taiwan Specific": "Taiwan Spe."}
 
 
 def _pct(row: dict | None) -> str:
@@ -24,7 +24,7 @@ def discipline_table(results: dict) -> Table:
     table.add_column("Model")
     shown = [d for d in results["disciplines"] if d in m["by_discipline"]]
     for d in shown:
-        table.add_column(SHORT.get(d, d), justify="right")
+        table.add_column(DISCIPLINE_SHORT.get(d, d), justify="right")
     table.add_column("Average", justify="right")
     avg = m.get("discipline_average")
     model = str(results.get("model") or "").rstrip("/").split("/")[-1]

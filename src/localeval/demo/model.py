@@ -1,34 +1,18 @@
-"""``localeval demo``: the whole flow, offline, on sample questions bundled with the package.
-
-The model is a seeded, randomly initialised Llama with a byte-level BPE tokenizer trained here on
-the sample text, saved like a Hub model and loaded through the real ``hf`` backend. Its answers
-are chance-level and mean nothing; the demo shows the flow, the files and the tables.
+"""The demo's model: a seeded, randomly initialised Llama with a byte-level BPE tokenizer trained
+on the demo's own texts, saved like a Hub model and loaded through the real ``hf`` backend. Its
+answers are chance-level and mean nothing; the demo shows the flow, the files and the tables.
 """
 
 from __future__ import annotations
 
-import json
-from importlib.resources import files
 from pathlib import Path
 
-from rich.console import Console
-
-SAMPLE_MCQ = files("localeval") / "data" / "sample" / "tmlu"
 DEMO_SEED = 0
 # A ChatML chat template of our own (the format SmolLM2 and Qwen instruct models use).
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-
-
-def _sample_texts(folder: Path) -> list[str]:
-    texts = []
-    for f in sorted(folder.glob("*.jsonl")):
-        for line in f.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
-            texts += [str(v) for v in row.values()]
-    return texts
 
 
 def build_demo_model(folder: Path, texts: list[str]) -> Path:
@@ -61,25 +45,3 @@ def build_demo_model(folder: Path, texts: list[str]) -> Path:
     model.save_pretrained(folder)
     fast.save_pretrained(folder)
     return folder
-
-
-def run_demo(output: Path, quiet: bool = False) -> None:
-    from .api import evaluate
-    from .report.tables import print_mcq_report
-
-    console = Console()
-    console.print("[bold]localeval demo[/bold] — offline, on 40 sample questions written for "
-                  "this project (5 TMLU-style subjects, 5 dev + 3 test each).")
-    console.print("[yellow]The demo model is RANDOM (a seeded, untrained 2-layer Llama): its "
-                  "accuracy is chance-level and means nothing. Use --model hf:<your model> with "
-                  "`localeval run` for real numbers.[/yellow]")
-    sample = Path(str(SAMPLE_MCQ))
-    model_dir = build_demo_model(output / "demo-model", _sample_texts(sample))
-    result = evaluate(task="tmlu", model=f"hf:{model_dir}", data=sample, shots=5,
-                      method="likelihood", output=output / "tmlu-likelihood", quiet=quiet,
-                      command=["localeval", "demo"])
-    print_mcq_report(result.results, console, subjects=False)
-    console.print(f"Run folder: {result.folder} (config.json, results.json, samples.jsonl)\n")
-    from .safety_demo import run_safety_demo
-
-    run_safety_demo(output, console, quiet=quiet)

@@ -2,7 +2,7 @@
 
 The items (``data/sample/safety/items.jsonl``) were written for this project: mild requests in
 English and the seven SEA-SafeguardBench languages, in the benchmark's three subsets. The model
-is :func:`localeval.demo.build_demo_model`'s seeded random Llama, with its tokenizer trained on
+is :func:`localeval.demo.model.build_demo_model`'s seeded random Llama, with its tokenizer trained on
 these items and the guard's template, and a ChatML chat template added (the zero-shot guard
 sends chat messages). Its verdicts are random; the demo shows the flow, the files and tables.
 """
@@ -15,13 +15,15 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .demo import build_demo_model
+from ..api import evaluate
+from ..guards import zero_shot as z
+from ..report.safety_tables import print_safety_report
+from .model import build_demo_model
 
 SAMPLE_SAFETY = files("localeval") / "data" / "sample" / "safety" / "items.jsonl"
 
-def _safety_texts(path: Path) -> list[str]:
-    from .guards import zero_shot as z
 
+def _safety_texts(path: Path) -> list[str]:
     texts = [str(v) for line in path.read_text(encoding="utf-8").splitlines()
              for v in json.loads(line).values()]
     template = [z.SYSTEM, z.PROMPT_TASK, z.RESPONSE_TASK, z.CULTURE,
@@ -37,9 +39,6 @@ def build_safety_demo_model(folder: Path) -> Path:
 
 def run_safety_demo(output: Path, console: Console | None = None, quiet: bool = False) -> None:
     """Evaluate the zero-shot guard on the sample items and print the Table 2 layout."""
-    from .report.safety_tables import print_safety_report
-    from .safety_api import evaluate_safety
-
     console = console or Console()
     console.print("[bold]localeval safety demo[/bold] — offline, on 41 sample rows written for "
                   "this project (English + id, ms, my, th, ta, tl, vi; general, cultural-itw, "
@@ -48,9 +47,8 @@ def run_safety_demo(output: Path, console: Console | None = None, quiet: bool = 
                   "AUPRC is chance-level and means nothing. Use `localeval run --task "
                   "sea-safeguard --model hf:<your guard>` for real numbers.[/yellow]")
     model_dir = build_safety_demo_model(Path(output) / "safety-demo-model")
-    result = evaluate_safety("sea-safeguard", f"hf:{model_dir}", guard="zero-shot",
-                             data=Path(str(SAMPLE_SAFETY)), output=Path(output) / "sea-safeguard",
-                             quiet=quiet, command=["localeval", "demo", "--safety"],
-                             n_resamples=200)
+    result = evaluate(task="sea-safeguard", model=f"hf:{model_dir}", guard="zero-shot",
+                      data=Path(str(SAMPLE_SAFETY)), output=Path(output) / "sea-safeguard",
+                      quiet=quiet, command=["localeval", "demo", "--safety"], n_resamples=200)
     print_safety_report(result.results, console, contexts=("with_prompt",))
     console.print(f"Run folder: {result.folder} (config.json, results.json, samples.jsonl)")

@@ -1,0 +1,71 @@
+"""``compare_runs(plain, aware)``: the paper's Table 3 from two safeguard run folders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .analysis.gaps import cultural_awareness_delta
+from .errors import LocalevalError
+from .run import finite
+from .store.runs import RunRecord, load_run
+from .tasks.safeguard import SafeguardTask
+
+SAFETY_SCHEMA = SafeguardTask.results_schema
+
+
+def compare_runs(baseline: str | Path, aware: str | Path) -> dict[str, Any]:
+    """Culture-aware minus plain AUPRC (points) per CG cell of Table 2
+    (:func:`analysis.gaps.cultural_awareness_delta` on the two runs' samples).
+
+    LocalevalError when a folder is not a finished safety run, the runs differ in task, model,
+    guard or label policy, the first is not the plain run and the second the culture-aware
+    one, or their cultural-cg samples are not the same items.
+    """
+    base_run, aware_run = _safety_run(baseline), _safety_run(aware)
+    rb, ra = base_run.results, aware_run.results
+    for key in ("task", "model", "guard", "sensitive"):
+        if rb.get(key) != ra.get(key):
+            raise LocalevalError(f"the runs used different {key}s ({rb.get(key)!r} in "
+                                 f"{baseline}, {ra.get(key)!r} in {aware}); compare one guard "
+                                 "with and without cultural awareness")
+    if rb.get("cultural_awareness") or not ra.get("cultural_awareness"):
+        raise LocalevalError(f"compare needs the plain run first and the culture-aware run "
+                             f"second; cultural_awareness is {rb.get('cultural_awareness')} in "
+                             f"{baseline} and {ra.get('cultural_awareness')} in {aware}")
+    base, new = _cultural_cg(base_run.samples), _cultural_cg(aware_run.samples)
+    if not base or not new:
+        raise LocalevalError("Table 3 is on the cultural-cg subset, and "
+                             f"{baseline if not base else aware} has no cultural-cg samples")
+    if _keys(base) != _keys(new):
+        diff = len(_keys(base) ^ _keys(new))
+        raise LocalevalError(f"the runs used different items: {diff} cultural-cg samples (id, "
+                             "language, kind, context, label) are in only one of them")
+    try:
+        rows = cultural_awareness_delta(base, new)
+    except ValueError as e:
+        raise LocalevalError(f"malformed samples.jsonl: {e}") from None
+    return {"task": rb["task"], "model": rb.get("model"), "guard": rb.get("guard"),
+            "baseline": str(baseline), "aware": str(aware), "n_samples": len(base),
+            "rows": finite(rows)}
+
+
+def _safety_run(folder: str | Path) -> RunRecord:
+    record = load_run(folder)
+    if record.status != "finished":
+        raise LocalevalError(f"{folder} has not finished (status {record.status!r}"
+                             + (f": {record.error}" if record.error else "") + ")")
+    schema = record.results.get("schema")
+    if schema != SAFETY_SCHEMA:
+        raise LocalevalError(f"{folder} is not a safety run (results.json schema {schema!r}, "
+                             f"not {SAFETY_SCHEMA!r})")
+    return record
+
+
+def _cultural_cg(samples: list[dict]) -> list[dict]:
+    return [s for s in samples if s["subset"] == "cultural-cg"]
+
+
+def _keys(samples: list[dict]) -> set[tuple]:
+    return {(s["id"], s["lang"], s["kind"], s.get("context", "with_prompt"), s["label"])
+            for s in samples}

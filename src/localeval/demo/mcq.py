@@ -1,0 +1,35 @@
+"""The multiple-choice demo: TMLU's format on 40 sample questions bundled with the package."""
+
+from __future__ import annotations
+
+import json
+from importlib.resources import files
+from pathlib import Path
+
+from rich.console import Console
+
+from ..api import evaluate
+from ..report.mcq_tables import print_mcq_report
+from .model import build_demo_model
+
+SAMPLE_MCQ = files("localeval") / "data" / "sample" / "tmlu"
+
+
+def _sample_texts(folder: Path) -> list[str]:
+    texts = []
+    for f in sorted(folder.glob("*.jsonl")):
+        for line in f.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            texts += [str(v) for v in row.values()]
+    return texts
+
+
+def run_mcq_demo(output: Path, console: Console, quiet: bool = False) -> None:
+    """5-shot likelihood on the sample subjects; prints the Table 3 layout."""
+    sample = Path(str(SAMPLE_MCQ))
+    model_dir = build_demo_model(output / "demo-model", _sample_texts(sample))
+    result = evaluate(task="tmlu", model=f"hf:{model_dir}", data=sample, shots=5,
+                      method="likelihood", output=output / "tmlu-likelihood", quiet=quiet,
+                      command=["localeval", "demo"])
+    print_mcq_report(result.results, console, subjects=False)
+    console.print(f"Run folder: {result.folder} (config.json, results.json, samples.jsonl)\n")

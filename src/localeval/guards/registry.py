@@ -1,0 +1,42 @@
+"""The table of guards: ``--guard NAME`` -> the adapter class, imported only when asked for."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+from ..errors import LocalevalError
+from .base import Guard
+
+# name -> (module under localeval.guards, class name)
+GUARDS: dict[str, tuple[str, str]] = {
+    "zero-shot": ("zero_shot", "ZeroShotGuard"),
+    "llamaguard3": ("llamaguard", "LlamaGuard3"),
+    "llamaguard4": ("llamaguard", "LlamaGuard4"),
+    "shieldgemma": ("shieldgemma", "ShieldGemma"),
+    "qwen3guard": ("qwen3guard", "Qwen3Guard"),
+    "polyguard": ("polyguard", "PolyGuard"),
+    "wildguard": ("wildguard", "WildGuard"),
+    "xguard": ("xguard", "XGuard"),
+}
+
+
+def available_guards() -> list[str]:
+    return sorted(GUARDS)
+
+
+def get_guard(name: str, **options) -> Guard:
+    """Make the guard registered as ``name`` (e.g. ``llamaguard3``) with its own options."""
+    key = name.strip().lower().replace("_", "-")
+    if key not in GUARDS:
+        raise LocalevalError(f"unknown guard {name!r}; available: {', '.join(available_guards())}")
+    module, cls_name = GUARDS[key]
+    cls = getattr(importlib.import_module(f"{__package__}.{module}"), cls_name)
+    accepted = [p for p in inspect.signature(cls).parameters if p != "self"]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise LocalevalError(f"guard {key!r} has no option(s) {', '.join(unknown)}; it accepts: "
+                             f"{', '.join(accepted) or 'no options'}")
+    guard = cls(**options)
+    guard.options = dict(options)
+    return guard

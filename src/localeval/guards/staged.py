@@ -1,0 +1,108 @@
+"""The adapter that guards built on a language model use: a template that turns a conversation
+into Requests, and a rule that turns the Responses into P(harmful).
+
+Stages. Most guards need one forward pass per item (``stages == 1``). A few read their verdict
+after text the model writes itself (WildGuard's and PolyGuard's "Harmful response:" line comes
+after lines the model generates; X-Guard reasons before its ``<label>``). Those have
+``stages == 2``: stage 0 generates, stage 1 scores, and ``requests(conversation, earlier)``
+builds the second stage from the first stage's responses. :meth:`StagedGuard.classify` sends
+each stage's requests of all conversations to ``execute`` in one list, identical requests once.
+
+Why many templates are plain strings. A guard model's own chat template builds the guard prompt
+from the conversation (LlamaGuard, ShieldGemma, Qwen3Guard). Our backend treats a final
+assistant message as a prefill, and a backend serving a different tokenizer (our tests' tiny
+ChatML model) would wrap the messages in the wrong template. So those guards send the exact
+text their chat template produces, as a plain string; the backend tokenises it with the
+tokenizer's special tokens (which adds the BOS token, so templates leave it out). Guards whose
+published usage is an ordinary chat (PolyGuard, X-Guard, the zero-shot classifier) send chat
+messages and let the backend apply the model's chat template.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict
+
+from ..backends.base import Execute, Request, Response
+from ..errors import LocalevalError
+from .base import Conversation, Guard, GuardVerdict
+
+
+class StagedGuard(Guard):
+    """A guard that runs on a language model through Requests. Subclasses implement
+    :meth:`requests` and :meth:`score`; ``stages`` says how many rounds of requests it needs."""
+
+    stages: int = 1
+
+    def requests(self, conversation: Conversation,
+                 earlier: Sequence[Response] = ()) -> list[Request]:
+        """The requests of the next stage for one conversation (``earlier`` holds the responses
+        of the stages before). An empty list means there is nothing left to run; :meth:`score`
+        then explains why."""
+        raise NotImplementedError
+
+    def score(self, responses: Sequence[Response]) -> GuardVerdict:
+        """P(harmful) from the responses of all stages, in request order."""
+        raise NotImplementedError
+
+    def _check_response_allowed(self, response: str | None) -> None:
+        if response is not None and not self.supports_response:
+            raise LocalevalError(f"guard {self.name!r} classifies prompts only; use it for "
+                                 "prompt classification or pick another guard for responses")
+
+    def classify(self, conversations: Sequence[Conversation],
+                 execute: Execute) -> list[GuardVerdict]:
+        """Run every stage over all conversations; one verdict each."""
+        done: list[list[Response]] = [[] for _ in conversations]
+        for _stage in range(self.stages):
+            owners: list[tuple[int, str]] = []
+            unique: dict[str, Request] = {}
+            for i, conversation in enumerate(conversations):
+                for req in self.requests(conversation, earlier=done[i]):
+                    key = json.dumps(asdict(req), sort_keys=True, ensure_ascii=False)
+                    unique.setdefault(key, req)
+                    owners.append((i, key))
+            if not unique:
+                break
+            keys = list(unique)
+            answers = dict(zip(keys, execute([unique[k] for k in keys]), strict=True))
+            for i, key in owners:
+                done[i].append(answers[key])
+        return [self.score(responses) for responses in done]
+
+
+# ------------------------------------------------------------------------------ scoring helpers
+def label_probabilities(response: Response, labels: Sequence[str]) -> dict[str, float] | str:
+    """Softmax of the labels' log-probs renormalised over the labels alone, or an error string.
+
+    P(label) = exp(lp_label) / sum_l exp(lp_l), computed stably from the largest log-prob.
+    """
+    if response.error:
+        return f"backend error: {response.error}"
+    if response.logprobs is None:
+        return "the response has no log-probs (was the request a ScoreNext?)"
+    missing = [label for label in labels if label not in response.logprobs]
+    if missing:
+        return f"no log-prob for label(s) {missing}"
+    values = [response.logprobs[label] for label in labels]
+    if any(v is None or math.isnan(v) or v == math.inf for v in values):
+        return f"invalid log-probs {dict(zip(labels, values, strict=True))}"
+    top = max(values)
+    if top == -math.inf:
+        return "every label token has probability 0"
+    weights = [math.exp(v - top) for v in values]
+    total = sum(weights)
+    return {label: w / total for label, w in zip(labels, weights, strict=True)}
+
+
+def binary_verdict(responses: Sequence[Response], harmful: str, safe: str,
+                   expected: int = 1) -> GuardVerdict:
+    """Renormalised P(harmful label) from the last of ``expected`` responses."""
+    if len(responses) != expected:
+        return GuardVerdict(None, f"expected {expected} response(s), got {len(responses)}")
+    probs = label_probabilities(responses[-1], (harmful, safe))
+    if isinstance(probs, str):
+        return GuardVerdict(None, probs)
+    return GuardVerdict(probs[harmful])

@@ -1,0 +1,142 @@
+"""The run lifecycle, the same for every task: check, load the model, execute the task's
+requests through the cache with a progress bar, score, summarise, and keep the typed run record
+(:class:`~localeval.store.runs.RunRecord`) in the run folder from start to finish.
+
+    items -> task.plan -> task.respond(execute) -> task.score -> task.summarise -> RunRecord
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .backends.base import Backend, Execute, Request, Response
+from .backends.registry import load_backend, parse_backend_spec
+from .progress import progress_bar
+from .store.cache import RequestCache
+from .store.runs import RunRecord, now, save_run, write_config
+from .tasks.base import Task
+from .version import __version__
+
+CHUNK = 512  # requests per backend call: big enough for prefix sharing, small enough to lose little
+
+
+def run_task(task: Task, model: str | Backend, *, output: str | Path | None = None,
+             cache: str | Path | None = None, backend_options: dict | None = None,
+             quiet: bool = False, command: list[str] | None = None) -> RunRecord:
+    """Run ``task`` on ``model`` (a backend spec such as ``hf:/path`` or a backend object) and,
+    with ``output``, keep the run folder; ``cache`` is the SQLite file of finished requests."""
+    if isinstance(model, str):
+        parse_backend_spec(model)  # a typo in --model should fail before any data loads
+    items = task.load()
+    backend = load_backend(model, **(backend_options or {})) if isinstance(model, str) else model
+    planned = task.plan(items, backend)
+    config = {**run_provenance(command), **task.describe(),
+              "model": model if isinstance(model, str) else None, "backend": backend.identity}
+    record = RunRecord(config, folder=Path(output) if output else None, started_at=now())
+    if record.folder:
+        write_config(record)
+    try:
+        started = time.perf_counter()
+        with _open_cache(cache) as store:
+            answers = task.respond(planned, cached_executor(backend, store, quiet,
+                                                            task.progress_unit))
+        elapsed = time.perf_counter() - started
+        samples = [task.score(p, a) for p, a in zip(planned, answers, strict=True)]
+        results = task.summarise(samples)
+    except BaseException as e:
+        _fail(record, e)
+        raise
+    results["timing"] = _timing(elapsed, len(samples), task.rate_unit, backend)
+    record.results, record.samples = finite(results), samples
+    record.status, record.finished_at = "finished", now()
+    if not quiet:
+        for warning in record.results.get("warnings", []):
+            print(f"warning: {warning}", file=sys.stderr)
+    if record.folder:
+        save_run(record)
+    return record
+
+
+def cached_executor(backend: Backend, cache: RequestCache | None, quiet: bool,
+                    unit: str) -> Execute:
+    """An ``execute(requests)``: finished requests are read back from the cache, the rest run in
+    chunks, each chunk stored as soon as it is done, so a killed run resumes where it stopped."""
+    def execute(requests: list[Request]) -> list[Response]:
+        responses = (cache.get_many(backend.identity, requests) if cache
+                     else [None] * len(requests))
+        todo = [i for i, r in enumerate(responses) if r is None]
+        with progress_bar(unit, total=len(requests), done=len(requests) - len(todo),
+                          quiet=quiet) as advance:
+            for start in range(0, len(todo), CHUNK):
+                part = todo[start : start + CHUNK]
+                out = backend.run([requests[i] for i in part], progress=advance)
+                for i, resp in zip(part, out, strict=True):
+                    responses[i] = resp
+                if cache:
+                    cache.put_many(backend.identity, [(requests[i], responses[i]) for i in part])
+        return responses
+
+    return execute
+
+
+class _NoCache:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+def _open_cache(path: str | Path | None) -> RequestCache | _NoCache:
+    return RequestCache(path) if path else _NoCache()
+
+
+def _fail(record: RunRecord, error: BaseException) -> None:
+    """Mark the folder's run failed (a kill leaves it "running"); the cache keeps what finished."""
+    if not record.folder:
+        return
+    record.status, record.finished_at = "failed", now()
+    record.error = "interrupted" if isinstance(error, KeyboardInterrupt) else \
+        f"{type(error).__name__}: {error}"
+    write_config(record)
+
+
+def _timing(seconds: float, n: int, unit: str, backend: Backend) -> dict[str, Any]:
+    """The only part of results.json that changes from run to run."""
+    return {"seconds": round(seconds, 3),
+            f"{unit}_per_second": round(n / seconds, 3) if seconds else None,
+            **getattr(backend, "stats", {})}
+
+
+def run_provenance(command: list[str] | None) -> dict:
+    """What every config.json starts with: versions and the command line."""
+    return {"localeval_version": __version__, "python": platform.python_version(),
+            "packages": _package_versions(), "command": command}
+
+
+def _package_versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in ("torch", "transformers", "tokenizers", "datasets"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def finite(value: Any) -> Any:
+    """NaN and infinities become None (JSON has no NaN)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value

@@ -1,0 +1,51 @@
+"""The Task protocol: what every evaluation implements, so one run lifecycle drives them all.
+
+    items   = task.load()                       # validated items; every data/option check
+    planned = task.plan(items, backend)          # what to ask, per sample
+    answers = task.respond(planned, execute)     # requests through the cache (one round or more)
+    samples = [task.score(p, a) for p, a in zip(planned, answers)]
+    results = task.summarise(samples)            # metrics and analyses -> results.json
+
+A task is made for one run, with that run's options (``tasks.registry.make_task``); ``load``
+must raise every error a user can fix before :mod:`localeval.run` loads the model. ``plan`` sees
+the backend for what prompts depend on (context length, token counts, the model's name).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from ..backends.base import Backend, Execute
+
+
+class Task(ABC):
+    name: str
+    results_schema: str  # results.json "schema", e.g. "localeval.mcq/1"
+    progress_unit: str = "requests"  # what the progress bar counts
+    rate_unit: str = "samples"  # what timing's "<unit>_per_second" counts
+
+    @abstractmethod
+    def load(self) -> Sequence[Any]:
+        """The run's items, selected and validated; LocalevalError on anything wrong."""
+
+    @abstractmethod
+    def plan(self, items: Sequence[Any], backend: Backend) -> list[Any]:
+        """One planned sample per scored unit (a question, a guard verdict)."""
+
+    def respond(self, planned: Sequence[Any], execute: Execute) -> list[Any]:
+        """The answer of each planned sample. Default: one request each, in one round."""
+        return execute([p.request for p in planned])
+
+    @abstractmethod
+    def score(self, planned: Any, answer: Any) -> dict:
+        """The sample record (a line of samples.jsonl) of one planned sample."""
+
+    @abstractmethod
+    def summarise(self, samples: list[dict]) -> dict:
+        """results.json without ``timing`` (the lifecycle adds it)."""
+
+    @abstractmethod
+    def describe(self) -> dict:
+        """The task's options as run, for config.json (after :meth:`load`)."""

@@ -1,0 +1,58 @@
+"""The table of tasks: every name ``--task`` takes, the class that runs it, and what
+``localeval tasks`` shows. A name not in the table is a custom multiple-choice task read from
+``--data``."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+from ..data.catalog import BUILTIN_TASKS
+from ..errors import LocalevalError
+from .base import Task
+from .mcq import MCQTask
+from .safeguard import SafeguardTask
+
+
+@dataclass(frozen=True)
+class TaskEntry:
+    name: str
+    cls: type[Task]
+    source: str  # where the data comes from
+    size: str  # how much there is, in the task's own units
+    description: str
+
+
+TASKS: dict[str, TaskEntry] = {
+    **{spec.name: TaskEntry(spec.name, MCQTask, spec.hub_id, f"{len(spec.subjects)} subjects",
+                            spec.description) for spec in BUILTIN_TASKS.values()},
+    "sea-safeguard": TaskEntry("sea-safeguard", SafeguardTask, "aisingapore/SEASafeguardBench",
+                               "3 subsets", "SEA-SafeguardBench: guards on prompts and "
+                               "responses, EN + 7 SEA languages"),
+    "safety-prompts": TaskEntry("safety-prompts", SafeguardTask, "(--data)", "",
+                                "labelled prompt files: XSTest CSV, multilingual JailbreakBench "
+                                "JSONL"),
+    "safety-responses": TaskEntry("safety-responses", SafeguardTask, "(--data)", "",
+                                  "XSTest model completions as response classification"),
+}
+
+
+def task_class(name: str) -> type[Task]:
+    entry = TASKS.get(name)
+    return entry.cls if entry else MCQTask
+
+
+def make_task(name: str, **options) -> Task:
+    """The task ``name`` made with its options; a name not in :data:`TASKS` needs ``data`` (a
+    local multiple-choice folder or file)."""
+    if name not in TASKS and options.get("data") is None:
+        raise LocalevalError(f"unknown task {name!r}; built-in tasks: {', '.join(TASKS)} (or "
+                             "pass --data PATH for a local folder as a custom task; `localeval "
+                             "tasks` lists them)")
+    cls = task_class(name)
+    accepted = [p for p in inspect.signature(cls).parameters if p != "name"]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise LocalevalError(f"task {name!r} has no option(s) {', '.join(unknown)}; it accepts: "
+                             f"{', '.join(accepted)}")
+    return cls(name, **options)

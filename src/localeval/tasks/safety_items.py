@@ -1,0 +1,86 @@
+"""The items of the three safety tasks: where each reads them, the subset and language filters,
+and ``--limit`` (item ids per subset, every language version kept so pairs stay whole)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..data.rows import TABLE_SUFFIXES
+from ..data.safety import (
+    HUB_REPO,
+    SafetyItem,
+    load_labelled_prompts,
+    load_seasafeguard_hub,
+    load_seasafeguard_local,
+    load_xstest_completions,
+)
+from ..errors import LocalevalError
+
+SAFETY_TASKS = ("sea-safeguard", "safety-prompts", "safety-responses")
+
+
+def load_safety_items(task: str, data: str | Path | None = None,
+                      subsets: Sequence[str] | None = None, langs: Sequence[str] | None = None,
+                      limit: int | None = None,
+                      dataset_revision: str | None = None) -> list[SafetyItem]:
+    """The task's items, filtered by subset and language, then cut by :func:`limit_items`."""
+    if task not in SAFETY_TASKS:
+        raise LocalevalError(f"unknown safety task {task!r}; use one of {', '.join(SAFETY_TASKS)}")
+    if task == "sea-safeguard":
+        items = _sea_safeguard(data, subsets, langs, dataset_revision)
+    elif data is None:
+        what = "a prompt file (or folder of them)" if task == "safety-prompts" else \
+            "the XSTest model_completions folder"
+        raise LocalevalError(f"task {task} needs --data: {what}")
+    elif task == "safety-prompts":
+        items = _labelled_prompts(Path(data))
+    else:
+        items = load_xstest_completions(data)
+    if subsets:
+        items = [i for i in items if i.subset in subsets]
+    if langs:
+        items = [i for i in items if i.lang in langs]
+    if not items:
+        raise LocalevalError(f"no {task} items left after the subset/language filters "
+                             f"(subsets={subsets}, langs={langs})")
+    return limit_items(items, limit)
+
+
+def _sea_safeguard(data, subsets, langs, revision) -> list[SafetyItem]:
+    """The Hub dataset, a local folder in its layout, or one file of items."""
+    if data is not None and not Path(data).is_dir():
+        return load_seasafeguard_local(data)
+    opts: dict[str, Any] = {"revision": revision, "repo": str(data) if data else HUB_REPO}
+    if subsets:
+        opts["subsets"] = subsets
+    if langs:
+        opts["langs"] = langs
+    return load_seasafeguard_hub(**opts)
+
+
+def _labelled_prompts(path: Path) -> list[SafetyItem]:
+    """One labelled prompt file, or every such file in a folder."""
+    files = sorted(f for f in path.iterdir() if f.suffix in TABLE_SUFFIXES) if path.is_dir() \
+        else [path]
+    if not files:
+        raise LocalevalError(f"no {', '.join(TABLE_SUFFIXES)} files in {path}")
+    return [i for f in files for i in load_labelled_prompts(f)]
+
+
+def limit_items(items: list[SafetyItem], limit: int | None) -> list[SafetyItem]:
+    """At most ``limit`` item ids per subset, each with all its language versions (so pairs stay
+    whole). The ids are evenly spaced over the subset's ids in file order, id number
+    ``floor(k * n / limit)`` for k = 0..limit-1, so that files sorted by label keep both."""
+    if not limit:
+        return items
+    if limit < 0:
+        raise LocalevalError(f"limit must be a positive number, not {limit}")
+    order: dict[str, dict[str, None]] = {}
+    for item in items:
+        order.setdefault(item.subset, {})[item.id] = None
+    keep = {(sub, ids[k * len(ids) // limit]) for sub, ids in
+            ((s, list(d)) for s, d in order.items())
+            for k in range(min(limit, len(ids)))}
+    return [i for i in items if (i.subset, i.id) in keep]
