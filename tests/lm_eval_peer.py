@@ -39,3 +39,34 @@ def write_task_configs(folder: Path, data: Path, subjects: list[str]) -> list[st
         text = TASK_YAML.format(subject=s, data=data.resolve(), name=CMMLU_SUBJECTS[s][0])
         (folder / f"local_cmmlu_{s}.yaml").write_text(text, encoding="utf-8")
     return [f"local_cmmlu_{s}" for s in subjects]
+
+
+# lm-eval's tmmluplus format (_tmmluplus_template_yaml and tmmluplus_<subject>.yaml, 0.4.13),
+# reading a local dev.jsonl + test.jsonl in TMMLU+'s columns (question, A-D, answer).
+TMMLUPLUS_YAML = """task: local_tmmluplus_{subject}
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    dev: {data}/dev.jsonl
+    test: {data}/test.jsonl
+test_split: test
+fewshot_split: dev
+fewshot_config:
+  sampler: first_n
+output_type: multiple_choice
+description: "以下為{name}的單選題，請提供正確答案的選項。\\n\\n"
+doc_to_text: "{{{{question.strip()}}}}\\nA. {{{{A}}}}\\nB. {{{{B}}}}\\nC. {{{{C}}}}\\nD. {{{{D}}}}\\nAnswer:"
+doc_to_choice: ["A", "B", "C", "D"]
+doc_to_target: "{{{{['A', 'B', 'C', 'D'].index(answer)}}}}"
+metric_list:
+  - metric: acc
+    aggregation: mean
+    higher_is_better: true
+"""
+
+
+def write_tmmluplus_config(folder: Path, data: Path, subject: str, name: str) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    text = TMMLUPLUS_YAML.format(subject=subject, data=data.resolve(), name=name)
+    (folder / f"local_tmmluplus_{subject}.yaml").write_text(text, encoding="utf-8")
+    return f"local_tmmluplus_{subject}"

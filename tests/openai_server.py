@@ -75,7 +75,7 @@ class ModelServer:
                                                     add_generation_prompt=True)
                 return head + msgs[-1]["content"], False
             return self.tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True), False
-        return body["prompt"], True
+        return body["prompt"], body.get("add_special_tokens", True)  # vLLM's extra parameter
 
     def handle(self, path, body):
         torch = self.torch

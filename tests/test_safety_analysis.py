@@ -12,11 +12,9 @@ from localeval.analysis.gaps import (
     language_gap,
     table2,
 )
-from localeval.analysis.safety import (
-    pair_type_confusion,
-    score_distribution,
-    threshold_curve,
-)
+from localeval.analysis.safety import pair_type_confusion, score_distribution
+from localeval.analysis.thresholds import threshold_curve
+from localeval.metrics.classification import average_precision as AP
 from localeval.report import safety_tables as T
 
 
@@ -78,7 +76,7 @@ EXPECTED_M["response/avg"] = (100 * 5 / 6 + 100 + 100 + 50) / 4
 
 
 def test_table2_layout_and_values():
-    table = table2(RECORDS)
+    table = table2(RECORDS, AP)  # the hand-computed values are average precision
     assert table["columns"] == [
         "prompt/general/en", "prompt/general/sea", "prompt/cultural-itw/en",
         "prompt/cultural-itw/sea", "prompt/cultural-cg/en", "prompt/cultural-cg/sea",
@@ -100,12 +98,12 @@ def test_table2_layout_and_values():
 
 def test_table2_pooled_sea():
     # th + vi together: ties at .9/.8/.2/.1 -> AP = .25*.5 + .5*.75 + .25*(2/3) = 2/3
-    table = table2(RECORDS, sea="pooled")
+    table = table2(RECORDS, AP, sea="pooled")
     assert table["rows"][0]["values"]["prompt/general/sea"] == pytest.approx(200 / 3)
 
 
 def test_language_gap_on_paired_items():
-    rows = language_gap(RECORDS, kind="prompt", subset="general")
+    rows = language_gap(RECORDS, kind="prompt", subset="general", metric=AP)
     m = {r["lang"]: r for r in rows if r["model"] == "m"}
     # g5 is unpaired on both sides (th: no label; vi: failed), so EN is g1..g4 = 5/6
     assert m["th"]["en"] == pytest.approx(5 / 6) and m["th"]["sea"] == 1.0
@@ -120,14 +118,14 @@ def test_language_gap_on_paired_items():
 
 
 def test_cultural_gap():
-    rows = {(r["model"], r["kind"], r["side"]): r["gap"] for r in cultural_gap(table2(RECORDS))}
+    rows = {(r["model"], r["kind"], r["side"]): r["gap"] for r in cultural_gap(table2(RECORDS, AP))}
     assert rows[("m", "prompt", "en")] == pytest.approx(100 * 11 / 12 - 50)
     assert rows[("m", "prompt", "sea")] == pytest.approx(100 * 19 / 24 - 100)
     assert rows[("m", "response", "en")] == pytest.approx(100 * 5 / 6 - 100)
     assert rows[("m", "response", "sea")] == pytest.approx(50.0)
     assert rows[("n", "prompt", "en")] is None
     assert "General − CG" in text(T.cultural_gap_table({"cultural_gap": cultural_gap(
-        table2(RECORDS))}))
+        table2(RECORDS, AP))}))
 
 
 def test_cultural_awareness_delta():
@@ -136,7 +134,7 @@ def test_cultural_awareness_delta():
          and r["lang"] == "en"], [0.9, 0.6, 0.1], strict=True)]
     aware += [r for r in RECORDS if r["subset"] == "cultural-cg" and r not in
               [x for x in RECORDS if x["kind"] == "prompt" and x["lang"] == "en"]]
-    rows = cultural_awareness_delta(RECORDS, aware)
+    rows = cultural_awareness_delta(RECORDS, aware, AP)
     d = {(r["model"], r["kind"], r["side"]): r for r in rows}
     assert d[("m", "prompt", "en")]["baseline"] == 50.0
     assert d[("m", "prompt", "en")]["delta"] == pytest.approx(50.0)

@@ -8,7 +8,8 @@ import shutil
 import pytest
 from rich.console import Console
 
-from localeval.analysis.safety import analyses, threshold_transfer
+from localeval.analysis.safety import analyses
+from localeval.analysis.thresholds import threshold_transfer
 from localeval.api import evaluate
 from localeval.cli import main
 from localeval.demo.safety import SAMPLE_SAFETY, build_safety_demo_model

@@ -31,7 +31,12 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--chat", default="none", help="none, single (few-shot in one user turn) or "
                    "multi (one turn per shot); uses the model's chat template")
     r.add_argument("--system", help="system prompt (with --chat) or text before the prompt")
-    r.add_argument("--max-tokens", type=int, help="generation budget (default 16; 1024 with --cot)")
+    r.add_argument("--max-tokens", type=int, help="generation budget (default 128 with the TMLU "
+                   "rules; with --extract strict 16, or 1024 with --cot)")
+    r.add_argument("--extract", choices=("tmlu", "strict"),
+                   help="how a generated answer becomes a letter: tmlu (the TMLU code's rules; "
+                   "default for --prompt-style tmlu) or strict (the first character must be the "
+                   "letter; CoT: the last final-answer statement; default for lm-eval)")
     r.add_argument("--limit", type=int, help="first N test questions per subject")
     r.add_argument("--output", help="run folder for config.json, results.json, samples.jsonl")
     r.add_argument("--cache", help="SQLite file of finished requests (default: <output>/cache.sqlite)")
@@ -53,8 +58,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="name of the environment variable holding the API key")
     r.add_argument("--concurrency", type=int, default=8, help="parallel requests to a server")
     g = r.add_argument_group("safeguard tasks (sea-safeguard, safety-prompts, safety-responses)")
-    g.add_argument("--guard", default="zero-shot", help="guard adapter: zero-shot, llamaguard3, "
+    g.add_argument("--guard", default="zero-shot", help="guard adapter: zero-shot (the paper's "
+                   "prompt), zero-shot-verdict (ours, with a verdict prefill), llamaguard3, "
                    "llamaguard4, shieldgemma, qwen3guard, polyguard, wildguard, xguard")
+    g.add_argument("--guard-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="an option of the guard, repeatable: e.g. mode=per-policy (shieldgemma), "
+                   "controversial=harmful (qwen3guard), translator=none (xguard)")
     g.add_argument("--subset", help="comma-separated: general, cultural-itw, cultural-cg")
     g.add_argument("--lang", help="comma-separated language codes (default: all)")
     g.add_argument("--classify", help="comma-separated: prompt, response, response-with-prompt, "
@@ -64,6 +73,12 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--cultural-awareness", action="store_true",
                    help="tell the zero-shot guard each item's country (paper Table 3)")
     g.add_argument("--bootstrap", type=int, default=1000, help="resamples for 95%% CIs (0: none)")
+    g.add_argument("--auprc", default="trapezoid", choices=("trapezoid", "ap"),
+                   help="PR-AUC of the tables: trapezoid under the PR curve (the paper's code, "
+                   "default) or ap (average precision); results.json holds both")
+    g.add_argument("--on-failure", default="exclude", choices=("exclude", "neutral"),
+                   help="a failed guard sample: exclude (left out and counted, default) or "
+                   "neutral (scored 1/#labels and kept, as the authors' code does)")
     g.add_argument("--calibrate-on", default="en", metavar="LANG",
                    help="language whose best-F1 threshold is applied to the others (default: en)")
     r.add_argument("--quiet", action="store_true")
@@ -129,12 +144,26 @@ def _task_options(args) -> dict:
         return {**common, "guard": args.guard, "subsets": _list(args.subset),
                 "langs": _list(args.lang), "classify": _list(args.classify),
                 "sensitive": args.sensitive, "n_resamples": args.bootstrap,
-                "calibrate_on": args.calibrate_on,
-                "guard_options": {"cultural_awareness": True} if args.cultural_awareness
-                else None}
+                "calibrate_on": args.calibrate_on, "auprc": args.auprc,
+                "on_failure": args.on_failure,
+                "guard_options": _guard_options(args) or None}
     return {**common, "subjects": _list(args.subjects), "shots": args.shots,
             "method": args.method, "cot": args.cot, "prompt_style": args.prompt_style,
-            "chat": args.chat, "system": args.system, "max_tokens": args.max_tokens}
+            "chat": args.chat, "system": args.system, "max_tokens": args.max_tokens,
+            "extract": args.extract}
+
+
+def _guard_options(args) -> dict:
+    """--guard-option KEY=VALUE pairs (none, true, false and integers typed) and
+    --cultural-awareness."""
+    out: dict = {"cultural_awareness": True} if args.cultural_awareness else {}
+    for pair in args.guard_option:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise LocalevalError(f"--guard-option {pair!r}: write KEY=VALUE")
+        typed = {"none": None, "true": True, "false": False}.get(value.lower(), value)
+        out[key.strip().replace("-", "_")] = int(value) if value.isdigit() else typed
+    return out
 
 
 def cmd_run(args) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from .analysis.gaps import cultural_awareness_delta
 from .errors import LocalevalError
+from .metrics.classification import AUPRC_METRICS
 from .run import finite
 from .store.runs import RunRecord, load_run
 from .tasks.safeguard import SafeguardTask
@@ -24,7 +25,7 @@ def compare_runs(baseline: str | Path, aware: str | Path) -> dict[str, Any]:
     """
     base_run, aware_run = _safety_run(baseline), _safety_run(aware)
     rb, ra = base_run.results, aware_run.results
-    for key in ("task", "model", "guard", "sensitive"):
+    for key in ("task", "model", "guard", "sensitive", "auprc"):
         if rb.get(key) != ra.get(key):
             raise LocalevalError(f"the runs used different {key}s ({rb.get(key)!r} in "
                                  f"{baseline}, {ra.get(key)!r} in {aware}); compare one guard "
@@ -42,10 +43,12 @@ def compare_runs(baseline: str | Path, aware: str | Path) -> dict[str, Any]:
         raise LocalevalError(f"the runs used different items: {diff} cultural-cg samples (id, "
                              "language, kind, context, label) are in only one of them")
     try:
-        rows = cultural_awareness_delta(base, new)
+        # runs from before --auprc existed used average precision
+        rows = cultural_awareness_delta(base, new, AUPRC_METRICS[rb.get("auprc", "ap")])
     except ValueError as e:
         raise LocalevalError(f"malformed samples.jsonl: {e}") from None
     return {"task": rb["task"], "model": rb.get("model"), "guard": rb.get("guard"),
+            "auprc": rb.get("auprc", "ap"),
             "baseline": str(baseline), "aware": str(aware), "n_samples": len(base),
             "rows": finite(rows)}
 

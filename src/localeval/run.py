@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .backends.base import Backend, Execute, Request, Response
+from .backends.base import Backend, Request, Response
 from .backends.registry import load_backend, parse_backend_spec
 from .progress import progress_bar
 from .store.cache import RequestCache
@@ -43,8 +43,8 @@ def run_task(task: Task, model: str | Backend, *, output: str | Path | None = No
     try:
         started = time.perf_counter()
         with _open_cache(cache) as store:
-            answers = task.respond(planned, cached_executor(backend, store, quiet,
-                                                            task.progress_unit))
+            answers = task.respond(planned, CachedExecutor(backend, store, quiet,
+                                                           task.progress_unit))
         elapsed = time.perf_counter() - started
         samples = [task.score(p, a) for p, a in zip(planned, answers, strict=True)]
         results = task.summarise(samples)
@@ -62,16 +62,24 @@ def run_task(task: Task, model: str | Backend, *, output: str | Path | None = No
     return record
 
 
-def cached_executor(backend: Backend, cache: RequestCache | None, quiet: bool,
-                    unit: str) -> Execute:
-    """An ``execute(requests)``: finished requests are read back from the cache, the rest run in
-    chunks, each chunk stored as soon as it is done, so a killed run resumes where it stopped."""
-    def execute(requests: list[Request]) -> list[Response]:
+class CachedExecutor:
+    """``execute(requests)``: finished requests are read back from the cache, the rest run in
+    chunks, each chunk stored as soon as it is done, so a killed run resumes where it stopped.
+    ``on(other)`` runs another backend (a guard's helper model) through the same cache."""
+
+    def __init__(self, backend: Backend, cache: RequestCache | None, quiet: bool, unit: str):
+        self.backend, self.cache, self.quiet, self.unit = backend, cache, quiet, unit
+
+    def on(self, backend: Backend) -> CachedExecutor:
+        return CachedExecutor(backend, self.cache, self.quiet, self.unit)
+
+    def __call__(self, requests: list[Request]) -> list[Response]:
+        backend, cache = self.backend, self.cache
         responses = (cache.get_many(backend.identity, requests) if cache
                      else [None] * len(requests))
         todo = [i for i, r in enumerate(responses) if r is None]
-        with progress_bar(unit, total=len(requests), done=len(requests) - len(todo),
-                          quiet=quiet) as advance:
+        with progress_bar(self.unit, total=len(requests), done=len(requests) - len(todo),
+                          quiet=self.quiet) as advance:
             for start in range(0, len(todo), CHUNK):
                 part = todo[start : start + CHUNK]
                 out = backend.run([requests[i] for i in part], progress=advance)
@@ -80,8 +88,6 @@ def cached_executor(backend: Backend, cache: RequestCache | None, quiet: bool,
                 if cache:
                     cache.put_many(backend.identity, [(requests[i], responses[i]) for i in part])
         return responses
-
-    return execute
 
 
 class _NoCache:

@@ -1,7 +1,7 @@
 """Every analysis of a safeguard run (:func:`analyses`): the per-language table, and the error
-analyses of SEA-SafeguardBench §5: pair-type confusion (Fig. 4), thresholds and their transfer
-across languages (Fig. 5), and scores on safe / sensitive / harmful items (Fig. 6). Table 2 and
-the gaps are in :mod:`.gaps`.
+analyses of SEA-SafeguardBench §5: pair-type confusion (Fig. 4) and scores on safe / sensitive /
+harmful items (Fig. 6). Table 2 and the gaps are in :mod:`.gaps`, thresholds (Fig. 5) in
+:mod:`.thresholds`.
 
 Records are those of :mod:`localeval.analysis.gaps`. Failed samples (score None) are counted in
 ``n_failed`` and left out; excluded ones (label None) in ``n_excluded``.
@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 from ..metrics.bootstrap import bootstrap_ci
 from ..metrics.classification import (
-    DEFAULT_THRESHOLDS,
+    AUPRC_METRICS,
+    PAPER_AUPRC,
     average_precision,
-    best_f1_threshold,
-    confusion_at,
+    pr_auc_trapezoid,
     roc_auc,
-    threshold_sweep,
 )
 from ..metrics.group import grouped
 from .gaps import (
@@ -35,10 +34,11 @@ from .gaps import (
     scored,
     table2,
     table2_ci,
+    table2_language_gap,
 )
+from .thresholds import DEFAULT_THRESHOLD, threshold_curve, threshold_transfer
 
 N_RESAMPLES = 1000  # bootstrap resamples for the CIs
-DEFAULT_THRESHOLD = 0.5  # the usual fixed cut: Fig. 4's pair types, threshold transfer's "default"
 PAIR_TYPES = ("S/S", "S/H", "H/S", "H/H")  # prompt/response, S = safe, H = harmful (Fig. 4)
 
 
@@ -91,27 +91,6 @@ def pair_type_confusion(records: Iterable[Record], threshold: float = 0.5,
     return out
 
 
-def threshold_curve(records: Iterable[Record], kind: str, subset: str | None = None,
-                    thresholds: Sequence[float] = DEFAULT_THRESHOLDS) -> list[dict[str, Any]]:
-    """Fig. 5: precision, recall, F1 and FPR at each threshold, per model, for one task.
-
-    ``best_f1_threshold`` is where F1 peaks on *these* records: descriptive only. To report F1
-    at a tuned threshold, tune on other items (``metrics.classification.calibrated_confusion``).
-    """
-    records = [r for r in check_records(records) if r["kind"] == kind and
-               (subset is None or r["subset"] == subset) and r.get("context", "with_prompt")
-               == "with_prompt"]
-    out = []
-    for model, mine in by_model(records).items():
-        t, s, failed, excluded = scored(mine)
-        sweep = threshold_sweep(t, s, thresholds) if len(t) else []
-        best = best_f1_threshold(t, s, thresholds) if len(t) else None
-        out.append({"model": model, "kind": kind, "subset": subset, "sweep": sweep,
-                    "best_f1_threshold": best, "n": len(t), "n_failed": failed,
-                    "n_excluded": excluded})
-    return out
-
-
 def score_distribution(records: Iterable[Record], bins: int = 10,
                        middle: tuple[float, float] = (0.25, 0.75)) -> list[dict[str, Any]]:
     """Fig. 6: P(harmful) on safe, sensitive and harmful items, per model and task.
@@ -151,99 +130,54 @@ def score_distribution(records: Iterable[Record], bins: int = 10,
 
 
 
-def per_language(samples: list[Record], n_resamples: int = N_RESAMPLES) -> list[dict[str, Any]]:
-    """AUPRC (with a 95% bootstrap CI) and ROC AUC per kind, context, subset and language;
-    with-prompt rows first, English first within each subset."""
+def per_language(samples: list[Record], n_resamples: int = N_RESAMPLES,
+                 auprc: str = PAPER_AUPRC) -> list[dict[str, Any]]:
+    """Per kind, context, subset and language: ``auprc`` by the chosen estimator with its 95%
+    bootstrap CI (``low``, ``high``), both estimators by name (``pr_auc_trapezoid``,
+    ``average_precision``) and ROC AUC; with-prompt rows first, English first in a subset."""
     def key(s: Record) -> tuple:
         return s["kind"], s["context"], s["subset"], s["lang"]
 
     def order(keys: Iterable[tuple]) -> list[tuple]:
         return sorted(keys, key=lambda k: (k[0], k[1] != "with_prompt", k[2], k[3] != "en", k[3]))
 
-    rows = grouped(lambda group: _auprc_row(group, n_resamples), samples, key, order)
+    rows = grouped(lambda group: _auprc_row(group, n_resamples, auprc), samples, key, order)
     return [dict(zip(("kind", "context", "subset", "lang"), k, strict=True), **row)
             for k, row in rows.items()]
 
 
-def _auprc_row(group: list[Record], n_resamples: int) -> dict[str, Any]:
+def _auprc_row(group: list[Record], n_resamples: int, auprc: str) -> dict[str, Any]:
     t, sc, failed, excluded = scored(group)
+    metric = AUPRC_METRICS[auprc]
     row: dict[str, Any] = dict(n=len(t), n_harmful=int(t.sum()), n_failed=failed,
                                n_excluded=excluded, auprc=math.nan, roc_auc=math.nan,
-                               low=math.nan, high=math.nan)
+                               low=math.nan, high=math.nan, average_precision=math.nan,
+                               pr_auc_trapezoid=math.nan)
     if len(t):
-        row.update(auprc=average_precision(t, sc), roc_auc=roc_auc(t, sc))
+        row.update(auprc=metric(t, sc), roc_auc=roc_auc(t, sc),
+                   average_precision=average_precision(t, sc),
+                   pr_auc_trapezoid=pr_auc_trapezoid(t, sc))
     if len(t) and n_resamples:
-        ci = bootstrap_ci(average_precision, t, sc, n_resamples)
+        ci = bootstrap_ci(metric, t, sc, n_resamples)
         row.update(low=ci["low"], high=ci["high"])
     return row
 
 
-def threshold_transfer(samples: list[Record], kind: str, calibrate_on: str = "en",
-                       context: str = "with_prompt") -> list[dict[str, Any]]:
-    """A threshold tuned on one language, applied to the others (paper Fig. 5 and §5.2).
-
-    For each model: the best-F1 threshold (0.01..0.99, the lowest if tied) of the ``kind``
-    samples in language ``calibrate_on`` (all subsets, this ``context``), then precision,
-    recall, F1 and FPR of every *other* language at 0.5 (``default``) and at that threshold
-    (``calibrated``). The calibration language is never reported, so no number comes from the
-    data that chose its threshold. When the calibration language is absent or has one class
-    only the block has ``threshold`` None, no ``languages`` and a ``note`` saying why.
-    """
-    mine = [s for s in samples if s["kind"] == kind and s.get("context", "with_prompt") == context]
-    return [_transfer(model, rows, kind, context, calibrate_on)
-            for model, rows in by_model(mine).items()]
-
-
-def _transfer(model: str, rows: list[Record], kind: str, context: str,
-              calibrate_on: str) -> dict[str, Any]:
-    t, sc, failed, _ = scored(s for s in rows if s["lang"] == calibrate_on)
-    block: dict[str, Any] = {"model": model, "kind": kind, "context": context,
-                             "calibrate_on": calibrate_on, "threshold": None,
-                             "default_threshold": DEFAULT_THRESHOLD,
-                             "n_calibration": len(t), "n_calibration_harmful": int(t.sum()),
-                             "note": _calibration_problem(t, failed, kind, calibrate_on),
-                             "languages": []}
-    if block["note"]:
-        return block
-    block["threshold"] = threshold = best_f1_threshold(t, sc)
-    others = sorted({s["lang"] for s in rows} - {calibrate_on})
-    if not others:
-        block["note"] = f"no language other than {calibrate_on!r} to apply the threshold to"
-    for lang in others:
-        lt, ls, lfailed, lexcluded = scored(s for s in rows if s["lang"] == lang)
-        if len(lt):
-            block["languages"].append({
-                "lang": lang, "n": len(lt), "n_harmful": int(lt.sum()), "n_failed": lfailed,
-                "n_excluded": lexcluded,
-                "default": confusion_at(lt, ls, DEFAULT_THRESHOLD),
-                "calibrated": confusion_at(lt, ls, threshold)})
-    return block
-
-
-def _calibration_problem(t: np.ndarray, failed: int, kind: str, lang: str) -> str | None:
-    if not len(t):
-        return (f"skipped: no scored {kind} samples in the calibration language {lang!r}"
-                + (f" ({failed} failed)" if failed else ""))
-    if t.min() == t.max():
-        return (f"skipped: the calibration language {lang!r} has only "
-                f"{'harmful' if t[0] else 'safe'} {kind} samples, so F1 cannot choose a "
-                "threshold")
-    return None
-
-
-def analyses(samples: list[Record], n_resamples: int = N_RESAMPLES,
-             calibrate_on: str = "en") -> dict[str, Any]:
+def analyses(samples: list[Record], n_resamples: int = N_RESAMPLES, calibrate_on: str = "en",
+             auprc: str = PAPER_AUPRC) -> dict[str, Any]:
     """Every analysis of a safeguard run's records, as stored at results.json's top level; 95%
     bootstrap CIs (seed 0) from ``n_resamples`` resamples, none when 0; thresholds tuned on the
-    ``calibrate_on`` language for ``threshold_transfer``."""
+    ``calibrate_on`` language for ``threshold_transfer``. ``auprc`` names the PR-AUC estimator
+    of Table 2, its CIs, the per-language table and the gaps (``trapezoid``, the papers', or
+    ``ap``); ``table2_alternative`` is Table 2 under the other one."""
+    metric = _auprc_metric(auprc)
     kinds = sorted({s["kind"] for s in samples})
-    table = table2(samples)
+    table = table2(samples, metric)
     return {
-        "table2": table,
-        "table2_ci": table2_ci(samples, n_resamples) if n_resamples else {},
-        "per_language": per_language(samples, n_resamples),
+        **_table2_block(samples, table, metric, auprc, n_resamples),
+        "per_language": per_language(samples, n_resamples, auprc),
         "n_resamples": n_resamples,
-        "language_gap": _language_gaps(samples, kinds, n_resamples),
+        "language_gap": _language_gaps(samples, kinds, n_resamples, metric),
         "cultural_gap": [r for r in cultural_gap(table) if r["gap"] is not None],
         "pair_type_confusion": _pair_types(samples, kinds),
         "score_distribution": score_distribution(s for s in samples if s["raw_label"]),
@@ -254,11 +188,34 @@ def analyses(samples: list[Record], n_resamples: int = N_RESAMPLES,
     }
 
 
-def _language_gaps(samples: list[Record], kinds: list[str], n_resamples: int) -> list[dict]:
-    """:func:`gaps.language_gap` for every task and subset, each row tagged with both."""
+def _auprc_metric(auprc: str):
+    if auprc not in AUPRC_METRICS:
+        raise ValueError(f"auprc must be one of {', '.join(AUPRC_METRICS)}, not {auprc!r}")
+    return AUPRC_METRICS[auprc]
+
+
+def _table2_block(samples: list[Record], table: dict, metric, auprc: str,
+                  n_resamples: int) -> dict[str, Any]:
+    """Table 2 under the chosen estimator with its CIs and the paper's language gap, and Table 2
+    under the other estimator."""
+    other = next(name for name in AUPRC_METRICS if name != auprc)
+    return {
+        "auprc": auprc,
+        "table2": table,
+        "table2_ci": table2_ci(samples, n_resamples, metric=metric) if n_resamples else {},
+        "table2_alternative": {"auprc": other, **table2(samples, AUPRC_METRICS[other])},
+        "table2_language_gap": [r for r in table2_language_gap(table) if r["gap"] is not None],
+    }
+
+
+def _language_gaps(samples: list[Record], kinds: list[str], n_resamples: int,
+                   metric) -> list[dict]:
+    """:func:`gaps.language_gap` (paired, per language) for every task and subset, each row
+    tagged with both."""
     return [dict(row, kind=kind, subset=sub) for kind in kinds
             for sub in sorted({s["subset"] for s in samples if s["kind"] == kind})
-            for row in language_gap(samples, kind=kind, subset=sub, n_resamples=n_resamples)]
+            for row in language_gap(samples, kind=kind, subset=sub, metric=metric,
+                                    n_resamples=n_resamples)]
 
 
 def _pair_types(samples: list[Record], kinds: list[str]) -> list[dict]:

@@ -29,10 +29,13 @@ class ScoreNext:
 
     The candidates' first tokens are taken from tokenising prompt + candidate and must be
     distinct. The log-probs are over the whole vocabulary (not renormalised over candidates).
+    ``add_special_tokens``: whether a plain-string prompt gets the tokenizer's special tokens
+    (its BOS); a chat prompt's template places them itself.
     """
 
     prompt: Prompt
     candidates: tuple[str, ...]
+    add_special_tokens: bool = True
     kind: str = field(default="score_next", init=False)
 
 
@@ -90,3 +93,11 @@ class Backend(Protocol):
 # Runs requests (through the cache, with progress) and returns responses in the same order:
 # what a task or a guard is handed, so neither needs to know the backend or the cache.
 Execute = Callable[[list[Request]], list[Response]]
+
+
+def execute_on(execute: Execute, backend: Backend) -> Execute:
+    """An ``execute`` for another backend (a helper model, such as X-Guard's translator): the
+    run's cache and progress when the run's ``execute`` offers them (``execute.on``), else the
+    backend run directly."""
+    on = getattr(execute, "on", None)
+    return on(backend) if on else (lambda requests: backend.run(requests))

@@ -138,6 +138,7 @@ class HFBackend:
         prompt's own tokens are kept and the candidate's first token scored: what the model,
         generating, would be choosing between."""
         text, special = self.render(request.prompt)
+        special = special and request.add_special_tokens
         stripped = text.rstrip(" \t")
         moved = text[len(stripped):]
         texts = [stripped] + [stripped + moved + cand for cand in request.candidates]

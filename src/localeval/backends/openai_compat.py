@@ -140,6 +140,8 @@ class OpenAIBackend:
         path, body = self._body(request.prompt, max_tokens=1)
         if path == "/completions":
             body["logprobs"] = self.top_logprobs
+            if not request.add_special_tokens:
+                body["add_special_tokens"] = False  # vLLM's extra parameter: no BOS
         else:
             body.update(logprobs=True, top_logprobs=self.top_logprobs)
         choice = self._post(path, body)["choices"][0]

@@ -16,6 +16,7 @@ from .base import Backend
 BACKENDS: dict[str, tuple[str, str]] = {
     "hf": ("hf", "HFBackend"),
     "openai": ("openai_compat", "OpenAIBackend"),
+    "hf-seq2seq": ("hf_seq2seq", "HFSeq2SeqBackend"),  # translation (X-Guard's first step)
 }
 
 

@@ -33,6 +33,8 @@ class TaskSpec:
     # Disciplines in the column order of the paper's results table.
     disciplines: tuple[str, ...]
     description: str
+    # Years before this one are pooled with it in the year breakdown (None: no pooling).
+    year_floor: int | None = None
 
 
 _LEVEL = {"CAP": "middle school", "GSAT": "high school", "AST": "high school"}
@@ -89,6 +91,9 @@ TMLU = TaskSpec(
     },
     disciplines=("Social Science", "STEM", "Humanities", "Taiwan Specific", "Other"),
     description="TMLU: Taiwanese Mandarin knowledge, 37 subjects, middle school to professional",
+    # TMLU §4 (temporal analysis): "Questions from before 2017 (2013-2016) are group with 2017
+    # as one subset."
+    year_floor=2017,
 )
 
 CMMLU = TaskSpec(

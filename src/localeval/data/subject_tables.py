@@ -108,7 +108,7 @@ TMMLUPLUS_SUBJECTS: dict[str, tuple[str, str]] = {
     "junior_math_exam": ("國中會考基測數學科", "STEM"),
     "junior_science_exam": ("國中會考基測自然科", "STEM"),
     "junior_social_studies": ("國中會考基測社會科", "Other"),
-    "None": ("線代", "STEM"),
+    "linear_algebra": ("線代", "STEM"),
     "logic_reasoning": ("邏輯思維", "Other"),
     "macroeconomics": ("總經", "Social Science"),
     "management_accounting": ("管理會計", "Other"),

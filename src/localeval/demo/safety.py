@@ -26,9 +26,9 @@ SAMPLE_SAFETY = files("localeval") / "data" / "sample" / "safety" / "items.jsonl
 def _safety_texts(path: Path) -> list[str]:
     texts = [str(v) for line in path.read_text(encoding="utf-8").splitlines()
              for v in json.loads(line).values()]
-    template = [z.SYSTEM, z.PROMPT_TASK, z.RESPONSE_TASK, z.CULTURE,
-                *(q for q, _, _ in z.STYLES.values())]
-    verdicts = [f"{z.PREFILL} {label}" for _, h, s in z.STYLES.values() for label in (h, s)]
+    template = [z.PROMPT_TASK, z.RESPONSE_TASK, z.CATEGORIES, z.CULTURE, "Human user:",
+                "AI assistant:"]
+    verdicts = [f"assistant\n{label}" for label in z.LABELS]
     return texts + template + verdicts * 20  # make each verdict word one token
 
 

@@ -54,6 +54,7 @@ class Guard(ABC):
     template_source: str = ""
     verdict_position: str = ""
     supports_response: bool = True  # False: the guard classifies prompts only
+    n_labels: int = 2  # verdict labels; --on-failure neutral scores a failure 1 / n_labels
     # Item facts the guard cannot work without, each with why (for the task's messages):
     # items that lack one are left out, with a warning.
     requires: Mapping[str, str] = {}

@@ -25,12 +25,6 @@ Meta's model card: "we look at the probability for the first token, and use that
 'unsafe' class probability".
 
 Score: P(unsafe) renormalised over {safe, unsafe}.
-
-Backend caveat: the verdict is read right after a prompt that ends in a newline. HFBackend
-currently moves trailing whitespace into the candidates (the lm-eval-harness split), so both
-candidates start with the same newline token and the request fails ("share a first token"):
-the guard then reports no score (never "safe") until the backend keeps a trailing newline in the
-context (tests/test_guards.py::test_llamaguard_end_to_end is a strict xfail for this).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from .base import Guard
 # name -> (module under localeval.guards, class name)
 GUARDS: dict[str, tuple[str, str]] = {
     "zero-shot": ("zero_shot", "ZeroShotGuard"),
+    "zero-shot-verdict": ("zero_shot_verdict", "VerdictZeroShotGuard"),
     "llamaguard3": ("llamaguard", "LlamaGuard3"),
     "llamaguard4": ("llamaguard", "LlamaGuard4"),
     "shieldgemma": ("shieldgemma", "ShieldGemma"),

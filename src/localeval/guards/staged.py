@@ -47,6 +47,11 @@ class StagedGuard(Guard):
         """P(harmful) from the responses of all stages, in request order."""
         raise NotImplementedError
 
+    def verdict(self, conversation: Conversation, responses: Sequence[Response]) -> GuardVerdict:
+        """The verdict on one conversation; :meth:`score` unless the rule depends on what was
+        judged (Qwen3Guard reads Controversial differently for prompts and responses)."""
+        return self.score(responses)
+
     def _check_response_allowed(self, response: str | None) -> None:
         if response is not None and not self.supports_response:
             raise LocalevalError(f"guard {self.name!r} classifies prompts only; use it for "
@@ -70,7 +75,8 @@ class StagedGuard(Guard):
             answers = dict(zip(keys, execute([unique[k] for k in keys]), strict=True))
             for i, key in owners:
                 done[i].append(answers[key])
-        return [self.score(responses) for responses in done]
+        return [self.verdict(c, responses) for c, responses in zip(conversations, done,
+                                                                  strict=True)]
 
 
 # ------------------------------------------------------------------------------ scoring helpers

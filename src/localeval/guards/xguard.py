@@ -9,10 +9,11 @@ Template source: the only published usage we found is the paper's own code, panu
    ``\\n <think>``; it reasons, then writes ``<label>safe</label>`` or ``<label>unsafe</label>``.
    IRIS reads the token after ``<label>`` and renormalises P(safe), P(unsafe).
 
-What we do. Step 1 is not run: our backends serve causal LMs, so the translation model cannot be
-loaded; the adapter classifies the prompt as given (pass English text, e.g. an item's
-``en_prompt``, to mimic the pipeline). This differs from the paper's X-Guard numbers on non-English
-prompts. Step 2: the assistant message ``\\n <think>`` is sent as a prefill (IRIS passes it to
+What we do. Step 1 runs on the ``hf-seq2seq`` backend (``translator``, default
+``saillab/mbart-x-guard``, forcing ``en_XX`` first as IRIS ``get_translation`` does; any HF
+seq2seq model can be named, ``translator=None`` skips the step), through the run's cache like
+every other request; a failed translation fails the item. Step 2 judges the English text. It
+gets the assistant message ``\\n <think>`` as a prefill (IRIS passes it to
 ``apply_chat_template(..., add_generation_prompt=True)``, which closes it as a finished turn and
 opens a new assistant turn; we treat it as the start of the answer, which is what the message
 appears to intend -- unconfirmed).
@@ -27,10 +28,13 @@ Score: P(unsafe) renormalised over {safe, unsafe}.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
-from ..backends.base import Generate, Request, Response, ScoreNext
+from ..backends.base import Execute, Generate, Request, Response, ScoreNext, execute_on
 from .base import Conversation, GuardVerdict
 from .staged import StagedGuard, binary_verdict
+
+TRANSLATOR = "saillab/mbart-x-guard"
 
 PREFILL = "\n <think>"
 LABEL_OPEN = "<label>"
@@ -43,8 +47,36 @@ class XGuard(StagedGuard):
     stages = 2
     supports_response = False
 
-    def __init__(self, max_tokens: int = 1024):
-        self.max_tokens = max_tokens
+    def __init__(self, max_tokens: int = 1024, translator: str | None = TRANSLATOR,
+                 translation_tokens: int = 1024):
+        self.max_tokens, self.translator = max_tokens, translator
+        self.translation_tokens = translation_tokens
+        self._translation_backend = None
+
+    def classify(self, conversations: Sequence[Conversation],
+                 execute: Execute) -> list[GuardVerdict]:
+        """Translate every prompt to English (step 1), then judge the translations (step 2)."""
+        if not self.translator:
+            return super().classify(conversations, execute)
+        for c in conversations:
+            self._check_response_allowed(c.response)
+        translate = execute_on(execute, self._translation_model())
+        done = translate([Generate(c.prompt, max_tokens=self.translation_tokens)
+                          for c in conversations])
+        ok = [i for i, r in enumerate(done) if r.error is None and r.text is not None]
+        judged = iter(super().classify([replace(conversations[i], prompt=done[i].text)
+                                        for i in ok], execute))
+        translated = set(ok)
+        return [next(judged) if i in translated else
+                GuardVerdict(None, f"translation failed: {done[i].error or 'no text'}")
+                for i in range(len(conversations))]
+
+    def _translation_model(self):
+        from ..backends.registry import load_backend
+
+        if self._translation_backend is None:
+            self._translation_backend = load_backend(f"hf-seq2seq:{self.translator}")
+        return self._translation_backend
 
     @staticmethod
     def messages(prompt: str, answer: str) -> list[dict]:

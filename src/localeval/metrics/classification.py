@@ -74,9 +74,11 @@ def pr_auc_trapezoid(y_true: ArrayLike, y_score: ArrayLike) -> float:
 
     The curve is the points (R_n, P_n) at each distinct threshold plus (0, 1); the area is
     sum_n (R_n - R_{n-1}) * (P_n + P_{n-1}) / 2. Equals ``sklearn.metrics.auc`` applied to
-    ``precision_recall_curve``, as the benchmark's published evaluation code computes it. It
-    interpolates linearly, which is optimistic; prefer :func:`average_precision`. NaN with one
-    class only.
+    ``precision_recall_curve``, as SEA-SafeguardBench's own code computes it (panuthept/IRIS
+    ``src/iris/metrics/safeguard_metrics.py``, ``SafeGuardMetric.update``: ``auc(recalls,
+    precisions)``), so it is the default PR-AUC of the safeguard tables. Linear interpolation
+    between PR points is optimistic (scikit-learn recommends :func:`average_precision`); both
+    are reported. NaN with one class only.
     """
     t, s = check_binary(y_true, y_score)
     if _one_class(t):
@@ -85,6 +87,11 @@ def pr_auc_trapezoid(y_true: ArrayLike, y_score: ArrayLike) -> float:
     precision = np.r_[1.0, tps / (tps + fps)]
     recall = np.r_[0.0, tps / tps[-1]]
     return float(np.sum(np.diff(recall) * (precision[1:] + precision[:-1]) / 2))
+
+
+# The two AUPRC estimators by their --auprc names. "trapezoid" is the papers' (see above).
+AUPRC_METRICS = {"trapezoid": pr_auc_trapezoid, "ap": average_precision}
+PAPER_AUPRC = "trapezoid"
 
 
 def roc_auc(y_true: ArrayLike, y_score: ArrayLike) -> float:

@@ -6,6 +6,9 @@
   paper's Table 3 does this per discipline, and its "Average" is the plain mean of the discipline
   scores (e.g. Claude-3-Opus: (83.06+64.32+75.93+90.41+54.23)/5 = 73.59).
 - ``macro``: the mean of subject accuracies, standard error ``sqrt(Σ se_s²) / S``.
+- Years: with a ``year_floor`` (TMLU: 2017) every earlier year is pooled with it, as the TMLU
+  paper's temporal analysis does, in a group named "2017 and earlier"; ``by_year_ungrouped``
+  keeps each year.
 """
 
 from __future__ import annotations
@@ -54,7 +57,16 @@ def _macro(by_subject: dict[str, dict]) -> dict | None:
     }
 
 
-def aggregate(samples: list[dict], subject_info: dict, disciplines: tuple[str, ...]) -> dict:
+def _year_group(year, floor: int | None) -> str | None:
+    if year is None:
+        return None
+    if floor is not None and str(year).isdigit() and int(year) <= floor:
+        return f"{floor} and earlier"
+    return str(year)
+
+
+def aggregate(samples: list[dict], subject_info: dict, disciplines: tuple[str, ...],
+              year_floor: int | None = None) -> dict:
     """All the numbers a results.json holds. ``subject_info`` maps subject id -> SubjectInfo."""
     def info(s, attr):
         meta = subject_info.get(s["subject"])
@@ -75,6 +87,8 @@ def aggregate(samples: list[dict], subject_info: dict, disciplines: tuple[str, .
         "discipline_average": table_average,
         "by_discipline": {d: by_discipline[d] for d in present},
         "by_level": _group(samples, lambda s: s.get("level") or info(s, "level")),
-        "by_year": _group(samples, lambda s: s.get("year")),
+        "by_year": _group(samples, lambda s: _year_group(s.get("year"), year_floor)),
+        **({"by_year_ungrouped": _group(samples, lambda s: s.get("year"))}
+           if year_floor is not None else {}),
         "by_subject": by_subject,
     }

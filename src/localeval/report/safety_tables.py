@@ -14,6 +14,14 @@ def _num(value: Any, scale: float = 1.0, digits: int = 1) -> str:
     return "-" if value is None else f"{value * scale:.{digits}f}"
 
 
+# How each PR-AUC estimator is named in titles (results["auprc"]; runs without it used AP).
+AUPRC_NAMES = {"trapezoid": "PR-AUC (trapezoid, the paper's)", "ap": "AUPRC (average precision)"}
+
+
+def _auprc(results: dict) -> str:
+    return AUPRC_NAMES.get(results.get("auprc", "ap"), "AUPRC")
+
+
 def _model(name: str) -> str:
     return str(name or "(model)").rstrip("/").split("/")[-1]
 
@@ -36,7 +44,7 @@ def _table2_column(col: str) -> str:
 def _table2_task(results: dict, kind: str, cols: list[str]) -> Table:
     t2 = results["table2"]
     table = Table(title=f"{results['task']} · guard {results['guard']} · {kind} "
-                        "classification · AUPRC (Table 2 layout)")
+                        f"classification · {_auprc(results)} (Table 2 layout)")
     table.add_column("Model")
     for col in cols:
         table.add_column(_table2_column(col), justify="right")
@@ -60,7 +68,7 @@ def per_language_table(results: dict, contexts: tuple[str, ...] = ("with_prompt"
                                                                     "without_prompt")) -> Table:
     """AUPRC with its 95% bootstrap CI, ROC AUC and counts per kind, context, subset, language
     (rows of the given response ``contexts``)."""
-    table = Table(title="Per language · AUPRC % [95% CI] · ROC AUC %")
+    table = Table(title=f"Per language · {_auprc(results)} % [95% CI] · ROC AUC %")
     for col in ("task", "subset", "lang", "n", "harmful", "AUPRC", "95% CI", "ROC AUC",
                 "failed", "excluded"):
         table.add_column(col, justify="left" if col in ("task", "subset", "lang") else "right")
@@ -75,12 +83,28 @@ def per_language_table(results: dict, contexts: tuple[str, ...] = ("with_prompt"
     return table
 
 
+def table2_gap_table(results: dict) -> Table | None:
+    """The paper's language gap: EN cell minus SEA cell of Table 2, per task and subset."""
+    rows = results.get("table2_language_gap") or []
+    if not rows:
+        return None
+    table = Table(title="Language gap (the paper's) · Table 2 EN − SEA cells · points")
+    multi = len({r["model"] for r in rows}) > 1
+    for col in (["model"] if multi else []) + ["task", "subset", "EN", "SEA", "EN − SEA"]:
+        table.add_column(col, justify="left" if col in ("model", "task", "subset") else "right")
+    for r in rows:
+        table.add_row(*([_model(r["model"])] if multi else []), r["kind"],
+                      SUBSET_SHORT.get(r["subset"], r["subset"]), _num(r["en"]), _num(r["sea"]),
+                      _num(r["gap"]))
+    return table
+
+
 def language_gap_table(results: dict) -> Table | None:
-    """EN minus each local language on paired items (AUPRC points) with the paired 95% CI."""
+    """EN minus each local language on paired items (points) with the paired 95% CI."""
     rows = results.get("language_gap") or []
     if not rows:
         return None
-    table = Table(title="Language gap · EN − local, paired items · AUPRC points")
+    table = Table(title=f"Language gap · EN − local, paired items · {_auprc(results)} points")
     for col in ("task", "subset", "lang", "EN", "local", "EN − local", "95% CI", "pairs"):
         table.add_column(col, justify="left" if col in ("task", "subset", "lang") else "right")
     for r in rows:
@@ -252,7 +276,8 @@ def print_safety_report(results: dict, console: Console | None = None,
     console = console or Console()
     transfer, notes = threshold_transfer_table(results)
     for table in (*table2_tables(results), per_language_table(results, contexts),
-                  language_gap_table(results), cultural_gap_table(results),
+                  table2_gap_table(results), language_gap_table(results),
+                  cultural_gap_table(results),
                   *pair_type_tables(results, contexts), score_distribution_table(results),
                   threshold_sweep_table(results), transfer):
         if table is not None:
@@ -261,5 +286,8 @@ def print_safety_report(results: dict, console: Console | None = None,
         console.print(line)
     for line in results.get("label_policy", {}).values():
         console.print(f"Label policy: {line}")
-    console.print(f"{results['n_samples']} samples; {results['n_failed']} failed (left out, "
-                  f"never counted as safe); {results['n_excluded']} excluded by the label policy.")
+    neutral = results.get("n_neutral") or 0
+    fate = ("scored 1/#labels and kept: --on-failure neutral, the authors' rule" if neutral
+            else "left out, never counted as safe")
+    console.print(f"{results['n_samples']} samples; {results['n_failed']} failed ({fate}); "
+                  f"{results['n_excluded']} excluded by the label policy.")

@@ -11,6 +11,9 @@ We never search further into the text: a reply that does not start with its answ
 Generation, CoT: the text is cut at the next ``問題：`` (the model starting a new question, as in
 the TMLU code), then the **last** final-answer statement wins: ``正確答案`` / ``答案`` /
 ``Answer``, an optional colon, optional bracket, then an option letter not followed by a letter.
+
+Those two are ``--extract strict``. The TMLU paper's own rules (``--extract tmlu``, the default
+of the ``tmlu`` prompt style) are :func:`tmlu_direct` and :func:`tmlu_cot`.
 """
 
 from __future__ import annotations
@@ -45,3 +48,56 @@ def from_cot_text(text: str, letters: str) -> tuple[str | None, str | None]:
     if found[-1] not in letters:
         return None, f"final answer {found[-1]} is not an option ({', '.join(letters)})"
     return found[-1], None
+
+
+# ---------------------------------------------------------------- the TMLU paper's rules
+# MiuLab/TMLU utils.py: find_choice, is_ans_format, check_ans, check_ans_cot. Those return
+# "is it correct"; these return the letter the rules pick (which may not be an option of the
+# question: then it is simply wrong, as there) and which rule picked it.
+_PAREN_LETTER = re.compile(r"[A-F]\)")
+_LETTER = re.compile(r"[A-F]")
+
+
+def _find_choice(text: str) -> tuple[int, str]:
+    """Position of the first 'X)' (X in A-F), else of the first capital A-F; -1 if none."""
+    for pattern, rule in ((_PAREN_LETTER, "first 'X)'"), (_LETTER, "first capital A-F")):
+        match = pattern.search(text)
+        if match:
+            return match.start(), rule
+    return -1, ""
+
+
+def _looks_like_answer(text: str) -> bool:
+    """MiuLab's is_ans_format, in its order: a negation of 正確 first, then 正確, then A-E."""
+    for phrase, verdict in (("不是正確答案", False), ("正確答案", True), ("不正確", False),
+                            ("正確", True)):
+        if phrase in text:
+            return verdict
+    return any(letter in text for letter in "ABCDE")
+
+
+def tmlu_direct(text: str) -> tuple[str | None, str]:
+    """check_ans: the first blank-line chunk if it looks like an answer, else the last chunk;
+    in it the first 'X)', else the first capital A-F. Returns (letter or None, rule)."""
+    chunks = text.strip().split("\n\n")
+    where = "first chunk" if _looks_like_answer(chunks[0]) else "last chunk"
+    chunk = chunks[0] if where == "first chunk" else chunks[-1]
+    pos, rule = _find_choice(chunk)
+    if pos < 0:
+        return None, f"tmlu: no letter A-F in the {where}"
+    return chunk[pos], f"tmlu: {where}, {rule}"
+
+
+def tmlu_cot(text: str) -> tuple[str | None, str]:
+    """check_ans_cot: cut at 問題：, take the last line that looks like an answer (joined with the
+    lines after it), search from 正確答案 (or its start) for 'X)', else a capital A-F."""
+    lines = text.strip().split("問題：")[0].strip().split("\n")
+    found = next((i for i in range(len(lines) - 1, -1, -1) if _looks_like_answer(lines[i])), None)
+    if found is None:
+        return None, "tmlu-cot: no line looks like an answer"
+    answer = "".join(lines[found:])
+    start = max(answer.find("正確答案"), 0)
+    pos, rule = _find_choice(answer[start:])
+    if pos < 0:
+        return None, "tmlu-cot: no letter A-F in the answer line"
+    return answer[start + pos], f"tmlu-cot: last answer line, {rule}"

@@ -18,13 +18,16 @@ from .base import Task
 from .prompts import CHAT_MODES, STYLES, PromptConfig, build_prompt
 
 METHODS = ("likelihood", "generation")
+# How a generated answer becomes a letter: the TMLU code's rules, or our strict ones.
+EXTRACTS = ("tmlu", "strict")
 
 
 @dataclass(frozen=True)
 class MCQConfig:
     method: str = "likelihood"
     prompt: PromptConfig = PromptConfig()
-    max_tokens: int | None = None  # generation budget; default 16 direct, 1024 CoT
+    max_tokens: int | None = None  # generation budget; see generation_budget
+    extract: str | None = None  # None: "tmlu" for the tmlu prompt style, else "strict"
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -42,10 +45,31 @@ class MCQConfig:
                                  "reasoning, so there is no single position to score")
         if self.prompt.cot and self.prompt.style != "tmlu":
             raise LocalevalError("--cot uses the TMLU paper's CoT format; use --prompt-style tmlu")
+        if self.extract not in (None, *EXTRACTS):
+            raise LocalevalError(f"unknown --extract {self.extract!r}; use one of "
+                                 f"{', '.join(EXTRACTS)}")
+
+    @property
+    def extraction(self) -> str:
+        return self.extract or ("tmlu" if self.prompt.style == "tmlu" else "strict")
 
     @property
     def generation_budget(self) -> int:
-        return self.max_tokens or (1024 if self.prompt.cot else 16)
+        """--max-tokens, else 128 with the TMLU rules (MiuLab/TMLU tmlu_eval.py --max_tokens
+        default), else 16 direct and 1024 CoT with the strict rules."""
+        if self.max_tokens:
+            return self.max_tokens
+        if self.extraction == "tmlu":
+            return 128
+        return 1024 if self.prompt.cot else 16
+
+    @property
+    def stop(self) -> tuple[str, ...]:
+        """Generation stops at the model starting a new question (the TMLU code's vLLM stop,
+        HFLM_vLLM); the strict direct rule also stops at a blank line."""
+        if self.extraction == "tmlu" or self.prompt.cot:
+            return ("問題：",)
+        return ("\n\n", "問題：")
 
 
 @dataclass
@@ -54,6 +78,7 @@ class Planned:
     prompt: Prompt
     n_shots: int
     request: Request
+    skipped: tuple[int, ...] = ()  # dev shots left out to fit the context (0-based)
 
 
 def check_subject(subject: str, splits: dict[str, list[MCQItem]], config: MCQConfig,
@@ -77,27 +102,53 @@ def plan(task: TaskSpec, subject: str, dev: list[MCQItem], test: list[MCQItem],
     """Requests for one subject (checked by :func:`check_subject`). Shots are the first k dev
     items, in order (as the TMLU code and lm-evaluation-harness's first_n sampler take them).
     When a prompt does not fit the model's context (minus the generation budget), shots are
-    dropped from the end until it does, and the number used is recorded per question."""
+    left out: with the ``tmlu`` style each shot that does not fit is skipped on its own and
+    later, shorter ones are still tried (MiuLab/TMLU tmlu_eval.py ``format_problem``,
+    ``--reduce_few_shot``); with ``lm-eval`` shots are dropped from the end. What was used is
+    recorded per question."""
     name = task.subjects[subject].name if subject in task.subjects else subject
     budget = (config.generation_budget if config.method == "generation" else 1)
+    shots = dev[: config.prompt.shots]
     out = []
     for item in test:
-        n = config.prompt.shots
-        prompt = build_prompt(item, dev[:n], name, config.prompt)
+        used = list(range(len(shots)))
+        prompt = build_prompt(item, shots, name, config.prompt)
         if count_tokens and max_context and _may_not_fit(prompt, budget, max_context):
             # a server may not count tokens (None): then no trimming
-            while n > 0 and (count_tokens(prompt) or 0) + budget > max_context:
-                n -= 1
-                prompt = build_prompt(item, dev[:n], name, config.prompt)
-        out.append(Planned(item, prompt, n, _request(item, prompt, config)))
+            def fits(indices: list[int], item: MCQItem = item) -> bool:
+                p = build_prompt(item, [shots[i] for i in indices], name, config.prompt)
+                return (count_tokens(p) or 0) + budget <= max_context
+
+            pick = _skip_each if config.prompt.style == "tmlu" else _drop_from_end
+            used = pick(len(shots), fits)
+            prompt = build_prompt(item, [shots[i] for i in used], name, config.prompt)
+        skipped = tuple(i for i in range(len(shots)) if i not in used)
+        out.append(Planned(item, prompt, len(used), _request(item, prompt, config), skipped))
     return out
+
+
+def _skip_each(n: int, fits: Callable[[list[int]], bool]) -> list[int]:
+    """Each shot in order is kept if the prompt with it still fits."""
+    used: list[int] = []
+    for i in range(n):
+        if fits(used + [i]):
+            used.append(i)
+    return used
+
+
+def _drop_from_end(n: int, fits: Callable[[list[int]], bool]) -> list[int]:
+    while n > 0 and not fits(list(range(n))):
+        n -= 1
+    return list(range(n))
 
 
 def _request(item: MCQItem, prompt: Prompt, config: MCQConfig) -> Request:
     if config.method == "likelihood":
-        return ScoreNext(prompt, config.prompt.candidates(item))
-    stop = ("問題：",) if config.prompt.cot else ("\n\n", "問題：")
-    return Generate(prompt, config.generation_budget, stop)
+        # The TMLU code tokenises without special tokens (no BOS): MiuLab/TMLU model.py,
+        # HFLM_transformers.encode / encode_pair. lm-eval style keeps the tokenizer's default.
+        return ScoreNext(prompt, config.prompt.candidates(item),
+                         add_special_tokens=config.prompt.style != "tmlu")
+    return Generate(prompt, config.generation_budget, config.stop)
 
 
 def _may_not_fit(prompt: Prompt, budget: int, max_context: int) -> bool:
@@ -120,15 +171,17 @@ def score(planned: Planned, response: Response, config: MCQConfig) -> dict:
         "n_shots": planned.n_shots,
         "gold": item.answer,
     }
+    if planned.skipped:
+        record["skipped_shots"] = list(planned.skipped)
     pred, error = None, response.error
     if error is None and config.method == "likelihood":
         letters = dict(zip(config.prompt.candidates(item), item.letters))
         record["logprobs"] = {letters[c]: v for c, v in response.logprobs.items()}
         pred = extract.from_logprobs(response.logprobs, item.letters)
+        record["extract"] = "likelihood: highest log-prob"
     elif error is None:
         record["output"] = response.text
-        fn = extract.from_cot_text if config.prompt.cot else extract.from_direct_text
-        pred, error = fn(response.text or "", item.letters)
+        pred, record["extract"], error = _extract(response.text or "", item.letters, config)
     record["pred"] = pred
     record["correct"] = pred == item.answer
     if error:
@@ -137,6 +190,16 @@ def score(planned: Planned, response: Response, config: MCQConfig) -> dict:
         if key in item.metadata:
             record[key] = item.metadata[key]
     return record
+
+
+def _extract(text: str, letters: str, config: MCQConfig) -> tuple[str | None, str, str | None]:
+    """(letter or None, the rule that decided, error when there is no letter)."""
+    if config.extraction == "tmlu":
+        pred, rule = (extract.tmlu_cot if config.prompt.cot else extract.tmlu_direct)(text)
+        return pred, rule, None if pred else rule
+    fn = extract.from_cot_text if config.prompt.cot else extract.from_direct_text
+    pred, error = fn(text, letters)
+    return pred, "strict-cot" if config.prompt.cot else "strict", error
 
 
 class MCQTask(Task):
@@ -150,11 +213,12 @@ class MCQTask(Task):
                  subjects: list[str] | None = None, shots: int = 5,
                  method: str = "likelihood", cot: bool = False, prompt_style: str = "tmlu",
                  chat: str = "none", system: str | None = None, max_tokens: int | None = None,
-                 limit: int | None = None, dataset_revision: str | None = None):
+                 extract: str | None = None, limit: int | None = None,
+                 dataset_revision: str | None = None):
         self.name, self.data, self.wanted = name, data, subjects
         self.limit, self.dataset_revision = limit, dataset_revision
         self.config = MCQConfig(
-            method=method, max_tokens=max_tokens,
+            method=method, max_tokens=max_tokens, extract=extract,
             prompt=PromptConfig(style=prompt_style, shots=shots, cot=cot, chat=chat,
                                 system=system, task=name))
         self.spec: TaskSpec | None = None
@@ -196,7 +260,8 @@ class MCQTask(Task):
             "cot": prompt.cot,
             "prompt_style": prompt.style,
             "disciplines": list(self.spec.disciplines),
-            "metrics": aggregate(samples, self.spec.subjects, self.spec.disciplines),
+            "metrics": aggregate(samples, self.spec.subjects, self.spec.disciplines,
+                                 self.spec.year_floor),
             "n_samples": len(samples),
             "unanswered": [s["id"] for s in samples if s["pred"] is None],
         }
@@ -211,6 +276,7 @@ class MCQTask(Task):
             "limit": self.limit,
             "method": method,
             "max_tokens": self.config.generation_budget if method == "generation" else None,
+            "extract": self.config.extraction if method == "generation" else None,
             "prompt": asdict(self.config.prompt),
         }
 

@@ -18,7 +18,10 @@ checked against theirs: ``description + shot + "\\n\\n" + … + query``, each sh
 Chat (``chat="single"``): the whole few-shot text is one user turn and the answer cue becomes an
 assistant prefill (the TMLU code's ``apply_chat_template`` path). ``chat="multi"``: each shot is a
 user turn (question) and an assistant turn (its answer); the query is the last user turn.
-An optional system prompt comes first.
+An optional system prompt comes first. With the ``lm-eval`` style, as lm-evaluation-harness does
+with a chat template (lm_eval/api/task.py ``fewshot_context``, ``multiturn_to_singleturn``): the
+task description goes in the system message (after ``--system`` and a blank line, when given),
+and the candidates lose their leading space (``target_delimiter`` becomes "").
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ class PromptConfig:
 
     def candidates(self, item: MCQItem) -> tuple[str, ...]:
         """The continuations scored at the answer position."""
-        if self.style == "lm-eval":
+        if self.style == "lm-eval" and self.chat == "none":
             return tuple(" " + letter for letter in item.letters)
         return tuple(item.letters)
 
@@ -101,7 +104,11 @@ def build_prompt(item: MCQItem, shots: list[MCQItem], subject_name: str,
         return text
 
     messages: list[Message] = []
-    if config.system:
+    if config.style == "lm-eval":  # the description is the system message, as lm-eval puts it
+        system = _join(config.system, head)
+        head = ""
+        messages.append({"role": "system", "content": system})
+    elif config.system:
         messages.append({"role": "system", "content": config.system})
     if config.chat == "single":
         messages.append({"role": "user",
@@ -111,6 +118,16 @@ def build_prompt(item: MCQItem, shots: list[MCQItem], subject_name: str,
     if cue:  # kept verbatim, leading newline included, as the TMLU code appends it
         messages.append({"role": "assistant", "content": cue})
     return messages
+
+
+def _join(prefix: str | None, suffix: str) -> str:
+    """lm-eval's ``maybe_delimit`` with its few-shot delimiter: a blank line between the two
+    unless one already has whitespace at the seam."""
+    if not prefix:
+        return suffix
+    if prefix[-1].isspace() or suffix[0].isspace():
+        return prefix + suffix
+    return prefix + "\n\n" + suffix
 
 
 def _multi_turn(head: str, shots: list[MCQItem], shot_texts: list[str], query: str,

@@ -27,10 +27,13 @@ from ..backends.base import Backend, Execute
 from ..data.safety import HUB_REPO, SafetyItem
 from ..errors import LocalevalError
 from ..guards import Conversation, Guard, GuardVerdict, get_guard
+from ..metrics.classification import AUPRC_METRICS, PAPER_AUPRC
 from .base import Task
 from .label_policy import binary_label, describe_policy
 from .safety_items import load_safety_items
 
+# What a failed guard verdict becomes: left out and counted (ours), or 1/#labels (the authors')
+ON_FAILURE = ("exclude", "neutral")
 # task -> what it classifies unless told otherwise
 DEFAULT_CLASSIFY = {
     "sea-safeguard": ("prompt", "response"),
@@ -93,8 +96,10 @@ def plan(items: Sequence[SafetyItem], classify: Iterable[str],
 
 
 def record(p: Planned, verdict: GuardVerdict, *, guard: str, model: str,
-           sensitive: str | None = None) -> dict:
-    """The per-sample record of one planned sample and its verdict."""
+           sensitive: str | None = None, neutral: float | None = None) -> dict:
+    """The per-sample record of one planned sample and its verdict. A failed verdict keeps
+    ``score`` None (left out, counted) unless ``neutral`` is given: then the score is that value
+    and ``neutral`` is True on the record (``--on-failure neutral``, the authors' rule)."""
     item = p.item
     raw = item.prompt_label if p.kind == "prompt" else item.response_label
     out = {
@@ -104,6 +109,8 @@ def record(p: Planned, verdict: GuardVerdict, *, guard: str, model: str,
     }
     if verdict.error is not None or verdict.score is None:
         out["error"] = verdict.error or "no score"
+        if neutral is not None:
+            out.update(score=neutral, neutral=True)
     return out
 
 
@@ -120,7 +127,11 @@ class SafeguardTask(Task):
     a country are then left out).
     ``limit``: at most N item ids per subset (all languages kept). ``n_resamples``: bootstrap
     resamples for the CIs (0: none). ``calibrate_on``: the language whose best-F1 threshold is
-    applied to every other language (``analysis.safety.threshold_transfer``).
+    applied to every other language (``analysis.safety.threshold_transfer``). ``auprc``: the
+    PR-AUC of the tables, ``trapezoid`` (the papers' code) or ``ap`` (average precision); both
+    are in results.json. ``on_failure``: ``exclude`` (default: a failed sample is left out and
+    counted, never scored) or ``neutral`` (scored 1/number of labels and kept, as the authors'
+    code does; results count them in ``n_neutral``).
     """
 
     results_schema = "localeval.safety/1"
@@ -133,10 +144,13 @@ class SafeguardTask(Task):
                  langs: Sequence[str] | None = None, classify: Sequence[str] | None = None,
                  sensitive: str | None = None, limit: int | None = None,
                  dataset_revision: str | None = None, n_resamples: int = N_RESAMPLES,
-                 calibrate_on: str = "en"):
+                 calibrate_on: str = "en", auprc: str = PAPER_AUPRC,
+                 on_failure: str = "exclude"):
         self.name, self.data, self.subsets, self.langs = name, data, subsets, langs
         self.sensitive, self.limit, self.dataset_revision = sensitive, limit, dataset_revision
         self.n_resamples, self.calibrate_on = n_resamples, calibrate_on
+        self.auprc, self.on_failure = _checked(auprc, AUPRC_METRICS, "--auprc"), \
+            _checked(on_failure, ON_FAILURE, "--on-failure")
         self.classify = tuple(classify or DEFAULT_CLASSIFY.get(name, ()))
         self.kinds = sample_kinds(self.classify)
         self.guard = _make_guard(guard, guard_options)
@@ -181,17 +195,15 @@ class SafeguardTask(Task):
         return self.guard.classify([p.conversation() for p in planned], execute)
 
     def score(self, planned: Planned, answer: GuardVerdict) -> dict:
+        neutral = 1 / self.guard.n_labels if self.on_failure == "neutral" else None
         return record(planned, answer, guard=self.guard.name, model=self.model,
-                      sensitive=self.sensitive)
+                      sensitive=self.sensitive, neutral=neutral)
 
     def summarise(self, samples: list[dict]) -> dict[str, Any]:
-        failed = [s for s in samples if s["score"] is None]
-        warnings = list(self.warnings)
-        if failed:
-            reasons = Counter(s["error"].split(":")[0] for s in failed).most_common(3)
-            warnings.append(f"{len(failed)} of {len(samples)} guard samples failed and are left "
-                            "out (never counted as safe); most common: "
-                            + "; ".join(f"{r} ({n})" for r, n in reasons))
+        failed = [s for s in samples if "error" in s]
+        n_neutral = sum(1 for s in failed if s.get("neutral"))
+        warnings = self.warnings + ([self._failure_warning(failed, len(samples), n_neutral)]
+                                    if failed else [])
         kinds = {kind for kind, _ in self.kinds}
         return {
             "schema": self.results_schema,
@@ -205,12 +217,21 @@ class SafeguardTask(Task):
             "sensitive": self.sensitive or "paper",
             "n_samples": len(samples),
             "n_failed": len(failed),
+            "on_failure": self.on_failure,
+            "n_neutral": n_neutral,
             "n_excluded": sum(1 for s in samples if s["label"] is None),
             "failures": [{k: s[k] for k in ("id", "lang", "subset", "kind", "context", "error")}
                          for s in failed[:50]],
             "warnings": warnings,
-            **analyses(samples, self.n_resamples, self.calibrate_on),
+            **analyses(samples, self.n_resamples, self.calibrate_on, self.auprc),
         }
+
+    def _failure_warning(self, failed: list[dict], n: int, n_neutral: int) -> str:
+        reasons = Counter(s["error"].split(":")[0] for s in failed).most_common(3)
+        fate = (f"were scored {1 / self.guard.n_labels:g} and kept (--on-failure neutral)"
+                if n_neutral else "are left out (never counted as safe)")
+        return (f"{len(failed)} of {n} guard samples failed and {fate}; most common: "
+                + "; ".join(f"{r} ({k})" for r, k in reasons))
 
     @property
     def cultural_awareness(self) -> bool:
@@ -230,10 +251,18 @@ class SafeguardTask(Task):
             "sensitive": self.sensitive or "paper",
             "cultural_awareness": self.cultural_awareness,
             "calibrate_on": self.calibrate_on,
+            "auprc": self.auprc,
+            "on_failure": self.on_failure,
             "guard": {"name": guard.name, "options": dict(guard.options),
                       "template_source": guard.template_source,
                       "verdict_position": guard.verdict_position},
         }
+
+
+def _checked(value: str, choices, option: str) -> str:
+    if value not in choices:
+        raise LocalevalError(f"{option} must be one of {', '.join(choices)}, not {value!r}")
+    return value
 
 
 def _make_guard(guard: str | Guard, options: dict | None) -> Guard:

@@ -1,0 +1,71 @@
+"""Local Hugging Face encoder-decoder models (translation): ``hf-seq2seq:<hub id or folder>``.
+
+It executes ``Generate`` requests: the prompt (a plain string) is the source text, the response
+the decoded output. X-Guard's pipeline uses it to translate every prompt to English before the
+guard sees it (panuthept/IRIS ``src/iris/model_wrappers/guard_models/x_guard.py``,
+``XGuard.get_translation``: ``saillab/mbart-x-guard``, ``forced_bos_token_id`` = the ``en_XX``
+language code, no other generation settings, so the checkpoint's own generation config, beam
+size included, decides). ``target_lang`` names the token forced first (``None``: none is forced).
+Texts are translated one at a time, so a result never depends on what else is in a batch.
+"""
+
+from __future__ import annotations
+
+from ..errors import LocalevalError
+from .base import Generate, Request, Response
+
+
+class HFSeq2SeqBackend:
+    def __init__(self, model: str, *, revision: str | None = None, device: str = "auto",
+                 target_lang: str | None = "en_XX", max_source_tokens: int = 1024):
+        import torch
+        import transformers
+
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        transformers.utils.logging.disable_progress_bar()
+        self.torch, self.device = torch, torch.device(device)
+        try:
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(model, revision=revision)
+            self.model = transformers.AutoModelForSeq2SeqLM.from_pretrained(model,
+                                                                           revision=revision)
+        except (OSError, ValueError) as e:
+            first = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+            raise LocalevalError(f"cannot load translation model {model!r}: {first}") from None
+        self.model.to(self.device).eval()
+        self.forced_bos = self._language_token(target_lang)
+        self.max_source_tokens = max_source_tokens
+        self.identity = {"backend": "hf-seq2seq", "model": model,
+                         "revision": revision or getattr(self.model.config, "_commit_hash", None),
+                         "target_lang": target_lang, "device": self.device.type}
+
+    def _language_token(self, lang: str | None) -> int | None:
+        if lang is None:
+            return None
+        token = self.tokenizer.convert_tokens_to_ids(lang)
+        if token is None or token == self.tokenizer.unk_token_id:
+            raise LocalevalError(f"the translation model's tokenizer has no {lang!r} token; "
+                                 "pass target_lang=None or a language code it knows")
+        return token
+
+    def max_context(self) -> int | None:
+        return self.max_source_tokens
+
+    def run(self, requests: list[Request], progress=None) -> list[Response]:
+        out = []
+        for request in requests:
+            out.append(self._translate(request))
+            if progress:
+                progress(1)
+        return out
+
+    def _translate(self, request: Request) -> Response:
+        if not isinstance(request, Generate) or not isinstance(request.prompt, str):
+            return Response(error="a seq2seq backend runs Generate requests on plain text")
+        enc = self.tokenizer(request.prompt, return_tensors="pt", truncation=True,
+                             max_length=self.max_source_tokens).to(self.device)
+        extra = {"forced_bos_token_id": self.forced_bos} if self.forced_bos is not None else {}
+        with self.torch.inference_mode():
+            ids = self.model.generate(**enc, max_new_tokens=request.max_tokens, **extra)
+        text = self.tokenizer.decode(ids[0], skip_special_tokens=True)
+        return Response(text=text, n_prompt_tokens=int(enc["input_ids"].shape[1]))
