@@ -20,8 +20,9 @@ LAYERS = [
     {"run", "report"},
     {"compare"},
     {"api"},
+    {"tools"},
     {"demo"},
-    {"cli"},
+    {"cli", "cli_tools"},
     {"__init__"},
 ]
 MAX_COMPLEXITY = 15  # radon's cyclomatic complexity, per function

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .cli_tools import add_tool_parsers
 from .errors import LocalevalError
 
 
@@ -91,6 +92,11 @@ def _parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="the whole flow offline on bundled sample data (random model)")
     d.add_argument("--output", default="runs/demo")
     d.add_argument("--quiet", action="store_true")
+    t.set_defaults(func=cmd_tasks)
+    r.set_defaults(func=cmd_run)
+    c.set_defaults(func=cmd_compare)
+    d.set_defaults(func=cmd_demo)
+    add_tool_parsers(sub)
     return p
 
 
@@ -194,19 +200,16 @@ def cmd_compare(args) -> None:
     print_awareness_delta(compare_runs(args.baseline, args.aware))
 
 
+def cmd_demo(args) -> None:
+    from .demo import run_demo
+
+    run_demo(Path(args.output), quiet=args.quiet)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        if args.command == "tasks":
-            cmd_tasks(args)
-        elif args.command == "run":
-            cmd_run(args)
-        elif args.command == "compare":
-            cmd_compare(args)
-        elif args.command == "demo":
-            from .demo import run_demo
-
-            run_demo(Path(args.output), quiet=args.quiet)
+        args.func(args)
     except LocalevalError as e:
         if args.debug:
             raise
