@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .cli_tools import add_tool_parsers
+from .cli_tools import _list, add_tool_parsers
 from .errors import LocalevalError
 
 
@@ -134,10 +134,6 @@ def cmd_tasks(args) -> None:
         table.add_row(s.id, s.name, s.discipline, s.level or "", str(s.n_questions or ""),
                       str(s.n_options or ""))
     console.print(table)
-
-
-def _list(value: str | None) -> list[str] | None:
-    return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
 
 def _task_options(args) -> dict:

@@ -4,20 +4,12 @@ Thin: each parses its options and calls one function of :mod:`localeval.tools`."
 from __future__ import annotations
 
 import json
-import math
 import sys
 
 
 def _list(value: str | None) -> list[str] | None:
+    """A comma-separated option as a list (the main CLI's too)."""
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
-
-
-def _finite(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    return value
 
 
 def add_tool_parsers(sub) -> None:
@@ -45,9 +37,10 @@ def add_tool_parsers(sub) -> None:
 
 
 def cmd_agreement(args) -> None:
+    from .run import finite
     from .tools.annotations import measure
 
-    result = _finite(measure(args.data, _list(args.columns) or [], _list(args.labels),
+    result = finite(measure(args.data, _list(args.columns) or [], _list(args.labels),
                              args.ordinal))
     if args.json:
         print(json.dumps(result, ensure_ascii=False))

@@ -11,6 +11,7 @@ import math
 import platform
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -90,16 +91,8 @@ class CachedExecutor:
         return responses
 
 
-class _NoCache:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-
-def _open_cache(path: str | Path | None) -> RequestCache | _NoCache:
-    return RequestCache(path) if path else _NoCache()
+def _open_cache(path: str | Path | None) -> RequestCache | nullcontext:
+    return RequestCache(path) if path else nullcontext()
 
 
 def _fail(record: RunRecord, error: BaseException) -> None:
