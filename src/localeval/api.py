@@ -19,14 +19,15 @@ from .tasks.registry import make_task
 __all__ = ["compare_runs", "evaluate", "load_results"]
 
 
-def evaluate(task: str = "tmlu", model: str | Backend = "hf:Qwen/Qwen2.5-0.5B-Instruct", *,
+def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
              output: str | Path | None = None, cache: str | Path | None = None,
              backend_options: dict | None = None, quiet: bool = False,
              command: list[str] | None = None, **options) -> RunRecord:
     """Evaluate ``model`` on ``task`` and (with ``output``) write the run folder.
 
     ``model`` is a backend spec such as ``hf:Qwen/Qwen2.5-7B-Instruct``, ``hf:/path/to/model``
-    or ``openai:<served name>``, or a backend object. ``cache`` is a SQLite file of finished
+    or ``openai:<served name>``, or a backend object; None only for a task with a model of its
+    own (a safeguard task with ``guard="embedding:<file>"``). ``cache`` is a SQLite file of finished
     requests (resume after a kill). ``options`` are the task's own (``localeval tasks`` lists
     the tasks): for multiple-choice tasks ``data``, ``subjects``, ``shots``, ``method``, ``cot``,
     ``prompt_style``, ``chat``, ``system``, ``max_tokens``, ``limit``, ``dataset_revision``

@@ -21,8 +21,8 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="evaluate a model on a task")
     r.add_argument("--task", required=True, help="tmlu, cmmlu, tmmluplus, sea-safeguard, "
                    "safety-prompts, safety-responses, or a name for --data")
-    r.add_argument("--model", required=True,
-                   help="hf:<hub id or folder>, or openai:<model served at --base-url>")
+    r.add_argument("--model", help="hf:<hub id or folder>, or openai:<model served at "
+                   "--base-url> (not needed with --guard embedding:<file>: its own embedder)")
     r.add_argument("--data", help="local folder or file instead of the Hugging Face Hub")
     r.add_argument("--subjects", help="comma-separated subject ids (default: all)")
     r.add_argument("--shots", type=int, default=5)
@@ -61,7 +61,8 @@ def _parser() -> argparse.ArgumentParser:
     g = r.add_argument_group("safeguard tasks (sea-safeguard, safety-prompts, safety-responses)")
     g.add_argument("--guard", default="zero-shot", help="guard adapter: zero-shot (the paper's "
                    "prompt), zero-shot-verdict (ours, with a verdict prefill), llamaguard3, "
-                   "llamaguard4, shieldgemma, qwen3guard, polyguard, wildguard, xguard")
+                   "llamaguard4, shieldgemma, qwen3guard, polyguard, wildguard, xguard, or "
+                   "embedding:<file> (a guard trained by `localeval train-guard`)")
     g.add_argument("--guard-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an option of the guard, repeatable: e.g. mode=per-policy (shieldgemma), "
                    "controversial=harmful (qwen3guard), translator=none (xguard)")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import sys
 
+from .errors import LocalevalError
+
 
 def _list(value: str | None) -> list[str] | None:
     """A comma-separated option as a list (the main CLI's too)."""
@@ -35,6 +37,70 @@ def add_tool_parsers(sub) -> None:
                    help="the label of an item without one (default: sensitive)")
     g.set_defaults(func=cmd_aggregate)
 
+    b = sub.add_parser("build-cultural", help="culturally specific prompts from 'things not to "
+                       "do' per country (SEA-SafeguardBench §2.4), ready for annotation")
+    b.add_argument("--data", required=True, help="CSV, JSONL or Parquet: country, topic, and "
+                   "optional topic_<lang> columns")
+    b.add_argument("--output", required=True, help="writes OUTPUT.jsonl and OUTPUT.csv")
+    b.add_argument("--templates", help="JSON {lang: {encourage, instructions, disguise}}: other "
+                   "wordings, or templates for topic_<lang> columns")
+    b.add_argument("--families", default="encourage,instructions,disguise",
+                   help="which templates, comma-separated (default: all three)")
+    b.add_argument("--annotators", type=int, default=4, help="empty annotator columns (default 4)")
+    b.add_argument("--model", help="also generate each prompt's response: hf:… or openai:…")
+    b.add_argument("--max-tokens", type=int, default=512)
+    b.add_argument("--system", help="system prompt for the responses")
+    b.add_argument("--base-url", help="OpenAI-compatible server for --model openai:…")
+    b.add_argument("--api-key-env", default="OPENAI_API_KEY")
+    b.add_argument("--cache", help="SQLite file of responses (default: <output>.cache.sqlite)")
+    b.add_argument("--no-cache", action="store_true")
+    b.add_argument("--quiet", action="store_true")
+    b.set_defaults(func=cmd_build_cultural)
+
+    d = sub.add_parser("diversity", help="diversity map (SEA-SafeguardBench Fig. 3): t-SNE of "
+                       "sentence embeddings by group, centroid distances")
+    d.add_argument("--data", required=True, help="CSV, JSONL or Parquet with a text column")
+    d.add_argument("--output", required=True, help="folder for diversity.png/.svg/.json, "
+                   "points.csv, centroid_distances.csv")
+    d.add_argument("--by", default="lang", help="the column that colours the map: lang, "
+                   "subset, country, … (default: lang)")
+    d.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE",
+                   help="keep matching rows only, repeatable (the paper: --where lang=en)")
+    d.add_argument("--text-column", help="default: text, else prompt")
+    d.add_argument("--embedder", default="st:all-MiniLM-L6-v2", help="st:<sentence-transformers "
+                   "model> (the paper: st:intfloat/multilingual-e5-large-instruct)")
+    d.add_argument("--perplexity", type=float, default=30.0)
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--cache", help="SQLite file of embeddings (default: <output>.cache.sqlite)")
+    d.add_argument("--no-cache", action="store_true")
+    d.add_argument("--quiet", action="store_true")
+    d.set_defaults(func=cmd_diversity)
+
+    t = sub.add_parser("train-guard", help="train an embedding guard (LionGuard-2 style) with "
+                       "cross-validated PR-AUC per language; use it as --guard embedding:FILE")
+    t.add_argument("--data", required=True, help="CSV, JSONL or Parquet: a text column and a "
+                   "label (harmful/unsafe/1, safe/0, sensitive)")
+    t.add_argument("--output", required=True, help="the guard file to write (JSON)")
+    t.add_argument("--embedder", default="st:all-MiniLM-L6-v2",
+                   help="st:<sentence-transformers model> (default: all-MiniLM-L6-v2, offline)")
+    t.add_argument("--text-column", help="default: text, else prompt")
+    t.add_argument("--label-column", default="label")
+    t.add_argument("--lang-column", default="lang", help="per-language figures (if present)")
+    t.add_argument("--group-column", default="id", help="rows sharing it (translations of one "
+                   "item) stay in one fold (if present)")
+    t.add_argument("--train-langs", help="train on these languages only, comma-separated "
+                   "(default: all); every language is still scored")
+    t.add_argument("--folds", type=int, default=5)
+    t.add_argument("--c", type=float, default=1.0, help="inverse regularisation strength")
+    t.add_argument("--sensitive", default="exclude", choices=("exclude", "harmful", "safe"),
+                   help="what a 'sensitive' label counts as (default: left out)")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--cache", help="SQLite file of embeddings (default: <output>.cache.sqlite)")
+    t.add_argument("--no-cache", action="store_true")
+    t.add_argument("--json", action="store_true", help="print the cross-validation as JSON")
+    t.add_argument("--quiet", action="store_true")
+    t.set_defaults(func=cmd_train_guard)
+
 
 def cmd_agreement(args) -> None:
     from .run import finite
@@ -62,3 +128,84 @@ def cmd_aggregate(args) -> None:
     counts = ", ".join(f"{k} {v}" for k, v in sorted(result["labels"].items()))
     print(f"wrote {result['output']}: {result['n_items']} items ({counts}); rule: "
           f"{result['rule']}", file=sys.stdout)
+
+
+def _cache(args) -> str | None:
+    """--cache, else a file beside --output (embeddings are kept for the next run)."""
+    if args.no_cache:
+        return None
+    return args.cache or f"{args.output}.cache.sqlite"
+
+
+def cmd_train_guard(args) -> None:
+    from .run import finite
+    from .tools.train_guard import train_guard
+
+    spec = train_guard(args.data, args.output, embedder=args.embedder,
+                       text_column=args.text_column, label_column=args.label_column,
+                       lang_column=args.lang_column, group_column=args.group_column,
+                       train_langs=_list(args.train_langs), folds=args.folds, c=args.c,
+                       sensitive=args.sensitive, seed=args.seed, cache=_cache(args),
+                       quiet=args.quiet)
+    cv = finite(spec["cross_validation"])
+    if args.json:
+        print(json.dumps(cv, ensure_ascii=False))
+        return
+    training = spec["training"]
+    print(f"cross-validated ({training['cv']['folds']} folds by {training['columns']['group']}), "
+          f"trained on {', '.join(training['train_langs'])}:")
+    print(f"{'lang':6s} {'n':>5s} {'harmful':>7s} {'PR-AUC':>7s} {'AP':>7s} {'ROC-AUC':>7s}")
+    for lang, m in cv.items():
+        cells = [_fmt(m[k]) for k in ("pr_auc", "average_precision", "roc_auc")]
+        mark = "*" if m["trained_on"] and lang != "all" else " "
+        print(f"{lang + mark:6s} {m['n']:5d} {m['n_harmful']:7d} " + " ".join(
+            f"{c:>7s}" for c in cells))
+    print(f"* trained on. wrote {args.output}; use it with --guard embedding:{args.output}")
+
+
+def _fmt(value) -> str:
+    return "-" if value is None else f"{value * 100:.1f}"
+
+
+def _pairs(values: list[str], option: str) -> dict[str, str]:
+    out = {}
+    for pair in values:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise LocalevalError(f"{option} {pair!r}: write COLUMN=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def cmd_diversity(args) -> None:
+    from .tools.diversity import diversity_map
+
+    summary = diversity_map(args.data, args.output, by=args.by, text_column=args.text_column,
+                            where=_pairs(args.where, "--where"), embedder=args.embedder,
+                            perplexity=args.perplexity, seed=args.seed, cache=_cache(args),
+                            quiet=args.quiet)
+    names = list(summary["groups"])
+    print(f"{summary['n_texts']} texts by {summary['by']}; centroid cosine distance "
+          "(spread on the diagonal):")
+    print(f"{'':8s}" + "".join(f"{n[:7]:>8s}" for n in names))
+    for a in names:
+        row = [summary["groups"][a]["spread"] if a == b else summary["centroid_distance"][a][b]
+               for b in names]
+        print(f"{a[:8]:8s}" + "".join(f"{v:8.3f}" for v in row))
+    print(f"wrote {args.output}/ ({', '.join(summary['files'])}, diversity.json)")
+
+
+def cmd_build_cultural(args) -> None:
+    from .tools.cultural import build_cultural
+
+    options = {"base_url": args.base_url, "api_key_env": args.api_key_env}
+    result = build_cultural(args.data, args.output, templates=args.templates,
+                            families=_list(args.families) or [], annotators=args.annotators,
+                            model=args.model, max_tokens=args.max_tokens, system=args.system,
+                            cache=_cache(args) if args.model else None,
+                            backend_options=options, quiet=args.quiet)
+    model = f", responses by {result['response_model']}" if result["response_model"] else ""
+    failed = f" ({result['n_failed']} failed: rerun to retry)" if result["n_failed"] else ""
+    print(f"wrote {' and '.join(result['files'])}: {result['n_prompts']} prompts, "
+          f"{len(result['countries'])} countries, languages {', '.join(result['langs'])}"
+          f"{model}{failed}; annotator columns {', '.join(result['annotator_columns'])}")

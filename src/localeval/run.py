@@ -17,6 +17,7 @@ from typing import Any
 
 from .backends.base import Backend, Request, Response
 from .backends.registry import load_backend, parse_backend_spec
+from .errors import LocalevalError
 from .progress import progress_bar
 from .store.cache import RequestCache
 from .store.runs import RunRecord, now, save_run, write_config
@@ -26,13 +27,13 @@ from .version import __version__
 CHUNK = 512  # requests per backend call: big enough for prefix sharing, small enough to lose little
 
 
-def run_task(task: Task, model: str | Backend, *, output: str | Path | None = None,
+def run_task(task: Task, model: str | Backend | None, *, output: str | Path | None = None,
              cache: str | Path | None = None, backend_options: dict | None = None,
              quiet: bool = False, command: list[str] | None = None) -> RunRecord:
     """Run ``task`` on ``model`` (a backend spec such as ``hf:/path`` or a backend object) and,
-    with ``output``, keep the run folder; ``cache`` is the SQLite file of finished requests."""
-    if isinstance(model, str):
-        parse_backend_spec(model)  # a typo in --model should fail before any data loads
+    with ``output``, keep the run folder; ``cache`` is the SQLite file of finished requests.
+    ``model`` None: the task's own (an embedding guard's embedder)."""
+    model = choose_model(task, model)
     items = task.load()
     backend = load_backend(model, **(backend_options or {})) if isinstance(model, str) else model
     planned = task.plan(items, backend)
@@ -43,7 +44,7 @@ def run_task(task: Task, model: str | Backend, *, output: str | Path | None = No
         write_config(record)
     try:
         started = time.perf_counter()
-        with _open_cache(cache) as store:
+        with open_cache(cache) as store:
             answers = task.respond(planned, CachedExecutor(backend, store, quiet,
                                                            task.progress_unit))
         elapsed = time.perf_counter() - started
@@ -61,6 +62,22 @@ def run_task(task: Task, model: str | Backend, *, output: str | Path | None = No
     if record.folder:
         save_run(record)
     return record
+
+
+def choose_model(task: Task, model: str | Backend | None) -> str | Backend:
+    """The run's backend spec, checked before any data loads: the one given, else the task's
+    own; a task with its own model accepts only another of the same kind."""
+    if model is None:
+        if task.default_model is None:
+            raise LocalevalError(f"task {task.name!r} needs a model (--model)")
+        return task.default_model
+    if isinstance(model, str):
+        kind, _ = parse_backend_spec(model)  # a typo in --model fails before any data loads
+        own = task.default_model
+        if own is not None and parse_backend_spec(own)[0] != kind:
+            raise LocalevalError(f"this guard runs on its own embedder ({own}); leave out --model "
+                                 f"or name another {parse_backend_spec(own)[0]}: embedder")
+    return model
 
 
 class CachedExecutor:
@@ -91,7 +108,7 @@ class CachedExecutor:
         return responses
 
 
-def _open_cache(path: str | Path | None) -> RequestCache | nullcontext:
+def open_cache(path: str | Path | None) -> RequestCache | nullcontext:
     return RequestCache(path) if path else nullcontext()
 
 

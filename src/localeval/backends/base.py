@@ -49,7 +49,15 @@ class Generate:
     kind: str = field(default="generate", init=False)
 
 
-Request = ScoreNext | Generate
+@dataclass(frozen=True)
+class Embed:
+    """A sentence embedding of ``text`` (an embedding backend's one request kind)."""
+
+    text: str
+    kind: str = field(default="embed", init=False)
+
+
+Request = ScoreNext | Generate | Embed
 
 
 @dataclass
@@ -58,6 +66,7 @@ class Response:
 
     logprobs: dict[str, float] | None = None  # ScoreNext: candidate -> log-prob
     text: str | None = None  # Generate: the generated text
+    embedding: list[float] | None = None  # Embed: the vector
     n_prompt_tokens: int | None = None
     error: str | None = None
 

@@ -17,6 +17,7 @@ BACKENDS: dict[str, tuple[str, str]] = {
     "hf": ("hf", "HFBackend"),
     "openai": ("openai_compat", "OpenAIBackend"),
     "hf-seq2seq": ("hf_seq2seq", "HFSeq2SeqBackend"),  # translation (X-Guard's first step)
+    "st": ("embedding", "SentenceEmbeddingBackend"),  # sentence-transformers embedders
 }
 
 

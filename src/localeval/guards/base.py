@@ -55,6 +55,9 @@ class Guard(ABC):
     verdict_position: str = ""
     supports_response: bool = True  # False: the guard classifies prompts only
     n_labels: int = 2  # verdict labels; --on-failure neutral scores a failure 1 / n_labels
+    # A guard with a model of its own (an embedding guard's embedder) names its backend spec:
+    # the run uses it when no --model is given.
+    model: str | None = None
     # Item facts the guard cannot work without, each with why (for the task's messages):
     # items that lack one are left out, with a warning.
     requires: Mapping[str, str] = {}

@@ -27,10 +27,21 @@ def available_guards() -> list[str]:
 
 
 def get_guard(name: str, **options) -> Guard:
-    """Make the guard registered as ``name`` (e.g. ``llamaguard3``) with its own options."""
+    """Make the guard registered as ``name`` (e.g. ``llamaguard3``) with its own options;
+    ``embedding:<file>`` is a trained embedding guard."""
+    kind, sep, path = name.partition(":")
+    if sep and kind.strip().lower() == "embedding":
+        from .embedding import EmbeddingGuard
+
+        if options:
+            raise LocalevalError(f"an embedding guard takes no options (got {', '.join(options)})")
+        guard = EmbeddingGuard(path)
+        guard.options = {"path": path}
+        return guard
     key = name.strip().lower().replace("_", "-")
     if key not in GUARDS:
-        raise LocalevalError(f"unknown guard {name!r}; available: {', '.join(available_guards())}")
+        raise LocalevalError(f"unknown guard {name!r}; available: {', '.join(available_guards())}, "
+                             "embedding:<guard file>")
     module, cls_name = GUARDS[key]
     cls = getattr(importlib.import_module(f"{__package__}.{module}"), cls_name)
     accepted = [p for p in inspect.signature(cls).parameters if p != "self"]

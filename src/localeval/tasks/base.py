@@ -25,6 +25,9 @@ class Task(ABC):
     results_schema: str  # results.json "schema", e.g. "localeval.mcq/1"
     progress_unit: str = "requests"  # what the progress bar counts
     rate_unit: str = "samples"  # what timing's "<unit>_per_second" counts
+    # The backend spec the run uses when no model is given (a guard with its own model); None:
+    # the caller must name one.
+    default_model: str | None = None
 
     @abstractmethod
     def load(self) -> Sequence[Any]:

@@ -154,6 +154,7 @@ class SafeguardTask(Task):
         self.classify = tuple(classify or DEFAULT_CLASSIFY.get(name, ()))
         self.kinds = sample_kinds(self.classify)
         self.guard = _make_guard(guard, guard_options)
+        self.default_model = self.guard.model
         check_guard(self.guard, self.kinds)
         self.warnings: list[str] = []
         self.items: list[SafetyItem] = []
