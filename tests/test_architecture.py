@@ -22,7 +22,7 @@ LAYERS = [
     {"api"},
     {"tools"},
     {"demo"},
-    {"cli", "cli_tools"},
+    {"cli", "cli_tools", "cli_options"},
     {"__init__"},
 ]
 MAX_COMPLEXITY = 15  # radon's cyclomatic complexity, per function

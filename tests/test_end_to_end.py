@@ -95,7 +95,7 @@ def test_clear_one_line_errors(argv, words, capsys):
 def test_missing_model_folder_is_one_line(tmp_path, shared, capsys):
     code = main(["run", "--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"),
                  "--subjects", "arts", "--model", f"hf:{tmp_path / 'missing'}"])
-    assert code == 2 and "cannot load model" in capsys.readouterr().err
+    assert code == 2 and "model folder" in capsys.readouterr().err
 
 
 @pytest.mark.slow

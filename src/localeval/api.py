@@ -22,7 +22,8 @@ __all__ = ["compare_runs", "evaluate", "load_results"]
 def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
              output: str | Path | None = None, cache: str | Path | None = None,
              backend_options: dict | None = None, quiet: bool = False,
-             command: list[str] | None = None, **options) -> RunRecord:
+             command: list[str] | None = None, overwrite: bool = False,
+             **options) -> RunRecord:
     """Evaluate ``model`` on ``task`` and (with ``output``) write the run folder.
 
     ``model`` is a backend spec such as ``hf:Qwen/Qwen2.5-7B-Instruct``, ``hf:/path/to/model``
@@ -34,10 +35,12 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
     (:class:`localeval.tasks.mcq.MCQTask`); for safeguard tasks ``guard``, ``guard_options``,
     ``data``, ``subsets``, ``langs``, ``classify``, ``sensitive``, ``limit``,
     ``dataset_revision``, ``n_resamples``, ``calibrate_on``
-    (:class:`localeval.tasks.safeguard.SafeguardTask`).
+    (:class:`localeval.tasks.safeguard.SafeguardTask`). ``output`` that holds a run with
+    other settings is refused unless ``overwrite``; with the same settings the run resumes.
     """
     return run_task(make_task(task, **options), model, output=output, cache=cache,
-                    backend_options=backend_options, quiet=quiet, command=command)
+                    backend_options=backend_options, quiet=quiet, command=command,
+                    overwrite=overwrite)
 
 
 def load_results(folder: str | Path) -> RunRecord:

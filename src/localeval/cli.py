@@ -6,17 +6,53 @@ import argparse
 import sys
 from pathlib import Path
 
-from .cli_tools import _list, add_tool_parsers
+from .cli_options import _backend_options, _task_options, default_output
+from .cli_tools import add_tool_parsers
 from .errors import LocalevalError
+
+# What `localeval --help` says first: written for users.
+DESCRIPTION = """Evaluate LLMs and their safeguards in Taiwanese Mandarin, Chinese and Southeast-Asian
+languages: TMLU, TMMLU+, CMMLU and SEA-SafeguardBench, the papers' protocols by default.
+
+  localeval demo                                   the whole flow offline, in a minute
+  localeval tasks                                  what can be evaluated
+  localeval run --task tmlu --model hf:Qwen/Qwen2.5-7B-Instruct
+  localeval run --task sea-safeguard --guard llamaguard3 --model hf:meta-llama/Llama-Guard-3-8B
+
+Every run keeps a folder (--output, default runs/<task>/<model>-<settings>) with config.json,
+results.json, samples.jsonl and the request cache: the same command again resumes."""
+EPILOG = "`localeval <command> --help` shows each command's options."
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Shows an option's default where it has one worth showing."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        if "%(default)" in text or default in (None, False, [], argparse.SUPPRESS) or \
+                "default" in text or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)"
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="localeval", description=__doc__)
+    from .version import __version__
+
+    p = argparse.ArgumentParser(prog="localeval", description=DESCRIPTION, epilog=EPILOG,
+                                formatter_class=_HelpFormatter)
+    p.add_argument("--version", action="version", version=f"localeval {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
-    sub = p.add_subparsers(dest="command", required=True)
+    # --debug is accepted after the command too (localeval run ... --debug)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show tracebacks")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub.add_parser = _with(sub.add_parser, parents=[common], formatter_class=_HelpFormatter)
 
     t = sub.add_parser("tasks", help="list built-in tasks, or one task's subjects")
     t.add_argument("task", nargs="?")
+    t.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     r = sub.add_parser("run", help="evaluate a model on a task")
     r.add_argument("--task", required=True, help="tmlu, cmmlu, tmmluplus, sea-safeguard, "
@@ -28,7 +64,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--shots", type=int, default=5)
     r.add_argument("--method", default="likelihood", help="likelihood or generation")
     r.add_argument("--cot", action="store_true", help="chain-of-thought (needs --method generation)")
-    r.add_argument("--prompt-style", default="tmlu", help="tmlu (the paper's) or lm-eval")
+    r.add_argument("--prompt-style", help="tmlu (the TMLU paper's) or lm-eval (the CMMLU and "
+                   "TMMLU+ authors', as lm-evaluation-harness has them); default: the task's own "
+                   "(tmlu for tmlu and custom data, lm-eval for cmmlu and tmmluplus)")
     r.add_argument("--chat", default="none", help="none, single (few-shot in one user turn) or "
                    "multi (one turn per shot); uses the model's chat template")
     r.add_argument("--system", help="system prompt (with --chat) or text before the prompt")
@@ -39,11 +77,17 @@ def _parser() -> argparse.ArgumentParser:
                    "default for --prompt-style tmlu) or strict (the first character must be the "
                    "letter; CoT: the last final-answer statement; default for lm-eval)")
     r.add_argument("--limit", type=int, help="first N test questions per subject")
-    r.add_argument("--output", help="run folder for config.json, results.json, samples.jsonl")
+    r.add_argument("--output", help="run folder for config.json, results.json, samples.jsonl and "
+                   "the cache; default runs/<task>/<model>-<settings hash>, so the same command "
+                   "resumes")
+    r.add_argument("--overwrite", action="store_true", help="replace a run with other settings "
+                   "in --output (by default that is refused)")
     r.add_argument("--cache", help="SQLite file of finished requests (default: <output>/cache.sqlite)")
     r.add_argument("--no-cache", action="store_true")
     r.add_argument("--dataset-revision")
     r.add_argument("--revision", help="model revision (Hub branch, tag or commit)")
+    r.add_argument("--model-args", metavar="KEY=VALUE,...", help="more model-loading options, "
+                   "as lm-eval takes them: e.g. trust_remote_code=true,low_cpu_mem_usage=true")
     r.add_argument("--dtype", default="auto", help="auto (the checkpoint's on GPU, float32 on CPU), "
                    "float32, bfloat16, float16")
     r.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, …")
@@ -83,12 +127,22 @@ def _parser() -> argparse.ArgumentParser:
                    "neutral (scored 1/#labels and kept, as the authors' code does)")
     g.add_argument("--calibrate-on", default="en", metavar="LANG",
                    help="language whose best-F1 threshold is applied to the others (default: en)")
+    r.add_argument("--no-log-samples", action="store_true", help="samples.jsonl keeps a sha256 "
+                   "of each prompt and response instead of the text (safeguard tasks)")
+    r.add_argument("--json", action="store_true", help="print results.json instead of tables")
     r.add_argument("--quiet", action="store_true")
 
     c = sub.add_parser("compare", help="cultural-awareness delta of two safety runs (paper "
                        "Table 3): culture-aware minus plain AUPRC on the CG subset")
     c.add_argument("baseline", help="run folder of the plain guard")
     c.add_argument("aware", help="run folder of the same guard with --cultural-awareness")
+    c.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    w = sub.add_parser("show", help="print a run folder's tables again (they only read "
+                       "results.json)")
+    w.add_argument("folder", help="a run folder")
+    w.add_argument("--json", action="store_true", help="print results.json")
+    w.set_defaults(func=cmd_show)
 
     d = sub.add_parser("demo", help="the whole flow offline on bundled sample data (random model)")
     d.add_argument("--output", default="runs/demo")
@@ -101,100 +155,79 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _batch_size(value: str):
-    if value == "auto":
-        return value
-    try:
-        return int(value)
-    except ValueError:
-        raise LocalevalError(f"--batch-size must be 'auto' or an integer, not {value!r}") from None
+def _with(add_parser, **defaults):
+    """``add_parser`` with keyword defaults (each subcommand gets --debug and our help format)."""
+    return lambda name, **kw: add_parser(name, **{**defaults, **kw})
+
+
 
 
 def cmd_tasks(args) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from .report.console import make_console, print_json
+    from .report.tasks import task_rows, task_table
 
-    from .data.catalog import get_task
-    from .tasks.registry import TASKS
-
-    console = Console()
-    if args.task is None:
-        table = Table(title="Built-in tasks (any local folder works too: --data PATH)")
-        for col in ("task", "Hub dataset", "subjects", "description"):
-            table.add_column(col)
-        for entry in TASKS.values():
-            table.add_row(entry.name, entry.source, entry.size.removesuffix(" subjects"),
-                          entry.description)
-        console.print(table)
-        return
-    spec = get_task(args.task)
-    table = Table(title=f"{spec.name} subjects")
-    for col in ("subject", "name", "discipline", "level", "questions", "options"):
-        table.add_column(col)
-    for s in spec.subjects.values():
-        table.add_row(s.id, s.name, s.discipline, s.level or "", str(s.n_questions or ""),
-                      str(s.n_options or ""))
-    console.print(table)
+    rows = task_rows(args.task)
+    if args.json:
+        print_json(rows)
+    else:
+        make_console().print(task_table(args.task, rows))
 
 
-def _task_options(args) -> dict:
-    """The options of the task ``--task`` names, from the command line."""
-    from .tasks.registry import task_class
-    from .tasks.safeguard import SafeguardTask
-
-    common = {"data": args.data, "limit": args.limit, "dataset_revision": args.dataset_revision}
-    if issubclass(task_class(args.task), SafeguardTask):
-        return {**common, "guard": args.guard, "subsets": _list(args.subset),
-                "langs": _list(args.lang), "classify": _list(args.classify),
-                "sensitive": args.sensitive, "n_resamples": args.bootstrap,
-                "calibrate_on": args.calibrate_on, "auprc": args.auprc,
-                "on_failure": args.on_failure,
-                "guard_options": _guard_options(args) or None}
-    return {**common, "subjects": _list(args.subjects), "shots": args.shots,
-            "method": args.method, "cot": args.cot, "prompt_style": args.prompt_style,
-            "chat": args.chat, "system": args.system, "max_tokens": args.max_tokens,
-            "extract": args.extract}
 
 
-def _guard_options(args) -> dict:
-    """--guard-option KEY=VALUE pairs (none, true, false and integers typed) and
-    --cultural-awareness."""
-    out: dict = {"cultural_awareness": True} if args.cultural_awareness else {}
-    for pair in args.guard_option:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise LocalevalError(f"--guard-option {pair!r}: write KEY=VALUE")
-        typed = {"none": None, "true": True, "false": False}.get(value.lower(), value)
-        out[key.strip().replace("-", "_")] = int(value) if value.isdigit() else typed
-    return out
+
+
+
+
+
+
+
+
 
 
 def cmd_run(args) -> None:
     from .api import evaluate
-    from .report.console import print_results
+    from .report.console import make_console, print_json, print_results
 
-    cache = None
-    if not args.no_cache:
-        cache = args.cache or (Path(args.output) / "cache.sqlite" if args.output else None)
-    backend_options = {
-        "revision": args.revision, "dtype": args.dtype, "device": args.device,
-        "batch_size": _batch_size(args.batch_size), "attn": args.attn,
-        "prefix_reuse": not args.no_prefix_reuse, "padding_side": args.padding_side,
-        "base_url": args.base_url,
-        "api_key_env": args.api_key_env, "concurrency": args.concurrency}
-    result = evaluate(task=args.task, model=args.model, output=args.output, cache=cache,
+    options, backend_options = _task_options(args), _backend_options(args)
+    output = Path(args.output) if args.output else default_output(
+        args.task, args.model, options, backend_options)
+    cache = None if args.no_cache else (args.cache or output / "cache.sqlite")
+    result = evaluate(task=args.task, model=args.model, output=output, cache=cache,
                       backend_options=backend_options, quiet=args.quiet, command=sys.argv,
-                      **_task_options(args))
-    print_results(result.results)
-    if result.folder:
+                      overwrite=args.overwrite, **options)
+    if args.json:
+        print_json(result.results)
+    else:
+        print_results(result.results, make_console())
         print(f"wrote {result.folder}/ (config.json, results.json, samples.jsonl)")
 
 
 def cmd_compare(args) -> None:
     from .api import compare_runs
+    from .report.console import make_console, print_json
     from .report.safety_tables import print_awareness_delta
 
-    print_awareness_delta(compare_runs(args.baseline, args.aware))
+    comparison = compare_runs(args.baseline, args.aware)
+    if args.json:
+        print_json(comparison)
+    else:
+        print_awareness_delta(comparison, make_console())
+
+
+def cmd_show(args) -> None:
+    from .api import load_results
+    from .report.console import make_console, print_json, print_results
+
+    record = load_results(args.folder)
+    if record.status != "finished":
+        raise LocalevalError(f"{args.folder}: the run is {record.status}"
+                             + (f" ({record.error})" if record.error else "")
+                             + "; rerun its command to finish it")
+    if args.json:
+        print_json(record.results)
+    else:
+        print_results(record.results, make_console())
 
 
 def cmd_demo(args) -> None:
@@ -208,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args.func(args)
     except LocalevalError as e:
-        if args.debug:
+        if getattr(args, "debug", False):
             raise
         print(f"error: {e}", file=sys.stderr)
         return 2

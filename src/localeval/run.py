@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from .backends.base import Backend, Request, Response
-from .backends.registry import load_backend, parse_backend_spec
+from .backends.registry import load_backend, parse_backend_spec, preflight
 from .errors import LocalevalError
 from .progress import progress_bar
 from .store.cache import RequestCache
-from .store.runs import RunRecord, now, save_run, write_config
+from .store.runs import RunRecord, check_output_folder, check_same_run, now, save_run, write_config
 from .tasks.base import Task
 from .version import __version__
 
@@ -29,12 +29,15 @@ CHUNK = 512  # requests per backend call: big enough for prefix sharing, small e
 
 def run_task(task: Task, model: str | Backend | None, *, output: str | Path | None = None,
              cache: str | Path | None = None, backend_options: dict | None = None,
-             quiet: bool = False, command: list[str] | None = None) -> RunRecord:
+             quiet: bool = False, command: list[str] | None = None,
+             overwrite: bool = False) -> RunRecord:
     """Run ``task`` on ``model`` (a backend spec such as ``hf:/path`` or a backend object) and,
     with ``output``, keep the run folder; ``cache`` is the SQLite file of finished requests.
-    ``model`` None: the task's own (an embedding guard's embedder)."""
+    ``model`` None: the task's own (an embedding guard's embedder). A folder that holds a run
+    with other settings is refused unless ``overwrite``; with the same settings it is a rerun.
+    Every check (model spec, folder, data, options) comes before the model loads."""
     model = choose_model(task, model)
-    items = task.load()
+    items = checked_items(task, model, output, backend_options, overwrite)
     backend = load_backend(model, **(backend_options or {})) if isinstance(model, str) else model
     planned = task.plan(items, backend)
     config = {**run_provenance(command), **task.describe(),
@@ -62,6 +65,21 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
     if record.folder:
         save_run(record)
     return record
+
+
+def checked_items(task: Task, model: str | Backend, output: str | Path | None,
+                  backend_options: dict | None, overwrite: bool) -> list:
+    """The task's items, after every check that needs no model: the run folder, where the
+    model comes from, the data and options, and (for a folder that holds a run) its settings."""
+    if output:
+        check_output_folder(Path(output))
+    if isinstance(model, str):
+        preflight(model, **(backend_options or {}))
+    items = task.load()
+    if output:
+        check_same_run(Path(output), {**task.describe(), "model": model if isinstance(model, str)
+                                      else None}, overwrite)
+    return items
 
 
 def choose_model(task: Task, model: str | Backend | None) -> str | Backend:

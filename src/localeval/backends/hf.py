@@ -45,43 +45,39 @@ class HFBackend:
         prefix_reuse: bool = True,
         max_batch_tokens: int | None = None,
         padding_side: str = "right",
+        model_args: dict | None = None,
     ):
         import torch
         import transformers
 
-        if dtype not in DTYPES:
-            raise LocalevalError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPES)}")
+        _check_options(dtype, batch_size, padding_side)
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        if batch_size != "auto" and (not isinstance(batch_size, int) or batch_size < 1):
-            raise LocalevalError(f"batch size must be a positive integer or 'auto', not {batch_size!r}")
         transformers.utils.logging.disable_progress_bar()  # ours shows questions/s instead
         self.torch = torch
         self.device = torch.device(device)
         self.batch_size = batch_size
         self.prefix_reuse = prefix_reuse
-        if padding_side not in ("right", "left"):
-            raise LocalevalError(f"padding side must be 'right' or 'left', not {padding_side!r}")
         self.padding_side = padding_side
         self._stops: dict[tuple[str, ...], object] = {}
         # forwarded = real tokens run through the model; padding = the extra we pad batches with
         self.stats = {"forwarded_tokens": 0, "padding_tokens": 0, "prompt_tokens": 0,
                       "requests": 0}
+        self.name, self.revision, self.attn = model, revision, attn
+        # --model-args: more from_pretrained options (trust_remote_code, ...), as lm-eval takes
+        self.model_args = dict(model_args or {})
+        shared = {k: v for k, v in self.model_args.items() if k == "trust_remote_code"}
         try:
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(model, revision=revision)
-            self.model = transformers.AutoModelForCausalLM.from_pretrained(
-                model,
-                revision=revision,
-                dtype=self._torch_dtype(dtype),
-                attn_implementation=attn,
-            )
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(model, revision=revision,
+                                                                        **shared)
+            self.config = transformers.AutoConfig.from_pretrained(model, revision=revision,
+                                                                  **shared)
         except (OSError, ValueError) as e:
-            first = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
-            raise LocalevalError(
-                f"cannot load model {model!r}: {first} (pass hf:<hub id> or hf:<folder with "
-                "config.json and weights>; for gated models run `hf auth login` first)"
-            ) from None
-        self.model.to(self.device).eval()
+            raise _load_error(model, e) from None
+        self.dtype = self._torch_dtype(dtype)
+        self._model = None
+        if self.dtype == "auto":  # the checkpoint's dtype, known for sure only once loaded
+            self.dtype = self.model.dtype
         if self.tokenizer.pad_token_id is None:
             # Padding is masked out, so any id will do; this only makes batching possible.
             self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
@@ -89,12 +85,29 @@ class HFBackend:
         self.identity = {
             "backend": "hf",
             "model": model,
-            "revision": revision or getattr(self.model.config, "_commit_hash", None),
+            "revision": revision or getattr(self.config, "_commit_hash", None),
             "fingerprint": _weights_fingerprint(model),
-            "dtype": str(self.model.dtype).removeprefix("torch."),
+            "dtype": str(self.dtype).removeprefix("torch."),
             "device": self.device.type,
             "attn": attn,
+            **({"model_args": self.model_args} if self.model_args else {}),
         }
+
+    @property
+    def model(self):
+        """The weights, loaded on first use: a rerun whose requests are all in the cache never
+        loads them (the tokenizer and config are enough to plan and key the requests)."""
+        if self._model is None:
+            import transformers
+
+            try:
+                model = transformers.AutoModelForCausalLM.from_pretrained(
+                    self.name, revision=self.revision, dtype=self.dtype,
+                    attn_implementation=self.attn, **self.model_args)
+            except (OSError, ValueError, TypeError) as e:
+                raise _load_error(self.name, e) from None
+            self._model = model.to(self.device).eval()
+        return self._model
 
     def _torch_dtype(self, dtype: str):
         """'auto' is the checkpoint's own dtype on a GPU and float32 on a CPU, where bfloat16
@@ -126,7 +139,7 @@ class HFBackend:
         return len(self.encode(*self.render(prompt)))
 
     def max_context(self) -> int | None:
-        return getattr(self.model.config, "max_position_embeddings", None)
+        return getattr(self.config, "max_position_embeddings", None)
 
     def _score_tokens(self, request: ScoreNext) -> tuple[list[int], list[int]]:
         """Context ids and each candidate's first token id, split the way lm-evaluation-harness
@@ -335,14 +348,14 @@ class HFBackend:
         """A token budget per forward pass from free memory and the per-token cost of the model
         (KV cache + the widest activations), using a third of what is free."""
         torch = self.torch
-        cfg = self.model.config
+        cfg = self.config
         get = lambda *names: next((getattr(cfg, n) for n in names if getattr(cfg, n, None)), 0)  # noqa: E731
         hidden = get("hidden_size", "n_embd", "d_model") or 1024
         layers = get("num_hidden_layers", "n_layer") or 12
         heads = get("num_attention_heads", "n_head") or 16
         kv_heads = get("num_key_value_heads") or heads
         inter = get("intermediate_size", "n_inner") or 4 * hidden
-        width = self.model.dtype.itemsize
+        width = self.dtype.itemsize
         per_token = width * (2 * layers * kv_heads * (hidden // heads) + 4 * hidden + 2 * inter)
         if self.device.type == "cuda":
             free = torch.cuda.mem_get_info(self.device)[0]
@@ -384,6 +397,23 @@ def _only_positions(model, last):
 def _has_sliding_layers(cache) -> bool:
     flags = getattr(cache, "is_sliding", False)  # a list per layer on transformers 5 caches
     return any(flags) if isinstance(flags, list | tuple) else bool(flags)
+
+
+def _check_options(dtype: str, batch_size: int | str, padding_side: str) -> None:
+    if dtype not in DTYPES:
+        raise LocalevalError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPES)}")
+    if batch_size != "auto" and (not isinstance(batch_size, int) or batch_size < 1):
+        raise LocalevalError(f"batch size must be a positive integer or 'auto', not {batch_size!r}")
+    if padding_side not in ("right", "left"):
+        raise LocalevalError(f"padding side must be 'right' or 'left', not {padding_side!r}")
+
+
+def _load_error(model: str, error: Exception) -> LocalevalError:
+    text = str(error).strip()
+    first = text.splitlines()[0][:300] if text else type(error).__name__
+    return LocalevalError(f"cannot load model {model!r}: {first} (pass hf:<hub id> or "
+                          "hf:<folder with config.json and weights>; for gated models run "
+                          "`hf auth login` first)")
 
 
 def _weights_fingerprint(model: str) -> str | None:

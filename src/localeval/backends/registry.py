@@ -33,6 +33,20 @@ def parse_backend_spec(spec: str) -> tuple[str, str]:
     return kind, target
 
 
+def preflight(spec: str, **options) -> None:
+    """Cheap checks of ``spec`` before any data or model loads (see :mod:`.hub`)."""
+    kind, target = parse_backend_spec(spec)
+    if kind == "st":
+        from .embedding import PACKAGED
+
+        if target.removeprefix("sentence-transformers/") in PACKAGED:
+            return
+    if kind in ("hf", "hf-seq2seq", "st"):
+        from .hub import check_model_source
+
+        check_model_source(target, options.get("revision"))
+
+
 def load_backend(spec: str, **options) -> Backend:
     """Make a backend from ``kind:target``, e.g. ``hf:Qwen/Qwen2.5-7B-Instruct`` or ``hf:/models/x``.
 

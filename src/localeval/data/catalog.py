@@ -35,6 +35,12 @@ class TaskSpec:
     description: str
     # Years before this one are pooled with it in the year breakdown (None: no pooling).
     year_floor: int | None = None
+    # The benchmark authors' own prompt format: tmlu (the TMLU paper's; it introduces the
+    # questions as Taiwanese exam questions) or lm-eval (lm-evaluation-harness's copy of the
+    # CMMLU / TMMLU+ authors' prompt).
+    prompt_style: str = "tmlu"
+    # The paper table the discipline table reproduces, if any (said in its caption).
+    paper_table: str | None = None
 
 
 _LEVEL = {"CAP": "middle school", "GSAT": "high school", "AST": "high school"}
@@ -90,6 +96,7 @@ TMLU = TaskSpec(
         for sid, name, disc, n, k in _TMLU_ROWS
     },
     disciplines=("Social Science", "STEM", "Humanities", "Taiwan Specific", "Other"),
+    paper_table="the TMLU paper's Table 3",
     description="TMLU: Taiwanese Mandarin knowledge, 37 subjects, middle school to professional",
     # TMLU §4 (temporal analysis): "Questions from before 2017 (2013-2016) are group with 2017
     # as one subset."
@@ -104,6 +111,7 @@ CMMLU = TaskSpec(
     subjects={s: SubjectInfo(s, zh, cat, n_options=4) for s, (zh, cat) in CMMLU_SUBJECTS.items()},
     disciplines=("STEM", "Humanities", "Social Science", "Other"),
     description="CMMLU: Chinese (Simplified) knowledge, 67 subjects",
+    prompt_style="lm-eval",
 )
 
 TMMLUPLUS = TaskSpec(
@@ -116,9 +124,16 @@ TMMLUPLUS = TaskSpec(
     },
     disciplines=("STEM", "Humanities", "Social Science", "Other"),
     description="TMMLU+: Traditional Chinese knowledge, school to professional subjects",
+    prompt_style="lm-eval",
 )
 
 BUILTIN_TASKS: dict[str, TaskSpec] = {t.name: t for t in (TMLU, CMMLU, TMMLUPLUS)}
+
+
+def default_prompt_style(task: str) -> str:
+    """The task authors' own format (``TaskSpec.prompt_style``); tmlu for local data."""
+    spec = BUILTIN_TASKS.get(task)
+    return spec.prompt_style if spec else "tmlu"
 
 
 def get_task(name: str) -> TaskSpec:

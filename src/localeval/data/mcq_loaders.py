@@ -112,19 +112,39 @@ def load_local(path: str | Path, subjects: Iterable[str] | None = None) -> dict[
     if not path.exists():
         raise LocalevalError(f"data path {path} does not exist; pass --data with a folder or file")
     wanted = set(subjects) if subjects else None
+    files = _files(path)
+    named = {subject for _, subject, _ in files if subject is not None}
+    if wanted is not None and files and all(s is not None for _, s, _ in files):
+        _check_subjects(path, wanted, named)  # every file names its subject: check before reading
     out: dict[str, Splits] = {}
-    for f, subject, split in _files(path):
+    for f, subject, split in files:
         if wanted is None or subject is None or subject in wanted:
             _merge(out, _load_file(f, subject, split))
-    if wanted is not None:
-        missing = sorted(wanted - set(out))
-        if missing:
-            raise LocalevalError(f"subject(s) {', '.join(missing)} not found in {path}; "
-                                 f"available: {', '.join(sorted(out)) or 'none'}")
-        out = {s: out[s] for s in out if s in wanted}
+    out = _selected(path, out, wanted, named)
     if not out:
         raise LocalevalError(f"no question files (.csv, .jsonl, .parquet) found in {path}")
     return out
+
+
+def _selected(path: Path, out: dict[str, Splits], wanted: set[str] | None,
+              named: set[str]) -> dict[str, Splits]:
+    if wanted is None:
+        return out
+    _check_subjects(path, wanted, set(out) | named)
+    return {s: out[s] for s in out if s in wanted}
+
+
+def _check_subjects(path: Path, wanted: set[str], available: set[str]) -> None:
+    """Subjects asked for but not there: one line with the nearest names and the full list."""
+    from difflib import get_close_matches
+
+    missing = sorted(wanted - available)
+    if not missing:
+        return
+    near = sorted({m for s in missing for m in get_close_matches(s, sorted(available), n=2)})
+    hint = f"did you mean {', '.join(near)}? " if near else ""
+    raise LocalevalError(f"subject(s) {', '.join(missing)} not found in {path}; {hint}"
+                         f"available ({len(available)}): {', '.join(sorted(available)) or 'none'}")
 
 
 def _files(path: Path) -> list[tuple[Path, str | None, str | None]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ..api import evaluate
-from ..report.mcq_tables import print_mcq_report
+from ..report.mcq_tables import discipline_table
 from .model import build_demo_model
 
 SAMPLE_MCQ = files("localeval") / "data" / "sample" / "tmlu"
@@ -25,11 +25,12 @@ def _sample_texts(folder: Path) -> list[str]:
 
 
 def run_mcq_demo(output: Path, console: Console, quiet: bool = False) -> None:
-    """5-shot likelihood on the sample subjects; prints the Table 3 layout."""
+    """5-shot likelihood on the sample subjects; prints the Table 3 layout (the rest of the
+    tables: ``localeval show`` on the run folder)."""
     sample = Path(str(SAMPLE_MCQ))
     model_dir = build_demo_model(output / "demo-model", _sample_texts(sample))
     result = evaluate(task="tmlu", model=f"hf:{model_dir}", data=sample, shots=5,
                       method="likelihood", output=output / "tmlu-likelihood", quiet=quiet,
                       command=["localeval", "demo"])
-    print_mcq_report(result.results, console, subjects=False)
-    console.print(f"Run folder: {result.folder} (config.json, results.json, samples.jsonl)\n")
+    console.print(discipline_table(result.results))
+    console.print(f"Every table: localeval show {result.folder}\n")

@@ -41,6 +41,7 @@ def build_demo_model(folder: Path, texts: list[str]) -> Path:
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
         tie_word_embeddings=True, bos_token_id=0, eos_token_id=2)
     model = transformers.LlamaForCausalLM(config)
+    transformers.utils.logging.disable_progress_bar()  # no "Writing model shards" bar
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
     fast.save_pretrained(folder)

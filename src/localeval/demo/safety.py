@@ -17,7 +17,7 @@ from rich.console import Console
 
 from ..api import evaluate
 from ..guards import zero_shot as z
-from ..report.safety_tables import print_safety_report
+from ..report.safety_tables import table2_tables
 from .model import build_demo_model
 
 SAMPLE_SAFETY = files("localeval") / "data" / "sample" / "safety" / "items.jsonl"
@@ -50,5 +50,7 @@ def run_safety_demo(output: Path, console: Console | None = None, quiet: bool = 
     result = evaluate(task="sea-safeguard", model=f"hf:{model_dir}", guard="zero-shot",
                       data=Path(str(SAMPLE_SAFETY)), output=Path(output) / "sea-safeguard",
                       quiet=quiet, command=["localeval", "demo", "--safety"], n_resamples=200)
-    print_safety_report(result.results, console, contexts=("with_prompt",))
-    console.print(f"Run folder: {result.folder} (config.json, results.json, samples.jsonl)")
+    for table in table2_tables(result.results):
+        console.print(table)
+    console.print(f"Every table (per language, gaps, Fig. 4-6 analyses): localeval show "
+                  f"{result.folder}")

@@ -39,6 +39,9 @@ class GuardVerdict:
 
     score: float | None
     error: str | None = None
+    # What the guard read its verdict from (the generated text, the label tokens' log-probs),
+    # kept on the sample so a misclassification can be debugged.
+    raw: Any = None
 
     @property
     def ok(self) -> bool:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from ..backends.base import Execute, Request, Response
 from ..errors import LocalevalError
@@ -75,8 +75,8 @@ class StagedGuard(Guard):
             answers = dict(zip(keys, execute([unique[k] for k in keys]), strict=True))
             for i, key in owners:
                 done[i].append(answers[key])
-        return [self.verdict(c, responses) for c, responses in zip(conversations, done,
-                                                                  strict=True)]
+        return [replace(self.verdict(c, responses), raw=[r.to_json() for r in responses])
+                for c, responses in zip(conversations, done, strict=True)]
 
 
 # ------------------------------------------------------------------------------ scoring helpers

@@ -30,7 +30,8 @@ def discipline_table(results: dict) -> Table:
     model = str(results.get("model") or "").rstrip("/").split("/")[-1]
     table.add_row(model, *[_acc(m["by_discipline"][d]) for d in shown],
                   f"{100 * avg:.2f}" if avg is not None else "-")
-    table.caption = (f"Average = mean of the discipline columns (the paper's Table 3). "
+    paper = f" ({results['paper_table']})" if results.get("paper_table") else ""
+    table.caption = (f"Average = mean of the discipline columns{paper}. "
                      f"Micro {_pct(m['micro'])} over {m['micro']['n']} questions; "
                      f"macro {_pct(m.get('macro'))} over subjects.")
     return table

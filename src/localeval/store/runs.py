@@ -104,3 +104,32 @@ def load_run(folder: str | Path) -> RunRecord:
             raise LocalevalError(f"{folder} is not a run folder (needs config.json, "
                                  f"results.json, samples.jsonl): {e}") from None
     return record
+
+
+def check_output_folder(folder: Path) -> None:
+    """Before anything loads: ``folder`` must be a folder that is new, empty or a run folder."""
+    if folder.exists() and not folder.is_dir():
+        raise LocalevalError(f"--output {folder} is a file; give a folder (made if missing)")
+    if folder.is_dir() and not (folder / "config.json").exists() and any(folder.iterdir()):
+        raise LocalevalError(f"--output {folder} is not empty and holds no run (no config.json); "
+                             "give a new or empty folder")
+
+
+def check_same_run(folder: Path, settings: dict[str, Any], overwrite: bool = False) -> None:
+    """A folder that already holds a run is only reused for the same settings (a rerun resumes
+    and rewrites the same results); other settings would silently replace it."""
+    path = folder / "config.json"
+    if overwrite or not path.exists():
+        return
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        raise LocalevalError(f"{path} is not valid JSON; give another --output, or --overwrite "
+                             "to replace the run") from None
+    new = json.loads(json.dumps(settings, ensure_ascii=False))  # tuples -> lists, as stored
+    diffs = [f"{k}: {old.get(k)!r} -> {v!r}" for k, v in sorted(new.items()) if old.get(k) != v]
+    if diffs:
+        shown = "; ".join(d if len(d) < 120 else d[:117] + "..." for d in diffs[:3])
+        more = f" (+{len(diffs) - 3} more)" if len(diffs) > 3 else ""
+        raise LocalevalError(f"{folder} holds a run with other settings ({shown}{more}); give "
+                             "another --output, or --overwrite to replace it")

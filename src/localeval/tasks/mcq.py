@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..backends.base import Backend, Generate, Prompt, Request, Response, ScoreNext
-from ..data.catalog import BUILTIN_TASKS, TaskSpec, custom_task, get_task
+from ..data.catalog import BUILTIN_TASKS, TaskSpec, custom_task, default_prompt_style, get_task
 from ..data.items import MCQItem
 from ..data.mcq_loaders import Splits, load_hub, load_local
 from ..errors import LocalevalError
@@ -93,7 +93,9 @@ def check_subject(subject: str, splits: dict[str, list[MCQItem]], config: MCQCon
             "pass --shots 0 or provide a dev split")
     if config.prompt.cot and any(not s.explanation for s in dev[:k]):
         raise LocalevalError(f"subject {subject!r}: --cot needs an explanation for every dev "
-                             "question used as a shot")
+                             f"question used as a shot, and {source} has none for some; pass "
+                             "--shots 0 (zero-shot CoT) or use a dataset whose dev questions "
+                             "have an 'explanation' column (TMLU has)")
 
 
 def plan(task: TaskSpec, subject: str, dev: list[MCQItem], test: list[MCQItem],
@@ -211,16 +213,15 @@ class MCQTask(Task):
 
     def __init__(self, name: str, *, data: str | Path | None = None,
                  subjects: list[str] | None = None, shots: int = 5,
-                 method: str = "likelihood", cot: bool = False, prompt_style: str = "tmlu",
+                 method: str = "likelihood", cot: bool = False, prompt_style: str | None = None,
                  chat: str = "none", system: str | None = None, max_tokens: int | None = None,
-                 extract: str | None = None, limit: int | None = None,
-                 dataset_revision: str | None = None):
+                 extract: str | None = None, limit: int | None = None, dataset_revision=None):
         self.name, self.data, self.wanted = name, data, subjects
         self.limit, self.dataset_revision = limit, dataset_revision
         self.config = MCQConfig(
             method=method, max_tokens=max_tokens, extract=extract,
-            prompt=PromptConfig(style=prompt_style, shots=shots, cot=cot, chat=chat,
-                                system=system, task=name))
+            prompt=PromptConfig(style=prompt_style or default_prompt_style(name), shots=shots,
+                                cot=cot, chat=chat, system=system, task=name))
         self.spec: TaskSpec | None = None
         self.subjects: list[str] = []
         self.model: str | None = None
@@ -259,6 +260,7 @@ class MCQTask(Task):
             "shots": prompt.shots,
             "cot": prompt.cot,
             "prompt_style": prompt.style,
+            "paper_table": self.spec.paper_table,
             "disciplines": list(self.spec.disciplines),
             "metrics": aggregate(samples, self.spec.subjects, self.spec.disciplines,
                                  self.spec.year_floor),

@@ -16,6 +16,7 @@ label (binary after :mod:`.label_policy`, None = excluded), score (P(harmful), o
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -96,22 +97,37 @@ def plan(items: Sequence[SafetyItem], classify: Iterable[str],
 
 
 def record(p: Planned, verdict: GuardVerdict, *, guard: str, model: str,
-           sensitive: str | None = None, neutral: float | None = None) -> dict:
+           sensitive: str | None = None, neutral: float | None = None,
+           log_text: bool = True) -> dict:
     """The per-sample record of one planned sample and its verdict. A failed verdict keeps
     ``score`` None (left out, counted) unless ``neutral`` is given: then the score is that value
-    and ``neutral`` is True on the record (``--on-failure neutral``, the authors' rule)."""
+    and ``neutral`` is True on the record (``--on-failure neutral``, the authors' rule).
+    The record holds the text judged (or, without ``log_text``, its sha256) and the guard's raw
+    output (``guard_output``: generated text, label log-probs), to debug a verdict."""
     item = p.item
     raw = item.prompt_label if p.kind == "prompt" else item.response_label
     out = {
         "id": item.id, "lang": item.lang, "subset": item.subset, "kind": p.kind,
         "context": p.context, "raw_label": raw, "label": binary_label(raw, p.kind, sensitive),
         "score": verdict.score, "country": item.country, "guard": guard, "model": model,
+        **_texts(p, log_text),
     }
+    if verdict.raw is not None:
+        out["guard_output"] = verdict.raw
     if verdict.error is not None or verdict.score is None:
         out["error"] = verdict.error or "no score"
         if neutral is not None:
             out.update(score=neutral, neutral=True)
     return out
+
+
+def _texts(p: Planned, log_text: bool) -> dict[str, str]:
+    texts = {"prompt": p.item.prompt}
+    if p.kind == "response" and p.item.response is not None:
+        texts["response"] = p.item.response
+    if log_text:
+        return texts
+    return {f"{k}_sha256": hashlib.sha256(v.encode()).hexdigest() for k, v in texts.items()}
 
 
 class SafeguardTask(Task):
@@ -131,7 +147,8 @@ class SafeguardTask(Task):
     PR-AUC of the tables, ``trapezoid`` (the papers' code) or ``ap`` (average precision); both
     are in results.json. ``on_failure``: ``exclude`` (default: a failed sample is left out and
     counted, never scored) or ``neutral`` (scored 1/number of labels and kept, as the authors'
-    code does; results count them in ``n_neutral``).
+    code does; results count them in ``n_neutral``). ``log_samples``: samples.jsonl holds the
+    prompt and response text (default) or, when False, their sha256 only.
     """
 
     results_schema = "localeval.safety/1"
@@ -145,10 +162,11 @@ class SafeguardTask(Task):
                  sensitive: str | None = None, limit: int | None = None,
                  dataset_revision: str | None = None, n_resamples: int = N_RESAMPLES,
                  calibrate_on: str = "en", auprc: str = PAPER_AUPRC,
-                 on_failure: str = "exclude"):
+                 on_failure: str = "exclude", log_samples: bool = True):
         self.name, self.data, self.subsets, self.langs = name, data, subsets, langs
         self.sensitive, self.limit, self.dataset_revision = sensitive, limit, dataset_revision
         self.n_resamples, self.calibrate_on = n_resamples, calibrate_on
+        self.log_samples = log_samples
         self.auprc, self.on_failure = _checked(auprc, AUPRC_METRICS, "--auprc"), \
             _checked(on_failure, ON_FAILURE, "--on-failure")
         self.classify = tuple(classify or DEFAULT_CLASSIFY.get(name, ()))
@@ -198,7 +216,7 @@ class SafeguardTask(Task):
     def score(self, planned: Planned, answer: GuardVerdict) -> dict:
         neutral = 1 / self.guard.n_labels if self.on_failure == "neutral" else None
         return record(planned, answer, guard=self.guard.name, model=self.model,
-                      sensitive=self.sensitive, neutral=neutral)
+                      sensitive=self.sensitive, neutral=neutral, log_text=self.log_samples)
 
     def summarise(self, samples: list[dict]) -> dict[str, Any]:
         failed = [s for s in samples if "error" in s]
@@ -254,6 +272,7 @@ class SafeguardTask(Task):
             "calibrate_on": self.calibrate_on,
             "auprc": self.auprc,
             "on_failure": self.on_failure,
+            "log_samples": self.log_samples,
             "guard": {"name": guard.name, "options": dict(guard.options),
                       "template_source": guard.template_source,
                       "verdict_position": guard.verdict_position},
