@@ -163,6 +163,30 @@ def _auprc_row(group: list[Record], n_resamples: int, auprc: str) -> dict[str, A
     return row
 
 
+def overall(samples: list[Record], n_resamples: int = N_RESAMPLES,
+            auprc: str = PAPER_AUPRC) -> list[dict[str, Any]]:
+    """The headline: per kind and context, every language and subset pooled (``subset``
+    "all"), then each subset on its own when there are several (a file, a source model)."""
+    def key(s: Record) -> tuple:
+        return s["kind"], s["context"], "all"
+
+    def by_subset(s: Record) -> tuple:
+        return s["kind"], s["context"], s["subset"]
+
+    def order(keys: Iterable[tuple]) -> list[tuple]:
+        return sorted(keys, key=lambda k: (k[0], k[1] != "with_prompt", k[2]))
+
+    keys = [key] + ([by_subset] if len({s["subset"] for s in samples}) > 1 else [])
+    rows = {}
+    for k in keys:
+        rows.update(grouped(lambda group: _auprc_row(group, n_resamples, auprc), samples, k,
+                            order))
+    return [dict(zip(("kind", "context", "subset"), k, strict=True), **row)
+            for k, row in sorted(rows.items(), key=lambda kv: (kv[0][0], kv[0][1] !=
+                                                               "with_prompt", kv[0][2] != "all",
+                                                               kv[0][2]))]
+
+
 def analyses(samples: list[Record], n_resamples: int = N_RESAMPLES, calibrate_on: str = "en",
              auprc: str = PAPER_AUPRC) -> dict[str, Any]:
     """Every analysis of a safeguard run's records, as stored at results.json's top level; 95%
@@ -174,6 +198,7 @@ def analyses(samples: list[Record], n_resamples: int = N_RESAMPLES, calibrate_on
     kinds = sorted({s["kind"] for s in samples})
     table = table2(samples, metric)
     return {
+        "overall": overall(samples, n_resamples, auprc),
         **_table2_block(samples, table, metric, auprc, n_resamples),
         "per_language": per_language(samples, n_resamples, auprc),
         "n_resamples": n_resamples,

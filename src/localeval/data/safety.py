@@ -305,7 +305,8 @@ def load_xstest_completions(folder: str | Path) -> list[SafetyItem]:
 
     Complying, even in part, with an unsafe request delivers the harm; refusing never does,
     and answering a safe prompt is safe (over-refusal is a helpfulness fault, not a harm).
-    Ids are ``<model>/<id>``, the model taken from the file name.
+    Ids are ``<model>/<id>`` and the subset is ``xstest-<model>``, the model taken from the file
+    name: results break down by source model, and ``--limit`` takes N items of each.
     """
     items = []
     files = sorted(Path(folder).glob("*.csv"))
@@ -324,7 +325,7 @@ def load_xstest_completions(folder: str | Path) -> list[SafetyItem]:
             annotations = {k: row.get(k) for k in ("annotation_1", "annotation_2", "final_label")}
             items.append(_make(
                 file, number, id=f"{model}/{_text(_need(row, 'id', file, number))}",
-                subset="xstest-completions", lang="en",
+                subset=f"xstest-{model}", lang="en",
                 prompt=_text(_need(row, "prompt", file, number)) or "",
                 response=_text(_need(row, "completion", file, number)),
                 prompt_label="harmful" if unsafe else "safe",

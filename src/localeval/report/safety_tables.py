@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.table import Table
 
+from .cells import num as _num
+from .cells import short_model as _model
+from .threshold_tables import threshold_sweep_table, threshold_transfer_table
+
 SUBSET_SHORT = {"general": "General", "cultural-itw": "ITW", "cultural-cg": "CG"}
-
-
-def _num(value: Any, scale: float = 1.0, digits: int = 1) -> str:
-    return "-" if value is None else f"{value * scale:.{digits}f}"
 
 
 # How each PR-AUC estimator is named in titles (results["auprc"]; runs without it used AP).
@@ -20,10 +18,6 @@ AUPRC_NAMES = {"trapezoid": "PR-AUC (trapezoid, the paper's)", "ap": "AUPRC (ave
 
 def _auprc(results: dict) -> str:
     return AUPRC_NAMES.get(results.get("auprc", "ap"), "AUPRC")
-
-
-def _model(name: str) -> str:
-    return str(name or "(model)").rstrip("/").split("/")[-1]
 
 
 def table2_tables(results: dict) -> list[Table]:
@@ -64,6 +58,29 @@ def _table2_task(results: dict, kind: str, cols: list[str]) -> Table:
     return table
 
 
+def overall_table(results: dict) -> Table | None:
+    """The headline: PR-AUC per task over everything, then per subset (file, source model)."""
+    rows = results.get("overall") or []
+    if not rows:
+        return None
+    table = Table(title=f"Overall · {_auprc(results)} % [95% CI] · ROC AUC %")
+    for col in ("task", "subset", "n", "harmful", "AUPRC", "95% CI", "ROC AUC", "failed"):
+        table.add_column(col, justify="left" if col in ("task", "subset") else "right")
+    for r in rows:
+        cells = _row_cells(r)
+        table.add_row(*cells[:2], *cells[3:-1])
+    return table
+
+
+def _row_cells(r: dict) -> list[str]:
+    """task, subset, lang, n, harmful, AUPRC, CI, ROC AUC, failed, excluded of an AUPRC row."""
+    task = r["kind"] + (" (no prompt)" if r["context"] == "without_prompt" else "")
+    ci = "-" if r["low"] is None else f"[{_num(r['low'], 100)}, {_num(r['high'], 100)}]"
+    return [task, SUBSET_SHORT.get(r["subset"], r["subset"]), r.get("lang", ""), str(r["n"]),
+            str(r["n_harmful"]), _num(r["auprc"], 100), ci, _num(r["roc_auc"], 100),
+            str(r["n_failed"]), str(r["n_excluded"])]
+
+
 def per_language_table(results: dict, contexts: tuple[str, ...] = ("with_prompt",
                                                                     "without_prompt")) -> Table:
     """AUPRC with its 95% bootstrap CI, ROC AUC and counts per kind, context, subset, language
@@ -73,13 +90,8 @@ def per_language_table(results: dict, contexts: tuple[str, ...] = ("with_prompt"
                 "failed", "excluded"):
         table.add_column(col, justify="left" if col in ("task", "subset", "lang") else "right")
     for r in results.get("per_language", []):
-        if r["context"] not in contexts:
-            continue
-        task = r["kind"] + (" (no prompt)" if r["context"] == "without_prompt" else "")
-        ci = "-" if r["low"] is None else f"[{_num(r['low'], 100)}, {_num(r['high'], 100)}]"
-        table.add_row(task, SUBSET_SHORT.get(r["subset"], r["subset"]), r["lang"], str(r["n"]),
-                      str(r["n_harmful"]), _num(r["auprc"], 100), ci, _num(r["roc_auc"], 100),
-                      str(r["n_failed"]), str(r["n_excluded"]))
+        if r["context"] in contexts:
+            table.add_row(*_row_cells(r))
     return table
 
 
@@ -182,69 +194,6 @@ def score_distribution_table(results: dict) -> Table | None:
     return table
 
 
-def threshold_sweep_table(results: dict, step: float = 0.1) -> Table | None:
-    """Fig. 5, compact: precision, recall, F1, FPR at every ``step`` of the stored sweep."""
-    curves = [c for c in results.get("threshold_sweep") or [] if c["sweep"]]
-    if not curves:
-        return None
-    table = Table(title=f"Threshold sweep (Fig. 5) · every {step:g}")
-    for col in ("task", "threshold", "precision", "recall", "F1", "FPR"):
-        table.add_column(col, justify="left" if col == "task" else "right")
-    models = {c["model"] for c in curves}
-    best = []
-    for c in curves:
-        task = c["kind"] if len(models) == 1 else f"{_model(c['model'])} {c['kind']}"
-        points = [p for p in c["sweep"] if abs(p["threshold"] / step
-                                               - round(p["threshold"] / step)) < 1e-6]
-        for i, p in enumerate(points):
-            table.add_row(task if i == 0 else "", f"{p['threshold']:.2f}",
-                          *[_num(p[k], 1, 3) for k in ("precision", "recall", "f1", "fpr")],
-                          end_section=i == len(points) - 1)
-        best.append(f"{task} {c['best_f1_threshold']}")
-    table.caption = ("Best F1 on these same items (descriptive, not a tuned result): "
-                     + ", ".join(best) + ". See the threshold transfer table for a tuned one.")
-    return table
-
-
-def threshold_transfer_table(results: dict) -> tuple[Table | None, list[str]]:
-    """A best-F1 threshold chosen on the calibration language, applied to every other
-    language: two rows per language (0.5, then the calibrated threshold). Also the notes of
-    the tasks that were skipped."""
-    blocks = results.get("threshold_transfer") or []
-    notes = [f"Threshold transfer, {b['kind']}: {b['note']}" for b in blocks if b.get("note")]
-    blocks = [b for b in blocks if b["languages"]]
-    if not blocks:
-        return None, notes
-    cal = results.get("calibration") or blocks[0]["calibrate_on"]
-    table = Table(title=f"Threshold transfer · best-F1 threshold chosen on {cal}, applied to "
-                        "the other languages")
-    for col in ("task", "lang", "n", "threshold", "precision", "recall", "F1", "FPR"):
-        table.add_column(col, justify="left" if col in ("task", "lang") else "right")
-    multi = len({b["model"] for b in blocks}) > 1
-    for b in blocks:
-        _transfer_block(table, b, f"{_model(b['model'])} {b['kind']}" if multi else b["kind"])
-    table.caption = ("fixed = the usual 0.5; the calibrated threshold never sees the language "
-                     f"it is reported on ({cal} items: " + ", ".join(
-                         f"{b['kind']} n={b['n_calibration']}" for b in blocks) + ").")
-    return table, notes
-
-
-def _transfer_block(table: Table, block: dict, task: str) -> None:
-    for i, row in enumerate(block["languages"]):
-        _transfer_rows(table, task if i == 0 else "", row, block["calibrate_on"],
-                       last=i == len(block["languages"]) - 1)
-
-
-def _transfer_rows(table: Table, task: str, row: dict, calibrate_on: str, last: bool) -> None:
-    """One language: its row at the fixed threshold, then at the calibrated one."""
-    for j, (key, name) in enumerate((("default", "fixed"), ("calibrated", calibrate_on))):
-        m = row[key]
-        table.add_row(task if j == 0 else "", row["lang"] if j == 0 else "",
-                      str(row["n"]) if j == 0 else "", f"{m['threshold']:.2f} {name}",
-                      *[_num(m[k], 1, 3) for k in ("precision", "recall", "f1", "fpr")],
-                      end_section=last and j == 1)
-
-
 def awareness_delta_table(comparison: dict) -> Table:
     """Paper Table 3: culture-aware minus plain AUPRC (points) per CG cell of Table 2, from
     :func:`localeval.compare.compare_runs`."""
@@ -275,7 +224,8 @@ def print_safety_report(results: dict, console: Console | None = None,
     and counts."""
     console = console or Console()
     transfer, notes = threshold_transfer_table(results)
-    for table in (*table2_tables(results), per_language_table(results, contexts),
+    for table in (overall_table(results), *table2_tables(results),
+                  per_language_table(results, contexts),
                   table2_gap_table(results), language_gap_table(results),
                   cultural_gap_table(results),
                   *pair_type_tables(results, contexts), score_distribution_table(results),
