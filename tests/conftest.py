@@ -22,3 +22,9 @@ def shared():
     if not SHARED.exists():
         pytest.fail(f"shared data not found at {SHARED}; set LOCALEVAL_SHARED")
     return SHARED
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp_dir(tmp_path, monkeypatch):
+    """Runs without --output write to ./runs/…: keep that out of the checkout."""
+    monkeypatch.chdir(tmp_path)

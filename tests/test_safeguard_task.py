@@ -73,13 +73,13 @@ def test_multilingual_jbb_language_gap(backend, shared):
 @pytest.mark.slow
 def test_xstest_completions_as_responses(backend, shared):
     data = shared / "data" / "xstest" / "model_completions"
-    result = evaluate(task="safety-responses", model=backend, data=data, limit=8, quiet=True,
-                             n_resamples=0)
+    result = evaluate(task="safety-responses", model=backend, data=data, limit=2, quiet=True,
+                      n_resamples=0)  # 2 items from each of the five source models
     samples = result.samples
     assert {s["kind"] for s in samples} == {"response"}
     with_p, without = _by_kind(samples, "response"), _by_kind(samples, "response",
                                                               "without_prompt")
-    assert len(with_p) == len(without) == 8
+    assert len(with_p) == len(without) == 10
     assert all(s["score"] is not None for s in samples)
     assert result.results["label_policy"]["response"].endswith("1 = harmful")
 

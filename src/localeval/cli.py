@@ -30,6 +30,9 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
     def _get_help_string(self, action):
         text = action.help or ""
         default = action.default
+        if not text and action.option_strings and default not in (None, False, [],
+                                                                   argparse.SUPPRESS):
+            return "(default: %(default)s)"
         if "%(default)" in text or default in (None, False, [], argparse.SUPPRESS) or \
                 "default" in text or not action.option_strings:
             return text
@@ -61,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
                    "--base-url> (not needed with --guard embedding:<file>: its own embedder)")
     r.add_argument("--data", help="local folder or file instead of the Hugging Face Hub")
     r.add_argument("--subjects", help="comma-separated subject ids (default: all)")
-    r.add_argument("--shots", type=int, default=5)
+    r.add_argument("--shots", type=int, default=5, help="few-shot examples per question")
     r.add_argument("--method", default="likelihood", help="likelihood or generation")
     r.add_argument("--cot", action="store_true", help="chain-of-thought (needs --method generation)")
     r.add_argument("--prompt-style", help="tmlu (the TMLU paper's) or lm-eval (the CMMLU and "
@@ -83,8 +86,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--overwrite", action="store_true", help="replace a run with other settings "
                    "in --output (by default that is refused)")
     r.add_argument("--cache", help="SQLite file of finished requests (default: <output>/cache.sqlite)")
-    r.add_argument("--no-cache", action="store_true")
-    r.add_argument("--dataset-revision")
+    r.add_argument("--no-cache", action="store_true", help="keep no cache (nothing resumes)")
+    r.add_argument("--dataset-revision", help="dataset revision on the Hub (branch, tag, commit)")
     r.add_argument("--revision", help="model revision (Hub branch, tag or commit)")
     r.add_argument("--model-args", metavar="KEY=VALUE,...", help="more model-loading options, "
                    "as lm-eval takes them: e.g. trust_remote_code=true,low_cpu_mem_usage=true")
@@ -130,7 +133,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--no-log-samples", action="store_true", help="samples.jsonl keeps a sha256 "
                    "of each prompt and response instead of the text (safeguard tasks)")
     r.add_argument("--json", action="store_true", help="print results.json instead of tables")
-    r.add_argument("--quiet", action="store_true")
+    r.add_argument("--quiet", action="store_true", help="no progress bar or warnings")
 
     c = sub.add_parser("compare", help="cultural-awareness delta of two safety runs (paper "
                        "Table 3): culture-aware minus plain AUPRC on the CG subset")
@@ -145,8 +148,8 @@ def _parser() -> argparse.ArgumentParser:
     w.set_defaults(func=cmd_show)
 
     d = sub.add_parser("demo", help="the whole flow offline on bundled sample data (random model)")
-    d.add_argument("--output", default="runs/demo")
-    d.add_argument("--quiet", action="store_true")
+    d.add_argument("--output", default="runs/demo", help="where the demo's run folders go")
+    d.add_argument("--quiet", action="store_true", help="no progress bars")
     t.set_defaults(func=cmd_tasks)
     r.set_defaults(func=cmd_run)
     c.set_defaults(func=cmd_compare)
