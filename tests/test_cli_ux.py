@@ -201,3 +201,14 @@ def test_safety_samples_hold_text_and_raw_guard_output(tmp_path, shared, tiny_ll
     assert main([*base, "--output", str(tmp_path / "b"), "--no-log-samples"]) == 0
     hashed = [json.loads(x) for x in (tmp_path / "b" / "samples.jsonl").open()]
     assert "prompt" not in hashed[0] and len(hashed[0]["prompt_sha256"]) == 64
+
+
+def test_readme_shows_the_real_help():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- localeval --help (COLUMNS=100)")[1].split("```text\n")[1]
+    block = block.split("\n```")[0]
+    out = subprocess.run([*CLI, "--help"], capture_output=True, text=True,
+                         env={**os.environ, "COLUMNS": "100"}).stdout
+    assert block == out.rstrip()
