@@ -26,6 +26,7 @@ from ..metrics.classification import (
 )
 from ..metrics.group import grouped
 from .gaps import (
+    TABLE2_CELLS,
     Record,
     by_model,
     check_records,
@@ -222,8 +223,12 @@ def _auprc_metric(auprc: str):
 def _table2_block(samples: list[Record], table: dict, metric, auprc: str,
                   n_resamples: int) -> dict[str, Any]:
     """Table 2 under the chosen estimator with its CIs and the paper's language gap, and Table 2
-    under the other estimator."""
+    under the other estimator; None for data without the paper's subsets (``overall`` is then
+    the headline)."""
     other = next(name for name in AUPRC_METRICS if name != auprc)
+    if not any(s["subset"] in TABLE2_CELLS["prompt"] for s in samples):  # not SEA-Safeguard
+        return {"auprc": auprc, "table2": None, "table2_ci": {}, "table2_alternative": None,
+                "table2_language_gap": []}
     return {
         "auprc": auprc,
         "table2": table,
