@@ -28,7 +28,7 @@ def test_discipline_micro_average_and_macro():
     assert m["macro"]["stderr"] is None  # a one-question subject has no stderr
     assert m["by_level"]["high school"]["n"] == 6 and m["by_level"]["middle school"]["n"] == 1
     assert m["by_year"] == {"2023": {"n": 1, "correct": 1, "acc": 1.0, "stderr": None,
-                                     "n_unanswered": 0}}
+                                     "n_unanswered": 0, "n_failed": 0}}
     assert list(m["by_discipline"]) == ["Social Science", "STEM", "Taiwan Specific"]
 
 

@@ -133,6 +133,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--no-log-samples", action="store_true", help="samples.jsonl keeps a sha256 "
                    "of each prompt and response instead of the text (safeguard tasks)")
     r.add_argument("--json", action="store_true", help="print results.json instead of tables")
+    r.add_argument("--max-failed", type=float, default=0.0, metavar="SHARE",
+                   help="exit with status 3 when more than this share of the samples failed "
+                   "(a request error, never a wrong answer)")
     r.add_argument("--quiet", action="store_true", help="no progress bar or warnings")
 
     c = sub.add_parser("compare", help="cultural-awareness delta of two safety runs (paper "
@@ -204,6 +207,21 @@ def cmd_run(args) -> None:
     else:
         print_results(result.results, make_console())
         print(f"wrote {result.folder}/ (config.json, results.json, samples.jsonl)")
+    check_failures(result.results, args.max_failed)
+
+
+class TooManyFailures(LocalevalError):
+    exit_code = 3
+
+
+def check_failures(results: dict, max_failed: float) -> None:
+    """Exit non-zero when more than ``max_failed`` (a share) of the samples failed; the run
+    folder and cache keep everything that finished."""
+    failed, n = results.get("n_failed") or 0, results.get("n_samples") or 0
+    if n and failed / n > max_failed:
+        raise TooManyFailures(f"{failed} of {n} samples failed (over --max-failed "
+                              f"{max_failed:g}); they are left out of the results, and finished "
+                              "requests are cached: rerun the same command to retry them")
 
 
 def cmd_compare(args) -> None:
@@ -247,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "debug", False):
             raise
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return getattr(e, "exit_code", 2)
     except KeyboardInterrupt:
         print("interrupted; finished requests are in the cache, rerun the command to resume",
               file=sys.stderr)

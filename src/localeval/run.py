@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 import platform
 import sys
+import threading
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -99,9 +101,11 @@ def choose_model(task: Task, model: str | Backend | None) -> str | Backend:
 
 
 class CachedExecutor:
-    """``execute(requests)``: finished requests are read back from the cache, the rest run in
-    chunks, each chunk stored as soon as it is done, so a killed run resumes where it stopped.
-    ``on(other)`` runs another backend (a guard's helper model) through the same cache."""
+    """``execute(requests)``: finished requests are read back from the cache and the rest run
+    on the backend, which reports each response as it finishes (``progress(i, response)``);
+    each is stored at once (:class:`CacheWriter`), so a killed run resumes where it stopped,
+    losing at most the requests in flight. ``on(other)`` runs another backend (a guard's helper
+    model) through the same cache."""
 
     def __init__(self, backend: Backend, cache: RequestCache | None, quiet: bool, unit: str):
         self.backend, self.cache, self.quiet, self.unit = backend, cache, quiet, unit
@@ -115,15 +119,66 @@ class CachedExecutor:
                      else [None] * len(requests))
         todo = [i for i, r in enumerate(responses) if r is None]
         with progress_bar(self.unit, total=len(requests), done=len(requests) - len(todo),
-                          quiet=self.quiet) as advance:
+                          quiet=self.quiet) as advance, \
+                CacheWriter(cache, backend.identity) as writer:
             for start in range(0, len(todo), CHUNK):
                 part = todo[start : start + CHUNK]
-                out = backend.run([requests[i] for i in part], progress=advance)
+                report = _reporter(part, requests, responses, writer, advance)
+                out = backend.run([requests[i] for i in part], progress=report)
                 for i, resp in zip(part, out, strict=True):
-                    responses[i] = resp
-                if cache:
-                    cache.put_many(backend.identity, [(requests[i], responses[i]) for i in part])
+                    if responses[i] is None:  # a backend that did not report this one
+                        report(part.index(i), resp)
         return responses
+
+
+def _reporter(part: list[int], requests: list[Request], responses: list, writer: CacheWriter,
+              advance) -> Callable:
+    """The ``progress`` callback a backend gets: ``progress(k, response)`` as its k-th request
+    finishes (from any thread). An old-style ``progress(n)`` only moves the bar."""
+    def report(k: int, response: Response | None = None) -> None:
+        if response is None:
+            advance(k)
+            return
+        i = part[k]
+        responses[i] = response
+        writer.add(requests[i], response)
+        advance(1)
+    return report
+
+
+class CacheWriter:
+    """Stores finished responses in the cache in small batches: at least every ``interval``
+    seconds or ``batch`` responses, and whatever is left on exit (even on an exception, so a
+    Ctrl-C keeps what finished). Thread-safe: backends report from worker threads."""
+
+    def __init__(self, cache: RequestCache | None, identity: dict, batch: int = 64,
+                 interval: float = 1.0):
+        self.cache, self.identity, self.batch, self.interval = cache, identity, batch, interval
+        self.pending: list[tuple[Request, Response]] = []
+        self.lock = threading.Lock()
+        self.last = time.monotonic()
+
+    def add(self, request: Request, response: Response) -> None:
+        if self.cache is None:
+            return
+        with self.lock:
+            self.pending.append((request, response))
+            due = len(self.pending) >= self.batch or \
+                time.monotonic() - self.last >= self.interval
+        if due:
+            self.flush()
+
+    def flush(self) -> None:
+        with self.lock:
+            pairs, self.pending, self.last = self.pending, [], time.monotonic()
+        if pairs and self.cache is not None:
+            self.cache.put_many(self.identity, pairs)
+
+    def __enter__(self) -> CacheWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.flush()
 
 
 def open_cache(path: str | Path | None) -> RequestCache | nullcontext:

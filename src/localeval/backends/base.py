@@ -91,7 +91,9 @@ class Backend(Protocol):
     identity: dict
 
     def run(self, requests: list[Request], progress=None) -> list[Response]:
-        """Execute requests in any internal order; return responses in the input order."""
+        """Execute requests in any internal order; return responses in the input order. Call
+        ``progress(i, response)`` as request ``i`` finishes (from any thread), so the run stores
+        it at once and a kill loses only what is in flight."""
         ...
 
     def max_context(self) -> int | None: ...

@@ -63,8 +63,13 @@ class SentenceEmbeddingBackend:
         texts = [r.text for r in requests if isinstance(r, Embed)]
         if len(texts) != len(requests):
             raise LocalevalError("an embedding backend runs Embed requests only")
-        vectors = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                    show_progress_bar=False)
-        if progress:
-            progress(len(texts))
-        return [Response(embedding=[float(x) for x in v]) for v in vectors]
+        out: list[Response] = []
+        for start in range(0, len(texts), self.batch_size):  # each batch reported as it ends
+            vectors = self.model.encode(texts[start : start + self.batch_size],
+                                        batch_size=self.batch_size, convert_to_numpy=True,
+                                        show_progress_bar=False)
+            for v in vectors:
+                out.append(Response(embedding=[float(x) for x in v]))
+                if progress:
+                    progress(len(out) - 1, out[-1])
+        return out

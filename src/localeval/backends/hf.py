@@ -175,17 +175,17 @@ class HFBackend:
     def run(self, requests: list[Request], progress=None) -> list[Response]:
         out: list[Response | None] = [None] * len(requests)
         scores = [i for i, r in enumerate(requests) if isinstance(r, ScoreNext)]
-        if scores:
-            for i, resp in self._run_scores([requests[i] for i in scores], progress):
-                out[scores[i]] = resp
         gens = [i for i, r in enumerate(requests) if isinstance(r, Generate)]
-        if gens:
-            for i, resp in self._run_generations([requests[i] for i in gens], progress):
-                out[gens[i]] = resp
+        for kind, run in ((scores, self._run_scores), (gens, self._run_generations)):
+            if not kind:
+                continue
+            for i, resp in run([requests[i] for i in kind]):
+                out[kind[i]] = resp
+                if progress:
+                    progress(kind[i], resp)
         return out  # type: ignore[return-value]
 
-    def _run_generations(self, requests: list[Generate], progress
-                         ) -> Iterator[tuple[int, Response]]:
+    def _run_generations(self, requests: list[Generate]) -> Iterator[tuple[int, Response]]:
         """Greedy generation one prompt at a time (so results cannot depend on batching), each
         continuing from a copy of its group's shared-prefix KV cache instead of re-reading the
         few-shot block."""
@@ -195,8 +195,6 @@ class HFBackend:
             cache = self._prefix_cache(encoded[group.members[0]], group.prefix_len)
             for i in group.members:
                 yield i, self._generate(requests[i], encoded[i], cache)
-                if progress:
-                    progress(1)
 
     def _prefix_cache(self, ids: list[int], prefix_len: int):
         """The KV cache of ``ids[:prefix_len]`` (None when there is nothing worth reusing or the
@@ -210,7 +208,7 @@ class HFBackend:
         self.stats["forwarded_tokens"] += prefix_len
         return None if _has_sliding_layers(cache) else cache
 
-    def _run_scores(self, requests: list[ScoreNext], progress) -> Iterator[tuple[int, Response]]:
+    def _run_scores(self, requests: list[ScoreNext]) -> Iterator[tuple[int, Response]]:
         encoded: list[tuple[list[int], list[int]] | None] = []
         for i, r in enumerate(requests):  # a request that cannot run fails alone, with its reason
             try:
@@ -218,8 +216,6 @@ class HFBackend:
             except LocalevalError as e:
                 encoded.append(None)
                 yield i, Response(error=str(e))
-                if progress:
-                    progress(1)
         ok = [i for i, e in enumerate(encoded) if e is not None]
         groups = plan_prefix_groups([encoded[i][0] for i in ok]) if self.prefix_reuse else None
         for group in groups or [PrefixGroup(0, list(range(len(ok))))]:
@@ -227,8 +223,6 @@ class HFBackend:
             for k, logprobs in self._score_group([encoded[i] for i in members], group.prefix_len):
                 i = members[k]
                 yield i, self._score_response(requests[i], *encoded[i], logprobs)
-                if progress:
-                    progress(1)
 
     def _encode_checked(self, request: ScoreNext) -> tuple[list[int], list[int]]:
         """(context ids, candidate first-token ids); LocalevalError when it cannot run."""

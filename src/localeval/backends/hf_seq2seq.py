@@ -53,10 +53,10 @@ class HFSeq2SeqBackend:
 
     def run(self, requests: list[Request], progress=None) -> list[Response]:
         out = []
-        for request in requests:
+        for i, request in enumerate(requests):
             out.append(self._translate(request))
             if progress:
-                progress(1)
+                progress(i, out[-1])
         return out
 
     def _translate(self, request: Request) -> Response:

@@ -112,7 +112,7 @@ class OpenAIBackend:
         def one(i: int) -> None:
             out[i] = self._one(requests[i])
             if progress:
-                progress(1)
+                progress(i, out[i])
 
         with ThreadPoolExecutor(self.concurrency) as pool:
             list(pool.map(one, order))  # map submits in order: prefix neighbours go together

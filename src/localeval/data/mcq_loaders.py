@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError, LocalevalError
+from .catalog import BUILTIN_TASKS, TaskSpec, custom_task, get_task
 from .items import LETTERS, MCQItem, validate_mcq
 from .rows import TABLE_SUFFIXES, read_rows
 
@@ -134,7 +135,7 @@ def _selected(path: Path, out: dict[str, Splits], wanted: set[str] | None,
     return {s: out[s] for s in out if s in wanted}
 
 
-def _check_subjects(path: Path, wanted: set[str], available: set[str]) -> None:
+def _check_subjects(path: str | Path, wanted: set[str], available: set[str]) -> None:
     """Subjects asked for but not there: one line with the nearest names and the full list."""
     from difflib import get_close_matches
 
@@ -196,3 +197,17 @@ def load_hub(repo_id: str, subjects: Iterable[str], splits: dict[str, str],
                 for i, row in enumerate(rows, start=1)
             ]
     return out
+
+
+def load_mcq_data(task: str, data: str | Path | None, subjects: list[str] | None,
+                  revision: str | None = None) -> tuple[TaskSpec, dict[str, Splits]]:
+    """The task's metadata and its items: from a local path when given, else from the Hub."""
+    if data is not None:
+        loaded = load_local(data, subjects)
+        spec = BUILTIN_TASKS.get(task) or custom_task(task, sorted(loaded))
+        return spec, loaded
+    spec = get_task(task)
+    wanted = subjects or list(spec.subjects)
+    _check_subjects(f"hf://{spec.hub_id}", set(wanted), set(spec.subjects))
+    splits = {"dev": spec.dev_split, "test": spec.test_split}
+    return spec, load_hub(spec.hub_id, wanted, splits, revision)

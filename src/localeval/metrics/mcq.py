@@ -6,6 +6,9 @@
   paper's Table 3 does this per discipline, and its "Average" is the plain mean of the discipline
   scores (e.g. Claude-3-Opus: (83.06+64.32+75.93+90.41+54.23)/5 = 73.59).
 - ``macro``: the mean of subject accuracies, standard error ``sqrt(Σ se_s²) / S``.
+- A question whose request failed (a server error, a timeout: ``failed`` on the sample) is left
+  out of every accuracy and counted in ``n_failed``; an answer that cannot be parsed is the
+  model's and stays wrong, as the papers count it.
 - Years: with a ``year_floor`` (TMLU: 2017) every earlier year is pooled with it, as the TMLU
   paper's temporal analysis does, in a group named "2017 and earlier"; ``by_year_ungrouped``
   keeps each year.
@@ -30,8 +33,13 @@ def accuracy(correct: Iterable[bool]) -> dict:
 
 
 def _answered(members: list[dict]) -> dict:
-    row = accuracy(s["correct"] for s in members)
-    row["n_unanswered"] = sum(1 for s in members if s.get("pred") is None)
+    """Accuracy over the questions the model answered or failed to answer; a question whose
+    request failed (``failed``: the server or backend, not the model) is left out and counted
+    in ``n_failed``, never scored as wrong."""
+    scored = [s for s in members if not s.get("failed")]
+    row = accuracy(s["correct"] for s in scored)
+    row["n_unanswered"] = sum(1 for s in scored if s.get("pred") is None)
+    row["n_failed"] = len(members) - len(scored)
     return row
 
 

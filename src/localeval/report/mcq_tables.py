@@ -62,6 +62,11 @@ def print_mcq_report(results: dict, console: Console | None = None, subjects: bo
             console.print(table)
     if subjects:
         console.print(breakdown_table(results, "by_subject", "Subject accuracy"))
+    failed = results.get("failed") or []
+    if failed:
+        console.print(f"[red]{results.get('n_failed', len(failed))} question(s) failed (the "
+                      f"request, not the model) and are left out of accuracy; rerun the command "
+                      f"to retry them (first: {', '.join(failed[:5])})")
     missing = results.get("unanswered") or []
     if missing:
         console.print(f"[yellow]{len(missing)} question(s) had no extractable answer and count as "

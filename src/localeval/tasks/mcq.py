@@ -8,9 +8,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..backends.base import Backend, Generate, Prompt, Request, Response, ScoreNext
-from ..data.catalog import BUILTIN_TASKS, TaskSpec, custom_task, default_prompt_style, get_task
+from ..data.catalog import TaskSpec, default_prompt_style
 from ..data.items import MCQItem
-from ..data.mcq_loaders import Splits, load_hub, load_local
+from ..data.mcq_loaders import load_mcq_data
 from ..errors import LocalevalError
 from ..metrics.mcq import aggregate
 from . import extract
@@ -164,7 +164,8 @@ def _may_not_fit(prompt: Prompt, budget: int, max_context: int) -> bool:
 
 def score(planned: Planned, response: Response, config: MCQConfig) -> dict:
     """One sample record (a line of samples.jsonl). ``pred`` is None, with ``error``, when no
-    answer could be extracted; such a sample counts as wrong."""
+    answer could be extracted; such a sample counts as wrong. A failed request is ``failed``
+    (left out of accuracy, counted; a rerun retries it)."""
     item = planned.item
     record = {
         "id": item.id,
@@ -176,16 +177,18 @@ def score(planned: Planned, response: Response, config: MCQConfig) -> dict:
     if planned.skipped:
         record["skipped_shots"] = list(planned.skipped)
     pred, error = None, response.error
-    if error is None and config.method == "likelihood":
+    if error is not None:
+        record["failed"] = True
+    elif config.method == "likelihood":
         letters = dict(zip(config.prompt.candidates(item), item.letters))
         record["logprobs"] = {letters[c]: v for c, v in response.logprobs.items()}
         pred = extract.from_logprobs(response.logprobs, item.letters)
         record["extract"] = "likelihood: highest log-prob"
-    elif error is None:
+    else:
         record["output"] = response.text
         pred, record["extract"], error = _extract(response.text or "", item.letters, config)
     record["pred"] = pred
-    record["correct"] = pred == item.answer
+    record["correct"] = None if record.get("failed") else pred == item.answer
     if error:
         record["error"] = error
     for key in ("year", "level"):
@@ -265,7 +268,9 @@ class MCQTask(Task):
             "metrics": aggregate(samples, self.spec.subjects, self.spec.disciplines,
                                  self.spec.year_floor),
             "n_samples": len(samples),
-            "unanswered": [s["id"] for s in samples if s["pred"] is None],
+            "n_failed": sum(1 for s in samples if s.get("failed")),
+            "failed": [s["id"] for s in samples if s.get("failed")][:50],
+            "unanswered": [s["id"] for s in samples if s["pred"] is None and not s.get("failed")],
         }
 
     def describe(self) -> dict:
@@ -282,19 +287,3 @@ class MCQTask(Task):
             "prompt": asdict(self.config.prompt),
         }
 
-
-def load_mcq_data(task: str, data: str | Path | None, subjects: list[str] | None,
-                  revision: str | None = None) -> tuple[TaskSpec, dict[str, Splits]]:
-    """The task's metadata and its items: from a local path when given, else from the Hub."""
-    if data is not None:
-        loaded = load_local(data, subjects)
-        spec = BUILTIN_TASKS.get(task) or custom_task(task, sorted(loaded))
-        return spec, loaded
-    spec = get_task(task)
-    wanted = subjects or list(spec.subjects)
-    unknown = [s for s in wanted if s not in spec.subjects]
-    if unknown:
-        raise LocalevalError(f"unknown {task} subject(s): {', '.join(unknown)}; "
-                             f"`localeval tasks {task}` lists them")
-    splits = {"dev": spec.dev_split, "test": spec.test_split}
-    return spec, load_hub(spec.hub_id, wanted, splits, revision)

@@ -1,0 +1,135 @@
+"""Failures are never final and never silent; a killed run resumes without recomputing what
+finished."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+import localeval.run
+from localeval import evaluate
+from localeval.backends.base import Response, ScoreNext
+from localeval.cli import main
+
+
+class Flaky:
+    """Answers A for every question, except that requests whose number ``% every == 0`` fail
+    (as a server error would); reports each response as it finishes."""
+
+    def __init__(self, every: int = 3):
+        self.every, self.calls = every, 0
+        self.identity = {"backend": "flaky", "model": "flaky"}
+
+    def max_context(self):
+        return None
+
+    def count_tokens(self, prompt):
+        return 0
+
+    def run(self, requests, progress=None):
+        out = []
+        for i, r in enumerate(requests):
+            self.calls += 1
+            assert isinstance(r, ScoreNext)
+            if self.every and self.calls % self.every == 0:
+                resp = Response(error="HTTP 503 from the server")
+            else:
+                resp = Response(logprobs={c: (0.0 if k == 0 else -5.0)
+                                          for k, c in enumerate(r.candidates)})
+            out.append(resp)
+            if progress:
+                progress(i, resp)
+        return out
+
+
+def test_failed_requests_are_left_out_counted_and_retried(shared, tmp_path):
+    options = dict(task="cmmlu", data=shared / "data" / "cmmlu", subjects=["agronomy"], limit=9,
+                   quiet=True, cache=tmp_path / "c.sqlite")
+    first = evaluate(model=Flaky(every=3), **options)
+    failed = [s for s in first.samples if s.get("failed")]
+    assert len(failed) == 3 and all(s["correct"] is None and s["pred"] is None for s in failed)
+    assert all(s["error"].startswith("HTTP 503") for s in failed)
+    micro = first.results["metrics"]["micro"]
+    assert micro["n"] == 6 and micro["n_failed"] == 3  # never counted as wrong answers
+    ok = [s for s in first.samples if not s.get("failed")]
+    assert micro["correct"] == sum(s["gold"] == "A" for s in ok)
+    assert first.results["n_failed"] == 3 and first.results["failed"] == [s["id"] for s in failed]
+    # The next run of the same command retries only the failures (they were never cached).
+    healthy = Flaky(every=0)
+    again = evaluate(model=healthy, **options)
+    assert healthy.calls == 3 and again.results["n_failed"] == 0
+    assert again.results["metrics"]["micro"]["n"] == 9
+
+
+def test_exit_status_with_failures(shared, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(localeval.run, "load_backend", lambda spec, **kw: Flaky(every=3))
+    argv = ["run", "--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"), "--subjects",
+            "agronomy", "--limit", "9", "--model", "hf:/tmp", "--quiet", "--no-cache"]
+    assert main([*argv, "--output", str(tmp_path / "a")]) == 3
+    err = capsys.readouterr().err
+    assert "3 of 9 samples failed (over --max-failed 0)" in err and "rerun" in err
+    assert main([*argv, "--output", str(tmp_path / "b"), "--max-failed", "0.5"]) == 0
+
+
+def test_each_response_reaches_the_cache_as_it_finishes(tmp_path):
+    """A backend interrupted halfway: everything it reported before is in the cache."""
+    from localeval.run import CachedExecutor
+    from localeval.store.cache import RequestCache
+
+    class Interrupted(Flaky):
+        def run(self, requests, progress=None):
+            for i, r in enumerate(requests):
+                if i == 5:
+                    raise KeyboardInterrupt
+                progress(i, Response(logprobs={c: 0.0 for c in r.candidates}))
+
+    requests = [ScoreNext(f"q{i}", ("A", "B")) for i in range(10)]
+    with RequestCache(tmp_path / "c.sqlite") as cache, pytest.raises(KeyboardInterrupt):
+        CachedExecutor(Interrupted(), cache, True, "requests")(requests)
+    with RequestCache(tmp_path / "c.sqlite") as cache:
+        got = cache.get_many({"backend": "flaky", "model": "flaky"}, requests)
+    assert [r is not None for r in got] == [True] * 5 + [False] * 5
+
+
+def _rows(path) -> int:
+    try:
+        with sqlite3.connect(path, timeout=5) as db:
+            return db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+@pytest.mark.slow
+def test_sigkill_mid_run_then_resume(shared, tmp_path, tiny_llama):
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "localeval.cli", "run", "--task", "cmmlu", "--data",
+            str(shared / "data" / "cmmlu"), "--subjects", "agronomy,anatomy", "--limit", "60",
+            "--model", f"hf:{tiny_llama}", "--batch-size", "1", "--no-prefix-reuse",
+            "--output", str(out), "--quiet"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while _rows(out / "cache.sqlite") < 10 and proc.poll() is None and \
+            time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    kept = _rows(out / "cache.sqlite")
+    assert 10 <= kept < 120, kept  # killed mid-run, with its finished requests stored
+    assert json.loads((out / "config.json").read_text())["run"]["status"] == "running"
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    results = json.loads((out / "results.json").read_text())
+    assert results["timing"]["requests"] == 120 - kept  # nothing finished is recomputed
+    assert results["n_samples"] == 120 and results["n_failed"] == 0
+    # The resumed folder equals an uninterrupted run's.
+    clean = subprocess.run([*argv[:-3], "--output", str(tmp_path / "clean"), "--quiet"],
+                           capture_output=True, text=True)
+    assert clean.returncode == 0
+    assert (out / "samples.jsonl").read_bytes() == (tmp_path / "clean" / "samples.jsonl"
+                                                    ).read_bytes()
