@@ -23,6 +23,7 @@ class ModelServer:
         self.model = transformers.AutoModelForCausalLM.from_pretrained(model_dir).eval()
         self.name, self.api_key, self.fail_left = name, api_key, fail_first
         self.received: list[str] = []
+        self._pieces: list[str] | None = None
         self.headers_seen: list[dict] = []
         self.lock = threading.Lock()
         server = self
@@ -63,6 +64,12 @@ class ModelServer:
         self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
         threading.Thread(target=self.http.serve_forever, daemon=True).start()
 
+    def _piece(self, token_id: int) -> str:
+        """The text of one token (decoded once: full-vocabulary top-k replies stay fast)."""
+        if self._pieces is None:
+            self._pieces = [self.tok.decode([i]) for i in range(len(self.tok))]
+        return self._pieces[token_id]
+
     def stop(self):
         self.http.shutdown()
         self.http.server_close()
@@ -91,8 +98,8 @@ class ModelServer:
             if body["max_tokens"] == 1 and k:
                 lp = self.model(torch.tensor([ids])).logits[0, -1].log_softmax(-1)
                 values, idx = lp.topk(k)
-                top = {self.tok.decode([i]): v for i, v in zip(idx.tolist(), values.tolist())}
-                first = self.tok.decode([idx[0].item()])
+                top = {self._piece(i): v for i, v in zip(idx.tolist(), values.tolist())}
+                first = self._piece(idx[0].item())
                 if chat:
                     entry = {"token": first, "logprob": values[0].item(),
                              "top_logprobs": [{"token": t, "logprob": v} for t, v in top.items()]}

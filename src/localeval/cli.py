@@ -100,11 +100,19 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--padding-side", default="right", help="right or left (results are the same)")
     r.add_argument("--no-prefix-reuse", action="store_true",
                    help="forward every prompt whole (for comparison; results are the same)")
-    r.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 "
-                   "(default $OPENAI_BASE_URL)")
+    r.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1; "
+                   "several, comma-separated, spread the load over replicas (default "
+                   "$OPENAI_BASE_URL)")
     r.add_argument("--api-key-env", default="OPENAI_API_KEY",
                    help="name of the environment variable holding the API key")
-    r.add_argument("--concurrency", type=int, default=8, help="parallel requests to a server")
+    r.add_argument("--concurrency", type=int, default=8, help="requests in flight to a server")
+    r.add_argument("--rate-limit", type=float, metavar="PER_SECOND",
+                   help="at most this many requests started per second (default: no limit)")
+    r.add_argument("--timeout", type=float, default=120.0, help="seconds per request (server)")
+    r.add_argument("--max-retries", type=int, default=4, help="retries of a request on 408, "
+                   "429, 5xx, timeouts, dropped connections and malformed replies (server)")
+    r.add_argument("--top-logprobs", type=int, default=20, help="next-token log-probs asked "
+                   "of a server for likelihood scoring")
     g = r.add_argument_group("safeguard tasks (sea-safeguard, safety-prompts, safety-responses)")
     g.add_argument("--guard", default="zero-shot", help="guard adapter: zero-shot (the paper's "
                    "prompt), zero-shot-verdict (ours, with a verdict prefill), llamaguard3, "

@@ -83,7 +83,9 @@ def _backend_options(args) -> dict:
             "batch_size": _batch_size(args.batch_size), "attn": args.attn,
             "prefix_reuse": not args.no_prefix_reuse, "padding_side": args.padding_side,
             "base_url": args.base_url, "api_key_env": args.api_key_env,
-            "concurrency": args.concurrency, "model_args": _model_args(args.model_args)}
+            "concurrency": args.concurrency, "rate_limit": args.rate_limit,
+            "timeout": args.timeout, "max_retries": args.max_retries,
+            "top_logprobs": args.top_logprobs, "model_args": _model_args(args.model_args)}
 
 
 def default_output(task: str, model: str | None, options: dict, backend: dict) -> Path:

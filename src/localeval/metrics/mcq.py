@@ -86,7 +86,8 @@ def aggregate(samples: list[dict], subject_info: dict, disciplines: tuple[str, .
         row["discipline"] = meta.discipline if meta else None
         row["level"] = meta.level if meta else None
     by_discipline = _group(samples, lambda s: info(s, "discipline"))
-    present = [d for d in disciplines if d in by_discipline]
+    present = [d for d in disciplines  # a discipline whose every request failed has no acc
+               if d in by_discipline and by_discipline[d]["acc"] is not None]
     table_average = (sum(by_discipline[d]["acc"] for d in present) / len(present)
                      if present else None)
     return {
