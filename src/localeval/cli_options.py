@@ -88,10 +88,17 @@ def _backend_options(args) -> dict:
             "top_logprobs": args.top_logprobs, "model_args": _model_args(args.model_args)}
 
 
+# Backend options that change how fast a run goes, never its numbers.
+SPEED_ONLY = ("batch_size", "concurrency", "rate_limit", "timeout", "max_retries",
+              "padding_side", "prefix_reuse", "api_key_env")
+
+
 def default_output(task: str, model: str | None, options: dict, backend: dict) -> Path:
-    """runs/<task>/<model name>-<hash of every setting>: the same command finds its folder
-    again (and resumes); other settings get another."""
-    settings = json.dumps([task, model, options, backend], sort_keys=True, default=str)
+    """runs/<task>/<model name>-<hash of every setting that can change a number>: the same
+    command finds its folder again (and resumes), also with other speed settings (batch size,
+    concurrency, timeouts); other settings get another."""
+    kept = {k: v for k, v in backend.items() if k not in SPEED_ONLY}
+    settings = json.dumps([task, model, options, kept], sort_keys=True, default=str)
     digest = hashlib.sha256(settings.encode()).hexdigest()[:8]
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", (model or "own-model").split(":", 1)[-1]
                   .rstrip("/").split("/")[-1]).strip("-") or "model"
