@@ -91,7 +91,7 @@ def test_failed_requests_are_counted_and_excluded(backend):
         identity = {"backend": "flaky", "model": "flaky"}
 
         def run(self, requests, progress=None):
-            out = backend.run(requests, progress)
+            out = backend.run(requests)
             return [Response(error="server timeout") if i % 3 == 0 else r
                     for i, r in enumerate(out)]
 
@@ -115,9 +115,9 @@ def test_failures_reach_results(backend, shared, monkeypatch):
     class Flaky:
         identity = {"backend": "flaky", "model": "flaky"}
 
-        def run(self, requests, progress=None):
+        def run(self, requests, progress=None):  # reports nothing: its return value counts
             return [Response(error="boom") if i == 0 else r
-                    for i, r in enumerate(backend.run(requests, progress))]
+                    for i, r in enumerate(backend.run(requests))]
 
     data = shared / "data" / "xstest" / "xstest_prompts.csv"
     r = evaluate(task="safety-prompts", model=Flaky(), data=data, limit=10, quiet=True,
