@@ -6,12 +6,20 @@ from __future__ import annotations
 import json
 import sys
 
+from .backends.embedding import DEFAULT_EMBEDDER
 from .errors import LocalevalError
 
 
 def _list(value: str | None) -> list[str] | None:
     """A comma-separated option as a list (the main CLI's too)."""
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def _add_cache_options(parser, what: str) -> None:
+    """--cache and --no-cache of a tool whose requests (``what``) are cached like a run's."""
+    parser.add_argument("--cache", help=f"SQLite file of {what} (default: "
+                        "<output>.cache.sqlite)")
+    parser.add_argument("--no-cache", action="store_true")
 
 
 def add_tool_parsers(sub) -> None:
@@ -52,8 +60,7 @@ def add_tool_parsers(sub) -> None:
     b.add_argument("--system", help="system prompt for the responses")
     b.add_argument("--base-url", help="OpenAI-compatible server for --model openai:…")
     b.add_argument("--api-key-env", default="OPENAI_API_KEY")
-    b.add_argument("--cache", help="SQLite file of responses (default: <output>.cache.sqlite)")
-    b.add_argument("--no-cache", action="store_true")
+    _add_cache_options(b, "responses")
     b.add_argument("--quiet", action="store_true")
     b.set_defaults(func=cmd_build_cultural)
 
@@ -67,12 +74,11 @@ def add_tool_parsers(sub) -> None:
     d.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE",
                    help="keep matching rows only, repeatable (the paper: --where lang=en)")
     d.add_argument("--text-column", help="default: text, else prompt")
-    d.add_argument("--embedder", default="st:all-MiniLM-L6-v2", help="st:<sentence-transformers "
+    d.add_argument("--embedder", default=DEFAULT_EMBEDDER, help="st:<sentence-transformers "
                    "model> (the paper: st:intfloat/multilingual-e5-large-instruct)")
     d.add_argument("--perplexity", type=float, default=30.0)
     d.add_argument("--seed", type=int, default=0)
-    d.add_argument("--cache", help="SQLite file of embeddings (default: <output>.cache.sqlite)")
-    d.add_argument("--no-cache", action="store_true")
+    _add_cache_options(d, "embeddings")
     d.add_argument("--quiet", action="store_true")
     d.set_defaults(func=cmd_diversity)
 
@@ -81,7 +87,7 @@ def add_tool_parsers(sub) -> None:
     t.add_argument("--data", required=True, help="CSV, JSONL or Parquet: a text column and a "
                    "label (harmful/unsafe/1, safe/0, sensitive)")
     t.add_argument("--output", required=True, help="the guard file to write (JSON)")
-    t.add_argument("--embedder", default="st:all-MiniLM-L6-v2",
+    t.add_argument("--embedder", default=DEFAULT_EMBEDDER,
                    help="st:<sentence-transformers model> (default: all-MiniLM-L6-v2, offline)")
     t.add_argument("--text-column", help="default: text, else prompt")
     t.add_argument("--label-column", default="label")
@@ -95,8 +101,7 @@ def add_tool_parsers(sub) -> None:
     t.add_argument("--sensitive", default="exclude", choices=("exclude", "harmful", "safe"),
                    help="what a 'sensitive' label counts as (default: left out)")
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--cache", help="SQLite file of embeddings (default: <output>.cache.sqlite)")
-    t.add_argument("--no-cache", action="store_true")
+    _add_cache_options(t, "embeddings")
     t.add_argument("--json", action="store_true", help="print the cross-validation as JSON")
     t.add_argument("--quiet", action="store_true")
     t.set_defaults(func=cmd_train_guard)

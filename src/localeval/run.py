@@ -125,9 +125,9 @@ class CachedExecutor:
                 part = todo[start : start + CHUNK]
                 report = _reporter(part, requests, responses, writer, advance)
                 out = backend.run([requests[i] for i in part], progress=report)
-                for i, resp in zip(part, out, strict=True):
+                for k, (i, resp) in enumerate(zip(part, out, strict=True)):
                     if responses[i] is None:  # a backend that did not report this one
-                        report(part.index(i), resp)
+                        report(k, resp)
         return responses
 
 
