@@ -176,6 +176,6 @@ def test_an_embedding_guard_refuses_a_language_model(tmp_path):
     guard = tmp_path / "g.json"
     guard.write_text(json.dumps({"format": "localeval.embedding-guard/1", "coef": [0.0],
                                  "intercept": 0.0, "embedder": EMBEDDER}))
-    with pytest.raises(LocalevalError, match="runs on its own embedder"):
+    with pytest.raises(LocalevalError, match="runs on its own model"):
         evaluate(task="safety-prompts", model="hf:/nowhere", guard=f"embedding:{guard}",
                  data="x.jsonl")

@@ -26,9 +26,10 @@ def lp(**probs):
 
 # --------------------------------------------------------------------------- registry
 def test_registry_lists_every_family():
-    assert available_guards() == ["llamaguard3", "llamaguard4", "polyguard", "qwen3guard",
-                                  "shieldgemma", "wildguard", "xguard", "zero-shot",
-                                  "zero-shot-verdict"]
+    assert available_guards() == ["azure-content-safety", "lakera-guard", "llamaguard3",
+                                  "llamaguard4", "model-armor", "openai-moderation",
+                                  "polyguard", "qwen3guard", "shieldgemma", "wildguard",
+                                  "xguard", "zero-shot", "zero-shot-verdict"]
     for name in available_guards():
         guard = get_guard(name)
         assert guard.name == name and guard.template_source and guard.verdict_position
@@ -36,7 +37,7 @@ def test_registry_lists_every_family():
 
 def test_unknown_guard_names_the_available_ones():
     with pytest.raises(LocalevalError, match="unknown guard 'llamaguard9'; available: "
-                                             "llamaguard3, llamaguard4, polyguard"):
+                                             "azure-content-safety, lakera-guard, llamaguard3"):
         get_guard("llamaguard9")
 
 

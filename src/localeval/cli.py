@@ -61,7 +61,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--task", required=True, help="tmlu, cmmlu, tmmluplus, sea-safeguard, "
                    "safety-prompts, safety-responses, or a name for --data")
     r.add_argument("--model", help="hf:<hub id or folder>, or openai:<model served at "
-                   "--base-url> (not needed with --guard embedding:<file>: its own embedder)")
+                   "--base-url> (not needed for a guard with a model of its own: "
+                   "embedding:<file>, the moderation APIs)")
     r.add_argument("--data", help="local folder or file instead of the Hugging Face Hub")
     r.add_argument("--subjects", help="comma-separated subject ids (default: all)")
     r.add_argument("--shots", type=int, default=5, help="few-shot examples per question")

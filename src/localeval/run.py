@@ -95,8 +95,8 @@ def choose_model(task: Task, model: str | Backend | None) -> str | Backend:
         kind, _ = parse_backend_spec(model)  # a typo in --model fails before any data loads
         own = task.default_model
         if own is not None and parse_backend_spec(own)[0] != kind:
-            raise LocalevalError(f"this guard runs on its own embedder ({own}); leave out --model "
-                                 f"or name another {parse_backend_spec(own)[0]}: embedder")
+            raise LocalevalError(f"this guard runs on its own model ({own}); leave out --model "
+                                 f"or name another {parse_backend_spec(own)[0]}: model")
     return model
 
 
@@ -117,7 +117,7 @@ class CachedExecutor:
         backend, cache = self.backend, self.cache
         responses = (cache.get_many(backend.identity, requests) if cache
                      else [None] * len(requests))
-        todo = [i for i, r in enumerate(responses) if r is None]
+        todo, copies = _distinct([i for i, r in enumerate(responses) if r is None], requests)
         with progress_bar(self.unit, total=len(requests), done=len(requests) - len(todo),
                           quiet=self.quiet) as advance, \
                 CacheWriter(cache, backend.identity) as writer:
@@ -128,7 +128,25 @@ class CachedExecutor:
                 for k, (i, resp) in enumerate(zip(part, out, strict=True)):
                     if responses[i] is None:  # a backend that did not report this one
                         report(k, resp)
+        for i, same in copies:
+            responses[i] = responses[same]
         return responses
+
+
+def _distinct(todo: list[int], requests: list[Request]) -> tuple[list[int], list[tuple[int, int]]]:
+    """The first of each distinct request in ``todo``, and (i, that first) for the repeats: an
+    identical request (a guard that sees the response alone, with and without the prompt) is
+    run, and paid for, once."""
+    first: dict[str, int] = {}
+    distinct, copies = [], []
+    for i in todo:
+        key = repr(requests[i])  # our requests are dataclasses of str, tuple, list, dict
+        if key in first:
+            copies.append((i, first[key]))
+        else:
+            first[key] = i
+            distinct.append(i)
+    return distinct, copies
 
 
 def _reporter(part: list[int], requests: list[Request], responses: list, writer: CacheWriter,

@@ -1,16 +1,24 @@
-"""What every HTTP backend needs around its requests: which failures to retry and how long to
-wait (exponential backoff with jitter, or the server's ``Retry-After``), a requests-per-second
-pacer, and running a coroutine from synchronous code."""
+"""What every HTTP backend needs around its requests: :class:`JsonClient` posts JSON bodies,
+``concurrency`` at a time over one pooled async httpx client, retrying what can succeed on a
+second try (408, 429, 5xx, timeouts, connection errors, truncated or non-JSON bodies, and what a
+backend's parser marks with :class:`Retry`) with exponential backoff and jitter or as long as the
+server's ``Retry-After`` asks, at most ``rate_limit`` starts per second; each result is reported
+as it finishes. The OpenAI-compatible backend and the moderation APIs share it."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import random
+import re
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
 from ..errors import LocalevalError
+from .base import Response
 
 RETRY_STATUS = {408, 409, 425, 429}  # and every 5xx
 MAX_RETRY_AFTER = 60.0  # seconds: a longer Retry-After is capped
@@ -54,6 +62,19 @@ def retry_after(value: str | None) -> float:
     return max(0.0, min(seconds, MAX_RETRY_AFTER)) or 0.001
 
 
+def scrub_secrets(text: str, secrets: list[str], limit: int = 200) -> str:
+    """Server text made safe to store or print: each secret and anything shaped like a key or a
+    bearer token removed, whitespace collapsed, cut to ``limit`` characters."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "[key]")
+    text = re.sub(r"(?i)(bearer|authorization|api[-_]?key|x-api-key|subscription-key)"
+                  r"([\"':= ]+)\S+", r"\1\2[key]", text)
+    text = re.sub(r"\b(sk|pk|rk)-[A-Za-z0-9_\-]{8,}", "[key]", text)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def check_positive(**values) -> None:
     for name, value in values.items():
         if value is not None and value <= 0:
@@ -81,3 +102,101 @@ def run_coroutine(coroutine):
     if "error" in result:
         raise result["error"]
     return result["value"]
+
+
+class Retry(Exception):
+    """Raised by a parser: the reply was read but cannot be used (no log-probs, say); ask
+    again, and fail with this message if the retries run out."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One POST: where, the JSON body, and how to turn the reply's JSON into a response (a
+    parser raises :class:`Retry` to ask again, or ``KeyError``/``TypeError``/``IndexError`` on
+    a reply of the wrong shape, which is retried as malformed)."""
+
+    url: str
+    body: dict
+    parse: Callable[[object], Response]
+
+
+class JsonClient:
+    """Posts each :class:`Call` with retries; ``scrub`` cleans any server text before it is kept
+    (it must remove every secret). ``stats`` counts HTTP calls and retries."""
+
+    def __init__(self, *, headers: dict, timeout: float, max_retries: int, concurrency: int,
+                 rate_limit: float | None, scrub: Callable[[str], str]):
+        check_positive(concurrency=concurrency, timeout=timeout, rate_limit=rate_limit)
+        if max_retries < 0:
+            raise LocalevalError(f"--max-retries must be 0 or more, not {max_retries}")
+        self.headers, self.timeout, self.max_retries = headers, timeout, max_retries
+        self.concurrency, self.rate_limit, self.scrub = concurrency, rate_limit, scrub
+        self.stats = {"http_calls": 0, "retries": 0}
+
+    def post_all(self, calls: list[Call], progress=None,
+                 order: list[int] | None = None) -> list[Response]:
+        """Every call (sent in ``order``, default as given); responses in the calls' order,
+        ``progress(i, response)`` as call ``i`` finishes."""
+        if not calls:
+            return []
+        return run_coroutine(self._post_all(calls, progress, order or range(len(calls))))
+
+    async def _post_all(self, calls, progress, order) -> list[Response]:
+        import httpx
+
+        out: list[Response | None] = [None] * len(calls)
+        gate = asyncio.Semaphore(self.concurrency)
+        pace = Pacer(self.rate_limit)
+        limits = httpx.Limits(max_connections=self.concurrency,
+                              max_keepalive_connections=self.concurrency)
+        async with httpx.AsyncClient(timeout=self.timeout, limits=limits,
+                                     headers=self.headers) as client:
+            async def one(i: int) -> None:
+                async with gate:
+                    out[i] = await self._one(client, calls[i], pace)
+                if progress:
+                    progress(i, out[i])
+
+            await asyncio.gather(*(one(i) for i in order))
+        return out  # type: ignore[return-value]
+
+    async def _one(self, client, call: Call, pace: Pacer) -> Response:
+        content = json.dumps(call.body, ensure_ascii=False).encode()
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            await pace.wait()
+            self.stats["http_calls"] += 1
+            outcome, wait = await self._attempt(client, call, content)
+            if isinstance(outcome, Response):
+                return outcome
+            last = outcome
+            if wait is None or attempt == self.max_retries:
+                break
+            self.stats["retries"] += 1
+            await asyncio.sleep(wait if wait > 0 else backoff(attempt))
+        return Response(error=last)
+
+    async def _attempt(self, client, call: Call,
+                       content: bytes) -> tuple[Response | str, float | None]:
+        """(the response, or the error text and how long to wait before a retry: 0 = the
+        backoff, None = do not retry)."""
+        import httpx
+
+        url = call.url
+        try:
+            resp = await client.post(url, content=content)
+        except httpx.TimeoutException:
+            return f"timeout after {self.timeout:g} s from {url}", 0
+        except httpx.HTTPError as e:  # connection refused/reset, truncated body, protocol error
+            return f"connection error with {url}: {self.scrub(f'{type(e).__name__}: {e}')}", 0
+        if resp.status_code != 200:
+            error = f"HTTP {resp.status_code} from {url}: {self.scrub(resp.text)}"
+            if resp.status_code in RETRY_STATUS or resp.status_code >= 500:
+                return error, retry_after(resp.headers.get("retry-after"))
+            return error, None
+        try:
+            return call.parse(resp.json()), None
+        except Retry as e:
+            return str(e), 0
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            return f"malformed reply from {url}: {self.scrub(resp.text)[:80]!r}", 0

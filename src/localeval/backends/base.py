@@ -1,4 +1,5 @@
-"""The two request kinds every benchmark reduces to, the response, and the backend protocol.
+"""The request kinds (score the next token, generate, embed, moderate), the response, and the
+backend protocol.
 
 A prompt is a plain string (fed as is) or a list of chat messages, which the backend renders with
 its own chat template. A final ``assistant`` message is a prefill: the backend renders the
@@ -57,7 +58,20 @@ class Embed:
     kind: str = field(default="embed", init=False)
 
 
-Request = ScoreNext | Generate | Embed
+@dataclass(frozen=True)
+class Moderate:
+    """A moderation API's verdict on ``text`` (a ``moderation:`` backend's one request kind):
+    ``role`` is "user" for a prompt, "assistant" for a model's response; ``settings`` are the
+    provider's request options (e.g. ``(("outputType", "EightSeverityLevels"),)``), part of the
+    cache key."""
+
+    text: str
+    role: str = "user"
+    settings: tuple[tuple[str, str], ...] = ()
+    kind: str = field(default="moderate", init=False)
+
+
+Request = ScoreNext | Generate | Embed | Moderate
 
 
 @dataclass
@@ -67,6 +81,7 @@ class Response:
     logprobs: dict[str, float] | None = None  # ScoreNext: candidate -> log-prob
     text: str | None = None  # Generate: the generated text
     embedding: list[float] | None = None  # Embed: the vector
+    raw: dict | None = None  # Moderate: the provider's reply, as it came
     n_prompt_tokens: int | None = None
     error: str | None = None
 

@@ -27,14 +27,12 @@ terms; httpx gives one async connection pool and leaves the retry policy to us.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import re
 from typing import Any
 
 from ..errors import LocalevalError
-from .async_http import RETRY_STATUS, Pacer, backoff, check_positive, retry_after, run_coroutine
+from .async_http import Call, JsonClient, Retry, scrub_secrets
 from .base import Generate, Prompt, Request, Response, ScoreNext
 
 REPLICA_BLOCK = 8  # consecutive (prefix-sorted) requests sent to one replica
@@ -54,8 +52,9 @@ class OpenAIBackend:
         self.base_urls = [u.strip().rstrip("/") for u in str(urls).split(",") if u.strip()]
         self._api_key = os.environ.get(api_key_env, "")
         self.top_logprobs, self.timeout, self.max_retries = top_logprobs, timeout, max_retries
-        check_positive(concurrency=concurrency, timeout=timeout, rate_limit=rate_limit)
-        self.concurrency, self.rate_limit = concurrency, rate_limit
+        self.client = JsonClient(headers=self._headers(), timeout=timeout,
+                                 max_retries=max_retries, concurrency=concurrency,
+                                 rate_limit=rate_limit, scrub=self.scrub)
         self.stats = {"requests": 0, "http_calls": 0, "retries": 0, "failed": 0}
         self._context = min((self._model_info(u).get("max_model_len") or 0
                              for u in self.base_urls), default=0) or None
@@ -91,15 +90,7 @@ class OpenAIBackend:
                              f"it serves: {names}")
 
     def scrub(self, text: str, limit: int = 200) -> str:
-        """Server text made safe to store or print: the key and anything shaped like a key or a
-        bearer token removed, whitespace collapsed, cut to ``limit`` characters."""
-        if self._api_key:
-            text = text.replace(self._api_key, "[key]")
-        text = re.sub(r"(?i)(bearer|authorization|api[-_]?key|x-api-key)([\"':= ]+)\S+",
-                      r"\1\2[key]", text)
-        text = re.sub(r"\b(sk|pk|rk)-[A-Za-z0-9_\-]{8,}", "[key]", text)
-        text = " ".join(text.split())
-        return text if len(text) <= limit else text[: limit - 1] + "…"
+        return scrub_secrets(text, [self._api_key], limit)
 
     # ---------------------------------------------------------------- protocol
     def max_context(self) -> int | None:
@@ -121,7 +112,16 @@ class OpenAIBackend:
         """Every request, ``concurrency`` at a time; each response reported as it finishes."""
         if not requests:
             return []
-        out = run_coroutine(self._run_all(requests, progress))
+        # Prefix-sorted order; consecutive blocks of it go to one replica in turn.
+        order = sorted(range(len(requests)), key=lambda i: _prompt_key(requests[i].prompt))
+        urls = [""] * len(requests)
+        for rank, i in enumerate(order):
+            urls[i] = self.base_urls[(rank // REPLICA_BLOCK) % len(self.base_urls)]
+        calls = [self._call(url, r) for url, r in zip(urls, requests, strict=True)]
+        before = dict(self.client.stats)
+        out = self.client.post_all(calls, progress, order)
+        for key in ("http_calls", "retries"):
+            self.stats[key] += self.client.stats[key] - before[key]
         self.stats["requests"] += len(requests)
         self.stats["failed"] += sum(1 for r in out if r.error)
         scores = [r for q, r in zip(requests, out, strict=True) if isinstance(q, ScoreNext)]
@@ -131,64 +131,9 @@ class OpenAIBackend:
                                  "supports logprobs, e.g. vLLM with --max-logprobs)")
         return out
 
-    async def _run_all(self, requests: list[Request], progress) -> list[Response]:
-        order = sorted(range(len(requests)), key=lambda i: _prompt_key(requests[i].prompt))
-        out: list[Response | None] = [None] * len(requests)
-        gate = asyncio.Semaphore(self.concurrency)
-        pace = Pacer(self.rate_limit)
-        limits = self.httpx.Limits(max_connections=self.concurrency,
-                                   max_keepalive_connections=self.concurrency)
-        async with self.httpx.AsyncClient(timeout=self.timeout, limits=limits,
-                                          headers=self._headers()) as client:
-            async def one(rank: int, i: int) -> None:
-                url = self.base_urls[(rank // REPLICA_BLOCK) % len(self.base_urls)]
-                async with gate:
-                    out[i] = await self._one(client, url, requests[i], pace)
-                if progress:
-                    progress(i, out[i])
-
-            await asyncio.gather(*(one(rank, i) for rank, i in enumerate(order)))
-        return out  # type: ignore[return-value]
-
-    async def _one(self, client, url: str, request: Request, pace: Pacer) -> Response:
+    def _call(self, url: str, request: Request) -> Call:
         path, body = self._request_body(request)
-        last = ""
-        for attempt in range(self.max_retries + 1):
-            await pace.wait()
-            self.stats["http_calls"] += 1
-            outcome, wait = await self._attempt(client, url + path, body, request)
-            if isinstance(outcome, Response):
-                return outcome
-            last = outcome
-            if wait is None or attempt == self.max_retries:
-                break
-            self.stats["retries"] += 1
-            await asyncio.sleep(wait if wait > 0 else backoff(attempt))
-        return Response(error=last)
-
-    async def _attempt(self, client, url: str, body: dict,
-                       request: Request) -> tuple[Response | str, float | None]:
-        """(the response, or the error text and how long to wait before a retry: 0 = the
-        backoff, None = do not retry)."""
-        httpx = self.httpx
-        try:
-            resp = await client.post(url, content=json.dumps(body, ensure_ascii=False).encode())
-        except httpx.TimeoutException:
-            return f"timeout after {self.timeout:g} s from {url}", 0
-        except httpx.HTTPError as e:  # connection refused/reset, truncated body, protocol error
-            return f"connection error with {url}: {self.scrub(f'{type(e).__name__}: {e}')}", 0
-        if resp.status_code != 200:
-            error = f"HTTP {resp.status_code} from {url}: {self.scrub(resp.text)}"
-            if resp.status_code in RETRY_STATUS or resp.status_code >= 500:
-                return error, retry_after(resp.headers.get("retry-after"))
-            return error, None
-        try:
-            choice = resp.json()["choices"][0]
-        except (ValueError, KeyError, IndexError, TypeError):
-            return f"malformed reply from {url}: {self.scrub(resp.text, 80)!r}", 0
-        parsed = self._parse(request, choice)
-        retry = parsed.error is not None and parsed.error.startswith(NO_LOGPROBS)
-        return (parsed.error, 0) if retry else (parsed, None)
+        return Call(url + path, body, lambda reply: self._parse(request, reply["choices"][0]))
 
     def _request_body(self, request: Request) -> tuple[str, dict]:
         if isinstance(request, ScoreNext):
@@ -223,9 +168,9 @@ class OpenAIBackend:
                 text = (choice.get("message") or {}).get("content") or ""
             return Response(text=text)
         top = _top_logprobs(choice)
-        if top is None:
-            return Response(error=f"{NO_LOGPROBS}; does {self.base_url} support logprobs? "
-                                  "use --method generation otherwise")
+        if top is None:  # retried: a server under load may drop them once
+            raise Retry(f"{NO_LOGPROBS}; does {self.base_url} support logprobs? "
+                        "use --method generation otherwise")
         found = {c: top.get(c) for c in request.candidates}
         if all(v is None for v in found.values()):
             return Response(error=f"no candidate among the top {self.top_logprobs} next tokens "

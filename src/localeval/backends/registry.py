@@ -18,6 +18,7 @@ BACKENDS: dict[str, tuple[str, str]] = {
     "openai": ("openai_compat", "OpenAIBackend"),
     "hf-seq2seq": ("hf_seq2seq", "HFSeq2SeqBackend"),  # translation (X-Guard's first step)
     "st": ("embedding", "SentenceEmbeddingBackend"),  # sentence-transformers embedders
+    "moderation": ("moderation", "ModerationBackend"),  # moderation APIs (their guards' own)
 }
 
 

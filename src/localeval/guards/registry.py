@@ -19,6 +19,11 @@ GUARDS: dict[str, tuple[str, str]] = {
     "polyguard": ("polyguard", "PolyGuard"),
     "wildguard": ("wildguard", "WildGuard"),
     "xguard": ("xguard", "XGuard"),
+    # moderation APIs: keys and endpoints from environment variables (guards/moderation.py)
+    "openai-moderation": ("moderation", "OpenAIModeration"),
+    "azure-content-safety": ("moderation", "AzureContentSafety"),
+    "model-armor": ("moderation", "ModelArmor"),
+    "lakera-guard": ("moderation", "LakeraGuard"),
 }
 
 
