@@ -7,8 +7,8 @@ for Parquet. Every problem is a :class:`DataError` naming file, row and field.
 from __future__ import annotations
 
 import csv
-import io
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,32 +18,78 @@ from ..errors import DataError
 TABLE_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet")
 
 
-def _decode(path: Path) -> str:
-    raw = path.read_bytes()
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        raise DataError(path, line, None, f"not valid UTF-8 (byte {e.start}); re-save the file "
-                        "as UTF-8") from None
+# A line or cell longer than this stops the load with one line (file, row, the limit) instead
+# of an unbounded allocation; a real prompt is far shorter. LOCALEVAL_MAX_FIELD_BYTES raises it.
+MAX_FIELD_BYTES = int(os.environ.get("LOCALEVAL_MAX_FIELD_BYTES", 8 * 2**20))
+
+
+def _too_long(path: Path, row: int, field: str | None = None) -> DataError:
+    return DataError(path, row, field, f"longer than {MAX_FIELD_BYTES:,} bytes, the limit on "
+                     "one line or cell (set LOCALEVAL_MAX_FIELD_BYTES to raise it)")
+
+
+def _not_utf8(path: Path, row: int) -> DataError:
+    return DataError(path, row, None, "not valid UTF-8; re-save the file as UTF-8")
+
+
+def _jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) for each line, read one at a time with a bound on its length."""
+    with path.open("rb") as f:
+        number = 0
+        while True:
+            raw = f.readline(MAX_FIELD_BYTES + 1)
+            if not raw:
+                return
+            number += 1
+            if len(raw) > MAX_FIELD_BYTES and not raw.endswith(b"\n"):
+                raise _too_long(path, number)
+            try:
+                text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError:
+                raise _not_utf8(path, number) from None
+            yield number, text
+
+
+def _first_bad_line(path: Path) -> int:
+    with path.open("rb") as f:
+        for number, raw in enumerate(iter(lambda: f.readline(MAX_FIELD_BYTES), b""), start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return number
+    return 0
+
+
+def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    csv.field_size_limit(MAX_FIELD_BYTES)
+    with path.open(encoding="utf-8-sig", newline="") as f:
+        reader = csv.DictReader(f)
+        try:
+            if reader.fieldnames is None:
+                raise DataError(path, 1, None, "the file is empty (no header row)")
+            for row in reader:
+                if None in row:  # more cells than header columns
+                    raise DataError(path, reader.line_num, None,
+                                    f"{len(reader.fieldnames) + len(row[None])} cells but the "
+                                    f"header has {len(reader.fieldnames)} columns")
+                yield reader.line_num, row
+        except UnicodeDecodeError:  # decoded in chunks: find the line itself
+            raise _not_utf8(path, _first_bad_line(path)) from None
+        except csv.Error as e:
+            if "field larger than field limit" in str(e):
+                raise _too_long(path, reader.line_num + 1) from None
+            raise DataError(path, reader.line_num, None, f"not valid CSV ({e})") from None
 
 
 def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(row_number, row)`` for every data row of a CSV, JSONL or Parquet file."""
+    """Yield ``(row_number, row)`` for every data row of a CSV, JSONL or Parquet file, reading
+    one row at a time (memory bounded by the longest row, itself bounded)."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        reader = csv.DictReader(io.StringIO(_decode(path), newline=""))
-        if reader.fieldnames is None:
-            raise DataError(path, 1, None, "the file is empty (no header row)")
-        for row in reader:
-            if None in row:  # more cells than header columns
-                raise DataError(path, reader.line_num, None,
-                                f"{len(reader.fieldnames) + len(row[None])} cells but the header "
-                                f"has {len(reader.fieldnames)} columns")
-            yield reader.line_num, row
+        yield from _csv_rows(path)
     elif suffix in (".jsonl", ".json"):
-        for number, line in enumerate(_decode(path).splitlines(), start=1):
+        for number, line in _jsonl_lines(path):
             if not line.strip():
                 continue
             try:
@@ -57,11 +103,14 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         import pyarrow.parquet as pq
 
         try:
-            table = pq.read_table(path)
+            batches = pq.ParquetFile(path).iter_batches(batch_size=1024)
         except Exception as e:  # pyarrow raises several types for a damaged file
             raise DataError(path, None, None, f"cannot read as Parquet ({e})") from None
-        for number, row in enumerate(table.to_pylist(), start=1):
-            yield number, row
+        number = 0
+        for batch in batches:  # one batch of rows in memory at a time
+            for row in batch.to_pylist():
+                number += 1
+                yield number, row
     else:
         raise DataError(path, None, None,
                         f"unsupported file type {suffix!r}; use one of {', '.join(TABLE_SUFFIXES)}")
