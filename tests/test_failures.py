@@ -105,31 +105,88 @@ def _rows(path) -> int:
         return 0
 
 
-@pytest.mark.slow
-def test_sigkill_mid_run_then_resume(shared, tmp_path, tiny_llama):
-    out = tmp_path / "run"
-    argv = [sys.executable, "-m", "localeval.cli", "run", "--task", "cmmlu", "--data",
-            str(shared / "data" / "cmmlu"), "--subjects", "agronomy,anatomy", "--limit", "60",
-            "--model", f"hf:{tiny_llama}", "--batch-size", "1", "--no-prefix-reuse",
-            "--output", str(out), "--quiet"]
+def _kill_when(argv: list[str], cache, rows: int) -> int:
+    """Start the command, SIGKILL it once its cache holds ``rows`` responses; the rows kept."""
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 240
-    while _rows(out / "cache.sqlite") < 10 and proc.poll() is None and \
-            time.monotonic() < deadline:
-        time.sleep(0.05)
+    while _rows(cache) < rows and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    kept = _rows(out / "cache.sqlite")
-    assert 10 <= kept < 120, kept  # killed mid-run, with its finished requests stored
-    assert json.loads((out / "config.json").read_text())["run"]["status"] == "running"
+    return _rows(cache)
+
+
+def _resume_equals_clean(argv: list[str], out, clean, total: int, kills: list[int]) -> None:
+    """Kill the run at each point in turn, resume it; it must end as an uninterrupted run:
+    nothing lost or duplicated, nothing finished recomputed, no file left truncated."""
+    kept = 0
+    for rows in kills:
+        kept = _kill_when(argv, out / "cache.sqlite", rows)
+        assert rows <= kept < total, (rows, kept)  # killed mid-run, finished requests stored
+        assert json.loads((out / "config.json").read_text())["run"]["status"] == "running"
     done = subprocess.run(argv, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     results = json.loads((out / "results.json").read_text())
-    assert results["timing"]["requests"] == 120 - kept  # nothing finished is recomputed
-    assert results["n_samples"] == 120 and results["n_failed"] == 0
-    # The resumed folder equals an uninterrupted run's.
-    clean = subprocess.run([*argv[:-3], "--output", str(tmp_path / "clean"), "--quiet"],
-                           capture_output=True, text=True)
-    assert clean.returncode == 0
-    assert (out / "samples.jsonl").read_bytes() == (tmp_path / "clean" / "samples.jsonl"
-                                                    ).read_bytes()
+    assert results["timing"]["requests_run"] == total - kept  # nothing finished is recomputed
+    assert results["timing"]["requests_cached"] == kept
+    assert _rows(out / "cache.sqlite") == total
+    uninterrupted = subprocess.run([*argv[:-3], "--output", str(clean), "--quiet"],
+                                   capture_output=True, text=True)
+    assert uninterrupted.returncode == 0, uninterrupted.stderr
+    assert (out / "samples.jsonl").read_bytes() == (clean / "samples.jsonl").read_bytes()
+    clean_results = json.loads((clean / "results.json").read_text())
+    assert results["metrics"] == clean_results["metrics"]
+
+
+def _cli(*args) -> list[str]:
+    return [sys.executable, "-m", "localeval.cli", "run", *args]
+
+
+@pytest.mark.slow
+def test_sigkill_a_likelihood_run_then_resume(shared, tmp_path, tiny_llama):
+    out = tmp_path / "run"
+    argv = _cli("--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"), "--subjects",
+                "agronomy,anatomy", "--limit", "60", "--model", f"hf:{tiny_llama}",
+                "--batch-size", "1", "--no-prefix-reuse", "--output", str(out), "--quiet")
+    _resume_equals_clean(argv, out, tmp_path / "clean", 120, kills=[10, 60])
+
+
+@pytest.mark.slow
+def test_sigkill_a_generation_run_then_resume(shared, tmp_path, tiny_llama):
+    out = tmp_path / "run"
+    argv = _cli("--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"), "--subjects",
+                "agronomy", "--limit", "30", "--model", f"hf:{tiny_llama}", "--method",
+                "generation", "--max-tokens", "24", "--output", str(out), "--quiet")
+    _resume_equals_clean(argv, out, tmp_path / "clean", 30, kills=[5, 18])
+
+
+# WildGuard reads its verdict after lines the model writes itself; a random model's lines never
+# have WildGuard's format, so this run accepts any, to reach the scoring stage.
+ANY_LINES = ("import re, sys; from localeval.guards.wildguard import WildGuard; "
+             "WildGuard.stage0_pattern = re.compile('(?s).*'); "
+             "from localeval.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+@pytest.mark.slow
+def test_sigkill_a_two_stage_guard_run_in_each_stage_then_resume(shared, tmp_path, tiny_llama):
+    out = tmp_path / "run"
+    argv = [sys.executable, "-c", ANY_LINES, "run", "--task", "safety-responses", "--data",
+            str(shared / "data" / "xstest" / "model_completions"), "--limit", "4",
+            "--classify", "response-with-prompt", "--guard", "wildguard", "--model",
+            f"hf:{tiny_llama}", "--output", str(out), "--quiet"]
+    # 20 items: 20 generations (stage 0), then 20 scores (stage 1); killed in each stage.
+    _resume_equals_clean(argv, out, tmp_path / "clean", 40, kills=[6, 26])
+
+
+def test_a_second_live_run_in_the_same_folder_is_refused(shared, tmp_path, monkeypatch, capsys):
+    from localeval.store.runs import run_folder_lock
+
+    monkeypatch.setattr(localeval.run, "load_backend", lambda spec, **kw: Flaky(every=0))
+    argv = ["run", "--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"), "--subjects",
+            "agronomy", "--limit", "3", "--model", "hf:/tmp", "--quiet", "--output",
+            str(tmp_path / "run")]
+    with run_folder_lock(tmp_path / "run"):  # as a live run in another process holds it
+        assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "is in use by another localeval run" in err and len(err.strip().splitlines()) == 1
+    assert main(argv) == 0  # the lock goes with its holder

@@ -22,7 +22,15 @@ from .backends.registry import load_backend, parse_backend_spec, preflight
 from .errors import LocalevalError
 from .progress import progress_bar
 from .store.cache import RequestCache
-from .store.runs import RunRecord, check_output_folder, check_same_run, now, save_run, write_config
+from .store.runs import (
+    RunRecord,
+    check_output_folder,
+    check_same_run,
+    now,
+    run_folder_lock,
+    save_run,
+    write_config,
+)
 from .tasks.base import Task
 from .version import __version__
 
@@ -39,6 +47,14 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
     with other settings is refused unless ``overwrite``; with the same settings it is a rerun.
     Every check (model spec, folder, data, options) comes before the model loads."""
     model = choose_model(task, model)
+    if output:
+        check_output_folder(Path(output))
+    with run_folder_lock(Path(output) if output else None):
+        return _run(task, model, output, cache, backend_options, quiet, command, overwrite)
+
+
+def _run(task: Task, model: str | Backend, output: str | Path | None, cache, backend_options,
+         quiet: bool, command, overwrite: bool) -> RunRecord:
     items = checked_items(task, model, output, backend_options, overwrite)
     backend = load_backend(model, **(backend_options or {})) if isinstance(model, str) else model
     planned = task.plan(items, backend)
@@ -50,15 +66,16 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
     try:
         started = time.perf_counter()
         with open_cache(cache) as store:
-            answers = task.respond(planned, CachedExecutor(backend, store, quiet,
-                                                           task.progress_unit))
+            execute = CachedExecutor(backend, store, quiet, task.progress_unit)
+            answers = task.respond(planned, execute)
         elapsed = time.perf_counter() - started
         samples = [task.score(p, a) for p, a in zip(planned, answers, strict=True)]
         results = task.summarise(samples)
     except BaseException as e:
         _fail(record, e)
         raise
-    results["timing"] = _timing(elapsed, len(samples), task.rate_unit, backend)
+    results["timing"] = {**_timing(elapsed, len(samples), task.rate_unit, backend),
+                         **execute.counts}
     record.results, record.samples = finite(results), samples
     record.status, record.finished_at = "finished", now()
     if not quiet:
@@ -71,10 +88,8 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
 
 def checked_items(task: Task, model: str | Backend, output: str | Path | None,
                   backend_options: dict | None, overwrite: bool) -> list:
-    """The task's items, after every check that needs no model: the run folder, where the
-    model comes from, the data and options, and (for a folder that holds a run) its settings."""
-    if output:
-        check_output_folder(Path(output))
+    """The task's items, after every check that needs no model: where the model comes from, the
+    data and options, and (for a folder that holds a run) its settings."""
     if isinstance(model, str):
         preflight(model, **(backend_options or {}))
     items = task.load()
@@ -107,17 +122,22 @@ class CachedExecutor:
     losing at most the requests in flight. ``on(other)`` runs another backend (a guard's helper
     model) through the same cache."""
 
-    def __init__(self, backend: Backend, cache: RequestCache | None, quiet: bool, unit: str):
+    def __init__(self, backend: Backend, cache: RequestCache | None, quiet: bool, unit: str,
+                 counts: dict[str, int] | None = None):
         self.backend, self.cache, self.quiet, self.unit = backend, cache, quiet, unit
+        # Requests read back from the cache, and run (on any backend): the run's timing.
+        self.counts = counts if counts is not None else {"requests_cached": 0, "requests_run": 0}
 
     def on(self, backend: Backend) -> CachedExecutor:
-        return CachedExecutor(backend, self.cache, self.quiet, self.unit)
+        return CachedExecutor(backend, self.cache, self.quiet, self.unit, self.counts)
 
     def __call__(self, requests: list[Request]) -> list[Response]:
         backend, cache = self.backend, self.cache
         responses = (cache.get_many(backend.identity, requests) if cache
                      else [None] * len(requests))
         todo, copies = _distinct([i for i, r in enumerate(responses) if r is None], requests)
+        self.counts["requests_run"] += len(todo)
+        self.counts["requests_cached"] += len(requests) - len(todo) - len(copies)
         with progress_bar(self.unit, total=len(requests), done=len(requests) - len(todo),
                           quiet=self.quiet) as advance, \
                 CacheWriter(cache, backend.identity) as writer:

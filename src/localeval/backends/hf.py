@@ -321,6 +321,8 @@ class HFBackend:
                 **extra,
             )
         new = out[0, len(ids):].tolist()
+        self.stats["requests"] += 1
+        self.stats["prompt_tokens"] += len(ids)
         self.stats["forwarded_tokens"] += len(ids) - cached + len(new)
         generated = self.tokenizer.decode(new, skip_special_tokens=True)
         for s in request.stop:  # generation stops after the token that completes a stop string

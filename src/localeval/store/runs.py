@@ -5,7 +5,8 @@ stands), ``results.json`` (numbers), ``samples.jsonl`` (one line per sample).
 ``error``), the folder ``schema`` version and UTC timestamps. It is written when the run starts
 and again, last, when it ends, so "finished" means every file is complete; a run killed on the
 way stays "running". Files are written whole to a temporary name and renamed, so a crash never
-leaves half a file. JSON keys are sorted and floats written as Python prints them, so the same
+leaves half a file. A live run holds the folder's ``.lock`` (one run per folder at a time).
+JSON keys are sorted and floats written as Python prints them, so the same
 run gives the same bytes.
 """
 
@@ -13,12 +14,19 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import LocalevalError
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
 
 RUN_SCHEMA = 1  # version of the folder layout and config.json["run"]
 STATUSES = ("running", "finished", "failed")
@@ -106,11 +114,46 @@ def load_run(folder: str | Path) -> RunRecord:
     return record
 
 
+LOCK_FILE = ".lock"
+
+
+@contextmanager
+def run_folder_lock(folder: Path | None) -> Iterator[None]:
+    """One live run per folder: a second run of the same command while the first is live would
+    redo its work (and race on its files), so it is refused in one line. The lock is the
+    kernel's (``flock``) and goes with its process, so a killed run leaves none behind."""
+    if folder is None or fcntl is None:  # no flock (Windows): no lock
+        yield
+        return
+    made = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / LOCK_FILE, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "?"
+            raise LocalevalError(f"{folder} is in use by another localeval run (pid {holder}); "
+                                 "wait for it to finish, or give another --output") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        try:
+            yield
+        finally:
+            if made and not (folder / "config.json").exists():  # nothing ran: leave no trace
+                (folder / LOCK_FILE).unlink(missing_ok=True)
+                with suppress(OSError):
+                    folder.rmdir()
+
+
 def check_output_folder(folder: Path) -> None:
     """Before anything loads: ``folder`` must be a folder that is new, empty or a run folder."""
     if folder.exists() and not folder.is_dir():
         raise LocalevalError(f"--output {folder} is a file; give a folder (made if missing)")
-    if folder.is_dir() and not (folder / "config.json").exists() and any(folder.iterdir()):
+    if folder.is_dir() and not (folder / "config.json").exists() and \
+            any(f.name != LOCK_FILE for f in folder.iterdir()):
         raise LocalevalError(f"--output {folder} is not empty and holds no run (no config.json); "
                              "give a new or empty folder")
 
