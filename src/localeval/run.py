@@ -8,6 +8,7 @@ requests through the cache with a progress bar, score, summarise, and keep the t
 from __future__ import annotations
 
 import math
+import os
 import platform
 import sys
 import threading
@@ -190,7 +191,9 @@ class CacheWriter:
     Ctrl-C keeps what finished). Thread-safe: backends report from worker threads."""
 
     def __init__(self, cache: RequestCache | None, identity: dict, batch: int = 64,
-                 interval: float = 1.0):
+                 interval: float | None = None):
+        if interval is None:  # a kill loses at most this many seconds of finished requests
+            interval = float(os.environ.get("LOCALEVAL_CACHE_COMMIT_SECONDS", 1.0))
         self.cache, self.identity, self.batch, self.interval = cache, identity, batch, interval
         self.pending: list[tuple[Request, Response]] = []
         self.lock = threading.Lock()

@@ -1,0 +1,73 @@
+"""A real third-party server: llama.cpp (llama-cpp-python's OpenAI-compatible server) on the
+same weights as the ``hf:`` backend, float32 GGUF. MCQ likelihood and a guard run through it must
+agree with ``hf:``.
+
+Tolerance. llama.cpp computes in float32 with its own kernels (ggml's matrix products sum in
+another order than PyTorch's, and its softmax is its own), so the two agree to float32
+rounding, not bit for bit: on this model the log-probs differ by about 2e-5 at most. ``TOL``
+(1e-4 on a log-prob, and on a probability) leaves room for that; a letter or verdict must be
+identical wherever the ``hf:`` margin exceeds it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from llama_cpp_server import LlamaCppServer, to_gguf
+
+from localeval.cli import main
+
+TOL = 1e-4
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def server(tiny_llama, tmp_path_factory):
+    gguf = to_gguf(tiny_llama, tmp_path_factory.mktemp("gguf") / "tiny-f32.gguf")
+    s = LlamaCppServer(gguf)
+    yield s
+    s.stop()
+
+
+def _samples(folder):
+    return {s["id"]: s for s in map(json.loads, (folder / "samples.jsonl").open())}
+
+
+def _both(server, tiny_llama, tmp_path, *args):
+    remote = ["--model", "openai:tiny", "--base-url", server.url, "--top-logprobs", "49152"]
+    assert main([*args, *remote, "--output", str(tmp_path / "llama.cpp"), "--quiet"]) == 0
+    assert main([*args, "--model", f"hf:{tiny_llama}", "--output", str(tmp_path / "hf"),
+                 "--quiet"]) == 0
+    return _samples(tmp_path / "llama.cpp"), _samples(tmp_path / "hf")
+
+
+def test_mcq_likelihood_agrees_with_hf(server, tiny_llama, shared, tmp_path):
+    ours, hf = _both(server, tiny_llama, tmp_path, "run", "--task", "cmmlu", "--data",
+                     str(shared / "data" / "cmmlu"), "--subjects", "agronomy,arts", "--limit",
+                     "12")
+    assert set(ours) == set(hf) and len(hf) == 24
+    compared = 0
+    for i, h in hf.items():
+        o = ours[i]
+        assert not o.get("failed") and set(o["logprobs"]) == set(h["logprobs"])
+        assert max(abs(o["logprobs"][k] - h["logprobs"][k]) for k in h["logprobs"]) < TOL, i
+        top = sorted(h["logprobs"].values(), reverse=True)
+        if top[0] - top[1] > TOL:
+            assert o["pred"] == h["pred"], i
+            compared += 1
+    assert compared >= 20
+
+
+def test_guard_scores_agree_with_hf(server, tiny_llama, shared, tmp_path):
+    """WildGuard's verdict tokens " yes" / " no" are single tokens of the tiny model's vocabulary
+    (a server's top log-probs are looked up by token text; Llama Guard's "unsafe" is one token
+    of its own vocabulary, not of SmolLM2's)."""
+    ours, hf = _both(server, tiny_llama, tmp_path, "run", "--task", "safety-prompts", "--data",
+                     str(shared / "data" / "xstest" / "xstest_prompts.csv"), "--limit", "16",
+                     "--guard", "wildguard")
+    assert set(ours) == set(hf) and len(hf) == 16
+    for i, h in hf.items():
+        assert ours[i]["score"] == pytest.approx(h["score"], abs=TOL), i
+        if abs(h["score"] - 0.5) > TOL:
+            assert (ours[i]["score"] > 0.5) == (h["score"] > 0.5), i
