@@ -6,8 +6,9 @@ completions reply with top log-probs, so nearly all the time is the client's. Fo
 concurrency the two clients alternate over several repetitions; the medians are compared. The
 localeval side is what a run does: ``CachedExecutor`` over ``OpenAIBackend`` with a fresh SQLite
 cache (every response stored as it arrives), prompt sorting, retries armed, parsing into
-responses. The bare side posts the same bodies and parses the JSON, nothing else. Overhead per
-request = 1/rate(localeval) - 1/rate(bare).
+responses. The bare side posts the same bodies and parses the JSON, nothing else: once with one
+client (the plain way), once with the same pools of 16 connections localeval uses. Overhead per
+request = 1/rate(localeval) - 1/rate(bare, pools of 16): what localeval adds on top of httpx.
 
     python bench/openai_client_overhead.py --requests 2000 --repeats 3
 """
@@ -23,6 +24,8 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+
+from localeval.backends.async_http import SHARD_CONNECTIONS
 
 REPLY = json.dumps({"id": "cmpl-1", "object": "text_completion", "model": "bench",
                     "choices": [{"index": 0, "text": "A", "finish_reason": "length",
@@ -64,20 +67,28 @@ def _bodies(n: int) -> list[dict]:
              "max_tokens": 1, "temperature": 0.0, "logprobs": 20} for i in range(n)]
 
 
-def bare(url: str, bodies: list[dict], concurrency: int) -> float:
-    """Seconds for a bare async httpx client to post every body and parse each reply."""
+def bare(url: str, bodies: list[dict], concurrency: int, per_pool: int | None = None) -> float:
+    """Seconds for a bare async httpx client to post every body and parse each reply: one
+    client (one connection pool), or with ``per_pool`` as many clients of that many connections
+    as the concurrency needs (what localeval does), requests round-robin over them."""
     import httpx
 
-    async def main() -> None:
-        gate = asyncio.Semaphore(concurrency)
-        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-        async with httpx.AsyncClient(timeout=60, limits=limits) as client:
-            async def one(body: dict) -> None:
-                async with gate:
-                    resp = await client.post(url + "/completions", json=body)
-                    resp.json()["choices"][0]["logprobs"]["top_logprobs"][0]
+    pools = -(-concurrency // per_pool) if per_pool else 1
+    size = -(-concurrency // pools)
 
-            await asyncio.gather(*(one(b) for b in bodies))
+    async def main() -> None:
+        limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+        clients = [httpx.AsyncClient(timeout=60, limits=limits) for _ in range(pools)]
+        gates = [asyncio.Semaphore(size) for _ in range(pools)]
+
+        async def one(k: int, body: dict) -> None:
+            async with gates[k % pools]:
+                resp = await clients[k % pools].post(url + "/completions", json=body)
+                resp.json()["choices"][0]["logprobs"]["top_logprobs"][0]
+
+        await asyncio.gather(*(one(k, b) for k, b in enumerate(bodies)))
+        for c in clients:
+            await c.aclose()
 
     start = time.perf_counter()
     asyncio.run(main())
@@ -117,18 +128,20 @@ def main() -> None:
     bodies = _bodies(args.requests)
     print(f"{args.requests} completions requests per run, loopback server (separate process), "
           f"median of {args.repeats} alternating runs")
-    print(f"{'concurrency':>11} {'bare req/s':>11} {'localeval req/s':>16} {'ratio':>6} "
-          f"{'overhead/request':>17}")
+    print(f"{'concurrency':>11} {'bare, 1 pool':>13} {'bare, pools of 16':>18} "
+          f"{'localeval':>10} {'vs 1 pool':>10} {'vs pools of 16':>15} {'overhead/request':>17}")
     try:
         for c in (int(x) for x in args.concurrency.split(",")):
-            times: dict[str, list[float]] = {"bare": [], "ours": []}
+            times: dict[str, list[float]] = {"bare": [], "sharded": [], "ours": []}
             for _ in range(args.repeats):
                 times["bare"].append(bare(url, bodies, c))
+                times["sharded"].append(bare(url, bodies, c, per_pool=SHARD_CONNECTIONS))
                 times["ours"].append(ours(url, bodies, c))
             rate = {k: args.requests / statistics.median(v) for k, v in times.items()}
-            overhead_ms = (1 / rate["ours"] - 1 / rate["bare"]) * 1000
-            print(f"{c:>11} {rate['bare']:>11.0f} {rate['ours']:>16.0f} "
-                  f"{rate['ours'] / rate['bare']:>6.2f} {overhead_ms:>14.3f} ms")
+            overhead_ms = (1 / rate["ours"] - 1 / rate["sharded"]) * 1000
+            print(f"{c:>11} {rate['bare']:>13.0f} {rate['sharded']:>18.0f} {rate['ours']:>10.0f} "
+                  f"{rate['ours'] / rate['bare']:>10.2f} {rate['ours'] / rate['sharded']:>15.2f} "
+                  f"{overhead_ms:>14.3f} ms")
     finally:
         server.terminate()
 

@@ -14,6 +14,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
@@ -22,6 +23,7 @@ from .base import Response
 
 RETRY_STATUS = {408, 409, 425, 429}  # and every 5xx
 MAX_RETRY_AFTER = 60.0  # seconds: a longer Retry-After is capped
+SHARD_CONNECTIONS = 16  # connections per httpx client (pool); more in flight = more clients
 
 
 class Pacer:
@@ -145,19 +147,27 @@ class JsonClient:
         import httpx
 
         out: list[Response | None] = [None] * len(calls)
-        gate = asyncio.Semaphore(self.concurrency)
         pace = Pacer(self.rate_limit)
-        limits = httpx.Limits(max_connections=self.concurrency,
-                              max_keepalive_connections=self.concurrency)
-        async with httpx.AsyncClient(timeout=self.timeout, limits=limits,
-                                     headers=self.headers) as client:
-            async def one(i: int) -> None:
-                async with gate:
-                    out[i] = await self._one(client, calls[i], pace)
+        # httpcore scans every connection of a pool each time a request starts or ends, so one
+        # pool of 128 connections costs more per request than 8 pools of 16 (measured: the
+        # bench in bench/openai_client_overhead.py). Requests go round-robin over the shards.
+        shards = -(-self.concurrency // SHARD_CONNECTIONS)
+        sizes = [self.concurrency // shards + (k < self.concurrency % shards)
+                 for k in range(shards)]
+        async with AsyncExitStack() as stack:
+            clients = [await stack.enter_async_context(httpx.AsyncClient(
+                timeout=self.timeout, headers=self.headers,
+                limits=httpx.Limits(max_connections=n, max_keepalive_connections=n)))
+                for n in sizes]
+            gates = [asyncio.Semaphore(n) for n in sizes]
+
+            async def one(rank: int, i: int) -> None:
+                async with gates[rank % shards]:
+                    out[i] = await self._one(clients[rank % shards], calls[i], pace)
                 if progress:
                     progress(i, out[i])
 
-            await asyncio.gather(*(one(i) for i in order))
+            await asyncio.gather(*(one(rank, i) for rank, i in enumerate(order)))
         return out  # type: ignore[return-value]
 
     async def _one(self, client, call: Call, pace: Pacer) -> Response:
