@@ -2,7 +2,7 @@
 
 It runs a real transformers model directly (no localeval code), so the openai backend is
 tested against an independent implementation of the same protocol: /v1/models,
-/v1/completions (``logprobs=k``), /v1/chat/completions (``logprobs``/``top_logprobs``,
+/v1/completions (``logprobs=k``, ``echo``), /v1/chat/completions (``logprobs``/``top_logprobs``,
 ``continue_final_message``) and /tokenize. It records the prompts it receives, in order.
 """
 
@@ -84,6 +84,18 @@ class ModelServer:
             return self.tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True), False
         return body["prompt"], body.get("add_special_tokens", True)  # vLLM's extra parameter
 
+    def _echo(self, ids):
+        """``echo`` with logprobs and max_tokens=1, as vLLM answers it: the prompt's token
+        log-probs (null first), then the greedy next token's; ``usage`` counts the prompt."""
+        with self.torch.no_grad():
+            lp = self.model(self.torch.tensor([ids])).logits[0].log_softmax(-1)
+        values = [None] + [lp[i, t].item() for i, t in enumerate(ids[1:])]
+        nxt = int(lp[-1].argmax())
+        tokens = [self._piece(t) for t in ids] + [self._piece(nxt)]
+        return {"choices": [{"text": "".join(tokens), "logprobs": {
+            "tokens": tokens, "token_logprobs": values + [lp[-1, nxt].item()]}}],
+            "usage": {"prompt_tokens": len(ids), "completion_tokens": 1}}
+
     def handle(self, path, body):
         torch = self.torch
         if path == "/tokenize":
@@ -94,6 +106,8 @@ class ModelServer:
         ids = self.tok(text, add_special_tokens=special)["input_ids"]
         chat = path.endswith("/chat/completions")
         k = body.get("top_logprobs") if chat else body.get("logprobs")
+        if body.get("echo") and not chat:
+            return self._echo(ids)
         with torch.no_grad():
             if body["max_tokens"] == 1 and k:
                 lp = self.model(torch.tensor([ids])).logits[0, -1].log_softmax(-1)

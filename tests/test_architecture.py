@@ -22,7 +22,7 @@ LAYERS = [
     {"api"},
     {"tools"},
     {"demo"},
-    {"cli", "cli_tools", "cli_options"},
+    {"cli", "cli_tools", "cli_options", "cli_research"},
     {"__init__"},
 ]
 MAX_COMPLEXITY = 15  # radon's cyclomatic complexity, per function

@@ -4,6 +4,7 @@ finished."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -105,9 +106,14 @@ def _rows(path) -> int:
         return 0
 
 
-def _kill_when(argv: list[str], cache, rows: int) -> int:
-    """Start the command, SIGKILL it once its cache holds ``rows`` responses; the rows kept."""
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def _kill_when(argv: list[str], cache, rows: int, commit_seconds: str | None = None) -> int:
+    """Start the command, SIGKILL it once its cache holds ``rows`` responses; the rows kept.
+    ``commit_seconds``: LOCALEVAL_CACHE_COMMIT_SECONDS for the run (default: the default)."""
+    env = dict(os.environ)
+    if commit_seconds is not None:
+        env["LOCALEVAL_CACHE_COMMIT_SECONDS"] = commit_seconds
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=env)
     deadline = time.monotonic() + 240
     while _rows(cache) < rows and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -116,12 +122,14 @@ def _kill_when(argv: list[str], cache, rows: int) -> int:
     return _rows(cache)
 
 
-def _resume_equals_clean(argv: list[str], out, clean, total: int, kills: list[int]) -> None:
-    """Kill the run at each point in turn, resume it; it must end as an uninterrupted run:
-    nothing lost or duplicated, nothing finished recomputed, no file left truncated."""
+def _resume_equals_clean(argv: list[str], out, clean, total: int, kills: list) -> None:
+    """Kill the run at each point (rows, or (rows, commit seconds)) in turn, resume it; it must
+    end as an uninterrupted run: nothing lost or duplicated, nothing finished recomputed, no
+    file left truncated."""
     kept = 0
-    for rows in kills:
-        kept = _kill_when(argv, out / "cache.sqlite", rows)
+    for point in kills:
+        rows, commit = point if isinstance(point, tuple) else (point, None)
+        kept = _kill_when(argv, out / "cache.sqlite", rows, commit)
         assert rows <= kept < total, (rows, kept)  # killed mid-run, finished requests stored
         assert json.loads((out / "config.json").read_text())["run"]["status"] == "running"
     done = subprocess.run(argv, capture_output=True, text=True)
@@ -149,7 +157,9 @@ def test_sigkill_a_likelihood_run_then_resume(shared, tmp_path, tiny_llama):
     argv = _cli("--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"), "--subjects",
                 "agronomy,anatomy", "--limit", "60", "--model", f"hf:{tiny_llama}",
                 "--batch-size", "1", "--no-prefix-reuse", "--output", str(out), "--quiet")
-    _resume_equals_clean(argv, out, tmp_path / "clean", 120, kills=[10, 60])
+    # The first kill with the default commit interval (1 s); the second with every response
+    # committed at once, so the kill surely lands before the end.
+    _resume_equals_clean(argv, out, tmp_path / "clean", 120, kills=[10, (60, "0")])
 
 
 @pytest.mark.slow

@@ -6,7 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from .cli_options import _backend_options, _task_options, default_output
+from .cli_options import (
+    _backend_options,
+    _task_options,
+    add_backend_arguments,
+    add_folder_arguments,
+    check_failures,
+    default_output,
+)
+from .cli_research import add_research_parsers
 from .cli_tools import add_tool_parsers
 from .errors import LocalevalError
 
@@ -81,44 +89,17 @@ def _parser() -> argparse.ArgumentParser:
                    "default for --prompt-style tmlu) or strict (the first character must be the "
                    "letter; CoT: the last final-answer statement; default for lm-eval)")
     r.add_argument("--limit", type=int, help="first N test questions per subject")
-    r.add_argument("--output", help="run folder for config.json, results.json, samples.jsonl and "
-                   "the cache; default runs/<task>/<model>-<settings hash>, so the same command "
-                   "resumes")
-    r.add_argument("--overwrite", action="store_true", help="replace a run with other settings "
-                   "in --output (by default that is refused)")
-    r.add_argument("--cache", help="SQLite file of finished requests (default: <output>/cache.sqlite)")
-    r.add_argument("--no-cache", action="store_true", help="keep no cache (nothing resumes)")
+    add_folder_arguments(r)
     r.add_argument("--dataset-revision", help="dataset revision on the Hub (branch, tag, commit)")
-    r.add_argument("--revision", help="model revision (Hub branch, tag or commit)")
-    r.add_argument("--model-args", metavar="KEY=VALUE,...", help="more model-loading options, "
-                   "as lm-eval takes them: e.g. trust_remote_code=true,low_cpu_mem_usage=true")
-    r.add_argument("--dtype", default="auto", help="auto (the checkpoint's on GPU, float32 on CPU), "
-                   "float32, bfloat16, float16")
-    r.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, …")
-    r.add_argument("--batch-size", default="auto", help="'auto' (fits memory) or an integer")
-    r.add_argument("--attn", default="eager", help="attention implementation (eager keeps results "
-                   "identical across batch sizes; sdpa is faster on GPUs)")
-    r.add_argument("--padding-side", default="right", help="right or left (results are the same)")
-    r.add_argument("--no-prefix-reuse", action="store_true",
-                   help="forward every prompt whole (for comparison; results are the same)")
-    r.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1; "
-                   "several, comma-separated, spread the load over replicas (default "
-                   "$OPENAI_BASE_URL)")
-    r.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                   help="name of the environment variable holding the API key")
-    r.add_argument("--concurrency", type=int, default=8, help="requests in flight to a server")
-    r.add_argument("--rate-limit", type=float, metavar="PER_SECOND",
-                   help="at most this many requests started per second (default: no limit)")
-    r.add_argument("--timeout", type=float, default=120.0, help="seconds per request (server)")
-    r.add_argument("--max-retries", type=int, default=4, help="retries of a request on 408, "
-                   "429, 5xx, timeouts, dropped connections and malformed replies (server)")
-    r.add_argument("--top-logprobs", type=int, default=20, help="next-token log-probs asked "
-                   "of a server for likelihood scoring")
+    add_backend_arguments(r)
+
     g = r.add_argument_group("safeguard tasks (sea-safeguard, safety-prompts, safety-responses)")
     g.add_argument("--guard", default="zero-shot", help="guard adapter: zero-shot (the paper's "
                    "prompt), zero-shot-verdict (ours, with a verdict prefill), llamaguard3, "
-                   "llamaguard4, shieldgemma, qwen3guard, polyguard, wildguard, xguard, or "
-                   "embedding:<file> (a guard trained by `localeval train-guard`)")
+                   "llamaguard4, shieldgemma, qwen3guard, polyguard, wildguard, xguard; the "
+                   "moderation APIs openai-moderation, azure-content-safety, model-armor, "
+                   "lakera-guard (keys from the environment); or embedding:<file> (a guard "
+                   "trained by `localeval train-guard`)")
     g.add_argument("--guard-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an option of the guard, repeatable: e.g. mode=per-policy (shieldgemma), "
                    "controversial=harmful (qwen3guard), translator=none (xguard)")
@@ -167,6 +148,7 @@ def _parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_compare)
     d.set_defaults(func=cmd_demo)
     add_tool_parsers(sub)
+    add_research_parsers(sub)
     return p
 
 
@@ -217,20 +199,6 @@ def cmd_run(args) -> None:
         print_results(result.results, make_console())
         print(f"wrote {result.folder}/ (config.json, results.json, samples.jsonl)")
     check_failures(result.results, args.max_failed)
-
-
-class TooManyFailures(LocalevalError):
-    exit_code = 3
-
-
-def check_failures(results: dict, max_failed: float) -> None:
-    """Exit non-zero when more than ``max_failed`` (a share) of the samples failed; the run
-    folder and cache keep everything that finished."""
-    failed, n = results.get("n_failed") or 0, results.get("n_samples") or 0
-    if n and failed / n > max_failed:
-        raise TooManyFailures(f"{failed} of {n} samples failed (over --max-failed "
-                              f"{max_failed:g}); they are left out of the results, and finished "
-                              "requests are cached: rerun the same command to retry them")
 
 
 def cmd_compare(args) -> None:

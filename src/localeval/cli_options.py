@@ -23,9 +23,13 @@ def _batch_size(value: str):
 
 def _task_options(args) -> dict:
     """The options of the task ``--task`` names, from the command line."""
+    from .tasks.contamination import ContaminationTask
     from .tasks.registry import task_class
     from .tasks.safeguard import SafeguardTask
 
+    if issubclass(task_class(args.task), ContaminationTask):
+        raise LocalevalError("contamination has a command of its own: localeval contamination "
+                             "--model M --data A --data B [--k …] [--sample N]")
     common = {"data": args.data, "limit": args.limit, "dataset_revision": args.dataset_revision}
     if issubclass(task_class(args.task), SafeguardTask):
         return {**common, "guard": args.guard, "subsets": _list(args.subset),
@@ -103,3 +107,60 @@ def default_output(task: str, model: str | None, options: dict, backend: dict) -
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", (model or "own-model").split(":", 1)[-1]
                   .rstrip("/").split("/")[-1]).strip("-") or "model"
     return Path("runs") / re.sub(r"[^A-Za-z0-9._-]+", "-", task) / f"{name}-{digest}"
+
+
+
+def add_folder_arguments(parser) -> None:
+    """--output, --overwrite, --cache, --no-cache: the run folder and its request cache."""
+    parser.add_argument("--output", help="run folder for config.json, results.json, "
+                        "samples.jsonl and the cache; default runs/<task>/<model>-<settings "
+                        "hash>, so the same command resumes")
+    parser.add_argument("--overwrite", action="store_true", help="replace a run with other "
+                        "settings in --output (by default that is refused)")
+    parser.add_argument("--cache", help="SQLite file of finished requests (default: "
+                        "<output>/cache.sqlite)")
+    parser.add_argument("--no-cache", action="store_true", help="keep no cache (nothing "
+                        "resumes)")
+
+
+def add_backend_arguments(parser) -> None:
+    """How the model is loaded and run: every backend's options (each takes its own)."""
+    a = parser.add_argument
+    a("--revision", help="model revision (Hub branch, tag or commit)")
+    a("--model-args", metavar="KEY=VALUE,...", help="more model-loading options, as lm-eval "
+      "takes them: e.g. trust_remote_code=true,low_cpu_mem_usage=true")
+    a("--dtype", default="auto", help="auto (the checkpoint's on GPU, float32 on CPU), float32, "
+      "bfloat16, float16")
+    a("--device", default="auto", help="auto, cpu, cuda, cuda:1, …")
+    a("--batch-size", default="auto", help="'auto' (fits memory) or an integer")
+    a("--attn", default="eager", help="attention implementation (eager keeps results identical "
+      "across batch sizes; sdpa is faster on GPUs)")
+    a("--padding-side", default="right", help="right or left (results are the same)")
+    a("--no-prefix-reuse", action="store_true", help="forward every prompt whole (for "
+      "comparison; results are the same)")
+    a("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1; several, "
+      "comma-separated, spread the load over replicas (default $OPENAI_BASE_URL)")
+    a("--api-key-env", default="OPENAI_API_KEY", help="name of the environment variable "
+      "holding the API key")
+    a("--concurrency", type=int, default=8, help="requests in flight to a server")
+    a("--rate-limit", type=float, metavar="PER_SECOND", help="at most this many requests "
+      "started per second (default: no limit)")
+    a("--timeout", type=float, default=120.0, help="seconds per request (server)")
+    a("--max-retries", type=int, default=4, help="retries of a request on 408, 429, 5xx, "
+      "timeouts, dropped connections and malformed replies (server)")
+    a("--top-logprobs", type=int, default=20, help="next-token log-probs asked of a server for "
+      "likelihood scoring")
+
+
+class TooManyFailures(LocalevalError):
+    exit_code = 3
+
+
+def check_failures(results: dict, max_failed: float) -> None:
+    """Exit non-zero when more than ``max_failed`` (a share) of the samples failed; the run
+    folder and cache keep everything that finished."""
+    failed, n = results.get("n_failed") or 0, results.get("n_samples") or 0
+    if n and failed / n > max_failed:
+        raise TooManyFailures(f"{failed} of {n} samples failed (over --max-failed "
+                              f"{max_failed:g}); they are left out of the results, and finished "
+                              "requests are cached: rerun the same command to retry them")

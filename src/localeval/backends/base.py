@@ -1,5 +1,5 @@
-"""The request kinds (score the next token, generate, embed, moderate), the response, and the
-backend protocol.
+"""The request kinds (score the next token, generate, a whole text's token log-probs, embed,
+moderate), the response, and the backend protocol.
 
 A prompt is a plain string (fed as is) or a list of chat messages, which the backend renders with
 its own chat template. A final ``assistant`` message is a prefill: the backend renders the
@@ -51,6 +51,17 @@ class Generate:
 
 
 @dataclass(frozen=True)
+class TextLogprobs:
+    """Per token of ``text`` (tokenised with the tokenizer's defaults), after the first: the
+    log-prob of the actual token given everything before it, and where the backend can give
+    them, the mean and standard deviation of log p under the model's next-token distribution at
+    that position (E[log p] and sqrt(E[(log p)^2] - E[log p]^2), for Min-K%++)."""
+
+    text: str
+    kind: str = field(default="text_logprobs", init=False)
+
+
+@dataclass(frozen=True)
 class Embed:
     """A sentence embedding of ``text`` (an embedding backend's one request kind)."""
 
@@ -71,7 +82,7 @@ class Moderate:
     kind: str = field(default="moderate", init=False)
 
 
-Request = ScoreNext | Generate | Embed | Moderate
+Request = ScoreNext | Generate | TextLogprobs | Embed | Moderate
 
 
 @dataclass
@@ -82,6 +93,9 @@ class Response:
     text: str | None = None  # Generate: the generated text
     embedding: list[float] | None = None  # Embed: the vector
     raw: dict | None = None  # Moderate: the provider's reply, as it came
+    token_logprobs: list[float] | None = None  # TextLogprobs: per token after the first
+    token_means: list[float] | None = None  # TextLogprobs: E[log p] per position, or None
+    token_stds: list[float] | None = None  # TextLogprobs: its standard deviation, or None
     n_prompt_tokens: int | None = None
     error: str | None = None
 

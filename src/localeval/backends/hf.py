@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import LocalevalError
-from .base import Generate, Prompt, Request, Response, ScoreNext
+from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
 from .prefix import PrefixGroup, plan_prefix_groups
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
@@ -176,7 +176,9 @@ class HFBackend:
         out: list[Response | None] = [None] * len(requests)
         scores = [i for i, r in enumerate(requests) if isinstance(r, ScoreNext)]
         gens = [i for i, r in enumerate(requests) if isinstance(r, Generate)]
-        for kind, run in ((scores, self._run_scores), (gens, self._run_generations)):
+        texts = [i for i, r in enumerate(requests) if isinstance(r, TextLogprobs)]
+        for kind, run in ((scores, self._run_scores), (gens, self._run_generations),
+                          (texts, self._run_texts)):
             if not kind:
                 continue
             for i, resp in run([requests[i] for i in kind]):
@@ -184,6 +186,11 @@ class HFBackend:
                 if progress:
                     progress(kind[i], resp)
         return out  # type: ignore[return-value]
+
+    def _run_texts(self, requests: list[TextLogprobs]) -> Iterator[tuple[int, Response]]:
+        from .hf_text import run_text_logprobs  # whole-text log-probs (contamination tests)
+
+        return run_text_logprobs(self, requests)
 
     def _run_generations(self, requests: list[Generate]) -> Iterator[tuple[int, Response]]:
         """Greedy generation one prompt at a time (so results cannot depend on batching), each

@@ -33,7 +33,7 @@ from typing import Any
 
 from ..errors import LocalevalError
 from .async_http import Call, JsonClient, Retry, scrub_secrets
-from .base import Generate, Prompt, Request, Response, ScoreNext
+from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
 
 REPLICA_BLOCK = 8  # consecutive (prefix-sorted) requests sent to one replica
 NO_LOGPROBS = "the server returned no log-probs"
@@ -113,7 +113,7 @@ class OpenAIBackend:
         if not requests:
             return []
         # Prefix-sorted order; consecutive blocks of it go to one replica in turn.
-        order = sorted(range(len(requests)), key=lambda i: _prompt_key(requests[i].prompt))
+        order = sorted(range(len(requests)), key=lambda i: _sort_key(requests[i]))
         urls = [""] * len(requests)
         for rank, i in enumerate(order):
             urls[i] = self.base_urls[(rank // REPLICA_BLOCK) % len(self.base_urls)]
@@ -132,6 +132,10 @@ class OpenAIBackend:
         return out
 
     def _call(self, url: str, request: Request) -> Call:
+        if isinstance(request, TextLogprobs):
+            body = {"model": self.model, "prompt": request.text, "max_tokens": 1,
+                    "temperature": 0.0, "echo": True, "logprobs": 1}
+            return Call(url + "/completions", body, _echoed_logprobs)
         path, body = self._request_body(request)
         return Call(url + path, body, lambda reply: self._parse(request, reply["choices"][0]))
 
@@ -178,8 +182,27 @@ class OpenAIBackend:
         return Response(logprobs=found)
 
 
+def _sort_key(request: Request) -> str:
+    return request.text if isinstance(request, TextLogprobs) else _prompt_key(request.prompt)
+
+
 def _prompt_key(prompt: Prompt) -> str:
     return prompt if isinstance(prompt, str) else json.dumps(prompt, ensure_ascii=False)
+
+
+def _echoed_logprobs(reply: dict) -> Response:
+    """A completions reply with ``echo``: the prompt's token log-probs (the first is null, it
+    has no context), then the one generated token's, which ``usage.prompt_tokens`` cuts off.
+    The distribution's moments are not in the API: Min-K%++ is unavailable on this backend."""
+    values = reply["choices"][0]["logprobs"]["token_logprobs"]
+    n_prompt = int(reply["usage"]["prompt_tokens"])
+    if not values or len(values) < n_prompt:
+        raise Retry(f"the server echoed {len(values or [])} log-probs for {n_prompt} prompt "
+                    "tokens; does it support echo with logprobs on /v1/completions?")
+    prompt = values[1:n_prompt]
+    if any(v is None for v in prompt):
+        raise Retry("the server echoed a null log-prob inside the prompt")
+    return Response(token_logprobs=[float(v) for v in prompt], n_prompt_tokens=n_prompt)
 
 
 def _top_logprobs(choice: dict) -> dict[str, float] | None:

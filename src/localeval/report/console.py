@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
+from .contamination_tables import print_contamination_report
 from .mcq_tables import print_mcq_report
 from .safety_tables import print_safety_report
 
@@ -33,5 +34,7 @@ def print_results(results: dict, console: Console | None = None) -> None:
     schema = str(results.get("schema", ""))
     if schema.startswith("localeval.safety/"):
         print_safety_report(results, console)
+    elif schema.startswith("localeval.contamination/"):
+        print_contamination_report(results, console)
     else:
         print_mcq_report(results, console)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ..data.catalog import BUILTIN_TASKS
 from ..errors import LocalevalError
 from .base import Task
+from .contamination import ContaminationTask
 from .mcq import MCQTask
 from .safeguard import SafeguardTask
 
@@ -34,6 +35,9 @@ TASKS: dict[str, TaskEntry] = {
                                 "JSONL"),
     "safety-responses": TaskEntry("safety-responses", SafeguardTask, "(--data)", "",
                                   "XSTest model completions as response classification"),
+    "contamination": TaskEntry("contamination", ContaminationTask, "(--data, repeatable)", "",
+                               "Min-K% Prob and Min-K%++ per text, compared across datasets "
+                               "(TMLU §5.1); `localeval contamination`"),
 }
 
 

@@ -1,0 +1,86 @@
+"""A contamination run's results: per source and k, the distribution of Min-K% Prob and Min-K%++
+(mean, median, quartiles), the median gap between the first source and each other, and with
+membership labels the ROC-AUC of each score (scikit-learn; a higher score = more likely seen)."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+SCORES = ("min_k", "min_k_pp")
+
+
+def _describe(values: list[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive") \
+        if len(values) > 1 else (values[0],) * 3
+    return {"n": len(values), "mean": statistics.fmean(values), "median": median, "q25": q1,
+            "q75": q3, "min": min(values), "max": max(values)}
+
+
+def _one_source(mine: list[dict], ks: list[str]) -> dict[str, Any]:
+    ok = [s for s in mine if not s.get("failed")]
+    entry: dict[str, Any] = {"n": len(mine), "n_failed": len(mine) - len(ok),
+                             "mean_tokens": statistics.fmean(s["n_tokens"] for s in ok)
+                             if ok else None}
+    for score in SCORES:
+        # Min-K%++ needs the distribution's moments: unavailable if any text lacks them.
+        have = ok and all(s[score] is not None for s in ok)
+        entry[score] = {k: _describe([s[score][k] for s in ok]) for k in ks} if have else None
+    return entry
+
+
+def _by_source(samples: list[dict], ks: list[str]) -> dict[str, Any]:
+    return {source: _one_source([s for s in samples if s["source"] == source], ks)
+            for source in dict.fromkeys(s["source"] for s in samples)}
+
+
+def _gaps(sources: dict[str, Any], ks: list[str]) -> dict[str, Any]:
+    """Median of each other source minus the first's, per score and k (TMLU Table 3 reads the
+    first source as the one tested for contamination: a lower median = more likely seen)."""
+    names = list(sources)
+    out: dict[str, Any] = {}
+    for other in names[1:]:
+        out[f"{other} - {names[0]}"] = {
+            score: {k: sources[other][score][k]["median"] - sources[names[0]][score][k]["median"]
+                    for k in ks}
+            for score in SCORES if sources[names[0]][score] and sources[other][score]}
+    return out
+
+
+def _roc_auc(samples: list[dict], ks: list[str],
+             labels: dict[tuple[str | None, str], int]) -> dict[str, Any]:
+    from sklearn.metrics import roc_auc_score
+
+    def label(s):
+        return labels.get((s["source"], s["id"]), labels.get((None, s["id"])))
+
+    scored = [(s, label(s)) for s in samples if not s.get("failed") and label(s) is not None]
+    gold = [y for _, y in scored]
+    out: dict[str, Any] = {"n": len(scored), "n_members": sum(gold)}
+    if len(set(gold)) < 2:
+        out["note"] = "needs both members and non-members among the scored texts"
+        return out
+    for score in SCORES:
+        if any(s[score] is None for s, _ in scored):
+            out[score] = None
+            continue
+        out[score] = {k: float(roc_auc_score(gold, [s[score][k] for s, _ in scored]))
+                      for k in ks}
+    return out
+
+
+def summarise_contamination(samples: list[dict], ks: list[str],
+                            labels: dict[tuple[str | None, str], int] | None,
+                            schema: str) -> dict[str, Any]:
+    sources = _by_source(samples, ks)
+    failed = [s for s in samples if s.get("failed")]
+    results: dict[str, Any] = {
+        "schema": schema, "k": ks, "n_samples": len(samples), "n_failed": len(failed),
+        "failed": [f"{s['source']}/{s['id']}" for s in failed], "sources": sources,
+        "median_gaps": _gaps(sources, ks), "sign": "mean log-prob (<= 0); the TMLU paper "
+        "reports its negation"}
+    if labels is not None:
+        results["roc_auc"] = _roc_auc(samples, ks, labels)
+    return results

@@ -1,0 +1,96 @@
+"""``TextLogprobs`` on a local model: every token's log-prob and the moments of the next-token
+distribution, for Min-K% Prob and Min-K%++ (:mod:`localeval.tasks.contamination`).
+
+Texts are tokenised with the tokenizer's defaults (as the Min-K% and Min-K%++ reference code,
+swj0419/detect-pretrain-code ``src/run.py`` and zjysteven/mink-plus-plus ``run.py``, do) and
+forwarded whole, right-padded, in batches of equal padded width (a multiple of 8), longest first,
+within a token budget and a budget for the full-vocabulary log-probs. As for scoring
+(:mod:`.hf`), equal widths and eager attention make a text's numbers independent of the batch
+it is in: the results are the same at any batch size.
+
+Per text of n tokens: n - 1 values (the first token has no context), each read from the
+log-softmax at the position before it; mean E[log p] and standard deviation
+sqrt(E[(log p - E[log p])^2]) over the vocabulary, in float32.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .base import Response, TextLogprobs
+
+ROW_BLOCK = 8
+LOGITS_BUDGET_BYTES = 1 << 30  # full-vocabulary log-probs held at once, in float32 terms
+
+
+def run_text_logprobs(backend, requests: list[TextLogprobs]) -> Iterator[tuple[int, Response]]:
+    """Yield (index, response) for each request, batch by batch."""
+    encoded = [backend.encode(r.text, True) for r in requests]
+    limit = backend.max_context()
+    ok = []
+    for i, ids in enumerate(encoded):
+        if limit and len(ids) > limit:
+            yield i, Response(error=f"text has {len(ids)} tokens, over the model's context of "
+                                    f"{limit} (not truncated: the score would be of another text)")
+        elif len(ids) < 2:
+            yield i, Response(token_logprobs=[], token_means=[], token_stds=[],
+                              n_prompt_tokens=len(ids))
+        else:
+            ok.append(i)
+    for batch in _batches(backend, [encoded[i] for i in ok]):
+        rows = [encoded[ok[k]] for k in batch]
+        for k, response in zip(batch, _forward(backend, rows), strict=True):
+            yield ok[k], response
+
+
+def _batches(backend, texts: list[list[int]]) -> Iterator[list[int]]:
+    vocab = backend.model.get_output_embeddings().weight.shape[0]
+    buckets: dict[int, list[int]] = {}
+    for i, ids in enumerate(texts):
+        buckets.setdefault(_padded(len(ids)), []).append(i)
+    for width in sorted(buckets, reverse=True):
+        per_batch = max(1, min(backend.max_batch_tokens // width,
+                               LOGITS_BUDGET_BYTES // (4 * 4 * vocab * width)))
+        if backend.batch_size != "auto":
+            per_batch = min(per_batch, backend.batch_size)
+        rows = buckets[width]
+        for start in range(0, len(rows), per_batch):
+            yield rows[start : start + per_batch]
+
+
+def _forward(backend, rows: list[list[int]]) -> list[Response]:
+    torch = backend.torch
+    width = _padded(max(len(r) for r in rows))
+    pad = backend.tokenizer.pad_token_id
+    if pad is None:
+        pad = backend.tokenizer.eos_token_id or 0
+    ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=backend.device)
+    mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows],
+                        device=backend.device)
+    positions = torch.arange(width, device=backend.device).expand(len(rows), -1)
+    backend.stats["forwarded_tokens"] += sum(len(r) for r in rows)
+    backend.stats["padding_tokens"] += len(rows) * width - sum(len(r) for r in rows)
+    with torch.inference_mode():
+        logits = backend.model(input_ids=ids, attention_mask=mask, position_ids=positions,
+                               use_cache=False).logits
+        return [_row(backend, logits[k, : len(r) - 1], ids[k, 1 : len(r)])
+                for k, r in enumerate(rows)]
+
+
+def _row(backend, logits, targets) -> Response:
+    logp = logits.float().log_softmax(-1)
+    actual = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    p = logp.exp()
+    mean = (p * logp).sum(-1)
+    # Two passes (sum p (log p - mean)^2) rather than E[(log p)^2] - mean^2, which cancels
+    # catastrophically in float32 when the distribution is peaked.
+    var = (p * (logp - mean.unsqueeze(-1)).square()).sum(-1)
+    backend.stats["requests"] += 1
+    backend.stats["prompt_tokens"] += len(targets) + 1
+    return Response(token_logprobs=actual.cpu().tolist(), token_means=mean.cpu().tolist(),
+                    token_stds=var.sqrt().cpu().tolist(), n_prompt_tokens=len(targets) + 1)
+
+
+def _padded(n: int) -> int:
+    return -(-n // ROW_BLOCK) * ROW_BLOCK
+

@@ -1,0 +1,211 @@
+"""Contamination test (TMLU §5.1, App. B): Min-K% Prob (Shi et al. 2023) and Min-K%++ (Zhang
+et al. 2024) of each text, compared across datasets.
+
+Texts. ``data`` is a list of sources, each a built-in or local multiple-choice dataset (its test
+split; the text is the question, then each option on its own line as ``A. …``, as the TMLU
+paper's App. B builds it) or a JSONL/CSV of ``id`` + ``text``. ``sample`` draws that many texts
+per source (seeded); ``drop_longest`` then drops that share of the longest texts (characters)
+within each subject, the paper's length filter (the paper gives no share: 0 = off).
+
+Scores. One ``TextLogprobs`` request per text (tokenizer defaults). Over the log-probs of every
+token after the first (n of them): ``min_k[k]`` = the mean of the ⌊k% · n⌋ (at least 1) lowest
+log-probs, a number ≤ 0, higher = more likely seen in training (the TMLU paper and Shi et al.'s
+code report its negation); ``min_k_pp[k]`` the same over the standardised values
+(log p − μ) / σ of each position's next-token distribution (zjysteven/mink-plus-plus
+``run.py``), null where the backend cannot give μ and σ (an HTTP server): never approximated.
+
+Results: per source and k the mean, median and quartiles; with ``members`` (a CSV/JSONL of
+``id``, optional ``source``, and ``member`` 1/0) the ROC-AUC of each score.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..backends.base import Backend, Response, TextLogprobs
+from ..data.catalog import BUILTIN_TASKS
+from ..data.items import LETTERS
+from ..data.rows import read_rows
+from ..errors import DataError, LocalevalError
+from .base import Task
+
+DEFAULT_K = (5, 10, 20, 30, 40, 50, 60)
+
+
+@dataclass(frozen=True)
+class Text:
+    id: str
+    source: str
+    subject: str | None
+    text: str
+
+    @property
+    def request(self) -> TextLogprobs:
+        return TextLogprobs(self.text)
+
+
+def mcq_text(question: str, options: Sequence[str]) -> str:
+    """The question and its options, one per line as ``A. …`` (TMLU App. B)."""
+    return "\n".join([question, *(f"{LETTERS[i]}. {o}" for i, o in enumerate(options))])
+
+
+def min_k(values: Sequence[float], k: float) -> float:
+    """Mean of the ⌊k% · n⌋ (at least 1) lowest values."""
+    count = max(1, math.floor(k / 100 * len(values)))
+    return statistics.fmean(sorted(values)[:count])
+
+
+class ContaminationTask(Task):
+    results_schema = "localeval.contamination/1"
+    progress_unit = "texts"
+    rate_unit = "texts"
+
+    def __init__(self, name: str = "contamination", data: Sequence[str] = (),
+                 k: Sequence[float] = DEFAULT_K, sample: int | None = None, seed: int = 0,
+                 drop_longest: float = 0.0, members: str | None = None,
+                 dataset_revision: str | None = None):
+        if not data:
+            raise LocalevalError("contamination needs at least one --data source")
+        if not 0 <= drop_longest < 1:
+            raise LocalevalError(f"--drop-longest must be a share in [0, 1), not {drop_longest}")
+        if any(not 0 < x <= 100 for x in k):
+            raise LocalevalError(f"--k values must be percentages in (0, 100], not {list(k)}")
+        if sample is not None and sample < 1:
+            raise LocalevalError(f"--sample must be positive, not {sample}")
+        self.name, self.data, self.k = name, [str(d) for d in data], tuple(k)
+        self.sample, self.seed, self.drop_longest = sample, seed, drop_longest
+        self.members, self.revision = members, dataset_revision
+        self.labels: dict[tuple[str | None, str], int] | None = None
+
+    # ---------------------------------------------------------------- items
+    def load(self) -> list[Text]:
+        texts: list[Text] = []
+        names = [_source_name(d) for d in self.data]
+        if len(set(names)) != len(names):
+            raise LocalevalError(f"--data sources must have distinct names, got {names}")
+        for spec, name in zip(self.data, names, strict=True):
+            chosen = _sampled(_read_source(spec, name, self.revision), self.sample, self.seed)
+            texts += _drop_longest(chosen, self.drop_longest)
+        if self.members:
+            self.labels = _read_members(Path(self.members))
+        return texts
+
+    def plan(self, items: Sequence[Text], backend: Backend) -> list[Text]:
+        return list(items)
+
+    def score(self, planned: Text, answer: Response) -> dict[str, Any]:
+        sample: dict[str, Any] = {"id": planned.id, "source": planned.source,
+                                  "subject": planned.subject, "n_chars": len(planned.text)}
+        values = answer.token_logprobs
+        if answer.error or values is None:
+            return {**sample, "n_tokens": None, "min_k": None, "min_k_pp": None,
+                    "failed": True, "error": answer.error or "no log-probs"}
+        if not values:
+            return {**sample, "n_tokens": 0, "min_k": None, "min_k_pp": None, "failed": True,
+                    "error": "the text is a single token: no token has a context to score"}
+        sample.update(n_tokens=len(values),
+                      min_k={_key(k): min_k(values, k) for k in self.k},
+                      min_k_pp=_min_k_pp(values, answer, self.k))
+        return sample
+
+    def summarise(self, samples: list[dict]) -> dict:
+        from ..analysis.contamination import summarise_contamination
+
+        return summarise_contamination(samples, [_key(k) for k in self.k], self.labels,
+                                       self.results_schema)
+
+    def describe(self) -> dict:
+        return {"task": self.name, "data": self.data, "k": list(self.k), "sample": self.sample,
+                "seed": self.seed, "drop_longest": self.drop_longest, "members": self.members,
+                "dataset_revision": self.revision}
+
+
+def _key(k: float) -> str:
+    return f"{k:g}"
+
+
+def _min_k_pp(values: list[float], answer: Response, ks) -> dict[str, float] | None:
+    means, stds = answer.token_means, answer.token_stds
+    if not means or not stds or len(means) != len(values) or any(s <= 0 for s in stds):
+        return None  # the backend gave no moments (or a degenerate distribution)
+    standard = [(v - m) / s for v, m, s in zip(values, means, stds, strict=True)]
+    return {_key(k): min_k(standard, k) for k in ks}
+
+
+# ---------------------------------------------------------------- sources
+def _source_name(spec: str) -> str:
+    path = Path(spec)
+    return path.stem if path.exists() else spec
+
+
+def _read_source(spec: str, name: str, revision: str | None) -> list[Text]:
+    path = Path(spec)
+    if path.is_file() and path.suffix.lower() in (".jsonl", ".csv"):
+        rows = list(read_rows(path))
+        if rows and "text" in rows[0][1]:
+            return _plain_texts(path, name, rows)
+    if not path.exists() and spec not in BUILTIN_TASKS:
+        raise LocalevalError(f"--data {spec}: no such file or folder, and not a built-in "
+                             f"dataset ({', '.join(BUILTIN_TASKS)})")
+    from ..data.mcq_loaders import load_mcq_data
+
+    _, splits = load_mcq_data(spec if spec in BUILTIN_TASKS else name,
+                              None if spec in BUILTIN_TASKS else path, None, revision)
+    texts = []
+    for subject, by_split in sorted(splits.items()):
+        items = by_split.get("test") or [i for split in by_split.values() for i in split]
+        texts += [Text(i.id, name, subject, mcq_text(i.question, i.options)) for i in items]
+    return texts
+
+
+def _plain_texts(path: Path, name: str, rows) -> list[Text]:
+    texts, seen = [], set()
+    for number, row in rows:
+        text, key = row.get("text"), str(row.get("id", number))
+        if not isinstance(text, str) or not text:
+            raise DataError(path, number, "text", "empty or not a string")
+        if key in seen:
+            raise DataError(path, number, "id", f"duplicate id {key!r}")
+        seen.add(key)
+        subject = row.get("subject")
+        texts.append(Text(key, name, str(subject) if subject else None, text))
+    return texts
+
+
+def _sampled(texts: list[Text], n: int | None, seed: int) -> list[Text]:
+    if n is None or n >= len(texts):
+        return texts
+    return random.Random(seed).sample(texts, n)
+
+
+def _drop_longest(texts: list[Text], share: float) -> list[Text]:
+    """Without the longest ⌊share · n⌋ texts (characters) of each subject, in the input order."""
+    if not share:
+        return texts
+    by_subject: dict[str | None, list[Text]] = {}
+    for t in texts:
+        by_subject.setdefault(t.subject, []).append(t)
+    dropped = set()
+    for group in by_subject.values():
+        longest = sorted(group, key=lambda t: (-len(t.text), t.id))
+        dropped |= {id(t) for t in longest[: math.floor(share * len(group))]}
+    return [t for t in texts if id(t) not in dropped]
+
+
+def _read_members(path: Path) -> dict[tuple[str | None, str], int]:
+    labels = {}
+    for number, row in read_rows(path):
+        if "id" not in row or "member" not in row:
+            raise DataError(path, number, None, "needs columns id and member (1/0)")
+        value = str(row["member"]).strip().lower()
+        if value not in ("1", "0", "true", "false"):
+            raise DataError(path, number, "member", f"{row['member']!r} is not 1/0/true/false")
+        source = str(row["source"]) if row.get("source") else None
+        labels[(source, str(row["id"]))] = int(value in ("1", "true"))
+    return labels

@@ -1,0 +1,158 @@
+"""Min-K% Prob and Min-K%++ (TMLU §5.1): against a direct computation on the tiny model, the
+same at any batch size, from JSONL and multiple-choice sources, through an OpenAI-compatible
+server (Min-K% only), the length filter, and ROC-AUC by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from localeval import evaluate
+from localeval.cli import main
+from localeval.tasks.contamination import ContaminationTask, Text, _drop_longest, mcq_text, min_k
+
+TEXTS = {
+    "one": "A",  # a single token: nothing to score
+    "short": "台灣的首都是台北。",
+    "mid": "下列何者為哺乳類動物？\nA. 鯨魚\nB. 鯊魚\nC. 鮭魚\nD. 鰻魚",
+    "long": "中華民國憲法第一條規定，中華民國基於三民主義，為民有民治民享之民主共和國。" * 6,
+    "en": "The quick brown fox jumps over the lazy dog, and then it runs away into the woods.",
+}
+K = [5, 50, 100]
+
+
+@pytest.fixture
+def texts(tmp_path):
+    path = tmp_path / "texts.jsonl"
+    path.write_text("".join(json.dumps({"id": k, "text": v}, ensure_ascii=False) + "\n"
+                            for k, v in TEXTS.items()), encoding="utf-8")
+    return path
+
+
+def direct(model_dir, text):
+    """Per-token log-probs and standardised values, straight from transformers."""
+    import torch
+    import transformers
+
+    tok = transformers.AutoTokenizer.from_pretrained(model_dir)
+    model = transformers.AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    ids = tok(text)["input_ids"]
+    with torch.no_grad():
+        logp = model(torch.tensor([ids])).logits[0, :-1].double().log_softmax(-1)
+    actual = logp[torch.arange(len(ids) - 1), ids[1:]]
+    p = logp.exp()
+    mu = (p * logp).sum(-1)
+    sigma = ((p * logp * logp).sum(-1) - mu * mu).sqrt()  # Min-K%++'s formula
+    return actual.tolist(), ((actual - mu) / sigma).tolist()
+
+
+def _run(model, texts, **options):
+    return evaluate(task="contamination", model=model, data=[str(texts)], k=K, quiet=True,
+                    **options)
+
+
+def test_min_k_against_a_direct_computation(tiny_llama, texts):
+    record = _run(f"hf:{tiny_llama}", texts, backend_options={"batch_size": 2})
+    samples = {s["id"]: s for s in record.samples}
+    assert samples["one"]["failed"] and "single token" in samples["one"]["error"]
+    for name in ("short", "mid", "long", "en"):
+        values, standard = direct(tiny_llama, TEXTS[name])
+        s = samples[name]
+        assert s["n_tokens"] == len(values) and s["source"] == "texts"
+        for k in K:
+            count = max(1, math.floor(k / 100 * len(values)))
+            assert s["min_k"][str(k)] == pytest.approx(sum(sorted(values)[:count]) / count,
+                                                       rel=1e-5)
+            assert s["min_k_pp"][str(k)] == pytest.approx(
+                sum(sorted(standard)[:count]) / count, rel=1e-3)
+    assert record.results["n_failed"] == 1 and record.results["failed"] == ["texts/one"]
+
+
+def test_the_same_at_any_batch_size(tiny_llama, texts):
+    one = _run(f"hf:{tiny_llama}", texts, backend_options={"batch_size": 1})
+    many = _run(f"hf:{tiny_llama}", texts, backend_options={"batch_size": 16})
+    assert one.samples == many.samples  # exact: equal widths, eager attention
+
+
+def test_min_k_helper_counts_at_least_one():
+    assert min_k([-3.0, -1.0, -2.0], 5) == -3.0  # ⌊0.15⌋ = 0 -> 1
+    assert min_k([-3.0, -1.0, -2.0, -4.0], 50) == -3.5
+
+
+def test_multiple_choice_source_text_and_length_filter(tmp_path):
+    folder = tmp_path / "exam" / "test"  # CMMLU's layout: test/<subject>.csv
+    folder.mkdir(parents=True)
+    for subject in ("law", "math"):
+        rows = ["Question,A,B,C,D,Answer"] + [
+            f"{subject} 問題 {'長' * (i * 3)} {i}？,甲{i},乙,丙,丁,A" for i in range(10)]
+        (folder / f"{subject}.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    data = [str(tmp_path / "exam")]
+    everything = ContaminationTask(data=data).load()
+    filtered = ContaminationTask(data=data, drop_longest=0.2).load()
+    assert len(everything) == 20 and len(filtered) == 16  # floor(0.2 * 10) per subject
+    assert {t.id for t in everything} - {t.id for t in filtered} == \
+        {"law/test-10", "law/test-11", "math/test-10", "math/test-11"}  # the 2 longest each
+    first = everything[0]
+    assert first.source == "exam" and first.subject == "law"
+    assert first.text == "law 問題  0？\nA. 甲0\nB. 乙\nC. 丙\nD. 丁"
+    sampled = ContaminationTask(data=data, sample=5, seed=3).load()
+    assert len(sampled) == 5 and sampled == ContaminationTask(data=data, sample=5,
+                                                               seed=3).load()
+
+
+def test_a_shared_multiple_choice_dataset_loads(shared):
+    texts = ContaminationTask(data=[str(shared / "data" / "tmmluplus-sample")]).load()
+    assert len(texts) == 20 and all(t.text.count("\nA. ") == 1 for t in texts)
+
+
+def test_drop_longest_keeps_order_and_subjects_apart():
+    texts = [Text(str(i), "s", subj, "x" * n) for i, (subj, n) in
+             enumerate([("a", 5), ("a", 9), ("b", 1), ("a", 7), ("b", 3)])]
+    assert [t.id for t in _drop_longest(texts, 0.5)] == ["0", "2", "3"]
+    assert mcq_text("Q?", ["x", "y"]) == "Q?\nA. x\nB. y"
+
+
+def test_roc_auc_with_members(tiny_llama, texts, tmp_path):
+    members = tmp_path / "members.csv"
+    members.write_text("id,member\nshort,1\nmid,0\nlong,1\nen,0\n")
+    record = _run(f"hf:{tiny_llama}", texts, members=str(members))
+    scores = {s["id"]: s["min_k"]["50"] for s in record.samples if not s.get("failed")}
+    pos, neg = [scores["short"], scores["long"]], [scores["mid"], scores["en"]]
+    by_hand = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg) / 4
+    assert record.results["roc_auc"]["min_k"]["50"] == pytest.approx(by_hand)
+    assert record.results["roc_auc"]["n"] == 4
+
+
+def test_through_an_openai_compatible_server(tiny_llama, texts):
+    from openai_server import ModelServer
+
+    server = ModelServer(tiny_llama)
+    try:
+        remote = _run("openai:tiny", texts, backend_options={"base_url": server.url})
+    finally:
+        server.stop()
+    local = {s["id"]: s for s in _run(f"hf:{tiny_llama}", texts).samples}
+    for s in remote.samples:
+        if s["id"] == "one":
+            assert s["failed"]
+            continue
+        assert s["n_tokens"] == local[s["id"]]["n_tokens"]
+        for k in map(str, K):
+            assert s["min_k"][k] == pytest.approx(local[s["id"]]["min_k"][k], abs=1e-4)
+        assert s["min_k_pp"] is None  # never approximated without the distribution
+    assert all(src["min_k_pp"] is None for src in remote.results["sources"].values())
+
+
+def test_cli(tiny_llama, texts, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["contamination", "--model", f"hf:{tiny_llama}", "--data", str(texts),
+                 "--k", "10,50", "--output", str(out), "--quiet", "--max-failed", "0.5"]) == 0
+    printed = capsys.readouterr().out
+    assert "Min-K% Prob" in printed and "Min-K%++" in printed
+    lines = [json.loads(x) for x in (out / "samples.jsonl").open()]
+    assert {"id", "source", "n_tokens", "min_k", "min_k_pp"} <= set(lines[1])
+    assert set(lines[1]["min_k"]) == {"10", "50"}
+    assert main(["run", "--task", "contamination", "--model", f"hf:{tiny_llama}"]) == 2
+    assert "localeval contamination" in capsys.readouterr().err
