@@ -116,7 +116,7 @@ def test_tasks_command_for_safety_tasks_and_json(capsys):
     assert main(["tasks", "--json"]) == 0
     names = [r["task"] for r in json.loads(capsys.readouterr().out)]
     assert names == ["tmlu", "cmmlu", "tmmluplus", "sea-safeguard", "safety-prompts",
-                     "safety-responses", "contamination"]
+                     "safety-responses", "llm-safety", "contamination"]
     assert main(["tasks", "sea-safegaurd"]) == 2
     assert one_line(capsys).startswith("error: unknown task 'sea-safegaurd'; did you mean "
                                        "sea-safeguard?")

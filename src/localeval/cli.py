@@ -67,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="evaluate a model on a task")
     r.add_argument("--task", required=True, help="tmlu, cmmlu, tmmluplus, sea-safeguard, "
-                   "safety-prompts, safety-responses, or a name for --data")
+                   "safety-prompts, safety-responses, llm-safety, or a name for --data")
     r.add_argument("--model", help="hf:<hub id or folder>, or openai:<model served at "
                    "--base-url> (not needed for a guard with a model of its own: "
                    "embedding:<file>, the moderation APIs)")
@@ -120,6 +120,13 @@ def _parser() -> argparse.ArgumentParser:
                    "neutral (scored 1/#labels and kept, as the authors' code does)")
     g.add_argument("--calibrate-on", default="en", metavar="LANG",
                    help="language whose best-F1 threshold is applied to the others (default: en)")
+    j = r.add_argument_group("LLM safety (llm-safety): the model's own answers, judged")
+    j.add_argument("--judge", default="llamaguard3", help="the guard judging each response "
+                   "(any --guard name)")
+    j.add_argument("--judge-model", help="the judge's model (hf:…, openai:…); not needed for a "
+                   "moderation API or embedding guard")
+    j.add_argument("--judge-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="an option of the judge, repeatable")
     r.add_argument("--no-log-samples", action="store_true", help="samples.jsonl keeps a sha256 "
                    "of each prompt and response instead of the text (safeguard tasks)")
     r.add_argument("--json", action="store_true", help="print results.json instead of tables")

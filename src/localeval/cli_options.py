@@ -24,6 +24,7 @@ def _batch_size(value: str):
 def _task_options(args) -> dict:
     """The options of the task ``--task`` names, from the command line."""
     from .tasks.contamination import ContaminationTask
+    from .tasks.llm_safety import LLMSafetyTask
     from .tasks.registry import task_class
     from .tasks.safeguard import SafeguardTask
 
@@ -31,6 +32,12 @@ def _task_options(args) -> dict:
         raise LocalevalError("contamination has a command of its own: localeval contamination "
                              "--model M --data A --data B [--k …] [--sample N]")
     common = {"data": args.data, "limit": args.limit, "dataset_revision": args.dataset_revision}
+    if issubclass(task_class(args.task), LLMSafetyTask):
+        return {**common, "judge": args.judge, "judge_model": args.judge_model,
+                "judge_options": _key_values(args.judge_option, "--judge-option") or None,
+                "subsets": _list(args.subset), "langs": _list(args.lang),
+                "max_tokens": args.max_tokens, "system": args.system,
+                "sensitive": args.sensitive, "n_resamples": args.bootstrap}
     if issubclass(task_class(args.task), SafeguardTask):
         return {**common, "guard": args.guard, "subsets": _list(args.subset),
                 "langs": _list(args.lang), "classify": _list(args.classify),
@@ -45,13 +52,18 @@ def _task_options(args) -> dict:
 
 
 def _guard_options(args) -> dict:
-    """--guard-option KEY=VALUE pairs (none, true, false and integers typed) and
-    --cultural-awareness."""
+    """--guard-option KEY=VALUE pairs and --cultural-awareness."""
     out: dict = {"cultural_awareness": True} if args.cultural_awareness else {}
-    for pair in args.guard_option:
+    return {**out, **_key_values(args.guard_option, "--guard-option")}
+
+
+def _key_values(pairs: list[str], option: str) -> dict:
+    """Repeated KEY=VALUE options (none, true, false and integers typed)."""
+    out: dict = {}
+    for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise LocalevalError(f"--guard-option {pair!r}: write KEY=VALUE")
+            raise LocalevalError(f"{option} {pair!r}: write KEY=VALUE")
         typed = {"none": None, "true": True, "false": False}.get(value.lower(), value)
         out[key.strip().replace("-", "_")] = int(value) if value.isdigit() else typed
     return out

@@ -14,6 +14,7 @@ from typing import Any
 from rich.console import Console
 
 from .contamination_tables import print_contamination_report
+from .llm_safety_tables import print_llm_safety_report
 from .mcq_tables import print_mcq_report
 from .safety_tables import print_safety_report
 
@@ -36,5 +37,7 @@ def print_results(results: dict, console: Console | None = None) -> None:
         print_safety_report(results, console)
     elif schema.startswith("localeval.contamination/"):
         print_contamination_report(results, console)
+    elif schema.startswith("localeval.llm-safety/"):
+        print_llm_safety_report(results, console)
     else:
         print_mcq_report(results, console)

@@ -11,6 +11,7 @@ from ..data.catalog import BUILTIN_TASKS
 from ..errors import LocalevalError
 from .base import Task
 from .contamination import ContaminationTask
+from .llm_safety import LLMSafetyTask
 from .mcq import MCQTask
 from .safeguard import SafeguardTask
 
@@ -35,6 +36,9 @@ TASKS: dict[str, TaskEntry] = {
                                 "JSONL"),
     "safety-responses": TaskEntry("safety-responses", SafeguardTask, "(--data)", "",
                                   "XSTest model completions as response classification"),
+    "llm-safety": TaskEntry("llm-safety", LLMSafetyTask, "(--data, or the Hub benchmark)", "",
+                            "a model's own answers to safe and harmful prompts, judged by a "
+                            "guard: harmful-response and refusal rates (paper App. D.2)"),
     "contamination": TaskEntry("contamination", ContaminationTask, "(--data, repeatable)", "",
                                "Min-K% Prob and Min-K%++ per text, compared across datasets "
                                "(TMLU §5.1); `localeval contamination`"),
