@@ -30,12 +30,12 @@ from localeval.backends.hf import HFBackend  # noqa: E402
 from localeval.tasks.contamination import ContaminationTask  # noqa: E402
 
 
-def plain_loop(model, tokenizer, texts: list[str]) -> list[list[float]]:
+def plain_loop(model, tokenizer, texts: list[str], device: str) -> list[list[float]]:
     import torch
 
     out = []
     for text in texts:
-        ids = torch.tensor([tokenizer(text)["input_ids"]])
+        ids = torch.tensor([tokenizer(text)["input_ids"]], device=device)
         with torch.no_grad():
             logits = model(ids).logits[0, :-1]
         logp = logits.log_softmax(-1)
@@ -54,6 +54,7 @@ def main() -> None:
     ap.add_argument("--texts", type=int, default=200)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
 
     import torch
@@ -64,9 +65,9 @@ def main() -> None:
     model_dir = make_model(folder, arch="smollm2-135m", layers=args.layers)
     data = [str(SHARED / "data" / "tmmluplus-sample"), str(SHARED / "data" / "cmmlu")]
     texts = [t.text for t in ContaminationTask(data=data, sample=args.texts // 2).load()]
-    backend = HFBackend(str(model_dir), device="cpu")
+    backend = HFBackend(str(model_dir), device=args.device, dtype="float32")
     model = transformers.AutoModelForCausalLM.from_pretrained(
-        model_dir, attn_implementation="eager").eval()
+        model_dir, attn_implementation="eager").to(args.device).eval()
     requests = [TextLogprobs(t) for t in texts]
     times: dict[str, list[float]] = {"localeval": [], "plain loop": []}
     for _ in range(args.repeats):
@@ -74,7 +75,7 @@ def main() -> None:
         ours = backend.run(requests)
         times["localeval"].append(time.perf_counter() - start)
         start = time.perf_counter()
-        plain = plain_loop(model, backend.tokenizer, texts)
+        plain = plain_loop(model, backend.tokenizer, texts, args.device)
         times["plain loop"].append(time.perf_counter() - start)
     # Relative: a random model's next-token distributions are very peaked (sigma ~1e-4), so
     # float32 noise of 1e-5 in a log-prob moves a standardised value (~ -900) by ~0.1.
@@ -84,7 +85,8 @@ def main() -> None:
     rate = {k: len(texts) / statistics.median(v) for k, v in times.items()}
     tokens = sum(len(r.token_logprobs) + 1 for r in ours)
     print(f"{len(texts)} texts ({tokens} tokens), SmolLM2-135M shape at {args.layers} layers "
-          f"(random), cpu, {torch.get_num_threads()} threads, median of {args.repeats} runs")
+          f"(random), {args.device}, {torch.get_num_threads()} CPU threads, median of "
+          f"{args.repeats} runs")
     for name, r in rate.items():
         print(f"  {name:<11} {r:8.1f} texts/s")
     print(f"  speed-up    {rate['localeval'] / rate['plain loop']:8.2f}x")
