@@ -1,5 +1,6 @@
-"""The dataset-tool commands: agreement, aggregate, build-cultural, diversity, train-guard.
-Thin: each parses its options and calls one function of :mod:`localeval.tools`."""
+"""The dataset-tool commands (agreement, aggregate, build-cultural, diversity, train-guard)
+and ``export`` (a run's tables as Markdown, LaTeX or CSV). Thin: each parses its options and
+calls one function of :mod:`localeval.tools` or :mod:`localeval.report`."""
 
 from __future__ import annotations
 
@@ -23,6 +24,13 @@ def _add_cache_options(parser, what: str) -> None:
 
 
 def add_tool_parsers(sub) -> None:
+    e = sub.add_parser("export", help="a run's tables (the papers' layouts) as Markdown, LaTeX "
+                       "(booktabs) or CSV, to paste into a paper")
+    e.add_argument("folder", help="a run folder")
+    e.add_argument("--format", default="md", choices=("md", "latex", "csv"))
+    e.add_argument("--output", help="folder for one file per table (default: print them all)")
+    e.set_defaults(func=cmd_export)
+
     a = sub.add_parser("agreement", help="inter-annotator agreement: percent, Cohen's and "
                        "Fleiss' kappa, Krippendorff's alpha")
     a.add_argument("--data", required=True, help="CSV, JSONL or Parquet, one column per annotator")
@@ -214,3 +222,29 @@ def cmd_build_cultural(args) -> None:
     print(f"wrote {' and '.join(result['files'])}: {result['n_prompts']} prompts, "
           f"{len(result['countries'])} countries, languages {', '.join(result['langs'])}"
           f"{model}{failed}; annotator columns {', '.join(result['annotator_columns'])}")
+
+
+def cmd_export(args) -> None:
+    from pathlib import Path
+
+    from .api import load_results
+    from .report.export import RENDER, SUFFIX, run_tables, slug
+
+    record = load_results(args.folder)
+    if not record.results:
+        raise LocalevalError(f"{args.folder} has no results.json yet (status: "
+                             f"{record.status}); export reads a finished run")
+    tables = run_tables(record.results)
+    render = RENDER[args.format]
+    if not args.output:
+        for table in tables:
+            if args.format == "csv":
+                print(f"# {table.title}")
+            print(render(table))
+        return
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    for n, table in enumerate(tables, start=1):
+        path = out / f"{n:02d}-{slug(table.title)}{SUFFIX[args.format]}"
+        path.write_text(render(table), encoding="utf-8")
+    print(f"wrote {len(tables)} tables to {out}/")

@@ -79,6 +79,7 @@ def summarise_contamination(samples: list[dict], ks: list[str],
     results: dict[str, Any] = {
         "schema": schema, "k": ks, "n_samples": len(samples), "n_failed": len(failed),
         "failed": [f"{s['source']}/{s['id']}" for s in failed], "sources": sources,
+        "source_order": list(sources),  # the --data order (results.json sorts its keys)
         "median_gaps": _gaps(sources, ks), "sign": "mean log-prob (<= 0); the TMLU paper "
         "reports its negation"}
     if labels is not None:

@@ -12,7 +12,7 @@ TITLES = {"min_k": "Min-K% Prob", "min_k_pp": "Min-K%++"}
 
 def _score_table(results: dict, score: str) -> Table | None:
     sources = results["sources"]
-    names = [n for n, s in sources.items() if s.get(score)]
+    names = [n for n in results.get("source_order", sources) if sources[n].get(score)]
     if not names:
         return None
     table = Table(title=f"{TITLES[score]}: median (mean) per dataset; higher = more likely seen "
@@ -46,12 +46,16 @@ def _auc_table(results: dict) -> Table | None:
     return table
 
 
+def contamination_tables(results: dict) -> list[Table]:
+    tables = (_score_table(results, "min_k"), _score_table(results, "min_k_pp"),
+              _auc_table(results))
+    return [t for t in tables if t is not None]
+
+
 def print_contamination_report(results: dict, console: Console | None = None) -> None:
     console = console or Console()
-    for table in (_score_table(results, "min_k"), _score_table(results, "min_k_pp"),
-                  _auc_table(results)):
-        if table is not None:
-            console.print(table)
+    for table in contamination_tables(results):
+        console.print(table)
     if not any(s.get("min_k_pp") for s in results["sources"].values()):
         console.print("Min-K%++ unavailable: the backend gives no next-token distribution "
                       "(an HTTP server); Min-K% is exact.")

@@ -33,13 +33,19 @@ def _table(title: str, rows: dict[str, dict]) -> Table:
     return table
 
 
+def llm_safety_tables(results: dict) -> list[Table]:
+    tables = [_table(f"LLM safety, judged by {results['judge']} (harmful = P(harmful) > "
+                     f"{results['threshold']:g}); % with 95% CI",
+                     {"all": results["overall"], **results["by_lang"]})]
+    if len(results["by_subset"]) > 1:
+        tables.append(_table("By subset", results["by_subset"]))
+    return tables
+
+
 def print_llm_safety_report(results: dict, console: Console | None = None) -> None:
     console = console or Console()
-    console.print(_table(f"LLM safety, judged by {results['judge']} (harmful = P(harmful) > "
-                         f"{results['threshold']:g}); % with 95% CI",
-                         {"all": results["overall"], **results["by_lang"]}))
-    if len(results["by_subset"]) > 1:
-        console.print(_table("By subset", results["by_subset"]))
+    for table in llm_safety_tables(results):
+        console.print(table)
     console.print(f"{results['n_samples']} prompts; {results['n_failed']} failed (left out, "
                   "never counted as safe or refused). Refusals: rule-based detector "
                   "(docs/fidelity.md).")

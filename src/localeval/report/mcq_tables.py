@@ -53,15 +53,19 @@ def breakdown_table(results: dict, key: str, title: str) -> Table | None:
     return table
 
 
+def mcq_tables(results: dict, subjects: bool = True) -> list[Table]:
+    """The TMLU paper's Table 3 layout, then accuracy by level, year and subject."""
+    breakdowns = [("by_level", "Level breakdown"), ("by_year", "Year breakdown")]
+    if subjects:
+        breakdowns.append(("by_subject", "Subject accuracy"))
+    tables = [breakdown_table(results, key, title) for key, title in breakdowns]
+    return [discipline_table(results), *(t for t in tables if t is not None)]
+
+
 def print_mcq_report(results: dict, console: Console | None = None, subjects: bool = True) -> None:
     console = console or Console()
-    console.print(discipline_table(results))
-    for key, title in (("by_level", "Level breakdown"), ("by_year", "Year breakdown")):
-        table = breakdown_table(results, key, title)
-        if table is not None:
-            console.print(table)
-    if subjects:
-        console.print(breakdown_table(results, "by_subject", "Subject accuracy"))
+    for table in mcq_tables(results, subjects):
+        console.print(table)
     failed = results.get("failed") or []
     if failed:
         console.print(f"[red]{results.get('n_failed', len(failed))} question(s) failed (the "

@@ -217,21 +217,27 @@ def print_awareness_delta(comparison: dict, console: Console | None = None) -> N
     console.print(f"plain: {comparison['baseline']}\naware: {comparison['aware']}")
 
 
+def safety_tables(results: dict, contexts: tuple[str, ...] = ("with_prompt", "without_prompt")
+                  ) -> tuple[list[Table], list[str]]:
+    """Every table of a safety run, in report order, and the notes that go with them."""
+    transfer, notes = threshold_transfer_table(results)
+    tables = (overall_table(results), *table2_tables(results),
+              per_language_table(results, contexts), table2_gap_table(results),
+              language_gap_table(results), cultural_gap_table(results),
+              *pair_type_tables(results, contexts), score_distribution_table(results),
+              threshold_sweep_table(results), transfer)
+    return [t for t in tables if t is not None], notes
+
+
 def print_safety_report(results: dict, console: Console | None = None,
                         contexts: tuple[str, ...] = ("with_prompt", "without_prompt")) -> None:
     """Table 2 (when the run has its subsets), the per-language table, gaps, pair types
     (Fig. 4), scores by gold label (Fig. 6), the threshold sweep (Fig. 5), threshold transfer
     and counts."""
     console = console or Console()
-    transfer, notes = threshold_transfer_table(results)
-    for table in (overall_table(results), *table2_tables(results),
-                  per_language_table(results, contexts),
-                  table2_gap_table(results), language_gap_table(results),
-                  cultural_gap_table(results),
-                  *pair_type_tables(results, contexts), score_distribution_table(results),
-                  threshold_sweep_table(results), transfer):
-        if table is not None:
-            console.print(table)
+    tables, notes = safety_tables(results, contexts)
+    for table in tables:
+        console.print(table)
     for line in notes:
         console.print(line)
     for line in results.get("label_policy", {}).values():
