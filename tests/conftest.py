@@ -26,5 +26,7 @@ def shared():
 
 @pytest.fixture(autouse=True)
 def _in_tmp_dir(tmp_path, monkeypatch):
-    """Runs without --output write to ./runs/…: keep that out of the checkout."""
+    """Runs without --output write to ./runs/…, and every finished run is recorded in the
+    results store: keep both out of the checkout and the home folder."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LOCALEVAL_STORE", str(tmp_path / "results-store.sqlite"))

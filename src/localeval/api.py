@@ -23,7 +23,7 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
              output: str | Path | None = None, cache: str | Path | None = None,
              backend_options: dict | None = None, quiet: bool = False,
              command: list[str] | None = None, overwrite: bool = False,
-             **options) -> RunRecord:
+             store: str | Path | bool | None = None, **options) -> RunRecord:
     """Evaluate ``model`` on ``task`` and (with ``output``) write the run folder.
 
     ``model`` is a backend spec such as ``hf:Qwen/Qwen2.5-7B-Instruct``, ``hf:/path/to/model``
@@ -37,10 +37,12 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
     ``dataset_revision``, ``n_resamples``, ``calibrate_on``
     (:class:`localeval.tasks.safeguard.SafeguardTask`). ``output`` that holds a run with
     other settings is refused unless ``overwrite``; with the same settings the run resumes.
+    A finished run with a folder is recorded in the results store (``store``: a path, else
+    ``$LOCALEVAL_STORE`` or ``$XDG_DATA_HOME/localeval/results.sqlite``; False: not recorded).
     """
     return run_task(make_task(task, **options), model, output=output, cache=cache,
                     backend_options=backend_options, quiet=quiet, command=command,
-                    overwrite=overwrite)
+                    overwrite=overwrite, store=store)
 
 
 def load_results(folder: str | Path) -> RunRecord:

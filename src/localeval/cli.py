@@ -13,6 +13,7 @@ from .cli_options import (
     add_folder_arguments,
     check_failures,
     default_output,
+    store_option,
 )
 from .cli_research import add_research_parsers
 from .cli_tools import add_tool_parsers
@@ -199,7 +200,7 @@ def cmd_run(args) -> None:
     cache = None if args.no_cache else (args.cache or output / "cache.sqlite")
     result = evaluate(task=args.task, model=args.model, output=output, cache=cache,
                       backend_options=backend_options, quiet=args.quiet, command=sys.argv,
-                      overwrite=args.overwrite, **options)
+                      overwrite=args.overwrite, store=store_option(args), **options)
     if args.json:
         print_json(result.results)
     else:

@@ -133,6 +133,10 @@ def add_folder_arguments(parser) -> None:
                         "<output>/cache.sqlite)")
     parser.add_argument("--no-cache", action="store_true", help="keep no cache (nothing "
                         "resumes)")
+    parser.add_argument("--store", help="results store the finished run is recorded in "
+                        "(default $LOCALEVAL_STORE, else $XDG_DATA_HOME/localeval/results.sqlite)")
+    parser.add_argument("--no-store", action="store_true", help="do not record the run in the "
+                        "results store")
 
 
 def add_backend_arguments(parser) -> None:
@@ -176,3 +180,8 @@ def check_failures(results: dict, max_failed: float) -> None:
         raise TooManyFailures(f"{failed} of {n} samples failed (over --max-failed "
                               f"{max_failed:g}); they are left out of the results, and finished "
                               "requests are cached: rerun the same command to retry them")
+
+
+def store_option(args):
+    """--store PATH, --no-store, or None (the default store)."""
+    return False if args.no_store else args.store

@@ -12,6 +12,7 @@ from .cli_options import (
     add_folder_arguments,
     check_failures,
     default_output,
+    store_option,
 )
 from .cli_tools import _list
 from .errors import LocalevalError
@@ -65,7 +66,7 @@ def cmd_contamination(args) -> None:
     cache = None if args.no_cache else (args.cache or output / "cache.sqlite")
     result = evaluate(task="contamination", model=args.model, output=output, cache=cache,
                       backend_options=backend_options, quiet=args.quiet, command=sys.argv,
-                      overwrite=args.overwrite, **options)
+                      overwrite=args.overwrite, store=store_option(args), **options)
     if args.json:
         print_json(result.results)
     else:

@@ -31,6 +31,16 @@ def add_tool_parsers(sub) -> None:
     e.add_argument("--output", help="folder for one file per table (default: print them all)")
     e.set_defaults(func=cmd_export)
 
+    lb = sub.add_parser("leaderboard", help="rank the recorded runs of a task (accuracy; "
+                        "PR-AUC per Table 2 column for safeguards)")
+    lb.add_argument("--task", required=True)
+    lb.add_argument("--store", help="results store (default $LOCALEVAL_STORE, else "
+                    "$XDG_DATA_HOME/localeval/results.sqlite)")
+    lb.add_argument("--format", choices=("md", "latex", "csv"), help="print as Markdown, "
+                    "LaTeX or CSV instead of a table")
+    lb.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    lb.set_defaults(func=cmd_leaderboard)
+
     a = sub.add_parser("agreement", help="inter-annotator agreement: percent, Cohen's and "
                        "Fleiss' kappa, Krippendorff's alpha")
     a.add_argument("--data", required=True, help="CSV, JSONL or Parquet, one column per annotator")
@@ -248,3 +258,23 @@ def cmd_export(args) -> None:
         path = out / f"{n:02d}-{slug(table.title)}{SUFFIX[args.format]}"
         path.write_text(render(table), encoding="utf-8")
     print(f"wrote {len(tables)} tables to {out}/")
+
+
+def cmd_leaderboard(args) -> None:
+    from .report.console import make_console, print_json
+    from .report.export import RENDER
+    from .report.leaderboard import leaderboard, leaderboard_table
+    from .store.results_db import store_path, task_runs
+
+    board = leaderboard(task_runs(args.task, args.store))
+    if not board["rows"]:
+        raise LocalevalError(f"no recorded runs of task {args.task!r} in "
+                             f"{store_path(args.store)}")
+    if args.json:
+        print_json(board)
+        return
+    table = leaderboard_table(args.task, board)
+    if args.format:
+        print(RENDER[args.format](table), end="")
+    else:
+        make_console().print(table.to_rich())

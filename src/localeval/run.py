@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import platform
+import sqlite3
 import sys
 import threading
 import time
@@ -41,7 +42,7 @@ CHUNK = 512  # requests per backend call: big enough for prefix sharing, small e
 def run_task(task: Task, model: str | Backend | None, *, output: str | Path | None = None,
              cache: str | Path | None = None, backend_options: dict | None = None,
              quiet: bool = False, command: list[str] | None = None,
-             overwrite: bool = False) -> RunRecord:
+             overwrite: bool = False, store: str | Path | bool | None = None) -> RunRecord:
     """Run ``task`` on ``model`` (a backend spec such as ``hf:/path`` or a backend object) and,
     with ``output``, keep the run folder; ``cache`` is the SQLite file of finished requests.
     ``model`` None: the task's own (an embedding guard's embedder). A folder that holds a run
@@ -51,7 +52,22 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
     if output:
         check_output_folder(Path(output))
     with run_folder_lock(Path(output) if output else None):
-        return _run(task, model, output, cache, backend_options, quiet, command, overwrite)
+        record = _run(task, model, output, cache, backend_options, quiet, command, overwrite)
+    if record.folder and store is not False:
+        _record_in_store(record, store if store is not True else None)
+    return record
+
+
+def _record_in_store(record: RunRecord, store: str | Path | None) -> None:
+    """The results store gets the finished run; if it cannot, the run folder is still whole,
+    and the failure is one warning line."""
+    from .store.results_db import record_run, store_path
+
+    try:
+        record_run(record, store)
+    except (OSError, sqlite3.Error) as e:
+        print(f"warning: the run is complete in {record.folder}, but the results store "
+              f"{store_path(store)} could not record it ({e})", file=sys.stderr)
 
 
 def _run(task: Task, model: str | Backend, output: str | Path | None, cache, backend_options,

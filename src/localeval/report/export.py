@@ -23,6 +23,14 @@ class PlainTable:
     right: list[bool]  # right-aligned columns (numbers)
     caption: str = ""
 
+    def to_rich(self) -> Table:
+        table = Table(title=self.title, caption=self.caption or None)
+        for name, right in zip(self.header, self.right, strict=True):
+            table.add_column(name, justify="right" if right else "left")
+        for row in self.rows:
+            table.add_row(*row)
+        return table
+
 
 def run_tables(results: dict) -> list[PlainTable]:
     """The tables of a run, chosen by its results' schema, in report order."""

@@ -1,0 +1,106 @@
+"""The results store: every finished run recorded, two processes recording at the same moment,
+the leaderboard checked against accuracies computed by hand from the runs' samples."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from localeval import evaluate
+from localeval.backends.base import Response
+from localeval.cli import main
+from localeval.store.results_db import store_path, task_runs
+
+
+class Always:
+    """Answers ``letter`` to every question."""
+
+    def __init__(self, letter: str):
+        self.letter = letter
+        self.identity = {"backend": "always", "model": f"always-{letter}"}
+
+    def max_context(self):
+        return None
+
+    def count_tokens(self, prompt):
+        return 0
+
+    def run(self, requests, progress=None):
+        return [Response(logprobs={c: 0.0 if c.strip() == self.letter else -9.0
+                                   for c in r.candidates}) for r in requests]
+
+
+def _run(shared, tmp_path, letter):
+    return evaluate(task="cmmlu", model=Always(letter), data=shared / "data" / "cmmlu",
+                    subjects=["agronomy"], limit=30, quiet=True,
+                    output=tmp_path / f"run-{letter}")
+
+
+def test_leaderboard_by_hand(shared, tmp_path, capsys):
+    records = {letter: _run(shared, tmp_path, letter) for letter in "ABCD"}
+    by_hand = {f"always-{k}": sum(s["correct"] for s in r.samples) / len(r.samples)
+               for k, r in records.items()}
+    assert main(["leaderboard", "--task", "cmmlu", "--json"]) == 0
+    board = json.loads(capsys.readouterr().out)
+    assert board["rank_by"] == "accuracy"
+    assert [r["model"] for r in board["rows"]] == sorted(by_hand, key=lambda m: -by_hand[m])
+    for row in board["rows"]:
+        assert row["values"]["accuracy"] == pytest.approx(by_hand[row["model"]])
+        assert row["values"]["micro"] == pytest.approx(by_hand[row["model"]])
+    # A rerun in the same folder replaces its record; the store keeps one per folder.
+    _run(shared, tmp_path, "A")
+    assert len(task_runs("cmmlu")) == 4
+    assert main(["leaderboard", "--task", "cmmlu", "--format", "md"]) == 0
+    md = capsys.readouterr().out
+    best = board["rows"][0]
+    assert md.startswith("**cmmlu leaderboard, by accuracy (highest first)**")
+    assert f"| 1 | {best['model']} | {100 * best['values']['accuracy']:.2f} |" in md
+
+
+def test_no_store_and_an_unwritable_store(shared, tmp_path, monkeypatch, capsys):
+    evaluate(task="cmmlu", model=Always("A"), data=shared / "data" / "cmmlu",
+             subjects=["agronomy"], limit=3, quiet=True, output=tmp_path / "x", store=False)
+    assert not store_path().exists()
+    blocked = tmp_path / "a-folder"
+    blocked.mkdir()
+    monkeypatch.setenv("LOCALEVAL_STORE", str(blocked))  # a folder: SQLite cannot open it
+    record = evaluate(task="cmmlu", model=Always("A"), data=shared / "data" / "cmmlu",
+                      subjects=["agronomy"], limit=3, quiet=True, output=tmp_path / "y")
+    assert record.status == "finished" and (tmp_path / "y" / "results.json").exists()
+    assert "could not record it" in capsys.readouterr().err
+    assert main(["leaderboard", "--task", "nothing", "--store", str(tmp_path / "s.db")]) == 2
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from localeval.store.results_db import record_run
+from localeval.store.runs import RunRecord
+results = {"schema": "localeval.mcq/1", "task": "t", "metrics": {
+    "micro": {"acc": 0.5, "n": 2}, "discipline_average": 0.5,
+    "by_subject": {f"s{k}": {"acc": 0.5, "n": 2} for k in range(20)}}}
+for i in range(40):
+    folder = Path(sys.argv[1]) / f"{sys.argv[2]}-{i}"
+    folder.mkdir(parents=True)
+    record_run(RunRecord({"task": "t", "model": sys.argv[2]}, folder=folder, results=results,
+                         status="finished"), sys.argv[3])
+"""
+
+
+def test_two_processes_record_at_the_same_moment(tmp_path):
+    store = tmp_path / "store.sqlite"
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path / "runs"), name,
+                               str(store)], stderr=subprocess.PIPE, text=True)
+             for name in ("first", "second")]
+    errors = [p.communicate()[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errors
+    with sqlite3.connect(store) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert db.execute("SELECT COUNT(*) FROM runs").fetchone() == (80,)
+        assert db.execute("SELECT COUNT(*) FROM metrics").fetchone() == (80 * 23,)
+        models = dict(db.execute("SELECT model, COUNT(*) FROM runs GROUP BY model"))
+    assert models == {"first": 40, "second": 40}
