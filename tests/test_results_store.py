@@ -104,3 +104,23 @@ def test_two_processes_record_at_the_same_moment(tmp_path):
         assert db.execute("SELECT COUNT(*) FROM metrics").fetchone() == (80 * 23,)
         models = dict(db.execute("SELECT model, COUNT(*) FROM runs GROUP BY model"))
     assert models == {"first": 40, "second": 40}
+
+
+def test_compare_mcq_runs_by_hand(shared, tmp_path, capsys):
+    from math import comb
+
+    a = _run(shared, tmp_path, "A")
+    _run(shared, tmp_path, "B")
+    golds = [s["gold"] for s in a.samples]
+    a_only, b_only = golds.count("A"), golds.count("B")  # each answers one letter
+    n = a_only + b_only
+    p = min(1.0, 2 * sum(comb(n, i) for i in range(min(a_only, b_only) + 1)) / 2**n)
+    assert main(["compare", str(tmp_path / "run-A"), str(tmp_path / "run-B"), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    overall = result["overall"]
+    assert overall["n"] == 30 and (overall["a_only"], overall["b_only"]) == (a_only, b_only)
+    assert overall["diff"] == pytest.approx((b_only - a_only) / 30)
+    assert overall["p_mcnemar"] == pytest.approx(p)
+    assert set(result["by_subject"]) == {"agronomy"}
+    assert main(["compare", str(tmp_path / "run-A"), str(tmp_path / "run-B")]) == 0
+    assert "exact McNemar" in capsys.readouterr().out

@@ -136,10 +136,11 @@ def _parser() -> argparse.ArgumentParser:
                    "(a request error, never a wrong answer)")
     r.add_argument("--quiet", action="store_true", help="no progress bar or warnings")
 
-    c = sub.add_parser("compare", help="cultural-awareness delta of two safety runs (paper "
-                       "Table 3): culture-aware minus plain AUPRC on the CG subset")
-    c.add_argument("baseline", help="run folder of the plain guard")
-    c.add_argument("aware", help="run folder of the same guard with --cultural-awareness")
+    c = sub.add_parser("compare", help="two runs: multiple choice, B minus A accuracy per "
+                       "subject with exact McNemar tests; safety, the cultural-awareness delta "
+                       "(paper Table 3)")
+    c.add_argument("baseline", help="run A (safety: the plain guard)")
+    c.add_argument("aware", help="run B (safety: the same guard with --cultural-awareness)")
     c.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     w = sub.add_parser("show", help="print a run folder's tables again (they only read "
@@ -210,15 +211,17 @@ def cmd_run(args) -> None:
 
 
 def cmd_compare(args) -> None:
-    from .api import compare_runs
+    from .api import compare_mcq_runs, compare_runs, load_results
     from .report.console import make_console, print_json
+    from .report.mcq_tables import print_mcq_comparison
     from .report.safety_tables import print_awareness_delta
 
-    comparison = compare_runs(args.baseline, args.aware)
+    mcq = str(load_results(args.baseline).results.get("schema", "")).startswith("localeval.mcq/")
+    comparison = (compare_mcq_runs if mcq else compare_runs)(args.baseline, args.aware)
     if args.json:
         print_json(comparison)
     else:
-        print_awareness_delta(comparison, make_console())
+        (print_mcq_comparison if mcq else print_awareness_delta)(comparison, make_console())
 
 
 def cmd_show(args) -> None:

@@ -1,4 +1,6 @@
-"""``compare_runs(plain, aware)``: the paper's Table 3 from two safeguard run folders."""
+"""Two runs side by side: ``compare_runs(plain, aware)`` is the paper's Table 3 from two
+safeguard run folders; ``compare_mcq_runs(a, b)`` compares two multiple-choice runs per subject
+on the questions both answered, with an exact McNemar test."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 from .analysis.gaps import cultural_awareness_delta
 from .errors import LocalevalError
 from .metrics.classification import AUPRC_METRICS
+from .metrics.paired import mcnemar_exact
 from .run import finite
 from .store.runs import RunRecord, load_run
 from .tasks.safeguard import SafeguardTask
@@ -72,3 +75,43 @@ def _cultural_cg(samples: list[dict]) -> list[dict]:
 def _keys(samples: list[dict]) -> set[tuple]:
     return {(s["id"], s["lang"], s["kind"], s.get("context", "with_prompt"), s["label"])
             for s in samples}
+
+
+def _finished(folder: str | Path) -> RunRecord:
+    record = load_run(folder)
+    if record.status != "finished":
+        raise LocalevalError(f"{folder} has not finished (status {record.status!r})")
+    return record
+
+
+def _paired(pairs: list[tuple[dict, dict]]) -> dict[str, Any]:
+    n = len(pairs)
+    a_right = sum(bool(a["correct"]) for a, _ in pairs)
+    b_right = sum(bool(b["correct"]) for _, b in pairs)
+    a_only = sum(bool(a["correct"]) and not b["correct"] for a, b in pairs)
+    b_only = sum(bool(b["correct"]) and not a["correct"] for a, b in pairs)
+    return {"n": n, "acc_a": a_right / n, "acc_b": b_right / n, "diff": (b_right - a_right) / n,
+            "a_only": a_only, "b_only": b_only, "p_mcnemar": mcnemar_exact(a_only, b_only)}
+
+
+def compare_mcq_runs(run_a: str | Path, run_b: str | Path) -> dict[str, Any]:
+    """B minus A accuracy overall and per subject, on the questions both runs answered (failed
+    requests left out), with the exact McNemar p-value of each difference."""
+    a, b = _finished(run_a), _finished(run_b)
+    for record, folder in ((a, run_a), (b, run_b)):
+        if not str(record.results.get("schema", "")).startswith("localeval.mcq/"):
+            raise LocalevalError(f"{folder} is not a multiple-choice run")
+    theirs = {s["id"]: s for s in b.samples if s.get("correct") is not None}
+    pairs = [(s, theirs[s["id"]]) for s in a.samples
+             if s.get("correct") is not None and s["id"] in theirs]
+    if not pairs:
+        raise LocalevalError(f"{run_a} and {run_b} share no answered question (same task and "
+                             "data?)")
+    subjects: dict[str, list] = {}
+    for pair in pairs:
+        subjects.setdefault(pair[0]["subject"], []).append(pair)
+    return {"a": str(run_a), "b": str(run_b), "model_a": a.results.get("model"),
+            "model_b": b.results.get("model"), "task": a.results.get("task"),
+            "n_only_a": len(a.samples) - len(pairs), "n_only_b": len(b.samples) - len(pairs),
+            "overall": _paired(pairs),
+            "by_subject": {name: _paired(group) for name, group in sorted(subjects.items())}}

@@ -75,3 +75,21 @@ def print_mcq_report(results: dict, console: Console | None = None, subjects: bo
     if missing:
         console.print(f"[yellow]{len(missing)} question(s) had no extractable answer and count as "
                       f"wrong; see 'error' in samples.jsonl (first: {', '.join(missing[:5])})")
+
+
+def print_mcq_comparison(comparison: dict, console: Console | None = None) -> None:
+    """B minus A accuracy per subject on shared questions, with exact McNemar p-values."""
+    console = console or Console()
+    table = Table(title=f"{comparison['task']}: B − A accuracy on the questions both answered "
+                        "(exact McNemar)")
+    for col in ("subject", "n", "A %", "B %", "B − A", "A only", "B only", "p"):
+        table.add_column(col, justify="left" if col == "subject" else "right")
+    rows = {"all": comparison["overall"], **comparison["by_subject"]}
+    for name, r in rows.items():
+        table.add_row(name, str(r["n"]), f"{100 * r['acc_a']:.2f}", f"{100 * r['acc_b']:.2f}",
+                      f"{100 * r['diff']:+.2f}", str(r["a_only"]), str(r["b_only"]),
+                      f"{r['p_mcnemar']:.3g}")
+    console.print(table)
+    console.print(f"A: {comparison['a']} ({comparison['model_a']})\nB: {comparison['b']} "
+                  f"({comparison['model_b']}); questions in one run only: "
+                  f"{comparison['n_only_a']} (A), {comparison['n_only_b']} (B)")
