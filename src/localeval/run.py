@@ -47,7 +47,9 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
     with ``output``, keep the run folder; ``cache`` is the SQLite file of finished requests.
     ``model`` None: the task's own (an embedding guard's embedder). A folder that holds a run
     with other settings is refused unless ``overwrite``; with the same settings it is a rerun.
-    Every check (model spec, folder, data, options) comes before the model loads."""
+    Every check (model spec, folder, data, options) comes before the model loads. A finished
+    run with a folder is recorded in the results store (``store``: its path, None for the
+    default, False for none)."""
     model = choose_model(task, model)
     if output:
         check_output_folder(Path(output))
