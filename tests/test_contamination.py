@@ -53,6 +53,7 @@ def _run(model, texts, **options):
                     **options)
 
 
+@pytest.mark.slow
 def test_min_k_against_a_direct_computation(tiny_llama, texts):
     record = _run(f"hf:{tiny_llama}", texts, backend_options={"batch_size": 2})
     samples = {s["id"]: s for s in record.samples}
@@ -70,6 +71,7 @@ def test_min_k_against_a_direct_computation(tiny_llama, texts):
     assert record.results["n_failed"] == 1 and record.results["failed"] == ["texts/one"]
 
 
+@pytest.mark.slow
 def test_the_same_at_any_batch_size(tiny_llama, texts):
     one = _run(f"hf:{tiny_llama}", texts, backend_options={"batch_size": 1})
     many = _run(f"hf:{tiny_llama}", texts, backend_options={"batch_size": 16})
@@ -114,6 +116,7 @@ def test_drop_longest_keeps_order_and_subjects_apart():
     assert mcq_text("Q?", ["x", "y"]) == "Q?\nA. x\nB. y"
 
 
+@pytest.mark.slow
 def test_roc_auc_with_members(tiny_llama, texts, tmp_path):
     members = tmp_path / "members.csv"
     members.write_text("id,member\nshort,1\nmid,0\nlong,1\nen,0\n")
@@ -125,6 +128,7 @@ def test_roc_auc_with_members(tiny_llama, texts, tmp_path):
     assert record.results["roc_auc"]["n"] == 4
 
 
+@pytest.mark.slow
 def test_through_an_openai_compatible_server(tiny_llama, texts):
     from openai_server import ModelServer
 
@@ -145,6 +149,7 @@ def test_through_an_openai_compatible_server(tiny_llama, texts):
     assert all(src["min_k_pp"] is None for src in remote.results["sources"].values())
 
 
+@pytest.mark.slow
 def test_cli(tiny_llama, texts, tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["contamination", "--model", f"hf:{tiny_llama}", "--data", str(texts),

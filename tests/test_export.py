@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from localeval.cli import main
 from localeval.store.runs import RunRecord, save_run
 
@@ -86,6 +88,7 @@ def test_latex_and_csv_files_by_hand(tmp_path, capsys):
     assert (tmp_path / "csv" / "01-tmlu-likelihood-5-shot-accuracy.csv").read_text() == CSV_MAIN
 
 
+@pytest.mark.slow
 def test_every_table_of_a_safety_run(shared, tmp_path, tiny_llama, capsys):
     out = tmp_path / "safety"
     assert main(["run", "--task", "safety-prompts", "--data",

@@ -47,6 +47,7 @@ def _options(shared, tiny_llama, cache):
                 n_resamples=50, cache=cache, quiet=True)
 
 
+@pytest.mark.slow
 def test_end_to_end_with_failures_counted(shared, tiny_llama, tmp_path):
     record = evaluate(model=FailingEveryThird(tiny_llama),
                       **_options(shared, tiny_llama, tmp_path / "c.sqlite"))
@@ -71,6 +72,7 @@ def test_end_to_end_with_failures_counted(shared, tiny_llama, tmp_path):
         assert rates["n"] == sum(s["lang"] == lang for s in samples)
 
 
+@pytest.mark.slow
 def test_generations_are_reused_by_a_later_judge(shared, tiny_llama, tmp_path):
     cache = tmp_path / "c.sqlite"
     options = _options(shared, tiny_llama, cache)
@@ -83,6 +85,7 @@ def test_generations_are_reused_by_a_later_judge(shared, tiny_llama, tmp_path):
     assert [s["response"] for s in second.samples] == [s["response"] for s in first.samples]
 
 
+@pytest.mark.slow
 def test_cli_and_a_judge_without_a_model(shared, tiny_llama, tmp_path, capsys):
     data = shared / "data" / "jbb-multilingual" / "prompts.jsonl"
     assert main(["run", "--task", "llm-safety", "--model", f"hf:{tiny_llama}", "--data",
