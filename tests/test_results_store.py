@@ -124,3 +124,44 @@ def test_compare_mcq_runs_by_hand(shared, tmp_path, capsys):
     assert set(result["by_subject"]) == {"agronomy"}
     assert main(["compare", str(tmp_path / "run-A"), str(tmp_path / "run-B")]) == 0
     assert "exact McNemar" in capsys.readouterr().out
+
+
+def _safety_run(folder, guard, scores):
+    from localeval.store.runs import RunRecord, save_run
+
+    folder.mkdir()
+    samples = [{"id": f"q{i}", "lang": lang, "kind": "prompt", "context": "with_prompt",
+                "label": label, "score": score}
+               for i, (lang, label, score) in enumerate(scores)]
+    save_run(RunRecord({"task": "safety-prompts"}, folder=folder, samples=samples,
+                       results={"schema": "localeval.safety/1", "guard": guard,
+                                "auprc": "trapezoid", "sensitive": None},
+                       status="finished"))
+
+
+def test_compare_safety_runs_by_hand(tmp_path, capsys):
+    from sklearn.metrics import auc, precision_recall_curve
+
+    rows_a = [("en", 1, 0.9), ("en", 0, 0.2), ("en", 1, 0.4), ("th", 1, 0.3), ("th", 0, 0.6),
+              ("th", 0, 0.1)]
+    rows_b = [(lang, label, 0.5 + 0.4 * (2 * label - 1) * (1 if lang == "th" else 0.5))
+              for lang, label, _ in rows_a]
+    _safety_run(tmp_path / "a", "g1", rows_a)
+    _safety_run(tmp_path / "b", "g2", rows_b)
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+
+    def trapezoid(rows):
+        p, r, _ = precision_recall_curve([x[1] for x in rows], [x[2] for x in rows])
+        return auc(r, p)
+
+    by_lang = {r["lang"]: r for r in result["rows"]}
+    assert set(by_lang) == {"all", "en", "th"} and result["n_shared"] == 6
+    for lang, subset in (("all", slice(0, 6)), ("en", slice(0, 3)), ("th", slice(3, 6))):
+        row = by_lang[lang]
+        assert row["auprc_a"] == pytest.approx(trapezoid(rows_a[subset]))
+        assert row["auprc_b"] == pytest.approx(trapezoid(rows_b[subset]))
+        assert row["diff"] == pytest.approx(row["auprc_b"] - row["auprc_a"])
+        assert row["low"] <= row["diff"] <= row["high"]
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert "paired bootstrap" in capsys.readouterr().out

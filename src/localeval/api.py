@@ -11,12 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from .backends.base import Backend
-from .compare import compare_mcq_runs, compare_runs
+from .compare import compare_mcq_runs, compare_runs, compare_safety_runs
 from .run import run_task
 from .store.runs import RunRecord, load_run
 from .tasks.registry import make_task
 
-__all__ = ["compare_mcq_runs", "compare_runs", "evaluate", "load_results"]
+__all__ = ["compare_mcq_runs", "compare_runs", "compare_safety_runs", "evaluate",
+           "load_results"]
 
 
 def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,

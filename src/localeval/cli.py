@@ -137,8 +137,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--quiet", action="store_true", help="no progress bar or warnings")
 
     c = sub.add_parser("compare", help="two runs: multiple choice, B minus A accuracy per "
-                       "subject with exact McNemar tests; safety, the cultural-awareness delta "
-                       "(paper Table 3)")
+                       "subject (exact McNemar); safeguards, B minus A PR-AUC per language "
+                       "(paired bootstrap), or with B culture-aware, the paper's Table 3 delta")
     c.add_argument("baseline", help="run A (safety: the plain guard)")
     c.add_argument("aware", help="run B (safety: the same guard with --cultural-awareness)")
     c.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -211,17 +211,23 @@ def cmd_run(args) -> None:
 
 
 def cmd_compare(args) -> None:
-    from .api import compare_mcq_runs, compare_runs, load_results
+    from .api import compare_mcq_runs, compare_runs, compare_safety_runs, load_results
     from .report.console import make_console, print_json
     from .report.mcq_tables import print_mcq_comparison
-    from .report.safety_tables import print_awareness_delta
+    from .report.safety_tables import print_awareness_delta, print_safety_comparison
 
-    mcq = str(load_results(args.baseline).results.get("schema", "")).startswith("localeval.mcq/")
-    comparison = (compare_mcq_runs if mcq else compare_runs)(args.baseline, args.aware)
+    a, b = load_results(args.baseline).results, load_results(args.aware).results
+    if str(a.get("schema", "")).startswith("localeval.mcq/"):
+        compare, show = compare_mcq_runs, print_mcq_comparison
+    elif not a.get("cultural_awareness") and b.get("cultural_awareness"):
+        compare, show = compare_runs, print_awareness_delta  # the paper's Table 3
+    else:
+        compare, show = compare_safety_runs, print_safety_comparison
+    comparison = compare(args.baseline, args.aware)
     if args.json:
         print_json(comparison)
     else:
-        (print_mcq_comparison if mcq else print_awareness_delta)(comparison, make_console())
+        show(comparison, make_console())
 
 
 def cmd_show(args) -> None:

@@ -1,6 +1,7 @@
 """Two runs side by side: ``compare_runs(plain, aware)`` is the paper's Table 3 from two
-safeguard run folders; ``compare_mcq_runs(a, b)`` compares two multiple-choice runs per subject
-on the questions both answered, with an exact McNemar test."""
+safeguard run folders; ``compare_safety_runs(a, b)`` any two safeguard runs, per language, with
+a paired bootstrap; ``compare_mcq_runs(a, b)`` two multiple-choice runs per subject on the
+questions both answered, with an exact McNemar test."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from .analysis.gaps import cultural_awareness_delta
 from .errors import LocalevalError
+from .metrics.bootstrap import paired_bootstrap_ci
 from .metrics.classification import AUPRC_METRICS
 from .metrics.paired import mcnemar_exact
 from .run import finite
@@ -115,3 +117,49 @@ def compare_mcq_runs(run_a: str | Path, run_b: str | Path) -> dict[str, Any]:
             "n_only_a": len(a.samples) - len(pairs), "n_only_b": len(b.samples) - len(pairs),
             "overall": _paired(pairs),
             "by_subject": {name: _paired(group) for name, group in sorted(subjects.items())}}
+
+
+def _scored(samples: list[dict]) -> dict[tuple, dict]:
+    return {(s["id"], s["lang"], s["kind"], s.get("context", "with_prompt")): s
+            for s in samples if s.get("score") is not None and s.get("label") is not None}
+
+
+def _paired_auprc(pairs: list[tuple[dict, dict]], metric, n_resamples: int) -> dict[str, Any]:
+    labels = [a["label"] for a, _ in pairs]
+    row: dict[str, Any] = {"n": len(pairs), "n_harmful": sum(labels)}
+    if len(set(labels)) < 2:
+        return {**row, "note": "one class only: no PR-AUC"}
+    ci = paired_bootstrap_ci(metric, labels, [b["score"] for _, b in pairs], labels,
+                             [a["score"] for a, _ in pairs], n_resamples=n_resamples)
+    return {**row, "auprc_a": float(metric(labels, [a["score"] for a, _ in pairs])),
+            "auprc_b": float(metric(labels, [b["score"] for _, b in pairs])),
+            "diff": ci["estimate"], "low": ci["low"], "high": ci["high"]}
+
+
+def compare_safety_runs(run_a: str | Path, run_b: str | Path,
+                        n_resamples: int = 1000) -> dict[str, Any]:
+    """B minus A PR-AUC per task, context and language (and all languages pooled), on the
+    samples both runs scored with the same label, with a paired bootstrap 95% CI (the same
+    items resampled on both sides)."""
+    a, b = _safety_run(run_a), _safety_run(run_b)
+    if a.results.get("sensitive") != b.results.get("sensitive"):
+        raise LocalevalError("the runs used different label policies (--sensitive); their "
+                             "labels are not comparable")
+    metric = AUPRC_METRICS[a.results.get("auprc", "ap")]
+    theirs = _scored(b.samples)
+    pairs = [(s, theirs[k]) for k, s in _scored(a.samples).items()
+             if k in theirs and theirs[k]["label"] == s["label"]]
+    if not pairs:
+        raise LocalevalError(f"{run_a} and {run_b} share no scored sample")
+    groups: dict[tuple, list] = {}
+    for pair in pairs:
+        s = pair[0]
+        for lang in ("all", s["lang"]):
+            groups.setdefault((s["kind"], s.get("context", "with_prompt"), lang), []).append(pair)
+    rows = [{"kind": k, "context": c, "lang": lang, **_paired_auprc(g, metric, n_resamples)}
+            for (k, c, lang), g in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1],
+                                                                           kv[0][2] != "all",
+                                                                           kv[0][2]))]
+    return {"a": str(run_a), "b": str(run_b), "guard_a": a.results.get("guard"),
+            "guard_b": b.results.get("guard"), "auprc": a.results.get("auprc", "ap"),
+            "n_shared": len(pairs), "rows": finite(rows)}

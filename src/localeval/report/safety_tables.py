@@ -211,6 +211,28 @@ def awareness_delta_table(comparison: dict) -> Table:
     return table
 
 
+def print_safety_comparison(comparison: dict, console: Console | None = None) -> None:
+    """B − A PR-AUC per task, context and language on shared samples, paired bootstrap CI."""
+    console = console or Console()
+    table = Table(title=f"B − A {AUPRC_NAMES.get(comparison['auprc'], 'AUPRC')} (points) on "
+                        "the samples both runs scored; paired bootstrap 95% CI")
+    for col in ("task", "context", "lang", "n", "A", "B", "B − A", "95% CI"):
+        table.add_column(col, justify="right" if col in ("n", "A", "B", "B − A", "95% CI")
+                         else "left")
+    for r in comparison["rows"]:
+        if "diff" not in r:
+            table.add_row(r["kind"], r["context"], r["lang"], str(r["n"]), "-", "-", "-",
+                          r.get("note", ""))
+            continue
+        table.add_row(r["kind"], r["context"], r["lang"], str(r["n"]),
+                      _num(r["auprc_a"], 100), _num(r["auprc_b"], 100),
+                      f"{100 * r['diff']:+.1f}",
+                      f"[{_num(r['low'], 100)}, {_num(r['high'], 100)}]")
+    console.print(table)
+    console.print(f"A: {comparison['a']} ({comparison['guard_a']})\nB: {comparison['b']} "
+                  f"({comparison['guard_b']}); {comparison['n_shared']} shared samples")
+
+
 def print_awareness_delta(comparison: dict, console: Console | None = None) -> None:
     console = console or Console()
     console.print(awareness_delta_table(comparison))
