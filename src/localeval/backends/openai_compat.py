@@ -1,5 +1,7 @@
 """Any OpenAI-compatible server (vLLM, SGLang, llama.cpp server, TGI, hosted APIs), over httpx.
 
+- TextLogprobs (contamination) goes to ``/v1/completions`` with ``echo``: the prompt's token
+  log-probs only (no next-token distribution, so Min-K%++ is unavailable here).
 - ScoreNext is **one** request per question, never one per option: ``max_tokens=1`` with the top
   ``top_logprobs`` log-probs of the next token; each candidate is looked up among them. A
   candidate outside the top-k gets ``None`` (it is less likely than all of them); if no
@@ -9,8 +11,8 @@
   (vLLM ``--enable-prefix-caching``, SGLang's radix cache) reuses it. With several base URLs
   (replicas), consecutive blocks of that order go to one replica in turn: each replica sees
   whole prefix groups, and the load is spread.
-- Up to ``concurrency`` requests are in flight (one async client, pooled connections), at most
-  ``rate_limit`` started per second when set. A request is retried up to ``max_retries`` times
+- Up to ``concurrency`` requests are in flight (async httpx clients with pooled connections,
+  :class:`.async_http.JsonClient`), at most ``rate_limit`` started per second when set. A request is retried up to ``max_retries`` times
   with exponential backoff and jitter on 408, 429, 5xx, timeouts, connection errors and
   truncated or non-JSON bodies, waiting as long as a ``Retry-After`` header asks (capped).
   Other 4xx fail at once. Each response is reported as it finishes, so the run stores it.
@@ -22,7 +24,7 @@
 
 httpx rather than the ``openai`` SDK: the SDK has no completions ``echo``/vLLM extra fields
 without workarounds, hides the raw body we need for truncation checks, and retries on its own
-terms; httpx gives one async connection pool and leaves the retry policy to us.
+terms; httpx gives async connection pools and leaves the retry policy to us.
 """
 
 from __future__ import annotations
