@@ -164,9 +164,11 @@ def test_compare_errors(runs, tmp_path, capsys):
     mcq = tmp_path / "mcq"
     shutil.copytree(root / "plain", mcq)
     (mcq / "results.json").write_text(json.dumps({"schema": "localeval.mcq/1"}))
-    assert "is not a safety run" in _one_line_error(["compare", str(mcq), aware], capsys)
+    assert "is a mcq run and" in _one_line_error(["compare", str(mcq), aware], capsys)
     assert "is not a run folder" in _one_line_error(["compare", str(tmp_path), aware], capsys)
-    assert "plain run first" in _one_line_error(["compare", aware, plain], capsys)
+    # Culture-aware first: not Table 3's order, so the generic per-language comparison.
+    assert main(["compare", aware, plain]) == 0
+    assert "paired bootstrap" in capsys.readouterr().out
 
     fewer = tmp_path / "fewer"
     shutil.copytree(root / "aware", fewer)

@@ -217,7 +217,11 @@ def cmd_compare(args) -> None:
     from .report.safety_tables import print_awareness_delta, print_safety_comparison
 
     a, b = load_results(args.baseline).results, load_results(args.aware).results
-    if str(a.get("schema", "")).startswith("localeval.mcq/"):
+    kinds = [str(r.get("schema", "?")).split("/")[0].removeprefix("localeval.") for r in (a, b)]
+    if kinds[0] != kinds[1]:
+        raise LocalevalError(f"{args.baseline} is a {kinds[0]} run and {args.aware} a "
+                             f"{kinds[1]} run; compare two runs of the same kind")
+    if kinds[0] == "mcq":
         compare, show = compare_mcq_runs, print_mcq_comparison
     elif not a.get("cultural_awareness") and b.get("cultural_awareness"):
         compare, show = compare_runs, print_awareness_delta  # the paper's Table 3
