@@ -7,13 +7,10 @@ import sys
 from pathlib import Path
 
 from .cli_options import (
-    _backend_options,
     _task_options,
     add_backend_arguments,
     add_folder_arguments,
-    check_failures,
-    default_output,
-    store_option,
+    run_and_report,
 )
 from .cli_research import add_research_parsers
 from .cli_tools import add_tool_parsers
@@ -192,22 +189,7 @@ def cmd_tasks(args) -> None:
 
 
 def cmd_run(args) -> None:
-    from .api import evaluate
-    from .report.console import make_console, print_json, print_results
-
-    options, backend_options = _task_options(args), _backend_options(args)
-    output = Path(args.output) if args.output else default_output(
-        args.task, args.model, options, backend_options)
-    cache = None if args.no_cache else (args.cache or output / "cache.sqlite")
-    result = evaluate(task=args.task, model=args.model, output=output, cache=cache,
-                      backend_options=backend_options, quiet=args.quiet, command=sys.argv,
-                      overwrite=args.overwrite, store=store_option(args), **options)
-    if args.json:
-        print_json(result.results)
-    else:
-        print_results(result.results, make_console())
-        print(f"wrote {result.folder}/ (config.json, results.json, samples.jsonl)")
-    check_failures(result.results, args.max_failed)
+    run_and_report(args, args.task, _task_options(args))
 
 
 def cmd_compare(args) -> None:
@@ -216,7 +198,8 @@ def cmd_compare(args) -> None:
     from .report.mcq_tables import print_mcq_comparison
     from .report.safety_tables import print_awareness_delta, print_safety_comparison
 
-    a, b = load_results(args.baseline).results, load_results(args.aware).results
+    run_a, run_b = load_results(args.baseline), load_results(args.aware)  # read once
+    a, b = run_a.results, run_b.results
     kinds = [str(r.get("schema", "?")).split("/")[0].removeprefix("localeval.") for r in (a, b)]
     if kinds[0] != kinds[1]:
         raise LocalevalError(f"{args.baseline} is a {kinds[0]} run and {args.aware} a "
@@ -227,7 +210,7 @@ def cmd_compare(args) -> None:
         compare, show = compare_runs, print_awareness_delta  # the paper's Table 3
     else:
         compare, show = compare_safety_runs, print_safety_comparison
-    comparison = compare(args.baseline, args.aware)
+    comparison = compare(run_a, run_b)
     if args.json:
         print_json(comparison)
     else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 from pathlib import Path
 
 from .cli_tools import _list
@@ -185,3 +186,24 @@ def check_failures(results: dict, max_failed: float) -> None:
 def store_option(args):
     """--store PATH, --no-store, or None (the default store)."""
     return False if args.no_store else args.store
+
+
+def run_and_report(args, task: str, options: dict) -> None:
+    """What every model command does once its task options are known: the run folder (given
+    or the default), the cache, the run, its tables or JSON, and the --max-failed check."""
+    from .api import evaluate
+    from .report.console import make_console, print_json, print_results
+
+    backend_options = _backend_options(args)
+    output = Path(args.output) if args.output else default_output(
+        task, args.model, options, backend_options)
+    cache = None if args.no_cache else (args.cache or output / "cache.sqlite")
+    result = evaluate(task=task, model=args.model, output=output, cache=cache,
+                      backend_options=backend_options, quiet=args.quiet, command=sys.argv,
+                      overwrite=args.overwrite, store=store_option(args), **options)
+    if args.json:
+        print_json(result.results)
+    else:
+        print_results(result.results, make_console())
+        print(f"wrote {result.folder}/ (config.json, results.json, samples.jsonl)")
+    check_failures(result.results, args.max_failed)

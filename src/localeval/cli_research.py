@@ -3,16 +3,10 @@ parses its options and runs its task through the same run lifecycle as ``localev
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from .cli_options import (
-    _backend_options,
     add_backend_arguments,
     add_folder_arguments,
-    check_failures,
-    default_output,
-    store_option,
+    run_and_report,
 )
 from .cli_tools import _list
 from .errors import LocalevalError
@@ -54,22 +48,7 @@ def _ks(value: str) -> list[float]:
 
 
 def cmd_contamination(args) -> None:
-    from .api import evaluate
-    from .report.console import make_console, print_json, print_results
-
-    options = {"data": args.data, "k": _ks(args.k), "sample": args.sample, "seed": args.seed,
-               "drop_longest": args.drop_longest, "members": args.members,
-               "dataset_revision": args.dataset_revision}
-    backend_options = _backend_options(args)
-    output = Path(args.output) if args.output else default_output(
-        "contamination", args.model, options, backend_options)
-    cache = None if args.no_cache else (args.cache or output / "cache.sqlite")
-    result = evaluate(task="contamination", model=args.model, output=output, cache=cache,
-                      backend_options=backend_options, quiet=args.quiet, command=sys.argv,
-                      overwrite=args.overwrite, store=store_option(args), **options)
-    if args.json:
-        print_json(result.results)
-    else:
-        print_results(result.results, make_console())
-        print(f"wrote {result.folder}/ (config.json, results.json, samples.jsonl)")
-    check_failures(result.results, args.max_failed)
+    run_and_report(args, "contamination", {
+        "data": args.data, "k": _ks(args.k), "sample": args.sample, "seed": args.seed,
+        "drop_longest": args.drop_longest, "members": args.members,
+        "dataset_revision": args.dataset_revision})

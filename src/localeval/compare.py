@@ -18,9 +18,10 @@ from .store.runs import RunRecord, load_run
 from .tasks.safeguard import SafeguardTask
 
 SAFETY_SCHEMA = SafeguardTask.results_schema
+Run = str | Path | RunRecord  # a run folder, or its record already loaded
 
 
-def compare_runs(baseline: str | Path, aware: str | Path) -> dict[str, Any]:
+def compare_runs(baseline: Run, aware: Run) -> dict[str, Any]:
     """Culture-aware minus plain AUPRC (points) per CG cell of Table 2
     (:func:`analysis.gaps.cultural_awareness_delta` on the two runs' samples).
 
@@ -29,6 +30,7 @@ def compare_runs(baseline: str | Path, aware: str | Path) -> dict[str, Any]:
     one, or their cultural-cg samples are not the same items.
     """
     base_run, aware_run = _safety_run(baseline), _safety_run(aware)
+    baseline, aware = base_run.folder, aware_run.folder
     rb, ra = base_run.results, aware_run.results
     for key in ("task", "model", "guard", "sensitive", "auprc"):
         if rb.get(key) != ra.get(key):
@@ -58,15 +60,12 @@ def compare_runs(baseline: str | Path, aware: str | Path) -> dict[str, Any]:
             "rows": finite(rows)}
 
 
-def _safety_run(folder: str | Path) -> RunRecord:
-    record = load_run(folder)
-    if record.status != "finished":
-        raise LocalevalError(f"{folder} has not finished (status {record.status!r}"
-                             + (f": {record.error}" if record.error else "") + ")")
+def _safety_run(run: Run) -> RunRecord:
+    record = _finished(run)
     schema = record.results.get("schema")
     if schema != SAFETY_SCHEMA:
-        raise LocalevalError(f"{folder} is not a safety run (results.json schema {schema!r}, "
-                             f"not {SAFETY_SCHEMA!r})")
+        raise LocalevalError(f"{record.folder} is not a safety run (results.json schema "
+                             f"{schema!r}, not {SAFETY_SCHEMA!r})")
     return record
 
 
@@ -79,10 +78,12 @@ def _keys(samples: list[dict]) -> set[tuple]:
             for s in samples}
 
 
-def _finished(folder: str | Path) -> RunRecord:
-    record = load_run(folder)
+def _finished(run: Run) -> RunRecord:
+    """A finished run: a folder is read once; a record already read is used as it is."""
+    record = run if isinstance(run, RunRecord) else load_run(run)
     if record.status != "finished":
-        raise LocalevalError(f"{folder} has not finished (status {record.status!r})")
+        raise LocalevalError(f"{record.folder} has not finished (status {record.status!r}"
+                             + (f": {record.error}" if record.error else "") + ")")
     return record
 
 
@@ -96,10 +97,11 @@ def _paired(pairs: list[tuple[dict, dict]]) -> dict[str, Any]:
             "a_only": a_only, "b_only": b_only, "p_mcnemar": mcnemar_exact(a_only, b_only)}
 
 
-def compare_mcq_runs(run_a: str | Path, run_b: str | Path) -> dict[str, Any]:
+def compare_mcq_runs(run_a: Run, run_b: Run) -> dict[str, Any]:
     """B minus A accuracy overall and per subject, on the questions both runs answered (failed
     requests left out), with the exact McNemar p-value of each difference."""
     a, b = _finished(run_a), _finished(run_b)
+    run_a, run_b = a.folder, b.folder
     for record, folder in ((a, run_a), (b, run_b)):
         if not str(record.results.get("schema", "")).startswith("localeval.mcq/"):
             raise LocalevalError(f"{folder} is not a multiple-choice run")
@@ -136,12 +138,13 @@ def _paired_auprc(pairs: list[tuple[dict, dict]], metric, n_resamples: int) -> d
             "diff": ci["estimate"], "low": ci["low"], "high": ci["high"]}
 
 
-def compare_safety_runs(run_a: str | Path, run_b: str | Path,
+def compare_safety_runs(run_a: Run, run_b: Run,
                         n_resamples: int = 1000) -> dict[str, Any]:
     """B minus A PR-AUC per task, context and language (and all languages pooled), on the
     samples both runs scored with the same label, with a paired bootstrap 95% CI (the same
     items resampled on both sides)."""
     a, b = _safety_run(run_a), _safety_run(run_b)
+    run_a, run_b = a.folder, b.folder
     if a.results.get("sensitive") != b.results.get("sensitive"):
         raise LocalevalError("the runs used different label policies (--sensitive); their "
                              "labels are not comparable")

@@ -19,7 +19,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from .backends.base import Backend, Request, Response
+from .backends.base import Backend, Request, Response, distinct
 from .backends.registry import load_backend, parse_backend_spec, preflight
 from .errors import LocalevalError
 from .progress import progress_bar
@@ -154,7 +154,10 @@ class CachedExecutor:
         backend, cache = self.backend, self.cache
         responses = (cache.get_many(backend.identity, requests) if cache
                      else [None] * len(requests))
-        todo, copies = _distinct([i for i, r in enumerate(responses) if r is None], requests)
+        missing = [i for i, r in enumerate(responses) if r is None]
+        firsts, where = distinct([requests[i] for i in missing])  # identical ones run once
+        todo = [missing[f] for f in firsts]
+        copies = [(i, todo[w]) for i, w in zip(missing, where, strict=True) if i != todo[w]]
         self.counts["requests_run"] += len(todo)
         self.counts["requests_cached"] += len(requests) - len(todo) - len(copies)
         with progress_bar(self.unit, total=len(requests), done=len(requests) - len(todo),
@@ -170,22 +173,6 @@ class CachedExecutor:
         for i, same in copies:
             responses[i] = responses[same]
         return responses
-
-
-def _distinct(todo: list[int], requests: list[Request]) -> tuple[list[int], list[tuple[int, int]]]:
-    """The first of each distinct request in ``todo``, and (i, that first) for the repeats: an
-    identical request (a guard that sees the response alone, with and without the prompt) is
-    run, and paid for, once."""
-    first: dict[str, int] = {}
-    distinct, copies = [], []
-    for i in todo:
-        key = repr(requests[i])  # our requests are dataclasses of str, tuple, list, dict
-        if key in first:
-            copies.append((i, first[key]))
-        else:
-            first[key] = i
-            distinct.append(i)
-    return distinct, copies
 
 
 def _reporter(part: list[int], requests: list[Request], responses: list, writer: CacheWriter,

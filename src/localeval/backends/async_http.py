@@ -1,5 +1,5 @@
 """What every HTTP backend needs around its requests: :class:`JsonClient` posts JSON bodies,
-``concurrency`` at a time over one pooled async httpx client, retrying what can succeed on a
+``concurrency`` at a time over async httpx clients (pools of ``SHARD_CONNECTIONS``), retrying what can succeed on a
 second try (408, 429, 5xx, timeouts, connection errors, truncated or non-JSON bodies, and what a
 backend's parser marks with :class:`Retry`) with exponential backoff and jitter or as long as the
 server's ``Retry-After`` asks, at most ``rate_limit`` starts per second; each result is reported

@@ -107,6 +107,21 @@ class Response:
         return cls(**data)
 
 
+def distinct(requests: list[Request]) -> tuple[list[int], list[int]]:
+    """Identical requests run once: the index of the first of each distinct request, and for
+    every request the position of its first in that list."""
+    firsts: list[int] = []
+    where: list[int] = []
+    seen: dict[str, int] = {}
+    for i, request in enumerate(requests):
+        key = json.dumps(asdict(request), sort_keys=True, ensure_ascii=False)
+        if key not in seen:
+            seen[key] = len(firsts)
+            firsts.append(i)
+        where.append(seen[key])
+    return firsts, where
+
+
 def request_key(identity: dict, request: Request) -> str:
     """A stable cache key: the backend's identity plus the request, hashed."""
     payload = json.dumps([identity, asdict(request)], sort_keys=True, ensure_ascii=False)

@@ -12,9 +12,10 @@
   (replicas), consecutive blocks of that order go to one replica in turn: each replica sees
   whole prefix groups, and the load is spread.
 - Up to ``concurrency`` requests are in flight (async httpx clients with pooled connections,
-  :class:`.async_http.JsonClient`), at most ``rate_limit`` started per second when set. A request is retried up to ``max_retries`` times
-  with exponential backoff and jitter on 408, 429, 5xx, timeouts, connection errors and
-  truncated or non-JSON bodies, waiting as long as a ``Retry-After`` header asks (capped).
+  :class:`.async_http.JsonClient`), at most ``rate_limit`` started per second when set. A
+  request is retried up to ``max_retries`` times with exponential backoff and jitter on 408,
+  429, 5xx, timeouts, connection errors and truncated or non-JSON bodies, waiting as long as a
+  ``Retry-After`` header asks (capped).
   Other 4xx fail at once. Each response is reported as it finishes, so the run stores it.
 - Chat prompts go to ``/v1/chat/completions``; a final assistant message is sent as a prefill
   with ``continue_final_message`` (a vLLM/SGLang extension; plain OpenAI ignores it).
@@ -57,7 +58,7 @@ class OpenAIBackend:
         self.client = JsonClient(headers=self._headers(), timeout=timeout,
                                  max_retries=max_retries, concurrency=concurrency,
                                  rate_limit=rate_limit, scrub=self.scrub)
-        self.stats = {"requests": 0, "http_calls": 0, "retries": 0, "failed": 0}
+        self.counts = {"requests": 0, "failed": 0}
         self._context = min((self._model_info(u).get("max_model_len") or 0
                              for u in self.base_urls), default=0) or None
         self.identity = {"backend": "openai", "model": model,
@@ -67,6 +68,11 @@ class OpenAIBackend:
     @property
     def base_url(self) -> str:
         return self.base_urls[0]
+
+    @property
+    def stats(self) -> dict:
+        """Requests and failures, and the client's HTTP calls and retries (for the timing)."""
+        return {**self.counts, **self.client.stats}
 
     # ---------------------------------------------------------------- setup
     def _headers(self) -> dict:
@@ -120,12 +126,9 @@ class OpenAIBackend:
         for rank, i in enumerate(order):
             urls[i] = self.base_urls[(rank // REPLICA_BLOCK) % len(self.base_urls)]
         calls = [self._call(url, r) for url, r in zip(urls, requests, strict=True)]
-        before = dict(self.client.stats)
         out = self.client.post_all(calls, progress, order)
-        for key in ("http_calls", "retries"):
-            self.stats[key] += self.client.stats[key] - before[key]
-        self.stats["requests"] += len(requests)
-        self.stats["failed"] += sum(1 for r in out if r.error)
+        self.counts["requests"] += len(requests)
+        self.counts["failed"] += sum(1 for r in out if r.error)
         scores = [r for q, r in zip(requests, out, strict=True) if isinstance(q, ScoreNext)]
         if scores and all(r.error and r.error.startswith(NO_LOGPROBS) for r in scores):
             raise LocalevalError(f"{self.base_url} returns no log-probs for model "

@@ -20,12 +20,11 @@ messages and let the backend apply the model's chat template.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 
-from ..backends.base import Execute, Request, Response
+from ..backends.base import Execute, Request, Response, distinct
 from ..errors import LocalevalError
 from .base import Conversation, Guard, GuardVerdict
 
@@ -62,19 +61,18 @@ class StagedGuard(Guard):
         """Run every stage over all conversations; one verdict each."""
         done: list[list[Response]] = [[] for _ in conversations]
         for _stage in range(self.stages):
-            owners: list[tuple[int, str]] = []
-            unique: dict[str, Request] = {}
+            requests: list[Request] = []
+            owners: list[int] = []
             for i, conversation in enumerate(conversations):
                 for req in self.requests(conversation, earlier=done[i]):
-                    key = json.dumps(asdict(req), sort_keys=True, ensure_ascii=False)
-                    unique.setdefault(key, req)
-                    owners.append((i, key))
-            if not unique:
+                    requests.append(req)
+                    owners.append(i)
+            if not requests:
                 break
-            keys = list(unique)
-            answers = dict(zip(keys, execute([unique[k] for k in keys]), strict=True))
-            for i, key in owners:
-                done[i].append(answers[key])
+            firsts, where = distinct(requests)
+            answers = execute([requests[f] for f in firsts])
+            for owner, position in zip(owners, where, strict=True):
+                done[owner].append(answers[position])
         return [replace(self.verdict(c, responses), raw=[r.to_json() for r in responses])
                 for c, responses in zip(conversations, done, strict=True)]
 
