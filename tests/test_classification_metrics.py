@@ -16,6 +16,7 @@ from localeval.metrics.classification import (
     calibrated_confusion,
     confusion_at,
     pr_auc_trapezoid,
+    pr_curve,
     roc_auc,
     threshold_sweep,
 )
@@ -40,6 +41,18 @@ def test_against_sklearn_random():
         p, r, _ = skm.precision_recall_curve(t, s)
         assert pr_auc_trapezoid(t, s) == pytest.approx(skm.auc(r, p), rel=1e-12, abs=1e-12)
         assert roc_auc(t, s) == pytest.approx(skm.roc_auc_score(t, s), rel=1e-12, abs=1e-12)
+
+
+def test_pr_curve_against_sklearn():
+    for t, s in _cases():
+        if t.min() == t.max():
+            continue
+        p, r, th = skm.precision_recall_curve(t, s)
+        curve = pr_curve(t, s)
+        assert np.allclose(curve["precision"], p[::-1], rtol=0, atol=1e-12)
+        assert np.allclose(curve["recall"], r[::-1], rtol=0, atol=1e-12)
+        assert curve["threshold"][0] is None
+        assert np.array_equal(curve["threshold"][1:], th[::-1])
 
 
 def test_confusion_against_sklearn():

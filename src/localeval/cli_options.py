@@ -124,7 +124,8 @@ def default_output(task: str, model: str | None, options: dict, backend: dict) -
 
 
 def add_folder_arguments(parser) -> None:
-    """--output, --overwrite, --cache, --no-cache: the run folder and its request cache."""
+    """--output, --overwrite, --cache, --no-cache, --store, --no-report: the run folder, its
+    request cache, the results store and the HTML report."""
     parser.add_argument("--output", help="run folder for config.json, results.json, "
                         "samples.jsonl and the cache; default runs/<task>/<model>-<settings "
                         "hash>, so the same command resumes")
@@ -138,6 +139,8 @@ def add_folder_arguments(parser) -> None:
                         "(default $LOCALEVAL_STORE, else $XDG_DATA_HOME/localeval/results.sqlite)")
     parser.add_argument("--no-store", action="store_true", help="do not record the run in the "
                         "results store")
+    parser.add_argument("--no-report", action="store_true", help="do not write the HTML report "
+                        "(<output>/report.html; `localeval report` writes it later)")
 
 
 def add_backend_arguments(parser) -> None:
@@ -205,5 +208,12 @@ def run_and_report(args, task: str, options: dict) -> None:
         print_json(result.results)
     else:
         print_results(result.results, make_console())
-        print(f"wrote {result.folder}/ (config.json, results.json, samples.jsonl)")
+    if not args.no_report:
+        from .report.html import write_report
+
+        report = write_report([result.folder])
+    if not args.json:
+        written = "config.json, results.json, samples.jsonl" + \
+            ("" if args.no_report else f", {report.name}")
+        print(f"wrote {result.folder}/ ({written})")
     check_failures(result.results, args.max_failed)

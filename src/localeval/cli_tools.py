@@ -1,5 +1,5 @@
 """The dataset-tool commands (agreement, aggregate, build-cultural, diversity, train-guard)
-and ``export`` (a run's tables as Markdown, LaTeX or CSV). Thin: each parses its options and
+``export`` (a run's tables as Markdown, LaTeX or CSV) and ``report`` (the HTML report). Thin: each parses its options and
 calls one function of :mod:`localeval.tools` or :mod:`localeval.report`."""
 
 from __future__ import annotations
@@ -30,6 +30,13 @@ def add_tool_parsers(sub) -> None:
     e.add_argument("--format", default="md", choices=("md", "latex", "csv"))
     e.add_argument("--output", help="folder for one file per table (default: print them all)")
     e.set_defaults(func=cmd_export)
+
+    h = sub.add_parser("report", help="the HTML report of a run folder (self-contained, "
+                       "offline), or of several runs compared")
+    h.add_argument("folders", nargs="+", metavar="FOLDER", help="run folder(s)")
+    h.add_argument("--output", help="the HTML file (default <folder>/report.html; required "
+                   "for several folders)")
+    h.set_defaults(func=cmd_report)
 
     lb = sub.add_parser("leaderboard", help="rank the recorded runs of a task (accuracy; "
                         "PR-AUC per Table 2 column for safeguards)")
@@ -232,6 +239,13 @@ def cmd_build_cultural(args) -> None:
     print(f"wrote {' and '.join(result['files'])}: {result['n_prompts']} prompts, "
           f"{len(result['countries'])} countries, languages {', '.join(result['langs'])}"
           f"{model}{failed}; annotator columns {', '.join(result['annotator_columns'])}")
+
+
+def cmd_report(args) -> None:
+    from .report.html import write_report
+
+    path = write_report(args.folders, args.output)
+    print(f"wrote {path} (figures as PNG and SVG in {path.stem}_figures/)")
 
 
 def cmd_export(args) -> None:

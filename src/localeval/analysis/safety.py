@@ -22,6 +22,7 @@ from ..metrics.classification import (
     PAPER_AUPRC,
     average_precision,
     pr_auc_trapezoid,
+    pr_curve,
     roc_auc,
 )
 from ..metrics.group import grouped
@@ -32,6 +33,7 @@ from .gaps import (
     check_records,
     cultural_gap,
     language_gap,
+    model_of,
     scored,
     table2,
     table2_ci,
@@ -41,6 +43,7 @@ from .thresholds import DEFAULT_THRESHOLD, threshold_curve, threshold_transfer
 
 N_RESAMPLES = 1000  # bootstrap resamples for the CIs
 PAIR_TYPES = ("S/S", "S/H", "H/S", "H/H")  # prompt/response, S = safe, H = harmful (Fig. 4)
+CURVE_POINTS = 200  # the most points kept of a PR curve (for figures; metrics use all)
 
 
 def _pair(prompt_harmful: bool, response_harmful: bool) -> int:
@@ -164,6 +167,28 @@ def _auprc_row(group: list[Record], n_resamples: int, auprc: str) -> dict[str, A
     return row
 
 
+def pr_curves(samples: list[Record], points: int = CURVE_POINTS) -> list[dict[str, Any]]:
+    """Per model, kind, context and language (subsets pooled): the precision-recall curve
+    (:func:`metrics.classification.pr_curve`), thinned to at most ``points`` points evenly by
+    index with both ends kept, for the report's figures."""
+    def key(s: Record) -> tuple:
+        return model_of(s), s["kind"], s["context"], s["lang"]
+
+    def order(keys: Iterable[tuple]) -> list[tuple]:
+        return sorted(keys, key=lambda k: (k[0], k[1], k[2] != "with_prompt", k[3] != "en", k[3]))
+
+    def curve(group: list[Record]) -> dict[str, Any]:
+        t, sc, _, _ = scored(group)
+        full = pr_curve(t, sc) if len(t) else {"precision": [], "recall": [], "threshold": []}
+        keep = np.unique(np.linspace(0, len(full["recall"]) - 1, points).round().astype(int)) \
+            if len(full["recall"]) > points else range(len(full["recall"]))
+        return {"n": len(t), **{k: [v[i] for i in keep] for k, v in full.items()}}
+
+    rows = grouped(curve, samples, key, order)
+    return [dict(zip(("model", "kind", "context", "lang"), k, strict=True), **row)
+            for k, row in rows.items() if row["recall"]]
+
+
 def overall(samples: list[Record], n_resamples: int = N_RESAMPLES,
             auprc: str = PAPER_AUPRC) -> list[dict[str, Any]]:
     """The headline: per kind and context, every language and subset pooled (``subset``
@@ -208,6 +233,7 @@ def analyses(samples: list[Record], n_resamples: int = N_RESAMPLES, calibrate_on
         "pair_type_confusion": _pair_types(samples, kinds),
         "score_distribution": score_distribution(s for s in samples if s["raw_label"]),
         "threshold_sweep": [c for kind in kinds for c in threshold_curve(samples, kind)],
+        "pr_curves": pr_curves(samples),
         "calibration": calibrate_on,
         "threshold_transfer": [b for kind in kinds
                                for b in threshold_transfer(samples, kind, calibrate_on)],

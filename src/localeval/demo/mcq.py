@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ..api import evaluate
+from ..report.html import write_report
 from ..report.mcq_tables import discipline_table
 from .model import build_demo_model
 
@@ -33,4 +34,5 @@ def run_mcq_demo(output: Path, console: Console, quiet: bool = False) -> None:
                       method="likelihood", output=output / "tmlu-likelihood", quiet=quiet,
                       command=["localeval", "demo"])
     console.print(discipline_table(result.results))
-    console.print(f"Every table: localeval show {result.folder}\n")
+    report = write_report([result.folder])
+    console.print(f"Every table: localeval show {result.folder}; the HTML report: {report}\n")

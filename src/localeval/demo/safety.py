@@ -17,6 +17,7 @@ from rich.console import Console
 
 from ..api import evaluate
 from ..guards import zero_shot as z
+from ..report.html import write_report
 from ..report.safety_tables import table2_tables
 from .model import build_demo_model
 
@@ -52,5 +53,7 @@ def run_safety_demo(output: Path, console: Console | None = None, quiet: bool = 
                       quiet=quiet, command=["localeval", "demo", "--safety"], n_resamples=200)
     for table in table2_tables(result.results):
         console.print(table)
+    report = write_report([result.folder])
     console.print(f"Every table (per language, gaps, Fig. 4-6 analyses): localeval show "
-                  f"{result.folder}")
+                  f"{result.folder}; the HTML report with figures and a sample browser: "
+                  f"{report}")

@@ -89,6 +89,22 @@ def pr_auc_trapezoid(y_true: ArrayLike, y_score: ArrayLike) -> float:
     return float(np.sum(np.diff(recall) * (precision[1:] + precision[:-1]) / 2))
 
 
+def pr_curve(y_true: ArrayLike, y_score: ArrayLike) -> dict[str, list[float]]:
+    """The precision-recall curve: the (recall 0, precision 1) start, then one point per
+    distinct score, highest threshold first: ``sklearn.metrics.precision_recall_curve``
+    reversed. Keys ``precision``, ``recall``, ``threshold`` (None at the start); empty with one
+    class. The trapezoid PR-AUC is the area under exactly these points."""
+    t, s = check_binary(y_true, y_score)
+    if _one_class(t):
+        return {"precision": [], "recall": [], "threshold": []}
+    ordered = np.sort(s)[::-1]
+    thresholds = ordered[np.r_[np.flatnonzero(np.diff(ordered)), len(s) - 1]]
+    tps, fps = _curve(t, s)
+    return {"precision": [1.0, *(tps / (tps + fps)).tolist()],
+            "recall": [0.0, *(tps / tps[-1]).tolist()],
+            "threshold": [None, *thresholds.tolist()]}
+
+
 # The two AUPRC estimators by their --auprc names. "trapezoid" is the papers' (see above).
 AUPRC_METRICS = {"trapezoid": pr_auc_trapezoid, "ap": average_precision}
 PAPER_AUPRC = "trapezoid"

@@ -1,0 +1,151 @@
+// localeval report: the sample browser. Plain JavaScript, no library, no network. Sample text
+// is only ever set with textContent, never parsed as HTML, whatever the samples hold.
+"use strict";
+(function () {
+  const PAGE = 100; // rows drawn at a time; "Show more" draws the next page
+
+  function element(tag, props, children) {
+    const node = document.createElement(tag);
+    Object.assign(node, props || {});
+    for (const child of children || []) node.append(child);
+    return node;
+  }
+
+  function shown(value, type) {
+    if (value === null || value === undefined) return "";
+    if (type === "bool") return value ? "yes" : "no";
+    if (type === "num") return Number.isInteger(value) ? String(value) : value.toFixed(3);
+    return String(value);
+  }
+
+  function compare(a, b) {
+    if (a === b) return 0;
+    if (a === null || a === undefined) return 1; // empty cells last, whichever the direction
+    if (b === null || b === undefined) return -1;
+    if (typeof a === "number" && typeof b === "number") return a - b;
+    return String(a).localeCompare(String(b), undefined, {numeric: true});
+  }
+
+  function textCell(value, warn) {
+    const text = shown(value, "text");
+    if (!text) return element("td");
+    const preview = warn ? "⚠ Content warning: harmful or sensitive text — click to show"
+      : (text.length > 70 ? text.slice(0, 70) + "…" : text);
+    const details = element("details", {className: warn ? "cw" : ""},
+      [element("summary", {textContent: preview}), element("pre", {textContent: text})]);
+    return element("td", {}, [details]);
+  }
+
+  function cell(value, column, warn) {
+    if (column.type === "text") return textCell(value, warn);
+    const td = element("td", {textContent: shown(value, column.type)});
+    if (column.type === "num") td.className = "num";
+    else if (td.textContent.length <= 24) td.className = "short"; // ids and labels stay on one line
+    if (column.type === "bool" && value !== null && value !== undefined) {
+      td.className = (column.key === "failed") === Boolean(value) ? "no" : "yes";
+    }
+    return td;
+  }
+
+  function setUp(root) {
+    const data = JSON.parse(document.getElementById(root.dataset.source).textContent);
+    const columns = data.columns;
+    const state = {query: "", filters: {}, sortBy: null, descending: false, limit: PAGE};
+    const body = element("tbody");
+    const count = element("p", {className: "count"});
+    const more = element("button", {className: "more", type: "button", textContent: "Show more"});
+    const controls = element("div", {className: "controls"});
+    const search = element("input", {type: "search", placeholder: "Search every column…"});
+    search.setAttribute("aria-label", "search samples");
+    search.dataset.role = "search";
+    search.addEventListener("input", () => { state.query = search.value.toLowerCase(); redraw(true); });
+    controls.append(element("label", {}, ["Search", search]));
+    columns.forEach((column, index) => {
+      if (!column.filter) return;
+      const values = [...new Set(data.rows.map((row) => shown(row[index], column.type)))]
+        .sort((a, b) => a.localeCompare(b, undefined, {numeric: true}));
+      const select = element("select", {}, [element("option", {value: "", textContent: "all"})]);
+      for (const value of values) {
+        select.append(element("option", {value: value, textContent: value || "(empty)"}));
+      }
+      select.dataset.filter = column.key;
+      select.addEventListener("change", () => {
+        if (select.selectedIndex === 0) delete state.filters[index];
+        else state.filters[index] = select.value;
+        redraw(true);
+      });
+      controls.append(element("label", {}, [column.title, select]));
+    });
+    if (data.warn.some(Boolean)) {
+      const reveal = element("input", {type: "checkbox"});
+      reveal.dataset.role = "reveal";
+      reveal.addEventListener("change", () => {
+        for (const d of body.querySelectorAll("details.cw")) d.open = reveal.checked;
+        state.reveal = reveal.checked;
+      });
+      controls.append(element("label", {className: "toggle"}, [reveal, "Show harmful text"]));
+    }
+    const headRow = element("tr");
+    columns.forEach((column, index) => {
+      const button = element("button", {type: "button", textContent: column.title});
+      const th = element("th", {className: column.type === "num" ? "num" : ""}, [button]);
+      th.setAttribute("aria-sort", "none");
+      button.addEventListener("click", () => {
+        state.descending = state.sortBy === index ? !state.descending : false;
+        state.sortBy = index;
+        for (const other of headRow.children) other.setAttribute("aria-sort", "none");
+        th.setAttribute("aria-sort", state.descending ? "descending" : "ascending");
+        redraw(true);
+      });
+      headRow.append(th);
+    });
+    const table = element("table", {className: "data samples"},
+      [element("thead", {}, [headRow]), body]);
+    more.addEventListener("click", () => { state.limit += PAGE; redraw(false); });
+    root.append(controls, count, table, more);
+
+    const haystacks = data.rows.map((row) => row.map((v) => shown(v, "text")).join("\u0001").toLowerCase());
+
+    function matching() {
+      const out = [];
+      data.rows.forEach((row, i) => {
+        if (state.query && !haystacks[i].includes(state.query)) return;
+        for (const [index, value] of Object.entries(state.filters)) {
+          if (shown(row[index], columns[index].type) !== value) return;
+        }
+        out.push(i);
+      });
+      if (state.sortBy !== null) {
+        const k = state.sortBy;
+        out.sort((a, b) => {
+          const order = compare(data.rows[a][k], data.rows[b][k]);
+          const empty = data.rows[a][k] === null || data.rows[b][k] === null;
+          return state.descending && !empty ? -order : order;
+        });
+      }
+      return out;
+    }
+
+    function redraw(reset) {
+      if (reset) state.limit = PAGE;
+      const rows = matching();
+      const fragment = document.createDocumentFragment();
+      for (const i of rows.slice(0, state.limit)) {
+        const tr = element("tr");
+        tr.dataset.row = String(i);
+        data.rows[i].forEach((value, k) => tr.append(cell(value, columns[k], data.warn[i])));
+        if (state.reveal) for (const d of tr.querySelectorAll("details.cw")) d.open = true;
+        fragment.append(tr);
+      }
+      body.replaceChildren(fragment);
+      const drawn = Math.min(rows.length, state.limit);
+      count.textContent = `Showing ${drawn} of ${rows.length} matching samples (${data.rows.length} in all)`;
+      count.dataset.matching = String(rows.length);
+      more.hidden = drawn >= rows.length;
+    }
+
+    redraw(true);
+  }
+
+  for (const root of document.querySelectorAll(".browser")) setUp(root);
+})();

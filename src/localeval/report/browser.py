@@ -1,0 +1,94 @@
+"""The sample browser's data: a run's samples.jsonl as columns and rows, embedded in the HTML
+report as JSON and drawn by ``assets/report.js`` (search, filters, sorting, paging).
+
+Columns are found from the samples themselves, so every task's samples browse the same way:
+known keys first in a sensible order, then the rest. Short strings and booleans with few
+distinct values become filters; long strings (prompts, responses, outputs) are shown collapsed.
+A sample whose gold label is harmful or sensitive is flagged, and its text stays behind a
+content warning until the reader opens it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+# Shown first, in this order, where a task's samples have them.
+FIRST = ("id", "subject", "level", "year", "lang", "subset", "kind", "context", "source",
+         "raw_label", "label", "gold", "pred", "correct", "score", "failed", "error",
+         "prompt", "response", "output")
+# Never shown: bulky or internal (the guard's raw output and log-probs are in samples.jsonl).
+HIDDEN = {"guard_output", "logprobs", "min_k", "min_k_pp", "n_shots", "skipped_shots", "guard",
+          "model", "extract", "neutral"}
+TITLES = {"raw_label": "gold label", "label": "label (binary)", "lang": "language",
+          "pred": "predicted", "score": "P(harmful)"}
+TEXT_KEYS = {"prompt", "response", "output", "text", "question"}  # always shown collapsed
+FILTER_MAX = 60  # a string column with at most this many distinct values is a filter
+LONG = 80  # a string longer than this anywhere in a column makes it a text column
+WARN_LABELS = {"harmful", "sensitive", "unsafe", 1}  # 1 also matches True
+
+
+def browser_data(samples: list[dict]) -> dict[str, Any]:
+    """``{"columns": [{key, title, type, filter}], "rows": [[...]], "warn": [bool]}``."""
+    keys = _keys(samples)
+    columns = [_column(k, [s.get(k) for s in samples]) for k in keys]
+    rows = [[_cell(s.get(k)) for k in keys] for s in samples]
+    warn = [_harmful(s) for s in samples]
+    if any(s.get("error") for s in samples) and "failed" not in keys:
+        columns.append({"key": "failed", "title": "failed", "type": "bool", "filter": True})
+        for row, s in zip(rows, samples):
+            row.append(bool(s.get("error")) and s.get("score") is None)
+    return {"columns": columns, "rows": rows, "warn": warn}
+
+
+def _keys(samples: list[dict]) -> list[str]:
+    present = dict.fromkeys(k for s in samples for k, v in s.items()
+                            if k not in HIDDEN and v is not None)  # an always-empty column is noise
+    return [k for k in FIRST if k in present] + [k for k in present if k not in FIRST]
+
+
+def _column(key: str, values: list) -> dict[str, Any]:
+    seen = [v for v in values if v is not None]
+    kind = _kind(key, seen)
+    distinct = {json.dumps(v, sort_keys=True) for v in seen}
+    filterable = kind == "bool" or (kind in ("str", "num") and key not in ("id", "score")
+                                    and 1 < len(distinct) <= FILTER_MAX)
+    return {"key": key, "title": TITLES.get(key, key.replace("_", " ")), "type": kind,
+            "filter": filterable}
+
+
+def _kind(key: str, seen: list) -> str:
+    """bool, num, text (shown collapsed) or str."""
+    if seen and all(isinstance(v, bool) for v in seen):
+        return "bool"
+    if seen and all(isinstance(v, int | float) and not isinstance(v, bool) for v in seen):
+        return "num"
+    if key in TEXT_KEYS or any(isinstance(v, list | dict) or isinstance(v, str) and len(v) > LONG
+                               for v in seen):
+        return "text"
+    return "str"
+
+
+def _cell(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN; the browser shows an empty cell
+    if isinstance(value, list) and value and isinstance(value[0], dict):  # chat messages
+        return "\n\n".join(f"[{m.get('role', '?')}]\n{m.get('content', '')}" for m in value)
+    if isinstance(value, list | dict):
+        return json.dumps(value, ensure_ascii=False)
+    return value
+
+
+def _harmful(sample: dict) -> bool:
+    for key in ("raw_label", "prompt_label", "response_label", "label"):
+        value = sample.get(key)
+        if value in WARN_LABELS and not (key == "label" and "raw_label" in sample):
+            return True
+    return False
+
+
+def script_json(data: Any) -> str:
+    """JSON safe inside ``<script type="application/json">``: no ``</script>`` or ``<!--`` can
+    appear, whatever the samples hold (``<`` is written as ``\\u003c``)."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")

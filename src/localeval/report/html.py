@@ -1,0 +1,283 @@
+"""The HTML report: one self-contained file per run (``<run>/report.html``, written at the end of
+``localeval run`` and by ``localeval report``), or one file comparing several runs.
+
+It reads the run folder only (config.json, results.json, samples.jsonl) and recomputes nothing:
+tables are the console's (:func:`report.export.run_tables`), figures are drawn from results.json
+(:mod:`.figures`), and the sample browser shows samples.jsonl (:mod:`.browser`). Styles, script,
+figures (inline SVG) and data are all inside the file: it opens offline, makes no request, and
+prints. Figures are also saved as PNG and SVG in ``<report stem>_figures/`` beside it.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from ..errors import LocalevalError
+from ..store.runs import RunRecord, load_run
+from ..version import __version__
+from .browser import browser_data, script_json
+from .cells import short_model
+from .export import PlainTable, plain, run_tables
+from .figures import SAFETY_FIGURES, Figure, mcq_comparison_figure, mcq_figures
+
+SECTIONS = (("summary", "Summary"), ("provenance", "Provenance"), ("tables", "Tables"),
+            ("figures", "Figures"), ("failures", "Failures and warnings"),
+            ("samples", "Samples"))
+
+
+def write_report(folders: list[str | Path], output: str | Path | None = None) -> Path:
+    """Write the report of one run folder (default ``<folder>/report.html``) or of several
+    (``output`` required) and return its path."""
+    if not folders:
+        raise LocalevalError("report: give at least one run folder")
+    if output is None and len(folders) > 1:
+        raise LocalevalError("report: several run folders need --output FILE.html")
+    runs = [load_run(f) for f in folders]
+    for folder, run in zip(folders, runs):
+        if run.status != "finished":
+            raise LocalevalError(f"{folder}: the run is {run.status}, not finished; rerun its "
+                                 "command to finish it, then make the report")
+    path = Path(output) if output is not None else Path(folders[0]) / "report.html"
+    figures = path.with_name(path.stem + "_figures")
+    text = render(runs, figures)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def render(runs: list[RunRecord], figures: Path | None = None) -> str:
+    """The whole page. With several runs: a side-by-side comparison first, then each run."""
+    several = len(runs) > 1
+    labels = [run_label(r) for r in runs]
+    body = []
+    if several:
+        body.append(_comparison(runs, labels, figures))
+    for k, (run, label) in enumerate(zip(runs, labels), start=1):
+        folder = (figures / f"run{k}" if several else figures) if figures else None
+        body.append(_run_sections(run, label, f"run{k}-" if several else "", folder))
+    title = labels[0] if not several else f"{len(runs)} runs compared"
+    return _page(title, _header(runs, labels), "\n".join(body))
+
+
+def run_label(run: RunRecord) -> str:
+    r = run.results
+    model = short_model(r.get("model") or run.config.get("model") or "")
+    if r.get("guard"):
+        return f"{r['guard']} on {model} · {r.get('task')}"
+    if "method" in r:
+        style = "CoT" if r.get("cot") else r["method"]
+        return f"{model} · {r.get('task')} · {r.get('shots')}-shot {style}"
+    return f"{model} · {r.get('task')}"
+
+
+# ------------------------------------------------------------------------ page frame
+def _asset(name: str) -> str:
+    return files("localeval.report").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def _page(title: str, header: str, body: str) -> str:
+    return (
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        f"<meta name=\"generator\" content=\"localeval {escape(__version__)}\">\n"
+        f"<title>{escape(title)} · localeval report</title>\n"
+        f"<style>\n{_asset('report.css')}</style>\n</head>\n<body>\n{header}\n"
+        f"<main>\n{body}\n</main>\n<script>\n{_asset('report.js')}</script>\n</body>\n</html>\n")
+
+
+def _header(runs: list[RunRecord], labels: list[str]) -> str:
+    several = len(runs) > 1
+    finished = max((r.finished_at or "") for r in runs)[:19].replace("T", " ")
+    links = [("compare", "Comparison")] if several else []
+    prefix = "run1-" if several else ""
+    links += [(prefix + sid, title) for sid, title in SECTIONS]
+    nav = "".join(f'<a href="#{sid}">{escape(t)}</a>' for sid, t in links)
+    title = "Runs compared" if several else labels[0]
+    return (f'<header class="page"><h1>{escape(title)}</h1>'
+            f"<p>localeval {escape(__version__)} · finished {escape(finished)} UTC</p>"
+            f'<nav class="toc">{nav}</nav></header>')
+
+
+def _section(sid: str, title: str, inner: str) -> str:
+    name = sid.split("-")[-1]
+    return (f'<section id="{escape(sid)}" data-section="{escape(name)}">'
+            f"<h2>{escape(title)}</h2>\n{inner}\n</section>")
+
+
+# ------------------------------------------------------------------------ one run
+def _run_sections(run: RunRecord, label: str, prefix: str, figures: Path | None) -> str:
+    parts = [f'<h2 class="run-title">{escape(label)}</h2>'] if prefix else []
+    builders = {"summary": _summary, "provenance": _provenance, "tables": _tables,
+                "figures": lambda r: _figures(r, figures), "failures": _failures,
+                "samples": lambda r: _samples(r, prefix)}
+    for sid, title in SECTIONS:
+        parts.append(_section(prefix + sid, title, builders[sid](run)))
+    return f'<div class="run" data-run="{escape(prefix.rstrip("-") or "run1")}">' \
+        + "\n".join(parts) + "</div>"
+
+
+def headline(results: dict) -> list[tuple[str, str, bool]]:
+    """(value, what it is, whether it is bad news) cards for the summary."""
+    n, failed = results.get("n_samples", 0), results.get("n_failed", 0)
+    cards = []
+    micro = (results.get("metrics") or {}).get("micro")
+    if micro and micro.get("acc") is not None:
+        cards.append((f"{100 * micro['acc']:.2f}%", f"accuracy over {micro['n']} questions",
+                      False))
+        avg = results["metrics"].get("discipline_average")
+        if avg is not None:
+            cards.append((f"{100 * avg:.2f}%", "mean of the discipline columns", False))
+    for row in results.get("overall") or []:
+        if row["subset"] == "all" and row.get("auprc") is not None:
+            context = " (no prompt)" if row["context"] == "without_prompt" else ""
+            cards.append((f"{100 * row['auprc']:.1f}", f"PR-AUC, {row['kind']}s{context}, "
+                          f"n={row['n']}", False))
+    cards.append((str(n), "samples", False))
+    cards.append((str(failed), "failed (left out, never counted as right or safe)", failed > 0))
+    if results.get("unanswered"):
+        cards.append((str(len(results["unanswered"])), "no extractable answer (wrong)", True))
+    return cards
+
+
+def _summary(run: RunRecord) -> str:
+    cards = "".join(
+        f'<div class="card{" bad" if bad else ""}"><div class="value">{escape(value)}</div>'
+        f'<div class="label">{escape(what)}</div></div>' for value, what, bad in
+        headline(run.results))
+    return f'<div class="cards">{cards}</div>'
+
+
+def _fact(value: Any) -> str:
+    if isinstance(value, dict | list):
+        return f"<code>{escape(json.dumps(value, ensure_ascii=False, sort_keys=True))}</code>"
+    return escape("-" if value is None else str(value))
+
+
+def provenance(run: RunRecord) -> list[tuple[str, Any]]:
+    """What made these numbers, in reading order: versions, model, data, protocol, timing."""
+    config, results = run.config, run.results
+    backend = config.get("backend") or {}
+    known = ("localeval_version", "python", "packages", "command", "backend", "model", "run",
+             "task", "data", "dataset_revision")
+    facts = [("localeval", config.get("localeval_version")), ("python", config.get("python")),
+             ("command", " ".join(config.get("command") or []) or None),
+             ("task", config.get("task")), ("model", config.get("model") or backend.get("model")),
+             *((k.replace("_", " "), v) for k, v in backend.items() if k != "model"),
+             ("data", config.get("data")), ("data revision", config.get("dataset_revision"))]
+    facts += [(k.replace("_", " "), v) for k, v in config.items() if k not in known]
+    for key in ("label_policy", "sensitive", "on_failure", "auprc", "calibration"):
+        if key in results:
+            facts.append((key.replace("_", " "), results[key]))
+    facts += [("status", run.status), ("started", run.started_at), ("finished", run.finished_at),
+              ("timing", results.get("timing")), ("packages", config.get("packages"))]
+    return facts
+
+
+def _provenance(run: RunRecord) -> str:
+    rows = "".join(f"<dt>{escape(k)}</dt><dd>{_fact(v)}</dd>" for k, v in provenance(run))
+    return f'<dl class="facts">{rows}</dl>'
+
+
+def table_html(table: PlainTable) -> str:
+    head = "".join(f'<th class="{"num" if r else ""}">{escape(h)}</th>'
+                   for h, r in zip(table.header, table.right))
+    rows = "".join("<tr>" + "".join(f'<td class="{"num" if r else ""}">{escape(c)}</td>'
+                                    for c, r in zip(row, table.right)) + "</tr>"
+                   for row in table.rows)
+    caption = f'<p class="caption">{escape(table.caption)}</p>' if table.caption else ""
+    return (f"<h3>{escape(table.title)}</h3><table class=\"data\"><thead><tr>{head}</tr></thead>"
+            f"<tbody>{rows}</tbody></table>{caption}")
+
+
+def _tables(run: RunRecord) -> str:
+    return "\n".join(table_html(t) for t in run_tables(run.results)) or "<p>No tables.</p>"
+
+
+def run_figures(results: dict, folder: Path | None) -> list[Figure]:
+    schema = str(results.get("schema", ""))
+    if schema.startswith("localeval.safety/"):
+        return [f for draw in SAFETY_FIGURES if (f := draw(results, folder)) is not None]
+    if schema.startswith("localeval.mcq/"):
+        return list(mcq_figures(results, folder))
+    return []
+
+
+def figure_html(figure: Figure) -> str:
+    return (f'<figure data-figure="{escape(figure.name)}"><h3>{escape(figure.title)}</h3>'
+            f"{figure.svg}<figcaption>{escape(figure.caption)}</figcaption></figure>")
+
+
+def _figures(run: RunRecord, folder: Path | None) -> str:
+    drawn = run_figures(run.results, folder)
+    return "\n".join(figure_html(f) for f in drawn) or "<p>No figures for this kind of run.</p>"
+
+
+def _failures(run: RunRecord) -> str:
+    r = run.results
+    parts = [f'<p class="warning">{escape(w)}</p>' for w in r.get("warnings") or []]
+    rows = r.get("failures") or [{"id": i} for i in r.get("failed") or []]
+    if rows:
+        parts.append(f"<h3>{r.get('n_failed', len(rows))} failed (left out; rerun the command "
+                     "to retry them)</h3>" + _records_table(rows))
+    if r.get("unanswered"):
+        parts.append(f"<h3>{len(r['unanswered'])} without an extractable answer (counted "
+                     "wrong)</h3>" + _records_table(_unanswered(run)))
+    return "\n".join(parts) or "<p>No failures and no warnings.</p>"
+
+
+def _unanswered(run: RunRecord) -> list[dict]:
+    wanted = set(run.results["unanswered"])
+    return [{"id": s["id"], "subject": s.get("subject"), "error": s.get("error"),
+             "output": (s.get("output") or "")[-200:]} for s in run.samples if s["id"] in wanted]
+
+
+def _records_table(rows: list[dict]) -> str:
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    head = "".join(f"<th>{escape(k)}</th>" for k in keys)
+    body = "".join("<tr>" + "".join(f"<td>{_fact(r.get(k))}</td>" for k in keys) + "</tr>"
+                   for r in rows)
+    return f'<table class="data failures"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _samples(run: RunRecord, prefix: str) -> str:
+    source = f"{prefix}samples-data"
+    return (f'<p class="caption">Every sample of samples.jsonl. Search looks in every column; '
+            f"text of items labelled harmful or sensitive stays collapsed behind a content "
+            f"warning until opened.</p>"
+            f'<script type="application/json" id="{source}">{script_json(browser_data(run.samples))}'
+            f'</script><div class="browser" data-source="{source}"></div>')
+
+
+# ------------------------------------------------------------------------ several runs
+def _comparison(runs: list[RunRecord], labels: list[str], figures: Path | None) -> str:
+    head = "<tr><th>run</th><th>folder</th><th>headline</th></tr>"
+    rows = "".join(
+        f"<tr><td>{escape(label)}</td><td><code>{escape(str(run.folder or ''))}</code></td>"
+        f"<td>{escape(' · '.join(f'{v} {w}' for v, w, _ in headline(run.results)[:3]))}</td></tr>"
+        for run, label in zip(runs, labels))
+    parts = [f'<table class="data"><thead>{head}</thead><tbody>{rows}</tbody></table>']
+    mcq = [(label, run.results) for run, label in zip(runs, labels)
+           if str(run.results.get("schema", "")).startswith("localeval.mcq/")]
+    if len(mcq) > 1:
+        parts.append(table_html(_table3_rows(mcq)))
+        figure = mcq_comparison_figure(mcq, figures)
+        if figure is not None:
+            parts.append(figure_html(figure))
+    return _section("compare", "Comparison", "\n".join(parts))
+
+
+def _table3_rows(runs: list[tuple[str, dict]]) -> PlainTable:
+    """The TMLU paper's Table 3 with one row per run (direct and CoT rows, as the paper has)."""
+    from .mcq_tables import discipline_table
+
+    tables = [plain(discipline_table(results)) for _, results in runs]
+    header = tables[0].header
+    rows = [[label, *t.rows[0][1:]] for (label, _), t in zip(runs, tables) if t.header == header]
+    return PlainTable("Accuracy % by discipline, run by run", ["Run", *header[1:]], rows,
+                      tables[0].right, "Runs whose discipline columns differ are left out.")
