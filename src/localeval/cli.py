@@ -26,7 +26,8 @@ languages: TMLU, TMMLU+, CMMLU and SEA-SafeguardBench, the papers' protocols by 
   localeval run --task sea-safeguard --guard llamaguard3 --model hf:meta-llama/Llama-Guard-3-8B
 
 Every run keeps a folder (--output, default runs/<task>/<model>-<settings>) with config.json,
-results.json, samples.jsonl and the request cache: the same command again resumes."""
+results.json, samples.jsonl, the request cache and report.html (offline, with figures and a
+sample browser): the same command again resumes."""
 EPILOG = "`localeval <command> --help` shows each command's options."
 
 

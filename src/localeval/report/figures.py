@@ -56,6 +56,7 @@ def _finish(fig, name: str, title: str, caption: str, folder: Path | None) -> Fi
 
 def _panels(n: int, width: float = 5.2, height: float = 4.0):
     plt = _pyplot()
+    width = max(width, 7.0) if n == 1 else width  # one panel gets the room of a slide
     fig, axes = plt.subplots(1, n, figsize=(width * n, height), squeeze=False)
     return fig, list(axes[0])
 
@@ -128,6 +129,7 @@ def pr_figure(results: dict, folder: Path | None) -> Figure | None:
     panels = list(dict.fromkeys((c["model"], c["kind"], c["context"]) for c in curves))
     if not panels:
         return None
+    several = len({model for model, _, _ in panels}) > 1  # name models only to tell them apart
     plt = _pyplot()
     with plt.rc_context(STYLE):
         fig, axes = _panels(len(panels))
@@ -137,7 +139,7 @@ def pr_figure(results: dict, folder: Path | None) -> Figure | None:
                     ax.step(c["recall"], c["precision"], where="post",
                             label=f"{c['lang']} (n={c['n']})")
             ax.set(xlim=(0, 1), ylim=(0, 1.02), xlabel="recall", ylabel="precision",
-                   title=_panel_title(kind, context) + (f"\n{model}" if model else ""))
+                   title=_panel_title(kind, context) + (f"\n{model}" if several else ""))
             ax.legend(loc="lower left", ncols=2)
         return _finish(fig, "pr_curves", "Precision–recall by language",
                        "All subsets pooled per language; one point per distinct score.", folder)
