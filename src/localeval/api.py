@@ -1,5 +1,6 @@
 """Python entry points: ``evaluate(task=..., model=..., **options)`` runs any task end to end;
-``load_results(folder)`` reads a run folder back; ``compare_runs`` is the paper's Table 3.
+``load_results(folder)`` reads a run folder back; ``compare_runs`` is the paper's Table 3;
+``write_report(folders)`` writes the HTML report (``localeval run`` does it after every run).
 
 The flow, one direction (see docs/architecture.md): the task loads and checks its items -> plans
 requests -> the backend executes them through the cache -> the task scores samples and
@@ -12,12 +13,13 @@ from pathlib import Path
 
 from .backends.base import Backend
 from .compare import compare_mcq_runs, compare_runs, compare_safety_runs
+from .report.html import write_report
 from .run import run_task
 from .store.runs import RunRecord, load_run
 from .tasks.registry import make_task
 
 __all__ = ["compare_mcq_runs", "compare_runs", "compare_safety_runs", "evaluate",
-           "load_results"]
+           "load_results", "write_report"]
 
 
 def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
