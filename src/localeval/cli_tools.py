@@ -1,6 +1,7 @@
-"""The dataset-tool commands (agreement, aggregate, build-cultural, diversity, train-guard)
-``export`` (a run's tables as Markdown, LaTeX or CSV) and ``report`` (the HTML report). Thin: each parses its options and
-calls one function of :mod:`localeval.tools` or :mod:`localeval.report`."""
+"""The dataset-tool commands (agreement, aggregate, build-cultural, diversity, train-guard),
+``export`` (a run's tables as Markdown, LaTeX or CSV), ``report`` (the HTML report) and
+``leaderboard``. Thin: each parses its options and calls one function of
+:mod:`localeval.tools` or :mod:`localeval.report`."""
 
 from __future__ import annotations
 
