@@ -34,8 +34,11 @@ def save_tokenizer(folder: Path, chat: bool = True) -> None:
 
 
 def make_model(folder: Path, arch: str = "llama", layers: int = 2, seed: int = 0,
-               hidden: int = 64, chat: bool = True) -> Path:
-    """Write a random model + tokenizer to ``folder`` (if not there yet) and return it."""
+               hidden: int = 64, chat: bool = True, tied: bool = True) -> Path:
+    """Write a random model + tokenizer to ``folder`` (if not there yet) and return it.
+
+    ``tied=False`` gives the LM head its own random weights: a tied model's output mostly
+    repeats its input token, an untied one writes varied text (what generation tests need)."""
     import torch
     import transformers
 
@@ -43,7 +46,7 @@ def make_model(folder: Path, arch: str = "llama", layers: int = 2, seed: int = 0
     if (folder / "config.json").exists():
         return folder
     vocab = 49152
-    common = dict(vocab_size=vocab, max_position_embeddings=4096, tie_word_embeddings=True,
+    common = dict(vocab_size=vocab, max_position_embeddings=4096, tie_word_embeddings=tied,
                   bos_token_id=0, eos_token_id=2 if chat else 0)
     if arch == "llama":
         cfg = transformers.LlamaConfig(hidden_size=hidden, intermediate_size=hidden * 3,
@@ -64,7 +67,8 @@ def make_model(folder: Path, arch: str = "llama", layers: int = 2, seed: int = 0
     elif arch == "gpt2":
         cfg = transformers.GPT2Config(vocab_size=vocab, n_positions=4096, n_embd=hidden,
                                       n_layer=layers, n_head=4, bos_token_id=0,
-                                      eos_token_id=common["eos_token_id"])
+                                      eos_token_id=common["eos_token_id"],
+                                      tie_word_embeddings=tied)
         cls = transformers.GPT2LMHeadModel
     else:
         raise ValueError(arch)
@@ -75,6 +79,8 @@ def make_model(folder: Path, arch: str = "llama", layers: int = 2, seed: int = 0
     # log-probs spread like a trained model's (about -5 to -25), without huge magnitudes.
     with torch.no_grad():
         model.get_input_embeddings().weight.normal_(0, 3.0 / cfg.hidden_size**0.5)
+        if not tied:
+            model.get_output_embeddings().weight.normal_(0, 3.0 / cfg.hidden_size**0.5)
     model.save_pretrained(folder)
     save_tokenizer(folder, chat=chat)
     return folder

@@ -59,10 +59,10 @@ class HFBackend:
         self.batch_size = batch_size
         self.prefix_reuse = prefix_reuse
         self.padding_side = padding_side
-        self._stops: dict[tuple[str, ...], object] = {}
+        self._stops: dict[tuple[str, ...], object] = {}  # stop strings -> matcher (hf_generate)
         # forwarded = real tokens run through the model; padding = the extra we pad batches with
         self.stats = {"forwarded_tokens": 0, "padding_tokens": 0, "prompt_tokens": 0,
-                      "requests": 0}
+                      "requests": 0, "decode_steps": 0}
         self.name, self.revision, self.attn = model, revision, attn
         # --model-args: more from_pretrained options (trust_remote_code, ...), as lm-eval takes
         self.model_args = dict(model_args or {})
@@ -193,15 +193,9 @@ class HFBackend:
         return run_text_logprobs(self, requests)
 
     def _run_generations(self, requests: list[Generate]) -> Iterator[tuple[int, Response]]:
-        """Greedy generation one prompt at a time (so results cannot depend on batching), each
-        continuing from a copy of its group's shared-prefix KV cache instead of re-reading the
-        few-shot block."""
-        encoded = [self.encode(*self.render(r.prompt)) for r in requests]
-        groups = plan_prefix_groups(encoded) if self.prefix_reuse else None
-        for group in groups or [PrefixGroup(0, list(range(len(requests))))]:
-            cache = self._prefix_cache(encoded[group.members[0]], group.prefix_len)
-            for i in group.members:
-                yield i, self._generate(requests[i], encoded[i], cache)
+        from .hf_generate import run_generations  # batched greedy decoding from the prefix cache
+
+        return run_generations(self, requests)
 
     def _prefix_cache(self, ids: list[int], prefix_len: int):
         """The KV cache of ``ids[:prefix_len]`` (None when there is nothing worth reusing or the
@@ -308,44 +302,6 @@ class HFBackend:
                                 position_ids=positions,
                                 use_cache=cache is not None, **kwargs).logits
         return logits[: len(rows), -1, :].float().log_softmax(-1).cpu()
-
-    def _generate(self, request: Generate, ids: list[int], prefix_cache) -> Response:
-        torch = self.torch
-        limit = self.max_context()
-        if limit and len(ids) + request.max_tokens > limit:
-            return Response(error=f"prompt has {len(ids)} tokens; with {request.max_tokens} to "
-                            f"generate that is over the model's context of {limit}")
-        cached = prefix_cache.get_seq_length() if prefix_cache is not None else 0
-        extra = {"past_key_values": copy.deepcopy(prefix_cache)} if cached else {}
-        with torch.inference_mode():
-            out = self.model.generate(
-                torch.tensor([ids], device=self.device),
-                attention_mask=torch.ones(1, len(ids), dtype=torch.long, device=self.device),
-                max_new_tokens=request.max_tokens,
-                do_sample=False,
-                pad_token_id=self.tokenizer.pad_token_id,
-                stopping_criteria=self._stop_criteria(request.stop),
-                **extra,
-            )
-        new = out[0, len(ids):].tolist()
-        self.stats["requests"] += 1
-        self.stats["prompt_tokens"] += len(ids)
-        self.stats["forwarded_tokens"] += len(ids) - cached + len(new)
-        generated = self.tokenizer.decode(new, skip_special_tokens=True)
-        for s in request.stop:  # generation stops after the token that completes a stop string
-            if s in generated:
-                generated = generated[: generated.index(s)]
-        return Response(text=generated, n_prompt_tokens=len(ids))
-
-    def _stop_criteria(self, stop: tuple[str, ...]):
-        """transformers' stop-string matcher, built once per stop tuple: building it scans the
-        whole vocabulary, far slower than the generation it guards."""
-        from transformers import StoppingCriteriaList, StopStringCriteria
-
-        if stop not in self._stops:
-            self._stops[stop] = StoppingCriteriaList(
-                [StopStringCriteria(self.tokenizer, list(stop))] if stop else [])
-        return self._stops[stop]
 
     def _auto_batch_tokens(self) -> int:
         """A token budget per forward pass from free memory and the per-token cost of the model

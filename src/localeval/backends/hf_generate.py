@@ -1,0 +1,332 @@
+"""``Generate`` on a local model: greedy decoding of many prompts together, from the shared-prefix
+KV cache.
+
+How:
+- Prompts are tokenised whole and grouped by shared token prefix (:mod:`.prefix`), as for
+  scoring; each group's prefix is forwarded once.
+- Inside a group, rows whose suffixes have the same padded width (a multiple of ROW_BLOCK) form
+  batches, as many rows as the backend's token budget allows for prefix + width + generation
+  budget (the KV cache grows by one slot per step).
+- Prefill: the suffixes are forwarded on a copy of the prefix cache expanded to the batch.
+  Padding (left: between prefix and suffix; right: after the suffix) is masked out and position
+  ids skip it, so every row sees exactly its own prompt. Only each row's last token reaches the
+  LM head.
+- Decode: one token per row per step, the argmax. A row ends at an EOS token, at the token that
+  completes a stop string, or at its ``max_tokens``, like ``model.generate``. Finished rows stay
+  as masked fillers until a whole ROW_BLOCK of them can leave the batch (their cache rows are
+  selected away); per-step Python work is a loop over the batch's rows, never the vocabulary.
+- Stop strings: transformers' ``StopStringCriteria``, built once per stop tuple (building scans
+  the vocabulary), applied to a [rows, k] tensor of each row's last tokens. Its tail includes
+  the prompt's last tokens, as ``model.generate`` gives it, so a stop string straddling prompt
+  and output stops generation exactly as it did when we decoded one prompt at a time.
+
+Why a row's output does not depend on the batch it is in (byte for byte, with the default eager
+attention; tests/test_hf_generate.py checks it against batch size 1 and plain ``generate``):
+- every row of a batch has the same padded width, so its attention spans the same number of
+  keys whatever its neighbours are, and attention matmuls are computed row by row;
+- the dense layers are GEMMs over the batch's rows, and CPU GEMM kernels (MKL) round a row that
+  falls in a partial block of rows differently from one in a full block. So every forward has a
+  multiple of ROW_BLOCK rows: prefill forwards rows x width tokens (width a multiple of
+  ROW_BLOCK) and pads the LM head's rows; decode steps pad the batch with filler rows (copies of
+  a real row, their outputs ignored). At batch size 1 a decode step therefore multiplies 8 rows,
+  not 1; on a CPU a decode step costs about the same either way (it is bound by reading the
+  weights), but the numbers can differ in the last bit from an unpadded ``model.generate``.
+  Greedy texts are the same unless two tokens tie to within that rounding.
+
+One prompt at a time (``model.generate``, as before) when the model's generation config asks
+for something besides plain argmax (a repetition penalty, a minimum length, ...), and for
+models with sliding-window layers, whose cache keeps the last slots, not the last positions, so
+padding inside the window would change what a row sees.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from .base import Generate, Response
+from .prefix import PrefixGroup, plan_prefix_groups
+
+ROW_BLOCK = 8
+# generation-config fields that change which token greedy decoding picks, with their neutral values
+GREEDY_NEUTRAL = {"repetition_penalty": (None, 1.0), "no_repeat_ngram_size": (None, 0),
+                  "encoder_repetition_penalty": (None, 1.0), "bad_words_ids": (None,),
+                  "min_length": (None, 0), "min_new_tokens": (None, 0),
+                  "forced_bos_token_id": (None,), "forced_eos_token_id": (None,),
+                  "suppress_tokens": (None,), "begin_suppress_tokens": (None,),
+                  "sequence_bias": (None,), "exponential_decay_length_penalty": (None,),
+                  "renormalize_logits": (None, False), "guidance_scale": (None, 1.0),
+                  "num_beams": (None, 1)}
+
+
+def run_generations(backend, requests: list[Generate]) -> Iterator[tuple[int, Response]]:
+    """Yield (index, response) for each request, batch by batch."""
+    encoded = [backend.encode(*backend.render(r.prompt)) for r in requests]
+    limit = backend.max_context()
+    ok = []
+    for i, (r, ids) in enumerate(zip(requests, encoded)):
+        if limit and len(ids) + r.max_tokens > limit:
+            yield i, Response(error=f"prompt has {len(ids)} tokens; with {r.max_tokens} to "
+                              f"generate that is over the model's context of {limit}")
+        else:
+            ok.append(i)
+    groups = plan_prefix_groups([encoded[i] for i in ok]) if backend.prefix_reuse else None
+    batched = one_at_a_time_reason(backend) is None
+    for group in groups or [PrefixGroup(0, list(range(len(ok))))]:
+        members = [ok[j] for j in group.members]
+        cache = backend._prefix_cache(encoded[members[0]], group.prefix_len)
+        prefix_len = group.prefix_len if cache is not None else 0
+        if not batched:
+            for i in members:
+                yield i, generate_one(backend, requests[i], encoded[i], cache)
+            continue
+        for batch in _batches(backend, [requests[i] for i in members],
+                              [len(encoded[i]) - prefix_len for i in members], prefix_len):
+            rows = [members[k] for k in batch]
+            texts = _decode_batch(backend, [requests[i] for i in rows],
+                                  [encoded[i] for i in rows], prefix_len, cache)
+            yield from zip(rows, texts)
+
+
+def one_at_a_time_reason(backend) -> str | None:
+    """Why this model cannot decode in batches (None when it can)."""
+    config = backend.model.generation_config
+    for name, neutral in GREEDY_NEUTRAL.items():
+        if getattr(config, name, None) not in neutral:
+            return f"generation config sets {name}"
+    if "sliding_attention" in (getattr(backend.config, "layer_types", None) or ()):
+        return "sliding-window layers"
+    return None
+
+
+def _batches(backend, requests: list[Generate], lengths: list[int], prefix_len: int
+             ) -> Iterator[list[int]]:
+    """Rows of equal padded width and the same stop strings, longest first, within the token
+    budget counting the KV cache each row grows to (prefix + width + generation budget)."""
+    buckets: dict[tuple[int, tuple[str, ...]], list[int]] = {}
+    for i, n in enumerate(lengths):
+        buckets.setdefault((_width(n, requests[i].max_tokens), requests[i].stop), []).append(i)
+    for width, stop in sorted(buckets, key=lambda key: (-key[0], key[1])):
+        rows = buckets[width, stop]
+        grow = max(requests[i].max_tokens for i in rows)
+        per_batch = max(1, backend.max_batch_tokens // (prefix_len + width + grow))
+        if backend.batch_size != "auto":
+            per_batch = min(per_batch, backend.batch_size)
+        for start in range(0, len(rows), per_batch):
+            yield rows[start : start + per_batch]
+
+
+@dataclass
+class _Row:
+    """One prompt being decoded: its request, tokens so far, and whether it is done."""
+
+    request: Generate
+    n_prompt: int
+    new: list[int] = field(default_factory=list)
+    done: bool = False
+
+
+def _decode_batch(backend, requests: list[Generate], encoded: list[list[int]], prefix_len: int,
+                  prefix_cache) -> list[Response]:
+    """Decode one batch (all with the same stop strings) to the end of its longest row."""
+    torch = backend.torch
+    rows = [_Row(r, len(ids)) for r, ids in zip(requests, encoded)]
+    suffixes = [ids[prefix_len:] for ids in encoded]
+    width = max(_width(len(s), r.max_tokens) for s, r in zip(suffixes, requests))
+    steps = max(r.max_tokens for r in requests)
+    mask, cache, tokens = _prefill(backend, suffixes, prefix_len, width, steps, prefix_cache)
+    # slot -> row it decodes, or None for a filler (a copy of a row whose output is ignored)
+    slots: list[int | None] = list(range(len(rows)))
+    index = torch.tensor(slots + [0] * (_padded(len(rows)) - len(rows)), device=backend.device)
+    slots += [None] * (len(index) - len(rows))
+    cache.batch_select_indices(index)
+    mask, tokens = mask[index], tokens[index]
+    positions = torch.tensor([prefix_len + len(suffixes[r]) for r in index.tolist()],
+                             device=backend.device)
+    stop = _StopTails(backend, requests[0].stop, [encoded[r] for r in index.tolist()])
+    column = prefix_len + width
+    eos = _eos_ids(backend)
+    while _advance(rows, slots, tokens.tolist(), stop.update(tokens), eos):
+        keep = _compact(slots)
+        if keep is not None:
+            index = torch.tensor(keep, device=backend.device)
+            cache.batch_select_indices(index)
+            mask, positions, tokens = mask[index], positions[index], tokens[index]
+            stop.select(index)
+            slots = [slots[k] for k in keep]
+        live = sum(r is not None for r in slots)
+        tokens = _step(backend, tokens, positions, mask[:, : column + 1], cache, column, live)
+        positions = positions + 1
+        column += 1
+    return [_response(backend, row) for row in rows]
+
+
+def _prefill(backend, suffixes: list[list[int]], prefix_len: int, width: int, steps: int,
+             prefix_cache):
+    """Forward the suffixes on the prefix cache; return (attention mask with room for
+    ``steps`` new columns, the batch's cache, each row's first generated token)."""
+    from .hf import _only_positions
+
+    torch = backend.torch
+    pad = backend.tokenizer.pad_token_id
+    fill = [width - len(s) for s in suffixes]
+    slots = torch.arange(prefix_len, prefix_len + width, device=backend.device)
+    if backend.padding_side == "left":  # pads sit between the prefix and each row's tokens
+        ids = [[pad] * f + s for s, f in zip(suffixes, fill)]
+        mask = [[1] * prefix_len + [0] * f + [1] * len(s) for s, f in zip(suffixes, fill)]
+        positions = torch.stack([(slots - f).clamp(min=prefix_len) for f in fill])
+        last = torch.full((len(suffixes),), width - 1, device=backend.device)
+    else:
+        ids = [s + [pad] * f for s, f in zip(suffixes, fill)]
+        mask = [[1] * (prefix_len + len(s)) + [0] * f for s, f in zip(suffixes, fill)]
+        positions = slots.expand(len(suffixes), -1)
+        last = torch.tensor([len(s) - 1 for s in suffixes], device=backend.device)
+    mask = torch.tensor([m + [1] * steps for m in mask], device=backend.device)
+    kwargs = {"cache_position": slots}
+    if prefix_cache is not None:
+        cache = copy.deepcopy(prefix_cache)
+        cache.batch_repeat_interleave(len(suffixes))
+        kwargs["past_key_values"] = cache
+    real = sum(len(s) for s in suffixes)
+    backend.stats["forwarded_tokens"] += real
+    backend.stats["padding_tokens"] += len(suffixes) * width - real
+    with torch.inference_mode(), _only_positions(backend.model, last):
+        out = backend.model(input_ids=torch.tensor(ids, device=backend.device),
+                            attention_mask=mask[:, : prefix_len + width], position_ids=positions,
+                            use_cache=True, **kwargs)
+    first = out.logits[: len(suffixes), -1, :].argmax(-1)
+    return mask, out.past_key_values, first
+
+
+def _step(backend, tokens, positions, mask, cache, column: int, live: int):
+    """One decode step for every slot; the next token of each."""
+    torch = backend.torch
+    backend.stats["decode_steps"] += 1
+    backend.stats["forwarded_tokens"] += live
+    backend.stats["padding_tokens"] += len(tokens) - live
+    with torch.inference_mode():
+        logits = backend.model(input_ids=tokens[:, None], attention_mask=mask,
+                               position_ids=positions[:, None], past_key_values=cache,
+                               cache_position=torch.tensor([column], device=backend.device),
+                               use_cache=True).logits
+    return logits[:, -1, :].argmax(-1)
+
+
+def _advance(rows: list[_Row], slots: list[int | None], tokens: list[int], stopped: list[bool],
+             eos: set[int]) -> int:
+    """Append each live slot's new token to its row; a row that ends with it turns its slot
+    into a filler. Return how many rows go on."""
+    for k, (r, token) in enumerate(zip(slots, tokens)):
+        if r is None:
+            continue
+        row = rows[r]
+        row.new.append(token)
+        if token in eos or stopped[k] or len(row.new) >= row.request.max_tokens:
+            row.done, slots[k] = True, None
+    return sum(r is not None for r in slots)
+
+
+def _compact(slots: list[int | None]) -> list[int] | None:
+    """Slots to keep when finished rows free a whole ROW_BLOCK (else None): the live slots,
+    topped up with fillers to a multiple of ROW_BLOCK."""
+    live = [k for k, r in enumerate(slots) if r is not None]
+    size = _padded(len(live))
+    if size >= len(slots):
+        return None
+    fillers = [k for k, r in enumerate(slots) if r is None]
+    return sorted(live + fillers[: size - len(live)])
+
+
+class _StopTails:
+    """Each slot's last tokens (prompt tail, then output), for the stop-string matcher: the
+    matcher reads only the last ``maximum_token_len`` tokens, so that is all we keep."""
+
+    def __init__(self, backend, stop: tuple[str, ...], encoded: list[list[int]]):
+        self.criteria = stop_criteria(backend, stop)
+        self.torch, self.tails = backend.torch, None
+        if self.criteria:
+            k = self.criteria[0].maximum_token_len
+            pad = backend.tokenizer.pad_token_id
+            self.tails = backend.torch.tensor([([pad] * k + ids)[-k:] for ids in encoded],
+                                              device=backend.device)
+
+    def update(self, tokens) -> list[bool]:
+        """Append this step's token to every slot; whether each slot's tail ends a stop."""
+        if self.tails is None:
+            return [False] * len(tokens)
+        self.tails = self.torch.cat([self.tails[:, 1:], tokens[:, None]], dim=1)
+        return self.criteria[0](self.tails, None).tolist()
+
+    def select(self, index) -> None:
+        if self.tails is not None:
+            self.tails = self.tails[index]
+
+
+def stop_criteria(backend, stop: tuple[str, ...]):
+    """transformers' stop-string matcher, built once per stop tuple: building it scans the
+    whole vocabulary, far slower than the generation it guards."""
+    from transformers import StoppingCriteriaList, StopStringCriteria
+
+    if stop not in backend._stops:
+        backend._stops[stop] = StoppingCriteriaList(
+            [StopStringCriteria(backend.tokenizer, list(stop))] if stop else [])
+    return backend._stops[stop]
+
+
+def _eos_ids(backend) -> set[int]:
+    eos = backend.model.generation_config.eos_token_id
+    return set(eos) if isinstance(eos, list | tuple) else ({eos} if eos is not None else set())
+
+
+def _response(backend, row: _Row) -> Response:
+    backend.stats["requests"] += 1
+    backend.stats["prompt_tokens"] += row.n_prompt
+    return Response(text=cut_at_stops(backend.tokenizer.decode(row.new, skip_special_tokens=True),
+                                      row.request.stop), n_prompt_tokens=row.n_prompt)
+
+
+def cut_at_stops(text: str, stop: tuple[str, ...]) -> str:
+    """Generation stops after the token that completes a stop string; the text ends before it."""
+    for s in stop:
+        if s in text:
+            text = text[: text.index(s)]
+    return text
+
+
+def generate_one(backend, request: Generate, ids: list[int], prefix_cache) -> Response:
+    """One prompt with ``model.generate``, continuing from a copy of the prefix cache."""
+    torch = backend.torch
+    cached = prefix_cache.get_seq_length() if prefix_cache is not None else 0
+    extra = {"past_key_values": copy.deepcopy(prefix_cache)} if cached else {}
+    with torch.inference_mode():
+        out = backend.model.generate(
+            torch.tensor([ids], device=backend.device),
+            attention_mask=torch.ones(1, len(ids), dtype=torch.long, device=backend.device),
+            max_new_tokens=request.max_tokens,
+            do_sample=False,
+            pad_token_id=backend.tokenizer.pad_token_id,
+            stopping_criteria=stop_criteria(backend, request.stop),
+            **extra,
+        )
+    new = out[0, len(ids):].tolist()
+    backend.stats["requests"] += 1
+    backend.stats["prompt_tokens"] += len(ids)
+    backend.stats["forwarded_tokens"] += len(ids) - cached + len(new)
+    text = backend.tokenizer.decode(new, skip_special_tokens=True)
+    return Response(text=cut_at_stops(text, request.stop), n_prompt_tokens=len(ids))
+
+
+def _padded(n: int, block: int = ROW_BLOCK) -> int:
+    return -(-n // block) * block
+
+
+def _width(n: int, max_tokens: int) -> int:
+    """A row's padded suffix width, from the row alone (so never from its batch): a multiple of
+    ROW_BLOCK, coarser when the generation budget is long. Rows share a batch only at equal
+    widths; a padded slot costs one token of prefill while a row decoded in a batch of its own
+    costs whole decode steps, so up to half the budget (at most 64) of padding pays."""
+    block = ROW_BLOCK
+    while block * 4 <= min(max_tokens, 128):
+        block *= 2
+    return _padded(n, block)
