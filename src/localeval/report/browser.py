@@ -81,7 +81,7 @@ def _cell(value):
 
 
 def _harmful(sample: dict) -> bool:
-    for key in ("raw_label", "prompt_label", "response_label", "label"):
+    for key in ("raw_label", "prompt_label", "response_label", "harmful_prompt", "label"):
         value = sample.get(key)
         if value in WARN_LABELS and not (key == "label" and "raw_label" in sample):
             return True
