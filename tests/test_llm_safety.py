@@ -96,7 +96,7 @@ def test_cli_and_a_judge_without_a_model(shared, tiny_llama, tmp_path, capsys):
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["judge"] == "llamaguard3" and config["judge_model"] == f"hf:{tiny_llama}"
     report = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
-    assert "harmful responses to harmful prompts" in report and 'data-section="samples"' in report
+    assert "over-refusal), n=3" in report and 'data-section="samples"' in report
     assert main(["run", "--task", "llm-safety", "--model", f"hf:{tiny_llama}", "--data",
                  str(data), "--judge", "llamaguard3"]) == 2
     assert "--judge-model" in capsys.readouterr().err
