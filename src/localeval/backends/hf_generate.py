@@ -12,9 +12,9 @@ How:
   ids skip it, so every row sees exactly its own prompt. Only each row's last token reaches the
   LM head.
 - Decode: one token per row per step, the argmax. A row ends at an EOS token, at the token that
-  completes a stop string, or at its ``max_tokens``, like ``model.generate``. Finished rows stay
-  as masked fillers until a whole ROW_BLOCK of them can leave the batch (their cache rows are
-  selected away); per-step Python work is a loop over the batch's rows, never the vocabulary.
+  completes a stop string, or at its ``max_tokens``, like ``model.generate``, and leaves the
+  batch (its cache rows are selected away). Per-step Python work is a loop over the batch's
+  rows, never the vocabulary.
 - Stop strings: transformers' ``StopStringCriteria``, built once per stop tuple (building scans
   the vocabulary), applied to a [rows, k] tensor of each row's last tokens. Its tail includes
   the prompt's last tokens, as ``model.generate`` gives it, so a stop string straddling prompt
@@ -25,13 +25,13 @@ attention; tests/test_hf_generate.py checks it against batch size 1 and plain ``
 - every row of a batch has the same padded width, so its attention spans the same number of
   keys whatever its neighbours are, and attention matmuls are computed row by row;
 - the dense layers are GEMMs over the batch's rows, and CPU GEMM kernels (MKL) round a row that
-  falls in a partial block of rows differently from one in a full block. So every forward has a
-  multiple of ROW_BLOCK rows: prefill forwards rows x width tokens (width a multiple of
-  ROW_BLOCK) and pads the LM head's rows; decode steps pad the batch with filler rows (copies of
-  a real row, their outputs ignored). At batch size 1 a decode step therefore multiplies 8 rows,
-  not 1; on a CPU a decode step costs about the same either way (it is bound by reading the
-  weights), but the numbers can differ in the last bit from an unpadded ``model.generate``.
-  Greedy texts are the same unless two tokens tie to within that rounding.
+  falls in a partial block of rows differently from one in a full block. So every dense layer
+  multiplies a multiple of ROW_BLOCK rows: prefill forwards rows x width tokens (width a
+  multiple of ROW_BLOCK) and pads the LM head's rows; decode steps pad each dense layer's input
+  with rows of zeros (attention and the KV cache keep the real rows only). At batch size 1 a
+  decode step's GEMMs therefore multiply 8 rows, not 1 (about twice the LM head's time on our
+  2-core CPU), and the numbers can differ in the last bit from an unpadded ``model.generate``:
+  greedy texts are the same unless two tokens tie to within that rounding.
 
 One prompt at a time (``model.generate``, as before) when the model's generation config asks
 for something besides plain argmax (a repetition penalty, a minimum length, ...), and for
@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .base import Generate, Response
@@ -129,34 +130,29 @@ class _Row:
 
 def _decode_batch(backend, requests: list[Generate], encoded: list[list[int]], prefix_len: int,
                   prefix_cache) -> list[Response]:
-    """Decode one batch (all with the same stop strings) to the end of its longest row."""
+    """Decode one batch (all with the same stop strings) until every row has ended."""
     torch = backend.torch
     rows = [_Row(r, len(ids)) for r, ids in zip(requests, encoded)]
     suffixes = [ids[prefix_len:] for ids in encoded]
     width = max(_width(len(s), r.max_tokens) for s, r in zip(suffixes, requests))
     steps = max(r.max_tokens for r in requests)
     mask, cache, tokens = _prefill(backend, suffixes, prefix_len, width, steps, prefix_cache)
-    # slot -> row it decodes, or None for a filler (a copy of a row whose output is ignored)
-    slots: list[int | None] = list(range(len(rows)))
-    index = torch.tensor(slots + [0] * (_padded(len(rows)) - len(rows)), device=backend.device)
-    slots += [None] * (len(index) - len(rows))
-    cache.batch_select_indices(index)
-    mask, tokens = mask[index], tokens[index]
-    positions = torch.tensor([prefix_len + len(suffixes[r]) for r in index.tolist()],
-                             device=backend.device)
-    stop = _StopTails(backend, requests[0].stop, [encoded[r] for r in index.tolist()])
+    live = list(range(len(rows)))  # the row at each position of the batch
+    positions = torch.tensor([prefix_len + len(s) for s in suffixes], device=backend.device)
+    stop = _StopTails(backend, requests[0].stop, encoded)
     column = prefix_len + width
     eos = _eos_ids(backend)
-    while _advance(rows, slots, tokens.tolist(), stop.update(tokens), eos):
-        keep = _compact(slots)
-        if keep is not None:
+    while True:
+        keep = _advance(rows, live, tokens.tolist(), stop.update(tokens), eos)
+        if not keep:
+            break
+        if len(keep) < len(live):  # ended rows leave the batch
             index = torch.tensor(keep, device=backend.device)
             cache.batch_select_indices(index)
             mask, positions, tokens = mask[index], positions[index], tokens[index]
             stop.select(index)
-            slots = [slots[k] for k in keep]
-        live = sum(r is not None for r in slots)
-        tokens = _step(backend, tokens, positions, mask[:, : column + 1], cache, column, live)
+            live = [live[k] for k in keep]
+        tokens = _step(backend, tokens, positions, mask[:, : column + 1], cache, column)
         positions = positions + 1
         column += 1
     return [_response(backend, row) for row in rows]
@@ -199,13 +195,13 @@ def _prefill(backend, suffixes: list[list[int]], prefix_len: int, width: int, st
     return mask, out.past_key_values, first
 
 
-def _step(backend, tokens, positions, mask, cache, column: int, live: int):
-    """One decode step for every slot; the next token of each."""
+def _step(backend, tokens, positions, mask, cache, column: int):
+    """One decode step for every row of the batch; the next token of each."""
     torch = backend.torch
     backend.stats["decode_steps"] += 1
-    backend.stats["forwarded_tokens"] += live
-    backend.stats["padding_tokens"] += len(tokens) - live
-    with torch.inference_mode():
+    backend.stats["forwarded_tokens"] += len(tokens)
+    backend.stats["padding_tokens"] += _padded(len(tokens)) - len(tokens)  # GEMM filler rows
+    with torch.inference_mode(), _full_row_blocks(backend.model):
         logits = backend.model(input_ids=tokens[:, None], attention_mask=mask,
                                position_ids=positions[:, None], past_key_values=cache,
                                cache_position=torch.tensor([column], device=backend.device),
@@ -213,29 +209,54 @@ def _step(backend, tokens, positions, mask, cache, column: int, live: int):
     return logits[:, -1, :].argmax(-1)
 
 
-def _advance(rows: list[_Row], slots: list[int | None], tokens: list[int], stopped: list[bool],
-             eos: set[int]) -> int:
-    """Append each live slot's new token to its row; a row that ends with it turns its slot
-    into a filler. Return how many rows go on."""
-    for k, (r, token) in enumerate(zip(slots, tokens)):
-        if r is None:
-            continue
+@contextmanager
+def _full_row_blocks(model):
+    """Feed every dense layer (Linear, GPT-2's Conv1D) a multiple of ROW_BLOCK rows, adding rows
+    of zeros and cutting their outputs off: a decode step has one row per prompt, and CPU GEMM
+    kernels round a row in a partial block differently. Only the dense layers see the extra
+    rows; attention and the KV cache hold the real rows alone."""
+    import torch
+
+    shapes: dict[int, torch.Size] = {}
+
+    def pad(module, args):
+        x = args[0]
+        rows = x.shape[:-1].numel()
+        if rows % ROW_BLOCK == 0:
+            return None
+        shapes[id(module)] = x.shape
+        flat = x.reshape(rows, x.shape[-1])
+        return (torch.cat([flat, flat.new_zeros(_padded(rows) - rows, x.shape[-1])]), *args[1:])
+
+    def cut(module, _args, out):
+        shape = shapes.pop(id(module), None)
+        if shape is None:
+            return None
+        return out[: shape[:-1].numel()].reshape(*shape[:-1], out.shape[-1])
+
+    handles = []
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear) or type(module).__name__ == "Conv1D":
+            handles += [module.register_forward_pre_hook(pad), module.register_forward_hook(cut)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _advance(rows: list[_Row], live: list[int], tokens: list[int], stopped: list[bool],
+             eos: set[int]) -> list[int]:
+    """Append each batch position's new token to its row and mark the rows that end with it
+    (EOS, a stop string, the budget). Return the positions of the rows that go on."""
+    keep = []
+    for k, (r, token) in enumerate(zip(live, tokens)):
         row = rows[r]
         row.new.append(token)
-        if token in eos or stopped[k] or len(row.new) >= row.request.max_tokens:
-            row.done, slots[k] = True, None
-    return sum(r is not None for r in slots)
-
-
-def _compact(slots: list[int | None]) -> list[int] | None:
-    """Slots to keep when finished rows free a whole ROW_BLOCK (else None): the live slots,
-    topped up with fillers to a multiple of ROW_BLOCK."""
-    live = [k for k, r in enumerate(slots) if r is not None]
-    size = _padded(len(live))
-    if size >= len(slots):
-        return None
-    fillers = [k for k, r in enumerate(slots) if r is None]
-    return sorted(live + fillers[: size - len(live)])
+        row.done = token in eos or stopped[k] or len(row.new) >= row.request.max_tokens
+        if not row.done:
+            keep.append(k)
+    return keep
 
 
 class _StopTails:
@@ -323,10 +344,11 @@ def _padded(n: int, block: int = ROW_BLOCK) -> int:
 
 def _width(n: int, max_tokens: int) -> int:
     """A row's padded suffix width, from the row alone (so never from its batch): a multiple of
-    ROW_BLOCK, coarser when the generation budget is long. Rows share a batch only at equal
-    widths; a padded slot costs one token of prefill while a row decoded in a batch of its own
-    costs whole decode steps, so up to half the budget (at most 64) of padding pays."""
+    the largest power of two up to its generation budget (at least ROW_BLOCK, at most 128).
+    Rows share a batch only at equal widths. A padded slot costs one token of the prefill,
+    which shares a forward pass with the whole suffix, while a row left in a smaller batch
+    costs decode steps, one forward pass per token: padding by up to the budget pays."""
     block = ROW_BLOCK
-    while block * 4 <= min(max_tokens, 128):
+    while block * 2 <= min(max_tokens, 128):
         block *= 2
     return _padded(n, block)
