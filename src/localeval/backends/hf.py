@@ -11,8 +11,11 @@ How ScoreNext requests are computed, and why:
   do not depend on what else is in its batch (checked in the tests), so results are identical
   whatever the batch size. ``sdpa`` is faster on GPUs but differs across batch sizes by ~1e-6.
 
-Why this module is over 300 lines: loading, tokenising, prefix-cached scoring and generation
-share one model, tokenizer and KV-cache discipline; split apart they would pass those around.
+Generation (batched greedy decoding from the same prefix caches) is in :mod:`.hf_generate`,
+whole-text log-probs in :mod:`.hf_text`.
+
+Why this module is over 300 lines: loading, tokenising and prefix-cached scoring share one
+model, tokenizer and KV-cache discipline; split apart they would pass those around.
 """
 
 from __future__ import annotations
