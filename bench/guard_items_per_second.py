@@ -5,12 +5,21 @@ the real SmolLM2 tokenizer from ../shared. The items are XSTest's 450 prompts; e
 request shares the guard template's long prefix, which prefix reuse forwards once. The two
 backends alternate over several repetitions and the medians are compared. Scores must agree.
 
+Also printed: the prompt tokens forwarded with reuse on, against the unique-token bound (every
+distinct token prefix of all the requests' prompts forwarded once: the node count of their
+token trie), and for generation stages the decode steps. ``--classify response`` judges the
+XSTest model completions (two-stage guards such as WildGuard generate first);
+``--option mode=per-policy`` passes a guard option (ShieldGemma's per-policy prompts).
+
     python bench/guard_items_per_second.py --guard llamaguard3 --limit 200 --repeats 3
+    python bench/guard_items_per_second.py --guard shieldgemma --option mode=per-policy
+    python bench/guard_items_per_second.py --guard wildguard --classify response --limit 60
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -35,22 +44,36 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--classify", default="prompt", choices=["prompt", "response"])
+    ap.add_argument("--option", action="append", default=[], help="guard option key=value")
     args = ap.parse_args()
 
     folder = Path(tempfile.gettempdir()) / f"localeval-bench-smollm2-{args.layers}l"
     model = make_model(folder, arch="smollm2-135m", layers=args.layers)
-    items = load_safety_items("safety-prompts", SHARED / "data" / "xstest" / "xstest_prompts.csv",
-                              limit=args.limit)
-    guard = get_guard(args.guard)
-    planned = safeguard.plan(items, ["prompt"], guard)
+    if args.classify == "prompt":
+        items = load_safety_items("safety-prompts",
+                                  SHARED / "data" / "xstest" / "xstest_prompts.csv",
+                                  limit=args.limit)
+    else:
+        items = load_safety_items("safety-responses",
+                                  SHARED / "data" / "xstest" / "model_completions",
+                                  limit=args.limit)
+    guard = get_guard(args.guard, **dict(o.split("=", 1) for o in args.option))
+    planned = safeguard.plan(items, [args.classify], guard)
     backends = {"reuse on": HFBackend(str(model), device=args.device, prefix_reuse=True),
                 "reuse off": HFBackend(str(model), device=args.device, prefix_reuse=False)}
     times: dict[str, list[float]] = {name: [] for name in backends}
     scores: dict[str, list] = {}
-    for _ in range(args.repeats):
+    sent: list = []  # every request of one pass, for the unique-token bound
+    for rep in range(args.repeats):
         for name, backend in backends.items():
+            def execute(requests, backend=backend, record=rep == 0 and name == "reuse on"):
+                if record:
+                    sent.extend(requests)
+                return backend.run(requests)
+
             start = time.perf_counter()
-            verdicts = guard.classify([p.conversation() for p in planned], backend.run)
+            verdicts = guard.classify([p.conversation() for p in planned], execute)
             times[name].append(time.perf_counter() - start)
             scores[name] = [v.score for v in verdicts]
     diff = max(abs(a - b) for a, b in zip(scores["reuse on"], scores["reuse off"], strict=True))
@@ -62,6 +85,24 @@ def main() -> None:
               f"(median {statistics.median(times[name]):.2f} s)")
     print(f"  ratio on/off  : {rate['reuse on'] / rate['reuse off']:.2f}x")
     print(f"  max |score difference| on vs off: {diff:.2e}")
+    tokens(backends["reuse on"], sent, args.repeats)
+
+
+def tokens(backend: HFBackend, requests: list, repeats: int) -> None:
+    """Prompt tokens forwarded per pass against the unique-token bound."""
+    from localeval.backends.base import ScoreNext
+
+    seqs = sorted(tuple(backend._score_tokens(r)[0] if isinstance(r, ScoreNext)
+                        else backend.encode(*backend.render(r.prompt))) for r in requests)
+    bound = sum(len(b) - len(os.path.commonprefix([a, b])) for a, b in zip([()] + seqs, seqs))
+    stats = {k: v / repeats for k, v in backend.stats.items()}
+    forwarded = stats["forwarded_tokens"] - stats.get("decode_tokens", 0)
+    print(f"  requests per pass: {len(requests)}, prompt tokens {stats['prompt_tokens']:.0f}; "
+          f"forwarded (prompts) {forwarded:.0f}, unique-token bound {bound} "
+          f"-> bound / forwarded = {bound / forwarded:.3f}; padding {stats['padding_tokens']:.0f}")
+    if stats.get("decode_steps"):
+        print(f"  generation: decode steps {stats['decode_steps']:.0f} for "
+              f"{stats['decode_tokens']:.0f} decoded tokens")
 
 
 if __name__ == "__main__":

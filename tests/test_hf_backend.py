@@ -105,6 +105,20 @@ def test_prefix_planner():
     assert sorted(g.prefix_len for g in plan_prefix_groups(fam)) == [110, 110]
 
 
+def test_planner_keeps_a_shared_preamble_whole_when_items_are_short():
+    """ShieldGemma per policy: preamble, item, then one of four guidelines. Splitting per item
+    would save 3 x 12 - 30 = 6 tokens an item and leave each item's four rows a batch of their
+    own: one group. Long shared parts (few-shot blocks) still split."""
+    preamble = list(range(30))
+    guidelines = [[1000 + 100 * p + k for k in range(100)] for p in range(4)]
+    seqs = [preamble + [500 + 20 * i + k for k in range(12)] + g
+            for i in range(50) for g in guidelines]
+    groups = plan_prefix_groups(seqs)
+    assert [(g.prefix_len, len(g.members)) for g in groups] == [(30, 200)]
+    long = [preamble + [500 + i] * 200 + g for i in range(2) for g in guidelines]
+    assert sorted(g.prefix_len for g in plan_prefix_groups(long)) == [230, 230]
+
+
 @pytest.mark.slow
 def test_generation_from_prefix_cache_equals_plain_generation(model_dir):
     head = SHARED_HEAD * 2

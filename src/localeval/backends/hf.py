@@ -24,15 +24,15 @@ import copy
 import hashlib
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import LocalevalError
 from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
 from .prefix import PrefixGroup, plan_prefix_groups
+from .row_blocks import only_positions
+from .row_blocks import padded as _padded
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
-ROW_BLOCK = 8
 
 
 class HFBackend:
@@ -65,7 +65,7 @@ class HFBackend:
         self._stops: dict[tuple[str, ...], object] = {}  # stop strings -> matcher (hf_generate)
         # forwarded = real tokens run through the model; padding = the extra we pad batches with
         self.stats = {"forwarded_tokens": 0, "padding_tokens": 0, "prompt_tokens": 0,
-                      "requests": 0, "decode_steps": 0}
+                      "requests": 0, "decode_steps": 0, "decode_tokens": 0}
         self.name, self.revision, self.attn = model, revision, attn
         # --model-args: more from_pretrained options (trust_remote_code, ...), as lm-eval takes
         self.model_args = dict(model_args or {})
@@ -300,7 +300,7 @@ class HFBackend:
             kwargs = {"past_key_values": batch_cache, "cache_position": slots}
         self.stats["forwarded_tokens"] += sum(len(r) for r in rows)
         self.stats["padding_tokens"] += len(rows) * width - sum(len(r) for r in rows)
-        with torch.inference_mode(), _only_positions(self.model, last):
+        with torch.inference_mode(), only_positions(self.model, last):
             logits = self.model(input_ids=ids, attention_mask=mask,
                                 position_ids=positions,
                                 use_cache=cache is not None, **kwargs).logits
@@ -327,33 +327,6 @@ class HFBackend:
             except (ValueError, OSError):
                 free = 4 << 30
         return int(max(256, min(free // 3 // per_token, 1 << 17)))
-
-
-def _padded(n: int) -> int:
-    return -(-n // ROW_BLOCK) * ROW_BLOCK
-
-
-@contextmanager
-def _only_positions(model, last):
-    """Feed the LM head only each row's hidden state at ``last[row]`` (shape [B, 1, H]).
-    The model's own head and any post-processing (e.g. logit soft-capping) still apply."""
-    import torch
-
-    head = model.get_output_embeddings()
-    rows = torch.arange(len(last), device=last.device)
-
-    padded = _padded(len(last))
-
-    def select(_module, args):
-        picked = args[0][rows, last]
-        picked = torch.cat([picked, picked.new_zeros(padded - len(last), picked.shape[-1])])
-        return (picked.unsqueeze(1), *args[1:])
-
-    handle = head.register_forward_pre_hook(select)
-    try:
-        yield
-    finally:
-        handle.remove()
 
 
 def _has_sliding_layers(cache) -> bool:

@@ -37,19 +37,23 @@ One prompt at a time (``model.generate``, as before) when the model's generation
 for something besides plain argmax (a repetition penalty, a minimum length, ...), and for
 models with sliding-window layers, whose cache keeps the last slots, not the last positions, so
 padding inside the window would change what a row sees.
+
+Why this module is over 300 lines: batching, prefill, the decode loop, stop matching and the
+one-prompt fallback share the rows' layout (widths, positions, masks); apart, they would pass it
+around.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .base import Generate, Response
 from .prefix import PrefixGroup, plan_prefix_groups
+from .row_blocks import ROW_BLOCK, full_row_blocks, only_positions
+from .row_blocks import padded as _padded
 
-ROW_BLOCK = 8
 # generation-config fields that change which token greedy decoding picks, with their neutral values
 GREEDY_NEUTRAL = {"repetition_penalty": (None, 1.0), "no_repeat_ngram_size": (None, 0),
                   "encoder_repetition_penalty": (None, 1.0), "bad_words_ids": (None,),
@@ -64,6 +68,18 @@ GREEDY_NEUTRAL = {"repetition_penalty": (None, 1.0), "no_repeat_ngram_size": (No
 def run_generations(backend, requests: list[Generate]) -> Iterator[tuple[int, Response]]:
     """Yield (index, response) for each request, batch by batch."""
     encoded = [backend.encode(*backend.render(r.prompt)) for r in requests]
+    ok = yield from _over_the_context(backend, requests, encoded)
+    groups = plan_prefix_groups([encoded[i] for i in ok]) if backend.prefix_reuse else None
+    batched = one_at_a_time_reason(backend) is None
+    for group in groups or [PrefixGroup(0, list(range(len(ok))))]:
+        members = [ok[j] for j in group.members]
+        yield from _run_group(backend, [requests[i] for i in members],
+                              [encoded[i] for i in members], group.prefix_len, batched,
+                              members)
+
+
+def _over_the_context(backend, requests: list[Generate], encoded: list[list[int]]):
+    """Yield an error response for each request that cannot fit; return the others' indices."""
     limit = backend.max_context()
     ok = []
     for i, (r, ids) in enumerate(zip(requests, encoded)):
@@ -72,22 +88,24 @@ def run_generations(backend, requests: list[Generate]) -> Iterator[tuple[int, Re
                               f"generate that is over the model's context of {limit}")
         else:
             ok.append(i)
-    groups = plan_prefix_groups([encoded[i] for i in ok]) if backend.prefix_reuse else None
-    batched = one_at_a_time_reason(backend) is None
-    for group in groups or [PrefixGroup(0, list(range(len(ok))))]:
-        members = [ok[j] for j in group.members]
-        cache = backend._prefix_cache(encoded[members[0]], group.prefix_len)
-        prefix_len = group.prefix_len if cache is not None else 0
-        if not batched:
-            for i in members:
-                yield i, generate_one(backend, requests[i], encoded[i], cache)
-            continue
-        for batch in _batches(backend, [requests[i] for i in members],
-                              [len(encoded[i]) - prefix_len for i in members], prefix_len):
-            rows = [members[k] for k in batch]
-            texts = _decode_batch(backend, [requests[i] for i in rows],
-                                  [encoded[i] for i in rows], prefix_len, cache)
-            yield from zip(rows, texts)
+    return ok
+
+
+def _run_group(backend, requests: list[Generate], encoded: list[list[int]], prefix_len: int,
+               batched: bool, indices: list[int]) -> Iterator[tuple[int, Response]]:
+    """One prefix group: its prefix forwarded once, then its rows batch by batch (or one by
+    one); yields (the request's index in ``indices``, response)."""
+    cache = backend._prefix_cache(encoded[0], prefix_len)
+    prefix_len = prefix_len if cache is not None else 0
+    if not batched:
+        for i, r, ids in zip(indices, requests, encoded):
+            yield i, generate_one(backend, r, ids, cache)
+        return
+    for batch in _batches(backend, requests, [len(ids) - prefix_len for ids in encoded],
+                          prefix_len):
+        responses = _decode_batch(backend, [requests[k] for k in batch],
+                                  [encoded[k] for k in batch], prefix_len, cache)
+        yield from zip([indices[k] for k in batch], responses)
 
 
 def one_at_a_time_reason(backend) -> str | None:
@@ -137,6 +155,9 @@ def _decode_batch(backend, requests: list[Generate], encoded: list[list[int]], p
     width = max(_width(len(s), r.max_tokens) for s, r in zip(suffixes, requests))
     steps = max(r.max_tokens for r in requests)
     mask, cache, tokens = _prefill(backend, suffixes, prefix_len, width, steps, prefix_cache)
+    for layer in getattr(cache, "layers", ()):
+        if type(layer).__name__ == "DynamicLayer" and layer.is_initialized:
+            _Room(layer, steps)
     live = list(range(len(rows)))  # the row at each position of the batch
     positions = torch.tensor([prefix_len + len(s) for s in suffixes], device=backend.device)
     stop = _StopTails(backend, requests[0].stop, encoded)
@@ -162,8 +183,6 @@ def _prefill(backend, suffixes: list[list[int]], prefix_len: int, width: int, st
              prefix_cache):
     """Forward the suffixes on the prefix cache; return (attention mask with room for
     ``steps`` new columns, the batch's cache, each row's first generated token)."""
-    from .hf import _only_positions
-
     torch = backend.torch
     pad = backend.tokenizer.pad_token_id
     fill = [width - len(s) for s in suffixes]
@@ -187,7 +206,7 @@ def _prefill(backend, suffixes: list[list[int]], prefix_len: int, width: int, st
     real = sum(len(s) for s in suffixes)
     backend.stats["forwarded_tokens"] += real
     backend.stats["padding_tokens"] += len(suffixes) * width - real
-    with torch.inference_mode(), _only_positions(backend.model, last):
+    with torch.inference_mode(), only_positions(backend.model, last):
         out = backend.model(input_ids=torch.tensor(ids, device=backend.device),
                             attention_mask=mask[:, : prefix_len + width], position_ids=positions,
                             use_cache=True, **kwargs)
@@ -200,49 +219,14 @@ def _step(backend, tokens, positions, mask, cache, column: int):
     torch = backend.torch
     backend.stats["decode_steps"] += 1
     backend.stats["forwarded_tokens"] += len(tokens)
+    backend.stats["decode_tokens"] += len(tokens)  # forwarded_tokens less these: the prompts'
     backend.stats["padding_tokens"] += _padded(len(tokens)) - len(tokens)  # GEMM filler rows
-    with torch.inference_mode(), _full_row_blocks(backend.model):
+    with torch.inference_mode(), full_row_blocks(backend.model):
         logits = backend.model(input_ids=tokens[:, None], attention_mask=mask,
                                position_ids=positions[:, None], past_key_values=cache,
                                cache_position=torch.tensor([column], device=backend.device),
                                use_cache=True).logits
     return logits[:, -1, :].argmax(-1)
-
-
-@contextmanager
-def _full_row_blocks(model):
-    """Feed every dense layer (Linear, GPT-2's Conv1D) a multiple of ROW_BLOCK rows, adding rows
-    of zeros and cutting their outputs off: a decode step has one row per prompt, and CPU GEMM
-    kernels round a row in a partial block differently. Only the dense layers see the extra
-    rows; attention and the KV cache hold the real rows alone."""
-    import torch
-
-    shapes: dict[int, torch.Size] = {}
-
-    def pad(module, args):
-        x = args[0]
-        rows = x.shape[:-1].numel()
-        if rows % ROW_BLOCK == 0:
-            return None
-        shapes[id(module)] = x.shape
-        flat = x.reshape(rows, x.shape[-1])
-        return (torch.cat([flat, flat.new_zeros(_padded(rows) - rows, x.shape[-1])]), *args[1:])
-
-    def cut(module, _args, out):
-        shape = shapes.pop(id(module), None)
-        if shape is None:
-            return None
-        return out[: shape[:-1].numel()].reshape(*shape[:-1], out.shape[-1])
-
-    handles = []
-    for module in model.modules():
-        if isinstance(module, torch.nn.Linear) or type(module).__name__ == "Conv1D":
-            handles += [module.register_forward_pre_hook(pad), module.register_forward_hook(cut)]
-    try:
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
 
 
 def _advance(rows: list[_Row], live: list[int], tokens: list[int], stopped: list[bool],
@@ -257,6 +241,41 @@ def _advance(rows: list[_Row], live: list[int], tokens: list[int], stopped: list
         if not row.done:
             keep.append(k)
     return keep
+
+
+class _Room:
+    """A cache layer's keys and values kept in buffers with room for ``steps`` more tokens:
+    transformers' ``DynamicLayer.update`` concatenates, copying the whole cache (prefix
+    included, once per row) at every decode step; writing into room reserved once does not.
+    The layer shows views of the filled part, so attention reads exactly what it read before."""
+
+    def __init__(self, layer, steps: int):
+        self.layer, self.n = layer, layer.keys.shape[-2]
+        self.keys = self._reserve(layer.keys, steps)
+        self.values = self._reserve(layer.values, steps)
+        layer.update, layer.batch_select_indices = self.update, self.select
+        self._show()
+
+    def _reserve(self, states, steps: int):
+        room = states.new_empty(*states.shape[:2], self.n + steps, states.shape[-1])
+        room[:, :, : self.n] = states
+        return room
+
+    def _show(self) -> None:
+        self.layer.keys = self.keys[:, :, : self.n]
+        self.layer.values = self.values[:, :, : self.n]
+
+    def update(self, key_states, value_states, *_args, **_kwargs):
+        m = key_states.shape[-2]
+        self.keys[:, :, self.n : self.n + m] = key_states
+        self.values[:, :, self.n : self.n + m] = value_states
+        self.n += m
+        self._show()
+        return self.layer.keys, self.layer.values
+
+    def select(self, indices) -> None:
+        self.keys, self.values = self.keys[indices], self.values[indices]
+        self._show()
 
 
 class _StopTails:
@@ -336,10 +355,6 @@ def generate_one(backend, request: Generate, ids: list[int], prefix_cache) -> Re
     backend.stats["forwarded_tokens"] += len(ids) - cached + len(new)
     text = backend.tokenizer.decode(new, skip_special_tokens=True)
     return Response(text=cut_at_stops(text, request.stop), n_prompt_tokens=len(ids))
-
-
-def _padded(n: int, block: int = ROW_BLOCK) -> int:
-    return -(-n // block) * block
 
 
 def _width(n: int, max_tokens: int) -> int:

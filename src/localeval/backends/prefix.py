@@ -7,13 +7,20 @@ Plan: sort the sequences; neighbours in sorted order share the longest prefixes.
 sequences is split at its weakest link (smallest neighbour LCP ``m``) into sub-runs with longer
 prefixes ``m_k`` when that forwards fewer tokens. Forwarding a group with prefix ``p`` costs
 ``p + sum(len_i - p)``; splitting into ``K`` sub-runs of sizes ``n_k`` saves
-``sum_k (n_k - 1)(m_k - m) - (K - 1) m`` tokens, so we split exactly when that is positive.
+``sum_k (n_k - 1)(m_k - m) - (K - 1) m`` tokens; each extra group also has a fixed cost of
+``GROUP_COST`` tokens (its own prefix pass, and batches of its own that hold fewer rows), so we
+split exactly when the saving exceeds ``(K - 1) * GROUP_COST``. Without that cost a guard that
+sends several templates per item (ShieldGemma per policy: preamble, item, then one guideline
+each) was split into one group per item, saving a few tokens each while forwarding every item's
+four rows in a batch of their own, several times slower than one group of full batches.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+GROUP_COST = 64  # tokens: what a group of its own costs beyond the tokens it forwards
 
 
 @dataclass(frozen=True)
@@ -56,7 +63,7 @@ def plan_prefix_groups(seqs: Sequence[Sequence[int]], min_prefix: int = 16) -> l
         cuts = [lo] + [lo + j + 1 for j, v in enumerate(inner) if v == m] + [hi]
         if len(cuts) > 2:
             parts = list(zip(cuts, cuts[1:]))
-            gain = -(len(parts) - 1) * m
+            gain = -(len(parts) - 1) * (m + GROUP_COST)
             for a, b in parts:
                 if b - a > 1:
                     gain += (b - a - 1) * (min(links[a : b - 1]) - m)
