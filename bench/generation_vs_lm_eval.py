@@ -14,7 +14,7 @@ explanations, so each few-shot demonstration gets a one-line stand-in ("逐一�
 ending in the CoT cue, the explanation + answer as the shot's target, "\\n\\n" between shots);
 the script checks the two harnesses' prompts are identical, text for text.
 
-    python bench/generation_vs_lm_eval.py --questions 48 --max-tokens 96 --repeats 3
+    python bench/generation_vs_lm_eval.py --questions 48 --max-tokens 64 --repeats 3
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--subject", default="arts", help="a CMMLU subject")
     p.add_argument("--questions", type=int, default=48)
-    p.add_argument("--max-tokens", type=int, default=96)
+    p.add_argument("--max-tokens", type=int, default=64)
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--work", default=str(HERE / "out" / "generation"))

@@ -114,7 +114,9 @@ def one_at_a_time_reason(backend) -> str | None:
     for name, neutral in GREEDY_NEUTRAL.items():
         if getattr(config, name, None) not in neutral:
             return f"generation config sets {name}"
-    if "sliding_attention" in (getattr(backend.config, "layer_types", None) or ()):
+    cfg = backend.config
+    if "sliding_attention" in (getattr(cfg, "layer_types", None) or ()) or (
+            getattr(cfg, "sliding_window", None) and getattr(cfg, "use_sliding_window", True)):
         return "sliding-window layers"
     return None
 
