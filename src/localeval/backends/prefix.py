@@ -12,7 +12,9 @@ prefixes ``m_k`` when that forwards fewer tokens. Forwarding a group with prefix
 split exactly when the saving exceeds ``(K - 1) * GROUP_COST``. Without that cost a guard that
 sends several templates per item (ShieldGemma per policy: preamble, item, then one guideline
 each) was split into one group per item, saving a few tokens each while forwarding every item's
-four rows in a batch of their own, several times slower than one group of full batches.
+four rows in a batch of their own (bench/guard_items_per_second.py, 100 XSTest prompts on a
+2-core CPU: 195 s per item, 81 s as one group, at 0.92 and 0.83 of the unique-token bound). A
+prefix tree that forwards the items of one level together would have both; not done yet.
 """
 
 from __future__ import annotations
