@@ -64,6 +64,7 @@ def main() -> None:
                 "reuse off": HFBackend(str(model), device=args.device, prefix_reuse=False)}
     times: dict[str, list[float]] = {name: [] for name in backends}
     scores: dict[str, list] = {}
+    texts: dict[str, list] = {}  # generated texts (two-stage guards' first stage)
     sent: list = []  # every request of one pass, for the unique-token bound
     for rep in range(args.repeats):
         for name, backend in backends.items():
@@ -76,7 +77,12 @@ def main() -> None:
             verdicts = guard.classify([p.conversation() for p in planned], execute)
             times[name].append(time.perf_counter() - start)
             scores[name] = [v.score for v in verdicts]
-    diff = max(abs(a - b) for a, b in zip(scores["reuse on"], scores["reuse off"], strict=True))
+            texts[name] = [[r.get("text") for r in v.raw or []] for v in verdicts]
+    pairs = list(zip(scores["reuse on"], scores["reuse off"], strict=True))
+    diff = max((abs(a - b) for a, b in pairs if a is not None and b is not None), default=0.0)
+    unscored = sum(a is None for a, _ in pairs)
+    same_none = all((a is None) == (b is None) for a, b in pairs)
+    same_texts = sum(a == b for a, b in zip(texts["reuse on"], texts["reuse off"]))
     rate = {name: len(planned) / statistics.median(t) for name, t in times.items()}
     print(f"guard {guard.name}, {len(planned)} XSTest prompts, SmolLM2-135M shape at "
           f"{args.layers} layers (random), {args.device}, median of {args.repeats} runs")
@@ -84,7 +90,9 @@ def main() -> None:
         print(f"  prefix {name:9s}: {rate[name]:8.1f} items/s "
               f"(median {statistics.median(times[name]):.2f} s)")
     print(f"  ratio on/off  : {rate['reuse on'] / rate['reuse off']:.2f}x")
-    print(f"  max |score difference| on vs off: {diff:.2e}")
+    print(f"  max |score difference| on vs off: {diff:.2e}; items without a score: {unscored} "
+          f"({'the same' if same_none else 'NOT the same'} items both ways); identical "
+          f"generated texts on vs off: {same_texts}/{len(pairs)}")
     tokens(backends["reuse on"], sent, args.repeats)
 
 
