@@ -13,7 +13,7 @@ XSTest model completions (two-stage guards such as WildGuard generate first);
 
     python bench/guard_items_per_second.py --guard llamaguard3 --limit 200 --repeats 3
     python bench/guard_items_per_second.py --guard shieldgemma --option mode=per-policy
-    python bench/guard_items_per_second.py --guard wildguard --classify response --limit 60
+    python bench/guard_items_per_second.py --guard wildguard --classify response --limit 24
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def main() -> None:
     same_none = all((a is None) == (b is None) for a, b in pairs)
     same_texts = sum(a == b for a, b in zip(texts["reuse on"], texts["reuse off"]))
     rate = {name: len(planned) / statistics.median(t) for name, t in times.items()}
-    print(f"guard {guard.name}, {len(planned)} XSTest prompts, SmolLM2-135M shape at "
+    print(f"guard {guard.name}, {len(planned)} XSTest {args.classify}s, SmolLM2-135M shape at "
           f"{args.layers} layers (random), {args.device}, median of {args.repeats} runs")
     for name in backends:
         print(f"  prefix {name:9s}: {rate[name]:8.1f} items/s "
