@@ -64,6 +64,16 @@ def test_cot_without_explanations_says_what_to_do(cmmlu, tiny_llama, no_model_lo
     assert "--cot needs an explanation" in line and "pass --shots 0" in line
 
 
+def test_a_zero_generation_budget_is_refused(cmmlu, tiny_llama, no_model_load, capsys):
+    assert main(run_args(cmmlu, f"hf:{tiny_llama}", "--method", "generation",
+                         "--max-tokens", "0")) == 2
+    assert "--max-tokens must be at least 1, not 0" in one_line(capsys)
+    from localeval.backends.base import Generate
+
+    with pytest.raises(ValueError, match="positive integer"):
+        Generate("x", max_tokens=0)  # the hf backend would still decode one token
+
+
 def test_misspelled_subject_suggests_and_lists(cmmlu, tiny_llama, no_model_load, capsys):
     argv = run_args(cmmlu, f"hf:{tiny_llama}")
     argv[argv.index("agronomy")] = "agronmy"

@@ -49,6 +49,12 @@ class Generate:
     stop: tuple[str, ...] = ()
     kind: str = field(default="generate", init=False)
 
+    def __post_init__(self):
+        if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
+            # A budget of 0 would still decode one token on the hf backend: refuse it here.
+            raise ValueError(f"Generate.max_tokens must be a positive integer, not "
+                             f"{self.max_tokens!r}")
+
 
 @dataclass(frozen=True)
 class TextLogprobs:

@@ -53,6 +53,8 @@ class LLMSafetyTask(Task):
         self.name, self.data, self.subsets, self.langs = name, data, subsets, langs
         self.limit, self.system, self.sensitive = limit, system, sensitive
         self.max_tokens = 256 if max_tokens is None else max_tokens
+        if self.max_tokens < 1:
+            raise LocalevalError(f"--max-tokens must be at least 1, not {self.max_tokens}")
         self.n_resamples, self.dataset_revision = n_resamples, dataset_revision
         self.guard = _make_guard(judge, judge_options)
         check_guard(self.guard, [("response", "with_prompt")])

@@ -45,6 +45,8 @@ class MCQConfig:
                                  "reasoning, so there is no single position to score")
         if self.prompt.cot and self.prompt.style != "tmlu":
             raise LocalevalError("--cot uses the TMLU paper's CoT format; use --prompt-style tmlu")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise LocalevalError(f"--max-tokens must be at least 1, not {self.max_tokens}")
         if self.extract not in (None, *EXTRACTS):
             raise LocalevalError(f"unknown --extract {self.extract!r}; use one of "
                                  f"{', '.join(EXTRACTS)}")
