@@ -150,7 +150,8 @@ def provenance(run: RunRecord) -> list[tuple[str, Any]]:
              ("data", config.get("data")), ("data revision", config.get("dataset_revision"))]
     facts += [(k.replace("_", " "), v) for k, v in config.items() if k not in known]
     for key in ("label_policy", "sensitive", "on_failure", "auprc", "calibration"):
-        if key in results:
+        if key in results and key not in config and not (key == "calibration" and
+                                                          "calibrate_on" in config):
             facts.append((key.replace("_", " "), results[key]))
     facts += [("status", run.status), ("started", run.started_at), ("finished", run.finished_at),
               ("timing", results.get("timing")), ("packages", config.get("packages"))]
