@@ -25,15 +25,14 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from tiny_models import SHARED, make_model  # noqa: E402
+from whole_process import timed  # noqa: E402
 
 BIN = Path(sys.executable).parent
 EXPLANATION = "逐一比較各選項，({answer}) 最符合題意。"
@@ -83,18 +82,6 @@ def write_data(folder: Path, subject: str, questions: int) -> Path:
             lines.append(json.dumps(row, ensure_ascii=False))
         (out / f"{split}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out
-
-
-def timed(cmd: list[str], env: dict) -> tuple[float, float]:
-    """Run a whole process; return (wall seconds, peak RSS in MiB) of that process alone."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    stderr = proc.stderr.read().decode(errors="replace")
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"command failed: {' '.join(cmd)}\n{stderr[-3000:]}")
-    return wall, usage.ru_maxrss / 1024
 
 
 def ours(folder: Path, data: Path) -> tuple[dict[str, tuple[str, str]], dict]:

@@ -14,9 +14,7 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -24,20 +22,9 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from lm_eval_peer import write_task_configs  # noqa: E402
 from tiny_models import SHARED, make_model  # noqa: E402
+from whole_process import timed  # noqa: E402
 
 BIN = Path(sys.executable).parent
-
-
-def timed(cmd: list[str], env: dict) -> tuple[float, float]:
-    """Run a whole process; return (wall seconds, peak RSS in MiB) of that process alone."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    stderr = proc.stderr.read().decode(errors="replace")
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"command failed: {' '.join(cmd)}\n{stderr[-3000:]}")
-    return wall, usage.ru_maxrss / 1024
 
 
 def lm_eval_samples(folder: Path) -> dict[str, list[float]]:

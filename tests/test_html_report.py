@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -158,9 +159,19 @@ def _count(page) -> int:
     return int(page.locator(".count").first.get_attribute("data-matching"))
 
 
-def _check_offline_and_silent(watched, url: str) -> None:
-    assert watched.console_errors == []
-    assert [u for u in watched.requests if u != url] == []
+@contextmanager
+def _opened(folder, tmp_path):
+    """A run's report in headless Chromium, every section checked on the way in; on the way
+    out, that the page logged no error and requested nothing but itself."""
+    from headless_chromium import open_page
+
+    url = (folder / "report.html").as_uri()
+    with open_page(url, tmp_path / "profile") as watched:
+        for sid, _ in SECTIONS:
+            assert watched.page.locator(f'section[data-section="{sid}"]').count() == 1
+        yield watched
+        assert watched.console_errors == []
+        assert [u for u in watched.requests if u != url] == []
 
 
 @pytest.fixture(scope="module")
@@ -187,14 +198,10 @@ def real_runs(tmp_path_factory, tiny_llama, shared):
 
 @pytest.mark.slow
 def test_mcq_report_in_chromium(real_runs, tmp_path):
-    from headless_chromium import open_page, screenshot
+    from headless_chromium import screenshot
 
-    report = real_runs[0] / "report.html"
-    url = report.as_uri()
-    with open_page(url, tmp_path / "profile") as w:
+    with _opened(real_runs[0], tmp_path) as w:
         page = w.page
-        for sid, _ in SECTIONS:
-            assert page.locator(f'section[data-section="{sid}"]').count() == 1
         assert page.locator("figure svg").count() >= 1
         screenshot(page, "report-mcq-top")
         screenshot(page, "report-mcq-full", full_page=True)
@@ -209,19 +216,14 @@ def test_mcq_report_in_chromium(real_runs, tmp_path):
         correct = _count(page)
         page.select_option('select[data-filter="correct"]', "no")
         assert correct + _count(page) == 6
-        _check_offline_and_silent(w, url)
 
 
 @pytest.mark.slow
 def test_safety_report_in_chromium(real_runs, tmp_path):
-    from headless_chromium import open_page, screenshot
+    from headless_chromium import screenshot
 
-    report = real_runs[1] / "report.html"
-    url = report.as_uri()
-    with open_page(url, tmp_path / "profile") as w:
+    with _opened(real_runs[1], tmp_path) as w:
         page = w.page
-        for sid, _ in SECTIONS:
-            assert page.locator(f'section[data-section="{sid}"]').count() == 1
         assert page.locator("figure[data-figure] svg").count() >= 2
         screenshot(page, "report-safety-top")
         screenshot(page, "report-safety-full", full_page=True)
@@ -256,19 +258,16 @@ def test_safety_report_in_chromium(real_runs, tmp_path):
         assert len(values) == total and values == sorted(values, reverse=True)
         page.locator('section[data-section="samples"]').scroll_into_view_if_needed()
         screenshot(page, "report-safety-samples")
-        _check_offline_and_silent(w, url)
 
 
 @pytest.mark.slow
 def test_every_safety_figure_in_chromium(real_runs, tmp_path):
-    from headless_chromium import open_page, screenshot
+    from headless_chromium import screenshot
 
-    url = (real_runs[2] / "report.html").as_uri()
-    with open_page(url, tmp_path / "profile") as w:
+    with _opened(real_runs[2], tmp_path) as w:
         shown = w.page.locator("figure[data-figure]").evaluate_all(
             "fs => fs.map(f => [f.dataset.figure, f.querySelector('svg').getBBox().width > 100])")
         assert dict(shown) == {"pr_curves": True, "threshold_sweep": True, "pair_types": True,
                                "score_distribution": True}
         w.page.locator('section[data-section="figures"]').scroll_into_view_if_needed()
         screenshot(w.page, "report-safety-figures")
-        _check_offline_and_silent(w, url)

@@ -20,7 +20,6 @@ model, tokenizer and KV-cache discipline; split apart they would pass those arou
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import os
 from collections.abc import Iterator
@@ -29,7 +28,7 @@ from pathlib import Path
 from ..errors import LocalevalError
 from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
 from .prefix import PrefixGroup, plan_prefix_groups
-from .row_blocks import only_positions
+from .row_blocks import expanded_cache, only_positions, pad_rows
 from .row_blocks import padded as _padded
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
@@ -278,26 +277,15 @@ class HFBackend:
         # kernels round rows that fall outside a full block differently, so this keeps every
         # row's numbers independent of batch size and of its neighbours' lengths.
         width = _padded(max(len(r) for r in rows))
-        pad = self.tokenizer.pad_token_id
-        fill = [width - len(r) for r in rows]
-        slots = torch.arange(prefix_len, prefix_len + width, device=self.device)
-        if self.padding_side == "left":  # pads sit between the prefix and each row's tokens
-            ids = [[pad] * f + r for r, f in zip(rows, fill)]
-            mask = [[1] * prefix_len + [0] * f + [1] * len(r) for r, f in zip(rows, fill)]
-            positions = torch.stack([(slots - f).clamp(min=prefix_len) for f in fill])
-            last = torch.full((len(rows),), width - 1, device=self.device)
-        else:
-            ids = [r + [pad] * f for r, f in zip(rows, fill)]
-            mask = [[1] * (prefix_len + len(r)) + [0] * f for r, f in zip(rows, fill)]
-            positions = slots.expand(len(rows), -1)
-            last = torch.tensor([len(r) - 1 for r in rows], device=self.device)
-        ids = torch.tensor(ids, device=self.device)
-        mask = torch.tensor(mask, device=self.device)
+        laid = pad_rows(torch, self.device, rows, prefix_len, width,
+                        self.tokenizer.pad_token_id, self.padding_side)
+        ids = torch.tensor(laid.ids, device=self.device)
+        mask = torch.tensor(laid.mask, device=self.device)
+        positions, last = laid.positions, laid.last
         kwargs = {}
         if cache is not None:
-            batch_cache = copy.deepcopy(cache)
-            batch_cache.batch_repeat_interleave(len(rows))
-            kwargs = {"past_key_values": batch_cache, "cache_position": slots}
+            kwargs = {"past_key_values": expanded_cache(cache, len(rows)),
+                      "cache_position": laid.slots}
         self.stats["forwarded_tokens"] += sum(len(r) for r in rows)
         self.stats["padding_tokens"] += len(rows) * width - sum(len(r) for r in rows)
         with torch.inference_mode(), only_positions(self.model, last):

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 
 from .base import Generate, Response
 from .prefix import PrefixGroup, plan_prefix_groups
-from .row_blocks import ROW_BLOCK, full_row_blocks, only_positions
+from .row_blocks import ROW_BLOCK, expanded_cache, full_row_blocks, only_positions, pad_rows
 from .row_blocks import padded as _padded
 
 # generation-config fields that change which token greedy decoding picks, with their neutral values
@@ -186,25 +186,13 @@ def _prefill(backend, suffixes: list[list[int]], prefix_len: int, width: int, st
     """Forward the suffixes on the prefix cache; return (attention mask with room for
     ``steps`` new columns, the batch's cache, each row's first generated token)."""
     torch = backend.torch
-    pad = backend.tokenizer.pad_token_id
-    fill = [width - len(s) for s in suffixes]
-    slots = torch.arange(prefix_len, prefix_len + width, device=backend.device)
-    if backend.padding_side == "left":  # pads sit between the prefix and each row's tokens
-        ids = [[pad] * f + s for s, f in zip(suffixes, fill)]
-        mask = [[1] * prefix_len + [0] * f + [1] * len(s) for s, f in zip(suffixes, fill)]
-        positions = torch.stack([(slots - f).clamp(min=prefix_len) for f in fill])
-        last = torch.full((len(suffixes),), width - 1, device=backend.device)
-    else:
-        ids = [s + [pad] * f for s, f in zip(suffixes, fill)]
-        mask = [[1] * (prefix_len + len(s)) + [0] * f for s, f in zip(suffixes, fill)]
-        positions = slots.expand(len(suffixes), -1)
-        last = torch.tensor([len(s) - 1 for s in suffixes], device=backend.device)
-    mask = torch.tensor([m + [1] * steps for m in mask], device=backend.device)
-    kwargs = {"cache_position": slots}
+    laid = pad_rows(torch, backend.device, suffixes, prefix_len, width,
+                    backend.tokenizer.pad_token_id, backend.padding_side)
+    ids, positions, last = laid.ids, laid.positions, laid.last
+    mask = torch.tensor([m + [1] * steps for m in laid.mask], device=backend.device)
+    kwargs = {"cache_position": laid.slots}
     if prefix_cache is not None:
-        cache = copy.deepcopy(prefix_cache)
-        cache.batch_repeat_interleave(len(suffixes))
-        kwargs["past_key_values"] = cache
+        kwargs["past_key_values"] = expanded_cache(prefix_cache, len(suffixes))
     real = sum(len(s) for s in suffixes)
     backend.stats["forwarded_tokens"] += real
     backend.stats["padding_tokens"] += len(suffixes) * width - real

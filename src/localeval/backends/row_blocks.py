@@ -11,7 +11,10 @@ is computed row by row and needs no padding.
 
 from __future__ import annotations
 
+import copy
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
 
 ROW_BLOCK = 8
 
@@ -78,3 +81,44 @@ def full_row_blocks(model):
     finally:
         for handle in handles:
             handle.remove()
+
+
+@dataclass
+class PaddedRows:
+    """Rows of token ids after a shared prefix, padded to one width: ``ids`` and ``mask`` (the
+    prefix's columns included) as lists, ``positions`` [rows, width] skipping the pads,
+    ``last`` each row's last real column, ``slots`` the cache positions of the width."""
+
+    ids: list[list[int]]
+    mask: list[list[int]]
+    positions: Any
+    last: Any
+    slots: Any
+
+
+def pad_rows(torch, device, rows: list[list[int]], prefix_len: int, width: int, pad: int,
+             side: str) -> PaddedRows:
+    """Left padding puts the pads between the prefix and each row's tokens; right padding after
+    them. Either way the pads are masked out and position ids skip them, so every row sees
+    exactly its own tokens after the prefix."""
+    fill = [width - len(r) for r in rows]
+    slots = torch.arange(prefix_len, prefix_len + width, device=device)
+    if side == "left":
+        ids = [[pad] * f + r for r, f in zip(rows, fill)]
+        mask = [[1] * prefix_len + [0] * f + [1] * len(r) for r, f in zip(rows, fill)]
+        positions = torch.stack([(slots - f).clamp(min=prefix_len) for f in fill])
+        last = torch.full((len(rows),), width - 1, device=device)
+    else:
+        ids = [r + [pad] * f for r, f in zip(rows, fill)]
+        mask = [[1] * (prefix_len + len(r)) + [0] * f for r, f in zip(rows, fill)]
+        positions = slots.expand(len(rows), -1)
+        last = torch.tensor([len(r) - 1 for r in rows], device=device)
+    return PaddedRows(ids, mask, positions, last, slots)
+
+
+def expanded_cache(cache, rows: int):
+    """A copy of a one-row prefix KV cache, repeated for ``rows`` rows (the original is reused
+    by the group's next batch)."""
+    batch_cache = copy.deepcopy(cache)
+    batch_cache.batch_repeat_interleave(rows)
+    return batch_cache

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,11 +55,15 @@ def _finish(fig, name: str, title: str, caption: str, folder: Path | None) -> Fi
     return Figure(name, title, caption, svg[svg.index("<svg"):])  # drop the XML prolog
 
 
+@contextmanager
 def _panels(n: int, width: float = 5.2, height: float = 4.0):
+    """(figure, its ``n`` axes side by side) drawn in the report's style; one panel gets the
+    room of a slide."""
     plt = _pyplot()
-    width = max(width, 7.0) if n == 1 else width  # one panel gets the room of a slide
-    fig, axes = plt.subplots(1, n, figsize=(width * n, height), squeeze=False)
-    return fig, list(axes[0])
+    width = max(width, 7.0) if n == 1 else width
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, n, figsize=(width * n, height), squeeze=False)
+        yield fig, list(axes[0])
 
 
 # ------------------------------------------------------------------------- multiple choice
@@ -77,7 +82,6 @@ def _bars(ax, groups: dict, colour: str = "#1c7ed6", offset: float = 0.0, width:
 
 def mcq_figures(results: dict, folder: Path | None) -> Iterator[Figure]:
     metrics = results["metrics"]
-    plt = _pyplot()
     for key, name, title, caption in (
         ("by_discipline", "accuracy_by_discipline", "Accuracy by discipline",
          "Questions pooled per discipline (the TMLU paper's Table 3 columns). Bars: ±1 "
@@ -91,10 +95,10 @@ def mcq_figures(results: dict, folder: Path | None) -> Iterator[Figure]:
         groups = metrics.get(key) or {}
         if not groups:
             continue
-        with plt.rc_context(STYLE):
-            fig, (ax,) = _panels(1, width=max(5.5, 0.8 * len(groups) + 2))
+        with _panels(1, width=max(5.5, 0.8 * len(groups) + 2)) as (fig, (ax,)):
             _bars(ax, groups)  # no axes title: the report's heading names the figure
-            yield _finish(fig, name, title, caption, folder)
+            figure = _finish(fig, name, title, caption, folder)
+        yield figure
 
 
 def mcq_comparison_figure(runs: list[tuple[str, dict]], folder: Path | None) -> Figure | None:
@@ -103,13 +107,12 @@ def mcq_comparison_figure(runs: list[tuple[str, dict]], folder: Path | None) -> 
                    if all(d in r["metrics"]["by_discipline"] for _, r in runs)]
     if not disciplines:
         return None
-    plt = _pyplot()
+    colours = _pyplot().get_cmap("tab10")
     width = 0.8 / len(runs)
-    with plt.rc_context(STYLE):
-        fig, (ax,) = _panels(1, width=max(6.0, 1.4 * len(disciplines) + 2))
+    with _panels(1, width=max(6.0, 1.4 * len(disciplines) + 2)) as (fig, (ax,)):
         for k, (label, results) in enumerate(runs):
             groups = {d: results["metrics"]["by_discipline"][d] for d in disciplines}
-            _bars(ax, groups, colour=plt.get_cmap("tab10")(k), width=width,
+            _bars(ax, groups, colour=colours(k), width=width,
                   offset=(k - (len(runs) - 1) / 2) * width, label=label)
         ax.legend(loc="upper right")
         return _finish(fig, "compare_disciplines", "Accuracy by discipline, run by run",
@@ -130,9 +133,7 @@ def pr_figure(results: dict, folder: Path | None) -> Figure | None:
     if not panels:
         return None
     several = len({model for model, _, _ in panels}) > 1  # name models only to tell them apart
-    plt = _pyplot()
-    with plt.rc_context(STYLE):
-        fig, axes = _panels(len(panels))
+    with _panels(len(panels)) as (fig, axes):
         for ax, (model, kind, context) in zip(axes, panels):
             for c in curves:
                 if (c["model"], c["kind"], c["context"]) == (model, kind, context):
@@ -149,9 +150,7 @@ def threshold_figure(results: dict, folder: Path | None) -> Figure | None:
     sweeps = [s for s in results.get("threshold_sweep") or [] if s["sweep"]]
     if not sweeps:
         return None
-    plt = _pyplot()
-    with plt.rc_context(STYLE):
-        fig, axes = _panels(len(sweeps))
+    with _panels(len(sweeps)) as (fig, axes):
         for ax, s in zip(axes, sweeps):
             xs = [p["threshold"] for p in s["sweep"]]
             for metric, style in (("f1", "-"), ("precision", "--"), ("recall", ":")):
@@ -171,9 +170,7 @@ def pair_type_figure(results: dict, folder: Path | None) -> Figure | None:
     matrices = [m for m in results.get("pair_type_confusion") or [] if m["n"]]
     if not matrices:
         return None
-    plt = _pyplot()
-    with plt.rc_context(STYLE):
-        fig, axes = _panels(len(matrices), width=4.8, height=4.4)
+    with _panels(len(matrices), width=4.8, height=4.4) as (fig, axes):
         for ax, m in zip(axes, matrices):
             grid = [[100 * v for v in row] if row else [0.0] * 4 for row in m["fractions"]]
             ax.imshow(grid, cmap="Blues", vmin=0, vmax=100)
@@ -198,9 +195,7 @@ def score_figure(results: dict, folder: Path | None) -> Figure | None:
     panels = list(dict.fromkeys((r["model"], r["kind"]) for r in rows))
     if not panels:
         return None
-    plt = _pyplot()
-    with plt.rc_context(STYLE):
-        fig, axes = _panels(len(panels))
+    with _panels(len(panels)) as (fig, axes):
         for ax, (model, kind) in zip(axes, panels):
             for r in rows:
                 if (r["model"], r["kind"]) != (model, kind) or not r["n"]:

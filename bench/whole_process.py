@@ -1,0 +1,19 @@
+"""Timing a whole process (start-up included), as every peer benchmark here measures."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+
+def timed(cmd: list[str], env: dict) -> tuple[float, float]:
+    """Run a whole process; return (wall seconds, peak RSS in MiB) of that process alone."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    stderr = proc.stderr.read().decode(errors="replace")
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"command failed: {' '.join(cmd)}\n{stderr[-3000:]}")
+    return wall, usage.ru_maxrss / 1024
