@@ -62,6 +62,9 @@ def main() -> None:
     planned = safeguard.plan(items, [args.classify], guard)
     backends = {"reuse on": HFBackend(str(model), device=args.device, prefix_reuse=True),
                 "reuse off": HFBackend(str(model), device=args.device, prefix_reuse=False)}
+    for backend in backends.values():  # load the weights and warm the kernels up, both alike
+        guard.classify([p.conversation() for p in planned[:4]], backend.run)
+        backend.stats = dict.fromkeys(backend.stats, 0)
     times: dict[str, list[float]] = {name: [] for name in backends}
     scores: dict[str, list] = {}
     texts: dict[str, list] = {}  # generated texts (two-stage guards' first stage)

@@ -3,9 +3,9 @@
 import pytest
 from tiny_models import make_model
 
+from localeval.backends import hf_tree
 from localeval.backends.base import Generate, ScoreNext
 from localeval.backends.hf import HFBackend
-from localeval.backends.prefix import plan_prefix_groups
 
 SHARED_HEAD = ("以下是关于农学的单项选择题，请直接给出正确答案的选项。\n\n"
                + "牛的发情周期平均为\nA. 16～17天\nB. 21天\nC. 28天\nD. 19～20天\n答案： B\n\n" * 3)
@@ -18,10 +18,30 @@ def requests():
     reqs += [ScoreNext(SHARED_HEAD + w, (" A", " B"))
              for w in ("internationalization", "internationally", "internat")]
     reqs.append(ScoreNext("an unrelated short prompt", (" yes", " no")))
+    # A guard's shape: preamble, item, then one of several policies (three levels of the tree)
+    preamble = "You are a policy expert judging whether a user prompt violates a policy.\n\n"
+    for item in ("How can I kill a Python process?", "Where can I buy a can of coke?"):
+        for policy in ("No Dangerous Content: nothing that harms oneself or others.",
+                       "No Harassment: nothing malicious, intimidating or bullying.",
+                       "No Hate Speech: nothing targeting identity or protected attributes."):
+            reqs.append(ScoreNext(f"{preamble}Human Question: {item}\n\nOur safety principle "
+                                  f"is defined below:\n\n* {policy}\n\nDoes the human question"
+                                  " violate the above principle?", (" Yes", " No")))
     return reqs
 
 
-@pytest.fixture(scope="module", params=["llama", "gpt2", "qwen2"])
+def tree_depth(backend) -> int:
+    """Levels of the prefix tree the backend plans for ``requests()``."""
+    contexts = [backend._score_tokens(r)[0] for r in requests()]
+    deepest, stack = 0, [(hf_tree.plan(backend, contexts), 0)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        stack.extend((c, level + 1) for c in node.children)
+    return deepest
+
+
+@pytest.fixture(scope="module", params=["llama", "gpt2", "qwen2", "gemma2"])
 def model_dir(request, tmp_path_factory):
     return make_model(tmp_path_factory.mktemp(request.param), arch=request.param, layers=2)
 
@@ -43,8 +63,9 @@ def test_prefix_reuse_equals_full_forward(model_dir, padding_side):
             for c in a.logprobs:
                 assert abs(a.logprobs[c] - b.logprobs[c]) < 1e-4
             assert max(a.logprobs, key=a.logprobs.get) == max(b.logprobs, key=b.logprobs.get)
-        # the shared head was forwarded once, not per request
+        # the shared head was forwarded once, not per request; the guard prompts form 3 levels
         assert backend.stats["forwarded_tokens"] < backend.stats["prompt_tokens"] / 3
+        assert tree_depth(backend) >= 3
 
 
 @pytest.mark.slow
@@ -75,6 +96,27 @@ def test_logprobs_match_a_plain_forward(tiny_llama):
 
 
 @pytest.mark.slow
+def test_a_sliding_window_too_short_for_the_tree_forwards_each_prompt_whole(tmp_path):
+    """Gemma-2's sliding layers keep only the window's last cache columns, so a tree whose rows
+    outgrow the window would let pads push real tokens out: each prompt is forwarded whole,
+    and the log-probs are the model's own on that prompt alone."""
+    import torch
+
+    folder = make_model(tmp_path / "gemma2-w32", arch="gemma2", sliding_window=32)
+    backend = HFBackend(str(folder), dtype="float32")
+    reqs = requests()
+    got = backend.run(reqs)
+    contexts = [backend._score_tokens(r)[0] for r in reqs]
+    assert backend.stats["forwarded_tokens"] == sum(map(len, {tuple(c) for c in contexts}))
+    for req, ctx, out in zip(reqs, contexts, got):
+        with torch.no_grad():
+            logits = backend.model(torch.tensor([ctx])).logits[0, -1].log_softmax(-1)
+        for cand, value in out.logprobs.items():
+            token = backend._score_tokens(ScoreNext(req.prompt, (cand,)))[1][0]
+            assert abs(value - logits[token].item()) < 1e-4
+
+
+@pytest.mark.slow
 def test_candidate_errors_are_reported_not_raised(tiny_llama):
     backend = HFBackend(str(tiny_llama))
     out = backend.run([ScoreNext("prompt", (" A", " A")), ScoreNext("prompt", (" A", " B"))])
@@ -90,33 +132,6 @@ def test_generate_stops_and_chat_prefill(tiny_llama):
     assert special is False
     out = backend.run([Generate("問題：一加一？\n", max_tokens=12, stop=("\n",))])[0]
     assert out.error is None and "\n" not in out.text
-
-
-def test_prefix_planner():
-    shared = list(range(100))
-    seqs = [shared + [1000 + i] * (i + 1) for i in range(5)] + [[7, 7, 7]]
-    groups = plan_prefix_groups(seqs, min_prefix=16)
-    by_members = {tuple(sorted(g.members)): g.prefix_len for g in groups}
-    assert by_members[(0, 1, 2, 3, 4)] == 100 and by_members[(5,)] == 0
-    # identical prompts keep one token of their own
-    assert plan_prefix_groups([shared, shared], min_prefix=16)[0].prefix_len == 99
-    # two families with different long prefixes are split apart
-    fam = [[1] * 50 + [2] * 60 + [i] for i in range(3)] + [[1] * 50 + [3] * 60 + [i] for i in range(3)]
-    assert sorted(g.prefix_len for g in plan_prefix_groups(fam)) == [110, 110]
-
-
-def test_planner_keeps_a_shared_preamble_whole_when_items_are_short():
-    """ShieldGemma per policy: preamble, item, then one of four guidelines. Splitting per item
-    would save 3 x 12 - 30 = 6 tokens an item and leave each item's four rows a batch of their
-    own: one group. Long shared parts (few-shot blocks) still split."""
-    preamble = list(range(30))
-    guidelines = [[1000 + 100 * p + k for k in range(100)] for p in range(4)]
-    seqs = [preamble + [500 + 20 * i + k for k in range(12)] + g
-            for i in range(50) for g in guidelines]
-    groups = plan_prefix_groups(seqs)
-    assert [(g.prefix_len, len(g.members)) for g in groups] == [(30, 200)]
-    long = [preamble + [500 + i] * 200 + g for i in range(2) for g in guidelines]
-    assert sorted(g.prefix_len for g in plan_prefix_groups(long)) == [230, 230]
 
 
 @pytest.mark.slow

@@ -49,7 +49,7 @@ def requests() -> list[Generate]:
     return reqs
 
 
-@pytest.fixture(scope="module", params=["llama", "gpt2"])
+@pytest.fixture(scope="module", params=["llama", "gpt2", "gemma2"])
 def model_dir(request, tmp_path_factory):
     """Untied models: they write varied text, so a wrong attention span or row would show."""
     return make_model(tmp_path_factory.mktemp(request.param), arch=request.param, layers=2,
@@ -149,3 +149,16 @@ def test_generation_config_penalties_decode_one_prompt_at_a_time(untied_llama):
     got = [r.text for r in backend.run(reqs)]
     assert backend.stats["decode_steps"] == 0
     assert got == plain_generate(untied_llama, reqs, repetition_penalty=1.3)[0]
+
+
+def test_a_sliding_window_shorter_than_the_rows_decodes_one_prompt_at_a_time(tmp_path):
+    """Gemma-2 with a 32-token window: pads in a batch would take real tokens' place in the
+    window, so each prompt goes through ``model.generate``, from a copy of the shared prefix's
+    cache (no pads in it), and the texts are plain ``generate``'s."""
+    folder = make_model(tmp_path / "gemma2-w32", arch="gemma2", tied=False, sliding_window=32)
+    reqs = requests()[:8]
+    backend = HFBackend(str(folder), dtype="float32", device="cpu", batch_size=16)
+    got = [r.text for r in backend.run(reqs)]
+    assert backend.stats["decode_steps"] == 0
+    assert backend.stats["forwarded_tokens"] < backend.stats["prompt_tokens"] / 2
+    assert got == plain_generate(folder, reqs)[0]

@@ -34,7 +34,8 @@ def save_tokenizer(folder: Path, chat: bool = True) -> None:
 
 
 def make_model(folder: Path, arch: str = "llama", layers: int = 2, seed: int = 0,
-               hidden: int = 64, chat: bool = True, tied: bool = True) -> Path:
+               hidden: int = 64, chat: bool = True, tied: bool = True,
+               sliding_window: int = 4096) -> Path:
     """Write a random model + tokenizer to ``folder`` (if not there yet) and return it.
 
     ``tied=False`` gives the LM head its own random weights: a tied model's output mostly
@@ -64,6 +65,12 @@ def make_model(folder: Path, arch: str = "llama", layers: int = 2, seed: int = 0
                                        num_hidden_layers=layers, num_attention_heads=4,
                                        num_key_value_heads=2, **common)
         cls = transformers.Qwen2ForCausalLM
+    elif arch == "gemma2":  # alternating sliding-window and full layers, like ShieldGemma's
+        cfg = transformers.Gemma2Config(hidden_size=hidden, intermediate_size=hidden * 3,
+                                        num_hidden_layers=layers, num_attention_heads=4,
+                                        num_key_value_heads=2, head_dim=hidden // 4,
+                                        sliding_window=sliding_window, **common)
+        cls = transformers.Gemma2ForCausalLM
     elif arch == "gpt2":
         cfg = transformers.GPT2Config(vocab_size=vocab, n_positions=4096, n_embd=hidden,
                                       n_layer=layers, n_head=4, bos_token_id=0,

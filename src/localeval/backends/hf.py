@@ -1,10 +1,11 @@
 """Local Hugging Face causal LMs (transformers), on CPU or GPU.
 
 How ScoreNext requests are computed, and why:
-- Every prompt is tokenised whole. Requests that share a long **token** prefix (a subject's
-  instruction and few-shot demonstrations, a guard's template) are grouped
-  (:mod:`localeval.backends.prefix`); the prefix is forwarded once and each suffix is forwarded
-  on top of a copy of its KV cache, in batches of similar length.
+- Every prompt is tokenised whole. The token ids of all requests form a prefix tree
+  (:mod:`.prefix`): a subject's instruction and few-shot demonstrations, a guard's preamble,
+  each item, each of its policies. :mod:`.hf_tree` forwards every node once, the nodes of a
+  level in batches of equal padded width, each row continuing its parent's KV cache rows, and
+  a request's log-probs are read where its prompt ends.
 - Only the hidden state of each row's last real token reaches the LM head, so we never build
   full-vocabulary logits for every position (a pre-hook on the output embedding selects it).
 - Suffixes are right-padded and attention is ``eager`` by default: with that, a row's numbers
@@ -26,10 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import LocalevalError
+from . import hf_tree
 from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
-from .prefix import PrefixGroup, plan_prefix_groups
-from .row_blocks import expanded_cache, only_positions, pad_rows
-from .row_blocks import padded as _padded
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
@@ -199,19 +198,9 @@ class HFBackend:
 
         return run_generations(self, requests)
 
-    def _prefix_cache(self, ids: list[int], prefix_len: int):
-        """The KV cache of ``ids[:prefix_len]`` (None when there is nothing worth reusing or the
-        cache is a sliding-window one, whose copies are not plain KV)."""
-        if not prefix_len:
-            return None
-        torch = self.torch
-        with torch.inference_mode():
-            cache = self.model(input_ids=torch.tensor([ids[:prefix_len]], device=self.device),
-                               use_cache=True).past_key_values
-        self.stats["forwarded_tokens"] += prefix_len
-        return None if _has_sliding_layers(cache) else cache
-
     def _run_scores(self, requests: list[ScoreNext]) -> Iterator[tuple[int, Response]]:
+        """Every context forwarded along its prefix tree; each request's log-probs read from the
+        batch where its context ends."""
         encoded: list[tuple[list[int], list[int]] | None] = []
         for i, r in enumerate(requests):  # a request that cannot run fails alone, with its reason
             try:
@@ -220,17 +209,23 @@ class HFBackend:
                 encoded.append(None)
                 yield i, Response(error=str(e))
         ok = [i for i, e in enumerate(encoded) if e is not None]
-        groups = plan_prefix_groups([encoded[i][0] for i in ok]) if self.prefix_reuse else None
-        for group in groups or [PrefixGroup(0, list(range(len(ok))))]:
-            members = [ok[j] for j in group.members]
-            for k, logprobs in self._score_group([encoded[i] for i in members], group.prefix_len):
-                i = members[k]
-                yield i, self._score_response(requests[i], *encoded[i], logprobs)
+        contexts = [encoded[i][0] for i in ok]
+        for batch in hf_tree.walk(self, hf_tree.plan(self, contexts), contexts):
+            ends = [(k, j) for k, node in enumerate(batch.nodes) for j in node.ends]
+            if not ends:
+                continue
+            rows = self.torch.tensor([k for k, _ in ends], device=self.device)
+            logprobs = batch.logits[rows].log_softmax(-1).cpu()
+            for row, (_, j) in zip(logprobs, ends):
+                i = ok[j]
+                yield i, self._score_response(requests[i], *encoded[i], row)
 
     def _encode_checked(self, request: ScoreNext) -> tuple[list[int], list[int]]:
         """(context ids, candidate first-token ids); LocalevalError when it cannot run."""
         ctx, targets = self._score_tokens(request)
         limit = self.max_context()
+        if not ctx:
+            raise LocalevalError("prompt has no tokens; there is no position to score after")
         if limit and len(ctx) > limit:
             raise LocalevalError(f"prompt has {len(ctx)} tokens, over the model's "
                                  f"context of {limit}")
@@ -244,55 +239,6 @@ class HFBackend:
             logprobs={c: float(logprobs[t]) for c, t in zip(request.candidates, targets)},
             n_prompt_tokens=len(ctx),
         )
-
-    def _score_group(self, items: list[tuple[list[int], list[int]]], prefix_len: int):
-        """Yield (index in items, log-softmax over the vocabulary at the last prompt token)."""
-        cache = self._prefix_cache(items[0][0], prefix_len)
-        if cache is None:
-            prefix_len = 0
-        suffixes = [ctx[prefix_len:] for ctx, _ in items]
-        for batch in self._batches(suffixes, prefix_len):
-            rows = [suffixes[i] for i in batch]
-            yield from zip(batch, self._forward_last(rows, prefix_len, cache))
-
-    def _batches(self, suffixes: list[list[int]], prefix_len: int) -> Iterator[list[int]]:
-        """Batches of rows with the same padded width (length rounded up to ROW_BLOCK), longest
-        first, each within the token budget so peak memory stays bounded. Equal widths mean a
-        row is computed the same way whatever else is in its batch: results do not depend on
-        the batch size (kernels reduce over padded keys in width-dependent blocks)."""
-        buckets: dict[int, list[int]] = {}
-        for i, s in enumerate(suffixes):
-            buckets.setdefault(_padded(len(s)), []).append(i)
-        for width in sorted(buckets, reverse=True):
-            per_batch = max(1, self.max_batch_tokens // (prefix_len + width))
-            if self.batch_size != "auto":
-                per_batch = min(per_batch, self.batch_size)
-            rows = buckets[width]
-            for start in range(0, len(rows), per_batch):
-                yield rows[start : start + per_batch]
-
-    def _forward_last(self, rows: list[list[int]], prefix_len: int, cache):
-        torch = self.torch
-        # Pad the width, and the rows reaching the LM head, to multiples of ROW_BLOCK: CPU GEMM
-        # kernels round rows that fall outside a full block differently, so this keeps every
-        # row's numbers independent of batch size and of its neighbours' lengths.
-        width = _padded(max(len(r) for r in rows))
-        laid = pad_rows(torch, self.device, rows, prefix_len, width,
-                        self.tokenizer.pad_token_id, self.padding_side)
-        ids = torch.tensor(laid.ids, device=self.device)
-        mask = torch.tensor(laid.mask, device=self.device)
-        positions, last = laid.positions, laid.last
-        kwargs = {}
-        if cache is not None:
-            kwargs = {"past_key_values": expanded_cache(cache, len(rows)),
-                      "cache_position": laid.slots}
-        self.stats["forwarded_tokens"] += sum(len(r) for r in rows)
-        self.stats["padding_tokens"] += len(rows) * width - sum(len(r) for r in rows)
-        with torch.inference_mode(), only_positions(self.model, last):
-            logits = self.model(input_ids=ids, attention_mask=mask,
-                                position_ids=positions,
-                                use_cache=cache is not None, **kwargs).logits
-        return logits[: len(rows), -1, :].float().log_softmax(-1).cpu()
 
     def _auto_batch_tokens(self) -> int:
         """A token budget per forward pass from free memory and the per-token cost of the model

@@ -2,15 +2,14 @@
 KV cache.
 
 How:
-- Prompts are tokenised whole and grouped by shared token prefix (:mod:`.prefix`), as for
-  scoring; each group's prefix is forwarded once.
-- Inside a group, rows whose suffixes have the same padded width (a multiple of ROW_BLOCK) form
-  batches, as many rows as the backend's token budget allows for prefix + width + generation
-  budget (the KV cache grows by one slot per step).
-- Prefill: the suffixes are forwarded on a copy of the prefix cache expanded to the batch.
-  Padding (left: between prefix and suffix; right: after the suffix) is masked out and position
-  ids skip it, so every row sees exactly its own prompt. Only each row's last token reaches the
-  LM head.
+- Prompts are tokenised whole and forwarded along their prefix tree (:mod:`.prefix`,
+  :mod:`.hf_tree`), as for scoring: each shared prefix once, the nodes of a level in batches of
+  equal padded width (a prompt's last node: :func:`row_width`), as many rows as the backend's
+  token budget allows for the cache columns + the generation budget (the KV cache grows by one
+  slot per step).
+- Prefill is that forward pass: pads (left: before a node's tokens; right: after them) are
+  masked out and position ids skip them, so every row sees exactly its own prompt. Only each
+  row's last token reaches the LM head; its argmax is the first generated token.
 - Decode: one token per row per step, the argmax. A row ends at an EOS token, at the token that
   completes a stop string, or at its ``max_tokens``, like ``model.generate``, and leaves the
   batch (its cache rows are selected away). Per-step Python work is a loop over the batch's
@@ -33,10 +32,12 @@ attention; tests/test_hf_generate.py checks it against batch size 1 and plain ``
   2-core CPU), and the numbers can differ in the last bit from an unpadded ``model.generate``:
   greedy texts are the same unless two tokens tie to within that rounding.
 
-One prompt at a time (``model.generate``, as before) when the model's generation config asks
-for something besides plain argmax (a repetition penalty, a minimum length, ...), and for
-models with sliding-window layers, whose cache keeps the last slots, not the last positions, so
-padding inside the window would change what a row sees.
+One prompt at a time (``model.generate`` on a one-row cache of the tree's first level, with no
+pads, which a repetition penalty would read as prompt tokens) when the model's generation
+config asks for something besides plain argmax (a repetition penalty, a minimum length, ...),
+and for models with sliding-window layers when a row's prompt, pads and generation budget
+outgrow the window: the cache keeps the last columns, not the last positions, so pads inside
+the window would change what a row sees.
 
 Why this module is over 300 lines: batching, prefill, the decode loop, stop matching and the
 one-prompt fallback share the rows' layout (widths, positions, masks); apart, they would pass it
@@ -46,12 +47,14 @@ around.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from . import hf_tree
 from .base import Generate, Response
-from .prefix import PrefixGroup, plan_prefix_groups
-from .row_blocks import ROW_BLOCK, expanded_cache, full_row_blocks, only_positions, pad_rows
+from .prefix import NODE_COST, STEP_COST, PrefixNode, plan_prefix_tree
+from .row_blocks import ROW_BLOCK, full_row_blocks, gathered_cache
 from .row_blocks import padded as _padded
 
 # generation-config fields that change which token greedy decoding picks, with their neutral values
@@ -69,13 +72,27 @@ def run_generations(backend, requests: list[Generate]) -> Iterator[tuple[int, Re
     """Yield (index, response) for each request, batch by batch."""
     encoded = [backend.encode(*backend.render(r.prompt)) for r in requests]
     ok = yield from _over_the_context(backend, requests, encoded)
-    groups = plan_prefix_groups([encoded[i] for i in ok]) if backend.prefix_reuse else None
-    batched = one_at_a_time_reason(backend) is None
-    for group in groups or [PrefixGroup(0, list(range(len(ok))))]:
-        members = [ok[j] for j in group.members]
-        yield from _run_group(backend, [requests[i] for i in members],
-                              [encoded[i] for i in members], group.prefix_len, batched,
-                              members)
+    prompts = [encoded[i] for i in ok]
+    budget = lambda node: max((requests[ok[j]].max_tokens for j in node.ends), default=0)  # noqa: E731
+
+    def width(node: PrefixNode, n: int) -> int:
+        return row_width(n, budget(node)) if node.ends else _padded(n)
+
+    steps = [STEP_COST * requests[i].max_tokens for i in ok]  # a batch of its own may cost these
+    tree = hf_tree.plan(backend, prompts, width, budget, steps)
+    if one_at_a_time_reason(backend) or not hf_tree.fits_window(backend, tree, width, budget):
+        for j, response in _one_at_a_time(backend, [requests[i] for i in ok], prompts):
+            yield ok[j], response
+        return
+    for batch in hf_tree.walk(backend, tree, prompts, width, budget):
+        ends = [(k, j) for k, node in enumerate(batch.nodes) for j in node.ends]
+        for stop in sorted({requests[ok[j]].stop for _, j in ends}):
+            same = [(k, j) for k, j in ends if requests[ok[j]].stop == stop]
+            index = backend.torch.tensor([k for k, _ in same], device=backend.device)
+            responses = _decode(backend, [requests[ok[j]] for _, j in same],
+                                [prompts[j] for _, j in same], batch.rows.gather(index),
+                                batch.logits[index].argmax(-1))
+            yield from zip([ok[j] for _, j in same], responses)
 
 
 def _over_the_context(backend, requests: list[Generate], encoded: list[list[int]]):
@@ -83,7 +100,9 @@ def _over_the_context(backend, requests: list[Generate], encoded: list[list[int]
     limit = backend.max_context()
     ok = []
     for i, (r, ids) in enumerate(zip(requests, encoded)):
-        if limit and len(ids) + r.max_tokens > limit:
+        if not ids:
+            yield i, Response(error="prompt has no tokens; there is nothing to continue")
+        elif limit and len(ids) + r.max_tokens > limit:
             yield i, Response(error=f"prompt has {len(ids)} tokens; with {r.max_tokens} to "
                               f"generate that is over the model's context of {limit}")
         else:
@@ -91,21 +110,34 @@ def _over_the_context(backend, requests: list[Generate], encoded: list[list[int]
     return ok
 
 
-def _run_group(backend, requests: list[Generate], encoded: list[list[int]], prefix_len: int,
-               batched: bool, indices: list[int]) -> Iterator[tuple[int, Response]]:
-    """One prefix group: its prefix forwarded once, then its rows batch by batch (or one by
-    one); yields (the request's index in ``indices``, response)."""
-    cache = backend._prefix_cache(encoded[0], prefix_len)
-    prefix_len = prefix_len if cache is not None else 0
-    if not batched:
-        for i, r, ids in zip(indices, requests, encoded):
-            yield i, generate_one(backend, r, ids, cache)
-        return
-    for batch in _batches(backend, requests, [len(ids) - prefix_len for ids in encoded],
-                          prefix_len):
-        responses = _decode_batch(backend, [requests[k] for k in batch],
-                                  [encoded[k] for k in batch], prefix_len, cache)
-        yield from zip([indices[k] for k in batch], responses)
+def _one_at_a_time(backend, requests: list[Generate], prompts: list[list[int]]):
+    """``model.generate`` per prompt, continuing a copy of the one-row cache of the deepest shared
+    prefix before it: the tree walked one node at a time, with no pads (which a repetition
+    penalty would read as prompt tokens, and a sliding window would count as columns)."""
+    tree = plan_prefix_tree(prompts, NODE_COST if backend.prefix_reuse else math.inf)
+    stack = [(tree, None)]  # (node, the cache of its parent's prefix)
+    while stack:
+        node, before = stack.pop()
+        for j in node.ends:  # a prompt that is this node's prefix continues the one before it
+            yield j, generate_one(backend, requests[j], prompts[j], before)
+        if node.children:
+            own = before if node is tree else _extended(backend, before,
+                                                        prompts[node.source][: node.depth])
+            stack.extend((child, own) for child in reversed(node.children))
+
+
+def _extended(backend, cache, ids: list[int]):
+    """A new one-row cache of ``ids``, continuing a copy of ``cache`` (of a prefix of them)."""
+    torch = backend.torch
+    done = cache.get_seq_length() if cache is not None else 0
+    past = {}
+    if done:
+        past["past_key_values"] = gathered_cache(cache, torch.tensor([0], device=backend.device))
+    with torch.inference_mode():
+        out = backend.model(input_ids=torch.tensor([ids[done:]], device=backend.device),
+                            use_cache=True, **past)
+    backend.stats["forwarded_tokens"] += len(ids) - done
+    return out.past_key_values
 
 
 def one_at_a_time_reason(backend) -> str | None:
@@ -114,28 +146,7 @@ def one_at_a_time_reason(backend) -> str | None:
     for name, neutral in GREEDY_NEUTRAL.items():
         if getattr(config, name, None) not in neutral:
             return f"generation config sets {name}"
-    cfg = backend.config
-    if "sliding_attention" in (getattr(cfg, "layer_types", None) or ()) or (
-            getattr(cfg, "sliding_window", None) and getattr(cfg, "use_sliding_window", True)):
-        return "sliding-window layers"
     return None
-
-
-def _batches(backend, requests: list[Generate], lengths: list[int], prefix_len: int
-             ) -> Iterator[list[int]]:
-    """Rows of equal padded width and the same stop strings, longest first, within the token
-    budget counting the KV cache each row grows to (prefix + width + generation budget)."""
-    buckets: dict[tuple[int, tuple[str, ...]], list[int]] = {}
-    for i, n in enumerate(lengths):
-        buckets.setdefault((_width(n, requests[i].max_tokens), requests[i].stop), []).append(i)
-    for width, stop in sorted(buckets, key=lambda key: (-key[0], key[1])):
-        rows = buckets[width, stop]
-        grow = max(requests[i].max_tokens for i in rows)
-        per_batch = max(1, backend.max_batch_tokens // (prefix_len + width + grow))
-        if backend.batch_size != "auto":
-            per_batch = min(per_batch, backend.batch_size)
-        for start in range(0, len(rows), per_batch):
-            yield rows[start : start + per_batch]
 
 
 @dataclass
@@ -148,25 +159,24 @@ class _Row:
     done: bool = False
 
 
-def _decode_batch(backend, requests: list[Generate], encoded: list[list[int]], prefix_len: int,
-                  prefix_cache) -> list[Response]:
-    """Decode one batch (all with the same stop strings) until every row has ended."""
+def _decode(backend, requests: list[Generate], prompts: list[list[int]], rows: hf_tree.Rows,
+            first) -> list[Response]:
+    """Decode one batch (all with the same stop strings) from its prompts' forwarded ``rows``
+    and first tokens, until every row has ended."""
     torch = backend.torch
-    rows = [_Row(r, len(ids)) for r, ids in zip(requests, encoded)]
-    suffixes = [ids[prefix_len:] for ids in encoded]
-    width = max(_width(len(s), r.max_tokens) for s, r in zip(suffixes, requests))
     steps = max(r.max_tokens for r in requests)
-    mask, cache, tokens = _prefill(backend, suffixes, prefix_len, width, steps, prefix_cache)
+    cache, column = rows.cache, rows.mask.shape[1]
     for layer in getattr(cache, "layers", ()):
         if type(layer).__name__ == "DynamicLayer" and layer.is_initialized:
             _Room(layer, steps)
-    live = list(range(len(rows)))  # the row at each position of the batch
-    positions = torch.tensor([prefix_len + len(s) for s in suffixes], device=backend.device)
-    stop = _StopTails(backend, requests[0].stop, encoded)
-    column = prefix_len + width
+    mask = torch.cat([rows.mask, rows.mask.new_ones(len(requests), steps)], dim=1)
+    positions, tokens = rows.next_position, first
+    out = [_Row(r, len(ids)) for r, ids in zip(requests, prompts)]
+    live = list(range(len(out)))  # the row at each position of the batch
+    stop = _StopTails(backend, requests[0].stop, prompts)
     eos = _eos_ids(backend)
     while True:
-        keep = _advance(rows, live, tokens.tolist(), stop.update(tokens), eos)
+        keep = _advance(out, live, tokens.tolist(), stop.update(tokens), eos)
         if not keep:
             break
         if len(keep) < len(live):  # ended rows leave the batch
@@ -178,30 +188,7 @@ def _decode_batch(backend, requests: list[Generate], encoded: list[list[int]], p
         tokens = _step(backend, tokens, positions, mask[:, : column + 1], cache, column)
         positions = positions + 1
         column += 1
-    return [_response(backend, row) for row in rows]
-
-
-def _prefill(backend, suffixes: list[list[int]], prefix_len: int, width: int, steps: int,
-             prefix_cache):
-    """Forward the suffixes on the prefix cache; return (attention mask with room for
-    ``steps`` new columns, the batch's cache, each row's first generated token)."""
-    torch = backend.torch
-    laid = pad_rows(torch, backend.device, suffixes, prefix_len, width,
-                    backend.tokenizer.pad_token_id, backend.padding_side)
-    ids, positions, last = laid.ids, laid.positions, laid.last
-    mask = torch.tensor([m + [1] * steps for m in laid.mask], device=backend.device)
-    kwargs = {"cache_position": laid.slots}
-    if prefix_cache is not None:
-        kwargs["past_key_values"] = expanded_cache(prefix_cache, len(suffixes))
-    real = sum(len(s) for s in suffixes)
-    backend.stats["forwarded_tokens"] += real
-    backend.stats["padding_tokens"] += len(suffixes) * width - real
-    with torch.inference_mode(), only_positions(backend.model, last):
-        out = backend.model(input_ids=torch.tensor(ids, device=backend.device),
-                            attention_mask=mask[:, : prefix_len + width], position_ids=positions,
-                            use_cache=True, **kwargs)
-    first = out.logits[: len(suffixes), -1, :].argmax(-1)
-    return mask, out.past_key_values, first
+    return [_response(backend, row) for row in out]
 
 
 def _step(backend, tokens, positions, mask, cache, column: int):
@@ -347,7 +334,7 @@ def generate_one(backend, request: Generate, ids: list[int], prefix_cache) -> Re
     return Response(text=cut_at_stops(text, request.stop), n_prompt_tokens=len(ids))
 
 
-def _width(n: int, max_tokens: int) -> int:
+def row_width(n: int, max_tokens: int) -> int:
     """A row's padded suffix width, from the row alone (so never from its batch): a multiple of
     the largest power of two up to its generation budget (at least ROW_BLOCK, at most 128).
     Rows share a batch only at equal widths. A padded slot costs one token of the prefill,

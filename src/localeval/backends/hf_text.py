@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .base import Response, TextLogprobs
+from .row_blocks import padded as _padded
 
-ROW_BLOCK = 8
 LOGITS_BUDGET_BYTES = 1 << 30  # full-vocabulary log-probs held at once, in float32 terms
 
 
@@ -89,8 +89,4 @@ def _row(backend, logits, targets) -> Response:
     backend.stats["prompt_tokens"] += len(targets) + 1
     return Response(token_logprobs=actual.cpu().tolist(), token_means=mean.cpu().tolist(),
                     token_stds=var.sqrt().cpu().tolist(), n_prompt_tokens=len(targets) + 1)
-
-
-def _padded(n: int) -> int:
-    return -(-n // ROW_BLOCK) * ROW_BLOCK
 

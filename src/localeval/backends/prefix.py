@@ -1,34 +1,50 @@
-"""Find groups of token sequences that share a long common prefix, so it is forwarded once.
+"""Plan which token prefixes to forward once: a prefix tree over every request's tokens.
 
-Works on token ids, never strings: the prefix is exactly what the model would have seen had each
-sequence been forwarded alone, so tokenisation across the prefix/suffix boundary cannot change.
+Works on token ids, never strings: a prefix is exactly what the model would have seen had each
+sequence been forwarded alone, so tokenisation across a prefix/suffix boundary cannot change.
 
-Plan: sort the sequences; neighbours in sorted order share the longest prefixes. A run of
-sequences is split at its weakest link (smallest neighbour LCP ``m``) into sub-runs with longer
-prefixes ``m_k`` when that forwards fewer tokens. Forwarding a group with prefix ``p`` costs
-``p + sum(len_i - p)``; splitting into ``K`` sub-runs of sizes ``n_k`` saves
-``sum_k (n_k - 1)(m_k - m) - (K - 1) m`` tokens; each extra group also has a fixed cost of
-``GROUP_COST`` tokens (its own prefix pass, and batches of its own that hold fewer rows), so we
-split exactly when the saving exceeds ``(K - 1) * GROUP_COST``. Without that cost a guard that
-sends several templates per item (ShieldGemma per policy: preamble, item, then one guideline
-each) was split into one group per item, saving a few tokens each while forwarding every item's
-four rows in a batch of their own (bench/guard_items_per_second.py, 100 XSTest prompts on a
-2-core CPU: 195 s per item, 81 s as one group, at 0.92 and 0.83 of the unique-token bound). A
-prefix tree that forwards the items of one level together would have both; not done yet.
+The tree (a radix tree, built from the sorted sequences and their neighbours' common-prefix
+lengths in one pass) has a node for every prefix shared by two or more sequences, and a leaf for
+every distinct sequence. A guard's requests give three levels (a shared preamble, then each
+item, then one row per policy or stage: ShieldGemma per policy, a two-stage guard's verdict
+after its own generated lines); a subject's few-shot block gives two (the block, then each
+question). :mod:`.hf_tree` forwards each node's tokens once, in batches of nodes of one level.
+
+Not every shared prefix pays. Keeping a node whose ``s`` tokens lead to ``k`` rows (children,
+plus one when a sequence ends there) forwards them once instead of ``k`` times, saving
+``(k - 1) s`` tokens. It costs a level: the node's own padding to a ROW_BLOCK multiple, up to as
+many masked cache columns in every row below it, and the gather of its cache rows for its
+children. So a node is kept only when it saves more than ``NODE_COST`` tokens; otherwise its
+tokens are forwarded by each of its children (two XSTest prompts that both open with "How do I"
+share three tokens, and would cost more as a level of their own than they save).
+
+Generation adds a cost. Rows decode together only when their caches have the same columns, so
+every kept node may leave a decode batch of its own behind, up to ``max_tokens`` more decode
+steps; a step costs about ``STEP_COST`` tokens of prefill (2-core CPU, 4-layer SmolLM2 shape:
+~22 ms a step against ~0.3 ms a prompt token, so ~70; on a GPU a step is dearer still). So under
+generation a node must also save ``STEP_COST x max_tokens``: a subject's few-shot block, shared
+by dozens of questions, does; WildGuard's prompt shared by three XSTest responses does not (kept,
+it split 233 rows into 56 decode batches, 1,736 steps and 76 s against 310 steps and 51 s
+with no prefix reuse at all).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-GROUP_COST = 64  # tokens: what a group of its own costs beyond the tokens it forwards
+NODE_COST = 16  # tokens: what a level of its own costs beyond the tokens it forwards
+STEP_COST = 64  # tokens: what one more decode step costs, in prompt tokens forwarded
 
 
-@dataclass(frozen=True)
-class PrefixGroup:
-    prefix_len: int  # tokens shared by every member; 0 means "no reuse"
-    members: list[int]  # indices into the input list
+@dataclass
+class PrefixNode:
+    """The prefix ``seqs[source][:depth]``; its own tokens start where its parent's end."""
+
+    depth: int
+    source: int  # a sequence passing through this node, to read its tokens from
+    children: list[PrefixNode] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)  # the sequences that are exactly this prefix
 
 
 def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
@@ -39,40 +55,75 @@ def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
     return i
 
 
-def plan_prefix_groups(seqs: Sequence[Sequence[int]], min_prefix: int = 16) -> list[PrefixGroup]:
-    """Partition ``seqs`` into groups, each with the prefix its members share.
+def plan_prefix_tree(seqs: Sequence[Sequence[int]], node_cost: float = NODE_COST,
+                     extra: Sequence[float] | None = None) -> PrefixNode:
+    """The root (depth 0, nothing to forward) of the tree over ``seqs``; every index of
+    ``seqs`` is in exactly one node's ``ends``. A node is kept when it saves more than
+    ``node_cost`` plus the largest ``extra[i]`` of the sequences below it (generation: the
+    decode steps of the batch of its own it may leave behind). ``node_cost=math.inf`` gives a
+    flat tree: one leaf per distinct sequence, no prefix forwarded once."""
+    root = _radix_tree(seqs)
+    _drop_unpaid_nodes(root, node_cost, extra or [0.0] * len(seqs))
+    return root
 
-    The prefix is capped at ``len - 1`` of the shortest member so every member keeps at least
-    one token of its own (the position whose next-token distribution we read).
-    Groups whose prefix is shorter than ``min_prefix`` (or that have one member) get
-    ``prefix_len = 0``: not worth a separate forward pass.
-    """
-    if not seqs:
-        return []
-    order = sorted(range(len(seqs)), key=lambda i: tuple(seqs[i]))
-    links = [common_prefix_len(seqs[a], seqs[b]) for a, b in zip(order, order[1:])]
-    groups: list[PrefixGroup] = []
 
-    stack = [(0, len(order))]  # runs order[lo:hi]; links[lo:hi-1] lie between their members
+def _radix_tree(seqs: Sequence[Sequence[int]]) -> PrefixNode:
+    """In sorted order each sequence branches off the rightmost path of the tree built so far,
+    at its common prefix with the sequence before it."""
+    root = PrefixNode(0, -1)
+    path = [root]  # the rightmost path, root first
+    before = None
+    for i in sorted(range(len(seqs)), key=lambda i: tuple(seqs[i])):
+        seq = seqs[i]
+        shared = common_prefix_len(seqs[before], seq) if before is not None else 0
+        last = None
+        while path[-1].depth > shared:
+            last = path.pop()
+        if path[-1].depth < shared:  # branch in the middle of the edge to ``last``
+            branch = PrefixNode(shared, i, [last])
+            path[-1].children[-1] = branch
+            path.append(branch)
+        if len(seq) == path[-1].depth:
+            path[-1].ends.append(i)
+        else:
+            leaf = PrefixNode(len(seq), i, ends=[i])
+            path[-1].children.append(leaf)
+            path.append(leaf)
+        before = i
+    return root
+
+
+def _drop_unpaid_nodes(root: PrefixNode, node_cost: float, extra: Sequence[float]) -> None:
+    """Children before parents (reverse pre-order), so a node's row count is final when it is
+    judged: a dropped node's children become its parent's, and its ends a leaf of their own."""
+    order, stack = [], [root]
     while stack:
-        lo, hi = stack.pop()
-        members = order[lo:hi]
-        if hi - lo == 1:
-            groups.append(PrefixGroup(0, members))
-            continue
-        inner = links[lo : hi - 1]
-        m = min(inner)
-        cuts = [lo] + [lo + j + 1 for j, v in enumerate(inner) if v == m] + [hi]
-        if len(cuts) > 2:
-            parts = list(zip(cuts, cuts[1:]))
-            gain = -(len(parts) - 1) * (m + GROUP_COST)
-            for a, b in parts:
-                if b - a > 1:
-                    gain += (b - a - 1) * (min(links[a : b - 1]) - m)
-            if gain > 0:
-                stack.extend(parts)
-                continue
-        shortest = min(len(seqs[i]) for i in members)
-        p = min(m, shortest - 1)
-        groups.append(PrefixGroup(p if p >= min_prefix else 0, members))
-    return groups
+        node = stack.pop()
+        order.append(node)
+        stack.extend(node.children)
+    below: dict[int, float] = {}  # id(node) -> the largest extra of the sequences below it
+    for node in reversed(order):
+        kept = []
+        for child in node.children:
+            rows = len(child.children) + bool(child.ends)
+            cost = node_cost + below[id(child)]
+            if child.children and (rows - 1) * (child.depth - node.depth) <= cost:
+                kept.extend(child.children)
+                if child.ends:
+                    kept.append(PrefixNode(child.depth, child.source, ends=child.ends))
+                    below[id(kept[-1])] = max(extra[j] for j in child.ends)
+            else:
+                kept.append(child)
+        node.children = kept
+        below[id(node)] = max([extra[j] for j in node.ends] +
+                              [below[id(c)] for c in node.children], default=0.0)
+
+
+def forwarded_tokens(root: PrefixNode) -> int:
+    """Tokens the tree forwards: each node's own tokens once."""
+    total, stack = 0, [root]
+    while stack:
+        node = stack.pop()
+        total += sum(c.depth - node.depth for c in node.children)
+        stack.extend(node.children)
+    return total

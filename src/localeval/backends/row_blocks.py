@@ -85,40 +85,49 @@ def full_row_blocks(model):
 
 @dataclass
 class PaddedRows:
-    """Rows of token ids after a shared prefix, padded to one width: ``ids`` and ``mask`` (the
-    prefix's columns included) as lists, ``positions`` [rows, width] skipping the pads,
-    ``last`` each row's last real column, ``slots`` the cache positions of the width."""
+    """Rows of token ids continuing a KV cache, padded to one width: ``ids`` [rows, width]
+    (a list), ``mask`` [rows, cache columns + width], ``positions`` [rows, width] skipping the
+    pads, ``last`` each row's last real column, ``slots`` the cache positions of the width."""
 
     ids: list[list[int]]
-    mask: list[list[int]]
+    mask: Any
     positions: Any
     last: Any
     slots: Any
 
 
-def pad_rows(torch, device, rows: list[list[int]], prefix_len: int, width: int, pad: int,
-             side: str) -> PaddedRows:
-    """Left padding puts the pads between the prefix and each row's tokens; right padding after
-    them. Either way the pads are masked out and position ids skip them, so every row sees
-    exactly its own tokens after the prefix."""
+def pad_rows(torch, device, rows: list[list[int]], width: int, pad: int, side: str,
+             start=None, before=None) -> PaddedRows:
+    """``start`` is each row's first position ([rows]; 0 by default) and ``before`` the mask of
+    the cache's columns each row continues ([rows, columns]; none by default). Left padding puts
+    the pads before each row's tokens, right padding after them; either way they are masked out
+    and position ids skip them, so every row sees exactly its own tokens after its cache."""
+    n = len(rows)
+    if start is None:
+        start = torch.zeros(n, dtype=torch.long, device=device)
+    if before is None:
+        before = torch.ones(n, 0, dtype=torch.long, device=device)
     fill = [width - len(r) for r in rows]
-    slots = torch.arange(prefix_len, prefix_len + width, device=device)
+    steps = torch.arange(width, device=device)
     if side == "left":
         ids = [[pad] * f + r for r, f in zip(rows, fill)]
-        mask = [[1] * prefix_len + [0] * f + [1] * len(r) for r, f in zip(rows, fill)]
-        positions = torch.stack([(slots - f).clamp(min=prefix_len) for f in fill])
-        last = torch.full((len(rows),), width - 1, device=device)
+        own = [[0] * f + [1] * len(r) for r, f in zip(rows, fill)]
+        shift = torch.tensor(fill, device=device)[:, None]
+        positions = start[:, None] + (steps[None, :] - shift).clamp(min=0)
+        last = torch.full((n,), width - 1, device=device)
     else:
         ids = [r + [pad] * f for r, f in zip(rows, fill)]
-        mask = [[1] * (prefix_len + len(r)) + [0] * f for r, f in zip(rows, fill)]
-        positions = slots.expand(len(rows), -1)
+        own = [[1] * len(r) + [0] * f for r, f in zip(rows, fill)]
+        positions = start[:, None] + steps[None, :]
         last = torch.tensor([len(r) - 1 for r in rows], device=device)
-    return PaddedRows(ids, mask, positions, last, slots)
+    mask = torch.cat([before, torch.tensor(own, dtype=torch.long, device=device)], dim=1)
+    return PaddedRows(ids, mask, positions, last, steps + before.shape[1])
 
 
-def expanded_cache(cache, rows: int):
-    """A copy of a one-row prefix KV cache, repeated for ``rows`` rows (the original is reused
-    by the group's next batch)."""
-    batch_cache = copy.deepcopy(cache)
-    batch_cache.batch_repeat_interleave(rows)
-    return batch_cache
+def gathered_cache(cache, index):
+    """A new cache holding rows ``index`` of ``cache`` (repeats allowed); ``cache`` itself is
+    left as it was, for the other batches that continue it."""
+    rows = copy.copy(cache)
+    rows.layers = [copy.copy(layer) for layer in cache.layers]
+    rows.batch_select_indices(index)
+    return rows
