@@ -8,15 +8,16 @@ How ScoreNext requests are computed, and why:
   a request's log-probs are read where its prompt ends.
 - Only the hidden state of each row's last real token reaches the LM head, so we never build
   full-vocabulary logits for every position (a pre-hook on the output embedding selects it).
-- Suffixes are right-padded and attention is ``eager`` by default: with that, a row's numbers
-  do not depend on what else is in its batch (checked in the tests), so results are identical
-  whatever the batch size. ``sdpa`` is faster on GPUs but differs across batch sizes by ~1e-6.
+- Each node's tokens are right-padded (``padding_side``) and attention is ``eager`` by default
+  (computed without copying the KV cache per query head: :mod:`.attention`): with that, a row's
+  numbers do not depend on what else is in its batch (checked in the tests), so results are
+  identical whatever the batch size. ``sdpa`` is faster on GPUs but differs across batch sizes by ~1e-6.
 
-Generation (batched greedy decoding from the same prefix caches) is in :mod:`.hf_generate`,
+Generation (batched greedy decoding from the same prefix tree) is in :mod:`.hf_generate`,
 whole-text log-probs in :mod:`.hf_text`.
 
-Why this module is over 300 lines: loading, tokenising and prefix-cached scoring share one
-model, tokenizer and KV-cache discipline; split apart they would pass those around.
+Why this module is over 300 lines: loading, identity, tokenising and scoring share one model,
+tokenizer and configuration; split apart they would pass those around.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import LocalevalError
-from . import hf_tree
+from . import attention, hf_tree
 from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
@@ -91,8 +92,17 @@ class HFBackend:
             "dtype": str(self.dtype).removeprefix("torch."),
             "device": self.device.type,
             "attn": attn,
+            "layout": self._layout(),
             **({"model_args": self.model_args} if self.model_args else {}),
         }
+
+    def _layout(self) -> str:
+        """How rows are laid out and attended. Each way gives the same results to the last few
+        bits, not bit for bit, so the cache keeps them apart."""
+        parts = ["prefix-tree" if self.prefix_reuse else "whole-prompts", f"pad-{self.padding_side}"]
+        if attention.implementation(self.attn, self.config) == attention.NAME:
+            parts.append("grouped-eager")
+        return "+".join(parts)
 
     @property
     def model(self):
@@ -104,7 +114,8 @@ class HFBackend:
             try:
                 model = transformers.AutoModelForCausalLM.from_pretrained(
                     self.name, revision=self.revision, dtype=self.dtype,
-                    attn_implementation=self.attn, **self.model_args)
+                    attn_implementation=attention.implementation(self.attn, self.config),
+                    **self.model_args)
             except (OSError, ValueError, TypeError) as e:
                 raise _load_error(self.name, e) from None
             self._model = model.to(self.device).eval()
@@ -261,11 +272,6 @@ class HFBackend:
             except (ValueError, OSError):
                 free = 4 << 30
         return int(max(256, min(free // 3 // per_token, 1 << 17)))
-
-
-def _has_sliding_layers(cache) -> bool:
-    flags = getattr(cache, "is_sliding", False)  # a list per layer on transformers 5 caches
-    return any(flags) if isinstance(flags, list | tuple) else bool(flags)
 
 
 def _check_options(dtype: str, batch_size: int | str, padding_side: str) -> None:

@@ -72,27 +72,38 @@ def run_generations(backend, requests: list[Generate]) -> Iterator[tuple[int, Re
     """Yield (index, response) for each request, batch by batch."""
     encoded = [backend.encode(*backend.render(r.prompt)) for r in requests]
     ok = yield from _over_the_context(backend, requests, encoded)
-    prompts = [encoded[i] for i in ok]
-    budget = lambda node: max((requests[ok[j]].max_tokens for j in node.ends), default=0)  # noqa: E731
+    kept, prompts = [requests[i] for i in ok], [encoded[i] for i in ok]
+    budget = lambda node: max((kept[j].max_tokens for j in node.ends), default=0)  # noqa: E731
 
     def width(node: PrefixNode, n: int) -> int:
         return row_width(n, budget(node)) if node.ends else _padded(n)
 
-    steps = [STEP_COST * requests[i].max_tokens for i in ok]  # a batch of its own may cost these
+    steps = [STEP_COST * r.max_tokens for r in kept]  # what a decode batch of its own may cost
     tree = hf_tree.plan(backend, prompts, width, budget, steps)
     if one_at_a_time_reason(backend) or not hf_tree.fits_window(backend, tree, width, budget):
-        for j, response in _one_at_a_time(backend, [requests[i] for i in ok], prompts):
-            yield ok[j], response
-        return
-    for batch in hf_tree.walk(backend, tree, prompts, width, budget):
-        ends = [(k, j) for k, node in enumerate(batch.nodes) for j in node.ends]
-        for stop in sorted({requests[ok[j]].stop for _, j in ends}):
-            same = [(k, j) for k, j in ends if requests[ok[j]].stop == stop]
-            index = backend.torch.tensor([k for k, _ in same], device=backend.device)
-            responses = _decode(backend, [requests[ok[j]] for _, j in same],
-                                [prompts[j] for _, j in same], batch.rows.gather(index),
-                                batch.logits[index].argmax(-1))
-            yield from zip([ok[j] for _, j in same], responses)
+        answered = _one_at_a_time(backend, kept, prompts)
+    else:
+        answered = (answer for batch in hf_tree.walk(backend, tree, prompts, width, budget)
+                    for answer in _decode_ends(backend, batch, kept, prompts))
+    for j, response in answered:
+        yield ok[j], response
+
+
+def _decode_ends(backend, batch: hf_tree.Batch, requests: list[Generate],
+                 prompts: list[list[int]]) -> Iterator[tuple[int, Response]]:
+    """Decode the prompts that end at the batch's nodes, a decode batch per stop tuple."""
+    ends = [(k, j) for k, node in enumerate(batch.nodes) for j in node.ends]
+    for stop in sorted({requests[j].stop for _, j in ends}):
+        same = [(k, j) for k, j in ends if requests[j].stop == stop]
+        picks = [k for k, _ in same]
+        index = backend.torch.tensor(picks, device=backend.device)
+        # decode in the batch's own cache when nothing else reads it (no copy of it held)
+        whole = picks == list(range(len(batch.nodes))) and not any(
+            node.children for node in batch.nodes)
+        rows = batch.rows if whole else batch.rows.gather(index)
+        responses = _decode(backend, [requests[j] for _, j in same], [prompts[j] for _, j in same],
+                            rows, batch.logits[index].argmax(-1))
+        yield from zip([j for _, j in same], responses)
 
 
 def _over_the_context(backend, requests: list[Generate], encoded: list[list[int]]):
