@@ -93,14 +93,15 @@ def _decode_ends(backend, batch: hf_tree.Batch, requests: list[Generate],
                  prompts: list[list[int]]) -> Iterator[tuple[int, Response]]:
     """Decode the prompts that end at the batch's nodes, a decode batch per stop tuple."""
     ends = [(k, j) for k, node in enumerate(batch.nodes) for j in node.ends]
-    for stop in sorted({requests[j].stop for _, j in ends}):
+    stops = sorted({requests[j].stop for _, j in ends})
+    for stop in stops:
         same = [(k, j) for k, j in ends if requests[j].stop == stop]
         picks = [k for k, _ in same]
         index = backend.torch.tensor(picks, device=backend.device)
-        # decode in the batch's own cache when nothing else reads it (no copy of it held)
-        whole = picks == list(range(len(batch.nodes))) and not any(
-            node.children for node in batch.nodes)
-        rows = batch.rows if whole else batch.rows.gather(index)
+        # decode in the batch's own cache when nothing else will read it (no copy of it held)
+        alone = len(stops) == 1 and not any(node.children for node in batch.nodes)
+        rows = batch.rows if alone and picks == list(range(len(batch.nodes))) \
+            else batch.rows.gather(index)
         responses = _decode(backend, [requests[j] for _, j in same], [prompts[j] for _, j in same],
                             rows, batch.logits[index].argmax(-1))
         yield from zip([j for _, j in same], responses)
