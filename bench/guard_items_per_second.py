@@ -1,9 +1,11 @@
 """Guard prompt classification: items/s with prefix reuse on vs off, side by side in one run.
 
 The model is a seeded random Llama of SmolLM2-135M's shape at reduced depth (4 layers) around
-the real SmolLM2 tokenizer from ../shared. The items are XSTest's 450 prompts; every guard
-request shares the guard template's long prefix, which prefix reuse forwards once. The two
-backends alternate over several repetitions and the medians are compared. Scores must agree.
+the real SmolLM2 tokenizer from ../shared. The items are XSTest's 450 prompts; the guard's
+requests form a prefix tree (the template's preamble, each item, then each policy or stage),
+which prefix reuse forwards node by node, each shared prefix once. The two backends warm up on
+four items, then alternate over several repetitions and the medians are compared. Scores must
+agree.
 
 Also printed: the prompt tokens forwarded with reuse on, against the unique-token bound (every
 distinct token prefix of all the requests' prompts forwarded once: the node count of their
