@@ -31,6 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
+from lm_eval_peer import LOCAL_JSONL  # noqa: E402
 from tiny_models import SHARED, make_model  # noqa: E402
 from whole_process import timed  # noqa: E402
 
@@ -39,17 +40,7 @@ EXPLANATION = "逐一比較各選項，({answer}) 最符合題意。"
 
 # lm-eval's view of the TMLU CoT prompt (localeval.tasks.prompts, style "tmlu", cot=True):
 # description + shots joined by "\n\n" + "\n\n" + query, a shot being doc_to_text + its target.
-TASK_YAML = """task: {task}
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    dev: {data}/dev.jsonl
-    test: {data}/test.jsonl
-test_split: test
-fewshot_split: dev
-fewshot_config:
-  sampler: first_n
-output_type: generate_until
+TASK_YAML = "task: {task}\n" + LOCAL_JSONL + """output_type: generate_until
 description: "以下選擇題為出自臺灣的考題，答案為其中一個選項。\\n\\n"
 doc_to_text: "問題：{{{{question}}}}\\n(A) {{{{A}}}}\\n(B) {{{{B}}}}\\n(C) {{{{C}}}}\\n(D) {{{{D}}}}\\n讓我們一步一步思考。\\n"
 doc_to_target: "{{{{explanation}}}}\\n正確答案：({{{{answer}}}})"

@@ -43,8 +43,9 @@ def write_task_configs(folder: Path, data: Path, subjects: list[str]) -> list[st
 
 # lm-eval's tmmluplus format (_tmmluplus_template_yaml and tmmluplus_<subject>.yaml, 0.4.13),
 # reading a local dev.jsonl + test.jsonl in TMMLU+'s columns (question, A-D, answer).
-TMMLUPLUS_YAML = """task: local_tmmluplus_{subject}
-dataset_path: json
+# A task's data from a local folder's dev.jsonl and test.jsonl, the shots taken from dev in order
+# (for str.format: ``{data}`` is the folder). The generation benchmark's task uses it too.
+LOCAL_JSONL = """dataset_path: json
 dataset_kwargs:
   data_files:
     dev: {data}/dev.jsonl
@@ -53,7 +54,9 @@ test_split: test
 fewshot_split: dev
 fewshot_config:
   sampler: first_n
-output_type: multiple_choice
+"""
+
+TMMLUPLUS_YAML = "task: local_tmmluplus_{subject}\n" + LOCAL_JSONL + """output_type: multiple_choice
 description: "以下為{name}的單選題，請提供正確答案的選項。\\n\\n"
 doc_to_text: "{{{{question.strip()}}}}\\nA. {{{{A}}}}\\nB. {{{{B}}}}\\nC. {{{{C}}}}\\nD. {{{{D}}}}\\nAnswer:"
 doc_to_choice: ["A", "B", "C", "D"]
