@@ -79,8 +79,10 @@ def run_generations(backend, requests: list[Generate]) -> Iterator[tuple[int, Re
         return row_width(n, budget(node)) if node.ends else _padded(n)
 
     steps = [STEP_COST * r.max_tokens for r in kept]  # what a decode batch of its own may cost
-    tree = hf_tree.plan(backend, prompts, width, budget, steps)
-    if one_at_a_time_reason(backend) or not hf_tree.fits_window(backend, tree, width, budget):
+    # the batched plan only where batches can decode (the fallback walks a tree of its own)
+    tree = None if one_at_a_time_reason(backend) else hf_tree.plan(backend, prompts, width,
+                                                                   budget, steps)
+    if tree is None or not hf_tree.fits_window(backend, tree, width, budget):
         answered = _one_at_a_time(backend, kept, prompts)
     else:
         answered = (answer for batch in hf_tree.walk(backend, tree, prompts, width, budget)
