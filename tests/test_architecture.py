@@ -17,12 +17,13 @@ LAYERS = [
     {"analysis", "guards"},
     {"tasks"},
     {"store"},
-    {"run", "report"},
-    {"compare"},
+    {"report"},
+    {"views"},
+    {"run"},
     {"api"},
     {"tools"},
     {"demo"},
-    {"cli", "cli_tools", "cli_options", "cli_research"},
+    {"cli"},
     {"__init__"},
 ]
 MAX_COMPLEXITY = 15  # radon's cyclomatic complexity, per function

@@ -1,4 +1,4 @@
-"""Our eager attention (backends/attention.py) against transformers' eager, on every architecture
+"""Our eager attention (backends/hf/attention.py) against transformers' eager, on every architecture
 it applies to: a padded batch's logits bit for bit, a decode step's (one query row per head,
 where the stacked group multiplies differently) within float32 rounding."""
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 import transformers
 
-from localeval.backends import attention
+from localeval.backends.hf import attention
 
 SMALL = dict(vocab_size=500, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
              num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=256)

@@ -12,7 +12,7 @@ import pytest
 
 import localeval.run
 from localeval.cli import main
-from localeval.cli_options import _model_args
+from localeval.cli.values import model_args as _model_args
 
 CLI = [sys.executable, "-m", "localeval.cli"]
 

@@ -441,7 +441,8 @@ def test_xguard_judges_the_translation_through_the_cache(tiny_translator, tmp_pa
 
 
 def test_guard_options_from_the_command_line():
-    from localeval.cli import _parser, _task_options
+    from localeval.cli import parser as _parser
+    from localeval.cli import task_options as _task_options
 
     args = _parser().parse_args([
         "run", "--task", "sea-safeguard", "--model", "hf:x", "--guard", "shieldgemma",

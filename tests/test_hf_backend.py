@@ -3,9 +3,9 @@
 import pytest
 from tiny_models import make_model
 
-from localeval.backends import hf_tree
 from localeval.backends.base import Generate, ScoreNext
 from localeval.backends.hf import HFBackend
+from localeval.backends.hf import tree as hf_tree
 
 SHARED_HEAD = ("以下是关于农学的单项选择题，请直接给出正确答案的选项。\n\n"
                + "牛的发情周期平均为\nA. 16～17天\nB. 21天\nC. 28天\nD. 19～20天\n答案： B\n\n" * 3)

@@ -1,4 +1,4 @@
-"""Batched greedy decoding (backends/hf_generate.py) must not change what is generated: the same
+"""Batched greedy decoding (backends/hf/generate.py) must not change what is generated: the same
 text and token ids at any batch size, with left or right padding, and the same as a plain
 one-prompt-at-a-time ``model.generate``."""
 
@@ -7,9 +7,9 @@ import json
 import pytest
 from tiny_models import SHARED, make_model
 
-from localeval.backends import hf_generate
 from localeval.backends.base import Generate
 from localeval.backends.hf import HFBackend
+from localeval.backends.hf import generate as hf_generate
 from localeval.data.items import MCQItem
 from localeval.tasks.prompts import PromptConfig, build_prompt
 

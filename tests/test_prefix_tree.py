@@ -1,10 +1,10 @@
-"""The prefix-tree planner (backends/prefix.py), checked against a brute-force count of distinct
+"""The prefix-tree planner (backends/hf/prefix.py), checked against a brute-force count of distinct
 prefixes and against hand-drawn trees."""
 
 import math
 import random
 
-from localeval.backends.prefix import forwarded_tokens, plan_prefix_tree
+from localeval.backends.hf.prefix import forwarded_tokens, plan_prefix_tree
 
 
 def unique_token_bound(seqs) -> int:

@@ -12,11 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from .backends.base import Backend
-from .compare import compare_mcq_runs, compare_runs, compare_safety_runs
+from .backends.config import BackendConfig
 from .report.html import write_report
 from .run import run_task
 from .store.runs import RunRecord, load_run
-from .tasks.registry import make_task
+from .tasks.options import options_doc
+from .tasks.registry import make_task, task_kinds
+from .views.mcq import compare_mcq_runs
+from .views.safety import compare_runs, compare_safety_runs
 
 __all__ = ["compare_mcq_runs", "compare_runs", "compare_safety_runs", "evaluate",
            "load_results", "write_report"]
@@ -24,28 +27,45 @@ __all__ = ["compare_mcq_runs", "compare_runs", "compare_safety_runs", "evaluate"
 
 def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
              output: str | Path | None = None, cache: str | Path | None = None,
-             backend_options: dict | None = None, quiet: bool = False,
+             backend_options: BackendConfig | dict | None = None,
+             role_options: dict[str, BackendConfig | dict] | None = None, quiet: bool = False,
              command: list[str] | None = None, overwrite: bool = False,
              store: str | Path | bool | None = None, **options) -> RunRecord:
     """Evaluate ``model`` on ``task`` and (with ``output``) write the run folder.
 
     ``model`` is a backend spec such as ``hf:Qwen/Qwen2.5-7B-Instruct``, ``hf:/path/to/model``
     or ``openai:<served name>``, or a backend object; None only for a task with a model of its
-    own (a safeguard task with ``guard="embedding:<file>"``). ``cache`` is a SQLite file of finished
-    requests (resume after a kill). ``options`` are the task's own (``localeval tasks`` lists
-    the tasks): for multiple-choice tasks ``data``, ``subjects``, ``shots``, ``method``, ``cot``,
-    ``prompt_style``, ``chat``, ``system``, ``max_tokens``, ``limit``, ``dataset_revision``
-    (:class:`localeval.tasks.mcq.MCQTask`); for safeguard tasks ``guard``, ``guard_options``,
-    ``data``, ``subsets``, ``langs``, ``classify``, ``sensitive``, ``limit``,
-    ``dataset_revision``, ``n_resamples``, ``calibrate_on``
-    (:class:`localeval.tasks.safeguard.SafeguardTask`). ``output`` that holds a run with
-    other settings is refused unless ``overwrite``; with the same settings the run resumes.
-    A finished run with a folder is recorded in the results store (``store``: a path, else
-    ``$LOCALEVAL_STORE`` or ``$XDG_DATA_HOME/localeval/results.sqlite``; False: not recorded).
+    own (a safeguard task with ``guard="embedding:<file>"``). ``backend_options`` (a
+    :class:`~localeval.backends.config.BackendConfig` or a dict of its fields) apply to every
+    model of the run whose backend takes them; ``role_options`` override them for one second
+    model, by role (``{"judge": {"device": "cuda:1"}}``; the judge of ``llm-safety``, X-Guard's
+    ``translator``). ``cache`` is a SQLite file of finished requests (resume after a kill).
+    ``output`` that holds a run with other settings is refused unless ``overwrite``; with the
+    same settings the run resumes. A finished run with a folder is recorded in the results
+    store (``store``: a path, else ``$LOCALEVAL_STORE`` or
+    ``$XDG_DATA_HOME/localeval/results.sqlite``; False: not recorded).
+
+    ``options`` are the task's own (``localeval tasks`` lists the tasks); a name the task does
+    not have is an error. By kind of task:
+
+    {options}
     """
     return run_task(make_task(task, **options), model, output=output, cache=cache,
-                    backend_options=backend_options, quiet=quiet, command=command,
-                    overwrite=overwrite, store=store)
+                    backend_options=backend_options, role_options=role_options, quiet=quiet,
+                    command=command, overwrite=overwrite, store=store)
+
+
+def _options_doc() -> str:
+    """Every task kind's options, from their declarations (tasks.options)."""
+    parts = []
+    for cls in task_kinds():
+        title = (cls.Options.__doc__ or cls.__name__).strip().split("\n")[0]
+        lines = options_doc(cls.Options).replace("\n", "\n    - ")
+        parts.append(f"{title}\n\n    - {lines}")
+    return "\n\n    ".join(parts)
+
+
+evaluate.__doc__ = evaluate.__doc__.replace("{options}", _options_doc())
 
 
 def load_results(folder: str | Path) -> RunRecord:

@@ -7,27 +7,25 @@ requests through the cache with a progress bar, score, summarise, and keep the t
 
 from __future__ import annotations
 
-import math
-import os
 import platform
 import sqlite3
 import sys
-import threading
 import time
-from collections.abc import Callable
-from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .backends.base import Backend, Request, Response, distinct
-from .backends.registry import load_backend, parse_backend_spec, preflight
+from .backends.base import Backend
+from .backends.config import BackendConfig
+from .backends.registry import load_backend, parse_backend_spec
+from .backends.roles import Model, preflight_models, resolve_models
 from .errors import LocalevalError
-from .progress import progress_bar
-from .store.cache import RequestCache
+from .store.executor import CachedExecutor, open_cache
 from .store.runs import (
     RunRecord,
     check_output_folder,
     check_same_run,
+    finite,
     now,
     run_folder_lock,
     save_run,
@@ -36,28 +34,44 @@ from .store.runs import (
 from .tasks.base import Task
 from .version import __version__
 
-CHUNK = 512  # requests per backend call: big enough for prefix sharing, small enough to lose little
-
 
 def run_task(task: Task, model: str | Backend | None, *, output: str | Path | None = None,
-             cache: str | Path | None = None, backend_options: dict | None = None,
+             cache: str | Path | None = None,
+             backend_options: BackendConfig | dict | None = None,
+             role_options: dict[str, BackendConfig | dict] | None = None,
              quiet: bool = False, command: list[str] | None = None,
              overwrite: bool = False, store: str | Path | bool | None = None) -> RunRecord:
     """Run ``task`` on ``model`` (a backend spec such as ``hf:/path`` or a backend object) and,
     with ``output``, keep the run folder; ``cache`` is the SQLite file of finished requests.
-    ``model`` None: the task's own (an embedding guard's embedder). A folder that holds a run
-    with other settings is refused unless ``overwrite``; with the same settings it is a rerun.
-    Every check (model spec, folder, data, options) comes before the model loads. A finished
-    run with a folder is recorded in the results store (``store``: its path, None for the
-    default, False for none)."""
-    model = choose_model(task, model)
-    if output:
-        check_output_folder(Path(output))
-    with run_folder_lock(Path(output) if output else None):
-        record = _run(task, model, output, cache, backend_options, quiet, command, overwrite)
+    ``model`` None: the task's own (an embedding guard's embedder). ``backend_options`` apply to
+    every model of the run whose backend takes them; ``role_options`` override them for one
+    second model (``{"judge": {"device": "cpu"}}``). A folder that holds a run with other
+    settings is refused unless ``overwrite``; with the same settings it is a rerun. Every check
+    (model specs and options, folder, data, task options) comes before any model loads. A
+    finished run with a folder is recorded in the results store (``store``: its path, None for
+    the default, False for none)."""
+    target = choose_model(task, model)
+    models = resolve_models(target, BackendConfig.of(backend_options), task.model_roles(),
+                            role_options)
+    place = RunPlace(Path(output) if output else None, cache, overwrite, command, quiet)
+    if place.folder:
+        check_output_folder(place.folder)
+    with run_folder_lock(place.folder):
+        record = _run(task, models, place)
     if record.folder and store is not False:
         _record_in_store(record, store if store is not True else None)
     return record
+
+
+@dataclass(frozen=True)
+class RunPlace:
+    """Where a run keeps what it makes, and how it reports."""
+
+    folder: Path | None
+    cache: str | Path | None
+    overwrite: bool
+    command: list[str] | None
+    quiet: bool
 
 
 def _record_in_store(record: RunRecord, store: str | Path | None) -> None:
@@ -72,22 +86,27 @@ def _record_in_store(record: RunRecord, store: str | Path | None) -> None:
               f"{store_path(store)} could not record it ({e})", file=sys.stderr)
 
 
-def _run(task: Task, model: str | Backend, output: str | Path | None, cache, backend_options,
-         quiet: bool, command, overwrite: bool) -> RunRecord:
-    items = checked_items(task, model, output, backend_options, overwrite)
-    backend = load_backend(model, **(backend_options or {})) if isinstance(model, str) else model
+def _run(task: Task, models: list[Model], place: RunPlace) -> RunRecord:
+    items = checked_items(task, models, place)
+    backend = _load(models[0])
+    roles = RoleModels(models[1:])
     planned = task.plan(items, backend)
-    config = {**run_provenance(command), **task.describe(),
-              "model": model if isinstance(model, str) else None, "backend": backend.identity}
-    record = RunRecord(config, folder=Path(output) if output else None, started_at=now())
+    config = {**run_provenance(place.command), **task.describe(),
+              "model": models[0].named, "backend": backend.identity}
+    if roles.models:
+        config["model_roles"] = {m.role: m.settings() for m in roles.models}
+    record = RunRecord(config, folder=place.folder, started_at=now())
     if record.folder:
         write_config(record)
     try:
         started = time.perf_counter()
-        with open_cache(cache) as store:
-            execute = CachedExecutor(backend, store, quiet, task.progress_unit)
+        with open_cache(place.cache) as store:
+            execute = CachedExecutor(backend, store, place.quiet, task.progress_unit,
+                                     roles=roles)
             answers = task.respond(planned, execute)
         elapsed = time.perf_counter() - started
+        if roles.loaded:
+            record.config["role_backends"] = {r: b.identity for r, b in roles.loaded.items()}
         samples = [task.score(p, a) for p, a in zip(planned, answers, strict=True)]
         results = task.summarise(samples)
     except BaseException as e:
@@ -97,7 +116,7 @@ def _run(task: Task, model: str | Backend, output: str | Path | None, cache, bac
                          **execute.counts}
     record.results, record.samples = finite(results), samples
     record.status, record.finished_at = "finished", now()
-    if not quiet:
+    if not place.quiet:
         for warning in record.results.get("warnings", []):
             print(f"warning: {warning}", file=sys.stderr)
     if record.folder:
@@ -105,16 +124,47 @@ def _run(task: Task, model: str | Backend, output: str | Path | None, cache, bac
     return record
 
 
-def checked_items(task: Task, model: str | Backend, output: str | Path | None,
-                  backend_options: dict | None, overwrite: bool) -> list:
-    """The task's items, after every check that needs no model: where the model comes from, the
-    data and options, and (for a folder that holds a run) its settings."""
-    if isinstance(model, str):
-        preflight(model, **(backend_options or {}))
+def load_model(spec: str, config: BackendConfig | None = None, role: str = "model") -> Backend:
+    """A model outside a task's run (the dataset tools' embedder and response model), with the
+    same checks before it loads as a run's models."""
+    (model,) = resolve_models(spec, config or BackendConfig(), {})
+    preflight_models([Model(role, spec, model.config)])
+    return _load(model)
+
+
+def _load(model: Model) -> Backend:
+    return load_backend(model.spec, config=model.config) if model.named else model.spec
+
+
+class RoleModels:
+    """The run's second models, each loaded when the task first asks for it (a rerun whose
+    judge or translator requests are all cached may still load it: its identity keys the
+    cache, as the run's own model's does)."""
+
+    def __init__(self, models: list[Model]):
+        self.models = models
+        self.loaded: dict[str, Backend] = {}
+
+    def get(self, role: str) -> Backend | None:
+        if role not in self.loaded:
+            model = next((m for m in self.models if m.role == role), None)
+            if model is None:
+                return None
+            self.loaded[role] = _load(model)
+        return self.loaded[role]
+
+
+def checked_items(task: Task, models: list[Model], place: RunPlace) -> list:
+    """The task's items, after every check that needs no model: where each model comes from
+    and its options, the data and task options, and (for a folder that holds a run) its
+    settings."""
+    preflight_models(models)
     items = task.load()
-    if output:
-        check_same_run(Path(output), {**task.describe(), "model": model if isinstance(model, str)
-                                      else None}, overwrite)
+    if place.folder:
+        settings = {**task.describe(), "model": models[0].named}
+        if len(models) > 1:
+            settings["model_roles"] = {m.role: m.settings() for m in models[1:]}
+        check_same_run(place.folder, settings, place.overwrite)
     return items
 
 
@@ -132,103 +182,6 @@ def choose_model(task: Task, model: str | Backend | None) -> str | Backend:
             raise LocalevalError(f"this guard runs on its own model ({own}); leave out --model "
                                  f"or name another {parse_backend_spec(own)[0]}: model")
     return model
-
-
-class CachedExecutor:
-    """``execute(requests)``: finished requests are read back from the cache and the rest run
-    on the backend, which reports each response as it finishes (``progress(i, response)``);
-    each is stored at once (:class:`CacheWriter`), so a killed run resumes where it stopped,
-    losing at most the requests in flight. ``on(other)`` runs another backend (a guard's helper
-    model) through the same cache."""
-
-    def __init__(self, backend: Backend, cache: RequestCache | None, quiet: bool, unit: str,
-                 counts: dict[str, int] | None = None):
-        self.backend, self.cache, self.quiet, self.unit = backend, cache, quiet, unit
-        # Requests read back from the cache, and run (on any backend): the run's timing.
-        self.counts = counts if counts is not None else {"requests_cached": 0, "requests_run": 0}
-
-    def on(self, backend: Backend) -> CachedExecutor:
-        return CachedExecutor(backend, self.cache, self.quiet, self.unit, self.counts)
-
-    def __call__(self, requests: list[Request]) -> list[Response]:
-        backend, cache = self.backend, self.cache
-        responses = (cache.get_many(backend.identity, requests) if cache
-                     else [None] * len(requests))
-        missing = [i for i, r in enumerate(responses) if r is None]
-        firsts, where = distinct([requests[i] for i in missing])  # identical ones run once
-        todo = [missing[f] for f in firsts]
-        copies = [(i, todo[w]) for i, w in zip(missing, where, strict=True) if i != todo[w]]
-        self.counts["requests_run"] += len(todo)
-        self.counts["requests_cached"] += len(requests) - len(todo) - len(copies)
-        with progress_bar(self.unit, total=len(requests), done=len(requests) - len(todo),
-                          quiet=self.quiet) as advance, \
-                CacheWriter(cache, backend.identity) as writer:
-            for start in range(0, len(todo), CHUNK):
-                part = todo[start : start + CHUNK]
-                report = _reporter(part, requests, responses, writer, advance)
-                out = backend.run([requests[i] for i in part], progress=report)
-                for k, (i, resp) in enumerate(zip(part, out, strict=True)):
-                    if responses[i] is None:  # a backend that did not report this one
-                        report(k, resp)
-        for i, same in copies:
-            responses[i] = responses[same]
-        return responses
-
-
-def _reporter(part: list[int], requests: list[Request], responses: list, writer: CacheWriter,
-              advance) -> Callable:
-    """The ``progress`` callback a backend gets: ``progress(k, response)`` as its k-th request
-    finishes (from any thread). An old-style ``progress(n)`` only moves the bar."""
-    def report(k: int, response: Response | None = None) -> None:
-        if response is None:
-            advance(k)
-            return
-        i = part[k]
-        responses[i] = response
-        writer.add(requests[i], response)
-        advance(1)
-    return report
-
-
-class CacheWriter:
-    """Stores finished responses in the cache in small batches: at least every ``interval``
-    seconds or ``batch`` responses, and whatever is left on exit (even on an exception, so a
-    Ctrl-C keeps what finished). Thread-safe: backends report from worker threads."""
-
-    def __init__(self, cache: RequestCache | None, identity: dict, batch: int = 64,
-                 interval: float | None = None):
-        if interval is None:  # a kill loses at most this many seconds of finished requests
-            interval = float(os.environ.get("LOCALEVAL_CACHE_COMMIT_SECONDS", 1.0))
-        self.cache, self.identity, self.batch, self.interval = cache, identity, batch, interval
-        self.pending: list[tuple[Request, Response]] = []
-        self.lock = threading.Lock()
-        self.last = time.monotonic()
-
-    def add(self, request: Request, response: Response) -> None:
-        if self.cache is None:
-            return
-        with self.lock:
-            self.pending.append((request, response))
-            due = len(self.pending) >= self.batch or \
-                time.monotonic() - self.last >= self.interval
-        if due:
-            self.flush()
-
-    def flush(self) -> None:
-        with self.lock:
-            pairs, self.pending, self.last = self.pending, [], time.monotonic()
-        if pairs and self.cache is not None:
-            self.cache.put_many(self.identity, pairs)
-
-    def __enter__(self) -> CacheWriter:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.flush()
-
-
-def open_cache(path: str | Path | None) -> RequestCache | nullcontext:
-    return RequestCache(path) if path else nullcontext()
 
 
 def _fail(record: RunRecord, error: BaseException) -> None:
@@ -264,14 +217,3 @@ def _package_versions() -> dict:
         except PackageNotFoundError:
             pass
     return out
-
-
-def finite(value: Any) -> Any:
-    """NaN and infinities become None (JSON has no NaN)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [finite(v) for v in value]
-    return value

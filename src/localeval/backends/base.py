@@ -156,6 +156,14 @@ class Backend(Protocol):
 Execute = Callable[[list[Request]], list[Response]]
 
 
+def execute_role(execute: Execute, role: str) -> Execute | None:
+    """The run's ``execute`` for the model of ``role`` (a judge, a translator): its requests go
+    through the run's cache under that model's identity. None outside a run, or for a role the
+    run has no model for."""
+    get = getattr(execute, "role", None)
+    return get(role) if get else None
+
+
 def execute_on(execute: Execute, backend: Backend) -> Execute:
     """An ``execute`` for another backend (a helper model, such as X-Guard's translator): the
     run's cache and progress when the run's ``execute`` offers them (``execute.on``), else the

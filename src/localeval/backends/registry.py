@@ -6,11 +6,13 @@ Kept apart from :mod:`.base` so the protocol module imports no backend: each bac
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 
 from ..errors import LocalevalError
 from .base import Backend
+from .config import BackendConfig
 
 # kind -> (module under localeval.backends, class name)
 BACKENDS: dict[str, tuple[str, str]] = {
@@ -34,9 +36,36 @@ def parse_backend_spec(spec: str) -> tuple[str, str]:
     return kind, target
 
 
-def preflight(spec: str, **options) -> None:
-    """Cheap checks of ``spec`` before any data or model loads (see :mod:`.hub`)."""
+def backend_class(spec: str) -> type:
+    """The class of ``kind:target``'s backend (its module imports nothing heavy at import)."""
+    kind, _ = parse_backend_spec(spec)
+    module, name = BACKENDS[kind]
+    return getattr(importlib.import_module(f"{__package__}.{module}"), name)
+
+
+def taken_options(spec: str) -> list[str]:
+    """The :class:`BackendConfig` fields the backend of ``spec`` takes (its constructor's)."""
+    accepted = inspect.signature(backend_class(spec)).parameters
+    return [f.name for f in dataclasses.fields(BackendConfig) if f.name in accepted]
+
+
+def check_options(spec: str, config: BackendConfig, role: str = "the model") -> None:
+    """A config field set for a backend that does not take it is one clear error."""
+    taken = taken_options(spec)
+    stray = [name for name in config.changed() if name not in taken]
+    if stray:
+        flags = ", ".join("--" + name.replace("_", "-") for name in stray)
+        raise LocalevalError(f"{flags}: not an option of the {parse_backend_spec(spec)[0]} "
+                             f"backend of {role} ({spec}); it takes: "
+                             f"{', '.join(taken) or 'none'}")
+
+
+def preflight(spec: str, config: BackendConfig | None = None, role: str = "the model") -> None:
+    """Cheap checks of ``spec`` and its options before any data or model loads (see
+    :mod:`.hub`)."""
+    config = config or BackendConfig()
     kind, target = parse_backend_spec(spec)
+    check_options(spec, config, role)
     if kind == "st":
         from .embedding import PACKAGED
 
@@ -45,17 +74,15 @@ def preflight(spec: str, **options) -> None:
     if kind in ("hf", "hf-seq2seq", "st"):
         from .hub import check_model_source
 
-        check_model_source(target, options.get("revision"))
+        check_model_source(target, config.revision)
 
 
-def load_backend(spec: str, **options) -> Backend:
-    """Make a backend from ``kind:target``, e.g. ``hf:Qwen/Qwen2.5-7B-Instruct`` or ``hf:/models/x``.
-
-    Every option is offered to every backend (the CLI passes them all); each takes the ones its
-    constructor has, and ``None`` means "the backend's default".
-    """
-    kind, target = parse_backend_spec(spec)
-    module, name = BACKENDS[kind]
-    cls = getattr(importlib.import_module(f"{__package__}.{module}"), name)
-    accepted = inspect.signature(cls).parameters
-    return cls(target, **{k: v for k, v in options.items() if k in accepted and v is not None})
+def load_backend(spec: str, config: BackendConfig | None = None) -> Backend:
+    """Make a backend from ``kind:target``, e.g. ``hf:Qwen/Qwen2.5-7B-Instruct`` or
+    ``hf:/models/x``, with the fields of ``config`` its constructor takes (None values mean
+    "the backend's default")."""
+    config = config or BackendConfig()
+    _, target = parse_backend_spec(spec)
+    cls = backend_class(spec)
+    taken = {name: getattr(config, name) for name in taken_options(spec)}
+    return cls(target, **{k: v for k, v in taken.items() if v is not None})

@@ -67,6 +67,12 @@ class Guard(ABC):
     # The options the guard was made with (recorded in the run's config.json).
     options: Mapping[str, Any] = {}
 
+    def model_roles(self) -> dict[str, str]:
+        """Second models the guard needs beside the run's, by role (X-Guard's translator): the
+        run checks each before any model loads, loads it with its own options, records it in
+        config.json and hands it to :meth:`classify` as ``execute_role(execute, role)``."""
+        return {}
+
     @abstractmethod
     def classify(self, conversations: Sequence[Conversation],
                  execute: Execute) -> list[GuardVerdict]:

@@ -11,8 +11,8 @@ Template source: the only published usage we found is the paper's own code, panu
 
 What we do. Step 1 runs on the ``hf-seq2seq`` backend (``translator``, default
 ``saillab/mbart-x-guard``, forcing ``en_XX`` first as IRIS ``get_translation`` does; any HF
-seq2seq model can be named, ``translator=None`` skips the step), through the run's cache like
-every other request; a failed translation fails the item. Step 2 judges the English text. It
+seq2seq model can be named, ``translator=None`` skips the step): the run's ``translator`` model
+role, checked before any model loads and run through the run's cache like every other request; a failed translation fails the item. Step 2 judges the English text. It
 gets the assistant message ``\\n <think>`` as a prefill (IRIS passes it to
 ``apply_chat_template(..., add_generation_prompt=True)``, which closes it as a finished turn and
 opens a new assistant turn; we treat it as the start of the answer, which is what the message
@@ -30,7 +30,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..backends.base import Execute, Generate, Request, Response, ScoreNext, execute_on
+from ..backends.base import (
+    Execute,
+    Generate,
+    Request,
+    Response,
+    ScoreNext,
+    execute_on,
+    execute_role,
+)
 from .base import Conversation, GuardVerdict
 from .staged import StagedGuard, binary_verdict
 
@@ -60,7 +68,8 @@ class XGuard(StagedGuard):
             return super().classify(conversations, execute)
         for c in conversations:
             self._check_response_allowed(c.response)
-        translate = execute_on(execute, self._translation_model())
+        translate = execute_role(execute, "translator") or \
+            execute_on(execute, self._translation_model())
         done = translate([Generate(c.prompt, max_tokens=self.translation_tokens)
                           for c in conversations])
         ok = [i for i, r in enumerate(done) if r.error is None and r.text is not None]
@@ -71,7 +80,12 @@ class XGuard(StagedGuard):
                 GuardVerdict(None, f"translation failed: {done[i].error or 'no text'}")
                 for i in range(len(conversations))]
 
+    def model_roles(self) -> dict[str, str]:
+        return {"translator": f"hf-seq2seq:{self.translator}"} if self.translator else {}
+
     def _translation_model(self):
+        """The translator outside a run (a guard used on its own); a run hands its translator
+        role to :meth:`classify` instead, checked and loaded with the user's options."""
         from ..backends.registry import load_backend
 
         if self._translation_backend is None:

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 
 from rich.table import Table
 
-FORMATS = ("md", "latex", "csv")
-
 
 @dataclass(frozen=True)
 class PlainTable:
@@ -33,25 +31,10 @@ class PlainTable:
 
 
 def run_tables(results: dict) -> list[PlainTable]:
-    """The tables of a run, chosen by its results' schema, in report order."""
-    schema = str(results.get("schema", ""))
-    if schema.startswith("localeval.safety/"):
-        from .safety_tables import safety_tables
+    """The tables of a run, as its task kind's view has them, in report order."""
+    from ..tasks.registry import view_for
 
-        tables = safety_tables(results)[0]
-    elif schema.startswith("localeval.contamination/"):
-        from .contamination_tables import contamination_tables
-
-        tables = contamination_tables(results)
-    elif schema.startswith("localeval.llm-safety/"):
-        from .llm_safety_tables import llm_safety_tables
-
-        tables = llm_safety_tables(results)
-    else:
-        from .mcq_tables import mcq_tables
-
-        tables = mcq_tables(results)
-    return [plain(t) for t in tables]
+    return [plain(t) for t in view_for(results).tables(results)]
 
 
 def _text(value) -> str:

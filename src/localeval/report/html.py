@@ -2,8 +2,8 @@
 ``localeval run`` and by ``localeval report``), or one file comparing several runs.
 
 It reads the run folder only (config.json, results.json, samples.jsonl) and recomputes nothing:
-tables are the console's (:func:`report.export.run_tables`), figures are drawn from results.json
-(:mod:`.figures`), and the sample browser shows samples.jsonl (:mod:`.browser`). Styles, script,
+tables are the console's (:func:`report.export.run_tables`), figures are the view's of the run's
+task kind, drawn from results.json (:mod:`.figures`), and the sample browser shows samples.jsonl (:mod:`.browser`). Styles, script,
 figures (inline SVG) and data are all inside the file: it opens offline, makes no request, and
 prints. Figures are also saved as PNG and SVG in ``<report stem>_figures/`` beside it.
 """
@@ -21,8 +21,8 @@ from ..store.runs import RunRecord, load_run
 from ..version import __version__
 from .browser import browser_data, script_json
 from .cells import short_model
-from .export import PlainTable, plain, run_tables
-from .figures import SAFETY_FIGURES, Figure, mcq_comparison_figure, mcq_figures
+from .export import PlainTable, run_tables
+from .figures import Figure
 from .headline import headline
 
 SECTIONS = (("summary", "Summary"), ("provenance", "Provenance"), ("tables", "Tables"),
@@ -179,12 +179,9 @@ def _tables(run: RunRecord) -> str:
 
 
 def run_figures(results: dict, folder: Path | None) -> list[Figure]:
-    schema = str(results.get("schema", ""))
-    if schema.startswith("localeval.safety/"):
-        return [f for draw in SAFETY_FIGURES if (f := draw(results, folder)) is not None]
-    if schema.startswith("localeval.mcq/"):
-        return list(mcq_figures(results, folder))
-    return []
+    from ..tasks.registry import view_for
+
+    return view_for(results).figures(results, folder)
 
 
 def figure_html(figure: Figure) -> str:
@@ -241,22 +238,18 @@ def _comparison(runs: list[RunRecord], labels: list[str], figures: Path | None) 
         f"<td>{escape(' · '.join(f'{v} {w}' for v, w, _ in headline(run.results)[:3]))}</td></tr>"
         for run, label in zip(runs, labels))
     parts = [f'<table class="data"><thead>{head}</thead><tbody>{rows}</tbody></table>']
-    mcq = [(label, run.results) for run, label in zip(runs, labels)
-           if str(run.results.get("schema", "")).startswith("localeval.mcq/")]
-    if len(mcq) > 1:
-        parts.append(table_html(_table3_rows(mcq)))
-        figure = mcq_comparison_figure(mcq, figures)
-        if figure is not None:
-            parts.append(figure_html(figure))
+    for view, group in _by_kind(runs, labels):
+        parts += [figure_html(p) if isinstance(p, Figure) else table_html(p)
+                  for p in view.side_by_side(group, figures)]
     return _section("compare", "Comparison", "\n".join(parts))
 
 
-def _table3_rows(runs: list[tuple[str, dict]]) -> PlainTable:
-    """The TMLU paper's Table 3 with one row per run (direct and CoT rows, as the paper has)."""
-    from .mcq_tables import discipline_table
+def _by_kind(runs: list[RunRecord], labels: list[str]) -> list[tuple[Any, list]]:
+    """(view, [(label, results), ...]) per kind of task, in the order kinds first appear."""
+    from ..tasks.registry import view_for
 
-    tables = [plain(discipline_table(results)) for _, results in runs]
-    header = tables[0].header
-    rows = [[label, *t.rows[0][1:]] for (label, _), t in zip(runs, tables) if t.header == header]
-    return PlainTable("Accuracy % by discipline, run by run", ["Run", *header[1:]], rows,
-                      tables[0].right, "Runs whose discipline columns differ are left out.")
+    groups: dict[str, tuple[Any, list]] = {}
+    for run, label in zip(runs, labels):
+        view = view_for(run.results)
+        groups.setdefault(view.schema, (view, []))[1].append((label, run.results))
+    return list(groups.values())

@@ -1,7 +1,7 @@
-"""The leaderboard of a task's recorded runs (from the results store): which numbers rank them
-(accuracy, the paper's "Average", for multiple choice; PR-AUC per Table 2 column, or the overall
-PR-AUC without the paper's subsets, for safeguards; the harmful-response rate, lowest first, for
-LLM safety), best first, runs without the number last."""
+"""The leaderboard of a task's recorded runs (from the results store), ranked as the task
+kind's view says (``ResultsView.ranking``: accuracy, the paper's "Average", for multiple choice;
+PR-AUC per Table 2 column for safeguards; the harmful-response rate, lowest first, for LLM
+safety), best first, runs without the number last."""
 
 from __future__ import annotations
 
@@ -10,24 +10,12 @@ from typing import Any
 from .export import PlainTable
 
 
-def _columns(runs: list[dict[str, Any]]) -> tuple[list[str], str | None, bool]:
-    """(metric columns, the one that ranks, whether lower is better)."""
-    names = list(dict.fromkeys(n for r in runs for n in r["metrics"]))
-    schema = runs[0]["schema"] if runs else ""
-    if schema.startswith("localeval.safety/"):
-        table2 = [n for n in names if n.startswith("table2/")]
-        cols = table2 or [n for n in names if n.startswith("auprc/")]
-        rank = "table2/prompt/avg" if "table2/prompt/avg" in cols else (cols[0] if cols else None)
-        return cols, rank, False
-    if schema.startswith("localeval.llm-safety/"):
-        return names, "harmful_response_rate", True
-    if schema.startswith("localeval.contamination/"):
-        return names, None, False
-    return ["accuracy", "micro", "macro"], "accuracy", False
+def leaderboard(task: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    from ..tasks.registry import view_for_task
 
-
-def leaderboard(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    columns, rank_by, lower = _columns(runs)
+    ranking = view_for_task(task).ranking(list(dict.fromkeys(n for r in runs
+                                                             for n in r["metrics"])))
+    columns, rank_by, lower = ranking.columns, ranking.rank_by, ranking.lower_is_better
 
     def key(run: dict) -> tuple:
         value = run["metrics"].get(rank_by) if rank_by else None
@@ -42,7 +30,9 @@ def leaderboard(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def leaderboard_table(task: str, board: dict[str, Any]) -> PlainTable:
-    percent = not any(c.startswith(("min_k", "min_k_pp")) for c in board["columns"])
+    from ..tasks.registry import view_for_task
+
+    percent = view_for_task(task).ranking(board["columns"]).percent
 
     def cell(v):
         return "-" if v is None else (f"{100 * v:.2f}" if percent else f"{v:.3f}")

@@ -22,6 +22,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ..tasks.registry import view_for
 from .runs import RunRecord
 
 SCHEMA = (
@@ -54,51 +55,9 @@ def connect(path: Path) -> sqlite3.Connection:
     return db
 
 
-Metric = tuple[str, "float | None", "int | None"]  # (name, value, n)
-
-
-def _safety_metrics(results: dict) -> list[Metric]:
-    out = [(f"auprc/{r['kind']}/{r['context']}/{r['subset']}", r.get("auprc"), r.get("n"))
-           for r in results.get("overall") or []]
-    for row in (results.get("table2") or {}).get("rows", []):
-        out += [(f"table2/{col}", value, None) for col, value in row["values"].items()]
-    return out
-
-
-def _llm_safety_metrics(results: dict) -> list[Metric]:
-    overall = results.get("overall") or {}
-    return [(name, overall[name]["rate"], overall[name]["n"]) for name in
-            ("harmful_response_rate", "refusal_rate_harmful", "refusal_rate_safe")
-            if name in overall]
-
-
-def _contamination_metrics(results: dict) -> list[Metric]:
-    return [(f"{score}/{source}/{k}/median", ((v.get(score) or {}).get(k) or {}).get("median"),
-             v.get("n")) for source, v in results.get("sources", {}).items()
-            for score in ("min_k", "min_k_pp") for k in results.get("k", [])]
-
-
-def _mcq_metrics(results: dict) -> list[Metric]:
-    m = results.get("metrics") or {}
-    micro = m.get("micro") or {}
-    out = [("accuracy", m.get("discipline_average", micro.get("acc")), micro.get("n")),
-           ("micro", micro.get("acc"), micro.get("n")),
-           ("macro", (m.get("macro") or {}).get("acc"), None)]
-    return out + [(f"subject/{s}", r.get("acc"), r.get("n"))
-                  for s, r in (m.get("by_subject") or {}).items()]
-
-
-METRICS = {"localeval.safety/": _safety_metrics, "localeval.llm-safety/": _llm_safety_metrics,
-           "localeval.contamination/": _contamination_metrics}
-
-
-def headline_metrics(results: dict) -> list[Metric]:
-    """(name, value, n) of the numbers a leaderboard ranks by, per results schema."""
-    schema = str(results.get("schema", ""))
-    for prefix, metrics in METRICS.items():
-        if schema.startswith(prefix):
-            return metrics(results)
-    return _mcq_metrics(results)
+def headline_metrics(results: dict) -> list[tuple[str, float | None, int | None]]:
+    """(name, value, n) of the numbers a leaderboard ranks by: the task kind's view says which."""
+    return view_for(results).store_metrics(results)
 
 
 def _run_id(record: RunRecord) -> str:
@@ -112,7 +71,7 @@ def record_run(record: RunRecord, path: str | Path | None = None) -> str:
     run_id = _run_id(record)
     config = record.config
     row = (run_id, str(config.get("task") or record.results.get("task") or ""),
-           str(record.results.get("schema", "")), config.get("model") or
+           view_for(record.results).schema, config.get("model") or
            str((config.get("backend") or {}).get("model", "")),
            str(Path(record.folder).resolve()) if record.folder else None, record.started_at,
            record.finished_at, config.get("localeval_version"),
@@ -139,14 +98,14 @@ def task_runs(task: str, path: str | Path | None = None) -> list[dict[str, Any]]
     """Every recorded run of ``task``: its columns and its metrics by name."""
     db = connect(store_path(path))
     try:
-        runs = db.execute("SELECT run_id, model, folder, finished_at, results_schema FROM runs "
+        runs = db.execute("SELECT run_id, model, folder, finished_at FROM runs "
                           "WHERE task = ? ORDER BY finished_at", (task,)).fetchall()
         out = []
-        for run_id, model, folder, finished, schema in runs:
+        for run_id, model, folder, finished in runs:
             metrics = {name: value for name, value in db.execute(
                 "SELECT name, value FROM metrics WHERE run_id = ?", (run_id,))}
             out.append({"run_id": run_id, "model": model, "folder": folder,
-                        "finished_at": finished, "schema": schema, "metrics": metrics})
+                        "finished_at": finished, "metrics": metrics})
         return out
     finally:
         db.close()

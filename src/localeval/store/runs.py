@@ -13,6 +13,7 @@ run gives the same bytes.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -176,3 +177,14 @@ def check_same_run(folder: Path, settings: dict[str, Any], overwrite: bool = Fal
         more = f" (+{len(diffs) - 3} more)" if len(diffs) > 3 else ""
         raise LocalevalError(f"{folder} holds a run with other settings ({shown}{more}); give "
                              "another --output, or --overwrite to replace it")
+
+
+def finite(value: Any) -> Any:
+    """NaN and infinities become None (JSON has no NaN)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value

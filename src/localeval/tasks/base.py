@@ -23,11 +23,25 @@ from ..backends.base import Backend, Execute
 class Task(ABC):
     name: str
     results_schema: str  # results.json "schema", e.g. "localeval.mcq/1"
+    # How its results are shown and compared: a localeval.views.ResultsView subclass, or its
+    # import path "module:Class" (the task layer never imports the report layer itself).
+    view: Any = "localeval.views.base:ResultsView"
+    # Its options, declared once: a frozen dataclass of tasks.options.option fields; the command
+    # line's flags and evaluate's documentation are built from it.
+    Options: type
+    command = "run"  # the command that runs it: run, or one of its own (contamination)
     progress_unit: str = "requests"  # what the progress bar counts
     rate_unit: str = "samples"  # what timing's "<unit>_per_second" counts
     # The backend spec the run uses when no model is given (a guard with its own model); None:
     # the caller must name one.
     default_model: str | None = None
+
+    def model_roles(self) -> dict[str, Any]:
+        """Models the task needs beside the run's own, by role (``judge``, ``translator``):
+        each a backend spec or object. The run checks each before any model loads, loads it
+        with its role's options, records it in config.json, and hands it to ``respond`` as
+        ``backends.base.execute_role(execute, role)``."""
+        return {}
 
     @abstractmethod
     def load(self) -> Sequence[Any]:

@@ -34,8 +34,9 @@ from ..data.items import LETTERS
 from ..data.rows import read_rows
 from ..errors import DataError, LocalevalError
 from .base import Task
+from .options import make_options, option
 
-DEFAULT_K = (5, 10, 20, 30, 40, 50, 60)
+DEFAULT_K = (5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0)  # floats, as --k parses them
 
 
 @dataclass(frozen=True)
@@ -61,15 +62,38 @@ def min_k(values: Sequence[float], k: float) -> float:
     return statistics.fmean(sorted(values)[:count])
 
 
+@dataclass(frozen=True)
+class ContaminationOptions:
+    """Contamination (localeval contamination)."""
+
+    data: Sequence[str] = option(
+        (), "a built-in or local multiple-choice dataset (question + options, one per line as "
+        "'A. …'), or a JSONL/CSV of id + text; repeat for each dataset to compare",
+        action="append")
+    k: Sequence[float] = option(DEFAULT_K, "percentages of lowest-probability tokens, "
+                                "comma-separated", parse="numbers")
+    sample: int | None = option(None, "texts drawn per dataset (the paper: 2000)", type=int)
+    seed: int = option(0, "seed of --sample", type=int)
+    drop_longest: float = option(0.0, "drop this share of the longest texts within each "
+                                 "subject (the paper's length filter; it gives no share: "
+                                 "default 0, off)", type=float, metavar="SHARE")
+    members: str | None = option(None, "CSV/JSONL of id, member (1/0) and optional source: "
+                                 "ROC-AUC of each score")
+    dataset_revision: str | None = option(None, "dataset revision on the Hub")
+
+
 class ContaminationTask(Task):
     results_schema = "localeval.contamination/1"
+    view = "localeval.views.contamination:ContaminationView"
+    Options = ContaminationOptions
+    command = "contamination"
     progress_unit = "texts"
     rate_unit = "texts"
 
-    def __init__(self, name: str = "contamination", data: Sequence[str] = (),
-                 k: Sequence[float] = DEFAULT_K, sample: int | None = None, seed: int = 0,
-                 drop_longest: float = 0.0, members: str | None = None,
-                 dataset_revision: str | None = None):
+    def __init__(self, name: str = "contamination", **options):
+        o = make_options(ContaminationOptions, name, options)
+        data, k, sample, seed = o.data, o.k, o.sample, o.seed
+        drop_longest, members, dataset_revision = o.drop_longest, o.members, o.dataset_revision
         if not data:
             raise LocalevalError("contamination needs at least one --data source")
         if not 0 <= drop_longest < 1:

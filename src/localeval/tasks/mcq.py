@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from ..backends.base import Backend, Generate, Prompt, Request, Response, ScoreNext
 from ..data.catalog import TaskSpec, default_prompt_style
@@ -15,63 +14,9 @@ from ..errors import LocalevalError
 from ..metrics.mcq import aggregate
 from . import extract
 from .base import Task
-from .prompts import CHAT_MODES, STYLES, PromptConfig, build_prompt
-
-METHODS = ("likelihood", "generation")
-# How a generated answer becomes a letter: the TMLU code's rules, or our strict ones.
-EXTRACTS = ("tmlu", "strict")
-
-
-@dataclass(frozen=True)
-class MCQConfig:
-    method: str = "likelihood"
-    prompt: PromptConfig = PromptConfig()
-    max_tokens: int | None = None  # generation budget; see generation_budget
-    extract: str | None = None  # None: "tmlu" for the tmlu prompt style, else "strict"
-
-    def __post_init__(self):
-        if self.method not in METHODS:
-            raise LocalevalError(f"unknown --method {self.method!r}; use one of {', '.join(METHODS)}")
-        if self.prompt.style not in STYLES:
-            raise LocalevalError(f"unknown --prompt-style {self.prompt.style!r}; use one of "
-                                 f"{', '.join(STYLES)}")
-        if self.prompt.chat not in CHAT_MODES:
-            raise LocalevalError(f"unknown --chat mode {self.prompt.chat!r}; use one of "
-                                 f"{', '.join(CHAT_MODES)}")
-        if not 0 <= self.prompt.shots <= 5:
-            raise LocalevalError(f"--shots must be 0 to 5, not {self.prompt.shots}")
-        if self.prompt.cot and self.method == "likelihood":
-            raise LocalevalError("--cot needs --method generation: the answer comes after the "
-                                 "reasoning, so there is no single position to score")
-        if self.prompt.cot and self.prompt.style != "tmlu":
-            raise LocalevalError("--cot uses the TMLU paper's CoT format; use --prompt-style tmlu")
-        if self.max_tokens is not None and self.max_tokens < 1:
-            raise LocalevalError(f"--max-tokens must be at least 1, not {self.max_tokens}")
-        if self.extract not in (None, *EXTRACTS):
-            raise LocalevalError(f"unknown --extract {self.extract!r}; use one of "
-                                 f"{', '.join(EXTRACTS)}")
-
-    @property
-    def extraction(self) -> str:
-        return self.extract or ("tmlu" if self.prompt.style == "tmlu" else "strict")
-
-    @property
-    def generation_budget(self) -> int:
-        """--max-tokens, else 128 with the TMLU rules (MiuLab/TMLU tmlu_eval.py --max_tokens
-        default), else 16 direct and 1024 CoT with the strict rules."""
-        if self.max_tokens:
-            return self.max_tokens
-        if self.extraction == "tmlu":
-            return 128
-        return 1024 if self.prompt.cot else 16
-
-    @property
-    def stop(self) -> tuple[str, ...]:
-        """Generation stops at the model starting a new question (the TMLU code's vLLM stop,
-        HFLM_vLLM); the strict direct rule also stops at a blank line."""
-        if self.extraction == "tmlu" or self.prompt.cot:
-            return ("問題：",)
-        return ("\n\n", "問題：")
+from .mcq_options import MCQConfig, MCQOptions
+from .options import make_options
+from .prompts import PromptConfig, build_prompt
 
 
 @dataclass
@@ -211,22 +156,22 @@ def _extract(text: str, letters: str, config: MCQConfig) -> tuple[str | None, st
 
 class MCQTask(Task):
     """A multiple-choice benchmark (TMLU, TMMLU+, CMMLU, or any local folder), 0-5 shot,
-    likelihood or generation, direct or CoT."""
+    likelihood or generation, direct or CoT; options: :class:`MCQOptions`."""
 
     results_schema = "localeval.mcq/1"
+    view = "localeval.views.mcq:MCQView"
+    Options = MCQOptions
     progress_unit = rate_unit = "questions"
 
-    def __init__(self, name: str, *, data: str | Path | None = None,
-                 subjects: list[str] | None = None, shots: int = 5,
-                 method: str = "likelihood", cot: bool = False, prompt_style: str | None = None,
-                 chat: str = "none", system: str | None = None, max_tokens: int | None = None,
-                 extract: str | None = None, limit: int | None = None, dataset_revision=None):
-        self.name, self.data, self.wanted = name, data, subjects
-        self.limit, self.dataset_revision = limit, dataset_revision
+    def __init__(self, name: str, **options):
+        o = make_options(MCQOptions, name, options)
+        self.name, self.data, self.wanted = name, o.data, o.subjects
+        self.limit, self.dataset_revision = o.limit, o.dataset_revision
         self.config = MCQConfig(
-            method=method, max_tokens=max_tokens, extract=extract,
-            prompt=PromptConfig(style=prompt_style or default_prompt_style(name), shots=shots,
-                                cot=cot, chat=chat, system=system, task=name))
+            method=o.method, max_tokens=o.max_tokens, extract=o.extract,
+            prompt=PromptConfig(style=o.prompt_style or default_prompt_style(name),
+                                shots=o.shots, cot=o.cot, chat=o.chat, system=o.system,
+                                task=name))
         self.spec: TaskSpec | None = None
         self.subjects: list[str] = []
         self.model: str | None = None

@@ -20,33 +20,25 @@ import hashlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from ..analysis.safety import N_RESAMPLES, analyses
+from ..analysis.safety import analyses
 from ..backends.base import Backend, Execute
 from ..data.safety import HUB_REPO, SafetyItem
 from ..errors import LocalevalError
 from ..guards import Conversation, Guard, GuardVerdict, get_guard
-from ..metrics.classification import AUPRC_METRICS, PAPER_AUPRC
+from ..metrics.classification import AUPRC_METRICS
 from .base import Task
 from .label_policy import binary_label, describe_policy
+from .options import make_options
 from .safety_items import load_safety_items
+from .safety_options import CLASSIFY, ON_FAILURE, SafeguardOptions
 
-# What a failed guard verdict becomes: left out and counted (ours), or 1/#labels (the authors')
-ON_FAILURE = ("exclude", "neutral")
 # task -> what it classifies unless told otherwise
 DEFAULT_CLASSIFY = {
     "sea-safeguard": ("prompt", "response"),
     "safety-prompts": ("prompt",),
     "safety-responses": ("response",),
-}
-# classify choice -> the (kind, context) samples it plans
-CLASSIFY = {
-    "prompt": (("prompt", "with_prompt"),),
-    "response": (("response", "with_prompt"), ("response", "without_prompt")),
-    "response-with-prompt": (("response", "with_prompt"),),
-    "response-without-prompt": (("response", "without_prompt"),),
 }
 
 
@@ -152,31 +144,31 @@ class SafeguardTask(Task):
     """
 
     results_schema = "localeval.safety/1"
+    view = "localeval.views.safety:SafetyView"
+    Options = SafeguardOptions
     progress_unit = "requests"
     rate_unit = "samples"
 
-    def __init__(self, name: str, *, guard: str | Guard = "zero-shot",
-                 guard_options: dict | None = None,
-                 data: str | Path | None = None, subsets: Sequence[str] | None = None,
-                 langs: Sequence[str] | None = None, classify: Sequence[str] | None = None,
-                 sensitive: str | None = None, limit: int | None = None,
-                 dataset_revision: str | None = None, n_resamples: int = N_RESAMPLES,
-                 calibrate_on: str = "en", auprc: str = PAPER_AUPRC,
-                 on_failure: str = "exclude", log_samples: bool = True):
-        self.name, self.data, self.subsets, self.langs = name, data, subsets, langs
-        self.sensitive, self.limit, self.dataset_revision = sensitive, limit, dataset_revision
-        self.n_resamples, self.calibrate_on = n_resamples, calibrate_on
-        self.log_samples = log_samples
-        self.auprc, self.on_failure = _checked(auprc, AUPRC_METRICS, "--auprc"), \
-            _checked(on_failure, ON_FAILURE, "--on-failure")
-        self.classify = tuple(classify or DEFAULT_CLASSIFY.get(name, ()))
+    def __init__(self, name: str, **options):
+        o = make_options(SafeguardOptions, name, options)
+        self.name, self.data, self.subsets, self.langs = name, o.data, o.subsets, o.langs
+        self.sensitive, self.limit, self.dataset_revision = o.sensitive, o.limit, \
+            o.dataset_revision
+        self.n_resamples, self.calibrate_on = o.n_resamples, o.calibrate_on
+        self.log_samples = o.log_samples
+        self.auprc, self.on_failure = _checked(o.auprc, AUPRC_METRICS, "--auprc"), \
+            _checked(o.on_failure, ON_FAILURE, "--on-failure")
+        self.classify = tuple(o.classify or DEFAULT_CLASSIFY.get(name, ()))
         self.kinds = sample_kinds(self.classify)
-        self.guard = _make_guard(guard, guard_options)
+        self.guard = make_guard(o.guard, o.guard_options)
         self.default_model = self.guard.model
         check_guard(self.guard, self.kinds)
         self.warnings: list[str] = []
         self.items: list[SafetyItem] = []
         self.model = ""
+
+    def model_roles(self) -> dict[str, Any]:
+        return self.guard.model_roles()
 
     def load(self) -> list[SafetyItem]:
         self.warnings = []
@@ -285,7 +277,8 @@ def _checked(value: str, choices, option: str) -> str:
     return value
 
 
-def _make_guard(guard: str | Guard, options: dict | None) -> Guard:
+def make_guard(guard: str | Guard, options: dict | None) -> Guard:
+    """A guard object as given, or the registered guard of that name made with ``options``."""
     if isinstance(guard, Guard):
         if options:
             raise LocalevalError("guard_options are for a guard given by name; configure a "

@@ -159,10 +159,11 @@ def _respond(records: list[dict], model: str, max_tokens: int, system: str | Non
              cache: str | Path | None, backend_options: dict | None,
              quiet: bool) -> tuple[list[str], str]:
     from ..backends.base import Generate
-    from ..backends.registry import load_backend
-    from ..run import CachedExecutor, open_cache
+    from ..backends.config import BackendConfig
+    from ..run import load_model
+    from ..store.executor import CachedExecutor, open_cache
 
-    backend = load_backend(model, **(backend_options or {}))
+    backend = load_model(model, BackendConfig.of(backend_options))
     head = [{"role": "system", "content": system}] if system else []
     requests = [Generate(head + [{"role": "user", "content": r["prompt"]}], max_tokens)
                 for r in records]

@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.config import BackendConfig
 from ..backends.embedding import DEFAULT_EMBEDDER
 from ..errors import LocalevalError
-from ..run import finite
+from ..store.runs import finite
 from .texts import embed_texts, read_texts
 
 
@@ -55,7 +56,8 @@ def tsne(x: np.ndarray, perplexity: float, seed: int) -> np.ndarray:
 def diversity_map(data: str | Path, output: str | Path, *, by: str = "lang",
                   text_column: str | None = None, where: dict[str, str] | None = None,
                   embedder: str = DEFAULT_EMBEDDER, perplexity: float = 30.0, seed: int = 0,
-                  cache: str | Path | None = None, quiet: bool = False) -> dict[str, Any]:
+                  cache: str | Path | None = None, quiet: bool = False,
+                  embedder_options: BackendConfig | dict | None = None) -> dict[str, Any]:
     """Embed the texts of ``data`` (the rows matching every ``where`` column=value), map them
     with t-SNE coloured by column ``by``, and write diversity.{png,svg,json}, points.csv and
     centroid_distances.csv into folder ``output``. Returns what diversity.json holds."""
@@ -66,7 +68,8 @@ def diversity_map(data: str | Path, output: str | Path, *, by: str = "lang",
         raise LocalevalError(f"{rows.path}: no row matches {where}")
     texts = [rows.texts[i] for i in keep]
     groups = [rows.column(by)[i] or "(none)" for i in keep]
-    x, identity = embed_texts(texts, embedder, cache=cache, quiet=quiet)
+    x, identity = embed_texts(texts, embedder, cache=cache, quiet=quiet,
+                              config=BackendConfig.of(embedder_options))
     names, distances, spread = centroid_distances(x, groups)
     points = tsne(x, perplexity, seed)
     out = Path(output)

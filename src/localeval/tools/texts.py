@@ -11,9 +11,11 @@ from typing import Any
 import numpy as np
 
 from ..backends.base import Embed
+from ..backends.config import BackendConfig
 from ..data.rows import read_rows
 from ..errors import DataError
-from ..run import CachedExecutor, open_cache
+from ..run import load_model
+from ..store.executor import CachedExecutor, open_cache
 
 TEXT_COLUMNS = ("text", "prompt")  # the text column when none is named, first found
 
@@ -53,12 +55,12 @@ def read_texts(path: str | Path, text_column: str | None = None,
 
 
 def embed_texts(texts: Sequence[str], embedder: str, *, cache: str | Path | None = None,
-                quiet: bool = False) -> tuple[np.ndarray, dict]:
-    """(one row per text, the embedder's identity). Embeddings already in ``cache`` are read
-    back; the rest are computed and stored."""
-    from ..backends.registry import load_backend
-
-    backend = load_backend(embedder)
+                quiet: bool = False,
+                config: BackendConfig | None = None) -> tuple[np.ndarray, dict]:
+    """(one row per text, the embedder's identity). The embedder (role ``embedder``, with
+    ``config``: device, batch size) is checked before it loads; embeddings already in
+    ``cache`` are read back; the rest are computed and stored."""
+    backend = load_model(embedder, config, "embedder")
     with open_cache(cache) as store:
         responses = CachedExecutor(backend, store, quiet, "texts")([Embed(t) for t in texts])
     failed = [i for i, r in enumerate(responses) if r.embedding is None]

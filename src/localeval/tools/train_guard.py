@@ -23,11 +23,12 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.config import BackendConfig
 from ..backends.embedding import DEFAULT_EMBEDDER
 from ..errors import DataError, LocalevalError
 from ..guards.embedding import FORMAT
 from ..metrics.classification import average_precision, pr_auc_trapezoid, roc_auc
-from ..run import finite
+from ..store.runs import finite
 from ..version import __version__
 from .texts import TextRows, embed_texts, read_texts
 
@@ -62,7 +63,8 @@ def train_guard(data: str | Path, output: str | Path, *, embedder: str = DEFAULT
                 lang_column: str = "lang", group_column: str = "id",
                 train_langs: Sequence[str] | None = None, folds: int = 5, c: float = 1.0,
                 sensitive: str = "exclude", seed: int = 0, cache: str | Path | None = None,
-                quiet: bool = False) -> dict[str, Any]:
+                quiet: bool = False,
+                embedder_options: BackendConfig | dict | None = None) -> dict[str, Any]:
     """Fit, cross-validate and save an embedding guard; returns what the file holds."""
     rows = read_texts(data, text_column, [label_column])
     labels = binary_labels(rows, label_column, sensitive)
@@ -75,7 +77,8 @@ def train_guard(data: str | Path, output: str | Path, *, embedder: str = DEFAULT
     train_langs = list(train_langs or sorted(set(langs)))
     in_training = np.isin(langs, train_langs)
     _check_trainable(rows.path, y[in_training], train_langs)
-    x, identity = embed_texts([rows.texts[i] for i in keep], embedder, cache=cache, quiet=quiet)
+    x, identity = embed_texts([rows.texts[i] for i in keep], embedder, cache=cache, quiet=quiet,
+                              config=BackendConfig.of(embedder_options))
     scores = cross_validated_scores(x, y, groups, in_training, folds, c, seed)
     head = _fit(x[in_training], y[in_training], c)
     spec = {

@@ -3,7 +3,7 @@
 How ScoreNext requests are computed, and why:
 - Every prompt is tokenised whole. The token ids of all requests form a prefix tree
   (:mod:`.prefix`): a subject's instruction and few-shot demonstrations, a guard's preamble,
-  each item, each of its policies. :mod:`.hf_tree` forwards every node once, the nodes of a
+  each item, each of its policies. :mod:`.tree` forwards every node once, the nodes of a
   level in batches of equal padded width, each row continuing its parent's KV cache rows, and
   a request's log-probs are read where its prompt ends.
 - Only the hidden state of each row's last real token reaches the LM head, so we never build
@@ -13,8 +13,8 @@ How ScoreNext requests are computed, and why:
   numbers do not depend on what else is in its batch (checked in the tests), so results are
   identical whatever the batch size. ``sdpa`` is faster on GPUs but differs across batch sizes by ~1e-6.
 
-Generation (batched greedy decoding from the same prefix tree) is in :mod:`.hf_generate`,
-whole-text log-probs in :mod:`.hf_text`.
+Generation (batched greedy decoding from the same prefix tree) is in :mod:`.generate`,
+whole-text log-probs in :mod:`.text`.
 
 Why this module is over 300 lines: loading, identity, tokenising and scoring share one model,
 tokenizer and configuration; split apart they would pass those around.
@@ -27,9 +27,11 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import LocalevalError
-from . import attention, hf_tree
-from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
+from ...errors import LocalevalError
+from ..base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
+from .attention import NAME as GROUPED_EAGER
+from .attention import implementation as attention_implementation
+from .tree import plan, walk
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
@@ -61,7 +63,7 @@ class HFBackend:
         self.batch_size = batch_size
         self.prefix_reuse = prefix_reuse
         self.padding_side = padding_side
-        self._stops: dict[tuple[str, ...], object] = {}  # stop strings -> matcher (hf_generate)
+        self._stops: dict[tuple[str, ...], object] = {}  # stop strings -> matcher (generate)
         # forwarded = real tokens run through the model; padding = the extra we pad batches with
         self.stats = {"forwarded_tokens": 0, "padding_tokens": 0, "prompt_tokens": 0,
                       "requests": 0, "decode_steps": 0, "decode_tokens": 0}
@@ -100,7 +102,7 @@ class HFBackend:
         """How rows are laid out and attended. Each way gives the same results to the last few
         bits, not bit for bit, so the cache keeps them apart."""
         parts = ["prefix-tree" if self.prefix_reuse else "whole-prompts", f"pad-{self.padding_side}"]
-        if attention.implementation(self.attn, self.config) == attention.NAME:
+        if attention_implementation(self.attn, self.config) == GROUPED_EAGER:
             parts.append("grouped-eager")
         return "+".join(parts)
 
@@ -114,7 +116,7 @@ class HFBackend:
             try:
                 model = transformers.AutoModelForCausalLM.from_pretrained(
                     self.name, revision=self.revision, dtype=self.dtype,
-                    attn_implementation=attention.implementation(self.attn, self.config),
+                    attn_implementation=attention_implementation(self.attn, self.config),
                     **self.model_args)
             except (OSError, ValueError, TypeError) as e:
                 raise _load_error(self.name, e) from None
@@ -200,12 +202,12 @@ class HFBackend:
         return out  # type: ignore[return-value]
 
     def _run_texts(self, requests: list[TextLogprobs]) -> Iterator[tuple[int, Response]]:
-        from .hf_text import run_text_logprobs  # whole-text log-probs (contamination tests)
+        from .text import run_text_logprobs  # whole-text log-probs (contamination tests)
 
         return run_text_logprobs(self, requests)
 
     def _run_generations(self, requests: list[Generate]) -> Iterator[tuple[int, Response]]:
-        from .hf_generate import run_generations  # batched greedy decoding from the prefix cache
+        from .generate import run_generations  # batched greedy decoding from the prefix cache
 
         return run_generations(self, requests)
 
@@ -221,7 +223,7 @@ class HFBackend:
                 yield i, Response(error=str(e))
         ok = [i for i, e in enumerate(encoded) if e is not None]
         contexts = [encoded[i][0] for i in ok]
-        for batch in hf_tree.walk(self, hf_tree.plan(self, contexts), contexts):
+        for batch in walk(self, plan(self, contexts), contexts):
             ends = [(k, j) for k, node in enumerate(batch.nodes) for j in node.ends]
             if not ends:
                 continue

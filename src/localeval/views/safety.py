@@ -1,24 +1,91 @@
-"""Two runs side by side: ``compare_runs(plain, aware)`` is the paper's Table 3 from two
-safeguard run folders; ``compare_safety_runs(a, b)`` any two safeguard runs, per language, with
-a paired bootstrap; ``compare_mcq_runs(a, b)`` two multiple-choice runs per subject on the
-questions both answered, with an exact McNemar test."""
+"""The view of safeguard runs (sea-safeguard, safety-prompts, safety-responses): Table 2, the
+per-language table, gaps, pair types, scores and thresholds; PR-AUC cards and the papers'
+figures; leaderboard by Table 2 column; and two runs compared: the paper's Table 3 when the
+second is the culture-aware run of the first, else B minus A PR-AUC per language with a paired
+bootstrap."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from .analysis.gaps import cultural_awareness_delta
-from .errors import LocalevalError
-from .metrics.bootstrap import paired_bootstrap_ci
-from .metrics.classification import AUPRC_METRICS
-from .metrics.paired import mcnemar_exact
-from .run import finite
-from .store.runs import RunRecord, load_run
-from .tasks.safeguard import SafeguardTask
+from rich.console import Console
+from rich.table import Table
 
-SAFETY_SCHEMA = SafeguardTask.results_schema
-Run = str | Path | RunRecord  # a run folder, or its record already loaded
+from ..analysis.gaps import cultural_awareness_delta
+from ..errors import LocalevalError
+from ..metrics.bootstrap import paired_bootstrap_ci
+from ..metrics.classification import AUPRC_METRICS
+from ..report.figures import SAFETY_FIGURES, Figure
+from ..report.safety_tables import (
+    print_awareness_delta,
+    print_safety_comparison,
+    print_safety_report,
+    safety_tables,
+)
+from ..store.runs import RunRecord, finite
+from ..tasks.registry import view_for
+from .base import Card, Metric, Ranking, ResultsView, Run, finished_run
+
+
+class SafetyView(ResultsView):
+    kind = "safety"
+
+    def tables(self, results: dict) -> list[Table]:
+        return safety_tables(results)[0]
+
+    def print(self, results: dict, console: Console) -> None:
+        print_safety_report(results, console)
+
+    def cards(self, results: dict) -> list[Card]:
+        cards = []
+        for row in results.get("overall") or []:
+            if row["subset"] == "all" and row.get("auprc") is not None:
+                context = " (no prompt)" if row["context"] == "without_prompt" else ""
+                cards.append((f"{100 * row['auprc']:.1f}", f"PR-AUC, {row['kind']}s{context}, "
+                              f"n={row['n']}", False))
+        return cards
+
+    def figures(self, results: dict, folder: Path | None) -> list[Figure]:
+        return [f for draw in SAFETY_FIGURES if (f := draw(results, folder)) is not None]
+
+    def store_metrics(self, results: dict) -> list[Metric]:
+        out = [(f"auprc/{r['kind']}/{r['context']}/{r['subset']}", r.get("auprc"), r.get("n"))
+               for r in results.get("overall") or []]
+        for row in (results.get("table2") or {}).get("rows", []):
+            out += [(f"table2/{col}", value, None) for col, value in row["values"].items()]
+        return out
+
+    def ranking(self, names: list[str]) -> Ranking:
+        table2 = [n for n in names if n.startswith("table2/")]
+        cols = table2 or [n for n in names if n.startswith("auprc/")]
+        rank = "table2/prompt/avg" if "table2/prompt/avg" in cols else (cols[0] if cols else None)
+        return Ranking(cols, rank)
+
+    def compare(self, run_a: Run, run_b: Run) -> dict[str, Any]:
+        a, b = safety_run(run_a), safety_run(run_b)
+        if _awareness_pair(a.results, b.results):
+            return compare_runs(a, b)  # the paper's Table 3
+        return compare_safety_runs(a, b)
+
+    def print_comparison(self, comparison: dict, console: Console) -> None:
+        if "n_shared" in comparison:  # compare_safety_runs; compare_runs gives Table 3 rows
+            print_safety_comparison(comparison, console)
+        else:
+            print_awareness_delta(comparison, console)
+
+
+def _awareness_pair(a: dict, b: dict) -> bool:
+    """The plain run first and its culture-aware run second: the paper's Table 3."""
+    return not a.get("cultural_awareness") and bool(b.get("cultural_awareness"))
+
+
+def safety_run(run: Run) -> RunRecord:
+    record = finished_run(run)
+    if not isinstance(view_for(record.results), SafetyView):
+        raise LocalevalError(f"{record.folder} is not a safety run (its results.json is a "
+                             f"{view_for(record.results).kind} run's)")
+    return record
 
 
 def compare_runs(baseline: Run, aware: Run) -> dict[str, Any]:
@@ -29,7 +96,7 @@ def compare_runs(baseline: Run, aware: Run) -> dict[str, Any]:
     guard or label policy, the first is not the plain run and the second the culture-aware
     one, or their cultural-cg samples are not the same items.
     """
-    base_run, aware_run = _safety_run(baseline), _safety_run(aware)
+    base_run, aware_run = safety_run(baseline), safety_run(aware)
     baseline, aware = base_run.folder, aware_run.folder
     rb, ra = base_run.results, aware_run.results
     for key in ("task", "model", "guard", "sensitive", "auprc"):
@@ -37,7 +104,7 @@ def compare_runs(baseline: Run, aware: Run) -> dict[str, Any]:
             raise LocalevalError(f"the runs used different {key}s ({rb.get(key)!r} in "
                                  f"{baseline}, {ra.get(key)!r} in {aware}); compare one guard "
                                  "with and without cultural awareness")
-    if rb.get("cultural_awareness") or not ra.get("cultural_awareness"):
+    if not _awareness_pair(rb, ra):
         raise LocalevalError(f"compare needs the plain run first and the culture-aware run "
                              f"second; cultural_awareness is {rb.get('cultural_awareness')} in "
                              f"{baseline} and {ra.get('cultural_awareness')} in {aware}")
@@ -60,15 +127,6 @@ def compare_runs(baseline: Run, aware: Run) -> dict[str, Any]:
             "rows": finite(rows)}
 
 
-def _safety_run(run: Run) -> RunRecord:
-    record = _finished(run)
-    schema = record.results.get("schema")
-    if schema != SAFETY_SCHEMA:
-        raise LocalevalError(f"{record.folder} is not a safety run (results.json schema "
-                             f"{schema!r}, not {SAFETY_SCHEMA!r})")
-    return record
-
-
 def _cultural_cg(samples: list[dict]) -> list[dict]:
     return [s for s in samples if s["subset"] == "cultural-cg"]
 
@@ -76,49 +134,6 @@ def _cultural_cg(samples: list[dict]) -> list[dict]:
 def _keys(samples: list[dict]) -> set[tuple]:
     return {(s["id"], s["lang"], s["kind"], s.get("context", "with_prompt"), s["label"])
             for s in samples}
-
-
-def _finished(run: Run) -> RunRecord:
-    """A finished run: a folder is read once; a record already read is used as it is."""
-    record = run if isinstance(run, RunRecord) else load_run(run)
-    if record.status != "finished":
-        raise LocalevalError(f"{record.folder} has not finished (status {record.status!r}"
-                             + (f": {record.error}" if record.error else "") + ")")
-    return record
-
-
-def _paired(pairs: list[tuple[dict, dict]]) -> dict[str, Any]:
-    n = len(pairs)
-    a_right = sum(bool(a["correct"]) for a, _ in pairs)
-    b_right = sum(bool(b["correct"]) for _, b in pairs)
-    a_only = sum(bool(a["correct"]) and not b["correct"] for a, b in pairs)
-    b_only = sum(bool(b["correct"]) and not a["correct"] for a, b in pairs)
-    return {"n": n, "acc_a": a_right / n, "acc_b": b_right / n, "diff": (b_right - a_right) / n,
-            "a_only": a_only, "b_only": b_only, "p_mcnemar": mcnemar_exact(a_only, b_only)}
-
-
-def compare_mcq_runs(run_a: Run, run_b: Run) -> dict[str, Any]:
-    """B minus A accuracy overall and per subject, on the questions both runs answered (failed
-    requests left out), with the exact McNemar p-value of each difference."""
-    a, b = _finished(run_a), _finished(run_b)
-    run_a, run_b = a.folder, b.folder
-    for record, folder in ((a, run_a), (b, run_b)):
-        if not str(record.results.get("schema", "")).startswith("localeval.mcq/"):
-            raise LocalevalError(f"{folder} is not a multiple-choice run")
-    theirs = {s["id"]: s for s in b.samples if s.get("correct") is not None}
-    pairs = [(s, theirs[s["id"]]) for s in a.samples
-             if s.get("correct") is not None and s["id"] in theirs]
-    if not pairs:
-        raise LocalevalError(f"{run_a} and {run_b} share no answered question (same task and "
-                             "data?)")
-    subjects: dict[str, list] = {}
-    for pair in pairs:
-        subjects.setdefault(pair[0]["subject"], []).append(pair)
-    return {"a": str(run_a), "b": str(run_b), "model_a": a.results.get("model"),
-            "model_b": b.results.get("model"), "task": a.results.get("task"),
-            "n_only_a": len(a.samples) - len(pairs), "n_only_b": len(b.samples) - len(pairs),
-            "overall": _paired(pairs),
-            "by_subject": {name: _paired(group) for name, group in sorted(subjects.items())}}
 
 
 def _scored(samples: list[dict]) -> dict[tuple, dict]:
@@ -143,7 +158,7 @@ def compare_safety_runs(run_a: Run, run_b: Run,
     """B minus A PR-AUC per task, context and language (and all languages pooled), on the
     samples both runs scored with the same label, with a paired bootstrap 95% CI (the same
     items resampled on both sides)."""
-    a, b = _safety_run(run_a), _safety_run(run_b)
+    a, b = safety_run(run_a), safety_run(run_b)
     run_a, run_b = a.folder, b.folder
     if a.results.get("sensitive") != b.results.get("sensitive"):
         raise LocalevalError("the runs used different label policies (--sensitive); their "

@@ -8,13 +8,10 @@ from __future__ import annotations
 import json
 import sys
 
-from .backends.embedding import DEFAULT_EMBEDDER
-from .errors import LocalevalError
-
-
-def _list(value: str | None) -> list[str] | None:
-    """A comma-separated option as a list (the main CLI's too)."""
-    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+from ..backends.embedding import DEFAULT_EMBEDDER
+from ..errors import LocalevalError
+from ..report.export import RENDER
+from .values import comma_list
 
 
 def _add_cache_options(parser, what: str) -> None:
@@ -28,7 +25,7 @@ def add_tool_parsers(sub) -> None:
     e = sub.add_parser("export", help="a run's tables (the papers' layouts) as Markdown, LaTeX "
                        "(booktabs) or CSV, to paste into a paper")
     e.add_argument("folder", help="a run folder")
-    e.add_argument("--format", default="md", choices=("md", "latex", "csv"))
+    e.add_argument("--format", default="md", choices=tuple(RENDER))
     e.add_argument("--output", help="folder for one file per table (default: print them all)")
     e.set_defaults(func=cmd_export)
 
@@ -44,7 +41,7 @@ def add_tool_parsers(sub) -> None:
     lb.add_argument("--task", required=True)
     lb.add_argument("--store", help="results store (default $LOCALEVAL_STORE, else "
                     "$XDG_DATA_HOME/localeval/results.sqlite)")
-    lb.add_argument("--format", choices=("md", "latex", "csv"), help="print as Markdown, "
+    lb.add_argument("--format", choices=tuple(RENDER), help="print as Markdown, "
                     "LaTeX or CSV instead of a table")
     lb.add_argument("--json", action="store_true", help="print JSON instead of a table")
     lb.set_defaults(func=cmd_leaderboard)
@@ -105,6 +102,7 @@ def add_tool_parsers(sub) -> None:
     d.add_argument("--perplexity", type=float, default=30.0)
     d.add_argument("--seed", type=int, default=0)
     _add_cache_options(d, "embeddings")
+    _add_embedder_options(d)
     d.add_argument("--quiet", action="store_true")
     d.set_defaults(func=cmd_diversity)
 
@@ -128,16 +126,17 @@ def add_tool_parsers(sub) -> None:
                    help="what a 'sensitive' label counts as (default: left out)")
     t.add_argument("--seed", type=int, default=0)
     _add_cache_options(t, "embeddings")
+    _add_embedder_options(t)
     t.add_argument("--json", action="store_true", help="print the cross-validation as JSON")
     t.add_argument("--quiet", action="store_true")
     t.set_defaults(func=cmd_train_guard)
 
 
 def cmd_agreement(args) -> None:
-    from .run import finite
-    from .tools.annotations import measure
+    from ..store.runs import finite
+    from ..tools.annotations import measure
 
-    result = finite(measure(args.data, _list(args.columns) or [], _list(args.labels),
+    result = finite(measure(args.data, comma_list(args.columns) or [], comma_list(args.labels),
                              args.ordinal))
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
@@ -152,13 +151,30 @@ def cmd_agreement(args) -> None:
 
 
 def cmd_aggregate(args) -> None:
-    from .tools.annotations import aggregate
+    from ..tools.annotations import aggregate
 
-    result = aggregate(args.data, _list(args.columns) or [], args.output, _list(args.labels),
+    result = aggregate(args.data, comma_list(args.columns) or [], args.output, comma_list(args.labels),
                        args.min_share, args.no_majority)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(result["labels"].items()))
     print(f"wrote {result['output']}: {result['n_items']} items ({counts}); rule: "
           f"{result['rule']}", file=sys.stdout)
+
+
+def _add_embedder_options(parser) -> None:
+    parser.add_argument("--role-option", action="append", default=[],
+                        metavar="embedder.KEY=VALUE", help="an option of the embedder model, "
+                        "repeatable: embedder.device=cuda, embedder.batch_size=64")
+
+
+def _embedder_options(args) -> dict:
+    from .run_options import role_options
+
+    roles = role_options(args)
+    other = sorted(set(roles) - {"embedder"})
+    if other:
+        raise LocalevalError(f"--role-option {other[0]}.…: this command has one model role, "
+                             "embedder")
+    return roles.get("embedder", {})
 
 
 def _cache(args) -> str | None:
@@ -169,15 +185,15 @@ def _cache(args) -> str | None:
 
 
 def cmd_train_guard(args) -> None:
-    from .run import finite
-    from .tools.train_guard import train_guard
+    from ..store.runs import finite
+    from ..tools.train_guard import train_guard
 
     spec = train_guard(args.data, args.output, embedder=args.embedder,
                        text_column=args.text_column, label_column=args.label_column,
                        lang_column=args.lang_column, group_column=args.group_column,
-                       train_langs=_list(args.train_langs), folds=args.folds, c=args.c,
+                       train_langs=comma_list(args.train_langs), folds=args.folds, c=args.c,
                        sensitive=args.sensitive, seed=args.seed, cache=_cache(args),
-                       quiet=args.quiet)
+                       quiet=args.quiet, embedder_options=_embedder_options(args))
     cv = finite(spec["cross_validation"])
     if args.json:
         print(json.dumps(cv, ensure_ascii=False))
@@ -209,12 +225,12 @@ def _pairs(values: list[str], option: str) -> dict[str, str]:
 
 
 def cmd_diversity(args) -> None:
-    from .tools.diversity import diversity_map
+    from ..tools.diversity import diversity_map
 
     summary = diversity_map(args.data, args.output, by=args.by, text_column=args.text_column,
                             where=_pairs(args.where, "--where"), embedder=args.embedder,
                             perplexity=args.perplexity, seed=args.seed, cache=_cache(args),
-                            quiet=args.quiet)
+                            quiet=args.quiet, embedder_options=_embedder_options(args))
     names = list(summary["groups"])
     print(f"{summary['n_texts']} texts by {summary['by']}; centroid cosine distance "
           "(spread on the diagonal):")
@@ -227,11 +243,11 @@ def cmd_diversity(args) -> None:
 
 
 def cmd_build_cultural(args) -> None:
-    from .tools.cultural import build_cultural
+    from ..tools.cultural import build_cultural
 
     options = {"base_url": args.base_url, "api_key_env": args.api_key_env}
     result = build_cultural(args.data, args.output, templates=args.templates,
-                            families=_list(args.families) or [], annotators=args.annotators,
+                            families=comma_list(args.families) or [], annotators=args.annotators,
                             model=args.model, max_tokens=args.max_tokens, system=args.system,
                             cache=_cache(args) if args.model else None,
                             backend_options=options, quiet=args.quiet)
@@ -243,7 +259,7 @@ def cmd_build_cultural(args) -> None:
 
 
 def cmd_report(args) -> None:
-    from .report.html import write_report
+    from ..report.html import write_report
 
     path = write_report(args.folders, args.output)
     print(f"wrote {path} (figures as PNG and SVG in {path.stem}_figures/)")
@@ -252,8 +268,8 @@ def cmd_report(args) -> None:
 def cmd_export(args) -> None:
     from pathlib import Path
 
-    from .api import load_results
-    from .report.export import RENDER, SUFFIX, run_tables, slug
+    from ..api import load_results
+    from ..report.export import SUFFIX, run_tables, slug
 
     record = load_results(args.folder)
     if not record.results:
@@ -276,12 +292,11 @@ def cmd_export(args) -> None:
 
 
 def cmd_leaderboard(args) -> None:
-    from .report.console import make_console, print_json
-    from .report.export import RENDER
-    from .report.leaderboard import leaderboard, leaderboard_table
-    from .store.results_db import store_path, task_runs
+    from ..report.console import make_console, print_json
+    from ..report.leaderboard import leaderboard, leaderboard_table
+    from ..store.results_db import store_path, task_runs
 
-    board = leaderboard(task_runs(args.task, args.store))
+    board = leaderboard(args.task, task_runs(args.task, args.store))
     if not board["rows"]:
         raise LocalevalError(f"no recorded runs of task {args.task!r} in "
                              f"{store_path(args.store)}")

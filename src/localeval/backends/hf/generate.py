@@ -3,7 +3,7 @@ KV cache.
 
 How:
 - Prompts are tokenised whole and forwarded along their prefix tree (:mod:`.prefix`,
-  :mod:`.hf_tree`), as for scoring: each shared prefix once, the nodes of a level in batches of
+  :mod:`.tree`), as for scoring: each shared prefix once, the nodes of a level in batches of
   equal padded width (a prompt's last node: :func:`row_width`), as many rows as the backend's
   token budget allows for the cache columns + the generation budget (the KV cache grows by one
   slot per step).
@@ -51,11 +51,11 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from . import hf_tree
-from .base import Generate, Response
+from ..base import Generate, Response
 from .prefix import NODE_COST, STEP_COST, PrefixNode, plan_prefix_tree
 from .row_blocks import ROW_BLOCK, full_row_blocks, gathered_cache
 from .row_blocks import padded as _padded
+from .tree import Batch, Rows, fits_window, plan, walk
 
 # generation-config fields that change which token greedy decoding picks, with their neutral values
 GREEDY_NEUTRAL = {"repetition_penalty": (None, 1.0), "no_repeat_ngram_size": (None, 0),
@@ -80,18 +80,17 @@ def run_generations(backend, requests: list[Generate]) -> Iterator[tuple[int, Re
 
     steps = [STEP_COST * r.max_tokens for r in kept]  # what a decode batch of its own may cost
     # the batched plan only where batches can decode (the fallback walks a tree of its own)
-    tree = None if one_at_a_time_reason(backend) else hf_tree.plan(backend, prompts, width,
-                                                                   budget, steps)
-    if tree is None or not hf_tree.fits_window(backend, tree, width, budget):
+    tree = None if one_at_a_time_reason(backend) else plan(backend, prompts, width, budget, steps)
+    if tree is None or not fits_window(backend, tree, width, budget):
         answered = _one_at_a_time(backend, kept, prompts)
     else:
-        answered = (answer for batch in hf_tree.walk(backend, tree, prompts, width, budget)
+        answered = (answer for batch in walk(backend, tree, prompts, width, budget)
                     for answer in _decode_ends(backend, batch, kept, prompts))
     for j, response in answered:
         yield ok[j], response
 
 
-def _decode_ends(backend, batch: hf_tree.Batch, requests: list[Generate],
+def _decode_ends(backend, batch: Batch, requests: list[Generate],
                  prompts: list[list[int]]) -> Iterator[tuple[int, Response]]:
     """Decode the prompts that end at the batch's nodes, a decode batch per stop tuple."""
     ends = [(k, j) for k, node in enumerate(batch.nodes) for j in node.ends]
@@ -173,7 +172,7 @@ class _Row:
     done: bool = False
 
 
-def _decode(backend, requests: list[Generate], prompts: list[list[int]], rows: hf_tree.Rows,
+def _decode(backend, requests: list[Generate], prompts: list[list[int]], rows: Rows,
             first) -> list[Response]:
     """Decode one batch (all with the same stop strings) from its prompts' forwarded ``rows``
     and first tokens, until every row has ended."""

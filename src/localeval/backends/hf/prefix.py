@@ -8,7 +8,7 @@ lengths in one pass) has a node for every prefix shared by two or more sequences
 every distinct sequence. A guard's requests give three levels (a shared preamble, then each
 item, then one row per policy or stage: ShieldGemma per policy, a two-stage guard's verdict
 after its own generated lines); a subject's few-shot block gives two (the block, then each
-question). :mod:`.hf_tree` forwards each node's tokens once, in batches of nodes of one level.
+question). :mod:`.tree` forwards each node's tokens once, in batches of nodes of one level.
 
 Not every shared prefix pays. Keeping a node whose ``s`` tokens lead to ``k`` rows (children,
 plus one when a sequence ends there) forwards them once instead of ``k`` times, saving

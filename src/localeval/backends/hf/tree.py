@@ -9,7 +9,7 @@ a hundred items are forwarded as a few wide batches, not a hundred narrow ones.
 
 Why a row's numbers do not depend on its batch: a node's tokens are padded to a width set by
 the node alone (a multiple of ROW_BLOCK; longer for a generation's last prompt tokens, see
-:func:`.hf_generate.row_width`), and nodes share a batch only at equal widths, so a row's cache
+:func:`.generate.row_width`), and nodes share a batch only at equal widths, so a row's cache
 has the same columns, pads included (masked out; position ids skip them), whatever else is in
 its batch or at its parents' level.
 

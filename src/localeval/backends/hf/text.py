@@ -5,8 +5,8 @@ Texts are tokenised with the tokenizer's defaults (as the Min-K% and Min-K%++ re
 swj0419/detect-pretrain-code ``src/run.py`` and zjysteven/mink-plus-plus ``run.py``, do) and
 forwarded whole, right-padded, in batches of equal padded width (a multiple of 8), longest first,
 within a token budget and a budget for the full-vocabulary log-probs. As for scoring
-(:mod:`.hf`), equal widths and eager attention make a text's numbers independent of the batch
-it is in: the results are the same at any batch size.
+(:mod:`.backend`), equal widths and eager attention make a text's numbers independent of the
+batch it is in: the results are the same at any batch size.
 
 Per text of n tokens: n - 1 values (the first token has no context), each read from the
 log-softmax at the position before it; mean E[log p] and standard deviation
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .base import Response, TextLogprobs
+from ..base import Response, TextLogprobs
 from .row_blocks import padded as _padded
 
 LOGITS_BUDGET_BYTES = 1 << 30  # full-vocabulary log-probs held at once, in float32 terms

@@ -1,0 +1,107 @@
+"""How a model is loaded and run: one typed, frozen config for every backend, validated once.
+
+Each field carries its help text (the command line builds its flags from them). A backend takes
+the fields its constructor names (``backends.registry``); a field set away from its default
+for a backend that does not take it is one clear error before anything loads, never dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import LocalevalError
+
+# Fields that change how fast a run goes, never its numbers (a run folder's settings leave them
+# out, so a rerun with another batch size still resumes).
+SPEED_ONLY = ("batch_size", "concurrency", "rate_limit", "timeout", "max_retries",
+              "padding_side", "prefix_reuse", "api_key_env")
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+def _help(text: str, **cli: Any) -> Any:
+    return {"help": text, **cli}
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    revision: str | None = field(default=None, metadata=_help(
+        "model revision (Hub branch, tag or commit)"))
+    model_args: dict | None = field(default=None, metadata=_help(
+        "more model-loading options, as lm-eval takes them: e.g. "
+        "trust_remote_code=true,low_cpu_mem_usage=true", metavar="KEY=VALUE,...",
+        parse="model_args"))
+    dtype: str = field(default="auto", metadata=_help(
+        "auto (the checkpoint's on GPU, float32 on CPU), float32, bfloat16, float16"))
+    device: str = field(default="auto", metadata=_help("auto, cpu, cuda, cuda:1, …"))
+    batch_size: int | str = field(default="auto", metadata=_help(
+        "'auto' (fits memory) or an integer", parse="batch_size"))
+    attn: str = field(default="eager", metadata=_help(
+        "attention implementation (eager keeps results identical across batch sizes; sdpa is "
+        "faster on GPUs)"))
+    padding_side: str = field(default="right", metadata=_help(
+        "right or left (results are the same)"))
+    prefix_reuse: bool = field(default=True, metadata=_help(
+        "forward every prompt whole (for comparison; results are the same)",
+        flag="--no-prefix-reuse", action="store_false"))
+    base_url: str | None = field(default=None, metadata=_help(
+        "OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1; several, comma-separated, "
+        "spread the load over replicas (default $OPENAI_BASE_URL)"))
+    api_key_env: str = field(default="OPENAI_API_KEY", metadata=_help(
+        "name of the environment variable holding the API key"))
+    concurrency: int = field(default=8, metadata=_help("requests in flight to a server",
+                                                       type=int))
+    rate_limit: float | None = field(default=None, metadata=_help(
+        "at most this many requests started per second (default: no limit)", type=float,
+        metavar="PER_SECOND"))
+    timeout: float = field(default=120.0, metadata=_help("seconds per request (server)",
+                                                         type=float))
+    max_retries: int = field(default=4, metadata=_help(
+        "retries of a request on 408, 429, 5xx, timeouts, dropped connections and malformed "
+        "replies (server)", type=int))
+    top_logprobs: int = field(default=20, metadata=_help(
+        "next-token log-probs asked of a server for likelihood scoring", type=int))
+
+    def __post_init__(self):
+        problem = self._problem()
+        if problem:
+            raise LocalevalError(problem)
+
+    def _problem(self) -> str | None:
+        if self.dtype not in DTYPES:
+            return f"unknown --dtype {self.dtype!r}; use one of {', '.join(DTYPES)}"
+        if self.batch_size != "auto" and (not isinstance(self.batch_size, int)
+                                          or self.batch_size < 1):
+            return f"--batch-size must be 'auto' or a positive integer, not {self.batch_size!r}"
+        if self.padding_side not in ("right", "left"):
+            return f"--padding-side must be right or left, not {self.padding_side!r}"
+        for name in ("concurrency", "max_retries", "top_logprobs"):
+            low = 0 if name == "max_retries" else 1
+            if getattr(self, name) < low:
+                return f"--{name.replace('_', '-')} must be at least {low}, not " \
+                       f"{getattr(self, name)}"
+        if self.timeout <= 0 or (self.rate_limit is not None and self.rate_limit <= 0):
+            return "--timeout and --rate-limit must be positive"
+        return None
+
+    @classmethod
+    def of(cls, value: BackendConfig | dict | None) -> BackendConfig:
+        """A config from a config, a dict of its fields (None: the default), or None."""
+        if isinstance(value, BackendConfig):
+            return value
+        given = {k: v for k, v in (value or {}).items() if v is not None}
+        unknown = sorted(set(given) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise LocalevalError(f"unknown backend option(s) {', '.join(unknown)}; they are: "
+                                 + ", ".join(f.name for f in dataclasses.fields(cls)))
+        return cls(**given)
+
+    def changed(self) -> dict[str, Any]:
+        """The fields set away from their defaults."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) != f.default}
+
+    def settings(self) -> dict[str, Any]:
+        """The fields that can change a number (a run folder's settings)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in SPEED_ONLY}

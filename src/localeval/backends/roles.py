@@ -1,0 +1,86 @@
+"""The models of a run, by role: the run's own (``model``) and the second models a task needs
+(``judge``, ``translator``; the dataset tools' ``embedder``), each with its own options.
+
+A role's options are the run's backend options that its backend takes, overridden by the
+role's own (``--role-option judge.device=cpu``). An option set on the command line that no model
+of the run takes, a role option its backend does not take, and options for a role the task does
+not have are each one clear error, before any model loads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..errors import LocalevalError
+from .base import Backend
+from .config import BackendConfig
+from .registry import check_options, parse_backend_spec, preflight, taken_options
+
+TARGET = "model"  # the role of the run's own model
+
+
+@dataclass(frozen=True)
+class Model:
+    role: str
+    spec: str | Backend  # a backend spec (kind:target), or a backend object used as it is
+    config: BackendConfig
+
+    @property
+    def named(self) -> str | None:
+        """The spec, when the model was named by one (config.json records it)."""
+        return self.spec if isinstance(self.spec, str) else None
+
+    def settings(self) -> dict[str, Any]:
+        """What config.json records of a role: its spec and the options that can change a
+        number."""
+        return {"model": self.named, "options": {k: v for k, v in self.config.changed().items()
+                                                 if k in self.config.settings()}}
+
+
+def resolve_models(target: str | Backend, config: BackendConfig, roles: dict[str, Any],
+                   role_options: dict[str, BackendConfig | dict] | None = None) -> list[Model]:
+    """The run's models, target first, each with the options its backend takes."""
+    role_options = role_options or {}
+    unknown = sorted(set(role_options) - set(roles))
+    if unknown:
+        raise LocalevalError(f"--role-option {unknown[0]}.…: this task has no model role "
+                             f"{unknown[0]!r} (its roles: {', '.join(roles) or 'none'})")
+    models = [Model(TARGET, target, _taken(target, config))]
+    for role, spec in roles.items():
+        own = BackendConfig.of(role_options.get(role))
+        if isinstance(spec, str):
+            check_options(spec, own, f"the {role}")
+        inherited = {k: v for k, v in _taken(spec, config).changed().items()
+                     if k not in own.changed()}
+        models.append(Model(role, spec, replace(own, **inherited)))
+    _check_stray(config, [m.spec for m in models])
+    return models
+
+
+def preflight_models(models: list[Model]) -> None:
+    """Every named model's cheap checks (its spec, options and source), before any loads."""
+    for m in models:
+        if m.named:
+            preflight(m.named, m.config, "the model" if m.role == TARGET else f"the {m.role}")
+
+
+def _taken(spec: str | Backend, config: BackendConfig) -> BackendConfig:
+    """``config`` with only the fields ``spec``'s backend takes (a backend object: all)."""
+    if not isinstance(spec, str):
+        return config
+    taken = set(taken_options(spec))
+    return BackendConfig(**{k: v for k, v in config.changed().items() if k in taken})
+
+
+def _check_stray(config: BackendConfig, specs: list[str | Backend]) -> None:
+    named = [s for s in specs if isinstance(s, str)]
+    if len(named) < len(specs):
+        return  # a backend object takes what it takes
+    taken = {name for spec in named for name in taken_options(spec)}
+    stray = [name for name in config.changed() if name not in taken]
+    if stray:
+        flags = ", ".join("--" + name.replace("_", "-") for name in stray)
+        kinds = ", ".join(f"{parse_backend_spec(s)[0]} ({s})" for s in named)
+        raise LocalevalError(f"{flags}: not an option of the backend of any model of this run "
+                             f"({kinds}); see `localeval run --help` for each backend's")

@@ -1,0 +1,145 @@
+"""The command line. Thin: parses options and calls the API.
+
+``run``'s task flags are built from each task kind's ``Options`` and its model flags from
+``BackendConfig`` (:mod:`.run_options`); the commands are in :mod:`.commands` (runs),
+:mod:`.tools` (dataset tools, export, report, leaderboard) and :mod:`.research`
+(contamination).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import LocalevalError
+from .commands import cmd_compare, cmd_demo, cmd_run, cmd_show, cmd_tasks
+from .research import add_research_parsers
+from .run_options import (
+    add_backend_arguments,
+    add_folder_arguments,
+    add_option_flags,
+    add_task_option_flag,
+    task_options,
+    title_of,
+)
+from .tools import add_tool_parsers
+
+__all__ = ["main", "parser", "task_options"]
+
+# What `localeval --help` says first: written for users.
+DESCRIPTION = """Evaluate LLMs and their safeguards in Taiwanese Mandarin, Chinese and Southeast-Asian
+languages: TMLU, TMMLU+, CMMLU and SEA-SafeguardBench, the papers' protocols by default.
+
+  localeval demo                                   the whole flow offline, in a minute
+  localeval tasks                                  what can be evaluated
+  localeval run --task tmlu --model hf:Qwen/Qwen2.5-7B-Instruct
+  localeval run --task sea-safeguard --guard llamaguard3 --model hf:meta-llama/Llama-Guard-3-8B
+
+Every run keeps a folder (--output, default runs/<task>/<model>-<settings>) with config.json,
+results.json, samples.jsonl, the request cache and report.html (offline, with figures and a
+sample browser): the same command again resumes."""
+EPILOG = "`localeval <command> --help` shows each command's options."
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Shows an option's default where it has one worth showing."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        if not text and action.option_strings and default not in (None, False, [],
+                                                                   argparse.SUPPRESS):
+            return "(default: %(default)s)"
+        if "%(default)" in text or default in (None, False, [], argparse.SUPPRESS) or \
+                "default" in text or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def parser() -> argparse.ArgumentParser:
+    from ..tasks.registry import task_kinds
+    from ..version import __version__
+
+    run_task_kinds = [cls for cls in task_kinds() if cls.command == "run"]
+
+    p = argparse.ArgumentParser(prog="localeval", description=DESCRIPTION, epilog=EPILOG,
+                                formatter_class=_HelpFormatter)
+    p.add_argument("--version", action="version", version=f"localeval {__version__}")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    # --debug is accepted after the command too (localeval run ... --debug)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show tracebacks")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub.add_parser = _with(sub.add_parser, parents=[common], formatter_class=_HelpFormatter)
+
+    t = sub.add_parser("tasks", help="list built-in tasks, or one task's subjects")
+    t.add_argument("task", nargs="?")
+    t.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    r = sub.add_parser("run", help="evaluate a model on a task")
+    r.add_argument("--task", required=True, help="tmlu, cmmlu, tmmluplus, sea-safeguard, "
+                   "safety-prompts, safety-responses, llm-safety, or a name for --data")
+    r.add_argument("--model", help="hf:<hub id or folder>, or openai:<model served at "
+                   "--base-url> (not needed for a guard with a model of its own: "
+                   "embedding:<file>, the moderation APIs)")
+    add_option_flags(r, [(title_of(cls), cls.Options) for cls in run_task_kinds])
+    add_task_option_flag(r)
+    add_folder_arguments(r)
+    add_backend_arguments(r)
+    r.add_argument("--json", action="store_true", help="print results.json instead of tables")
+    r.add_argument("--max-failed", type=float, default=0.0, metavar="SHARE",
+                   help="exit with status 3 when more than this share of the samples failed "
+                   "(a request error, never a wrong answer)")
+    r.add_argument("--quiet", action="store_true", help="no progress bar or warnings")
+
+    c = sub.add_parser("compare", help="two runs: multiple choice, B minus A accuracy per "
+                       "subject (exact McNemar); safeguards, B minus A PR-AUC per language "
+                       "(paired bootstrap), or with B culture-aware, the paper's Table 3 delta")
+    c.add_argument("baseline", help="run A (safety: the plain guard)")
+    c.add_argument("aware", help="run B (safety: the same guard with --cultural-awareness)")
+    c.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    w = sub.add_parser("show", help="print a run folder's tables again (they only read "
+                       "results.json)")
+    w.add_argument("folder", help="a run folder")
+    w.add_argument("--json", action="store_true", help="print results.json")
+    w.set_defaults(func=cmd_show)
+
+    d = sub.add_parser("demo", help="the whole flow offline on bundled sample data (random model)")
+    d.add_argument("--output", default="runs/demo", help="where the demo's run folders go")
+    d.add_argument("--quiet", action="store_true", help="no progress bars")
+    t.set_defaults(func=cmd_tasks)
+    r.set_defaults(func=cmd_run)
+    c.set_defaults(func=cmd_compare)
+    d.set_defaults(func=cmd_demo)
+    add_tool_parsers(sub)
+    add_research_parsers(sub)
+    return p
+
+
+def _with(add_parser, **defaults):
+    """``add_parser`` with keyword defaults (each subcommand gets --debug and our help format)."""
+    return lambda name, **kw: add_parser(name, **{**defaults, **kw})
+
+
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        args.func(args)
+    except LocalevalError as e:
+        if getattr(args, "debug", False):
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return getattr(e, "exit_code", 2)
+    except KeyboardInterrupt:
+        print("interrupted; finished requests are in the cache, rerun the command to resume",
+              file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

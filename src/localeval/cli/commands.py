@@ -1,0 +1,62 @@
+"""The commands around runs: ``tasks``, ``run``, ``compare``, ``show`` and ``demo``. Thin: each
+calls the API, and a run's kind of task decides through its view how it is shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import LocalevalError
+from .run_options import run_and_report, task_options
+
+
+def cmd_tasks(args) -> None:
+    from ..report.console import make_console, print_json
+    from ..report.tasks import task_rows, task_table
+
+    rows = task_rows(args.task)
+    if args.json:
+        print_json(rows)
+    else:
+        make_console().print(task_table(args.task, rows))
+
+
+def cmd_run(args) -> None:
+    run_and_report(args, args.task, task_options(args))
+
+
+def cmd_compare(args) -> None:
+    from ..api import load_results
+    from ..report.console import make_console, print_json
+    from ..tasks.registry import view_for
+
+    run_a, run_b = load_results(args.baseline), load_results(args.aware)  # read once
+    view_a, view_b = view_for(run_a.results), view_for(run_b.results)
+    if view_a.schema != view_b.schema:
+        raise LocalevalError(f"{args.baseline} is a {view_a.kind} run and {args.aware} a "
+                             f"{view_b.kind} run; compare two runs of the same kind")
+    comparison = view_a.compare(run_a, run_b)
+    if args.json:
+        print_json(comparison)
+    else:
+        view_a.print_comparison(comparison, make_console())
+
+
+def cmd_show(args) -> None:
+    from ..api import load_results
+    from ..report.console import make_console, print_json, print_results
+
+    record = load_results(args.folder)
+    if record.status != "finished":
+        raise LocalevalError(f"{args.folder}: the run is {record.status}"
+                             + (f" ({record.error})" if record.error else "")
+                             + "; rerun its command to finish it")
+    if args.json:
+        print_json(record.results)
+    else:
+        print_results(record.results, make_console())
+
+
+def cmd_demo(args) -> None:
+    from ..demo import run_demo
+
+    run_demo(Path(args.output), quiet=args.quiet)

@@ -1,0 +1,37 @@
+"""The papers' research commands that run a model: ``contamination`` (TMLU §5.1). Thin: each
+parses its options and runs its task through the same run lifecycle as ``localeval run``."""
+
+from __future__ import annotations
+
+from .run_options import (
+    add_backend_arguments,
+    add_folder_arguments,
+    add_option_flags,
+    add_task_option_flag,
+    run_and_report,
+    task_options,
+    title_of,
+)
+
+
+def add_research_parsers(sub) -> None:
+    from ..tasks.contamination import ContaminationTask
+
+    c = sub.add_parser("contamination", help="Min-K%% Prob and Min-K%%++ of each text, compared "
+                       "across datasets (TMLU §5.1: is a benchmark in the pre-training data?)")
+    c.add_argument("--model", required=True, help="hf:<hub id or folder>, or openai:<name> at "
+                   "--base-url (a server gives Min-K%% only: Min-K%%++ needs the full "
+                   "next-token distribution)")
+    add_option_flags(c, [(title_of(ContaminationTask), ContaminationTask.Options)])
+    add_task_option_flag(c)
+    add_folder_arguments(c)
+    add_backend_arguments(c)
+    c.add_argument("--json", action="store_true", help="print results.json instead of tables")
+    c.add_argument("--max-failed", type=float, default=0.0, metavar="SHARE",
+                   help="exit with status 3 when more than this share of the texts failed")
+    c.add_argument("--quiet", action="store_true", help="no progress bar")
+    c.set_defaults(func=cmd_contamination)
+
+
+def cmd_contamination(args) -> None:
+    run_and_report(args, "contamination", task_options(args, "contamination"))

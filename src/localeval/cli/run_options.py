@@ -1,0 +1,279 @@
+"""The flags of the commands that run a model, built from what declares them once: each task
+kind's ``Options`` (:mod:`localeval.tasks.options`), :class:`~localeval.backends.config.
+BackendConfig`, and the run folder's flags; and how they become the API's arguments.
+
+Unknown input has one policy: a flag of another task kind, a ``-T`` key the task does not
+have, and a backend option no model of the run takes are each one line and exit 2, before any
+model loads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..backends.config import BackendConfig
+from ..errors import LocalevalError
+from .values import batch_size, comma_list, key_values, model_args, numbers
+
+SHORTCUT = "shortcut:"  # argparse dest prefix of a shortcut flag (it sets a key of a pairs option)
+
+
+# ------------------------------------------------------------------ declaring flags
+def add_option_flags(parser, options_classes: list[tuple[str, type]]) -> None:
+    """One flag per option field, in a group per kind of task (``(title, Options)`` pairs);
+    an option several kinds share gets one flag whose help names each kind's meaning. Every
+    flag defaults to "not given", so a flag of another kind can be told apart."""
+    helps: dict[str, list[tuple[str, str]]] = {}
+    for title, cls in options_classes:
+        for f in dataclasses.fields(cls):
+            helps.setdefault(f.name, [])
+            if f.metadata["help"] not in [h for _, h in helps[f.name]]:
+                helps[f.name].append((title, f.metadata["help"]))
+    done: set[str] = set()
+    for title, cls in options_classes:
+        group = parser.add_argument_group(title)
+        for f in dataclasses.fields(cls):
+            if f.name not in done:
+                done.add(f.name)
+                _add_field(group, f, helps[f.name])
+
+
+def _add_field(group, f: dataclasses.Field, helps: list[tuple[str, str]]) -> None:
+    meta = f.metadata
+    text = helps[0][1] if len(helps) == 1 else "; ".join(f"{t.split(' (')[0]}: {h}"
+                                                         for t, h in helps)
+    if f.default not in (None, False, True, ()) and "default" not in text:
+        text += f" (default: {_shown(f.default)})"
+    kwargs = {"dest": f.name, "default": argparse.SUPPRESS, "help": text.replace("%", "%%"),
+              **meta.get("argparse", {})}
+    if meta.get("parse") == "pairs":
+        kwargs.update(action="append")
+    if meta.get("flag") and "metavar" not in kwargs and kwargs.get("action") not in (
+            "store_true", "store_false"):
+        kwargs["metavar"] = meta["flag"].lstrip("-").upper().replace("-", "_")
+    group.add_argument(meta.get("flag") or "--" + f.name.replace("_", "-"), **kwargs)
+    if meta.get("shortcut"):
+        flag, key, help_text = meta["shortcut"]
+        group.add_argument(flag, dest=f"{SHORTCUT}{f.name}:{key}", action="store_true",
+                           default=argparse.SUPPRESS, help=help_text)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, tuple | list):
+        return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
+    return str(value)
+
+
+def add_task_option_flag(parser) -> None:
+    parser.add_argument("-T", "--task-option", dest="task_option", action="append", default=[],
+                        metavar="KEY=VALUE", help="any option of the task by its Python name "
+                        "(the long tail; `localeval tasks TASK` lists them), repeatable; "
+                        "values typed as in --model-args")
+
+
+def add_backend_arguments(parser) -> None:
+    """How the models are loaded and run: every field of BackendConfig (each backend takes its
+    own; setting one that no model of the run takes is an error), and --role-option."""
+    group = parser.add_argument_group("models (each backend takes its own options)")
+    for f in dataclasses.fields(BackendConfig):
+        meta = dict(f.metadata)
+        flag = meta.pop("flag", None) or "--" + f.name.replace("_", "-")
+        meta.pop("parse", None)
+        text = meta.pop("help")
+        if f.default not in (None, True) and "default" not in text:
+            text += f" (default: {f.default})"
+        kwargs = {"dest": f.name, "default": f.default, "help": text, **meta}
+        if f.name in ("model_args", "batch_size"):
+            kwargs["default"] = None if f.name == "model_args" else "auto"
+        group.add_argument(flag, **kwargs)
+    group.add_argument("--role-option", action="append", default=[], metavar="ROLE.KEY=VALUE",
+                       help="an option of one second model (role judge, translator), e.g. "
+                       "judge.device=cuda:1 or translator.dtype=float16; the options above "
+                       "apply to every model whose backend takes them")
+
+
+def add_folder_arguments(parser) -> None:
+    """--output, --overwrite, --cache, --no-cache, --store, --no-report: the run folder, its
+    request cache, the results store and the HTML report."""
+    parser.add_argument("--output", help="run folder for config.json, results.json, "
+                        "samples.jsonl and the cache; default runs/<task>/<model>-<settings "
+                        "hash>, so the same command resumes")
+    parser.add_argument("--overwrite", action="store_true", help="replace a run with other "
+                        "settings in --output (by default that is refused)")
+    parser.add_argument("--cache", help="SQLite file of finished requests (default: "
+                        "<output>/cache.sqlite)")
+    parser.add_argument("--no-cache", action="store_true", help="keep no cache (nothing "
+                        "resumes)")
+    parser.add_argument("--store", help="results store the finished run is recorded in "
+                        "(default $LOCALEVAL_STORE, else $XDG_DATA_HOME/localeval/results.sqlite)")
+    parser.add_argument("--no-store", action="store_true", help="do not record the run in the "
+                        "results store")
+    parser.add_argument("--no-report", action="store_true", help="do not write the HTML report "
+                        "(<output>/report.html; `localeval report` writes it later)")
+
+
+# ------------------------------------------------------------------ reading flags
+def task_options(args, task: str | None = None) -> dict[str, Any]:
+    """The options of the task ``--task`` names (or ``task``), from the flags given and -T;
+    a given flag of another kind of task is one clear error."""
+    from ..tasks.registry import task_class, task_kinds
+
+    name = task or args.task
+    cls = task_class(name)
+    if cls.command != getattr(args, "command", cls.command):
+        raise LocalevalError(f"{name} has a command of its own: localeval {cls.command} --help")
+    fields = {f.name: f for f in dataclasses.fields(cls.Options)}
+    given = {k: v for k, v in vars(args).items()
+             if k in _all_option_names(task_kinds()) or k.startswith(SHORTCUT)}
+    _refuse_other_kinds(name, cls, fields, given)
+    out = {k: _value(fields[k], v) for k, v in given.items() if k in fields}
+    for key, on in given.items():
+        if key.startswith(SHORTCUT) and on:
+            _, field, sub = key.split(":")
+            out[field] = {sub: True, **(out.get(field) or {})}
+    out.update(_dash_t(name, fields, getattr(args, "task_option", [])))
+    return {f: out.get(f, fields[f].default) for f in fields}
+
+
+def _all_option_names(kinds: list[type]) -> set[str]:
+    return {f.name for cls in kinds for f in dataclasses.fields(cls.Options)}
+
+
+def _refuse_other_kinds(name: str, cls: type, fields: dict, given: dict[str, Any]) -> None:
+    from ..tasks.registry import TASKS, task_kinds
+
+    for key in given:
+        option = key.split(":")[1] if key.startswith(SHORTCUT) else key
+        if option in fields:
+            continue
+        owners = [k for k in task_kinds() if option in {f.name for f in
+                                                        dataclasses.fields(k.Options)}]
+        flag = _flag(owners[0], key) if owners else key
+        tasks = ", ".join(e.name for e in TASKS.values() if e.cls in owners)
+        raise LocalevalError(f"{flag} is not an option of task {name!r} "
+                             f"({title_of(cls)}); it is for {tasks}")
+
+
+def _flag(cls: type, key: str) -> str:
+    if key.startswith(SHORTCUT):
+        _, field, _ = key.split(":")
+        f = next(f for f in dataclasses.fields(cls.Options) if f.name == field)
+        return f.metadata["shortcut"][0]
+    f = next(f for f in dataclasses.fields(cls.Options) if f.name == key)
+    return f.metadata.get("flag") or "--" + key.replace("_", "-")
+
+
+def title_of(cls: type) -> str:
+    """A task kind's title: the first line of its Options docstring."""
+    return (cls.Options.__doc__ or cls.__name__).strip().split("\n")[0].rstrip(".")
+
+
+def _value(f: dataclasses.Field, raw: Any) -> Any:
+    parse = f.metadata.get("parse")
+    if parse == "list":
+        return comma_list(raw)
+    if parse == "numbers":
+        return numbers(raw, f.metadata.get("flag") or "--" + f.name)
+    if parse == "pairs":
+        return key_values(raw, f.metadata.get("flag")) or None
+    return raw
+
+
+def _dash_t(name: str, fields: dict, pairs: list[str]) -> dict[str, Any]:
+    given = key_values(pairs, "-T")
+    unknown = sorted(set(given) - set(fields))
+    if unknown:
+        raise LocalevalError(f"-T {unknown[0]}: task {name!r} has no such option; it accepts: "
+                             f"{', '.join(fields)}")
+    return given
+
+
+def backend_options(args) -> BackendConfig:
+    """The backend flags as one validated config."""
+    given = {f.name: getattr(args, f.name) for f in dataclasses.fields(BackendConfig)}
+    given["batch_size"] = batch_size(str(given["batch_size"]))
+    given["model_args"] = model_args(given["model_args"])
+    return BackendConfig(**given)
+
+
+def role_options(args) -> dict[str, dict[str, Any]]:
+    """--role-option ROLE.KEY=VALUE as {role: {key: value}}."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in key_values(args.role_option, "--role-option").items():
+        role, dot, option = key.partition(".")
+        if not dot or not option:
+            raise LocalevalError(f"--role-option {key}: write ROLE.KEY=VALUE, e.g. "
+                                 "judge.device=cpu")
+        out.setdefault(role, {})[option] = value
+    return out
+
+
+def default_output(task: str, model: str | None, options: dict, backend: BackendConfig,
+                   roles: dict | None = None) -> Path:
+    """runs/<task>/<model name>-<hash of every setting that can change a number>: the same
+    command finds its folder again (and resumes), also with other speed settings (batch size,
+    concurrency, timeouts); other settings get another."""
+    parts: list[Any] = [task, model, options, backend.settings()]
+    if roles:  # only when given, so commands without them keep their folder
+        parts.append(roles)
+    settings = json.dumps(parts, sort_keys=True, default=str)
+    digest = hashlib.sha256(settings.encode()).hexdigest()[:8]
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", (model or "own-model").split(":", 1)[-1]
+                  .rstrip("/").split("/")[-1]).strip("-") or "model"
+    return Path("runs") / re.sub(r"[^A-Za-z0-9._-]+", "-", task) / f"{name}-{digest}"
+
+
+# ------------------------------------------------------------------ running
+class TooManyFailures(LocalevalError):
+    exit_code = 3
+
+
+def check_failures(results: dict, max_failed: float) -> None:
+    """Exit non-zero when more than ``max_failed`` (a share) of the samples failed; the run
+    folder and cache keep everything that finished."""
+    failed, n = results.get("n_failed") or 0, results.get("n_samples") or 0
+    if n and failed / n > max_failed:
+        raise TooManyFailures(f"{failed} of {n} samples failed (over --max-failed "
+                              f"{max_failed:g}); they are left out of the results, and finished "
+                              "requests are cached: rerun the same command to retry them")
+
+
+def store_option(args):
+    """--store PATH, --no-store, or None (the default store)."""
+    return False if args.no_store else args.store
+
+
+def run_and_report(args, task: str, options: dict) -> None:
+    """What every model command does once its task options are known: the run folder (given
+    or the default), the cache, the run, its tables or JSON, and the --max-failed check."""
+    from ..api import evaluate
+    from ..report.console import make_console, print_json, print_results
+
+    backend, roles = backend_options(args), role_options(args)
+    output = Path(args.output) if args.output else default_output(
+        task, args.model, options, backend, roles)
+    cache = None if args.no_cache else (args.cache or output / "cache.sqlite")
+    result = evaluate(task=task, model=args.model, output=output, cache=cache,
+                      backend_options=backend, role_options=roles, quiet=args.quiet,
+                      command=sys.argv, overwrite=args.overwrite, store=store_option(args),
+                      **options)
+    if args.json:
+        print_json(result.results)
+    else:
+        print_results(result.results, make_console())
+    if not args.no_report:
+        from ..report.html import write_report
+
+        report = write_report([result.folder])
+    if not args.json:
+        written = "config.json, results.json, samples.jsonl" + \
+            ("" if args.no_report else f", {report.name}")
+        print(f"wrote {result.folder}/ ({written})")
+    check_failures(result.results, args.max_failed)

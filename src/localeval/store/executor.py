@@ -1,0 +1,129 @@
+"""Requests through the cache: :class:`CachedExecutor` is the ``execute`` every task gets. Finished
+requests are read back from the cache; the rest run on the backend and are stored as each
+finishes (:class:`CacheWriter`), so a killed run resumes where it stopped."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Protocol
+
+from ..backends.base import Backend, Request, Response, distinct
+from ..progress import progress_bar
+from .cache import RequestCache
+
+CHUNK = 512  # requests per backend call: big enough for prefix sharing, small enough to lose little
+
+
+class Roles(Protocol):
+    """The run's second models by role, each loaded when first asked for."""
+
+    def get(self, role: str) -> Backend | None: ...
+
+
+class CachedExecutor:
+    """``execute(requests)``: finished requests are read back from the cache and the rest run
+    on the backend, which reports each response as it finishes (``progress(i, response)``);
+    each is stored at once (:class:`CacheWriter`), so a killed run resumes where it stopped,
+    losing at most the requests in flight. ``on(other)`` runs another backend (a guard's helper
+    model) through the same cache."""
+
+    def __init__(self, backend: Backend, cache: RequestCache | None, quiet: bool, unit: str,
+                 counts: dict[str, int] | None = None, roles: Roles | None = None):
+        self.backend, self.cache, self.quiet, self.unit = backend, cache, quiet, unit
+        # Requests read back from the cache, and run (on any backend): the run's timing.
+        self.counts = counts if counts is not None else {"requests_cached": 0, "requests_run": 0}
+        self.roles = roles  # the run's second models by role (a judge, a translator)
+
+    def on(self, backend: Backend) -> CachedExecutor:
+        return CachedExecutor(backend, self.cache, self.quiet, self.unit, self.counts,
+                              self.roles)
+
+    def role(self, name: str) -> CachedExecutor | None:
+        """``execute`` for the model of role ``name`` (None: the run has none)."""
+        backend = self.roles.get(name) if self.roles else None
+        return self.on(backend) if backend is not None else None
+
+    def __call__(self, requests: list[Request]) -> list[Response]:
+        backend, cache = self.backend, self.cache
+        responses = (cache.get_many(backend.identity, requests) if cache
+                     else [None] * len(requests))
+        missing = [i for i, r in enumerate(responses) if r is None]
+        firsts, where = distinct([requests[i] for i in missing])  # identical ones run once
+        todo = [missing[f] for f in firsts]
+        copies = [(i, todo[w]) for i, w in zip(missing, where, strict=True) if i != todo[w]]
+        self.counts["requests_run"] += len(todo)
+        self.counts["requests_cached"] += len(requests) - len(todo) - len(copies)
+        with progress_bar(self.unit, total=len(requests), done=len(requests) - len(todo),
+                          quiet=self.quiet) as advance, \
+                CacheWriter(cache, backend.identity) as writer:
+            for start in range(0, len(todo), CHUNK):
+                part = todo[start : start + CHUNK]
+                report = _reporter(part, requests, responses, writer, advance)
+                out = backend.run([requests[i] for i in part], progress=report)
+                for k, (i, resp) in enumerate(zip(part, out, strict=True)):
+                    if responses[i] is None:  # a backend that did not report this one
+                        report(k, resp)
+        for i, same in copies:
+            responses[i] = responses[same]
+        return responses
+
+
+def _reporter(part: list[int], requests: list[Request], responses: list, writer: CacheWriter,
+              advance) -> Callable:
+    """The ``progress`` callback a backend gets: ``progress(k, response)`` as its k-th request
+    finishes (from any thread). An old-style ``progress(n)`` only moves the bar."""
+    def report(k: int, response: Response | None = None) -> None:
+        if response is None:
+            advance(k)
+            return
+        i = part[k]
+        responses[i] = response
+        writer.add(requests[i], response)
+        advance(1)
+    return report
+
+
+class CacheWriter:
+    """Stores finished responses in the cache in small batches: at least every ``interval``
+    seconds or ``batch`` responses, and whatever is left on exit (even on an exception, so a
+    Ctrl-C keeps what finished). Thread-safe: backends report from worker threads."""
+
+    def __init__(self, cache: RequestCache | None, identity: dict, batch: int = 64,
+                 interval: float | None = None):
+        if interval is None:  # a kill loses at most this many seconds of finished requests
+            interval = float(os.environ.get("LOCALEVAL_CACHE_COMMIT_SECONDS", 1.0))
+        self.cache, self.identity, self.batch, self.interval = cache, identity, batch, interval
+        self.pending: list[tuple[Request, Response]] = []
+        self.lock = threading.Lock()
+        self.last = time.monotonic()
+
+    def add(self, request: Request, response: Response) -> None:
+        if self.cache is None:
+            return
+        with self.lock:
+            self.pending.append((request, response))
+            due = len(self.pending) >= self.batch or \
+                time.monotonic() - self.last >= self.interval
+        if due:
+            self.flush()
+
+    def flush(self) -> None:
+        with self.lock:
+            pairs, self.pending, self.last = self.pending, [], time.monotonic()
+        if pairs and self.cache is not None:
+            self.cache.put_many(self.identity, pairs)
+
+    def __enter__(self) -> CacheWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.flush()
+
+
+def open_cache(path: str | Path | None) -> RequestCache | nullcontext:
+    return RequestCache(path) if path else nullcontext()

@@ -1,0 +1,98 @@
+"""The multiple-choice task's options: :class:`MCQOptions` as a user gives them (declared once:
+the command line's flags and ``evaluate``'s documentation come from it) and :class:`MCQConfig`,
+the same options checked and resolved (defaults that depend on other options)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import LocalevalError
+from .options import option
+from .prompts import CHAT_MODES, STYLES, PromptConfig
+
+METHODS = ("likelihood", "generation")
+# How a generated answer becomes a letter: the TMLU code's rules, or our strict ones.
+EXTRACTS = ("tmlu", "strict")
+
+
+@dataclass(frozen=True)
+class MCQOptions:
+    """Multiple choice (tmlu, cmmlu, tmmluplus, or any --data folder)."""
+
+    data: str | Path | None = option(None, "local folder or file instead of the Hugging Face "
+                                     "Hub")
+    limit: int | None = option(None, "first N test questions per subject", type=int)
+    dataset_revision: str | None = option(None, "dataset revision on the Hub (branch, tag, "
+                                          "commit)")
+    subjects: list[str] | None = option(None, "comma-separated subject ids (default: all)",
+                                        parse="list")
+    shots: int = option(5, "few-shot examples per question", type=int)
+    method: str = option("likelihood", "likelihood or generation")
+    cot: bool = option(False, "chain-of-thought (needs --method generation)",
+                       action="store_true")
+    prompt_style: str | None = option(
+        None, "tmlu (the TMLU paper's) or lm-eval (the CMMLU and TMMLU+ authors', as "
+        "lm-evaluation-harness has them); default: the task's own (tmlu for tmlu and custom "
+        "data, lm-eval for cmmlu and tmmluplus)")
+    chat: str = option("none", "none, single (few-shot in one user turn) or multi (one turn per "
+                       "shot); uses the model's chat template")
+    system: str | None = option(None, "system prompt (with --chat) or text before the prompt")
+    max_tokens: int | None = option(None, "generation budget (default 128 with the TMLU rules; "
+                                    "with --extract strict 16, or 1024 with --cot)", type=int)
+    extract: str | None = option(
+        None, "how a generated answer becomes a letter: tmlu (the TMLU code's rules; default "
+        "for --prompt-style tmlu) or strict (the first character must be the letter; CoT: the "
+        "last final-answer statement; default for lm-eval)", choices=("tmlu", "strict"))
+
+
+@dataclass(frozen=True)
+class MCQConfig:
+    method: str = "likelihood"
+    prompt: PromptConfig = PromptConfig()
+    max_tokens: int | None = None  # generation budget; see generation_budget
+    extract: str | None = None  # None: "tmlu" for the tmlu prompt style, else "strict"
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise LocalevalError(f"unknown --method {self.method!r}; use one of {', '.join(METHODS)}")
+        if self.prompt.style not in STYLES:
+            raise LocalevalError(f"unknown --prompt-style {self.prompt.style!r}; use one of "
+                                 f"{', '.join(STYLES)}")
+        if self.prompt.chat not in CHAT_MODES:
+            raise LocalevalError(f"unknown --chat mode {self.prompt.chat!r}; use one of "
+                                 f"{', '.join(CHAT_MODES)}")
+        if not 0 <= self.prompt.shots <= 5:
+            raise LocalevalError(f"--shots must be 0 to 5, not {self.prompt.shots}")
+        if self.prompt.cot and self.method == "likelihood":
+            raise LocalevalError("--cot needs --method generation: the answer comes after the "
+                                 "reasoning, so there is no single position to score")
+        if self.prompt.cot and self.prompt.style != "tmlu":
+            raise LocalevalError("--cot uses the TMLU paper's CoT format; use --prompt-style tmlu")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise LocalevalError(f"--max-tokens must be at least 1, not {self.max_tokens}")
+        if self.extract not in (None, *EXTRACTS):
+            raise LocalevalError(f"unknown --extract {self.extract!r}; use one of "
+                                 f"{', '.join(EXTRACTS)}")
+
+    @property
+    def extraction(self) -> str:
+        return self.extract or ("tmlu" if self.prompt.style == "tmlu" else "strict")
+
+    @property
+    def generation_budget(self) -> int:
+        """--max-tokens, else 128 with the TMLU rules (MiuLab/TMLU tmlu_eval.py --max_tokens
+        default), else 16 direct and 1024 CoT with the strict rules."""
+        if self.max_tokens:
+            return self.max_tokens
+        if self.extraction == "tmlu":
+            return 128
+        return 1024 if self.prompt.cot else 16
+
+    @property
+    def stop(self) -> tuple[str, ...]:
+        """Generation stops at the model starting a new question (the TMLU code's vLLM stop,
+        HFLM_vLLM); the strict direct rule also stops at a blank line."""
+        if self.extraction == "tmlu" or self.prompt.cot:
+            return ("問題：",)
+        return ("\n\n", "問題：")

@@ -1,0 +1,79 @@
+"""The options of the safety tasks, declared once (the command line's flags and ``evaluate``'s
+documentation come from them): which items a run takes and how their labels count
+(:class:`SafetySelection`, shared with ``llm-safety``), and the safeguard task's own
+(:class:`SafeguardOptions`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..analysis.safety import N_RESAMPLES
+from ..guards import Guard
+from ..metrics.classification import AUPRC_METRICS, PAPER_AUPRC
+from .label_policy import SENSITIVE_CHOICES
+from .options import option
+
+# What a failed guard verdict becomes: left out and counted (ours), or 1/#labels (the authors')
+ON_FAILURE = ("exclude", "neutral")
+# classify choice -> the (kind, context) samples it plans
+CLASSIFY = {
+    "prompt": (("prompt", "with_prompt"),),
+    "response": (("response", "with_prompt"), ("response", "without_prompt")),
+    "response-with-prompt": (("response", "with_prompt"),),
+    "response-without-prompt": (("response", "without_prompt"),),
+}
+
+
+@dataclass(frozen=True)
+class SafetySelection:
+    """The items of a safety benchmark a run takes, and how their labels count."""
+
+    data: str | Path | None = option(None, "local folder or file instead of the Hugging Face "
+                                     "Hub")
+    limit: int | None = option(None, "at most N item ids per subset (all languages kept)",
+                               type=int)
+    dataset_revision: str | None = option(None, "dataset revision on the Hub (branch, tag, "
+                                          "commit)")
+    subsets: list[str] | None = option(None, "comma-separated: general, cultural-itw, "
+                                       "cultural-cg", flag="--subset", parse="list")
+    langs: list[str] | None = option(None, "comma-separated language codes (default: all)",
+                                     flag="--lang", parse="list")
+    sensitive: str | None = option(
+        None, "how 'sensitive' labels count: " + ", ".join(SENSITIVE_CHOICES[1:]) + " "
+        "(default: the paper's: safe for prompts, harmful for responses)")
+    n_resamples: int = option(N_RESAMPLES, "resamples for 95% CIs (0: none)", flag="--bootstrap",
+                              type=int)
+
+
+@dataclass(frozen=True)
+class SafeguardOptions(SafetySelection):
+    """Safeguards (sea-safeguard, safety-prompts, safety-responses)."""
+
+    guard: str | Guard = option(
+        "zero-shot", "guard adapter: zero-shot (the paper's prompt), zero-shot-verdict (ours, "
+        "with a verdict prefill), llamaguard3, llamaguard4, shieldgemma, qwen3guard, polyguard, "
+        "wildguard, xguard; the moderation APIs openai-moderation, azure-content-safety, "
+        "model-armor, lakera-guard (keys from the environment); or embedding:<file> (a guard "
+        "trained by `localeval train-guard`)")
+    guard_options: dict | None = option(
+        None, "an option of the guard, repeatable: e.g. mode=per-policy (shieldgemma), "
+        "controversial=harmful (qwen3guard), translator=none (xguard)", flag="--guard-option",
+        parse="pairs", metavar="KEY=VALUE",
+        shortcut=("--cultural-awareness", "cultural_awareness",
+                  "tell the zero-shot guard each item's country (paper Table 3); the same as "
+                  "--guard-option cultural_awareness=true"))
+    classify: list[str] | None = option(
+        None, "comma-separated: " + ", ".join(CLASSIFY) + " (default: the task's)",
+        parse="list")
+    calibrate_on: str = option("en", "language whose best-F1 threshold is applied to the "
+                               "others", metavar="LANG")
+    auprc: str = option(PAPER_AUPRC, "PR-AUC of the tables: trapezoid under the PR curve (the "
+                        "paper's code) or ap (average precision); results.json holds both",
+                        choices=tuple(AUPRC_METRICS))
+    on_failure: str = option("exclude", "a failed guard sample: exclude (left out and counted) "
+                             "or neutral (scored 1/#labels and kept, as the authors' code does)",
+                             choices=ON_FAILURE)
+    log_samples: bool = option(True, "samples.jsonl keeps a sha256 of each prompt and response "
+                               "instead of the text", flag="--no-log-samples",
+                               action="store_false")

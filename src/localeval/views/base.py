@@ -1,0 +1,101 @@
+"""A results view: everything that shows or compares one kind of task's results.
+
+Each task kind names its view (``Task.view``), and :func:`localeval.tasks.registry.view_for`
+finds it from a results.json's ``schema``. The console, ``export``, the HTML report, the results
+store, the leaderboard and ``compare`` ask the view; none of them branches on the kind of task.
+A view reads results.json (and, to compare, the samples) only: it never recomputes a number
+that the task's ``summarise`` wrote.
+
+A new kind of task subclasses :class:`ResultsView` and overrides what it has: ``tables`` (the
+console's, ``export``'s and the report's), ``cards`` (the report's summary), ``figures``,
+``store_metrics`` and ``ranking`` (the leaderboard), ``compare`` and ``print_comparison``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import LocalevalError
+from ..report.export import PlainTable
+from ..report.figures import Figure
+from ..report.headline import Card
+from ..store.runs import RunRecord, load_run
+
+Metric = tuple[str, "float | None", "int | None"]  # (name, value, n) for the results store
+Run = str | Path | RunRecord  # a run folder, or its record already loaded
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """How the leaderboard ranks a task's runs: its metric columns, the one that ranks (None:
+    no ranking), whether lower is better, and whether values are shares shown as percent."""
+
+    columns: list[str]
+    rank_by: str | None
+    lower_is_better: bool = False
+    percent: bool = True
+
+
+class ResultsView:
+    """The default view: no tables, cards, figures or metrics of its own; no comparison."""
+
+    kind = "results"  # how messages name the kind of run ("a mcq run")
+
+    def __init__(self, schema: str):
+        self.schema = schema
+
+    def tables(self, results: dict) -> list[Table]:
+        """Every table of a run, in report order (the console, ``export`` and the report)."""
+        return []
+
+    def notes(self, results: dict) -> list[str]:
+        """Lines the console prints after the tables (counts, policies, caveats)."""
+        return []
+
+    def print(self, results: dict, console: Console) -> None:
+        for table in self.tables(results):
+            console.print(table)
+        for line in self.notes(results):
+            console.print(line)
+
+    def cards(self, results: dict) -> list[Card]:
+        """The headline numbers of the report's summary (before the sample counts)."""
+        return []
+
+    def figures(self, results: dict, folder: Path | None) -> list[Figure]:
+        return []
+
+    def side_by_side(self, runs: list[tuple[str, dict]],
+                     folder: Path | None) -> list[PlainTable | Figure]:
+        """Tables and figures of several runs of this kind at once (the report of several
+        runs); ``runs`` are (label, results) pairs."""
+        return []
+
+    def store_metrics(self, results: dict) -> list[Metric]:
+        """(name, value, n) of the numbers a leaderboard ranks by."""
+        return []
+
+    def ranking(self, names: list[str]) -> Ranking:
+        """The leaderboard's columns, given the metric names the store holds for the task."""
+        return Ranking(names, None)
+
+    def compare(self, run_a: Run, run_b: Run) -> dict[str, Any]:
+        raise LocalevalError(f"compare does not handle {self.kind} runs; it compares "
+                             "multiple-choice and safeguard runs")
+
+    def print_comparison(self, comparison: dict, console: Console) -> None:
+        raise LocalevalError(f"compare does not handle {self.kind} runs")
+
+
+def finished_run(run: Run) -> RunRecord:
+    """A finished run: a folder is read once; a record already read is used as it is."""
+    record = run if isinstance(run, RunRecord) else load_run(run)
+    if record.status != "finished":
+        raise LocalevalError(f"{record.folder} has not finished (status {record.status!r}"
+                             + (f": {record.error}" if record.error else "") + ")")
+    return record
