@@ -4,6 +4,7 @@ small functions. docs/architecture.md draws the same layers."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,67 @@ def test_long_modules_say_why():
               and f"over {LONG_MODULE} lines" not in (ast.get_docstring(
                   ast.parse(path.read_text(encoding="utf-8"))) or "")]
     assert not silent
+
+
+# The one module that reads a results.json "schema" (to find the task kind's view); task
+# modules only declare theirs (results_schema = "localeval.<kind>/<version>").
+SCHEMA_READER = "tasks/registry.py"
+SCHEMA_LITERAL = re.compile(r"^localeval\.[a-z-]+/")
+
+
+def _schema_reads(tree: ast.AST) -> list[int]:
+    """Lines that read a "schema" key (x["schema"], x.get("schema")) or branch on a schema
+    string (.startswith("localeval.…"))."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and \
+                isinstance(node.slice, ast.Constant) and node.slice.value == "schema":
+            lines.append(node.lineno)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in ("get", "startswith") and node.args and \
+                isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str) \
+                and (node.args[0].value == "schema" or SCHEMA_LITERAL.match(node.args[0].value)):
+            lines.append(node.lineno)
+    return lines
+
+
+def _declared_schemas() -> set[str]:
+    """Every ``results_schema = "…"`` a task module declares."""
+    return {node.value.value for path in (SRC / "tasks").glob("*.py")
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+            and any(getattr(t, "id", None) == "results_schema" for t in node.targets)}
+
+
+def test_only_the_registry_reads_a_results_schema():
+    schemas, found = _declared_schemas(), []
+    assert len(schemas) >= 4
+    for path in sorted(SRC.rglob("*.py")):
+        rel = str(path.relative_to(SRC))
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if rel != SCHEMA_READER:
+            found += [f"{rel}:{line}" for line in _schema_reads(tree)]
+        # a results schema string appears only where its task declares it
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in schemas and \
+                    not rel.startswith("tasks/"):
+                found.append(f"{rel}:{node.lineno} {node.value!r}")
+    assert not found
+
+
+def test_no_private_name_is_imported_across_modules():
+    crossing = []
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(
+                    "localeval")):
+                crossing += [f"{path.relative_to(SRC)}: {a.name}" for a in node.names
+                             if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not crossing
+
+
+def test_the_layers_are_the_ones_docs_architecture_draws():
+    text = (SRC.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    drawn = next(line for line in text.splitlines() if line.startswith("cli ─"))
+    layers = [set(part.replace(" ", "").split(",")) for part in drawn.split("─")]
+    assert layers[::-1] == [layer - {"__init__"} for layer in LAYERS if layer != {"__init__"}]

@@ -18,7 +18,13 @@ from localeval.data.safety import (
     load_xstest_completions,
 )
 from localeval.errors import DataError
-from localeval.tasks.label_policy import binarize, binary_label, describe_policy
+from localeval.tasks.label_policy import binary_label, describe_policy
+
+
+def binarize(labels, kind, sensitive=None):
+    """Binary y_true for three-way labels, and the policy line (the package's own helper until
+    it turned out that only this test used it)."""
+    return [binary_label(x, kind, sensitive) for x in labels], describe_policy(kind, sensitive)
 
 XSTEST = SHARED / "data" / "xstest"
 JBB = SHARED / "data" / "jbb-multilingual" / "prompts.jsonl"

@@ -14,6 +14,7 @@ import sys
 from ..errors import LocalevalError
 from .commands import cmd_compare, cmd_demo, cmd_run, cmd_show, cmd_tasks
 from .research import add_research_parsers
+from .results import add_results_parsers
 from .run_options import (
     add_backend_arguments,
     add_folder_arguments,
@@ -113,6 +114,7 @@ def parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_run)
     c.set_defaults(func=cmd_compare)
     d.set_defaults(func=cmd_demo)
+    add_results_parsers(sub)
     add_tool_parsers(sub)
     add_research_parsers(sub)
     return p

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..backends.config import BackendConfig
 from ..errors import LocalevalError
+from ..tasks.options import flag_of
 from .values import batch_size, comma_list, key_values, model_args, numbers
 
 SHORTCUT = "shortcut:"  # argparse dest prefix of a shortcut flag (it sets a key of a pairs option)
@@ -58,7 +59,7 @@ def _add_field(group, f: dataclasses.Field, helps: list[tuple[str, str]]) -> Non
     if meta.get("flag") and "metavar" not in kwargs and kwargs.get("action") not in (
             "store_true", "store_false"):
         kwargs["metavar"] = meta["flag"].lstrip("-").upper().replace("-", "_")
-    group.add_argument(meta.get("flag") or "--" + f.name.replace("_", "-"), **kwargs)
+    group.add_argument(flag_of(f), **kwargs)
     if meta.get("shortcut"):
         flag, key, help_text = meta["shortcut"]
         group.add_argument(flag, dest=f"{SHORTCUT}{f.name}:{key}", action="store_true",
@@ -167,7 +168,7 @@ def _flag(cls: type, key: str) -> str:
         f = next(f for f in dataclasses.fields(cls.Options) if f.name == field)
         return f.metadata["shortcut"][0]
     f = next(f for f in dataclasses.fields(cls.Options) if f.name == key)
-    return f.metadata.get("flag") or "--" + key.replace("_", "-")
+    return flag_of(f)
 
 
 def title_of(cls: type) -> str:
@@ -180,7 +181,7 @@ def _value(f: dataclasses.Field, raw: Any) -> Any:
     if parse == "list":
         return comma_list(raw)
     if parse == "numbers":
-        return numbers(raw, f.metadata.get("flag") or "--" + f.name)
+        return numbers(raw, flag_of(f))
     if parse == "pairs":
         return key_values(raw, f.metadata.get("flag")) or None
     return raw

@@ -18,7 +18,7 @@ The model answers::
 Verdict position: prompt classification reads the first token after the assistant prefill
 ``Harmful request:`` (`` yes`` / `` no``). Response classification reads the one after
 ``Harmful response:``, which follows three lines the model writes itself: stage 0 generates
-them greedily, stage 1 scores (see :class:`localeval.guards.base.AnswerLinesGuard`; the paper's
+them greedily, stage 1 scores (see :class:`localeval.guards.answer_lines.AnswerLinesGuard`; the paper's
 code likewise takes the last yes/no position of the generated answer).
 
 Score: P(yes) renormalised over {yes, no} at the verdict position.

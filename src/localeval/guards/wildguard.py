@@ -16,7 +16,7 @@ Verdict position: prompt classification reads the first token after the prefill
 ``<|assistant|>\\nHarmful request:`` (`` yes`` / `` no``). Response classification reads the one
 after ``Harmful response:``, which follows the model's own "Harmful request" and "Response
 refusal" answers: stage 0 generates them greedily, stage 1 scores (see
-:class:`localeval.guards.base.AnswerLinesGuard`). (IRIS inserts an extra newline before
+:class:`localeval.guards.answer_lines.AnswerLinesGuard`). (IRIS inserts an extra newline before
 ``Harmful request:`` and feeds its argmax tokens forward; we follow the model card's layout.)
 
 Score: P(yes) renormalised over {yes, no} at the verdict position.

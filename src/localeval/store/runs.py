@@ -20,7 +20,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import LocalevalError
 
@@ -30,7 +30,7 @@ except ImportError:  # Windows
     fcntl = None
 
 RUN_SCHEMA = 1  # version of the folder layout and config.json["run"]
-STATUSES = ("running", "finished", "failed")
+Status = Literal["running", "finished", "failed"]  # config.json["run"]["status"]
 
 
 @dataclass
@@ -40,7 +40,7 @@ class RunRecord:
     config: dict[str, Any]
     results: dict[str, Any] = field(default_factory=dict)
     samples: list[dict[str, Any]] = field(default_factory=list)
-    status: str = "running"
+    status: Status = "running"
     folder: Path | None = None
     error: str | None = None
     started_at: str | None = None

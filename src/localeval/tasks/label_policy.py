@@ -9,11 +9,6 @@ that, and ``"safe"``/``"harmful"`` force one mapping for both kinds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Literal
-
-Kind = Literal["prompt", "response"]
-SensitiveAs = Literal["paper", "safe", "harmful", "exclude"]
 SENSITIVE_CHOICES = ("paper", "safe", "harmful", "exclude")
 # §3: sensitive prompt -> safe, sensitive response -> harmful.
 PAPER_RULE = {"prompt": "safe", "response": "harmful"}
@@ -50,10 +45,3 @@ def describe_policy(kind: str, sensitive: str | None = None) -> str:
     what = "excluded" if target == "exclude" else f"counted as {target}"
     source = " (paper §3)" if (sensitive or "paper") == "paper" else " (override)"
     return f"{kind} classification: sensitive items {what}{source}; 1 = harmful"
-
-
-def binarize(labels: Iterable[str | None], kind: str,
-             sensitive: str | None = None) -> tuple[list[int | None], str]:
-    """Binary y_true for a list of three-way labels, plus :func:`describe_policy`'s line."""
-    return ([binary_label(label, kind, sensitive) for label in labels],
-            describe_policy(kind, sensitive))

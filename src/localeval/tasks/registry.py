@@ -66,12 +66,6 @@ def make_task(name: str, **options) -> Task:
     return task_class(name)(name, **options)  # its Options refuse a name they do not have
 
 
-def register_task(entry: TaskEntry) -> None:
-    """Add a task (a new name, or a new kind of task with its own ``Task`` class and view) to
-    :data:`TASKS`; a plugin or a test calls it, nothing else changes."""
-    TASKS[entry.name] = entry
-
-
 def task_kinds() -> list[type[Task]]:
     """Every task class in the table, once each, in table order."""
     return list(dict.fromkeys(entry.cls for entry in TASKS.values()))

@@ -20,7 +20,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ..analysis.safety import analyses
 from ..backends.base import Backend, Execute
@@ -47,8 +47,8 @@ class Planned:
     """One guard sample: an item, what is judged, and in which context."""
 
     item: SafetyItem
-    kind: str  # "prompt" | "response"
-    context: str  # "with_prompt" | "without_prompt"
+    kind: Literal["prompt", "response"]
+    context: Literal["with_prompt", "without_prompt"]
 
     def conversation(self) -> Conversation:
         """What the guard judges: the prompt alone, or the response with its prompt (or with an

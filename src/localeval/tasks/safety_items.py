@@ -28,6 +28,8 @@ def load_safety_items(task: str, data: str | Path | None = None,
     """The task's items, filtered by subset and language, then cut by :func:`limit_items`."""
     if task not in SAFETY_TASKS:
         raise LocalevalError(f"unknown safety task {task!r}; use one of {', '.join(SAFETY_TASKS)}")
+    if data is not None and not Path(data).exists():
+        raise LocalevalError(f"--data {data}: no such file or folder")
     if task == "sea-safeguard":
         items = _sea_safeguard(data, subsets, langs, dataset_revision)
     elif data is None:
