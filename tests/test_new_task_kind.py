@@ -58,8 +58,8 @@ class ToyTask(Task):
         rows = [json.loads(line) for line in Path(self.options.data).read_text().splitlines()]
         return [(r["id"], r["text"], len(r["text"]) > self.options.min_letters) for r in rows]
 
-    def plan(self, items, backend):
-        return [(item, ScoreNext(item[1], (" long", " short"))) for item in items]
+    def plan(self, data, backend):
+        return [(item, ScoreNext(item[1], (" long", " short"))) for item in data]
 
     def respond(self, planned, execute):
         return execute([request for _, request in planned])
@@ -69,12 +69,12 @@ class ToyTask(Task):
         pred = max(answer.logprobs, key=answer.logprobs.get) == " long"
         return {"id": item_id, "gold": gold, "pred": pred, "correct": pred == gold}
 
-    def summarise(self, samples):
+    def summarise(self, samples, data, identity):
         right = sum(s["correct"] for s in samples)
         return {"schema": self.results_schema, "task": self.name, "n_samples": len(samples),
                 "n_failed": 0, "accuracy": right / len(samples)}
 
-    def describe(self):
+    def describe(self, data):
         return {"task": self.name, "data": self.options.data,
                 "min_letters": self.options.min_letters}
 

@@ -1,7 +1,20 @@
-"""localeval: evaluate LLMs and safeguards in the languages and cultures English benchmarks miss."""
+"""localeval: evaluate LLMs and safeguards in the languages and cultures English benchmarks miss.
 
-from .api import evaluate, load_results
-from .store.runs import RunRecord
+``evaluate``, ``load_results`` and ``RunRecord`` are imported when first used, so the command
+line (which imports this package first) starts without the API's imports."""
+
 from .version import __version__
 
 __all__ = ["RunRecord", "evaluate", "load_results", "__version__"]
+
+
+def __getattr__(name: str):
+    if name in ("evaluate", "load_results"):
+        from . import api
+
+        return getattr(api, name)
+    if name == "RunRecord":
+        from .store.runs import RunRecord
+
+        return RunRecord
+    raise AttributeError(f"module 'localeval' has no attribute {name!r}")

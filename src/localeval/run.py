@@ -2,7 +2,7 @@
 requests through the cache with a progress bar, score, summarise, and keep the typed run record
 (:class:`~localeval.store.runs.RunRecord`) in the run folder from start to finish.
 
-    items -> task.plan -> task.respond(execute) -> task.score -> task.summarise -> RunRecord
+    data -> task.plan -> task.respond(execute) -> task.score -> task.summarise -> RunRecord
 """
 
 from __future__ import annotations
@@ -87,11 +87,11 @@ def _record_in_store(record: RunRecord, store: str | Path | None) -> None:
 
 
 def _run(task: Task, models: list[Model], place: RunPlace) -> RunRecord:
-    items = checked_items(task, models, place)
+    data = checked_data(task, models, place)
     backend = _load(models[0])
     roles = RoleModels(models[1:])
-    planned = task.plan(items, backend)
-    config = {**run_provenance(place.command), **task.describe(),
+    planned = task.plan(data, backend)
+    config = {**run_provenance(place.command), **task.describe(data),
               "model": models[0].named, "backend": backend.identity}
     if roles.models:
         config["model_roles"] = {m.role: m.settings() for m in roles.models}
@@ -108,7 +108,7 @@ def _run(task: Task, models: list[Model], place: RunPlace) -> RunRecord:
         if roles.loaded:
             record.config["role_backends"] = {r: b.identity for r, b in roles.loaded.items()}
         samples = [task.score(p, a) for p, a in zip(planned, answers, strict=True)]
-        results = task.summarise(samples)
+        results = task.summarise(samples, data, backend.identity)
     except BaseException as e:
         _fail(record, e)
         raise
@@ -154,18 +154,18 @@ class RoleModels:
         return self.loaded[role]
 
 
-def checked_items(task: Task, models: list[Model], place: RunPlace) -> list:
-    """The task's items, after every check that needs no model: where each model comes from
+def checked_data(task: Task, models: list[Model], place: RunPlace):
+    """The task's data, after every check that needs no model: where each model comes from
     and its options, the data and task options, and (for a folder that holds a run) its
     settings."""
     preflight_models(models)
-    items = task.load()
+    data = task.load()
     if place.folder:
-        settings = {**task.describe(), "model": models[0].named}
+        settings = {**task.describe(data), "model": models[0].named}
         if len(models) > 1:
             settings["model_roles"] = {m.role: m.settings() for m in models[1:]}
         check_same_run(place.folder, settings, place.overwrite)
-    return items
+    return data
 
 
 def choose_model(task: Task, model: str | Backend | None) -> str | Backend:

@@ -1,14 +1,17 @@
 """The Task protocol: what every evaluation implements, so one run lifecycle drives them all.
 
-    items   = task.load()                       # validated items; every data/option check
-    planned = task.plan(items, backend)          # what to ask, per sample
+    data    = task.load()                       # validated items; every data/option check
+    config  = task.describe(data)               # the options as run, for config.json
+    planned = task.plan(data, backend)          # what to ask, per sample
     answers = task.respond(planned, execute)     # requests through the cache (one round or more)
     samples = [task.score(p, a) for p, a in zip(planned, answers)]
-    results = task.summarise(samples)            # metrics and analyses -> results.json
+    results = task.summarise(samples, data, backend.identity)  # metrics -> results.json
 
-A task is made for one run, with that run's options (``tasks.registry.make_task``); ``load``
-must raise every error a user can fix before :mod:`localeval.run` loads the model. ``plan`` sees
-the backend for what prompts depend on (context length, token counts, the model's name).
+A task is made for one run, with that run's options (``tasks.registry.make_task``), and holds
+only what it was made with: each step gets what it needs from the steps before (``data`` is
+whatever ``load`` returns: the items, and what loading found beside them). ``load`` must raise
+every error a user can fix before :mod:`localeval.run` loads the model. ``plan`` sees the
+backend for what prompts depend on (context length, token counts, the model's name).
 """
 
 from __future__ import annotations
@@ -44,11 +47,12 @@ class Task(ABC):
         return {}
 
     @abstractmethod
-    def load(self) -> Sequence[Any]:
-        """The run's items, selected and validated; LocalevalError on anything wrong."""
+    def load(self) -> Any:
+        """The run's items, selected and validated (and what loading found beside them);
+        LocalevalError on anything wrong."""
 
     @abstractmethod
-    def plan(self, items: Sequence[Any], backend: Backend) -> list[Any]:
+    def plan(self, data: Any, backend: Backend) -> list[Any]:
         """One planned sample per scored unit (a question, a guard verdict)."""
 
     def respond(self, planned: Sequence[Any], execute: Execute) -> list[Any]:
@@ -60,9 +64,10 @@ class Task(ABC):
         """The sample record (a line of samples.jsonl) of one planned sample."""
 
     @abstractmethod
-    def summarise(self, samples: list[dict]) -> dict:
-        """results.json without ``timing`` (the lifecycle adds it)."""
+    def summarise(self, samples: list[dict], data: Any, identity: dict) -> dict:
+        """results.json without ``timing`` (the lifecycle adds it); ``identity`` is the run's
+        backend's."""
 
     @abstractmethod
-    def describe(self) -> dict:
-        """The task's options as run, for config.json (after :meth:`load`)."""
+    def describe(self, data: Any) -> dict:
+        """The task's options as run, for config.json."""

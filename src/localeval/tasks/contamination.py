@@ -51,6 +51,15 @@ class Text:
         return TextLogprobs(self.text)
 
 
+class ContaminationData(list):
+    """What loading found: the texts (this list), and membership labels by (source, id) when
+    given."""
+
+    def __init__(self, texts: list[Text], labels: dict[tuple[str | None, str], int] | None):
+        super().__init__(texts)
+        self.labels = labels
+
+
 def mcq_text(question: str, options: Sequence[str]) -> str:
     """The question and its options, one per line as ``A. …`` (TMLU App. B)."""
     return "\n".join([question, *(f"{LETTERS[i]}. {o}" for i, o in enumerate(options))])
@@ -105,10 +114,9 @@ class ContaminationTask(Task):
         self.name, self.data, self.k = name, [str(d) for d in data], tuple(k)
         self.sample, self.seed, self.drop_longest = sample, seed, drop_longest
         self.members, self.revision = members, dataset_revision
-        self.labels: dict[tuple[str | None, str], int] | None = None
 
     # ---------------------------------------------------------------- items
-    def load(self) -> list[Text]:
+    def load(self) -> ContaminationData:
         texts: list[Text] = []
         names = [_source_name(d) for d in self.data]
         if len(set(names)) != len(names):
@@ -116,12 +124,11 @@ class ContaminationTask(Task):
         for spec, name in zip(self.data, names, strict=True):
             chosen = _sampled(_read_source(spec, name, self.revision), self.sample, self.seed)
             texts += _drop_longest(chosen, self.drop_longest)
-        if self.members:
-            self.labels = _read_members(Path(self.members))
-        return texts
+        labels = _read_members(Path(self.members)) if self.members else None
+        return ContaminationData(texts, labels)
 
-    def plan(self, items: Sequence[Text], backend: Backend) -> list[Text]:
-        return list(items)
+    def plan(self, data: ContaminationData, backend: Backend) -> list[Text]:
+        return list(data)
 
     def score(self, planned: Text, answer: Response) -> dict[str, Any]:
         sample: dict[str, Any] = {"id": planned.id, "source": planned.source,
@@ -138,13 +145,13 @@ class ContaminationTask(Task):
                       min_k_pp=_min_k_pp(values, answer, self.k))
         return sample
 
-    def summarise(self, samples: list[dict]) -> dict:
+    def summarise(self, samples: list[dict], data: ContaminationData, identity: dict) -> dict:
         from ..analysis.contamination import summarise_contamination
 
-        return summarise_contamination(samples, [_key(k) for k in self.k], self.labels,
+        return summarise_contamination(samples, [_key(k) for k in self.k], data.labels,
                                        self.results_schema)
 
-    def describe(self) -> dict:
+    def describe(self, data: ContaminationData) -> dict:
         return {"task": self.name, "data": self.data, "k": list(self.k), "sample": self.sample,
                 "seed": self.seed, "drop_longest": self.drop_longest, "members": self.members,
                 "dataset_revision": self.revision}

@@ -86,7 +86,7 @@ class LLMSafetyTask(Task):
         return load_safety_items(source, self.data, self.subsets, self.langs, self.limit,
                                  self.dataset_revision)
 
-    def plan(self, items: Sequence[SafetyItem], backend: Backend) -> list[Planned]:
+    def plan(self, items: list[SafetyItem], backend: Backend) -> list[Planned]:
         head = [{"role": "system", "content": self.system}] if self.system else []
         return [Planned(i, Generate([*head, {"role": "user", "content": i.prompt}],
                                     max_tokens=self.max_tokens)) for i in items]
@@ -124,14 +124,14 @@ class LLMSafetyTask(Task):
         return {**sample, "judge_score": verdict.score,
                 "harmful_response": int(verdict.score > HARMFUL_THRESHOLD), "failed": False}
 
-    def summarise(self, samples: list[dict]) -> dict:
+    def summarise(self, samples: list[dict], items: list[SafetyItem], identity: dict) -> dict:
         from ..analysis.llm_safety import summarise_llm_safety
 
         return {"schema": self.results_schema, "task": self.name, "judge": self.guard.name,
                 "threshold": HARMFUL_THRESHOLD,
                 **summarise_llm_safety(samples, self.n_resamples)}
 
-    def describe(self) -> dict:
+    def describe(self, items: list[SafetyItem]) -> dict:
         judge = self.judge_model if isinstance(self.judge_model, str) else \
             getattr(self.judge_model, "identity", repr(self.judge_model))
         return {"task": self.name, "data": str(self.data) if self.data else None,

@@ -19,6 +19,14 @@ from .options import make_options
 from .prompts import PromptConfig, build_prompt
 
 
+@dataclass(frozen=True)
+class MCQData:
+    """What loading found: the task's metadata, and (subject, dev, test) per subject."""
+
+    spec: TaskSpec
+    subjects: list[tuple[str, list[MCQItem], list[MCQItem]]]
+
+
 @dataclass
 class Planned:
     item: MCQItem
@@ -172,61 +180,53 @@ class MCQTask(Task):
             prompt=PromptConfig(style=o.prompt_style or default_prompt_style(name),
                                 shots=o.shots, cot=o.cot, chat=o.chat, system=o.system,
                                 task=name))
-        self.spec: TaskSpec | None = None
-        self.subjects: list[str] = []
-        self.model: str | None = None
-
-    def load(self) -> list[tuple[str, list[MCQItem], list[MCQItem]]]:
+    def load(self) -> MCQData:
         """(subject, dev, test) per subject, sorted by subject; test cut to ``limit``."""
-        self.spec, loaded = load_mcq_data(self.name, self.data, self.wanted,
-                                          self.dataset_revision)
-        source = str(self.data or self.spec.hub_id)
-        self.subjects = sorted(loaded)
-        out = []
+        spec, loaded = load_mcq_data(self.name, self.data, self.wanted, self.dataset_revision)
+        source = str(self.data or spec.hub_id)
+        subjects = []
         for subject in sorted(loaded):
             splits = loaded[subject]
             check_subject(subject, splits, self.config, source)
             test = splits["test"][: self.limit] if self.limit else splits["test"]
-            out.append((subject, splits.get("dev", []), test))
-        return out
+            subjects.append((subject, splits.get("dev", []), test))
+        return MCQData(spec, subjects)
 
-    def plan(self, items, backend: Backend) -> list[Planned]:
+    def plan(self, data: MCQData, backend: Backend) -> list[Planned]:
         count = backend.count_tokens if hasattr(backend, "count_tokens") else None
         context = backend.max_context() if hasattr(backend, "max_context") else None
-        self.model = backend.identity.get("model")
-        return [p for subject, dev, test in items
-                for p in plan(self.spec, subject, dev, test, self.config, count, context)]
+        return [p for subject, dev, test in data.subjects
+                for p in plan(data.spec, subject, dev, test, self.config, count, context)]
 
     def score(self, planned: Planned, answer: Response) -> dict:
         return score(planned, answer, self.config)
 
-    def summarise(self, samples: list[dict]) -> dict:
-        prompt = self.config.prompt
+    def summarise(self, samples: list[dict], data: MCQData, identity: dict) -> dict:
+        prompt, spec = self.config.prompt, data.spec
         return {
             "schema": self.results_schema,
             "task": self.name,
-            "model": self.model,
+            "model": identity.get("model"),
             "method": self.config.method,
             "shots": prompt.shots,
             "cot": prompt.cot,
             "prompt_style": prompt.style,
-            "paper_table": self.spec.paper_table,
-            "disciplines": list(self.spec.disciplines),
-            "metrics": aggregate(samples, self.spec.subjects, self.spec.disciplines,
-                                 self.spec.year_floor),
+            "paper_table": spec.paper_table,
+            "disciplines": list(spec.disciplines),
+            "metrics": aggregate(samples, spec.subjects, spec.disciplines, spec.year_floor),
             "n_samples": len(samples),
             "n_failed": sum(1 for s in samples if s.get("failed")),
             "failed": [s["id"] for s in samples if s.get("failed")][:50],
             "unanswered": [s["id"] for s in samples if s["pred"] is None and not s.get("failed")],
         }
 
-    def describe(self) -> dict:
+    def describe(self, data: MCQData) -> dict:
         method = self.config.method
         return {
             "task": self.name,
-            "data": str(self.data) if self.data is not None else f"hf://{self.spec.hub_id}",
+            "data": str(self.data) if self.data is not None else f"hf://{data.spec.hub_id}",
             "dataset_revision": self.dataset_revision,
-            "subjects": self.subjects,
+            "subjects": [subject for subject, _, _ in data.subjects],
             "limit": self.limit,
             "method": method,
             "max_tokens": self.config.generation_budget if method == "generation" else None,

@@ -49,6 +49,7 @@ class Planned:
     item: SafetyItem
     kind: Literal["prompt", "response"]
     context: Literal["with_prompt", "without_prompt"]
+    model: str = ""  # the run's model, as its backend names it (kept on each record)
 
     def conversation(self) -> Conversation:
         """What the guard judges: the prompt alone, or the response with its prompt (or with an
@@ -78,14 +79,22 @@ def check_guard(guard: Guard, kinds: Iterable[tuple[str, str]]) -> None:
 
 
 def plan(items: Sequence[SafetyItem], classify: Iterable[str],
-         guard: Guard | None = None) -> list[Planned]:
+         guard: Guard | None = None, model: str = "") -> list[Planned]:
     """Samples for every item and requested (kind, context); response samples need a response
     (and a guard that classifies responses)."""
     kinds = sample_kinds(classify)
     if guard is not None:
         check_guard(guard, kinds)
-    return [Planned(item, kind, context) for item in items for kind, context in kinds
+    return [Planned(item, kind, context, model) for item in items for kind, context in kinds
             if kind == "prompt" or item.response is not None]
+
+
+@dataclass(frozen=True)
+class SafetyData:
+    """What loading found: the items, and warnings about what was left out."""
+
+    items: list[SafetyItem]
+    warnings: list[str]
 
 
 def record(p: Planned, verdict: GuardVerdict, *, guard: str, model: str,
@@ -163,15 +172,12 @@ class SafeguardTask(Task):
         self.guard = make_guard(o.guard, o.guard_options)
         self.default_model = self.guard.model
         check_guard(self.guard, self.kinds)
-        self.warnings: list[str] = []
-        self.items: list[SafetyItem] = []
-        self.model = ""
 
     def model_roles(self) -> dict[str, Any]:
         return self.guard.model_roles()
 
-    def load(self) -> list[SafetyItem]:
-        self.warnings = []
+    def load(self) -> SafetyData:
+        warnings: list[str] = []
         items = load_safety_items(self.name, self.data, self.subsets, self.langs, self.limit,
                                   self.dataset_revision)
         for field, why in self.guard.requires.items():
@@ -180,46 +186,44 @@ class SafeguardTask(Task):
                 raise LocalevalError(f"{why} needs items with a {field} (the cultural subsets "
                                      "of sea-safeguard); none of the selected items has one")
             if len(kept) < len(items):
-                self.warnings.append(f"{why}: {len(items) - len(kept)} items without a {field} "
-                                     "left out")
+                warnings.append(f"{why}: {len(items) - len(kept)} items without a {field} "
+                                "left out")
             items = kept
-        self._check_coverage(items)
-        self.items = items
-        return items
+        return SafetyData(items, warnings + self._coverage(items))
 
-    def _check_coverage(self, items: list[SafetyItem]) -> None:
-        """Warn about a requested kind no item can give; fail when there is nothing at all."""
+    def _coverage(self, items: list[SafetyItem]) -> list[str]:
+        """Warnings about a requested kind no item can give; fails when there is nothing at
+        all."""
         has_response = any(i.response is not None for i in items)
-        for kind, context in self.kinds:
-            if kind == "response" and not has_response:
-                self.warnings.append(f"no {kind} samples ({context}): no selected item has a "
-                                     "response")
         if not has_response and all(k == "response" for k, _ in self.kinds):
             raise LocalevalError(f"nothing to classify: the {self.name} items have no "
                                  "responses; use classify=('prompt',)")
+        return [f"no {kind} samples ({context}): no selected item has a response"
+                for kind, context in self.kinds if kind == "response" and not has_response]
 
-    def plan(self, items: Sequence[SafetyItem], backend: Backend) -> list[Planned]:
-        self.model = str(backend.identity.get("model", ""))
-        return plan(items, self.classify, self.guard)
+    def plan(self, data: SafetyData, backend: Backend) -> list[Planned]:
+        return plan(data.items, self.classify, self.guard,
+                    str(backend.identity.get("model", "")))
 
     def respond(self, planned: Sequence[Planned], execute: Execute) -> list[GuardVerdict]:
         return self.guard.classify([p.conversation() for p in planned], execute)
 
     def score(self, planned: Planned, answer: GuardVerdict) -> dict:
         neutral = 1 / self.guard.n_labels if self.on_failure == "neutral" else None
-        return record(planned, answer, guard=self.guard.name, model=self.model,
+        return record(planned, answer, guard=self.guard.name, model=planned.model,
                       sensitive=self.sensitive, neutral=neutral, log_text=self.log_samples)
 
-    def summarise(self, samples: list[dict]) -> dict[str, Any]:
+    def summarise(self, samples: list[dict], data: SafetyData,
+                  identity: dict) -> dict[str, Any]:
         failed = [s for s in samples if "error" in s]
         n_neutral = sum(1 for s in failed if s.get("neutral"))
-        warnings = self.warnings + ([self._failure_warning(failed, len(samples), n_neutral)]
+        warnings = data.warnings + ([self._failure_warning(failed, len(samples), n_neutral)]
                                     if failed else [])
         kinds = {kind for kind, _ in self.kinds}
         return {
             "schema": self.results_schema,
             "task": self.name,
-            "model": self.model,
+            "model": str(identity.get("model", "")),
             "guard": self.guard.name,
             "classify": list(self.classify),
             "cultural_awareness": self.cultural_awareness,
@@ -249,14 +253,14 @@ class SafeguardTask(Task):
         """Whether the guard was told each item's country (the paper's Table 3 setting)."""
         return bool(self.guard.options.get("cultural_awareness", False))
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self, data: SafetyData) -> dict[str, Any]:
         guard = self.guard
         return {
             "task": self.name,
             "data": str(self.data) if self.data is not None else f"hf://{HUB_REPO}",
             "dataset_revision": self.dataset_revision,
-            "subsets": sorted({i.subset for i in self.items}),
-            "langs": sorted({i.lang for i in self.items}),
+            "subsets": sorted({i.subset for i in data.items}),
+            "langs": sorted({i.lang for i in data.items}),
             "limit": self.limit,
             "classify": list(self.classify),
             "sensitive": self.sensitive or "paper",
