@@ -92,6 +92,16 @@ def test_an_option_a_role_takes_is_not_refused_for_the_target(capsys, model_fold
     assert "missing.jsonl" in error_line(capsys)
 
 
+def test_dash_t_sets_any_option_as_its_flag_would():
+    from localeval.cli import parser, task_options
+
+    args = parser().parse_args(["run", "--task", "sea-safeguard", "-T", "subsets=general,"
+                                "cultural-cg", "-T", "n_resamples=10", "-T", "auprc=ap"])
+    options = task_options(args)
+    assert options["subsets"] == ["general", "cultural-cg"] and options["n_resamples"] == 10
+    assert options["auprc"] == "ap" and options["guard"] == "zero-shot"
+
+
 def test_one_typing_rule_for_key_values():
     assert [typed(v) for v in ("none", "TRUE", "false", "3", "0.3", "1e-3", "a,b", " x ")] == \
         [None, True, False, 3, 0.3, 0.001, "a,b", "x"]

@@ -125,8 +125,6 @@ def _with(add_parser, **defaults):
     return lambda name, **kw: add_parser(name, **{**defaults, **kw})
 
 
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:

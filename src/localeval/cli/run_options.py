@@ -75,8 +75,8 @@ def _shown(value: Any) -> str:
 def add_task_option_flag(parser) -> None:
     parser.add_argument("-T", "--task-option", dest="task_option", action="append", default=[],
                         metavar="KEY=VALUE", help="any option of the task by its Python name "
-                        "(the long tail; `localeval tasks TASK` lists them), repeatable; "
-                        "values typed as in --model-args")
+                        "(the flags above, and help(localeval.evaluate), list them), "
+                        "repeatable; values typed as in --model-args")
 
 
 def add_backend_arguments(parser) -> None:
@@ -193,7 +193,10 @@ def _dash_t(name: str, fields: dict, pairs: list[str]) -> dict[str, Any]:
     if unknown:
         raise LocalevalError(f"-T {unknown[0]}: task {name!r} has no such option; it accepts: "
                              f"{', '.join(fields)}")
-    return given
+    # a list option's text is split as its flag's is (-T subsets=general,cultural-cg)
+    return {k: _value(fields[k], str(v)) if fields[k].metadata.get("parse") in ("list",
+                                                                                 "numbers")
+            else v for k, v in given.items()}
 
 
 def backend_options(args) -> BackendConfig:
