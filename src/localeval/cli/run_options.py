@@ -260,6 +260,9 @@ def run_and_report(args, task: str, options: dict) -> None:
     from ..api import evaluate
     from ..report.console import make_console, print_json, print_results
 
+    if not 0 <= args.max_failed <= 1:
+        raise LocalevalError(f"--max-failed is a share of the samples, 0 to 1, not "
+                             f"{args.max_failed:g}")
     backend, roles = backend_options(args), role_options(args)
     output = Path(args.output) if args.output else default_output(
         task, args.model, options, backend, roles)

@@ -85,6 +85,7 @@ def _options(cols: dict[str, Any], file: str, number: int) -> list[str]:
 
 def _load_file(path: Path, subject: str | None, split: str | None) -> dict[str, Splits]:
     out: dict[str, Splits] = {}
+    rows_of: dict[tuple[str, str], int] = {}  # (split, id) -> its row: compare pairs by id
     for number, row in read_rows(path):
         lowered = {str(k).strip().lower(): v for k, v in row.items()}
         subj = subject or str(lowered.get("subject") or path.stem)
@@ -93,6 +94,10 @@ def _load_file(path: Path, subject: str | None, split: str | None) -> dict[str, 
             raise DataError(path, number, "split", f"unknown split {lowered.get('split')!r}; "
                             f"use one of {', '.join(SPLIT_ALIASES)}")
         item = row_to_item(row, subject=subj, split=spl, file=str(path), number=number)
+        first = rows_of.setdefault((spl, item.id), number)
+        if first != number:
+            raise DataError(path, number, "id", f"id {item.id!r} is also row {first}'s; ids "
+                            "must be unique (runs are compared question by question)")
         out.setdefault(subj, {}).setdefault(spl, []).append(item)
     return out
 

@@ -241,6 +241,7 @@ def load_seasafeguard_local(path: str | Path) -> list[SafetyItem]:
     """
     file = str(path)
     items: list[SafetyItem] = []
+    rows_of: dict[tuple[str, str, str], int] = {}  # (id, language, subset) -> its row
     for number, row in read_rows(path):
         subset = _text(_need(row, "subset", file, number)) or ""
         subset = HUB_CONFIGS.get(subset, subset)
@@ -254,8 +255,16 @@ def load_seasafeguard_local(path: str | Path) -> list[SafetyItem]:
             country, english = _text(row.get("country")), lang == "en"
         key = f"{subset}-{_text(row.get('id')) or number}"
         rest = {k: v for k, v in row.items() if k not in ("subset", "split", "lang", "country")}
-        items.extend(_sea_rows(rest, subset=subset, lang=lang, country=country,
-                               english=english, key=key, file=file, number=number))
+        new = list(_sea_rows(rest, subset=subset, lang=lang, country=country, english=english,
+                             key=key, file=file, number=number))
+        for item in new:
+            first = rows_of.setdefault((item.id, item.lang, item.subset), number)
+            if first != number:
+                raise DataError(file, number, "id", f"id {item.id!r} ({item.lang}, "
+                                f"{item.subset}) is also row {first}'s; ids pair languages, so "
+                                "each item needs its own (per country too, in the cultural "
+                                "subsets)")
+        items.extend(new)
     return _pair_up(items)
 
 

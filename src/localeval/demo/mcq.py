@@ -19,7 +19,9 @@ SAMPLE_MCQ = files("localeval") / "data" / "sample" / "tmlu"
 def _sample_texts(folder: Path) -> list[str]:
     texts = []
     for f in sorted(folder.glob("*.jsonl")):
-        for line in f.read_text(encoding="utf-8").splitlines():
+        for line in f.read_text(encoding="utf-8").split("\n"):
+            if not line.strip():
+                continue
             row = json.loads(line)
             texts += [str(v) for v in row.values()]
     return texts

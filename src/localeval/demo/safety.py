@@ -25,7 +25,7 @@ SAMPLE_SAFETY = files("localeval") / "data" / "sample" / "safety" / "items.jsonl
 
 
 def _safety_texts(path: Path) -> list[str]:
-    texts = [str(v) for line in path.read_text(encoding="utf-8").splitlines()
+    texts = [str(v) for line in path.read_text(encoding="utf-8").split("\n") if line
              for v in json.loads(line).values()]
     template = [z.PROMPT_TASK, z.RESPONSE_TASK, z.CATEGORIES, z.CULTURE, "Human user:",
                 "AI assistant:"]

@@ -74,6 +74,14 @@ def write_samples(path: Path, samples: list[dict]) -> None:
                                 for s in samples))
 
 
+def read_jsonl(path: Path) -> list[dict]:
+    """One JSON value per line. Lines end at "\\n" only: a JSON string may hold U+2028, U+2029
+    or U+0085 as they are (we write with ``ensure_ascii=False``), and ``str.splitlines`` would
+    cut the line there."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n")
+            if line.strip()]
+
+
 def write_config(record: RunRecord) -> None:
     """config.json with the record's lifecycle; the folder is made if needed."""
     record.folder.mkdir(parents=True, exist_ok=True)
@@ -107,8 +115,7 @@ def load_run(folder: str | Path) -> RunRecord:
     if record.status == "finished":
         try:
             record.results = json.loads(results_file.read_text(encoding="utf-8"))
-            record.samples = [json.loads(line) for line in
-                              samples_file.read_text(encoding="utf-8").splitlines() if line]
+            record.samples = read_jsonl(samples_file)
         except (OSError, ValueError) as e:
             raise LocalevalError(f"{folder} is not a run folder (needs config.json, "
                                  f"results.json, samples.jsonl): {e}") from None

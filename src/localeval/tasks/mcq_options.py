@@ -45,6 +45,10 @@ class MCQOptions:
         "for --prompt-style tmlu) or strict (the first character must be the letter; CoT: the "
         "last final-answer statement; default for lm-eval)", choices=("tmlu", "strict"))
 
+    def __post_init__(self):
+        if self.limit is not None and self.limit < 1:
+            raise LocalevalError(f"--limit must be at least 1, not {self.limit}")
+
 
 @dataclass(frozen=True)
 class MCQConfig:

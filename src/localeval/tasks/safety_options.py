@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.safety import N_RESAMPLES
+from ..errors import LocalevalError
 from ..guards import Guard
 from ..metrics.classification import AUPRC_METRICS, PAPER_AUPRC
 from .label_policy import SENSITIVE_CHOICES
@@ -44,6 +45,17 @@ class SafetySelection:
         "(default: the paper's: safe for prompts, harmful for responses)")
     n_resamples: int = option(N_RESAMPLES, "resamples for 95% CIs (0: none)", flag="--bootstrap",
                               type=int)
+
+    def __post_init__(self):
+        # refused here, before any data or model loads (not after every request has run)
+        if self.limit is not None and self.limit < 1:
+            raise LocalevalError(f"--limit must be at least 1, not {self.limit}")
+        if self.n_resamples < 0:
+            raise LocalevalError(f"--bootstrap must be 0 (no CIs) or more, not "
+                                 f"{self.n_resamples}")
+        if self.sensitive not in (None, *SENSITIVE_CHOICES):
+            raise LocalevalError(f"--sensitive must be one of {', '.join(SENSITIVE_CHOICES)}, "
+                                 f"not {self.sensitive!r}")
 
 
 @dataclass(frozen=True)
