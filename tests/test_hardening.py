@@ -3,7 +3,13 @@ text, values that must be refused before anything loads, and duplicate ids. No m
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import quote, quote_plus
 
 import pytest
 
@@ -95,3 +101,80 @@ def test_duplicate_safety_items_name_both_rows(tmp_path, capsys, model_folder, n
                  model_folder]) == 2
     err = capsys.readouterr().err
     assert "row 2" in err and "is also row 1's" in err, err
+
+
+# ------------------------------------------------------------------ servers that misbehave
+KEY = "sk-planted/Key+0123456789abcdef"
+
+
+class Misbehaving(BaseHTTPRequestHandler):
+    """/v1/models answers; a completion either trickles a valid reply one byte at a time
+    (``trickle``) or fails with the key echoed in the form the path names."""
+
+    mode = "trickle"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        self._send(200, json.dumps({"data": [{"id": "m"}]}).encode())
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if Misbehaving.mode == "trickle":
+            body = json.dumps({"choices": [{"text": " fine", "index": 0}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            with contextlib.suppress(OSError):
+                for byte in body:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(0.2)
+            return
+        self._send(500, Misbehaving.mode.encode())
+
+    def _send(self, status, body):
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Misbehaving)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+def test_timeout_is_a_deadline_for_the_whole_request(server):
+    """The reply trickles in over ~10 s, each byte well within the timeout of 1 s."""
+    from localeval.backends.openai_compat import OpenAIBackend
+
+    Misbehaving.mode = "trickle"
+    backend = OpenAIBackend("m", base_url=f"http://{server}/v1", timeout=1, max_retries=0)
+    (response,) = backend.run([Generate("hi", max_tokens=4)])
+    assert response.text is None and "timeout after 1 s" in response.error
+
+
+@pytest.mark.parametrize("echo", [
+    KEY, json.dumps(KEY), quote(KEY, safe=""), quote_plus(KEY), KEY.upper(), KEY.lower(),
+    base64.b64encode(KEY.encode()).decode(), base64.urlsafe_b64encode(KEY.encode()).decode(),
+    KEY[:10], "PASSword-42"])
+def test_no_form_of_a_secret_reaches_what_is_kept(echo, server, monkeypatch):
+    from localeval.backends.openai_compat import OpenAIBackend
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    Misbehaving.mode = f"bad gateway, you sent {echo}!"
+    url = f"http://admin:PASSword-42@{server}/v1"
+    backend = OpenAIBackend("m", base_url=url, max_retries=0)
+    (response,) = backend.run([Generate("hi", max_tokens=4)])
+    kept = json.dumps([response.error, backend.identity,
+                       localeval.run.run_provenance(["localeval", "--base-url", url])])
+    assert "bad gateway" in kept and "[key]" in kept
+    for secret in (KEY, KEY[:8], "PASSword", quote(KEY, safe=""), KEY.upper()):
+        assert secret.lower() not in kept.lower()
+    assert f"http://{server}/v1" in kept

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .backends.async_http import public_url
 from .backends.base import Backend
 from .backends.config import BackendConfig
 from .backends.registry import load_backend, parse_backend_spec
@@ -202,9 +203,11 @@ def _timing(seconds: float, n: int, unit: str, backend: Backend) -> dict[str, An
 
 
 def run_provenance(command: list[str] | None) -> dict:
-    """What every config.json starts with: versions and the command line."""
+    """What every config.json starts with: versions and the command line (a password in a URL
+    on it left out)."""
+    shown = [public_url(a) if "://" in a else a for a in command] if command else command
     return {"localeval_version": __version__, "python": platform.python_version(),
-            "packages": _package_versions(), "command": command}
+            "packages": _package_versions(), "command": shown}
 
 
 def _package_versions() -> dict:

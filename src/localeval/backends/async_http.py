@@ -8,11 +8,13 @@ as it finishes. The OpenAI-compatible backend and the moderation APIs share it."
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import random
 import re
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -64,12 +66,55 @@ def retry_after(value: str | None) -> float:
     return max(0.0, min(seconds, MAX_RETRY_AFTER)) or 0.001
 
 
+def public_url(url: str) -> str:
+    """``url`` without its ``user:password@``: what is recorded or printed of a URL."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The user information of ``url`` (a password in it is a secret like a key)."""
+    parts = urllib.parse.urlsplit(url)
+    return [s for s in (parts.password, urllib.parse.unquote(parts.password or "")) if s]
+
+
+def secret_forms(secret: str) -> set[str]:
+    """The forms a server may echo a secret in: as it is, JSON-escaped, URL-encoded, base64
+    (standard and URL-safe, with and without padding); case is ignored when scrubbing."""
+    forms = {secret, secret.replace("/", "\\/"), urllib.parse.quote(secret, safe=""),
+             urllib.parse.quote_plus(secret)}
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        coded = encode(secret.encode()).decode()
+        forms |= {coded, coded.rstrip("=")}
+    return {f for f in forms if f}
+
+
+def scrub_form(text: str, form: str, shortest: int = 8) -> str:
+    """``text`` with ``form`` replaced by [key], in any case, and also any start of it of at
+    least ``shortest`` characters (a server that echoes only part of a key)."""
+    low, target = text.lower(), form.lower()
+    n = min(shortest, len(target))
+    out, done = [], 0
+    start = low.find(target[:n])
+    while start != -1:
+        end = start + n
+        while end < len(text) and end - start < len(target) and low[end] == target[end - start]:
+            end += 1
+        out.append(text[done:start] + "[key]")
+        done = end
+        start = low.find(target[:n], end)
+    return "".join(out) + text[done:]
+
+
 def scrub_secrets(text: str, secrets: list[str], limit: int = 200) -> str:
-    """Server text made safe to store or print: each secret and anything shaped like a key or a
-    bearer token removed, whitespace collapsed, cut to ``limit`` characters."""
+    """Server text made safe to store or print: each secret in every form a server may echo it
+    (:func:`secret_forms`, any case, or its first 8+ characters) and anything shaped like a key
+    or a bearer token removed, whitespace collapsed, cut to ``limit`` characters."""
     for secret in secrets:
-        if secret:
-            text = text.replace(secret, "[key]")
+        for form in sorted(secret_forms(secret), key=len, reverse=True) if secret else ():
+            text = scrub_form(text, form)
     text = re.sub(r"(?i)(bearer|authorization|api[-_]?key|x-api-key|subscription-key)"
                   r"([\"':= ]+)\S+", r"\1\2[key]", text)
     text = re.sub(r"\b(sk|pk|rk)-[A-Za-z0-9_\-]{8,}", "[key]", text)
@@ -192,10 +237,12 @@ class JsonClient:
         backoff, None = do not retry)."""
         import httpx
 
-        url = call.url
+        url = public_url(call.url)
         try:
-            resp = await client.post(url, content=content)
-        except httpx.TimeoutException:
+            # the whole request's deadline: httpx's own timeout is per read, so a server that
+            # trickles bytes would keep a request alive for ever
+            resp = await asyncio.wait_for(client.post(call.url, content=content), self.timeout)
+        except (TimeoutError, httpx.TimeoutException):
             return f"timeout after {self.timeout:g} s from {url}", 0
         except httpx.HTTPError as e:  # connection refused/reset, truncated body, protocol error
             return f"connection error with {url}: {self.scrub(f'{type(e).__name__}: {e}')}", 0

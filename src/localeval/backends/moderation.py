@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import LocalevalError
-from .async_http import Call, JsonClient, scrub_secrets
+from .async_http import Call, JsonClient, public_url, scrub_secrets, url_secrets
 from .base import Moderate, Request, Response
 
 AZURE_API_VERSION = "2024-09-01"
@@ -132,10 +132,10 @@ class ModerationBackend:
         # The endpoint is part of the identity (another deployment may answer differently);
         # the key never is.
         self.identity = {"backend": "moderation", "provider": provider,
-                         "endpoint": self.scrub(self.endpoint, 500)}
+                         "endpoint": self.scrub(public_url(self.endpoint), 500)}
 
     def scrub(self, text: str, limit: int = 200) -> str:
-        return scrub_secrets(text, [self._key], limit)
+        return scrub_secrets(text, [self._key, *url_secrets(self.endpoint)], limit)
 
     def max_context(self) -> int | None:
         return None

@@ -35,7 +35,7 @@ import os
 from typing import Any
 
 from ..errors import LocalevalError
-from .async_http import Call, JsonClient, Retry, scrub_secrets
+from .async_http import Call, JsonClient, Retry, public_url, scrub_secrets, url_secrets
 from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
 
 REPLICA_BLOCK = 8  # consecutive (prefix-sorted) requests sent to one replica
@@ -61,9 +61,10 @@ class OpenAIBackend:
         self.counts = {"requests": 0, "failed": 0}
         self._context = min((self._model_info(u).get("max_model_len") or 0
                              for u in self.base_urls), default=0) or None
+        shown = [public_url(u) for u in self.base_urls]  # never a password in the config
         self.identity = {"backend": "openai", "model": model,
-                         "base_url": self.base_urls[0] if len(self.base_urls) == 1
-                         else self.base_urls, "top_logprobs": top_logprobs}
+                         "base_url": shown[0] if len(shown) == 1 else shown,
+                         "top_logprobs": top_logprobs}
 
     @property
     def base_url(self) -> str:
@@ -88,17 +89,19 @@ class OpenAIBackend:
             resp.raise_for_status()
             models = resp.json().get("data", [])
         except (self.httpx.HTTPError, ValueError) as e:
-            raise LocalevalError(f"cannot reach an OpenAI-compatible server at {base_url} "
-                                 f"({self.scrub(str(e))}); start it or pass --base-url") from None
+            raise LocalevalError(f"cannot reach an OpenAI-compatible server at "
+                                 f"{public_url(base_url)} ({self.scrub(str(e))}); start it or "
+                                 "pass --base-url") from None
         for m in models:
             if m.get("id") == self.model:
                 return m
         names = ", ".join(str(m.get("id", "?")) for m in models) or "none"
-        raise LocalevalError(f"server {base_url} does not serve model {self.model!r}; "
+        raise LocalevalError(f"server {public_url(base_url)} does not serve model {self.model!r}; "
                              f"it serves: {names}")
 
     def scrub(self, text: str, limit: int = 200) -> str:
-        return scrub_secrets(text, [self._api_key], limit)
+        return scrub_secrets(text, [self._api_key, *(s for u in self.base_urls
+                                                    for s in url_secrets(u))], limit)
 
     # ---------------------------------------------------------------- protocol
     def max_context(self) -> int | None:
