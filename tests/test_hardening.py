@@ -178,3 +178,63 @@ def test_no_form_of_a_secret_reaches_what_is_kept(echo, server, monkeypatch):
     for secret in (KEY, KEY[:8], "PASSword", quote(KEY, safe=""), KEY.upper()):
         assert secret.lower() not in kept.lower()
     assert f"http://{server}/v1" in kept
+
+
+# ------------------------------------------------------------------ messages that misled
+def test_a_refused_run_leaves_no_folder(tmp_path, capsys):
+    assert main(["run", "--task", "tmlu", "--data", str(SAMPLE_MCQ), "--model",
+                 f"hf:{tmp_path / 'nowhere'}", "--no-store"]) == 2  # default runs/tmlu/…
+    assert "model folder" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("empty.jsonl", "", "no questions: the file is empty or has only a header row"),
+    ("header.csv", "question,A,B,answer\n", "no questions: the file is empty or has only"),
+    ("quote.csv", 'question,A,B,answer\n"What is it?,a,b,A\nq,a,b,B\n',
+     "a quoted field is opened and never closed"),
+])
+def test_data_problems_say_what_they_are(name, text, message, tmp_path, capsys, model_folder,
+                                         no_model_load):
+    (tmp_path / name).write_text(text)
+    assert main(["run", "--task", "mine", "--data", str(tmp_path / name), "--shots", "0",
+                 "--model", model_folder, "--no-store"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and name in err
+
+
+def test_a_numeric_question_is_a_question(tmp_path):
+    from localeval.data.mcq_loaders import load_local
+
+    (tmp_path / "nums.jsonl").write_text(json.dumps(
+        {"question": 1024, "A": "2^10", "B": "2^9", "answer": "A"}) + "\n")
+    (item,) = load_local(tmp_path / "nums.jsonl")["nums"]["test"]
+    assert item.question == "1024"
+
+
+def test_a_rejected_key_is_named_as_such(server, monkeypatch):
+    from localeval.backends.openai_compat import OpenAIBackend
+    from localeval.errors import LocalevalError
+
+    class Rejects(Misbehaving):
+        def do_GET(self):
+            self._send(401, b'{"error": "invalid api key"}')
+
+    monkeypatch.setattr(Misbehaving, "do_GET", Rejects.do_GET)
+    monkeypatch.setenv("MY_KEY", KEY)
+    with pytest.raises(LocalevalError, match=r"rejected the API key \(HTTP 401\): check \$MY_KEY"):
+        OpenAIBackend("m", base_url=f"http://{server}/v1", api_key_env="MY_KEY")
+
+
+def test_a_cached_rerun_counts_each_distinct_request_once(tmp_path):
+    from localeval.run import CachedExecutor
+    from localeval.store.cache import RequestCache
+
+    a, b = Generate("a", max_tokens=2), Generate("b", max_tokens=2)
+    with RequestCache(tmp_path / "c.sqlite") as cache:
+        first = CachedExecutor(Writes(), cache, quiet=True, unit="requests")
+        first([a, b, a])
+        again = CachedExecutor(Writes(), cache, quiet=True, unit="requests")
+        again([a, b, a])
+    assert first.counts == {"requests_cached": 0, "requests_run": 2}
+    assert again.counts == {"requests_cached": 2, "requests_run": 0}

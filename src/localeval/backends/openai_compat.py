@@ -53,7 +53,7 @@ class OpenAIBackend:
         self.model = model
         urls = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         self.base_urls = [u.strip().rstrip("/") for u in str(urls).split(",") if u.strip()]
-        self._api_key = os.environ.get(api_key_env, "")
+        self._api_key, self.api_key_env = os.environ.get(api_key_env, ""), api_key_env
         self.top_logprobs, self.timeout, self.max_retries = top_logprobs, timeout, max_retries
         self.client = JsonClient(headers=self._headers(), timeout=timeout,
                                  max_retries=max_retries, concurrency=concurrency,
@@ -86,6 +86,9 @@ class OpenAIBackend:
         try:
             resp = self.httpx.get(base_url + "/models", headers=self._headers(),
                                   timeout=min(self.timeout, 30.0))
+            if resp.status_code in (401, 403):
+                raise LocalevalError(f"the server at {public_url(base_url)} rejected the API key "
+                                     f"(HTTP {resp.status_code}): check ${self.api_key_env}")
             resp.raise_for_status()
             models = resp.json().get("data", [])
         except (self.httpx.HTTPError, ValueError) as e:

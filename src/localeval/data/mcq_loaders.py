@@ -42,7 +42,7 @@ def row_to_item(row: dict[str, Any], *, subject: str, split: str, file: str, num
     if isinstance(answer, int) and not isinstance(answer, bool) and 0 <= answer < len(options):
         answer = LETTERS[answer]
     answer = str(answer).strip().upper() if answer is not None else ""
-    question = cols["question"] if isinstance(cols["question"], str) else ""
+    question = _question_text(cols["question"], file, number)
     problem = validate_mcq(question, tuple(options), answer)
     if problem:
         raise DataError(file, number, *problem)
@@ -59,6 +59,14 @@ def row_to_item(row: dict[str, Any], *, subject: str, split: str, file: str, num
         explanation=str(explanation) if explanation not in (None, "") else None,
         metadata=metadata,
     )
+
+
+def _question_text(question: Any, file: str, number: int) -> str:
+    if isinstance(question, int | float) and not isinstance(question, bool):
+        return str(question)  # a question that is a number ("1024") is still a question
+    if question is not None and not isinstance(question, str):
+        raise DataError(file, number, "question", f"the question is not text: {question!r}")
+    return question or ""
 
 
 def _options(cols: dict[str, Any], file: str, number: int) -> list[str]:
@@ -128,8 +136,15 @@ def load_local(path: str | Path, subjects: Iterable[str] | None = None) -> dict[
             _merge(out, _load_file(f, subject, split))
     out = _selected(path, out, wanted, named)
     if not out:
-        raise LocalevalError(f"no question files (.csv, .jsonl, .parquet) found in {path}")
+        _nothing_loaded(path, [f for f, _, _ in files])
     return out
+
+
+def _nothing_loaded(path: Path, files: list[Path]) -> None:
+    if files:
+        raise DataError(files[0], None, None, "no questions: the file is empty or has only a "
+                        "header row")
+    raise LocalevalError(f"no question files (.csv, .jsonl, .parquet) found in {path}")
 
 
 def _selected(path: Path, out: dict[str, Splits], wanted: set[str] | None,

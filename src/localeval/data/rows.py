@@ -63,7 +63,7 @@ def _first_bad_line(path: Path) -> int:
 def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     csv.field_size_limit(MAX_FIELD_BYTES)
     with path.open(encoding="utf-8-sig", newline="") as f:
-        reader = csv.DictReader(f)
+        reader = csv.DictReader(f, strict=True)  # strict: an unclosed quote is an error
         try:
             if reader.fieldnames is None:
                 raise DataError(path, 1, None, "the file is empty (no header row)")
@@ -78,6 +78,10 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         except csv.Error as e:
             if "field larger than field limit" in str(e):
                 raise _too_long(path, reader.line_num + 1) from None
+            if "unexpected end of data" in str(e):
+                raise DataError(path, None, None, "not valid CSV: a quoted field is opened "
+                                "and never closed (a stray \" in a cell; double it as \"\" "
+                                "inside quotes)") from None
             raise DataError(path, reader.line_num, None, f"not valid CSV ({e})") from None
 
 

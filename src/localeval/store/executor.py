@@ -50,27 +50,24 @@ class CachedExecutor:
 
     def __call__(self, requests: list[Request]) -> list[Response]:
         backend, cache = self.backend, self.cache
-        responses = (cache.get_many(backend.identity, requests) if cache
-                     else [None] * len(requests))
-        missing = [i for i, r in enumerate(responses) if r is None]
-        firsts, where = distinct([requests[i] for i in missing])  # identical ones run once
-        todo = [missing[f] for f in firsts]
-        copies = [(i, todo[w]) for i, w in zip(missing, where, strict=True) if i != todo[w]]
+        firsts, where = distinct(requests)  # identical requests run (and count) once
+        unique = [requests[f] for f in firsts]
+        responses = (cache.get_many(backend.identity, unique) if cache
+                     else [None] * len(unique))
+        todo = [i for i, r in enumerate(responses) if r is None]
         self.counts["requests_run"] += len(todo)
-        self.counts["requests_cached"] += len(requests) - len(todo) - len(copies)
-        with progress_bar(self.unit, total=len(requests), done=len(requests) - len(todo),
+        self.counts["requests_cached"] += len(unique) - len(todo)
+        with progress_bar(self.unit, total=len(unique), done=len(unique) - len(todo),
                           quiet=self.quiet) as advance, \
                 CacheWriter(cache, backend.identity) as writer:
             for start in range(0, len(todo), CHUNK):
                 part = todo[start : start + CHUNK]
-                report = _reporter(part, requests, responses, writer, advance)
-                out = backend.run([requests[i] for i in part], progress=report)
+                report = _reporter(part, unique, responses, writer, advance)
+                out = backend.run([unique[i] for i in part], progress=report)
                 for k, (i, resp) in enumerate(zip(part, out, strict=True)):
                     if responses[i] is None:  # a backend that did not report this one
                         report(k, resp)
-        for i, same in copies:
-            responses[i] = responses[same]
-        return responses
+        return [responses[w] for w in where]
 
 
 def _reporter(part: list[int], requests: list[Request], responses: list, writer: CacheWriter,

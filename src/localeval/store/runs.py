@@ -133,7 +133,7 @@ def run_folder_lock(folder: Path | None) -> Iterator[None]:
     if folder is None or fcntl is None:  # no flock (Windows): no lock
         yield
         return
-    made = not folder.exists()
+    made = [p for p in (folder, *folder.parents) if not p.exists()]  # deepest first
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / LOCK_FILE, "a+", encoding="utf-8") as handle:
         try:
@@ -152,8 +152,9 @@ def run_folder_lock(folder: Path | None) -> Iterator[None]:
         finally:
             if made and not (folder / "config.json").exists():  # nothing ran: leave no trace
                 (folder / LOCK_FILE).unlink(missing_ok=True)
-                with suppress(OSError):
-                    folder.rmdir()
+                with suppress(OSError):  # a folder something else wrote into stays
+                    for made_dir in made:
+                        made_dir.rmdir()
 
 
 def check_output_folder(folder: Path) -> None:
