@@ -238,3 +238,51 @@ def test_a_cached_rerun_counts_each_distinct_request_once(tmp_path):
         again([a, b, a])
     assert first.counts == {"requests_cached": 0, "requests_run": 2}
     assert again.counts == {"requests_cached": 2, "requests_run": 0}
+
+
+# ------------------------------------------------------------------ tracebacks that were
+def test_an_output_folder_under_a_file_is_one_line(tmp_path, capsys, model_folder,
+                                                   no_model_load):
+    (tmp_path / "plain").write_text("x")
+    assert main(["run", "--task", "tmlu", "--data", str(SAMPLE_MCQ), "--model", model_folder,
+                 "--output", str(tmp_path / "plain" / "sub"), "--no-store"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is a file, not a folder" in err
+
+
+def test_an_os_error_anywhere_is_one_line(monkeypatch, capsys):
+    import localeval.cli.commands
+
+    def full(*args):
+        raise OSError(28, "No space left on device", "/runs/x/samples.jsonl.tmp")
+    monkeypatch.setattr(localeval.cli.commands, "run_and_report", full)
+    assert main(["run", "--task", "tmlu"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No space left on device (/runs/x/samples.jsonl.tmp)" in err
+
+
+def test_a_cuda_device_this_machine_lacks_is_one_line():
+    import torch
+
+    from localeval.backends.hf.backend import _check_device
+    from localeval.errors import LocalevalError
+
+    _check_device(torch, "cpu")
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    with pytest.raises(LocalevalError, match=f"torch sees {count} CUDA device"):
+        _check_device(torch, f"cuda:{count + 6}")
+    with pytest.raises(LocalevalError, match="is not a device name"):
+        _check_device(torch, "gpu7")
+
+
+@pytest.mark.slow
+def test_damaged_weights_are_one_line(tiny_llama, tmp_path, capsys):
+    import shutil
+
+    copy = tmp_path / "damaged"
+    shutil.copytree(tiny_llama, copy)
+    (copy / "model.safetensors").write_bytes(b"\x80\x04not weights at all" * 64)
+    assert main(["run", "--task", "tmlu", "--data", str(SAMPLE_MCQ), "--model", f"hf:{copy}",
+                 "--limit", "1", "--no-store", "--output", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"cannot load model '{copy}'" in err

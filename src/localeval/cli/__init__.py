@@ -134,6 +134,13 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {e}", file=sys.stderr)
         return getattr(e, "exit_code", 2)
+    except OSError as e:  # a read-only folder, a full disk: one line (--debug: the traceback)
+        if getattr(args, "debug", False):
+            raise
+        where = f" ({e.filename})" if e.filename else ""
+        print(f"error: {e.strerror or e}{where}; finished requests are in the cache, rerun "
+              "the command once it is fixed", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted; finished requests are in the cache, rerun the command to resume",
               file=sys.stderr)

@@ -161,6 +161,9 @@ def check_output_folder(folder: Path) -> None:
     """Before anything loads: ``folder`` must be a folder that is new, empty or a run folder."""
     if folder.exists() and not folder.is_dir():
         raise LocalevalError(f"--output {folder} is a file; give a folder (made if missing)")
+    above = next((p for p in folder.parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        raise LocalevalError(f"--output {folder}: {above} is a file, not a folder")
     if folder.is_dir() and not (folder / "config.json").exists() and \
             any(f.name != LOCK_FILE for f in folder.iterdir()):
         raise LocalevalError(f"--output {folder} is not empty and holds no run (no config.json); "

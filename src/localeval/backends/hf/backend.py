@@ -57,6 +57,7 @@ class HFBackend:
         _check_options(dtype, batch_size, padding_side)
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
+        _check_device(torch, device)
         transformers.utils.logging.disable_progress_bar()  # ours shows questions/s instead
         self.torch = torch
         self.device = torch.device(device)
@@ -118,7 +119,8 @@ class HFBackend:
                     self.name, revision=self.revision, dtype=self.dtype,
                     attn_implementation=attention_implementation(self.attn, self.config),
                     **self.model_args)
-            except (OSError, ValueError, TypeError) as e:
+            except Exception as e:  # noqa: BLE001 - a damaged or hostile weights file raises
+                # any type (UnpicklingError, RuntimeError, EOFError…): one line, naming it
                 raise _load_error(self.name, e) from None
             self._model = model.to(self.device).eval()
         return self._model
@@ -274,6 +276,22 @@ class HFBackend:
             except (ValueError, OSError):
                 free = 4 << 30
         return int(max(256, min(free // 3 // per_token, 1 << 17)))
+
+
+def _check_device(torch, device: str) -> None:
+    """--device names a device this torch has (checked before any weights load)."""
+    try:
+        where = torch.device(device)
+    except RuntimeError:
+        raise LocalevalError(f"--device {device!r} is not a device name; use auto, cpu, cuda, "
+                             "cuda:1, …") from None
+    if where.type != "cuda":
+        return
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count == 0 or (where.index or 0) >= count:
+        raise LocalevalError(f"--device {device}: this machine's torch sees {count} CUDA "
+                             "device(s); use --device cpu" + (f" or cuda:0 … cuda:{count - 1}"
+                                                            if count else ""))
 
 
 def _check_options(dtype: str, batch_size: int | str, padding_side: str) -> None:
