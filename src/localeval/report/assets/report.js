@@ -26,14 +26,25 @@
     return String(a).localeCompare(String(b), undefined, {numeric: true});
   }
 
+  // Longer texts show their start and a button for the rest: laying out hundreds of thousands
+  // of characters on every redraw (sort, filter, show harmful text) can freeze the page.
+  const LONG_TEXT = 4000;
+
   function textCell(value, warn) {
     const text = shown(value, "text");
     if (!text) return element("td");
     const preview = warn ? "⚠ Content warning: harmful or sensitive text — click to show"
       : (text.length > 70 ? text.slice(0, 70) + "…" : text);
-    const details = element("details", {className: warn ? "cw" : ""},
-      [element("summary", {textContent: preview}), element("pre", {textContent: text})]);
-    return element("td", {}, [details]);
+    const long = text.length > LONG_TEXT;
+    const pre = element("pre", {textContent: long ? text.slice(0, LONG_TEXT) + "…" : text});
+    const parts = [element("summary", {textContent: preview}), pre];
+    if (long) {
+      const all = element("button", {type: "button", className: "all",
+        textContent: `Show all ${text.length.toLocaleString("en")} characters`});
+      all.addEventListener("click", () => { pre.textContent = text; all.remove(); });
+      parts.push(all);
+    }
+    return element("td", {}, [element("details", {className: warn ? "cw" : ""}, parts)]);
   }
 
   function cell(value, column, warn) {
