@@ -103,9 +103,10 @@ def _decode_ends(backend, batch: Batch, requests: list[Generate],
         alone = len(stops) == 1 and not any(node.children for node in batch.nodes)
         rows = batch.rows if alone and picks == list(range(len(batch.nodes))) \
             else batch.rows.gather(index)
-        responses = _decode(backend, [requests[j] for _, j in same], [prompts[j] for _, j in same],
-                            rows, batch.logits[index].argmax(-1))
-        yield from zip([j for _, j in same], responses)
+        for k, response in _decode(backend, [requests[j] for _, j in same],
+                                   [prompts[j] for _, j in same], rows,
+                                   batch.logits[index].argmax(-1)):
+            yield same[k][1], response
 
 
 def _over_the_context(backend, requests: list[Generate], encoded: list[list[int]]):
@@ -173,9 +174,11 @@ class _Row:
 
 
 def _decode(backend, requests: list[Generate], prompts: list[list[int]], rows: Rows,
-            first) -> list[Response]:
+            first) -> Iterator[tuple[int, Response]]:
     """Decode one batch (all with the same stop strings) from its prompts' forwarded ``rows``
-    and first tokens, until every row has ended."""
+    and first tokens, until every row has ended. Each row's response is yielded as soon as
+    the row ends (its index in the batch), so the run caches it at once: a kill late in a long
+    batch loses only the rows still decoding."""
     torch = backend.torch
     steps = max(r.max_tokens for r in requests)
     cache, column = rows.cache, rows.mask.shape[1]
@@ -190,6 +193,8 @@ def _decode(backend, requests: list[Generate], prompts: list[list[int]], rows: R
     eos = _eos_ids(backend)
     while True:
         keep = _advance(out, live, tokens.tolist(), stop.update(tokens), eos)
+        going = {live[k] for k in keep}
+        yield from ((r, _response(backend, out[r])) for r in live if r not in going)
         if not keep:
             break
         if len(keep) < len(live):  # ended rows leave the batch
@@ -201,7 +206,6 @@ def _decode(backend, requests: list[Generate], prompts: list[list[int]], rows: R
         tokens = _step(backend, tokens, positions, mask[:, : column + 1], cache, column)
         positions = positions + 1
         column += 1
-    return [_response(backend, row) for row in out]
 
 
 def _step(backend, tokens, positions, mask, cache, column: int):
