@@ -306,3 +306,27 @@ def test_a_generated_row_is_reported_as_soon_as_it_ends(tmp_path):
     assert [i for i, _ in reported] == [1, 0]  # the short row first, while the long one decodes
     (_, short_steps), (_, long_steps) = reported
     assert short_steps <= 17 < long_steps
+
+
+def test_a_run_is_finished_only_when_every_file_is_written(tmp_path, monkeypatch):
+    """A full disk while the report is written: the folder says failed, not finished, and no
+    temporary file is left; the next attempt finishes it from the cache."""
+    import localeval.report.html
+
+    real = localeval.report.html.render
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(localeval.report.html, "render", full_disk)
+    options = dict(task="tmlu", model=Writes(), data=str(SAMPLE_MCQ), method="generation",
+                   output=tmp_path / "run", quiet=True, store=False, report=True)
+    with pytest.raises(OSError, match="No space"):
+        evaluate(**options)
+    record = load_results(tmp_path / "run")
+    assert record.status == "failed" and "No space left on device" in record.error
+    assert not list((tmp_path / "run").glob("*.tmp"))
+    monkeypatch.setattr(localeval.report.html, "render", real)
+    again = evaluate(**options)
+    assert again.status == "finished" and (tmp_path / "run" / "report.html").exists()
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["run"]["status"] == \
+        "finished"

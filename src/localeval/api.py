@@ -30,7 +30,8 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
              backend_options: BackendConfig | dict | None = None,
              role_options: dict[str, BackendConfig | dict] | None = None, quiet: bool = False,
              command: list[str] | None = None, overwrite: bool = False,
-             store: str | Path | bool | None = None, **options) -> RunRecord:
+             store: str | Path | bool | None = None, report: bool = False,
+             **options) -> RunRecord:
     """Evaluate ``model`` on ``task`` and (with ``output``) write the run folder.
 
     ``model`` is a backend spec such as ``hf:Qwen/Qwen2.5-7B-Instruct``, ``hf:/path/to/model``
@@ -43,7 +44,8 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
     ``output`` that holds a run with other settings is refused unless ``overwrite``; with the
     same settings the run resumes. A finished run with a folder is recorded in the results
     store (``store``: a path, else ``$LOCALEVAL_STORE`` or
-    ``$XDG_DATA_HOME/localeval/results.sqlite``; False: not recorded).
+    ``$XDG_DATA_HOME/localeval/results.sqlite``; False: not recorded). ``report``: the folder
+    also gets its HTML report, written before the run is marked finished.
 
     ``options`` are the task's own (``localeval tasks`` lists the tasks); a name the task does
     not have is an error. By kind of task:
@@ -52,7 +54,7 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
     """
     return run_task(make_task(task, **options), model, output=output, cache=cache,
                     backend_options=backend_options, role_options=role_options, quiet=quiet,
-                    command=command, overwrite=overwrite, store=store)
+                    command=command, overwrite=overwrite, store=store, report=report)
 
 
 def _options_doc() -> str:

@@ -11,7 +11,8 @@ import platform
 import sqlite3
 import sys
 import time
-from dataclasses import dataclass
+from contextlib import suppress
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from .errors import LocalevalError
 from .store.executor import CachedExecutor, open_cache
 from .store.runs import (
     RunRecord,
+    as_stored,
     check_output_folder,
     check_same_run,
     finite,
@@ -41,7 +43,8 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
              backend_options: BackendConfig | dict | None = None,
              role_options: dict[str, BackendConfig | dict] | None = None,
              quiet: bool = False, command: list[str] | None = None,
-             overwrite: bool = False, store: str | Path | bool | None = None) -> RunRecord:
+             overwrite: bool = False, store: str | Path | bool | None = None,
+             report: bool = False) -> RunRecord:
     """Run ``task`` on ``model`` (a backend spec such as ``hf:/path`` or a backend object) and,
     with ``output``, keep the run folder; ``cache`` is the SQLite file of finished requests.
     ``model`` None: the task's own (an embedding guard's embedder). ``backend_options`` apply to
@@ -50,11 +53,11 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
     settings is refused unless ``overwrite``; with the same settings it is a rerun. Every check
     (model specs and options, folder, data, task options) comes before any model loads. A
     finished run with a folder is recorded in the results store (``store``: its path, None for
-    the default, False for none)."""
+    the default, False for none); with ``report``, the folder gets its report.html."""
     target = choose_model(task, model)
     models = resolve_models(target, BackendConfig.of(backend_options), task.model_roles(),
                             role_options)
-    place = RunPlace(Path(output) if output else None, cache, overwrite, command, quiet)
+    place = RunPlace(Path(output) if output else None, cache, overwrite, command, quiet, report)
     if place.folder:
         check_output_folder(place.folder)
     with run_folder_lock(place.folder):
@@ -73,6 +76,7 @@ class RunPlace:
     overwrite: bool
     command: list[str] | None
     quiet: bool
+    report: bool = False  # write <folder>/report.html before the run is marked finished
 
 
 def _record_in_store(record: RunRecord, store: str | Path | None) -> None:
@@ -121,8 +125,28 @@ def _run(task: Task, models: list[Model], place: RunPlace) -> RunRecord:
         for warning in record.results.get("warnings", []):
             print(f"warning: {warning}", file=sys.stderr)
     if record.folder:
-        save_run(record)
+        _save(record, place.report)
     return record
+
+
+def _save(record: RunRecord, report: bool) -> None:
+    """The run folder's files; the status says "finished" only once every one is written (the
+    report too, when asked for), else "failed" with why (a full disk, say)."""
+    def write_report() -> None:
+        from .report.html import write_report_of
+
+        # the record as the folder holds it (sorted keys), so the report is byte for byte the
+        # one `localeval report` writes from the folder later
+        stored = replace(record, config=as_stored(record.config),
+                         results=as_stored(record.results), samples=as_stored(record.samples))
+        write_report_of([stored], record.folder / "report.html")
+
+    try:
+        save_run(record, write_report if report else None)
+    except BaseException as e:
+        with suppress(OSError):  # a full disk may refuse this line too
+            _fail(record, e)
+        raise
 
 
 def load_model(spec: str, config: BackendConfig | None = None, role: str = "model") -> Backend:

@@ -270,17 +270,13 @@ def run_and_report(args, task: str, options: dict) -> None:
     result = evaluate(task=task, model=args.model, output=output, cache=cache,
                       backend_options=backend, role_options=roles, quiet=args.quiet,
                       command=sys.argv, overwrite=args.overwrite, store=store_option(args),
-                      **options)
+                      report=not args.no_report, **options)
     if args.json:
         print_json(result.results)
     else:
         print_results(result.results, make_console())
-    if not args.no_report:
-        from ..report.html import write_report
-
-        report = write_report([result.folder])
     if not args.json:
         written = "config.json, results.json, samples.jsonl" + \
-            ("" if args.no_report else f", {report.name}")
+            ("" if args.no_report else ", report.html")
         print(f"wrote {result.folder}/ ({written})")
     check_failures(result.results, args.max_failed)

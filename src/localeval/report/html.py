@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LocalevalError
-from ..store.runs import RunRecord, load_run
+from ..store.runs import RunRecord, load_run, write_text_whole
 from ..version import __version__
 from .browser import browser_data, script_json
 from .cells import short_model
@@ -42,13 +42,17 @@ def write_report(folders: list[str | Path], output: str | Path | None = None) ->
         if run.status != "finished":
             raise LocalevalError(f"{folder}: the run is {run.status}, not finished; rerun its "
                                  "command to finish it, then make the report")
-    path = Path(output) if output is not None else Path(folders[0]) / "report.html"
+    return write_report_of(runs, Path(output) if output is not None else
+                           Path(folders[0]) / "report.html")
+
+
+def write_report_of(runs: list[RunRecord], path: Path) -> Path:
+    """Write the report of runs already read (a run that is finishing writes its own before it
+    is marked finished: a finished folder has every file it promises)."""
     figures = path.with_name(path.stem + "_figures")
     text = render(runs, figures)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_text_whole(path, text)
     return path
 
 

@@ -59,18 +59,29 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def write_text_whole(path: Path, text: str) -> None:
+    """``text`` to ``path`` whole or not at all: written to a temporary name and renamed; a
+    write that fails (a full disk) leaves no temporary file behind."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def as_stored(value: Any) -> Any:
+    """``value`` as it reads back from the run folder's JSON (keys sorted, tuples as lists)."""
+    return json.loads(json.dumps(value, ensure_ascii=False, sort_keys=True))
 
 
 def write_json(path: Path, data) -> None:
-    _atomic_write(path, json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
+    write_text_whole(path, json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
 
 
 def write_samples(path: Path, samples: list[dict]) -> None:
-    _atomic_write(path, "".join(json.dumps(s, ensure_ascii=False, sort_keys=True) + "\n"
+    write_text_whole(path, "".join(json.dumps(s, ensure_ascii=False, sort_keys=True) + "\n"
                                 for s in samples))
 
 
@@ -88,11 +99,14 @@ def write_config(record: RunRecord) -> None:
     write_json(record.folder / "config.json", {**record.config, "run": record.lifecycle()})
 
 
-def save_run(record: RunRecord) -> None:
-    """Samples, then results, then config.json (the status) last."""
+def save_run(record: RunRecord, before_status=None) -> None:
+    """Samples, then results, then ``before_status()`` (the HTML report), then config.json (the
+    status) last: "finished" means every file the run promises is written."""
     record.folder.mkdir(parents=True, exist_ok=True)
     write_samples(record.folder / "samples.jsonl", record.samples)
     write_json(record.folder / "results.json", record.results)
+    if before_status is not None:
+        before_status()
     write_config(record)
 
 
