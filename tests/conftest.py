@@ -24,6 +24,25 @@ def shared():
     return SHARED
 
 
+@pytest.fixture
+def no_model_load(monkeypatch):
+    """Fails the test if anything tries to load a model."""
+    import localeval.run
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a model was loaded")
+    monkeypatch.setattr(localeval.run, "load_backend", refuse)
+
+
+@pytest.fixture
+def model_folder(tmp_path):
+    """An hf: spec whose folder a preflight accepts as a model (it is never loaded)."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    return f"hf:{folder}"
+
+
 @pytest.fixture(autouse=True)
 def _in_tmp_dir(tmp_path, monkeypatch):
     """Runs without --output write to ./runs/…, and every finished run is recorded in the

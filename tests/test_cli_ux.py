@@ -10,19 +10,10 @@ import sys
 
 import pytest
 
-import localeval.run
 from localeval.cli import main
 from localeval.cli.values import model_args as _model_args
 
 CLI = [sys.executable, "-m", "localeval.cli"]
-
-
-@pytest.fixture
-def no_model_load(monkeypatch):
-    """Fails the test if anything tries to load a model."""
-    def refuse(*args, **kwargs):
-        raise AssertionError("a model was loaded")
-    monkeypatch.setattr(localeval.run, "load_backend", refuse)
 
 
 @pytest.fixture

@@ -48,20 +48,6 @@ def test_a_line_separator_in_a_sample_keeps_the_run_readable(tmp_path, capsys):
     assert "unanswered" in json.loads((folder / "results.json").read_text())
 
 
-@pytest.fixture
-def no_model_load(monkeypatch):
-    def refuse(*args, **kwargs):
-        raise AssertionError("a model was loaded")
-    monkeypatch.setattr(localeval.run, "load_backend", refuse)
-
-
-@pytest.fixture
-def model_folder(tmp_path):
-    (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "config.json").write_text("{}")
-    return f"hf:{tmp_path / 'model'}"
-
-
 @pytest.mark.parametrize("argv, message", [
     (["--task", "tmlu", "--limit", "-1"], "--limit must be at least 1, not -1"),
     (["--task", "tmlu", "--limit", "0"], "--limit must be at least 1, not 0"),

@@ -10,26 +10,14 @@ import json
 
 import pytest
 
-import localeval.run
 from localeval.cli import main
 from localeval.cli.values import key_values, model_args, typed
 from localeval.demo.mcq import SAMPLE_MCQ
 
 
 @pytest.fixture(autouse=True)
-def no_model_load(monkeypatch):
-    def refuse(*args, **kwargs):
-        raise AssertionError("a model was loaded")
-    monkeypatch.setattr(localeval.run, "load_backend", refuse)
-
-
-@pytest.fixture
-def model_folder(tmp_path):
-    """A folder a preflight accepts as a model (it is never loaded here)."""
-    folder = tmp_path / "model"
-    folder.mkdir()
-    (folder / "config.json").write_text("{}")
-    return f"hf:{folder}"
+def _no_model_load(no_model_load):
+    """Every test here must fail before a model loads (conftest's no_model_load)."""
 
 
 def error_line(capsys) -> str:

@@ -153,7 +153,7 @@ def load_model(spec: str, config: BackendConfig | None = None, role: str = "mode
     """A model outside a task's run (the dataset tools' embedder and response model), with the
     same checks before it loads as a run's models."""
     (model,) = resolve_models(spec, config or BackendConfig(), {})
-    preflight_models([Model(role, spec, model.config)])
+    preflight_models([replace(model, role=role)])
     return _load(model)
 
 

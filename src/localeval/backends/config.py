@@ -20,6 +20,11 @@ SPEED_ONLY = ("batch_size", "concurrency", "rate_limit", "timeout", "max_retries
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
+def flags(names) -> str:
+    """Option names as the command line spells them: "--base-url, --top-logprobs"."""
+    return ", ".join("--" + name.replace("_", "-") for name in names)
+
+
 def _help(text: str, **cli: Any) -> Any:
     return {"help": text, **cli}
 
@@ -79,8 +84,7 @@ class BackendConfig:
         for name in ("concurrency", "max_retries", "top_logprobs"):
             low = 0 if name == "max_retries" else 1
             if getattr(self, name) < low:
-                return f"--{name.replace('_', '-')} must be at least {low}, not " \
-                       f"{getattr(self, name)}"
+                return f"{flags([name])} must be at least {low}, not {getattr(self, name)}"
         if self.timeout <= 0 or (self.rate_limit is not None and self.rate_limit <= 0):
             return "--timeout and --rate-limit must be positive"
         return None

@@ -12,7 +12,7 @@ import inspect
 
 from ..errors import LocalevalError
 from .base import Backend
-from .config import BackendConfig
+from .config import BackendConfig, flags
 
 # kind -> (module under localeval.backends, class name)
 BACKENDS: dict[str, tuple[str, str]] = {
@@ -54,8 +54,7 @@ def check_options(spec: str, config: BackendConfig, role: str = "the model") -> 
     taken = taken_options(spec)
     stray = [name for name in config.changed() if name not in taken]
     if stray:
-        flags = ", ".join("--" + name.replace("_", "-") for name in stray)
-        raise LocalevalError(f"{flags}: not an option of the {parse_backend_spec(spec)[0]} "
+        raise LocalevalError(f"{flags(stray)}: not an option of the {parse_backend_spec(spec)[0]} "
                              f"backend of {role} ({spec}); it takes: "
                              f"{', '.join(taken) or 'none'}")
 

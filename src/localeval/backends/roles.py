@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import LocalevalError
 from .base import Backend
-from .config import BackendConfig
+from .config import BackendConfig, flags
 from .registry import check_options, parse_backend_spec, preflight, taken_options
 
 TARGET = "model"  # the role of the run's own model
@@ -80,7 +80,6 @@ def _check_stray(config: BackendConfig, specs: list[str | Backend]) -> None:
     taken = {name for spec in named for name in taken_options(spec)}
     stray = [name for name in config.changed() if name not in taken]
     if stray:
-        flags = ", ".join("--" + name.replace("_", "-") for name in stray)
         kinds = ", ".join(f"{parse_backend_spec(s)[0]} ({s})" for s in named)
-        raise LocalevalError(f"{flags}: not an option of the backend of any model of this run "
+        raise LocalevalError(f"{flags(stray)}: not an option of the backend of any model of this run "
                              f"({kinds}); see `localeval run --help` for each backend's")

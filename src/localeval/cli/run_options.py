@@ -90,10 +90,7 @@ def add_backend_arguments(parser) -> None:
         text = meta.pop("help")
         if f.default not in (None, True) and "default" not in text:
             text += f" (default: {f.default})"
-        kwargs = {"dest": f.name, "default": f.default, "help": text, **meta}
-        if f.name in ("model_args", "batch_size"):
-            kwargs["default"] = None if f.name == "model_args" else "auto"
-        group.add_argument(flag, **kwargs)
+        group.add_argument(flag, dest=f.name, default=f.default, help=text, **meta)
     group.add_argument("--role-option", action="append", default=[], metavar="ROLE.KEY=VALUE",
                        help="an option of one second model (role judge, translator), e.g. "
                        "judge.device=cuda:1 or translator.dtype=float16; the options above "
@@ -201,10 +198,13 @@ def _dash_t(name: str, fields: dict, pairs: list[str]) -> dict[str, Any]:
 
 def backend_options(args) -> BackendConfig:
     """The backend flags as one validated config."""
-    given = {f.name: getattr(args, f.name) for f in dataclasses.fields(BackendConfig)}
-    given["batch_size"] = batch_size(str(given["batch_size"]))
-    given["model_args"] = model_args(given["model_args"])
-    return BackendConfig(**given)
+    parsers = {"model_args": model_args, "batch_size": lambda value: batch_size(str(value))}
+    return BackendConfig(**{f.name: parsers.get(f.metadata.get("parse"), _same)(
+        getattr(args, f.name)) for f in dataclasses.fields(BackendConfig)})
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def role_options(args) -> dict[str, dict[str, Any]]:

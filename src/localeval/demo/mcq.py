@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from importlib.resources import files
 from pathlib import Path
 
 from rich.console import Console
 
 from ..api import evaluate
+from ..data.rows import read_rows
 from ..report.html import write_report
 from ..report.mcq_tables import discipline_table
 from .model import build_demo_model
@@ -17,14 +17,8 @@ SAMPLE_MCQ = files("localeval") / "data" / "sample" / "tmlu"
 
 
 def _sample_texts(folder: Path) -> list[str]:
-    texts = []
-    for f in sorted(folder.glob("*.jsonl")):
-        for line in f.read_text(encoding="utf-8").split("\n"):
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            texts += [str(v) for v in row.values()]
-    return texts
+    return [str(v) for f in sorted(folder.glob("*.jsonl")) for _, row in read_rows(f)
+            for v in row.values()]
 
 
 def run_mcq_demo(output: Path, console: Console, quiet: bool = False) -> None:

@@ -9,13 +9,13 @@ sends chat messages). Its verdicts are random; the demo shows the flow, the file
 
 from __future__ import annotations
 
-import json
 from importlib.resources import files
 from pathlib import Path
 
 from rich.console import Console
 
 from ..api import evaluate
+from ..data.rows import read_rows
 from ..guards import zero_shot as z
 from ..report.html import write_report
 from ..report.safety_tables import table2_tables
@@ -25,8 +25,7 @@ SAMPLE_SAFETY = files("localeval") / "data" / "sample" / "safety" / "items.jsonl
 
 
 def _safety_texts(path: Path) -> list[str]:
-    texts = [str(v) for line in path.read_text(encoding="utf-8").split("\n") if line
-             for v in json.loads(line).values()]
+    texts = [str(v) for _, row in read_rows(path) for v in row.values()]
     template = [z.PROMPT_TASK, z.RESPONSE_TASK, z.CATEGORIES, z.CULTURE, "Human user:",
                 "AI assistant:"]
     verdicts = [f"assistant\n{label}" for label in z.LABELS]

@@ -29,11 +29,10 @@ from pathlib import Path
 
 from ...errors import LocalevalError
 from ..base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
+from ..config import DTYPES
 from .attention import NAME as GROUPED_EAGER
 from .attention import implementation as attention_implementation
 from .tree import plan, walk
-
-DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 class HFBackend:
