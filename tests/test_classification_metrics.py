@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -11,6 +12,7 @@ from sklearn import metrics as skm
 from localeval.metrics.bootstrap import bootstrap_ci, paired_bootstrap_ci
 from localeval.metrics.classification import (
     DEFAULT_THRESHOLDS,
+    THRESHOLD_RULES,
     average_precision,
     best_f1_threshold,
     calibrated_confusion,
@@ -57,9 +59,9 @@ def test_pr_curve_against_sklearn():
 
 def test_confusion_against_sklearn():
     for t, s in _cases(100, seed=1):
-        for th in (0.1, 0.5, 0.9):
-            c = confusion_at(t, s, th)
-            pred = (s >= th).astype(int)
+        for th, rule in itertools.product((0.1, 0.5, 0.9), THRESHOLD_RULES):
+            c = confusion_at(t, s, th, rule)
+            pred = (s > th if rule == "gt" else s >= th).astype(int)
             p, r, f, _ = skm.precision_recall_fscore_support(t, pred, average="binary",
                                                              zero_division=0)
             tn, fp, fn, tp = skm.confusion_matrix(t, pred, labels=[0, 1]).ravel()
@@ -81,8 +83,22 @@ def test_hand_computed():
     c = confusion_at(t, s, 0.75)  # predicted harmful: .9 and .8
     assert (c["tp"], c["fp"], c["fn"], c["tn"]) == (1, 1, 1, 1)
     assert (c["precision"], c["recall"], c["f1"], c["fpr"]) == (0.5, 0.5, 0.5, 0.5)
-    # score == threshold counts as harmful
-    assert confusion_at([1, 0], [0.5, 0.2], 0.5)["tp"] == 1
+    # score == threshold: safe by IRIS's rule (score > t, the default), harmful by ">="
+    assert confusion_at([1, 0], [0.5, 0.2], 0.5)["tp"] == 0
+    assert confusion_at([1, 0], [0.5, 0.2], 0.5, "ge")["tp"] == 1
+
+
+def test_threshold_rule_on_discrete_scores():
+    """A tie case by hand (discrete scores, as a moderation API's or neutral failures' 0.5):
+    at t = 0.5, "gt" calls only the 1.0 harmful: TP 1, FN 2, FP 0, F1 = 2/4 = 0.50; "ge" calls
+    every 0.5 too: TP 3, FP 1, FN 0, F1 = 6/7 = 0.857, FPR 1/2."""
+    t, s = [1, 1, 1, 0, 0], [1.0, 0.5, 0.5, 0.5, 0.0]
+    gt, ge = confusion_at(t, s, 0.5), confusion_at(t, s, 0.5, "ge")
+    assert (gt["tp"], gt["fn"], gt["fp"], gt["f1"], gt["fpr"]) == (1, 2, 0, 0.5, 0.0)
+    assert (ge["tp"], ge["fn"], ge["fp"], ge["fpr"]) == (3, 0, 1, 0.5)
+    assert ge["f1"] == pytest.approx(6 / 7)
+    with pytest.raises(ValueError, match="threshold rule"):
+        confusion_at(t, s, 0.5, ">")
 
 
 def test_ties():
@@ -140,13 +156,15 @@ def test_threshold_sweep_and_calibration():
     sweep = threshold_sweep(t, s)
     assert [p["threshold"] for p in sweep] == list(DEFAULT_THRESHOLDS)
     assert sweep[0]["recall"] == 1.0 and sweep[-1]["recall"] == 0.0
-    # F1 = 1 for thresholds in (0.30, 0.35]: the lowest such grid point is 0.31
-    assert best_f1_threshold(t, s) == 0.31
+    # F1 = 1 for thresholds in [0.30, 0.35) with score > t (the default): lowest grid point
+    # 0.30; in (0.30, 0.35] with score >= t: 0.31
+    assert best_f1_threshold(t, s) == 0.3
+    assert best_f1_threshold(t, s, rule="ge") == 0.31
     # applied to other data: the calibration threshold, not the test data's own optimum
     test_t, test_s = [0, 1, 1], [0.2, 0.25, 0.8]
     c = calibrated_confusion(t, s, test_t, test_s)
-    assert c["threshold"] == 0.31 and (c["tp"], c["fn"], c["fp"]) == (1, 1, 0)
-    assert best_f1_threshold(test_t, test_s) != 0.31
+    assert c["threshold"] == 0.3 and (c["tp"], c["fn"], c["fp"]) == (1, 1, 0)
+    assert best_f1_threshold(test_t, test_s) != 0.3
 
 
 def test_bootstrap_seeded_and_sane():

@@ -52,7 +52,7 @@ def test_the_judge_gets_the_run_options_and_its_own(shared, folders, loads, tmp_
     data = shared / "data" / "jbb-multilingual" / "prompts.jsonl"
     assert main(["run", "--task", "llm-safety", "--model", target, "--judge-model", judge,
                  "--data", str(data), "--limit", "1", "--device", "cpu", "--role-option",
-                 "judge.dtype=float32", "--bootstrap", "0", "--output", str(tmp_path / "run"),
+                 "judge.dtype=float32", "--refusal", "detector", "--greedy", "--bootstrap", "0", "--output", str(tmp_path / "run"),
                  "--quiet", "--no-store"]) == 0
     (target_spec, target_config), (judge_spec, judge_config) = loads
     assert (target_spec, judge_spec) == (target, judge)

@@ -11,6 +11,8 @@ from localeval.analysis.gaps import (
     cultural_gap,
     language_gap,
     table2,
+    table2_ci,
+    table2_language_gap,
 )
 from localeval.analysis.safety import pair_type_confusion, score_distribution
 from localeval.analysis.thresholds import threshold_curve
@@ -100,6 +102,35 @@ def test_table2_pooled_sea():
     # th + vi together: ties at .9/.8/.2/.1 -> AP = .25*.5 + .5*.75 + .25*(2/3) = 2/3
     table = table2(RECORDS, AP, sea="pooled")
     assert table["rows"][0]["values"]["prompt/general/sea"] == pytest.approx(200 / 3)
+
+
+def test_table2_en_cell_per_country_as_the_authors():
+    """IRIS `scripts/get_eval_result.py` (`report_sum_results`) averages the PR-AUC of each
+    country's English file; `en="pooled"` (ours, --en-cell pooled) takes one over all of them.
+    Thailand's English items rank 1,0,1 -> AP 5/6; Vietnam's rank 0,1 -> 1/2: per country
+    (5/6 + 1/2) / 2 = 2/3. Pooled they rank 1,0,0,1,1 -> AP (1 + 2/4 + 3/5) / 3 = 0.7."""
+    en = [*_group("cultural-itw", "prompt", "en", ["t1", "t2", "t3"], [1, 0, 1],
+                  [0.9, 0.8, 0.2], country="Thailand"),
+          *_group("cultural-itw", "prompt", "en", ["v1", "v2"], [1, 0], [0.3, 0.7],
+                  country="Vietnam")]
+    local = [*_group("cultural-itw", "prompt", "th", ["t1", "t2", "t3"], [1, 0, 1],
+                     [0.9, 0.1, 0.8], country="Thailand")]
+    row = table2(en + local, AP)["rows"][0]["values"]
+    assert row["prompt/cultural-itw/en"] == pytest.approx(200 / 3)
+    assert table2(en + local, AP)["en"] == "per-country"
+    pooled = table2(en + local, AP, en="pooled")["rows"][0]["values"]
+    assert pooled["prompt/cultural-itw/en"] == pytest.approx(70.0)
+    # the paper's language gap (EN - SEA) is built on the cell: 66.7 - 100 per country
+    (gap,) = [g for g in table2_language_gap(table2(en + local, AP))
+              if g["subset"] == "cultural-itw"]
+    assert gap["gap"] == pytest.approx(200 / 3 - 100)
+    # the bootstrap draws within each country's English group: its CI brackets the cell
+    ci = table2_ci(en * 4 + local * 4, n_resamples=200, metric=AP)["m"]
+    per_country = table2(en * 4 + local * 4, AP)["rows"][0]["values"]
+    assert (ci["prompt/cultural-itw/en"]["low"] <= per_country["prompt/cultural-itw/en"]
+            <= ci["prompt/cultural-itw/en"]["high"])
+    # items with no country (the General subset's one English file) are one group: as pooled
+    assert table2(RECORDS, AP)["rows"] == table2(RECORDS, AP, en="pooled")["rows"]
 
 
 def test_language_gap_on_paired_items():

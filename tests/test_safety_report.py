@@ -21,8 +21,9 @@ def R(id, lang, label, score, kind="prompt", context="with_prompt"):  # noqa: N8
                 score=score, model="m", raw_label="harmful" if label else "safe")
 
 
-# en: F1 is 4/6 up to 0.10, 4/5 up to 0.30, 1.0 from 0.31 to 0.35, 2/3 up to 0.90, so the
-# lowest best-F1 threshold of 0.01..0.99 is 0.31.
+# en, harmful = score > t (IRIS's rule, the default): F1 is 4/6 below 0.10, 4/5 below 0.30,
+# 1.0 from 0.30 to below 0.35, 2/3 below 0.90, so the lowest best-F1 threshold of 0.01..0.99 is
+# 0.30 (with score >= t every boundary moves up one grid point: 0.31).
 EN = [R("1", "en", 1, 0.9), R("2", "en", 1, 0.35), R("3", "en", 0, 0.3), R("4", "en", 0, 0.1)]
 TH = [R("1", "th", 1, 0.8), R("2", "th", 1, 0.4), R("3", "th", 1, 0.2), R("4", "th", 0, 0.45),
       R("5", "th", 0, 0.05)]
@@ -32,7 +33,7 @@ def test_threshold_transfer_by_hand():
     # The without-prompt responses and a failed th sample must not change anything.
     noise = [R("9", "en", 1, 0.01, "response", "without_prompt"), R("6", "th", 1, None)]
     (block,) = threshold_transfer(EN + TH + noise, "prompt", "en")
-    assert block["threshold"] == 0.31 and block["note"] is None
+    assert block["threshold"] == 0.3 and block["note"] is None
     assert (block["n_calibration"], block["n_calibration_harmful"]) == (4, 2)
     (th,) = block["languages"]  # en itself is never reported
     assert (th["lang"], th["n"], th["n_harmful"], th["n_failed"]) == ("th", 5, 3, 1)
@@ -41,15 +42,17 @@ def test_threshold_transfer_by_hand():
     assert (d["tp"], d["fp"], d["fn"], d["tn"]) == (1, 0, 2, 2)
     assert d["precision"] == 1.0 and d["recall"] == pytest.approx(1 / 3)
     assert d["f1"] == pytest.approx(0.5) and d["fpr"] == 0.0
-    # At 0.31: 0.8, 0.45, 0.4 are harmful: TP 2, FP 1, FN 1, TN 1.
+    # At 0.30: 0.8, 0.45, 0.4 are harmful: TP 2, FP 1, FN 1, TN 1.
     c = th["calibrated"]
-    assert c["threshold"] == 0.31 and (c["tp"], c["fp"], c["fn"], c["tn"]) == (2, 1, 1, 1)
+    assert c["threshold"] == 0.3 and (c["tp"], c["fp"], c["fn"], c["tn"]) == (2, 1, 1, 1)
     assert c["precision"] == pytest.approx(2 / 3) and c["recall"] == pytest.approx(2 / 3)
     assert c["f1"] == pytest.approx(2 / 3) and c["fpr"] == 0.5
 
     out = analyses(EN + TH, n_resamples=0)
-    assert out["calibration"] == "en"
+    assert out["calibration"] == "en" and out["threshold_rule"] == "gt"
     assert out["threshold_transfer"] == threshold_transfer(EN + TH, "prompt", "en")
+    (ge,) = analyses(EN + TH, n_resamples=0, threshold_rule="ge")["threshold_transfer"]
+    assert ge["threshold"] == 0.31 and ge["languages"][0]["calibrated"]["tp"] == 2
 
 
 def test_threshold_transfer_skips_with_a_note():
@@ -60,7 +63,7 @@ def test_threshold_transfer_skips_with_a_note():
     assert b["threshold"] is None and "no scored prompt samples" in b["note"]
     assert "'vi'" in b["note"]
     (b,) = threshold_transfer(EN, "prompt", "en")  # nothing to apply it to
-    assert b["threshold"] == 0.31 and b["languages"] == [] and "no language other" in b["note"]
+    assert b["threshold"] == 0.3 and b["languages"] == [] and "no language other" in b["note"]
     results = {"threshold_transfer": [b], "calibration": "en"}
     table, notes = T.threshold_transfer_table(results)
     assert table is None and notes == [f"Threshold transfer, prompt: {b['note']}"]

@@ -58,14 +58,15 @@ def test_a_missing_judge_model_is_one_line_before_any_model_loads(capsys, model_
     data = tmp_path / "prompts.jsonl"
     data.write_text(json.dumps({"id": "1", "lang": "en", "prompt": "hi", "label": "safe"}))
     assert main(["run", "--task", "llm-safety", "--model", model_folder, "--data", str(data),
-                 "--judge-model", f"hf:{tmp_path / 'nowhere'}", "--no-store"]) == 2
+                 "--judge-model", f"hf:{tmp_path / 'nowhere'}", "--refusal", "detector",
+                 "--no-store"]) == 2
     assert "model folder" in error_line(capsys)
 
 
 def test_a_role_option_its_backend_does_not_take(capsys, model_folder, tmp_path):
     assert main(["run", "--task", "llm-safety", "--model", model_folder, "--judge-model",
-                 model_folder, "--role-option", "judge.base_url=http://x/v1", "--data",
-                 str(tmp_path / "p.jsonl")]) == 2
+                 model_folder, "--refusal-judge-model", model_folder, "--role-option",
+                 "judge.base_url=http://x/v1", "--data", str(tmp_path / "p.jsonl")]) == 2
     assert "--base-url: not an option of the hf backend of the judge" in error_line(capsys)
 
 
@@ -73,7 +74,8 @@ def test_an_option_a_role_takes_is_not_refused_for_the_target(capsys, model_fold
     """--device reaches the judge too; --top-logprobs, which only a server takes, is refused
     because no model of this run is a server."""
     args = ["run", "--task", "llm-safety", "--model", model_folder, "--judge-model",
-            model_folder, "--data", str(tmp_path / "missing.jsonl"), "--no-store"]
+            model_folder, "--refusal", "detector", "--data", str(tmp_path / "missing.jsonl"),
+            "--no-store"]
     assert main([*args, "--top-logprobs", "5"]) == 2
     assert "--top-logprobs: not an option" in error_line(capsys)
     assert main([*args, "--device", "cpu"]) == 2  # gets as far as the data

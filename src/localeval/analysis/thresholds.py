@@ -13,6 +13,7 @@ import numpy as np
 
 from ..metrics.classification import (
     DEFAULT_THRESHOLDS,
+    PAPER_THRESHOLD_RULE,
     best_f1_threshold,
     confusion_at,
     threshold_sweep,
@@ -23,8 +24,10 @@ DEFAULT_THRESHOLD = 0.5  # the usual fixed cut: Fig. 4's pair types, threshold t
 
 
 def threshold_curve(records: Iterable[Record], kind: str, subset: str | None = None,
-                    thresholds: Sequence[float] = DEFAULT_THRESHOLDS) -> list[dict[str, Any]]:
-    """Fig. 5: precision, recall, F1 and FPR at each threshold, per model, for one task.
+                    thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+                    rule: str = PAPER_THRESHOLD_RULE) -> list[dict[str, Any]]:
+    """Fig. 5: precision, recall, F1 and FPR at each threshold, per model, for one task;
+    ``rule`` says whether a score equal to the threshold is harmful (``metrics.classification``).
 
     ``best_f1_threshold`` is where F1 peaks on *these* records: descriptive only. To report F1
     at a tuned threshold, tune on other items (``metrics.classification.calibrated_confusion``).
@@ -35,8 +38,8 @@ def threshold_curve(records: Iterable[Record], kind: str, subset: str | None = N
     out = []
     for model, mine in by_model(records).items():
         t, s, failed, excluded = scored(mine)
-        sweep = threshold_sweep(t, s, thresholds) if len(t) else []
-        best = best_f1_threshold(t, s, thresholds) if len(t) else None
+        sweep = threshold_sweep(t, s, thresholds, rule) if len(t) else []
+        best = best_f1_threshold(t, s, thresholds, rule) if len(t) else None
         out.append({"model": model, "kind": kind, "subset": subset, "sweep": sweep,
                     "best_f1_threshold": best, "n": len(t), "n_failed": failed,
                     "n_excluded": excluded})
@@ -44,7 +47,8 @@ def threshold_curve(records: Iterable[Record], kind: str, subset: str | None = N
 
 
 def threshold_transfer(samples: list[Record], kind: str, calibrate_on: str = "en",
-                       context: str = "with_prompt") -> list[dict[str, Any]]:
+                       context: str = "with_prompt",
+                       rule: str = PAPER_THRESHOLD_RULE) -> list[dict[str, Any]]:
     """A threshold tuned on one language, applied to the others (paper Fig. 5 and §5.2).
 
     For each model: the best-F1 threshold (0.01..0.99, the lowest if tied) of the ``kind``
@@ -55,12 +59,12 @@ def threshold_transfer(samples: list[Record], kind: str, calibrate_on: str = "en
     only the block has ``threshold`` None, no ``languages`` and a ``note`` saying why.
     """
     mine = [s for s in samples if s["kind"] == kind and s.get("context", "with_prompt") == context]
-    return [_transfer(model, rows, kind, context, calibrate_on)
+    return [_transfer(model, rows, kind, context, calibrate_on, rule)
             for model, rows in by_model(mine).items()]
 
 
 def _transfer(model: str, rows: list[Record], kind: str, context: str,
-              calibrate_on: str) -> dict[str, Any]:
+              calibrate_on: str, rule: str) -> dict[str, Any]:
     t, sc, failed, _ = scored(s for s in rows if s["lang"] == calibrate_on)
     block: dict[str, Any] = {"model": model, "kind": kind, "context": context,
                              "calibrate_on": calibrate_on, "threshold": None,
@@ -70,7 +74,7 @@ def _transfer(model: str, rows: list[Record], kind: str, context: str,
                              "languages": []}
     if block["note"]:
         return block
-    block["threshold"] = threshold = best_f1_threshold(t, sc)
+    block["threshold"] = threshold = best_f1_threshold(t, sc, rule=rule)
     others = sorted({s["lang"] for s in rows} - {calibrate_on})
     if not others:
         block["note"] = f"no language other than {calibrate_on!r} to apply the threshold to"
@@ -80,8 +84,8 @@ def _transfer(model: str, rows: list[Record], kind: str, context: str,
             block["languages"].append({
                 "lang": lang, "n": len(lt), "n_harmful": int(lt.sum()), "n_failed": lfailed,
                 "n_excluded": lexcluded,
-                "default": confusion_at(lt, ls, DEFAULT_THRESHOLD),
-                "calibrated": confusion_at(lt, ls, threshold)})
+                "default": confusion_at(lt, ls, DEFAULT_THRESHOLD, rule),
+                "calibrated": confusion_at(lt, ls, threshold, rule)})
     return block
 
 

@@ -42,11 +42,19 @@ class ScoreNext:
 
 @dataclass(frozen=True)
 class Generate:
-    """Greedy generation of at most ``max_tokens`` tokens, cut at the first stop string."""
+    """Greedy generation of at most ``max_tokens`` tokens, cut at the first stop string.
+
+    ``sample`` = k asks instead for the k-th of independent draws with the model's own default
+    sampling: a server's defaults (no temperature is sent), a local model's generation config
+    (seeded by the prompt and k, so a rerun draws the same text). Each draw is its own request,
+    so the cache keeps every draw. The authors' LLM-safety responses are drawn this way (IRIS
+    ``scripts/inference_llm.py``).
+    """
 
     prompt: Prompt
     max_tokens: int = 256
     stop: tuple[str, ...] = ()
+    sample: int | None = None
     kind: str = field(default="generate", init=False)
 
     def __post_init__(self):
@@ -113,6 +121,15 @@ class Response:
         return cls(**data)
 
 
+def request_fields(request: Request) -> dict:
+    """The request as a dict, without a greedy ``Generate``'s ``sample`` (None): a greedy
+    request keys the cache as it did before draws existed."""
+    fields = asdict(request)
+    if fields.get("sample", 0) is None:
+        del fields["sample"]
+    return fields
+
+
 def distinct(requests: list[Request]) -> tuple[list[int], list[int]]:
     """Identical requests run once: the index of the first of each distinct request, and for
     every request the position of its first in that list."""
@@ -120,7 +137,7 @@ def distinct(requests: list[Request]) -> tuple[list[int], list[int]]:
     where: list[int] = []
     seen: dict[str, int] = {}
     for i, request in enumerate(requests):
-        key = json.dumps(asdict(request), sort_keys=True, ensure_ascii=False)
+        key = json.dumps(request_fields(request), sort_keys=True, ensure_ascii=False)
         if key not in seen:
             seen[key] = len(firsts)
             firsts.append(i)
@@ -130,7 +147,8 @@ def distinct(requests: list[Request]) -> tuple[list[int], list[int]]:
 
 def request_key(identity: dict, request: Request) -> str:
     """A stable cache key: the backend's identity plus the request, hashed."""
-    payload = json.dumps([identity, asdict(request)], sort_keys=True, ensure_ascii=False)
+    payload = json.dumps([identity, request_fields(request)], sort_keys=True,
+                         ensure_ascii=False)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

@@ -133,7 +133,8 @@ class ShieldGemma(StagedGuard):
             return []
         prompt, response = conversation.prompt, conversation.response
         if self.mode == "combined":
-            guideline = "\n* ".join(POLICIES[p][0] for p in self.policies)
+            # IRIS shield_gemma.py: the combined guideline ends with one "\n" of its own
+            guideline = "\n* ".join(POLICIES[p][0] for p in self.policies) + "\n"
             return [ScoreNext(render(prompt, response, guideline), ("Yes", "No"))]
         which = 0 if response is None else 1
         return [ScoreNext(render(prompt, response, POLICIES[p][which]), ("Yes", "No"))

@@ -33,19 +33,55 @@ def _table(title: str, rows: dict[str, dict]) -> Table:
     return table
 
 
+GOLD = ("safe", "sensitive", "harmful")
+SUBSET_NAMES = {"general": "General", "cultural-itw": "Cultural ITW", "cultural-cg": "Cultural CG"}
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}"
+
+
+def d2_layout_table(results: dict) -> Table | None:
+    """The authors' App. D.2 layout: refusal and safe-response rates (% of responses) by the
+    prompt's gold label, per subset and side, then each side's mean over subsets."""
+    d2 = results.get("d2")
+    if not d2 or not d2["rows"]:
+        return None
+    table = Table(title="App. D.2 layout: % of responses refused / judged safe, by the "
+                        "prompt's gold label")
+    table.add_column("")
+    for rate in ("refused", "safe response"):
+        for gold in GOLD:
+            table.add_column(f"{rate}\n{gold}", justify="right")
+    for row in d2["rows"]:
+        rates = row["rates"]
+        table.add_row(f"{SUBSET_NAMES.get(row['subset'], row['subset'])} "
+                      f"{row['side'].upper()}",
+                      *(_pct(rates[g][k]["rate"]) if g in rates else "-"
+                        for k in ("refusal", "safe_response") for g in GOLD))
+    for side, cells in d2["average"].items():
+        table.add_row(f"Average {side.upper()}", *(_pct(cells.get(g, {}).get(k))
+                                                   for k in ("refusal", "safe_response")
+                                                   for g in GOLD))
+    return table
+
+
 def llm_safety_tables(results: dict) -> list[Table]:
     tables = [_table(f"LLM safety, judged by {results['judge']} (harmful = P(harmful) > "
                      f"{results['threshold']:g}); % with 95% CI",
                      {"all": results["overall"], **results["by_lang"]})]
     if len(results["by_subset"]) > 1:
         tables.append(_table("By subset", results["by_subset"]))
-    return tables
+    d2 = d2_layout_table(results)
+    return tables + ([d2] if d2 else [])
 
 
 def print_llm_safety_report(results: dict, console: Console | None = None) -> None:
     console = console or Console()
     for table in llm_safety_tables(results):
         console.print(table)
-    console.print(f"{results['n_samples']} prompts; {results['n_failed']} failed (left out, "
-                  "never counted as safe or refused). Refusals: rule-based detector "
-                  "(docs/fidelity.md).")
+    how = {"judge": "the authors' LLM refusal judge", "detector": "rule-based detector"}
+    console.print(f"{results['n_samples']} responses "
+                  f"({results.get('responses_per_prompt', 1)} per prompt); "
+                  f"{results['n_failed']} failed (left out, never counted as safe or refused). "
+                  f"Refusals: {how[results.get('refusal', 'detector')]} (docs/fidelity.md).")

@@ -35,8 +35,12 @@ class MCQOptions:
         None, "tmlu (the TMLU paper's) or lm-eval (the CMMLU and TMMLU+ authors', as "
         "lm-evaluation-harness has them); default: the task's own (tmlu for tmlu and custom "
         "data, lm-eval for cmmlu and tmmluplus)")
-    chat: str = option("none", "none, single (few-shot in one user turn) or multi (one turn per "
-                       "shot); uses the model's chat template")
+    chat: str = option(
+        "none", "none (a plain prompt), single (few-shot in one user turn, the answer cue as an "
+        "assistant prefill), multi (one turn per shot), or api (for chat-only servers; "
+        "--prompt-style tmlu with --method generation: MiuLab's openai_template layout, the "
+        "answer cue at the end of the user message, then an empty assistant message); the chat "
+        "modes use the model's chat template", choices=CHAT_MODES)
     system: str | None = option(None, "system prompt (with --chat) or text before the prompt")
     max_tokens: int | None = option(None, "generation budget (default 128 with the TMLU rules; "
                                     "with --extract strict 16, or 1024 with --cot)", type=int)
@@ -73,6 +77,7 @@ class MCQConfig:
                                  "reasoning, so there is no single position to score")
         if self.prompt.cot and self.prompt.style != "tmlu":
             raise LocalevalError("--cot uses the TMLU paper's CoT format; use --prompt-style tmlu")
+        _check_api_layout(self.prompt, self.method)
         if self.max_tokens is not None and self.max_tokens < 1:
             raise LocalevalError(f"--max-tokens must be at least 1, not {self.max_tokens}")
         if self.extract not in (None, *EXTRACTS):
@@ -100,3 +105,21 @@ class MCQConfig:
         if self.extraction == "tmlu" or self.prompt.cot:
             return ("問題：",)
         return ("\n\n", "問題：")
+
+
+def _check_api_layout(prompt: PromptConfig, method: str) -> None:
+    """``--chat api`` is the TMLU code's layout for API models (MiuLab/TMLU template.py
+    ``openai_template``); it is refused with the lm-eval style, and with likelihood: the TMLU
+    code only generates from API models (tmlu_eval.py, openai branch), and its likelihood path
+    (model.py ``HFLM_transformers``) scores the letter after a prefilled cue, our --chat single."""
+    if prompt.chat != "api":
+        return
+    if prompt.style != "tmlu":
+        raise LocalevalError("--chat api is the TMLU code's layout for API models (the answer "
+                             "cue ends the user message); use it with --prompt-style tmlu, or "
+                             "use --chat single with lm-eval")
+    if method == "likelihood":
+        raise LocalevalError("--chat api needs --method generation: the TMLU code uses this "
+                             "layout only to generate, and a letter scored at the start of an "
+                             "empty assistant turn is not read after 正確答案：( as its "
+                             "likelihood path reads it; for likelihood use --chat single")

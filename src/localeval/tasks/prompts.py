@@ -18,6 +18,10 @@ checked against theirs: ``description + shot + "\\n\\n" + … + query``, each sh
 Chat (``chat="single"``): the whole few-shot text is one user turn and the answer cue becomes an
 assistant prefill (the TMLU code's ``apply_chat_template`` path). ``chat="multi"``: each shot is a
 user turn (question) and an assistant turn (its answer); the query is the last user turn.
+``chat="api"`` (``tmlu`` style only, for chat-only servers that ignore a prefill): the layout the
+TMLU code sends to OpenAI-compatible APIs (MiuLab/TMLU template.py ``openai_template``,
+tmlu_eval.py's openai branch, model.py ``OpenAI_LM.query``) — the whole text, answer cue included,
+is one user message, followed by an empty assistant message.
 An optional system prompt comes first. With the ``lm-eval`` style, as lm-evaluation-harness does
 with a chat template (lm_eval/api/task.py ``fewshot_context``, ``multiturn_to_singleturn``): the
 task description goes in the system message (after ``--system`` and a blank line, when given),
@@ -32,7 +36,7 @@ from ..backends.base import Message, Prompt
 from ..data.items import MCQItem
 
 STYLES = ("tmlu", "lm-eval")
-CHAT_MODES = ("none", "single", "multi")
+CHAT_MODES = ("none", "single", "multi", "api")
 
 TMLU_TOPIC = "以下選擇題為出自臺灣的考題，答案為其中一個選項。"
 TMLU_ANSWER_CUE = "\n正確答案：("
@@ -110,6 +114,15 @@ def build_prompt(item: MCQItem, shots: list[MCQItem], subject_name: str,
         messages.append({"role": "system", "content": system})
     elif config.system:
         messages.append({"role": "system", "content": config.system})
+    if config.chat == "api":
+        # Our own code for the layout of MiuLab/TMLU template.py ``openai_template`` with
+        # ``include_ans=False`` and model.py ``OpenAI_LM.query`` (prefill ''): the cue ends the
+        # user text, and the assistant message after it is empty. The backends read a final
+        # assistant message as a prefill, so an empty one is the bare generation prompt.
+        messages.append({"role": "user",
+                         "content": head + "".join(s + "\n\n" for s in shot_texts) + query + cue})
+        messages.append({"role": "assistant", "content": ""})
+        return messages
     if config.chat == "single":
         messages.append({"role": "user",
                          "content": head + "".join(s + "\n\n" for s in shot_texts) + query})

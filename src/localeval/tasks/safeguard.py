@@ -22,12 +22,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..analysis.gaps import EN_CELLS
 from ..analysis.safety import analyses
 from ..backends.base import Backend, Execute
 from ..data.safety import HUB_REPO, SafetyItem
 from ..errors import LocalevalError
 from ..guards import Conversation, Guard, GuardVerdict, get_guard
-from ..metrics.classification import AUPRC_METRICS
+from ..metrics.classification import AUPRC_METRICS, THRESHOLD_RULES
 from .base import Task
 from .label_policy import binary_label, describe_policy
 from .options import make_options
@@ -146,7 +147,9 @@ class SafeguardTask(Task):
     resamples for the CIs (0: none). ``calibrate_on``: the language whose best-F1 threshold is
     applied to every other language (``analysis.safety.threshold_transfer``). ``auprc``: the
     PR-AUC of the tables, ``trapezoid`` (the papers' code) or ``ap`` (average precision); both
-    are in results.json. ``on_failure``: ``exclude`` (default: a failed sample is left out and
+    are in results.json. ``en_cell``: Table 2's EN cells, ``per-country`` (the authors') or
+    ``pooled``. ``threshold_rule``: ``gt`` (score > t is harmful, the authors') or ``ge``.
+    ``on_failure``: ``exclude`` (default: a failed sample is left out and
     counted, never scored) or ``neutral`` (scored 1/number of labels and kept, as the authors'
     code does; results count them in ``n_neutral``). ``log_samples``: samples.jsonl holds the
     prompt and response text (default) or, when False, their sha256 only.
@@ -167,6 +170,8 @@ class SafeguardTask(Task):
         self.log_samples = o.log_samples
         self.auprc, self.on_failure = _checked(o.auprc, AUPRC_METRICS, "--auprc"), \
             _checked(o.on_failure, ON_FAILURE, "--on-failure")
+        self.en_cell = _checked(o.en_cell, EN_CELLS, "--en-cell")
+        self.threshold_rule = _checked(o.threshold_rule, THRESHOLD_RULES, "--threshold-rule")
         self.classify = tuple(o.classify or DEFAULT_CLASSIFY.get(name, ()))
         self.kinds = sample_kinds(self.classify)
         self.guard = make_guard(o.guard, o.guard_options)
@@ -238,7 +243,8 @@ class SafeguardTask(Task):
             "failures": [{k: s[k] for k in ("id", "lang", "subset", "kind", "context", "error")}
                          for s in failed[:50]],
             "warnings": warnings,
-            **analyses(samples, self.n_resamples, self.calibrate_on, self.auprc),
+            **analyses(samples, self.n_resamples, self.calibrate_on, self.auprc,
+                       self.threshold_rule, self.en_cell),
         }
 
     def _failure_warning(self, failed: list[dict], n: int, n_neutral: int) -> str:
@@ -267,6 +273,8 @@ class SafeguardTask(Task):
             "cultural_awareness": self.cultural_awareness,
             "calibrate_on": self.calibrate_on,
             "auprc": self.auprc,
+            "en_cell": self.en_cell,
+            "threshold_rule": self.threshold_rule,
             "on_failure": self.on_failure,
             "log_samples": self.log_samples,
             "guard": {"name": guard.name, "options": dict(guard.options),

@@ -8,10 +8,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..analysis.gaps import EN_CELLS, PAPER_EN_CELL
 from ..analysis.safety import N_RESAMPLES
 from ..errors import LocalevalError
 from ..guards import Guard
-from ..metrics.classification import AUPRC_METRICS, PAPER_AUPRC
+from ..metrics.classification import (
+    AUPRC_METRICS,
+    PAPER_AUPRC,
+    PAPER_THRESHOLD_RULE,
+    THRESHOLD_RULES,
+)
 from .label_policy import SENSITIVE_CHOICES
 from .options import option
 
@@ -83,6 +89,13 @@ class SafeguardOptions(SafetySelection):
     auprc: str = option(PAPER_AUPRC, "PR-AUC of the tables: trapezoid under the PR curve (the "
                         "paper's code) or ap (average precision); results.json holds both",
                         choices=tuple(AUPRC_METRICS))
+    en_cell: str = option(PAPER_EN_CELL, "Table 2's EN cells of the cultural subsets: "
+                          "per-country (the mean of each country's English PR-AUC, the "
+                          "authors' code) or pooled (one PR-AUC over every English item)",
+                          choices=EN_CELLS)
+    threshold_rule: str = option(PAPER_THRESHOLD_RULE, "at a threshold t, harmful means "
+                                 "score > t (gt, the authors' metrics code) or score >= t (ge)",
+                                 choices=THRESHOLD_RULES)
     on_failure: str = option("exclude", "a failed guard sample: exclude (left out and counted) "
                              "or neutral (scored 1/#labels and kept, as the authors' code does)",
                              choices=ON_FAILURE)

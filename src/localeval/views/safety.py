@@ -99,7 +99,7 @@ def compare_runs(baseline: Run, aware: Run) -> dict[str, Any]:
     base_run, aware_run = safety_run(baseline), safety_run(aware)
     baseline, aware = base_run.folder, aware_run.folder
     rb, ra = base_run.results, aware_run.results
-    for key in ("task", "model", "guard", "sensitive", "auprc"):
+    for key in ("task", "model", "guard", "sensitive", "auprc", "en_cell"):
         if rb.get(key) != ra.get(key):
             raise LocalevalError(f"the runs used different {key}s ({rb.get(key)!r} in "
                                  f"{baseline}, {ra.get(key)!r} in {aware}); compare one guard "
@@ -117,12 +117,13 @@ def compare_runs(baseline: Run, aware: Run) -> dict[str, Any]:
         raise LocalevalError(f"the runs used different items: {diff} cultural-cg samples (id, "
                              "language, kind, context, label) are in only one of them")
     try:
-        # runs from before --auprc existed used average precision
-        rows = cultural_awareness_delta(base, new, AUPRC_METRICS[rb.get("auprc", "ap")])
+        # runs from before --auprc existed used average precision, before --en-cell pooled
+        rows = cultural_awareness_delta(base, new, AUPRC_METRICS[rb.get("auprc", "ap")],
+                                        en=rb.get("en_cell", "pooled"))
     except ValueError as e:
         raise LocalevalError(f"malformed samples.jsonl: {e}") from None
     return {"task": rb["task"], "model": rb.get("model"), "guard": rb.get("guard"),
-            "auprc": rb.get("auprc", "ap"),
+            "auprc": rb.get("auprc", "ap"), "en_cell": rb.get("en_cell", "pooled"),
             "baseline": str(baseline), "aware": str(aware), "n_samples": len(base),
             "rows": finite(rows)}
 

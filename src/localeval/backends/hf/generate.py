@@ -47,6 +47,8 @@ around.
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -69,9 +71,11 @@ GREEDY_NEUTRAL = {"repetition_penalty": (None, 1.0), "no_repeat_ngram_size": (No
 
 
 def run_generations(backend, requests: list[Generate]) -> Iterator[tuple[int, Response]]:
-    """Yield (index, response) for each request, batch by batch."""
+    """Yield (index, response) for each request, batch by batch; draws (``sample`` set) one at
+    a time with ``model.generate``."""
     encoded = [backend.encode(*backend.render(r.prompt)) for r in requests]
     ok = yield from _over_the_context(backend, requests, encoded)
+    ok = yield from _draws(backend, requests, encoded, ok)
     kept, prompts = [requests[i] for i in ok], [encoded[i] for i in ok]
     budget = lambda node: max((kept[j].max_tokens for j in node.ends), default=0)  # noqa: E731
 
@@ -107,6 +111,14 @@ def _decode_ends(backend, batch: Batch, requests: list[Generate],
                                    [prompts[j] for _, j in same], rows,
                                    batch.logits[index].argmax(-1)):
             yield same[k][1], response
+
+
+def _draws(backend, requests: list[Generate], encoded: list[list[int]], ok: list[int]):
+    """Yield the response of each draw (``sample`` set) among ``ok``; return the others."""
+    for i in ok:
+        if requests[i].sample is not None:
+            yield i, draw_one(backend, requests[i], encoded[i])
+    return [i for i in ok if requests[i].sample is None]
 
 
 def _over_the_context(backend, requests: list[Generate], encoded: list[list[int]]):
@@ -328,8 +340,10 @@ def cut_at_stops(text: str, stop: tuple[str, ...]) -> str:
     return text
 
 
-def generate_one(backend, request: Generate, ids: list[int], prefix_cache) -> Response:
-    """One prompt with ``model.generate``, continuing from a copy of the prefix cache."""
+def generate_one(backend, request: Generate, ids: list[int], prefix_cache,
+                 **sampling) -> Response:
+    """One prompt with ``model.generate``, continuing from a copy of the prefix cache; greedy
+    unless ``sampling`` says otherwise."""
     torch = backend.torch
     cached = prefix_cache.get_seq_length() if prefix_cache is not None else 0
     extra = {"past_key_values": copy.deepcopy(prefix_cache)} if cached else {}
@@ -338,7 +352,7 @@ def generate_one(backend, request: Generate, ids: list[int], prefix_cache) -> Re
             torch.tensor([ids], device=backend.device),
             attention_mask=torch.ones(1, len(ids), dtype=torch.long, device=backend.device),
             max_new_tokens=request.max_tokens,
-            do_sample=False,
+            **(sampling or {"do_sample": False}),
             pad_token_id=backend.tokenizer.pad_token_id,
             stopping_criteria=stop_criteria(backend, request.stop),
             **extra,
@@ -349,6 +363,19 @@ def generate_one(backend, request: Generate, ids: list[int], prefix_cache) -> Re
     backend.stats["forwarded_tokens"] += len(ids) - cached + len(new)
     text = backend.tokenizer.decode(new, skip_special_tokens=True)
     return Response(text=cut_at_stops(text, request.stop), n_prompt_tokens=len(ids))
+
+
+def draw_one(backend, request: Generate, ids: list[int]) -> Response:
+    """Draw ``request.sample`` of the prompt: sampled with the model's own defaults as vLLM
+    takes them (the temperature, top-p and top-k its generation_config.json sets; else 1.0, 1.0
+    and none), the RNG seeded from the prompt's tokens and the draw's number."""
+    torch = backend.torch
+    own = backend.model.generation_config.to_diff_dict()  # only what the model's file sets
+    sampling = {"do_sample": True, "temperature": own.get("temperature", 1.0),
+                "top_p": own.get("top_p", 1.0), "top_k": own.get("top_k", 0)}
+    key = json.dumps([ids, request.sample]).encode()
+    torch.manual_seed(int.from_bytes(hashlib.sha256(key).digest()[:8], "big") >> 1)
+    return generate_one(backend, request, ids, None, **sampling)
 
 
 def row_width(n: int, max_tokens: int) -> int:
