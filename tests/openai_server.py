@@ -3,7 +3,8 @@
 It runs a real transformers model directly (no localeval code), so the openai backend is
 tested against an independent implementation of the same protocol: /v1/models,
 /v1/completions (``logprobs=k``, ``echo``), /v1/chat/completions (``logprobs``/``top_logprobs``,
-``continue_final_message``) and /tokenize. It records the prompts it receives, in order.
+``continue_final_message``), and vLLM's /tokenize and /detokenize (``tokenize=False``: a server
+without them, as the hosted APIs are). It records the prompts it receives, in order.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class ModelServer:
-    def __init__(self, model_dir, name="tiny", api_key=None, fail_first=0):
+    def __init__(self, model_dir, name="tiny", api_key=None, fail_first=0, tokenize=True):
         import torch
         import transformers
 
@@ -22,6 +23,8 @@ class ModelServer:
         self.tok = transformers.AutoTokenizer.from_pretrained(model_dir)
         self.model = transformers.AutoModelForCausalLM.from_pretrained(model_dir).eval()
         self.name, self.api_key, self.fail_left = name, api_key, fail_first
+        self.paths = {"/v1/completions", "/v1/chat/completions"} | (
+            {"/tokenize", "/detokenize"} if tokenize else set())
         self.received: list[str] = []
         self._pieces: list[str] | None = None
         self.headers_seen: list[dict] = []
@@ -51,6 +54,8 @@ class ModelServer:
                 server.headers_seen.append(dict(self.headers))
                 if server.api_key and self.headers.get("Authorization") != f"Bearer {server.api_key}":
                     return self._send(401, {"error": "bad key"})
+                if self.path not in server.paths:
+                    return self._send(404, {"error": "not found"})
                 with server.lock:
                     if server.fail_left > 0:
                         server.fail_left -= 1
@@ -98,9 +103,12 @@ class ModelServer:
 
     def handle(self, path, body):
         torch = self.torch
-        if path == "/tokenize":
+        if path == "/tokenize":  # vLLM's shape (its tokenizer's decode names a token)
             text, special = self._text(path, body)
-            return {"count": len(self.tok(text, add_special_tokens=special)["input_ids"])}
+            ids = self.tok(text, add_special_tokens=special)["input_ids"]
+            return {"count": len(ids), "max_model_len": 4096, "tokens": ids}
+        if path == "/detokenize":
+            return {"prompt": self.tok.decode(body["tokens"])}
         text, special = self._text(path, body)
         self.received.append(text)
         ids = self.tok(text, add_special_tokens=special)["input_ids"]

@@ -71,3 +71,22 @@ def test_guard_scores_agree_with_hf(server, tiny_llama, shared, tmp_path):
         assert ours[i]["score"] == pytest.approx(h["score"], abs=TOL), i
         if abs(h["score"] - 0.5) > TOL:
             assert (ours[i]["score"] > 0.5) == (h["score"] > 0.5), i
+
+
+def test_split_label_scored_by_its_first_token(server, tiny_llama, shared, tmp_path):
+    """The zero-shot guard's "Harmful" is two tokens of SmolLM2's vocabulary ("Harm" + "ful"),
+    "Safe" one: the server backend asks llama.cpp's /extras/tokenize for each label's first
+    token and reads that token's log-prob, as ``hf:`` reads it, so no item fails."""
+    ours, hf = _both(server, tiny_llama, tmp_path, "run", "--task", "safety-prompts", "--data",
+                     str(shared / "data" / "xstest" / "xstest_prompts.csv"), "--limit", "16",
+                     "--guard", "zero-shot")
+    config = json.loads((tmp_path / "llama.cpp" / "config.json").read_text())
+    assert config["backend"]["label_tokens"] == "server"
+    assert set(ours) == set(hf) and len(hf) == 16
+    failed = [i for i, s in ours.items() if "error" in s]
+    assert not failed, ours[failed[0]]["error"]
+    for i, h in hf.items():
+        assert "error" not in h
+        assert ours[i]["score"] == pytest.approx(h["score"], abs=TOL), i
+        if abs(h["score"] - 0.5) > TOL:
+            assert (ours[i]["score"] > 0.5) == (h["score"] > 0.5), i

@@ -6,9 +6,12 @@ import pytest
 from openai_server import ModelServer
 
 from localeval.api import evaluate
-from localeval.backends.base import Generate, ScoreNext
+from localeval.backends.base import Generate, ScoreNext, request_key
+from localeval.backends.config import BackendConfig
 from localeval.backends.hf import HFBackend
+from localeval.backends.label_tokens import LabelTokenError, ServerTokens
 from localeval.backends.openai_compat import OpenAIBackend
+from localeval.backends.registry import check_options
 from localeval.errors import LocalevalError
 
 
@@ -65,7 +68,8 @@ def test_chat_prefill_and_generation(server, tiny_llama, key):
 
 @pytest.mark.slow
 def test_retries_then_succeeds_and_errors_are_recorded(tiny_llama, key):
-    s = ModelServer(tiny_llama, api_key="sk-test-secret-123", fail_first=2)
+    # no tokenize endpoints: the two failures meet the scoring request, not the label probe
+    s = ModelServer(tiny_llama, api_key="sk-test-secret-123", fail_first=2, tokenize=False)
     try:
         b = OpenAIBackend("tiny", base_url=s.url, api_key_env="TEST_SERVER_KEY", max_retries=3,
                           top_logprobs=49152)
@@ -93,3 +97,100 @@ def test_candidates_outside_top_k(server, key):
     b = OpenAIBackend("tiny", base_url=server.url, api_key_env="TEST_SERVER_KEY", top_logprobs=2)
     out = b.run([ScoreNext("問題：", (" A", " B"))])[0]
     assert out.error and "top 2" in out.error
+
+
+# ------------------------------------------------------------------ label tokens
+# "Harmful" is "Harm" + "ful" in SmolLM2's vocabulary, "Safe" one token: a server's top
+# log-probs hold "Harm", never "Harmful".
+SPLIT = ScoreNext("問題：", ("Harmful", "Safe"))
+ALL = 49152  # the whole vocabulary: a random model's "Harm" is anywhere in it
+
+
+@pytest.fixture(scope="module")
+def hf_split(tiny_llama):
+    (response,) = HFBackend(str(tiny_llama)).run([SPLIT])
+    return response.logprobs
+
+
+def test_split_candidate_is_read_by_its_first_token_via_the_server(server, key, hf_split):
+    """The server's /tokenize and /detokenize name "Harmful"'s first token; the key goes with
+    them (the test server refuses a call without it, which would leave "whole text")."""
+    b = OpenAIBackend("tiny", base_url=server.url, api_key_env="TEST_SERVER_KEY",
+                      top_logprobs=ALL)
+    assert b.identity["label_tokens"] == "server"
+    (out,) = b.run([SPLIT])
+    assert out.error is None and set(out.logprobs) == {"Harmful", "Safe"}  # keyed by candidate
+    for c in SPLIT.candidates:
+        assert abs(out.logprobs[c] - hf_split[c]) < 1e-4
+
+
+def test_without_tokenize_endpoints_candidates_are_whole_texts(tiny_llama, hf_split):
+    s = ModelServer(tiny_llama, tokenize=False)
+    try:
+        b = OpenAIBackend("tiny", base_url=s.url, top_logprobs=ALL)
+        (out,) = b.run([SPLIT])
+    finally:
+        s.stop()
+    assert b.identity["label_tokens"] == "whole text"
+    assert out.logprobs["Harmful"] is None  # never among the top tokens by its whole text
+    assert abs(out.logprobs["Safe"] - hf_split["Safe"]) < 1e-4
+
+
+def test_a_named_tokenizer_wins_and_keys_the_cache_apart(server, key, tiny_llama, hf_split):
+    kw = dict(base_url=server.url, api_key_env="TEST_SERVER_KEY", top_logprobs=ALL)
+    named = OpenAIBackend("tiny", tokenizer=str(tiny_llama), **kw)
+    assert named.identity["label_tokens"] == f"tokenizer:{tiny_llama}"
+    (out,) = named.run([SPLIT])
+    assert abs(out.logprobs["Harmful"] - hf_split["Harmful"]) < 1e-4
+    # another source of label tokens is another cache key: old scores are not reused
+    assert request_key(named.identity, SPLIT) != request_key(OpenAIBackend("tiny", **kw).identity,
+                                                             SPLIT)
+    with pytest.raises(LocalevalError, match="--tokenizer .* cannot be loaded"):
+        OpenAIBackend("tiny", tokenizer=str(tiny_llama / "nowhere"), **kw)
+
+
+def test_candidates_sharing_a_first_token_fail_that_request_alone(server, key):
+    b = OpenAIBackend("tiny", base_url=server.url, api_key_env="TEST_SERVER_KEY",
+                      top_logprobs=ALL)
+    finished = []
+    clash, fine = b.run([ScoreNext("問題：", ("Harm", "Harmful")), SPLIT],
+                        progress=lambda i, r: finished.append(i))
+    assert "share a first token; ScoreNext reads one position" in clash.error
+    assert fine.error is None and sorted(finished) == [0, 1]
+
+
+def test_the_tokenizer_option_is_the_server_backends_alone():
+    check_options("openai:tiny", BackendConfig(tokenizer="HuggingFaceTB/SmolLM2-135M"))
+    with pytest.raises(LocalevalError, match="--tokenizer: not an option of the hf backend"):
+        check_options("hf:x", BackendConfig(tokenizer="HuggingFaceTB/SmolLM2-135M"))
+
+
+def test_server_tokens_drop_the_bos_and_name_only_whole_characters():
+    """llama-cpp-python's /extras/tokenize adds the BOS (id 1 here), which is not a candidate's
+    first token; a first token that is a byte of a character has no name of its own; a call
+    that fails fails that candidate's requests alone."""
+    vocab = {1: "<s>", 7: "Harm", 8: "ful", 9: "\ufffd", 10: "Safe", 11: "Hi"}
+    words = {"": [], "Hi": [11], "Harmful": [7, 8], "安全": [9, 9], "Safe": [10]}
+
+    def post(calls):
+        out = []
+        for url, body in calls:
+            if url == "http://server/extras/tokenize":
+                text = body["input"]
+                out.append("HTTP 500 from server: boom" if text == "Broken"
+                           else {"tokens": [1, *words[text]]})
+            elif url == "http://server/extras/detokenize":
+                out.append({"text": vocab[body["tokens"][0]]})
+            else:  # no vLLM routes here
+                out.append("HTTP 404 from server: not found")
+        return out
+
+    tokens = ServerTokens.probe(post, "http://server", "m")
+    assert tokens.api.tokenize == "/extras/tokenize"
+    assert tokens.names(["Harmful", "Safe"]) == {"Harmful": "Harm", "Safe": "Safe"}
+    assert tokens.lead == [1]
+    with pytest.raises(LabelTokenError, match="part of a character"):
+        tokens.names(["安全", "Safe"])
+    with pytest.raises(LabelTokenError, match="failed for candidate 'Broken'.*boom"):
+        tokens.names(["Broken", "Safe"])
+    assert ServerTokens.probe(lambda calls: ["HTTP 404"] * len(calls), "http://x", "m") is None

@@ -67,6 +67,10 @@ class BackendConfig:
         "replies (server)", type=int))
     top_logprobs: int = field(default=20, metadata=_help(
         "next-token log-probs asked of a server for likelihood scoring", type=int))
+    tokenizer: str | None = field(default=None, metadata=_help(
+        "the served model's tokenizer (Hub name or folder): a server's answer options are read "
+        "by their first token (default: the server's own /tokenize, else the whole option "
+        "text)"))
 
     def __post_init__(self):
         problem = self._problem()
@@ -107,5 +111,9 @@ class BackendConfig:
                 if getattr(self, f.name) != f.default}
 
     def settings(self) -> dict[str, Any]:
-        """The fields that can change a number (a run folder's settings)."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k not in SPEED_ONLY}
+        """The fields that can change a number (a run folder's settings). An unset
+        ``tokenizer`` is left out, so run folders named before it existed keep their names."""
+        out = {k: v for k, v in dataclasses.asdict(self).items() if k not in SPEED_ONLY}
+        if out.get("tokenizer") is None:
+            out.pop("tokenizer", None)
+        return out

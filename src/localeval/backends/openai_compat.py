@@ -3,9 +3,11 @@
 - TextLogprobs (contamination) goes to ``/v1/completions`` with ``echo``: the prompt's token
   log-probs only (no next-token distribution, so Min-K%++ is unavailable here).
 - ScoreNext is **one** request per question, never one per option: ``max_tokens=1`` with the top
-  ``top_logprobs`` log-probs of the next token; each candidate is looked up among them. A
-  candidate outside the top-k gets ``None`` (it is less likely than all of them); if no
-  candidate is in the top-k the request fails with that reason.
+  ``top_logprobs`` log-probs of the next token; each candidate is looked up among them by its
+  first token (:mod:`.label_tokens`: the user's ``tokenizer``, else the server's tokenize
+  endpoint, else the candidate's whole text; the identity records which). A candidate outside
+  the top-k gets ``None`` (it is less likely than all of them); if no candidate is in the top-k
+  the request fails with that reason, and so does one whose candidates share a first token.
 - Requests are sent in the order of their prompt text, so prompts sharing a prefix (a subject's
   few-shot block, a guard's template) arrive back to back and a server with prefix caching
   (vLLM ``--enable-prefix-caching``, SGLang's radix cache) reuses it. With several base URLs
@@ -37,6 +39,7 @@ from typing import Any
 from ..errors import LocalevalError
 from .async_http import Call, JsonClient, Retry, public_url, scrub_secrets, url_secrets
 from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
+from .label_tokens import LabelTokenError, label_tokens
 
 REPLICA_BLOCK = 8  # consecutive (prefix-sorted) requests sent to one replica
 NO_LOGPROBS = "the server returned no log-probs"
@@ -46,7 +49,7 @@ class OpenAIBackend:
     def __init__(self, model: str, *, base_url: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", top_logprobs: int = 20,
                  concurrency: int = 8, timeout: float = 120.0, max_retries: int = 4,
-                 rate_limit: float | None = None):
+                 rate_limit: float | None = None, tokenizer: str | None = None):
         import httpx
 
         self.httpx = httpx
@@ -62,13 +65,20 @@ class OpenAIBackend:
         self._context = min((self._model_info(u).get("max_model_len") or 0
                              for u in self.base_urls), default=0) or None
         shown = [public_url(u) for u in self.base_urls]  # never a password in the config
+        # decided now, not at the first ScoreNext: the identity (cache key, config.json) says it
+        self.labels = label_tokens(tokenizer, self._post_each, self._root, model)
         self.identity = {"backend": "openai", "model": model,
                          "base_url": shown[0] if len(shown) == 1 else shown,
-                         "top_logprobs": top_logprobs}
+                         "top_logprobs": top_logprobs, "label_tokens": self.labels.source}
 
     @property
     def base_url(self) -> str:
         return self.base_urls[0]
+
+    @property
+    def _root(self) -> str:
+        """The server's root, where vLLM and llama-cpp-python put their tokenize endpoints."""
+        return self.base_url.removesuffix("/v1")
 
     @property
     def stats(self) -> dict:
@@ -102,6 +112,21 @@ class OpenAIBackend:
         raise LocalevalError(f"server {public_url(base_url)} does not serve model {self.model!r}; "
                              f"it serves: {names}")
 
+    def _post_each(self, posts: list[tuple[str, dict]]) -> list[dict | str]:
+        """Each (url, body) posted through the client (its retries, deadline, key and
+        scrubbing): the reply's JSON, or the error text. For label tokens."""
+        replies: dict[int, dict] = {}
+
+        def keeper(k: int):
+            def keep(reply: dict) -> Response:
+                replies[k] = reply
+                return Response()
+            return keep
+
+        out = self.client.post_all([Call(url, body, keeper(k))
+                                    for k, (url, body) in enumerate(posts)])
+        return [r.error if r.error else replies[k] for k, r in enumerate(out)]
+
     def scrub(self, text: str, limit: int = 200) -> str:
         return scrub_secrets(text, [self._api_key, *(s for u in self.base_urls
                                                     for s in url_secrets(u))], limit)
@@ -115,7 +140,7 @@ class OpenAIBackend:
         body: dict[str, Any] = {"model": self.model}
         body.update({"prompt": prompt} if isinstance(prompt, str) else {"messages": prompt})
         try:
-            resp = self.httpx.post(self.base_url.removesuffix("/v1") + "/tokenize", json=body,
+            resp = self.httpx.post(self._root + "/tokenize", json=body,
                                    headers=self._headers(), timeout=self.timeout)
             resp.raise_for_status()
             return int(resp.json()["count"])
@@ -131,8 +156,7 @@ class OpenAIBackend:
         urls = [""] * len(requests)
         for rank, i in enumerate(order):
             urls[i] = self.base_urls[(rank // REPLICA_BLOCK) % len(self.base_urls)]
-        calls = [self._call(url, r) for url, r in zip(urls, requests, strict=True)]
-        out = self.client.post_all(calls, progress, order)
+        out = self._send(requests, urls, order, self._label_names(requests), progress)
         self.counts["requests"] += len(requests)
         self.counts["failed"] += sum(1 for r in out if r.error)
         scores = [r for q, r in zip(requests, out, strict=True) if isinstance(q, ScoreNext)]
@@ -142,13 +166,48 @@ class OpenAIBackend:
                                  "supports logprobs, e.g. vLLM with --max-logprobs)")
         return out
 
-    def _call(self, url: str, request: Request) -> Call:
+    def _label_names(self, requests: list[Request]) -> dict[int, dict[str, str] | str]:
+        """Each ScoreNext's candidates as the server's top log-probs name them (their first
+        tokens, :mod:`.label_tokens`), or why the request cannot be read at one position."""
+        scores = {i: r for i, r in enumerate(requests) if isinstance(r, ScoreNext)}
+        self.labels.prepare(c for r in scores.values() for c in r.candidates)
+        out: dict[int, dict[str, str] | str] = {}
+        for i, r in scores.items():
+            try:
+                out[i] = self.labels.names(r.candidates)
+            except LabelTokenError as e:
+                out[i] = str(e)
+        return out
+
+    def _send(self, requests: list[Request], urls: list[str], order: list[int],
+              names: dict[int, dict[str, str] | str], progress) -> list[Response]:
+        """Every request that can run, posted in ``order``; one that cannot (its ``names`` is
+        the reason) fails alone, as on the hf backend."""
+        out: list[Response | None] = [None] * len(requests)
+        sent, calls = [], []
+        for i, request in enumerate(requests):
+            if isinstance(names.get(i), str):
+                out[i] = Response(error=names[i])
+                if progress:
+                    progress(i, out[i])
+            else:
+                sent.append(i)
+                calls.append(self._call(urls[i], request, names.get(i)))
+        rank = {i: k for k, i in enumerate(sent)}
+        report = (lambda k, response: progress(sent[k], response)) if progress else None
+        replies = self.client.post_all(calls, report, [rank[i] for i in order if i in rank])
+        for i, response in zip(sent, replies, strict=True):
+            out[i] = response
+        return out  # type: ignore[return-value]
+
+    def _call(self, url: str, request: Request, names: dict[str, str] | None = None) -> Call:
         if isinstance(request, TextLogprobs):
             body = {"model": self.model, "prompt": request.text, "max_tokens": 1,
                     "temperature": 0.0, "echo": True, "logprobs": 1}
             return Call(url + "/completions", body, _echoed_logprobs)
         path, body = self._request_body(request)
-        return Call(url + path, body, lambda reply: self._parse(request, reply["choices"][0]))
+        return Call(url + path, body,
+                    lambda reply: self._parse(request, reply["choices"][0], names))
 
     def _request_body(self, request: Request) -> tuple[str, dict]:
         if isinstance(request, ScoreNext):
@@ -164,6 +223,8 @@ class OpenAIBackend:
             path, body = self._body(request.prompt, max_tokens=request.max_tokens)
             if request.stop:
                 body["stop"] = list(request.stop)
+            if request.sample is not None:
+                del body["temperature"]  # a draw: the server's default sampling, as IRIS sends
             return path, body
         raise LocalevalError(f"the openai backend cannot run {type(request).__name__} requests")
 
@@ -176,7 +237,8 @@ class OpenAIBackend:
             body.update(continue_final_message=True, add_generation_prompt=False)
         return "/chat/completions", body
 
-    def _parse(self, request: Request, choice: dict) -> Response:
+    def _parse(self, request: Request, choice: dict,
+               names: dict[str, str] | None = None) -> Response:
         if isinstance(request, Generate):
             text = choice.get("text")
             if text is None:
@@ -186,7 +248,8 @@ class OpenAIBackend:
         if top is None:  # retried: a server under load may drop them once
             raise Retry(f"{NO_LOGPROBS}; does {self.base_url} support logprobs? "
                         "use --method generation otherwise")
-        found = {c: top.get(c) for c in request.candidates}
+        # keyed by the candidate's full text (callers read by candidate), looked up by its name
+        found = {c: top.get((names or {}).get(c, c)) for c in request.candidates}
         if all(v is None for v in found.values()):
             return Response(error=f"no candidate among the top {self.top_logprobs} next tokens "
                                   f"({', '.join(list(top)[:5])}, …); raise --top-logprobs")
