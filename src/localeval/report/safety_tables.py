@@ -51,8 +51,11 @@ def _table2_task(results: dict, kind: str, cols: list[str]) -> Table:
                                            if c in ci else "-" for c in cols])
     failed = [f"{_model(r['model'])}: {n} failed samples left out" for r in t2["rows"]
               if (n := sum(v for c, v in r.get("n_failed", {}).items() if c in cols))]
-    table.caption = (f"SEA = {t2.get('sea', 'macro')} mean over local languages; Avg = mean "
-                     "of the row's cells" + ("; the response is judged with its prompt."
+    # runs from before --en-cell pooled their English items
+    en = ("mean over countries" if t2.get("en", "pooled") == "per-country"
+          else "pooled over countries")
+    table.caption = (f"SEA = {t2.get('sea', 'macro')} mean over local languages; cultural EN "
+                     f"= {en}; Avg = mean of the row's cells" + ("; the response is judged with its prompt."
                                              if kind == "response" else ".")
                      + "".join(f" {line}." for line in failed))
     return table
