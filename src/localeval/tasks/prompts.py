@@ -114,18 +114,17 @@ def build_prompt(item: MCQItem, shots: list[MCQItem], subject_name: str,
         messages.append({"role": "system", "content": system})
     elif config.system:
         messages.append({"role": "system", "content": config.system})
-    if config.chat == "api":
-        # Our own code for the layout of MiuLab/TMLU template.py ``openai_template`` with
-        # ``include_ans=False`` and model.py ``OpenAI_LM.query`` (prefill ''): the cue ends the
-        # user text, and the assistant message after it is empty. The backends read a final
-        # assistant message as a prefill, so an empty one is the bare generation prompt.
-        messages.append({"role": "user",
-                         "content": head + "".join(s + "\n\n" for s in shot_texts) + query + cue})
-        messages.append({"role": "assistant", "content": ""})
-        return messages
-    if config.chat == "single":
-        messages.append({"role": "user",
-                         "content": head + "".join(s + "\n\n" for s in shot_texts) + query})
+    if config.chat in ("single", "api"):
+        text = head + "".join(s + "\n\n" for s in shot_texts) + query
+        if config.chat == "api":
+            # Our own code for the layout of MiuLab/TMLU template.py ``openai_template`` with
+            # ``include_ans=False`` and model.py ``OpenAI_LM.query`` (prefill ''): the cue ends
+            # the user text, and the assistant message after it is empty. The backends read a
+            # final assistant message as a prefill, so an empty one is the bare generation
+            # prompt.
+            return [*messages, {"role": "user", "content": text + cue},
+                    {"role": "assistant", "content": ""}]
+        messages.append({"role": "user", "content": text})
     else:
         messages += _multi_turn(head, shots, shot_texts, query, config)
     if cue:  # kept verbatim, leading newline included, as the TMLU code appends it
