@@ -120,8 +120,11 @@ class ModelServer:
             if body["max_tokens"] == 1 and k:
                 lp = self.model(torch.tensor([ids])).logits[0, -1].log_softmax(-1)
                 values, idx = lp.topk(k)
-                top = {self._piece(i): v for i, v in zip(idx.tolist(), values.tolist())}
-                first = self._piece(idx[0].item())
+                # vLLM's return_tokens_as_token_ids names each token "token_id:<id>"
+                name = (lambda i: f"token_id:{i}") if body.get("return_tokens_as_token_ids") \
+                    else self._piece
+                top = {name(i): v for i, v in zip(idx.tolist(), values.tolist())}
+                first = name(idx[0].item())
                 if chat:
                     entry = {"token": first, "logprob": values[0].item(),
                              "top_logprobs": [{"token": t, "logprob": v} for t, v in top.items()]}

@@ -90,3 +90,46 @@ def test_split_label_scored_by_its_first_token(server, tiny_llama, shared, tmp_p
         assert ours[i]["score"] == pytest.approx(h["score"], abs=TOL), i
         if abs(h["score"] - 0.5) > TOL:
             assert (ours[i]["score"] > 0.5) == (h["score"] > 0.5), i
+
+
+def test_a_replica_that_dies_mid_run_leaves_the_run_whole(server, tiny_llama, shared, tmp_path,
+                                                         tmp_path_factory):
+    """Two replicas; the second is killed (SIGKILL) after the run's 10th answer, with requests
+    in flight. Each request that meets the dead replica goes to the other one at once: every
+    question is answered once, none fails, the numbers are the one-server run's, and the
+    timing says how many each replica served."""
+    from localeval import evaluate
+    from localeval.backends.openai_compat import OpenAIBackend
+
+    second = LlamaCppServer(to_gguf(tiny_llama, tmp_path_factory.mktemp("gguf2") / "t.gguf"))
+
+    class KilledAfterTen(OpenAIBackend):
+        def run(self, requests, progress=None):
+            done = []
+
+            def hook(i, response):
+                done.append(i)
+                if len(done) == 10:
+                    second.proc.kill()
+                progress(i, response)
+
+            return super().run(requests, hook)
+
+    options = dict(task="cmmlu", data=str(shared / "data" / "cmmlu"), limit=20,
+                   subjects=["agronomy", "arts"], quiet=True, store=False)
+    both = KilledAfterTen("tiny", base_url=f"{server.url},{second.url}", top_logprobs=49152,
+                          concurrency=4)
+    try:
+        record = evaluate(model=both, output=tmp_path / "two", **options)
+    finally:
+        second.stop()
+    alone = evaluate(model=OpenAIBackend("tiny", base_url=server.url, top_logprobs=49152),
+                     output=tmp_path / "one", **options)
+    assert record.results["n_failed"] == 0 and len(record.samples) == 40
+    served = record.results["timing"]["served_by"]
+    origins = {u.removesuffix("/v1") for u in (server.url, second.url)}
+    assert set(served) == origins and sum(served.values()) == 40, served
+    assert min(served.values()) >= 1  # the second replica answered some before it died
+    by_id = {s["id"]: s for s in alone.samples}
+    assert all(s["pred"] == by_id[s["id"]]["pred"] for s in record.samples)
+    assert record.results["metrics"] == alone.results["metrics"]

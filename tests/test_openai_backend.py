@@ -113,15 +113,30 @@ def hf_split(tiny_llama):
 
 
 def test_split_candidate_is_read_by_its_first_token_via_the_server(server, key, hf_split):
-    """The server's /tokenize and /detokenize name "Harmful"'s first token; the key goes with
-    them (the test server refuses a call without it, which would leave "whole text")."""
+    """vLLM's /tokenize gives "Harmful"'s first token id, and its top log-probs are asked keyed
+    by id; the key goes with the calls (the test server refuses a call without it, which would
+    leave "whole text")."""
     b = OpenAIBackend("tiny", base_url=server.url, api_key_env="TEST_SERVER_KEY",
                       top_logprobs=ALL)
-    assert b.identity["label_tokens"] == "server"
+    assert b.identity["label_tokens"] == "server token ids"
     (out,) = b.run([SPLIT])
     assert out.error is None and set(out.logprobs) == {"Harmful", "Safe"}  # keyed by candidate
     for c in SPLIT.candidates:
         assert abs(out.logprobs[c] - hf_split[c]) < 1e-4
+
+
+def test_thai_labels_whose_first_token_is_a_byte_are_found_by_id(server, key, tiny_llama):
+    """Under byte-level BPE the first token of a Thai word is a byte of a character; servers
+    name all such tokens "" or "\ufffd", so by text they cannot be told apart. By id (vLLM's
+    return_tokens_as_token_ids) they are, and the log-probs are hf's."""
+    thai = ScoreNext("คำถาม:\n", ("ปลอดภัย", "เสี่ยง"))  # first tokens: bytes of ป, เ
+    (local,) = HFBackend(str(tiny_llama)).run([thai])
+    b = OpenAIBackend("tiny", base_url=server.url, api_key_env="TEST_SERVER_KEY",
+                      top_logprobs=ALL)
+    (out,) = b.run([thai])
+    assert out.error is None, out.error
+    for c in thai.candidates:
+        assert abs(out.logprobs[c] - local.logprobs[c]) < 1e-4
 
 
 def test_without_tokenize_endpoints_candidates_are_whole_texts(tiny_llama, hf_split):

@@ -71,7 +71,7 @@ def test_no_store_and_an_unwritable_store(shared, tmp_path, monkeypatch, capsys)
     record = evaluate(task="cmmlu", model=Always("A"), data=shared / "data" / "cmmlu",
                       subjects=["agronomy"], limit=3, quiet=True, output=tmp_path / "y")
     assert record.status == "finished" and (tmp_path / "y" / "results.json").exists()
-    assert "could not record it" in capsys.readouterr().err
+    assert "is not recorded" in capsys.readouterr().err
     assert main(["leaderboard", "--task", "nothing", "--store", str(tmp_path / "s.db")]) == 2
 
 

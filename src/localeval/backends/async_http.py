@@ -156,6 +156,15 @@ class Retry(Exception):
     again, and fail with this message if the retries run out."""
 
 
+UNREACHABLE = ("timeout after", "connection error with")  # how _attempt names a silent server
+
+
+def origin(url: str) -> str:
+    """scheme://host:port of ``url``, without a password: which replica served a call."""
+    parts = urllib.parse.urlsplit(public_url(url))
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 @dataclass(frozen=True)
 class Call:
     """One POST: where, the JSON body, and how to turn the reply's JSON into a response (a
@@ -165,6 +174,10 @@ class Call:
     url: str
     body: dict
     parse: Callable[[object], Response]
+    # the same call on the other replicas: a replica that stops answering (connection refused
+    # or reset, a timeout) is left for the next one, so a run outlives a replica that dies
+    fallbacks: tuple[str, ...] = ()
+    counted: bool = True  # in ``served_by`` (a request of the run, not a set-up call)
 
 
 class JsonClient:
@@ -178,7 +191,7 @@ class JsonClient:
             raise LocalevalError(f"--max-retries must be 0 or more, not {max_retries}")
         self.headers, self.timeout, self.max_retries = headers, timeout, max_retries
         self.concurrency, self.rate_limit, self.scrub = concurrency, rate_limit, scrub
-        self.stats = {"http_calls": 0, "retries": 0}
+        self.stats: dict = {"http_calls": 0, "retries": 0, "served_by": {}}
 
     def post_all(self, calls: list[Call], progress=None,
                  order: list[int] | None = None) -> list[Response]:
@@ -217,31 +230,39 @@ class JsonClient:
 
     async def _one(self, client, call: Call, pace: Pacer) -> Response:
         content = json.dumps(call.body, ensure_ascii=False).encode()
-        last = ""
+        urls, at, last = (call.url, *call.fallbacks), 0, ""
         for attempt in range(self.max_retries + 1):
             await pace.wait()
             self.stats["http_calls"] += 1
-            outcome, wait = await self._attempt(client, call, content)
+            outcome, wait = await self._attempt(client, call, urls[at], content)
             if isinstance(outcome, Response):
+                if call.counted and not outcome.error:
+                    served = self.stats["served_by"]
+                    served[origin(urls[at])] = served.get(origin(urls[at]), 0) + 1
                 return outcome
             last = outcome
-            if wait is None or attempt == self.max_retries:
+            if wait is None:  # a 4xx other than 408/429: the server refuses this request
+                return Response(error=last, permanent=True)
+            if attempt == self.max_retries:
                 break
             self.stats["retries"] += 1
+            if len(urls) > 1 and outcome.startswith(UNREACHABLE):
+                at = (at + 1) % len(urls)  # another replica, at once
+                continue
             await asyncio.sleep(wait if wait > 0 else backoff(attempt))
         return Response(error=last)
 
-    async def _attempt(self, client, call: Call,
+    async def _attempt(self, client, call: Call, target: str,
                        content: bytes) -> tuple[Response | str, float | None]:
         """(the response, or the error text and how long to wait before a retry: 0 = the
         backoff, None = do not retry)."""
         import httpx
 
-        url = public_url(call.url)
+        url = public_url(target)
         try:
             # the whole request's deadline: httpx's own timeout is per read, so a server that
             # trickles bytes would keep a request alive for ever
-            resp = await asyncio.wait_for(client.post(call.url, content=content), self.timeout)
+            resp = await asyncio.wait_for(client.post(target, content=content), self.timeout)
         except (TimeoutError, httpx.TimeoutException):
             return f"timeout after {self.timeout:g} s from {url}", 0
         except httpx.HTTPError as e:  # connection refused/reset, truncated body, protocol error

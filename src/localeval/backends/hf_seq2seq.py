@@ -61,10 +61,11 @@ class HFSeq2SeqBackend:
 
     def _translate(self, request: Request) -> Response:
         if not isinstance(request, Generate) or not isinstance(request.prompt, str):
-            return Response(error="a seq2seq backend runs Generate requests on plain text")
+            return Response(error="a seq2seq backend runs Generate requests on plain text",
+                            permanent=True)
         if request.sample is not None:
             return Response(error="a seq2seq backend decodes as its generation config says; it "
-                                  "does not draw numbered samples")
+                                  "does not draw numbered samples", permanent=True)
         enc = self.tokenizer(request.prompt, return_tensors="pt", truncation=True,
                              max_length=self.max_source_tokens).to(self.device)
         extra = {"forced_bos_token_id": self.forced_bos} if self.forced_bos is not None else {}

@@ -6,35 +6,16 @@ form ..." for a mistyped path)."""
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
-from urllib.parse import urlparse
 
+from ..data.hub import hub_unreachable
 from ..errors import LocalevalError
-
-TRUE = ("1", "true", "yes", "on")
-PROXIES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
 
 
 def looks_like_path(target: str) -> bool:
     """A folder, not a Hub id (``namespace/name``): absolute, relative with ./ or ../, ~, or
     more than one slash."""
     return target.startswith(("/", "./", "../", "~", ".\\")) or target.count("/") > 1
-
-
-def hub_unreachable() -> bool:
-    """True when offline mode is set or the Hub's host does not answer within 3 s. Behind a
-    proxy the loader is left to decide."""
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in TRUE:
-        return True
-    if any(os.environ.get(v) for v in PROXIES):
-        return False
-    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname
-    try:
-        socket.create_connection((host or "huggingface.co", 443), timeout=3).close()
-    except OSError:
-        return True
-    return False
 
 
 def check_model_source(target: str, revision: str | None = None) -> None:

@@ -16,10 +16,14 @@ cached scores):
 
 - ``tokenizer:<name>``: the tokenizer the user names (``--tokenizer``, a Hub name or a folder,
   loaded with transformers). Named explicitly, it wins over the server's: the user asked for it.
-- ``server``: else the server's own endpoints, probed once with a short text: vLLM's
-  ``/tokenize`` and ``/detokenize``, else llama-cpp-python's ``/extras/tokenize`` and
-  ``/extras/detokenize`` (both at the root, without ``/v1``). They use the served model's
-  tokenizer by construction.
+- ``server token ids``: else, on vLLM, its ``/tokenize`` gives each candidate's first token id,
+  and the scoring request asks for ``return_tokens_as_token_ids`` (vLLM's extension,
+  entrypoints/openai ``CompletionRequest``), so its top log-probs are keyed ``token_id:<id>``
+  and a candidate is found by its id: exact even where the first token is a byte of a Thai or
+  Chinese character, which a text name cannot tell apart from other such bytes.
+- ``server``: else llama-cpp-python's ``/extras/tokenize`` and ``/extras/detokenize`` (at the
+  root, without ``/v1``), the first token named by its decoded text. Both servers use the
+  served model's tokenizer by construction.
 - ``whole text``: else a candidate is looked up by its whole text (a split one is never found).
 
 A request fails alone, with the reason, when two of its candidates share a first token (one
@@ -48,13 +52,19 @@ Post = Callable[[list[tuple[str, dict]]], list[object]]
 
 
 class LabelTokenError(LocalevalError):
-    """A ScoreNext whose candidates cannot be read at one position; it fails alone."""
+    """A ScoreNext whose candidates cannot be read at one position; it fails alone.
+    ``permanent``: a rerun fails the same way (not so when the server's tokenize call failed)."""
+
+    def __init__(self, message: str, permanent: bool = True):
+        super().__init__(message)
+        self.permanent = permanent
 
 
 class WholeText:
     """No tokenizer known: a candidate is looked up by its whole text (the behaviour before)."""
 
     source = WHOLE_TEXT
+    token_ids = False  # True: names are "token_id:<id>", the request must ask for ids
 
     def prepare(self, candidates: Iterable[str]) -> None:
         pass
@@ -88,7 +98,7 @@ class FirstTokens(WholeText):
         for c in candidates:
             name = self.first[c]
             if isinstance(name, LabelTokenError):
-                raise LabelTokenError(str(name))
+                raise LabelTokenError(str(name), name.permanent)
             out[c] = name
         if len(set(out.values())) < len(out):
             raise LabelTokenError(f"candidates {tuple(candidates)} share a first token; "
@@ -133,10 +143,12 @@ class Endpoints:
     detokenize: str
     decoded_field: str  # of the detokenize reply
     extra: dict = field(default_factory=dict)  # more of the tokenize body
+    by_id: bool = False  # the server can key its top log-probs by token id
 
 
 # vLLM: entrypoints/openai/api_server.py (tokenize, detokenize); no BOS asked for.
-VLLM = Endpoints("/tokenize", "prompt", "/detokenize", "prompt", {"add_special_tokens": False})
+VLLM = Endpoints("/tokenize", "prompt", "/detokenize", "prompt", {"add_special_tokens": False},
+                 by_id=True)
 # llama-cpp-python: llama_cpp/server/app.py (tokenize, detokenize); it adds the model's BOS
 # (where its vocabulary asks for one), which the empty text's tokens remove again.
 LLAMA_CPP = Endpoints("/extras/tokenize", "input", "/extras/detokenize", "text")
@@ -149,6 +161,8 @@ class ServerTokens(FirstTokens):
         super().__init__()
         self.post, self.root, self.model, self.api = post, root, model, api
         self.lead: list[int] | None = None  # what the empty text tokenises to (a BOS, or none)
+        self.token_ids = api.by_id
+        self.source = "server token ids" if api.by_id else "server"
 
     @classmethod
     def probe(cls, post: Post, root: str, model: str) -> ServerTokens | None:
@@ -175,9 +189,15 @@ class ServerTokens(FirstTokens):
                 ids = (ids[n:] if ids[:n] == self.lead else ids)[:1]
             firsts.append(ids)
         named = [(f[0], t) for f, t in zip(firsts, texts, strict=True) if isinstance(f, list) and f]
-        names = iter(self.detokenize([i for i, _ in named], [t for _, t in named]))
+        names = iter(self.name_ids([i for i, _ in named], [t for _, t in named]))
         return [f if isinstance(f, LabelTokenError) else next(names) if f else None
                 for f in firsts]
+
+    def name_ids(self, ids: list[int], texts: list[str]) -> list[str | LabelTokenError]:
+        """How the server's top log-probs will name each id: by id where it can, else its text."""
+        if self.token_ids:
+            return [f"token_id:{i}" for i in ids]
+        return self.detokenize(ids, texts)
 
     def tokenize(self, texts: list[str]) -> list[list[int] | LabelTokenError]:
         url = self.root + self.api.tokenize
@@ -201,7 +221,7 @@ class ServerTokens(FirstTokens):
                 why = reply if isinstance(reply, str) else f"no {key!r} in its reply"
                 value = LabelTokenError(f"the server's {url.rpartition('/')[2]} failed for "
                                         f"candidate {what!r}, needed to find its first token "
-                                        f"({why})")
+                                        f"({why})", permanent=False)
             out.append(value)
         return out
 

