@@ -43,14 +43,16 @@ class Watched:
 
 
 @contextmanager
-def open_page(url: str, user_data: Path, width: int = 1400, height: int = 900):
-    """The page at ``url`` in a fresh headless Chromium profile, watched."""
+def open_page(url: str, user_data: Path, width: int = 1400, height: int = 900,
+              env: dict[str, str] | None = None):
+    """The page at ``url`` in a fresh headless Chromium profile, watched; ``env`` replaces
+    the browser's environment (a test's own fontconfig, say)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
             str(user_data), executable_path=chromium_path(), headless=True,
-            args=CHROMIUM_FLAGS, viewport={"width": width, "height": height})
+            args=CHROMIUM_FLAGS, viewport={"width": width, "height": height}, env=env)
         try:
             page = context.new_page()
             watched = Watched(page)

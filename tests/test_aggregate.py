@@ -1,5 +1,7 @@
 import math
 
+import pytest
+
 from localeval.data.catalog import TMLU
 from localeval.metrics.mcq import accuracy, aggregate
 
@@ -7,7 +9,9 @@ from localeval.metrics.mcq import accuracy, aggregate
 def test_accuracy_and_stderr_by_hand():
     row = accuracy([True, False, True, True])
     # p = 0.75, sample variance = 4/3 * 0.75 * 0.25 = 0.25, stderr = sqrt(0.25 / 4) = 0.25
-    assert row == {"n": 4, "correct": 3, "acc": 0.75, "stderr": 0.25}
+    assert row == {"n": 4, "correct": 3, "acc": 0.75, "stderr": 0.25,  # + Wilson 95% interval
+                   "low": pytest.approx(0.30064, abs=1e-5),
+                   "high": pytest.approx(0.95441, abs=1e-5)}
     assert accuracy([])["acc"] is None and accuracy([True])["stderr"] is None
 
 
@@ -28,6 +32,7 @@ def test_discipline_micro_average_and_macro():
     assert m["macro"]["stderr"] is None  # a one-question subject has no stderr
     assert m["by_level"]["high school"]["n"] == 6 and m["by_level"]["middle school"]["n"] == 1
     assert m["by_year"] == {"2023": {"n": 1, "correct": 1, "acc": 1.0, "stderr": None,
+                                     "low": pytest.approx(0.20655, abs=1e-5), "high": 1.0,
                                      "n_unanswered": 0, "n_failed": 0}}
     assert list(m["by_discipline"]) == ["Social Science", "STEM", "Taiwan Specific"]
 

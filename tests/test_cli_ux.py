@@ -139,8 +139,9 @@ def test_run_folders_default_resume_and_refuse_other_settings(tmp_path, cmmlu, t
     assert main(argv) == 0
     (folder,) = (tmp_path / "runs" / "cmmlu").iterdir()
     assert folder.name.startswith(tiny_llama.name + "-") and (folder / "cache.sqlite").exists()
-    assert f"wrote {folder.relative_to(tmp_path)}/" in capsys.readouterr().out
+    assert f"wrote {folder.relative_to(tmp_path)}/" in capsys.readouterr().err
     assert main(argv) == 0  # the same command: the same folder, resumed from its cache
+    assert f"wrote {folder.relative_to(tmp_path)}/" in capsys.readouterr().err
     assert list((tmp_path / "runs" / "cmmlu").iterdir()) == [folder]
     other = run_args(cmmlu, f"hf:{tiny_llama}", "--output", str(folder), "--shots", "0")
     assert main(other) == 2

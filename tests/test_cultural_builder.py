@@ -74,7 +74,7 @@ def test_local_language_column_uses_that_languages_templates(tmp_path):
 def test_written_files_go_back_through_agreement_and_aggregate(topics, tmp_path, capsys):
     assert main(["build-cultural", "--data", str(topics), "--output", str(tmp_path / "cg.csv"),
                  "--families", "encourage,disguise"]) == 0
-    assert "4 prompts, 2 countries" in capsys.readouterr().out
+    assert "4 prompts, 2 countries" in capsys.readouterr().err
     with (tmp_path / "cg.csv").open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     columns = [f"annotator_{i}" for i in range(1, 5)]

@@ -3,6 +3,8 @@ written by hand; and every table of a real safety run exported."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 import pytest
@@ -15,12 +17,15 @@ RESULTS = {
     "cot": False, "model": "hf:org/tiny", "disciplines": ["STEM", "Social Science"],
     "paper_table": "Table 3", "n_samples": 4,
     "metrics": {
-        "micro": {"n": 4, "acc": 0.5, "stderr": 0.25}, "macro": {"acc": 0.5, "stderr": 0.3},
-        "discipline_average": 0.5,
+        # low/high: the Wilson score 95% interval of 2 of 4, 2 of 2, 0 of 2
+        "micro": {"n": 4, "acc": 0.5, "stderr": 0.25, "low": 0.150039, "high": 0.849961},
+        "macro": {"acc": 0.5, "stderr": 0.3}, "discipline_average": 0.5,
         "by_discipline": {"STEM": {"n": 2, "acc": 1.0, "stderr": 0.0},
                           "Social Science": {"n": 2, "acc": 0.0, "stderr": 0.0}},
-        "by_subject": {"physics": {"n": 2, "acc": 1.0, "stderr": 0.0, "n_unanswered": 0},
-                       "law_&_order": {"n": 2, "acc": 0.0, "stderr": 0.0, "n_unanswered": 1}},
+        "by_subject": {"physics": {"n": 2, "acc": 1.0, "stderr": 0.0, "n_unanswered": 0,
+                                   "low": 0.342380, "high": 1.0},
+                       "law_&_order": {"n": 2, "acc": 0.0, "stderr": 0.0, "n_unanswered": 1,
+                                       "low": 0.0, "high": 0.657620}},
     },
 }
 
@@ -31,27 +36,29 @@ MARKDOWN = """\
 |---|---:|---:|---:|
 | tiny | 100.00 | 0.00 | 50.00 |
 
-Average = mean of the discipline columns (Table 3). Micro 50.00 ±25.00 over 4 questions; \
-macro 50.00 ±30.00 over subjects.
+Average = mean of the discipline columns (Table 3). Micro 50.00 [15.0, 85.0] over 4 questions \
+(95% CI = Wilson score interval); macro 50.00: mean of the subjects.
 
 **Subject accuracy**
 
-| Subject | n | accuracy % | unanswered |
-|---|---:|---:|---:|
-| law_&_order | 2 | 0.00 ±0.00 | 1 |
-| physics | 2 | 100.00 ±0.00 | 0 |
+| Subject | n | accuracy % | 95% CI | unanswered |
+|---|---:|---:|---:|---:|
+| law_&_order | 2 | 0.00 | [0.0, 65.8] | 1 |
+| physics | 2 | 100.00 | [34.2, 100.0] | 0 |
+
+95% CI = Wilson score interval.
 
 """
 
 LATEX_SUBJECTS = r"""\begin{table}[t]
 \centering
-\caption{Subject accuracy}
-\begin{tabular}{lrrr}
+\caption{Subject accuracy. 95\% CI = Wilson score interval.}
+\begin{tabular}{lrrrr}
 \toprule
-Subject & n & accuracy \% & unanswered \\
+Subject & n & accuracy \% & 95\% CI & unanswered \\
 \midrule
-law\_\&\_order & 2 & 0.00 $\pm$0.00 & 1 \\
-physics & 2 & 100.00 $\pm$0.00 & 0 \\
+law\_\&\_order & 2 & 0.00 & [0.0, 65.8] & 1 \\
+physics & 2 & 100.00 & [34.2, 100.0] & 0 \\
 \bottomrule
 \end{tabular}
 \end{table}
@@ -81,7 +88,8 @@ def test_latex_and_csv_files_by_hand(tmp_path, capsys):
     assert files == ["01-tmlu-likelihood-5-shot-accuracy.tex", "02-subject-accuracy.tex"]
     assert (tmp_path / "tex" / files[1]).read_text() == LATEX_SUBJECTS
     main_table = (tmp_path / "tex" / files[0]).read_text()
-    assert r"\caption{tmlu · likelihood · 5-shot · accuracy \%. Average = mean" in main_table
+    assert r"\caption{tmlu $\cdot$ likelihood $\cdot$ 5-shot $\cdot$ accuracy \%. Average = mean" \
+        in main_table
     assert r"Model & STEM & Social Sci. & Average \\" in main_table
     assert main(["export", str(folder), "--format", "csv", "--output",
                  str(tmp_path / "csv")]) == 0
@@ -113,3 +121,51 @@ def test_export_needs_a_finished_run(tmp_path, capsys):
     (folder / "config.json").write_text(json.dumps({"run": {"status": "running"}}))
     assert main(["export", str(folder)]) == 2
     assert "no results.json" in capsys.readouterr().err
+
+
+def test_csv_is_data_a_spreadsheet_can_read():
+    from localeval.report.export import PlainTable, to_csv
+
+    table = PlainTable("t", ["model", "task", "n", "B − A", "95% CI", "0 → 1"], [
+        ["=HYPERLINK(\"http://x\")", "prompt", "12", "-1.2", "[-3.0, 0.5]", " ▂█▁"],
+        ["  95% CI ±", "", "-", "+1.5", "-", "█ ▁"],
+        ["@SUM(A1)", "", "3", "-", "[0.0, 56.1]", "▁"],
+        ["+cmd|' /C calc'!A0", "response", "0", "0.0", "-", ""],
+    ], [False, False, True, True, True, False])
+    assert list(csv.reader(io.StringIO(to_csv(table)))) == [
+        ["model", "task", "n", "B − A", "95% CI low", "95% CI high"],  # no sparkline column
+        ["'=HYPERLINK(\"http://x\")", "prompt", "12", "-1.2", "-3.0", "0.5"],  # -1.2: a number
+        ["'=HYPERLINK(\"http://x\") 95% CI ±", "prompt", "", "1.5", "", ""],  # sub-row named
+        ["'@SUM(A1)", "prompt", "3", "", "0.0", "56.1"],  # an empty label takes the one above
+        ["'+cmd|' /C calc'!A0", "response", "0", "0.0", "", ""]]
+
+
+def test_a_real_safety_run_as_csv(tmp_path, capsys):
+    from offline_runs import safeguard_run
+
+    from localeval.report.cells import SPARK_BARS
+    from localeval.report.export import NUMBER
+
+    record = safeguard_run(tmp_path / "run")
+    assert main(["export", str(record.folder), "--format", "csv", "--output",
+                 str(tmp_path / "csv")]) == 0
+    files = sorted((tmp_path / "csv").glob("*.csv"))
+    assert len(files) >= 8
+    cells = [c for f in files for row in csv.reader(io.StringIO(f.read_text())) for c in row]
+    assert not any(set(c) & set(SPARK_BARS.strip()) for c in cells)
+    assert not any(c[:1].isspace() for c in cells)
+    assert all(NUMBER.fullmatch(c) or c.startswith("'") for c in cells
+               if c.startswith(("=", "+", "-", "@")))
+    assert any(c.startswith("-") and NUMBER.fullmatch(c) for c in cells)  # gaps stay numbers
+    table2 = next(f for f in files if "prompt-classification" in f.name).read_text()
+    assert "\nhashed-guard 95% CI ±," in table2
+
+
+def test_latex_symbols_by_hand():
+    from localeval.report.export import latex_escape
+
+    originals = {}
+    assert latex_escape("0 → 1 · ±2 − 3 … “ok” <a|b> 國文 Tiếng\n\nViệt", originals) == (
+        r"0 $\rightarrow$ 1 $\cdot$ $\pm$2 $-$ 3 \ldots{} ``ok'' $<$a$|$b$>$ [U+570B U+6587] "
+        "Tieng Viet")
+    assert originals == {"[U+570B U+6587]": "國文"}

@@ -1,6 +1,7 @@
 """The HTML report: self-contained and offline, every section present, figures saved beside it,
-sample text never able to break out of its data block; and, in headless Chromium, no console
-error, no request, and a sample browser whose search, filters and sorting change what is shown.
+sample text never able to break out of its data block, harmful text behind the warning wherever
+it appears, provenance readable; and, in headless Chromium, no console error, no request, and a
+sample browser whose search, filters and sorting change what is shown.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import pytest
 
 from localeval.analysis.safety import analyses
 from localeval.cli import main
-from localeval.report.html import SECTIONS, write_report
+from localeval.report.browser import browser_data
+from localeval.report.html import SECTIONS, render, write_report
 from localeval.store.runs import RunRecord, save_run
 
 EVIL = "</script><script>window.pwned=1</script><!-- & <b>bold</b>"
@@ -107,13 +109,76 @@ def test_safety_report_is_self_contained(tmp_path):
     assert EVIL not in html and "window.pwned" in html
     data = _embedded_json(html, "samples-data")
     assert data["rows"][0][[c["key"] for c in data["columns"]].index("prompt")] == EVIL
-    assert len(data["rows"]) == 96 and sum(data["warn"]) == 32 + 24  # gold harmful or sensitive
+    # Rows behind the warning: 32 prompts and 24 responses labelled harmful or sensitive, and
+    # the 16 safe responses to a harmful or sensitive prompt, which they show (items 2, 4, 8,
+    # 10, 14, 16, 20 and 22, in both languages).
+    assert len(data["rows"]) == 96 and sum(bool(w) for w in data["warn"]) == 32 + 24 + 16
     figures = {"pr_curves", "threshold_sweep", "pair_types", "score_distribution"}
     assert set(re.findall(r'data-figure="([a-z_]+)"', html)) == figures
     saved = {p.name for p in (run.folder / "report_figures").iterdir()}
     assert saved == {f"{f}.{ext}" for f in figures for ext in ("png", "svg")}
     assert "request failed: 500" in html and "1 of 96 guard samples failed" in html
     assert "Table 2" in html or "Per language" in html
+
+
+def test_harmful_text_is_behind_the_warning_on_every_row():
+    def rec(id, kind, raw, context="with_prompt", **text):
+        return {"id": id, "lang": "th", "kind": kind, "context": context, "raw_label": raw,
+                "score": 0.5, "prompt": f"prompt {id}", **text}
+
+    samples = [
+        # a: harmful prompt, safe refusal, judged with and without the prompt
+        rec("a", "prompt", "harmful"), rec("a", "response", "safe", response="no"),
+        rec("a", "response", "safe", "without_prompt", response="no"),
+        # b: safe prompt, harmful response (XSTest's safe prompts with harmful completions)
+        rec("b", "prompt", "safe"), rec("b", "response", "harmful", response="how to"),
+    ]
+    data = browser_data(samples)
+    col = {c["key"]: k for k, c in enumerate(data["columns"])}
+    prompt, response = col["prompt"], col["response"]
+    # a's prompt is hidden on its own row and on both response rows; the refusal is not.
+    assert data["warn"][:3] == [[prompt, response], [prompt], [prompt]]
+    # b's harmful response row hides all its text; b's safe prompt stays open on its own row.
+    assert data["warn"][3:] == [[], [prompt, response]]
+    # Without a kind (LLM safety: the prompt's label, the model's output): all of its text.
+    llm = browser_data([{"id": "c", "prompt_label": "harmful", "harmful_prompt": True,
+                         "prompt": "x", "output": "y"}, {"id": "d", "prompt": "x", "output": "z"}])
+    keys = [c["key"] for c in llm["columns"]]
+    assert llm["warn"] == [[keys.index("prompt"), keys.index("output")], [keys.index("prompt")]]
+
+
+def test_sections_read_like_slides(tmp_path):
+    html = write_report([_safety_run(tmp_path / "run").folder]).read_text(encoding="utf-8")
+    starts = {sid: html.index(f'data-section="{sid}"') for sid, _ in SECTIONS}
+    assert starts["summary"] < starts["figures"] < starts["tables"]
+    assert html.index("<figure") < html.index('<table class="data')  # figures before any table
+    # Wide tables scroll in their own box, never the page.
+    assert html.count('<table class="data') == html.count('<div class="scroll"><table')
+    # Inline figures: no fixed size in points; a width that gives way to the page's.
+    svgs = re.findall(r"<svg[^>]*>", html)
+    assert svgs and all('width="' not in t and "width: min(100%," in t for t in svgs)
+
+
+def test_provenance_is_readable(tmp_path):
+    run = _mcq_run(tmp_path / "run")
+    history = [{"started": "2026-11-24T06:43:18+00:00", "command": ["localeval", "run", "x y"],
+                "requests_run": 0, "requests_cached": 15, "seconds": 0.4}]
+    timing = {"requests_run": 15, "seconds": 1.5}
+    prompt = {"style": "tmlu", "shots": 5, "system": None}
+    record = RunRecord({**run.config, "prompt": prompt},
+                       results={**run.results, "timing": timing, "history": history},
+                       samples=run.samples, status="finished", folder=run.folder)
+    html = render([record])
+    facts = html[html.index('data-section="provenance"'):html.index('data-section="samples"')]
+    assert '{"' not in facts and "&quot;" not in facts  # no raw JSON left
+    assert "<dt>style</dt><dd>tmlu</dd>" in facts and "<dt>system</dt><dd>-</dd>" in facts
+    assert "<dt>requests run</dt><dd>15</dd>" in facts  # timing
+    history_table = facts[facts.index("<dt>history</dt>"):]
+    assert "<th>requests cached</th>" in history_table and "<td>15</td>" in history_table
+    assert "<code>localeval run &#x27;x y&#x27;</code>" in history_table  # quoted as a shell would
+    without = render([RunRecord(record.config, results=run.results, samples=run.samples,
+                                status="finished", folder=run.folder)])
+    assert "<dt>history</dt>" not in without  # an older run has none: nothing to show
 
 
 def test_filters_are_the_short_columns(tmp_path):

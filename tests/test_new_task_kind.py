@@ -132,7 +132,7 @@ def test_a_new_task_kind_runs_through_every_command(toy, tmp_path, capsys):
     assert main(["show", out_a]) == 0 and "Toy accuracy" in capsys.readouterr().out
     assert main(["export", out_a, "--format", "csv"]) == 0
     assert "n,accuracy %\n5,80.0" in capsys.readouterr().out
-    assert main(["report", out_a]) == 0 and "wrote" in capsys.readouterr().out
+    assert main(["report", out_a]) == 0 and "wrote" in capsys.readouterr().err
     report = Path(out_a, "report.html").read_text(encoding="utf-8")
     assert "80.0%" in report and "toy accuracy" in report and "Toy accuracy" in report
     assert main(["leaderboard", "--task", "toy", "--json"]) == 0

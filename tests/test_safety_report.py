@@ -1,4 +1,5 @@
-"""Threshold transfer on hand-built records, the report's new tables, and `localeval compare`."""
+"""Threshold transfer and Fig. 6's counts on hand-built records, the report's new tables, and
+`localeval compare`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import shutil
 import pytest
 from rich.console import Console
 
-from localeval.analysis.safety import analyses
+from localeval.analysis.safety import analyses, score_distribution
 from localeval.analysis.thresholds import threshold_transfer
 from localeval.api import evaluate
 from localeval.cli import main
@@ -72,6 +73,30 @@ def test_threshold_transfer_skips_with_a_note():
 def test_threshold_transfer_calibrate_on_other_language():
     (b,) = threshold_transfer(EN + TH, "prompt", "th")
     assert b["calibrate_on"] == "th" and [r["lang"] for r in b["languages"]] == ["en"]
+
+
+def test_score_distribution_counts_each_item_once():
+    """Fig. 6: a response judged with and without its prompt is one item (the demo's figure
+    said safe n=48 for its 24 safe responses)."""
+    def pair(id, prompt_raw, response_raw, score):
+        p = R(id, "en", int(prompt_raw == "harmful"), score)
+        p["raw_label"] = prompt_raw
+        responses = [dict(R(id, "en", int(response_raw != "safe"), score, "response", context),
+                          raw_label=response_raw) for context in ("with_prompt", "without_prompt")]
+        return [p, *responses]
+
+    records = [*pair("1", "harmful", "safe", 0.9), *pair("2", "safe", "safe", 0.1),
+               *pair("3", "sensitive", "harmful", 0.6)]
+    rows = {(r["kind"], r["label"]): r for r in score_distribution(records)}
+    assert {k: r["n"] for k, r in rows.items()} == {
+        ("prompt", "safe"): 1, ("prompt", "sensitive"): 1, ("prompt", "harmful"): 1,
+        ("response", "safe"): 2, ("response", "harmful"): 1}
+    assert rows[("response", "safe")]["histogram"] == [0, 1, 0, 0, 0, 0, 0, 0, 0, 1]
+    assert {r["context"] for r in rows.values()} == {"with_prompt"}
+    alone = score_distribution(records, context="without_prompt")  # responses only
+    assert [(r["kind"], r["label"], r["n"]) for r in alone] == [("response", "safe", 2),
+                                                               ("response", "harmful", 1)]
+    assert analyses(records, n_resamples=0)["score_distribution"] == score_distribution(records)
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,15 @@
-"""A rich progress bar with throughput, as a context manager yielding ``advance(n)``."""
+"""A rich progress bar with throughput, as a context manager yielding ``advance(n)``.
+
+The bar is drawn on stderr: stdout holds only what a command promises (its tables or JSON), so
+``localeval run ... --json | jq`` reads JSON alone.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -35,6 +40,6 @@ def progress_bar(unit: str, total: int, done: int = 0, quiet: bool = False
         return
     columns = [TextColumn(f"[bold]{unit}"), BarColumn(), MofNCompleteColumn(), RateColumn(unit),
                TimeElapsedColumn(), TimeRemainingColumn()]
-    with Progress(*columns, transient=False) as progress:
+    with Progress(*columns, console=Console(stderr=True), transient=False) as progress:
         task = progress.add_task(unit, total=total, completed=done)
         yield lambda n=1: progress.advance(task, n)

@@ -8,7 +8,6 @@ requests through the cache with a progress bar, score, summarise, and keep the t
 from __future__ import annotations
 
 import platform
-import sqlite3
 import sys
 import time
 from contextlib import suppress
@@ -29,9 +28,11 @@ from .store.runs import (
     check_output_folder,
     check_same_run,
     finite,
+    first_run,
     now,
     run_folder_lock,
     save_run,
+    with_history,
     write_config,
 )
 from .tasks.base import Task
@@ -82,13 +83,14 @@ class RunPlace:
 def _record_in_store(record: RunRecord, store: str | Path | None) -> None:
     """The results store gets the finished run; if it cannot, the run folder is still whole,
     and the failure is one warning line."""
-    from .store.results_db import record_run, store_path
+    from .store.database import StoreError
+    from .store.results_db import record_run
 
     try:
         record_run(record, store)
-    except (OSError, sqlite3.Error) as e:
-        print(f"warning: the run is complete in {record.folder}, but the results store "
-              f"{store_path(store)} could not record it ({e})", file=sys.stderr)
+    except StoreError as e:
+        print(f"warning: the run is complete in {record.folder}, but it is not recorded: {e}",
+              file=sys.stderr)
 
 
 def _run(task: Task, models: list[Model], place: RunPlace) -> RunRecord:
@@ -96,8 +98,12 @@ def _run(task: Task, models: list[Model], place: RunPlace) -> RunRecord:
     backend = _load(models[0])
     roles = RoleModels(models[1:])
     planned = task.plan(data, backend)
-    config = {**run_provenance(place.command), **task.describe(data),
+    provenance = run_provenance(place.command)
+    first = first_run(place.folder) if place.folder and not place.overwrite else None
+    config = {**provenance, **task.describe(data),
               "model": models[0].named, "backend": backend.identity}
+    if first is not None:  # a rerun: the command that made the run stays; this one is history
+        config["command"] = first.command
     if roles.models:
         config["model_roles"] = {m.role: m.settings() for m in roles.models}
     record = RunRecord(config, folder=place.folder, started_at=now())
@@ -117,8 +123,10 @@ def _run(task: Task, models: list[Model], place: RunPlace) -> RunRecord:
     except BaseException as e:
         _fail(record, e)
         raise
-    results["timing"] = {**_timing(elapsed, len(samples), task.rate_unit, backend),
-                         **execute.counts}
+    timing = {**_timing(elapsed, len(samples), task.rate_unit, backend), **execute.counts}
+    results["request_failures"] = dict(execute.failures)
+    results["timing"], results["history"] = with_history(
+        first, timing, {"started": record.started_at, "command": provenance["command"]})
     record.results, record.samples = finite(results), samples
     record.status, record.finished_at = "finished", now()
     if not place.quiet:

@@ -1,7 +1,8 @@
 """An LLM safety run's rates (SEA-SafeguardBench App. D.2), overall, per language and per
 subset: the harmful-response rate on harmful prompts (judge P(harmful) > 0.5), the refusal rate
-on safe prompts (over-refusal) and on harmful prompts, each with a seeded percentile bootstrap
-95% CI (:func:`localeval.metrics.bootstrap.bootstrap_ci`) and its counts. Failed samples are left
+on safe prompts (over-refusal) and on harmful prompts, each with its Wilson score 95% interval
+(:func:`localeval.metrics.proportion.wilson_interval`: a bootstrap of a rate collapses to
+[100, 100] when all 5 of 5 responses agree) and its counts. Failed samples are left
 out and counted; a refusal the detector cannot decide (a language without phrase lists) is
 left out of the refusal rates and counted as ``n_refusal_unknown``.
 
@@ -17,19 +18,18 @@ from typing import Any
 
 import numpy as np
 
-from ..metrics.bootstrap import bootstrap_ci
 from ..metrics.group import grouped
+from ..metrics.proportion import wilson_interval
 
 
 def _rate(outcomes: list[int], n_resamples: int) -> dict[str, Any]:
+    """A rate with its Wilson score 95% interval; ``n_resamples`` 0 (``--bootstrap 0``) asks
+    for no interval, any other value for the interval (it is exact: nothing is resampled)."""
     if not outcomes:
         return {"n": 0, "rate": None, "low": None, "high": None}
     rate = float(np.mean(outcomes))
-    if not n_resamples:
-        return {"n": len(outcomes), "rate": rate, "low": None, "high": None}
-    ci = bootstrap_ci(lambda t, s: float(np.mean(t)), outcomes, outcomes,
-                      n_resamples=n_resamples)
-    return {"n": len(outcomes), "rate": rate, "low": ci["low"], "high": ci["high"]}
+    low, high = wilson_interval(sum(outcomes), len(outcomes)) if n_resamples else (None, None)
+    return {"n": len(outcomes), "rate": rate, "low": low, "high": high}
 
 
 def _rates(samples: list[dict], n_resamples: int) -> dict[str, Any]:

@@ -112,6 +112,10 @@ class Response:
     token_stds: list[float] | None = None  # TextLogprobs: its standard deviation, or None
     n_prompt_tokens: int | None = None
     error: str | None = None
+    # With ``error``: True when the request fails the same way every time (its candidates, its
+    # length), so a rerun cannot help; None when a rerun may succeed (a timeout, a dropped
+    # connection, a server error) or the backend cannot tell.
+    permanent: bool | None = None
 
     def to_json(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -150,6 +154,26 @@ def request_key(identity: dict, request: Request) -> str:
     payload = json.dumps([identity, request_fields(request)], sort_keys=True,
                          ensure_ascii=False)
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def candidate_problem(backend: Backend, requests: list[Request]) -> str | None:
+    """Why the ScoreNext requests among ``requests`` can never run on ``backend``, seen in its
+    tokenizer before any forward pass (two candidates that share a first token, one with no
+    tokens), or None. The first request of each distinct candidate tuple is asked: candidates
+    are the run's configuration, the same for every prompt, so a clash there is a clash
+    everywhere; a later request that still fails alone is a failure marked ``permanent``. A
+    backend that can tell only by running (a server) has no ``check_candidates``: None."""
+    check = getattr(backend, "check_candidates", None)
+    if check is None:
+        return None
+    seen: set[tuple[str, ...]] = set()
+    for request in requests:
+        if isinstance(request, ScoreNext) and request.candidates not in seen:
+            seen.add(request.candidates)
+            problem = check(request)
+            if problem:
+                return problem
+    return None
 
 
 class Backend(Protocol):

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ..errors import LocalevalError
@@ -47,14 +48,19 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
     def _get_help_string(self, action):
         text = action.help or ""
-        default = action.default
-        if not text and action.option_strings and default not in (None, False, [],
-                                                                   argparse.SUPPRESS):
+        shown = _worth_showing(action.default)
+        if not text and action.option_strings and shown:
             return "(default: %(default)s)"
-        if "%(default)" in text or default in (None, False, [], argparse.SUPPRESS) or \
-                "default" in text or not action.option_strings:
+        if "%(default)" in text or not shown or "default" in text or not action.option_strings:
             return text
         return f"{text} (default: %(default)s)"
+
+
+def _worth_showing(default) -> bool:
+    """A default that says something: not "not given" (None, False, [], SUPPRESS). By identity,
+    since 0 == False and a default of 0 is worth showing."""
+    return not (default is None or default is False or default is argparse.SUPPRESS
+                or default == [])
 
 
 def parser() -> argparse.ArgumentParser:
@@ -75,7 +81,8 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser = _with(sub.add_parser, parents=[common], formatter_class=_HelpFormatter)
 
     t = sub.add_parser("tasks", help="list built-in tasks, or one task's subjects")
-    t.add_argument("task", nargs="?")
+    t.add_argument("task", nargs="?", help="a task: list its subjects (without: list the "
+                   "tasks)")
     t.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     r = sub.add_parser("run", help="evaluate a model on a task")
@@ -126,6 +133,17 @@ def _with(add_parser, **defaults):
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()  # a reader that left early is found here, not at exit
+    except BrokenPipeError:  # `localeval show DIR | head -1`: the reader has what it wanted
+        _stdout_to_devnull()
+        return 1
+
+
+def _main(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
     try:
         args.func(args)
@@ -134,18 +152,37 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {e}", file=sys.stderr)
         return getattr(e, "exit_code", 2)
-    except OSError as e:  # a read-only folder, a full disk: one line (--debug: the traceback)
+    except BrokenPipeError:
+        raise  # an OSError, but no failure of the command: main() ends quietly
+    except OSError as e:  # a missing file, a read-only folder, a full disk: one line
         if getattr(args, "debug", False):
             raise
-        where = f" ({e.filename})" if e.filename else ""
-        print(f"error: {e.strerror or e}{where}; finished requests are in the cache, rerun "
-              "the command once it is fixed", file=sys.stderr)
+        print(f"error: {_os_error_line(e, args)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; finished requests are in the cache, rerun the command to resume",
               file=sys.stderr)
         return 130
     return 0
+
+
+def _os_error_line(error: OSError, args) -> str:
+    """The path and what is wrong with it; for a command that caches its requests, that a
+    rerun resumes (a full disk mid-run loses nothing finished)."""
+    line = f"{error.strerror or error}" + (f" ({error.filename})" if error.filename else "")
+    if isinstance(error, FileNotFoundError | IsADirectoryError | NotADirectoryError) or \
+            not hasattr(args, "no_cache"):
+        return line
+    return f"{line}; finished requests are in the cache, rerun the command once it is fixed"
+
+
+def _stdout_to_devnull() -> None:
+    """Python's advice for a closed pipe (the signal module's note on SIGPIPE): stdout to
+    devnull, so the flush at exit does not fail again with a traceback."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a file descriptor (captured in tests)
+        pass
 
 
 if __name__ == "__main__":

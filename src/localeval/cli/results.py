@@ -4,6 +4,9 @@ options and calls :mod:`localeval.report`, which asks the run's view."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 from ..errors import LocalevalError
 from ..report.export import RENDER
 
@@ -12,7 +15,8 @@ def add_results_parsers(sub) -> None:
     e = sub.add_parser("export", help="a run's tables (the papers' layouts) as Markdown, LaTeX "
                        "(booktabs) or CSV, to paste into a paper")
     e.add_argument("folder", help="a run folder")
-    e.add_argument("--format", default="md", choices=tuple(RENDER))
+    e.add_argument("--format", default="md", choices=tuple(RENDER), help="md (Markdown), "
+                   "latex (booktabs) or csv")
     e.add_argument("--output", help="folder for one file per table (default: print them all)")
     e.set_defaults(func=cmd_export)
 
@@ -25,7 +29,8 @@ def add_results_parsers(sub) -> None:
 
     lb = sub.add_parser("leaderboard", help="rank the recorded runs of a task (accuracy; "
                         "PR-AUC per Table 2 column for safeguards)")
-    lb.add_argument("--task", required=True)
+    lb.add_argument("--task", required=True, help="the task whose recorded runs are ranked, "
+                    "as named to `localeval run --task`")
     lb.add_argument("--store", help="results store (default $LOCALEVAL_STORE, else "
                     "$XDG_DATA_HOME/localeval/results.sqlite)")
     lb.add_argument("--format", choices=tuple(RENDER), help="print as Markdown, "
@@ -38,12 +43,10 @@ def cmd_report(args) -> None:
     from ..report.html import write_report
 
     path = write_report(args.folders, args.output)
-    print(f"wrote {path} (figures as PNG and SVG in {path.stem}_figures/)")
+    print(f"wrote {path} (figures as PNG and SVG in {path.stem}_figures/)", file=sys.stderr)
 
 
 def cmd_export(args) -> None:
-    from pathlib import Path
-
     from ..api import load_results
     from ..report.export import SUFFIX, run_tables, slug
 
@@ -64,18 +67,22 @@ def cmd_export(args) -> None:
     for n, table in enumerate(tables, start=1):
         path = out / f"{n:02d}-{slug(table.title)}{SUFFIX[args.format]}"
         path.write_text(render(table), encoding="utf-8")
-    print(f"wrote {len(tables)} tables to {out}/")
+    print(f"wrote {len(tables)} tables to {out}/", file=sys.stderr)
 
 
 def cmd_leaderboard(args) -> None:
     from ..report.console import make_console, print_json
     from ..report.leaderboard import leaderboard, leaderboard_table
-    from ..store.results_db import store_path, task_runs
+    from ..store.results_db import store_label, store_path, task_runs
 
+    target = store_path(args.store)
+    if isinstance(target, Path) and not target.is_file():  # reading must not create one
+        raise LocalevalError(f"{target}: no such results store (finished runs are recorded "
+                             "there; --store PATH or $LOCALEVAL_STORE names another)")
     board = leaderboard(args.task, task_runs(args.task, args.store))
     if not board["rows"]:
         raise LocalevalError(f"no recorded runs of task {args.task!r} in "
-                             f"{store_path(args.store)}")
+                             f"{store_label(args.store)}")
     if args.json:
         print_json(board)
         return

@@ -244,9 +244,11 @@ def check_failures(results: dict, max_failed: float) -> None:
     folder and cache keep everything that finished."""
     failed, n = results.get("n_failed") or 0, results.get("n_samples") or 0
     if n and failed / n > max_failed:
+        from ..store.executor import rerun_advice  # a rerun helps only a transient failure
+
         raise TooManyFailures(f"{failed} of {n} samples failed (over --max-failed "
                               f"{max_failed:g}); they are left out of the results, and finished "
-                              "requests are cached: rerun the same command to retry them")
+                              f"requests are cached: {rerun_advice(results)}")
 
 
 def store_option(args):
@@ -275,8 +277,11 @@ def run_and_report(args, task: str, options: dict) -> None:
         print_json(result.results)
     else:
         print_results(result.results, make_console())
-    if not args.json:
-        written = "config.json, results.json, samples.jsonl" + \
-            ("" if args.no_report else ", report.html")
-        print(f"wrote {result.folder}/ ({written})")
+    written = "config.json, results.json, samples.jsonl" + \
+        ("" if args.no_report else ", report.html")
+    print(f"wrote {result.folder}/ ({written})", file=sys.stderr)  # stdout: tables or JSON only
+    served = (result.results.get("timing") or {}).get("served_by") or {}
+    if len(served) > 1:  # several replicas: how the load went, and whether one stopped early
+        print("requests served by replica: " + ", ".join(f"{u} {n}" for u, n in served.items()),
+              file=sys.stderr)
     check_failures(result.results, args.max_failed)

@@ -15,7 +15,8 @@ def _add_cache_options(parser, what: str) -> None:
     """--cache and --no-cache of a tool whose requests (``what``) are cached like a run's."""
     parser.add_argument("--cache", help=f"SQLite file of {what} (default: "
                         "<output>.cache.sqlite)")
-    parser.add_argument("--no-cache", action="store_true")
+    parser.add_argument("--no-cache", action="store_true", help=f"keep no cache of {what} "
+                        "(all are computed again next time)")
 
 
 def add_tool_parsers(sub) -> None:
@@ -31,7 +32,8 @@ def add_tool_parsers(sub) -> None:
 
     g = sub.add_parser("aggregate", help="one label per item by majority vote, 'sensitive' "
                        "without a clear majority (SEA-SafeguardBench §2.4)")
-    g.add_argument("--data", required=True)
+    g.add_argument("--data", required=True, help="CSV, JSONL or Parquet, one column per "
+                   "annotator")
     g.add_argument("--columns", required=True, help="annotator columns, comma-separated (2+)")
     g.add_argument("--output", required=True, help="file to write (.csv or .jsonl)")
     g.add_argument("--labels", help="the label set, comma-separated (default: the labels found)")
@@ -43,7 +45,8 @@ def add_tool_parsers(sub) -> None:
 
     b = sub.add_parser("build-cultural", help="culturally specific prompts from 'things not to "
                        "do' per country (SEA-SafeguardBench §2.4), ready for annotation")
-    b.add_argument("--data", required=True, help="CSV, JSONL or Parquet: country, topic, and "
+    b.add_argument("--data", required=True, help="CSV, JSONL or Parquet: country, topic (a "
+                   "bare verb phrase, \"touch someone's head\", not \"touching ...\"), and "
                    "optional topic_<lang> columns")
     b.add_argument("--output", required=True, help="writes OUTPUT.jsonl and OUTPUT.csv")
     b.add_argument("--templates", help="JSON {lang: {encourage, instructions, disguise}}: other "
@@ -52,12 +55,14 @@ def add_tool_parsers(sub) -> None:
                    help="which templates, comma-separated (default: all three)")
     b.add_argument("--annotators", type=int, default=4, help="empty annotator columns (default 4)")
     b.add_argument("--model", help="also generate each prompt's response: hf:… or openai:…")
-    b.add_argument("--max-tokens", type=int, default=512)
+    b.add_argument("--max-tokens", type=int, default=512, help="the longest response, in "
+                   "tokens")
     b.add_argument("--system", help="system prompt for the responses")
     b.add_argument("--base-url", help="OpenAI-compatible server for --model openai:…")
-    b.add_argument("--api-key-env", default="OPENAI_API_KEY")
+    b.add_argument("--api-key-env", default="OPENAI_API_KEY", help="the environment variable "
+                   "holding the server's API key (never written anywhere)")
     _add_cache_options(b, "responses")
-    b.add_argument("--quiet", action="store_true")
+    b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.set_defaults(func=cmd_build_cultural)
 
     d = sub.add_parser("diversity", help="diversity map (SEA-SafeguardBench Fig. 3): t-SNE of "
@@ -72,11 +77,12 @@ def add_tool_parsers(sub) -> None:
     d.add_argument("--text-column", help="default: text, else prompt")
     d.add_argument("--embedder", default=DEFAULT_EMBEDDER, help="st:<sentence-transformers "
                    "model> (the paper: st:intfloat/multilingual-e5-large-instruct)")
-    d.add_argument("--perplexity", type=float, default=30.0)
-    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--perplexity", type=float, default=30.0, help="t-SNE's perplexity")
+    d.add_argument("--seed", type=int, default=0, help="t-SNE's seed: the same seed and input "
+                   "give the same map")
     _add_cache_options(d, "embeddings")
     _add_embedder_options(d)
-    d.add_argument("--quiet", action="store_true")
+    d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.set_defaults(func=cmd_diversity)
 
     t = sub.add_parser("train-guard", help="train an embedding guard (LionGuard-2 style) with "
@@ -87,21 +93,21 @@ def add_tool_parsers(sub) -> None:
     t.add_argument("--embedder", default=DEFAULT_EMBEDDER,
                    help="st:<sentence-transformers model> (default: all-MiniLM-L6-v2, offline)")
     t.add_argument("--text-column", help="default: text, else prompt")
-    t.add_argument("--label-column", default="label")
+    t.add_argument("--label-column", default="label", help="the column of gold labels")
     t.add_argument("--lang-column", default="lang", help="per-language figures (if present)")
     t.add_argument("--group-column", default="id", help="rows sharing it (translations of one "
                    "item) stay in one fold (if present)")
     t.add_argument("--train-langs", help="train on these languages only, comma-separated "
                    "(default: all); every language is still scored")
-    t.add_argument("--folds", type=int, default=5)
+    t.add_argument("--folds", type=int, default=5, help="cross-validation folds")
     t.add_argument("--c", type=float, default=1.0, help="inverse regularisation strength")
     t.add_argument("--sensitive", default="exclude", choices=("exclude", "harmful", "safe"),
                    help="what a 'sensitive' label counts as (default: left out)")
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--seed", type=int, default=0, help="seed of the folds' shuffle")
     _add_cache_options(t, "embeddings")
     _add_embedder_options(t)
     t.add_argument("--json", action="store_true", help="print the cross-validation as JSON")
-    t.add_argument("--quiet", action="store_true")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=cmd_train_guard)
 
 
@@ -130,7 +136,7 @@ def cmd_aggregate(args) -> None:
                        args.min_share, args.no_majority)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(result["labels"].items()))
     print(f"wrote {result['output']}: {result['n_items']} items ({counts}); rule: "
-          f"{result['rule']}", file=sys.stdout)
+          f"{result['rule']}", file=sys.stderr)
 
 
 def _add_embedder_options(parser) -> None:
@@ -180,7 +186,8 @@ def cmd_train_guard(args) -> None:
         mark = "*" if m["trained_on"] and lang != "all" else " "
         print(f"{lang + mark:6s} {m['n']:5d} {m['n_harmful']:7d} " + " ".join(
             f"{c:>7s}" for c in cells))
-    print(f"* trained on. wrote {args.output}; use it with --guard embedding:{args.output}")
+    print("* trained on.")
+    print(f"wrote {args.output}; use it with --guard embedding:{args.output}", file=sys.stderr)
 
 
 def _fmt(value) -> str:
@@ -212,10 +219,12 @@ def cmd_diversity(args) -> None:
         row = [summary["groups"][a]["spread"] if a == b else summary["centroid_distance"][a][b]
                for b in names]
         print(f"{a[:8]:8s}" + "".join(f"{v:8.3f}" for v in row))
-    print(f"wrote {args.output}/ ({', '.join(summary['files'])}, diversity.json)")
+    print(f"wrote {args.output}/ ({', '.join(summary['files'])}, diversity.json)",
+          file=sys.stderr)
 
 
 def cmd_build_cultural(args) -> None:
+    from ..store.executor import rerun_advice
     from ..tools.cultural import build_cultural
 
     options = {"base_url": args.base_url, "api_key_env": args.api_key_env}
@@ -225,7 +234,9 @@ def cmd_build_cultural(args) -> None:
                             cache=_cache(args) if args.model else None,
                             backend_options=options, quiet=args.quiet)
     model = f", responses by {result['response_model']}" if result["response_model"] else ""
-    failed = f" ({result['n_failed']} failed: rerun to retry)" if result["n_failed"] else ""
+    failed = (f" ({result['n_failed']} failed: {rerun_advice(result)})" if result["n_failed"]
+              else "")
     print(f"wrote {' and '.join(result['files'])}: {result['n_prompts']} prompts, "
           f"{len(result['countries'])} countries, languages {', '.join(result['langs'])}"
-          f"{model}{failed}; annotator columns {', '.join(result['annotator_columns'])}")
+          f"{model}{failed}; annotator columns {', '.join(result['annotator_columns'])}",
+          file=sys.stderr)

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import DataError, LocalevalError
 from .catalog import BUILTIN_TASKS, TaskSpec, custom_task, get_task
+from .hub import check_dataset_source
 from .items import LETTERS, MCQItem, validate_mcq
 from .rows import TABLE_SUFFIXES, read_rows
 
@@ -196,6 +197,7 @@ def load_hub(repo_id: str, subjects: Iterable[str], splits: dict[str, str],
     TMMLU+). ``repo_id`` may also be a local folder in the same layout (a README with configs and
     data files), which is how the tests exercise this path.
     """
+    check_dataset_source(repo_id)  # before datasets is imported: it reads the offline flag
     try:
         import datasets
     except ImportError as e:  # pragma: no cover - datasets is a dependency

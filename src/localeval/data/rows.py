@@ -89,6 +89,9 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(row_number, row)`` for every data row of a CSV, JSONL or Parquet file, reading
     one row at a time (memory bounded by the longest row, itself bounded)."""
     path = Path(path)
+    if not path.is_file():  # one line naming the path, not the OSError of open() below
+        raise DataError(path, None, None, "a folder, not a file" if path.is_dir() else
+                        "no such file")
     suffix = path.suffix.lower()
     if suffix == ".csv":
         yield from _csv_rows(path)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError
+from .hub import check_dataset_source
 from .rows import read_rows
 
 LABELS = ("safe", "sensitive", "harmful")
@@ -205,6 +206,7 @@ def load_seasafeguard_hub(subsets: Iterable[str] = SUBSETS,
     ``cache_dir`` is passed to ``datasets``. The Hub dataset is gated: log in first
     (``hf auth login``) with an account that accepted its terms.
     """
+    check_dataset_source(repo, cache_dir)  # before datasets is imported: it reads the offline flag
     import datasets
 
     wanted = {_lang(lang, "langs", None) for lang in langs}

@@ -8,10 +8,18 @@ The text judged is the prompt for prompt classification and the response for res
 classification. P(harmful) = 1 / (1 + exp(-(w · x + b))) with the file's weights: exactly what
 the trained scikit-learn model's ``predict_proba`` gives. Embeddings go through the run's cache
 like every other request.
+
+Scored on its own training texts a guard looks far better than it is (trained on English
+JailbreakBench and scored on it: PR-AUC 93.0, against 69.9 cross-validated). So the file keeps
+a short hash of each text its head was fitted on (``training.text_hashes``: the first 16 hex
+digits of the text's UTF-8 SHA-256, sorted), and a run whose texts are 1% or more of those
+warns, naming the share (:attr:`EmbeddingGuard.warnings`; the task adds them to the run's).
+Translations of a training text are other texts, so they are not caught.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Sequence
@@ -23,6 +31,17 @@ from ..errors import LocalevalError
 from .base import Conversation, Guard, GuardVerdict
 
 FORMAT = "localeval.embedding-guard/1"
+HASH_DIGITS = 16  # 64 bits of SHA-256 per text: no collision in any realistic data set
+OVERLAP_WARNING = 0.01  # share of the texts scored that were trained on, from which it warns
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:HASH_DIGITS]
+
+
+def text_hashes(texts: Sequence[str]) -> list[str]:
+    """The guard file's ``training.text_hashes``: each distinct text's hash, sorted."""
+    return sorted({text_hash(t) for t in texts})
 
 
 def read_guard_file(path: str | Path) -> dict[str, Any]:
@@ -53,6 +72,8 @@ class EmbeddingGuard(Guard):
         self.bias = float(self.spec["intercept"])
         self.model = str(self.spec["embedder"])
         self.template_source = f"{path} (embedder {self.model}, trained by localeval)"
+        self.trained_on = frozenset((self.spec.get("training") or {}).get("text_hashes") or ())
+        self.warnings: list[str] = []  # what the run should warn about (training texts scored)
 
     def probability(self, vector: Sequence[float]) -> float:
         if len(vector) != len(self.weights):
@@ -64,6 +85,7 @@ class EmbeddingGuard(Guard):
     def classify(self, conversations: Sequence[Conversation],
                  execute: Execute) -> list[GuardVerdict]:
         texts = [c.response if c.response is not None else c.prompt for c in conversations]
+        self._check_overlap(texts)
         out = []
         for r in execute([Embed(t) for t in texts]):
             if r.error or r.embedding is None:
@@ -71,3 +93,14 @@ class EmbeddingGuard(Guard):
             else:
                 out.append(GuardVerdict(self.probability(r.embedding)))
         return out
+
+    def _check_overlap(self, texts: Sequence[str]) -> None:
+        """A warning when 1% or more of ``texts`` are texts the head was fitted on."""
+        if not self.trained_on or not texts:
+            return
+        seen = sum(1 for t in texts if text_hash(t) in self.trained_on)
+        if seen and seen / len(texts) >= OVERLAP_WARNING:
+            self.warnings.append(
+                f"{seen} of {len(texts)} texts scored ({seen / len(texts):.0%}) are texts "
+                f"{self.path} was trained on: their scores are training-set scores, higher than "
+                "on unseen text (the file's cross_validation figures are the fair ones)")

@@ -1,7 +1,9 @@
 """Accuracy and its breakdowns for multiple-choice results. Pure functions over sample records.
 
 - ``accuracy``: mean of 0/1 correctness; standard error ``sqrt(s² / n)`` with the sample variance
-  ``s² = n/(n-1) · p(1-p)`` (as lm-evaluation-harness reports it).
+  ``s² = n/(n-1) · p(1-p)`` (as lm-evaluation-harness reports it), and the Wilson score 95%
+  interval ``low``/``high`` (:mod:`.proportion`), which the tables show: it stays honest at
+  0 of n and n of n, where ``stderr`` is 0.
 - A group (discipline, level, year) is scored **micro**: all its questions pooled. The TMLU
   paper's Table 3 does this per discipline, and its "Average" is the plain mean of the discipline
   scores (e.g. Claude-3-Opus: (83.06+64.32+75.93+90.41+54.23)/5 = 73.59).
@@ -20,16 +22,19 @@ import math
 from collections.abc import Iterable
 
 from .group import grouped
+from .proportion import wilson_interval
 
 
 def accuracy(correct: Iterable[bool]) -> dict:
     values = [1.0 if c else 0.0 for c in correct]
     n = len(values)
     if n == 0:
-        return {"n": 0, "correct": 0, "acc": None, "stderr": None}
+        return {"n": 0, "correct": 0, "acc": None, "stderr": None, "low": None, "high": None}
     p = sum(values) / n
     stderr = math.sqrt(p * (1 - p) / (n - 1)) if n > 1 else None
-    return {"n": n, "correct": int(sum(values)), "acc": p, "stderr": stderr}
+    low, high = wilson_interval(int(sum(values)), n)
+    return {"n": n, "correct": int(sum(values)), "acc": p, "stderr": stderr,
+            "low": low, "high": high}
 
 
 def _answered(members: list[dict]) -> dict:

@@ -5,7 +5,8 @@ Columns are found from the samples themselves, so every task's samples browse th
 known keys first in a sensible order, then the rest. Short strings and booleans with few
 distinct values become filters; long strings (prompts, responses, outputs) are shown collapsed.
 A sample whose gold label is harmful or sensitive is flagged, and its text stays behind a
-content warning until the reader opens it.
+content warning until the reader opens it; so does a text so labelled wherever else it
+appears (a harmful prompt on the rows of its responses, whose own label is the response's).
 """
 
 from __future__ import annotations
@@ -30,11 +31,12 @@ WARN_LABELS = {"harmful", "sensitive", "unsafe", 1}  # 1 also matches True
 
 
 def browser_data(samples: list[dict]) -> dict[str, Any]:
-    """``{"columns": [{key, title, type, filter}], "rows": [[...]], "warn": [bool]}``."""
+    """``{"columns": [{key, title, type, filter}], "rows": [[...]], "warn": [[k, ...]]}``:
+    ``warn`` lists, per row, the columns whose text stays behind the content warning."""
     keys = _keys(samples)
     columns = [_column(k, [s.get(k) for s in samples]) for k in keys]
     rows = [[_cell(s.get(k)) for k in keys] for s in samples]
-    warn = [_harmful(s) for s in samples]
+    warn = _warned_cells(samples, keys, columns, rows)
     if any(s.get("error") for s in samples) and "failed" not in keys:
         columns.append({"key": "failed", "title": "failed", "type": "bool", "filter": True})
         for row, s in zip(rows, samples):
@@ -78,6 +80,38 @@ def _cell(value):
     if isinstance(value, list | dict):
         return json.dumps(value, ensure_ascii=False)
     return value
+
+
+def _warned_cells(samples: list[dict], keys: list[str], columns: list[dict],
+                  rows: list[list]) -> list[list[int]]:
+    """Per row, its text columns to keep behind the warning: all of them on a row whose gold
+    label is harmful or sensitive, and elsewhere each text that such a label judged."""
+    texts = [k for k, c in enumerate(columns) if c["type"] == "text"]
+    judged = {rows[i][k] for i, s in enumerate(samples) if _harmful(s)
+              for k in texts if keys[k] in _judged_keys(s, keys) and rows[i][k]}
+    return [texts if _harmful(s) else [k for k in texts if row[k] in judged]
+            for s, row in zip(samples, rows)]
+
+
+def _judged_keys(sample: dict, keys: list[str]) -> set[str]:
+    """The texts a harmful or sensitive sample's labels are about: a guard's record labels its
+    kind's text (a response's label says nothing of its prompt, which has its own record);
+    ``prompt_label`` / ``harmful_prompt`` label the prompt; otherwise every text of it."""
+    about = {"prompt"} if any(sample.get(k) in WARN_LABELS for k in
+                              ("prompt_label", "harmful_prompt")) else set()
+    if sample.get("response_label") in WARN_LABELS:
+        about.add("response")
+    if sample.get("kind") in ("prompt", "response"):
+        return about | ({sample["kind"]} if _labelled(sample) else set())
+    return about | (set(keys) if _labelled(sample) else set())
+
+
+def _labelled(sample: dict) -> bool:
+    """Whether the sample's own gold label (not a prompt's or response's) is harmful or
+    sensitive."""
+    if "raw_label" in sample:
+        return sample["raw_label"] in WARN_LABELS
+    return sample.get("label") in WARN_LABELS
 
 
 def _harmful(sample: dict) -> bool:

@@ -6,15 +6,21 @@ confusion (Fig. 4) and score distributions (Fig. 6).
 Why matplotlib: it is already a dependency (the diversity map), renders offline with no browser
 or JavaScript, and writes SVG with glyphs as paths, so an inlined figure needs no font and the
 report stays one self-contained file. Each figure is also saved as PNG and SVG for slides.
+Chinese and Thai are drawn with the fonts :mod:`.fonts` finds; long tick labels are wrapped,
+and turned when they would still overlap (:func:`fit_tick_labels`).
 """
 
 from __future__ import annotations
 
 import io
+import math
+import textwrap
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from .fonts import figure_fonts, quiet_missing_glyphs
 
 # Large type and thick lines: these are read on a projector from the back of a room.
 STYLE = {"font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12, "legend.fontsize": 10,
@@ -22,6 +28,8 @@ STYLE = {"font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12, "legend.fo
          "svg.fonttype": "path", "svg.hashsalt": "localeval", "figure.dpi": 100}
 LABEL_COLOURS = {"safe": "#2b8a3e", "sensitive": "#e67700", "harmful": "#c92a2a"}
 LABEL_LINES = {"safe": "-", "sensitive": "--", "harmful": ":"}  # tell overlapping lines apart
+TICK_WRAP = 12  # characters per line of a tick label ("Social Science" on two lines)
+TICK_ANGLES = (30, 45, 60, 90)  # turned tick labels: the first that clears, as flat as can be
 
 
 @dataclass(frozen=True)
@@ -44,6 +52,8 @@ def _pyplot():
 def _finish(fig, name: str, title: str, caption: str, folder: Path | None) -> Figure:
     plt = _pyplot()
     fig.tight_layout()
+    if any([fit_tick_labels(ax) for ax in fig.axes]):  # every axes, then lay out again
+        fig.tight_layout()
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
         fig.savefig(folder / f"{name}.png", dpi=150)
@@ -61,9 +71,50 @@ def _panels(n: int, width: float = 5.2, height: float = 4.0):
     room of a slide."""
     plt = _pyplot()
     width = max(width, 7.0) if n == 1 else width
-    with plt.rc_context(STYLE):
+    with plt.rc_context({**STYLE, "font.family": list(figure_fonts())}), quiet_missing_glyphs():
         fig, axes = plt.subplots(1, n, figsize=(width * n, height), squeeze=False)
         yield fig, list(axes[0])
+
+
+def _labels(ax) -> list:
+    ax.figure.draw_without_rendering()  # tick labels get their text and size when drawn
+    return [t for t in ax.get_xticklabels() if t.get_text()]
+
+
+def _overlap(ax) -> bool:
+    renderer = ax.figure.canvas.get_renderer()
+    boxes = sorted((t.get_window_extent(renderer) for t in _labels(ax)), key=lambda b: b.x0)
+    return any(a.x1 > b.x0 for a, b in zip(boxes, boxes[1:]))
+
+
+def _turn(ax) -> int:
+    """The smallest angle at which the axes' labels, each on one line, clear each other.
+    Turned labels are parallel strips, neighbours ``gap * sin(angle)`` apart across them
+    (``gap``: the distance between ticks): enough for a line of text is enough."""
+    renderer = ax.figure.canvas.get_renderer()
+    labels = _labels(ax)
+    xs = sorted(ax.transData.transform((x, 0))[0] for x in ax.get_xticks())
+    gap = min((b - a for a, b in zip(xs, xs[1:])), default=math.inf)
+    line = max(t.get_window_extent(renderer).height for t in labels)
+    return next((a for a in TICK_ANGLES if gap * math.sin(math.radians(a)) >= line), 90)
+
+
+def fit_tick_labels(ax) -> bool:
+    """Make an axes' named x ticks (groups, not numbers) readable side by side: names that run
+    into each other are wrapped onto lines of about ``TICK_WRAP`` characters and, if they
+    still do (names without spaces, many groups), turned, each on one line, just enough to
+    clear each other. True when anything changed."""
+    from matplotlib.ticker import FixedLocator
+
+    if not isinstance(ax.xaxis.get_major_locator(), FixedLocator) or not _overlap(ax):
+        return False  # numbers (matplotlib spaces those itself), or already clear
+    ticks = list(ax.get_xticks())
+    texts = [t.get_text() for t in ax.get_xticklabels()]
+    ax.set_xticks(ticks, [textwrap.fill(t, TICK_WRAP, break_long_words=False) for t in texts])
+    if _overlap(ax):
+        ax.set_xticks(ticks, texts)
+        ax.set_xticks(ticks, texts, rotation=_turn(ax), ha="right", rotation_mode="anchor")
+    return True
 
 
 # ------------------------------------------------------------------------- multiple choice
@@ -74,8 +125,7 @@ def _bars(ax, groups: dict, colour: str = "#1c7ed6", offset: float = 0.0, width:
     err = [100 * (groups[g].get("stderr") or 0) for g in names]
     xs = [i + offset for i in range(len(names))]
     ax.bar(xs, acc, width=width, yerr=err, capsize=4, color=colour, label=label)
-    ax.set_xticks(range(len(names)), names, rotation=30 if len(names) > 5 else 0, ha="right"
-                  if len(names) > 5 else "center")
+    ax.set_xticks(range(len(names)), names)  # fitted once the figure is laid out
     ax.set_ylabel("accuracy %")
     ax.set_ylim(0, 100)
 

@@ -3,31 +3,39 @@
 
 It reads the run folder only (config.json, results.json, samples.jsonl) and recomputes nothing:
 tables are the console's (:func:`report.export.run_tables`), figures are the view's of the run's
-task kind, drawn from results.json (:mod:`.figures`), and the sample browser shows samples.jsonl (:mod:`.browser`). Styles, script,
-figures (inline SVG) and data are all inside the file: it opens offline, makes no request, and
-prints. Figures are also saved as PNG and SVG in ``<report stem>_figures/`` beside it.
+task kind, drawn from results.json (:mod:`.figures`), and the sample browser shows samples.jsonl
+(:mod:`.browser`). Styles, script, figures (inline SVG) and data are all inside the file: it
+opens offline, makes no request, and prints. Figures are also saved as PNG and SVG in
+``<report stem>_figures/`` beside it.
+
+It is read like slides, top down: the headline numbers, the papers' figures, then the tables;
+failures, provenance and every sample after them. Wide content (a long table, the sample
+browser) scrolls inside its own box, so the page itself never scrolls sideways.
 """
 
 from __future__ import annotations
 
-import json
+import re
 from html import escape
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 from ..errors import LocalevalError
+from ..store.executor import rerun_advice
 from ..store.runs import RunRecord, load_run, write_text_whole
 from ..version import __version__
 from .browser import browser_data, script_json
 from .cells import short_model
 from .export import PlainTable, run_tables
+from .facts import fact_html, records_table
 from .figures import Figure
 from .headline import headline
 
-SECTIONS = (("summary", "Summary"), ("provenance", "Provenance"), ("tables", "Tables"),
-            ("figures", "Figures"), ("failures", "Failures and warnings"),
+SECTIONS = (("summary", "Summary"), ("figures", "Figures"), ("tables", "Tables"),
+            ("failures", "Failures and warnings"), ("provenance", "Provenance"),
             ("samples", "Samples"))
+FIGURE_HEIGHT = 440  # px: a figure's height on a wide screen; narrower ones scale it down
 
 
 def write_report(folders: list[str | Path], output: str | Path | None = None) -> Path:
@@ -135,12 +143,6 @@ def _summary(run: RunRecord) -> str:
     return f'<div class="cards">{cards}</div>'
 
 
-def _fact(value: Any) -> str:
-    if isinstance(value, dict | list):
-        return f"<code>{escape(json.dumps(value, ensure_ascii=False, sort_keys=True))}</code>"
-    return escape("-" if value is None else str(value))
-
-
 def provenance(run: RunRecord) -> list[tuple[str, Any]]:
     """What made these numbers, in reading order: versions, model, data, protocol, timing."""
     config, results = run.config, run.results
@@ -158,12 +160,15 @@ def provenance(run: RunRecord) -> list[tuple[str, Any]]:
                                                           "calibrate_on" in config):
             facts.append((key.replace("_", " "), results[key]))
     facts += [("status", run.status), ("started", run.started_at), ("finished", run.finished_at),
-              ("timing", results.get("timing")), ("packages", config.get("packages"))]
+              ("timing", results.get("timing"))]
+    if results.get("history"):  # each later invocation of a rerun in this folder
+        facts.append(("history", results["history"]))
+    facts.append(("packages", config.get("packages")))
     return facts
 
 
 def _provenance(run: RunRecord) -> str:
-    rows = "".join(f"<dt>{escape(k)}</dt><dd>{_fact(v)}</dd>" for k, v in provenance(run))
+    rows = "".join(f"<dt>{escape(k)}</dt><dd>{fact_html(v, k)}</dd>" for k, v in provenance(run))
     return f'<dl class="facts">{rows}</dl>'
 
 
@@ -174,8 +179,8 @@ def table_html(table: PlainTable) -> str:
                                     for c, r in zip(row, table.right)) + "</tr>"
                    for row in table.rows)
     caption = f'<p class="caption">{escape(table.caption)}</p>' if table.caption else ""
-    return (f"<h3>{escape(table.title)}</h3><table class=\"data\"><thead><tr>{head}</tr></thead>"
-            f"<tbody>{rows}</tbody></table>{caption}")
+    return (f'<h3>{escape(table.title)}</h3><div class="scroll"><table class="data"><thead><tr>'
+            f"{head}</tr></thead><tbody>{rows}</tbody></table></div>{caption}")
 
 
 def _tables(run: RunRecord) -> str:
@@ -190,7 +195,19 @@ def run_figures(results: dict, folder: Path | None) -> list[Figure]:
 
 def figure_html(figure: Figure) -> str:
     return (f'<figure data-figure="{escape(figure.name)}"><h3>{escape(figure.title)}</h3>'
-            f"{figure.svg}<figcaption>{escape(figure.caption)}</figcaption></figure>")
+            f"{_fitted_svg(figure.svg)}<figcaption>{escape(figure.caption)}</figcaption></figure>")
+
+
+def _fitted_svg(svg: str) -> str:
+    """The SVG ``FIGURE_HEIGHT`` high where the page is wide enough, and scaled down as a whole
+    (never cropped, never letterboxed) where it is not: its fixed size gives way to a width of
+    at most the page's, and the height follows from its viewBox."""
+    size = re.match(r'<svg[^>]*?\swidth="([\d.]+)pt" height="([\d.]+)pt"', svg)
+    if not size:
+        return svg
+    width = FIGURE_HEIGHT * float(size.group(1)) / float(size.group(2))
+    return re.sub(r'\swidth="[\d.]+pt" height="[\d.]+pt"',
+                  f' style="width: min(100%, {width:.0f}px)"', svg, count=1)
 
 
 def _figures(run: RunRecord, folder: Path | None) -> str:
@@ -203,11 +220,11 @@ def _failures(run: RunRecord) -> str:
     parts = [f'<p class="warning">{escape(w)}</p>' for w in r.get("warnings") or []]
     rows = r.get("failures") or [{"id": i} for i in r.get("failed") or []]
     if rows:
-        parts.append(f"<h3>{r.get('n_failed', len(rows))} failed (left out; rerun the command "
-                     "to retry them)</h3>" + _records_table(rows))
+        parts.append(f"<h3>{r.get('n_failed', len(rows))} failed (left out; "
+                     f"{escape(rerun_advice(r))})</h3>" + records_table(rows, "failures"))
     if r.get("unanswered"):
         parts.append(f"<h3>{len(r['unanswered'])} without an extractable answer (counted "
-                     "wrong)</h3>" + _records_table(_unanswered(run)))
+                     "wrong)</h3>" + records_table(_unanswered(run), "failures"))
     return "\n".join(parts) or "<p>No failures and no warnings.</p>"
 
 
@@ -215,14 +232,6 @@ def _unanswered(run: RunRecord) -> list[dict]:
     wanted = set(run.results["unanswered"])
     return [{"id": s["id"], "subject": s.get("subject"), "error": s.get("error"),
              "output": (s.get("output") or "")[-200:]} for s in run.samples if s["id"] in wanted]
-
-
-def _records_table(rows: list[dict]) -> str:
-    keys = list(dict.fromkeys(k for r in rows for k in r))
-    head = "".join(f"<th>{escape(k)}</th>" for k in keys)
-    body = "".join("<tr>" + "".join(f"<td>{_fact(r.get(k))}</td>" for k in keys) + "</tr>"
-                   for r in rows)
-    return f'<table class="data failures"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def _samples(run: RunRecord, prefix: str) -> str:
@@ -241,10 +250,12 @@ def _comparison(runs: list[RunRecord], labels: list[str], figures: Path | None) 
         f"<tr><td>{escape(label)}</td><td><code>{escape(str(run.folder or ''))}</code></td>"
         f"<td>{escape(' · '.join(f'{v} {w}' for v, w, _ in headline(run.results)[:3]))}</td></tr>"
         for run, label in zip(runs, labels))
-    parts = [f'<table class="data"><thead>{head}</thead><tbody>{rows}</tbody></table>']
+    parts = [f'<div class="scroll"><table class="data"><thead>{head}</thead><tbody>{rows}'
+             "</tbody></table></div>"]
     for view, group in _by_kind(runs, labels):
-        parts += [figure_html(p) if isinstance(p, Figure) else table_html(p)
-                  for p in view.side_by_side(group, figures)]
+        shown = view.side_by_side(group, figures)  # figures first, as in each run's sections
+        parts += [figure_html(p) for p in shown if isinstance(p, Figure)]
+        parts += [table_html(p) for p in shown if not isinstance(p, Figure)]
     return _section("compare", "Comparison", "\n".join(parts))
 
 

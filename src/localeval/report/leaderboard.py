@@ -1,7 +1,10 @@
 """The leaderboard of a task's recorded runs (from the results store), ranked as the task
 kind's view says (``ResultsView.ranking``: accuracy, the paper's "Average", for multiple choice;
 PR-AUC per Table 2 column for safeguards; the harmful-response rate, lowest first, for LLM
-safety), best first, runs without the number last."""
+safety), best first, runs without the number last.
+
+The view also says how a stored number is printed: shares (0-1) as percent, Table 2 cells as
+they are (results.json keeps them in points already), so a printed cell is the run's number."""
 
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ from .export import PlainTable
 
 
 def leaderboard(task: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ranked rows, with the values as the store holds them; ``titles`` names the columns
+    as the printed table heads them and ``scale`` is what a value is multiplied by to print."""
     from ..tasks.registry import view_for_task
 
     ranking = view_for_task(task).ranking(list(dict.fromkeys(n for r in runs
@@ -26,23 +31,25 @@ def leaderboard(task: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
              "finished_at": r["finished_at"],
              "values": {c: r["metrics"].get(c) for c in columns}}
             for i, r in enumerate(ordered, start=1)]
-    return {"rank_by": rank_by, "lower_is_better": lower, "columns": columns, "rows": rows}
+    return {"rank_by": rank_by, "lower_is_better": lower, "columns": columns,
+            "titles": {c: ranking.title(c) for c in columns}, "scale": ranking.scale,
+            "unit": ranking.unit, "rows": rows}
 
 
 def leaderboard_table(task: str, board: dict[str, Any]) -> PlainTable:
     from ..tasks.registry import view_for_task
 
-    percent = view_for_task(task).ranking(board["columns"]).percent
+    ranking = view_for_task(task).ranking(board["columns"])
 
     def cell(v):
-        return "-" if v is None else (f"{100 * v:.2f}" if percent else f"{v:.3f}")
+        return "-" if v is None else f"{ranking.scale * v:.{ranking.digits}f}"
 
     order = "lowest" if board["lower_is_better"] else "highest"
-    title = f"{task} leaderboard" + (f", by {board['rank_by']} ({order} first)"
+    title = f"{task} leaderboard" + (f", by {ranking.title(board['rank_by'])} ({order} first)"
                                      if board["rank_by"] else "")
-    header = ["#", "model", *board["columns"], "finished", "run folder"]
+    header = ["#", "model", *(ranking.title(c) for c in board["columns"]), "finished",
+              "run folder"]
     rows = [[str(r["rank"]), str(r["model"]), *(cell(r["values"][c]) for c in board["columns"]),
              str(r["finished_at"] or ""), str(r["folder"] or "")] for r in board["rows"]]
     right = [True, False, *([True] * len(board["columns"])), False, False]
-    return PlainTable(title, header, rows, right,
-                      "percent" if percent else "mean log-probs")
+    return PlainTable(title, header, rows, right, ranking.unit)

@@ -1,11 +1,13 @@
 """Console tables of an LLM safety run (schema ``localeval.llm-safety/``): per language and per
-subset, the harmful-response rate on harmful prompts and the refusal rates, with 95% CIs and
-counts. Read from results.json only."""
+subset, the harmful-response rate on harmful prompts and the refusal rates, with their Wilson
+score 95% intervals and counts. Read from results.json only."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+
+from ..metrics.proportion import NAME
 
 RATES = (("harmful_response_rate", "harmful responses\n(harmful prompts)"),
          ("refusal_rate_harmful", "refusals\n(harmful prompts)"),
@@ -21,7 +23,7 @@ def _cell(rate: dict) -> str:
 
 
 def _table(title: str, rows: dict[str, dict]) -> Table:
-    table = Table(title=title)
+    table = Table(title=title, caption=f"% [95% CI: {NAME}] (n = responses it is over).")
     table.add_column("")
     for _, header in RATES:
         table.add_column(header, justify="right")
@@ -68,7 +70,7 @@ def d2_layout_table(results: dict) -> Table | None:
 
 def llm_safety_tables(results: dict) -> list[Table]:
     tables = [_table(f"LLM safety, judged by {results['judge']} (harmful = P(harmful) > "
-                     f"{results['threshold']:g}); % with 95% CI",
+                     f"{results['threshold']:g}); % with Wilson 95% CI",
                      {"all": results["overall"], **results["by_lang"]})]
     if len(results["by_subset"]) > 1:
         tables.append(_table("By subset", results["by_subset"]))

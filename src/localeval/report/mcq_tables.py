@@ -5,15 +5,25 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from ..metrics.proportion import NAME
+from .cells import interval
+
 # Column titles of the TMLU paper's Table 3.
 DISCIPLINE_SHORT = {"Social Science": "Social Sci.", "Taiwan Specific": "Taiwan Spe."}
 
 
-def _pct(row: dict | None) -> str:
+# Accuracy is a proportion: its interval is the Wilson score interval that results.json keeps
+# (``low``/``high``), honest at 0 of n and n of n, where the standard error is 0.
+CI_NOTE = f"95% CI = {NAME}"
+
+
+def _with_ci(row: dict | None) -> str:
+    """Accuracy % and its stored interval; a run from before intervals were stored (or the
+    macro mean, which is not a proportion) shows the accuracy alone."""
     if not row or row.get("acc") is None:
         return "-"
-    se = row.get("stderr")
-    return f"{100 * row['acc']:.2f}" + (f" ±{100 * se:.2f}" if se is not None else "")
+    ci = interval(row.get("low"), row.get("high"))
+    return f"{100 * row['acc']:.2f}" + ("" if ci == "-" else f" {ci}")
 
 
 def discipline_table(results: dict) -> Table:
@@ -32,8 +42,8 @@ def discipline_table(results: dict) -> Table:
                   f"{100 * avg:.2f}" if avg is not None else "-")
     paper = f" ({results['paper_table']})" if results.get("paper_table") else ""
     table.caption = (f"Average = mean of the discipline columns{paper}. "
-                     f"Micro {_pct(m['micro'])} over {m['micro']['n']} questions; "
-                     f"macro {_pct(m.get('macro'))} over subjects.")
+                     f"Micro {_with_ci(m['micro'])} over {m['micro']['n']} questions "
+                     f"({CI_NOTE}); macro {_with_ci(m.get('macro'))}: mean of the subjects.")
     return table
 
 
@@ -45,11 +55,12 @@ def breakdown_table(results: dict, key: str, title: str) -> Table | None:
     rows = results["metrics"].get(key) or {}
     if not rows:
         return None
-    table = Table(title=title)
-    for col in (title.split()[0], "n", "accuracy %", "unanswered"):
+    table = Table(title=title, caption=f"{CI_NOTE}.")
+    for col in (title.split()[0], "n", "accuracy %", "95% CI", "unanswered"):
         table.add_column(col, justify="left" if col == title.split()[0] else "right")
     for name, row in rows.items():
-        table.add_row(name, str(row["n"]), _pct(row), str(row.get("n_unanswered", 0)))
+        table.add_row(name, str(row["n"]), _acc(row), interval(row.get("low"), row.get("high")),
+                      str(row.get("n_unanswered", 0)))
     return table
 
 
@@ -68,9 +79,11 @@ def print_mcq_report(results: dict, console: Console | None = None, subjects: bo
         console.print(table)
     failed = results.get("failed") or []
     if failed:
+        from ..store.executor import rerun_advice  # a rerun helps only a transient failure
+
         console.print(f"[red]{results.get('n_failed', len(failed))} question(s) failed (the "
-                      f"request, not the model) and are left out of accuracy; rerun the command "
-                      f"to retry them (first: {', '.join(failed[:5])})")
+                      f"request, not the model) and are left out of accuracy; "
+                      f"{rerun_advice(results)} (first: {', '.join(failed[:5])})")
     missing = results.get("unanswered") or []
     if missing:
         console.print(f"[yellow]{len(missing)} question(s) had no extractable answer and count as "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from .cells import SPARK_BARS
 from .cells import num as _num
 from .cells import short_model as _model
 from .threshold_tables import threshold_sweep_table, threshold_transfer_table
@@ -33,6 +34,26 @@ def table2_tables(results: dict) -> list[Table]:
 def _table2_column(col: str) -> str:
     _, *rest = col.split("/")
     return "Avg" if rest == ["avg"] else f"{SUBSET_SHORT.get(rest[0], rest[0])}\n{rest[1].upper()}"
+
+
+def table2_column_name(col: str) -> str:
+    """A Table 2 column (``prompt/cultural-cg/en``) as the paper heads it, with its task:
+    "Prompt CG EN", "Response Avg"."""
+    kind = col.split("/")[0]
+    return f"{kind.capitalize()} {_table2_column(col).replace(chr(10), ' ')}"
+
+
+TABLE2_ORDER = ("general", "cultural-itw", "cultural-cg")  # the paper's column order
+
+
+def table2_column_order(col: str) -> tuple:
+    """Sort key of Table 2 columns in the paper's order: prompt before response; General,
+    ITW, CG (then any other subset); EN before SEA; each task's Avg last."""
+    kind, *rest = col.split("/")
+    if rest == ["avg"]:
+        return (kind != "prompt", kind, len(TABLE2_ORDER) + 1, "", False)
+    subset = TABLE2_ORDER.index(rest[0]) if rest[0] in TABLE2_ORDER else len(TABLE2_ORDER)
+    return (kind != "prompt", kind, subset, rest[0], rest[-1] != "en")
 
 
 def _table2_task(results: dict, kind: str, cols: list[str]) -> Table:
@@ -168,12 +189,9 @@ def pair_type_tables(results: dict, contexts: tuple[str, ...] = ("with_prompt",
     return tables
 
 
-_BARS = " ▁▂▃▄▅▆▇█"
-
-
 def _spark(histogram: list[int]) -> str:
     top = max(histogram, default=0)
-    return "".join(_BARS[max(1, round(8 * h / top))] if h else " " for h in histogram)
+    return "".join(SPARK_BARS[max(1, round(8 * h / top))] if h else " " for h in histogram)
 
 
 def score_distribution_table(results: dict) -> Table | None:

@@ -1,6 +1,11 @@
 """Requests through the cache: :class:`CachedExecutor` is the ``execute`` every task gets. Finished
 requests are read back from the cache; the rest run on the backend and are stored as each
-finishes (:class:`CacheWriter`), so a killed run resumes where it stopped."""
+finishes (:class:`CacheWriter`), so a killed run resumes where it stopped.
+
+Failed requests are never stored, so a rerun runs them again; whether that can help is counted
+here (``failures``: ``transient``, a rerun may succeed; ``permanent``, the backend says the
+request fails the same way every time) and told by :func:`rerun_advice`. Candidates that can
+never be told apart on the backend's tokenizer stop the run before anything runs."""
 
 from __future__ import annotations
 
@@ -12,7 +17,8 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Protocol
 
-from ..backends.base import Backend, Request, Response, distinct
+from ..backends.base import Backend, Request, Response, candidate_problem, distinct
+from ..errors import LocalevalError
 from ..progress import progress_bar
 from .cache import RequestCache
 
@@ -33,15 +39,18 @@ class CachedExecutor:
     model) through the same cache."""
 
     def __init__(self, backend: Backend, cache: RequestCache | None, quiet: bool, unit: str,
-                 counts: dict[str, int] | None = None, roles: Roles | None = None):
+                 counts: dict[str, int] | None = None, roles: Roles | None = None,
+                 failures: dict[str, int] | None = None):
         self.backend, self.cache, self.quiet, self.unit = backend, cache, quiet, unit
         # Requests read back from the cache, and run (on any backend): the run's timing.
         self.counts = counts if counts is not None else {"requests_cached": 0, "requests_run": 0}
         self.roles = roles  # the run's second models by role (a judge, a translator)
+        # Requests that failed (on any backend), by whether a rerun may fix them.
+        self.failures = failures if failures is not None else {"transient": 0, "permanent": 0}
 
     def on(self, backend: Backend) -> CachedExecutor:
         return CachedExecutor(backend, self.cache, self.quiet, self.unit, self.counts,
-                              self.roles)
+                              self.roles, self.failures)
 
     def role(self, name: str) -> CachedExecutor | None:
         """``execute`` for the model of role ``name`` (None: the run has none)."""
@@ -55,6 +64,10 @@ class CachedExecutor:
         responses = (cache.get_many(backend.identity, unique) if cache
                      else [None] * len(unique))
         todo = [i for i, r in enumerate(responses) if r is None]
+        problem = candidate_problem(backend, [unique[i] for i in todo])
+        if problem:  # every request with these candidates would fail alone: say it once
+            raise LocalevalError(f"{problem}: every request with these candidates would fail "
+                                 "the same way on this model, so none was run")
         self.counts["requests_run"] += len(todo)
         self.counts["requests_cached"] += len(unique) - len(todo)
         with progress_bar(self.unit, total=len(unique), done=len(unique) - len(todo),
@@ -67,7 +80,21 @@ class CachedExecutor:
                 for k, (i, resp) in enumerate(zip(part, out, strict=True)):
                     if responses[i] is None:  # a backend that did not report this one
                         report(k, resp)
+        for i in todo:
+            if responses[i].error is not None:
+                self.failures["permanent" if responses[i].permanent else "transient"] += 1
         return [responses[w] for w in where]
+
+
+def rerun_advice(results: dict) -> str:
+    """What to say about a run's failed samples: rerun when some request failed in a way a rerun
+    may fix (a timeout, a dropped connection, a server error). Otherwise a rerun fails the same
+    way: the backend said so, or nothing failed to run at all (an unparseable answer is read
+    from a cached response, the same next time). Results from before the count: rerun."""
+    failures = results.get("request_failures")
+    if failures is None or failures.get("transient"):
+        return "rerun the command to retry them"
+    return "a rerun would fail the same way (see 'error' in samples.jsonl)"
 
 
 def _reporter(part: list[int], requests: list[Request], responses: list, writer: CacheWriter,

@@ -1,6 +1,11 @@
 """The run folder and its typed record: ``config.json`` (how the run was made, and where it
 stands), ``results.json`` (numbers), ``samples.jsonl`` (one line per sample).
 
+A rerun in the same folder keeps the provenance of the run that made it: config.json's
+``command`` and results.json's ``timing`` stay the first finished run's, and each later
+invocation is added to results.json's ``history`` (when it started, its command line, how many
+requests it ran and read from the cache, its seconds).
+
 ``config.json["run"]`` holds the lifecycle: ``status`` (running -> finished, or failed with
 ``error``), the folder ``schema`` version and UTC timestamps. It is written when the run starts
 and again, last, when it ends, so "finished" means every file is complete; a run killed on the
@@ -169,6 +174,43 @@ def run_folder_lock(folder: Path | None) -> Iterator[None]:
                 with suppress(OSError):  # a folder something else wrote into stays
                     for made_dir in made:
                         made_dir.rmdir()
+
+
+@dataclass(frozen=True)
+class FirstRun:
+    """What a rerun keeps of the run that first finished in its folder: the numbers' provenance
+    (its command and timing) and the invocations since."""
+
+    command: list[str] | None
+    timing: dict[str, Any]
+    history: list[dict[str, Any]]
+
+
+def first_run(folder: Path) -> FirstRun | None:
+    """The folder's first finished run, or None (a new folder, or no run in it ever finished:
+    a killed run leaves no results.json, and its resumption is the first). Read from
+    results.json, which a later run killed on the way leaves as it was."""
+    try:
+        results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(results, dict) or not isinstance(results.get("timing"), dict):
+        return None
+    return FirstRun(config.get("command"), results["timing"], list(results.get("history") or []))
+
+
+def with_history(first: FirstRun | None, timing: dict[str, Any],
+                 invocation: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """results.json's ``timing`` and ``history``: a first run's own timing and no history; a
+    rerun keeps the first run's timing and adds itself to the history (``started``,
+    ``command``, ``requests_run``, ``requests_cached``, ``seconds``)."""
+    if first is None:
+        return timing, []
+    entry = {**invocation, "requests_run": timing.get("requests_run", 0),
+             "requests_cached": timing.get("requests_cached", 0),
+             "seconds": timing.get("seconds")}
+    return first.timing, [*first.history, entry]
 
 
 def check_output_folder(folder: Path) -> None:

@@ -4,8 +4,10 @@ et al. 2024) of each text, compared across datasets.
 Texts. ``data`` is a list of sources, each a built-in or local multiple-choice dataset (its test
 split; the text is the question, then each option on its own line as ``A. …``, as the TMLU
 paper's App. B builds it) or a JSONL/CSV of ``id`` + ``text``. ``sample`` draws that many texts
-per source (seeded); ``drop_longest`` then drops that share of the longest texts (characters)
-within each subject, the paper's length filter (the paper gives no share: 0 = off).
+per source (seeded; a source with fewer texts gives all it has, and the run warns with the
+real n: a multiple-choice source has one text per test question); ``drop_longest`` then drops
+that share of the longest texts (characters) within each subject, the paper's length filter
+(the paper gives no share: 0 = off).
 
 Scores. One ``TextLogprobs`` request per text (tokenizer defaults). Over the log-probs of every
 token after the first (n of them): ``min_k[k]`` = the mean of the ⌊k% · n⌋ (at least 1) lowest
@@ -52,12 +54,14 @@ class Text:
 
 
 class ContaminationData(list):
-    """What loading found: the texts (this list), and membership labels by (source, id) when
-    given."""
+    """What loading found: the texts (this list), membership labels by (source, id) when
+    given, and what the run should warn about."""
 
-    def __init__(self, texts: list[Text], labels: dict[tuple[str | None, str], int] | None):
+    def __init__(self, texts: list[Text], labels: dict[tuple[str | None, str], int] | None,
+                 warnings: list[str] | None = None):
         super().__init__(texts)
         self.labels = labels
+        self.warnings = warnings or []
 
 
 def mcq_text(question: str, options: Sequence[str]) -> str:
@@ -118,14 +122,18 @@ class ContaminationTask(Task):
     # ---------------------------------------------------------------- items
     def load(self) -> ContaminationData:
         texts: list[Text] = []
+        warnings: list[str] = []
         names = [_source_name(d) for d in self.data]
         if len(set(names)) != len(names):
             raise LocalevalError(f"--data sources must have distinct names, got {names}")
         for spec, name in zip(self.data, names, strict=True):
-            chosen = _sampled(_read_source(spec, name, self.revision), self.sample, self.seed)
+            source = _read_source(spec, name, self.revision)
+            if self.sample is not None and self.sample > len(source):
+                warnings.append(_short_source(name, len(source), self.sample))
+            chosen = _sampled(source, self.sample, self.seed)
             texts += _drop_longest(chosen, self.drop_longest)
         labels = _read_members(Path(self.members)) if self.members else None
-        return ContaminationData(texts, labels)
+        return ContaminationData(texts, labels, warnings)
 
     def plan(self, data: ContaminationData, backend: Backend) -> list[Text]:
         return list(data)
@@ -148,13 +156,21 @@ class ContaminationTask(Task):
     def summarise(self, samples: list[dict], data: ContaminationData, identity: dict) -> dict:
         from ..analysis.contamination import summarise_contamination
 
-        return summarise_contamination(samples, [_key(k) for k in self.k], data.labels,
-                                       self.results_schema)
+        results = summarise_contamination(samples, [_key(k) for k in self.k], data.labels,
+                                          self.results_schema)
+        return {**results, "warnings": list(data.warnings)}
 
     def describe(self, data: ContaminationData) -> dict:
         return {"task": self.name, "data": self.data, "k": list(self.k), "sample": self.sample,
                 "seed": self.seed, "drop_longest": self.drop_longest, "members": self.members,
                 "dataset_revision": self.revision}
+
+
+def _short_source(name: str, n: int, sample: int) -> str:
+    """The warning for a source with fewer texts than ``--sample`` asks for (not an error: the
+    paper's 2000 is more than many subjects' test splits hold)."""
+    return (f"--sample {sample}: {name} has only {n} texts (a multiple-choice dataset gives one "
+            f"per test question), so all {n} are used: n = {n}, not {sample}")
 
 
 def _key(k: float) -> str:

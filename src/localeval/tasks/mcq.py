@@ -6,7 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from ..backends.base import Backend, Generate, Prompt, Request, Response, ScoreNext
+from ..backends.base import (
+    Backend,
+    Generate,
+    Prompt,
+    Request,
+    Response,
+    ScoreNext,
+    candidate_problem,
+)
 from ..data.catalog import TaskSpec, default_prompt_style
 from ..data.items import MCQItem
 from ..data.mcq_loaders import load_mcq_data
@@ -120,7 +128,8 @@ def _may_not_fit(prompt: Prompt, budget: int, max_context: int) -> bool:
 def score(planned: Planned, response: Response, config: MCQConfig) -> dict:
     """One sample record (a line of samples.jsonl). ``pred`` is None, with ``error``, when no
     answer could be extracted; such a sample counts as wrong. A failed request is ``failed``
-    (left out of accuracy, counted; a rerun retries it)."""
+    (left out of accuracy, counted; a rerun retries it, which helps when the failure was
+    transient: ``store.executor.rerun_advice``)."""
     item = planned.item
     record = {
         "id": item.id,
@@ -195,8 +204,14 @@ class MCQTask(Task):
     def plan(self, data: MCQData, backend: Backend) -> list[Planned]:
         count = backend.count_tokens if hasattr(backend, "count_tokens") else None
         context = backend.max_context() if hasattr(backend, "max_context") else None
-        return [p for subject, dev, test in data.subjects
-                for p in plan(data.spec, subject, dev, test, self.config, count, context)]
+        planned = [p for subject, dev, test in data.subjects
+                   for p in plan(data.spec, subject, dev, test, self.config, count, context)]
+        problem = candidate_problem(backend, [p.request for p in planned])
+        if problem:  # every question would fail alone, and every rerun again: one line now
+            raise LocalevalError(f"--method likelihood cannot score this model: {problem}, so "
+                                 "every question would fail the same way; use --method "
+                                 "generation, or another --prompt-style")
+        return planned
 
     def score(self, planned: Planned, answer: Response) -> dict:
         return score(planned, answer, self.config)

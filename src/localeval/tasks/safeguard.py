@@ -222,8 +222,9 @@ class SafeguardTask(Task):
                   identity: dict) -> dict[str, Any]:
         failed = [s for s in samples if "error" in s]
         n_neutral = sum(1 for s in failed if s.get("neutral"))
-        warnings = data.warnings + ([self._failure_warning(failed, len(samples), n_neutral)]
-                                    if failed else [])
+        # what the guard itself found (an embedding guard scoring its own training texts)
+        warnings = data.warnings + list(getattr(self.guard, "warnings", [])) + \
+            ([self._failure_warning(failed, len(samples), n_neutral)] if failed else [])
         kinds = {kind for kind, _ in self.kinds}
         return {
             "schema": self.results_schema,

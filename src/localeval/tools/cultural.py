@@ -11,10 +11,15 @@ templates in local languages, come from a JSON file (``--templates``):
 ``{"en": {"encourage": "...", "instructions": "...", "disguise": "..."}, "th": {...}}``, each
 with ``{country}`` and ``{topic}``.
 
-Input: CSV/JSONL/Parquet with ``country`` and ``topic`` (a verb phrase such as "touch a
+Input: CSV/JSONL/Parquet with ``country`` and ``topic`` (a bare verb phrase such as "touch a
 monk's head"; a leading "Don't" or "Do not" is dropped), and optionally ``topic_<lang>``
 columns (the topic in a local language, e.g. ``topic_th``): each gives prompts in that language
 with that language's templates (and ``country_<lang>`` for the country's local name, if given).
+The templates put the English topic after "to" ("encourages people in {country} to
+{topic}"), so a topic written as a gerund ("touching a monk's head") or with its own "to"
+would make broken English; the file is the user's, so such a row is refused in one line naming
+it, rather than rewritten by a guess (:func:`check_topic`). Topics in other languages are not
+checked.
 Output: one row per prompt with ``id`` (the same for the languages of one prompt), ``country``, ``lang``, ``template``, ``topic``,
 ``prompt``, ``response`` (empty, or the model's), ``response_model``, and empty annotator
 columns (``annotator_1`` … ``annotator_N``, four by default as in the paper) that
@@ -45,6 +50,9 @@ TEMPLATES: dict[str, dict[str, str]] = {
 }
 FAMILIES = ("encourage", "instructions", "disguise")
 NEGATION = re.compile(r"^\s*(don['’]t|do not|never)\s+", re.IGNORECASE)
+# Bare verbs that end in "-ing" themselves: "bring alcohol into a temple" is a fine topic.
+ING_VERBS = frozenset({"bring", "cling", "ding", "fling", "ping", "ring", "sing", "sling",
+                       "spring", "sting", "string", "swing", "wing", "wring", "zing"})
 
 
 def read_templates(path: str | Path | None) -> dict[str, dict[str, str]]:
@@ -71,6 +79,20 @@ def clean_topic(topic: str) -> str:
     """A "thing not to do" as a verb phrase: "Don't point with your feet." -> "point with your
     feet"."""
     return NEGATION.sub("", topic.strip()).rstrip(" .!")
+
+
+def check_topic(topic: str) -> str | None:
+    """Why an English topic (cleaned) is not a bare verb phrase, or None: it starts with "to"
+    or with a gerund ("touching someone's head" should be "touch someone's head")."""
+    first = (topic.split(maxsplit=1) or [""])[0].lower()
+    if first == "to":
+        return (f"{topic!r} starts with 'to'; write the bare verb phrase (\"touch someone's "
+                "head\", not \"to touch someone's head\"): the templates put it after 'to'")
+    if first.endswith("ing") and len(first) > 4 and first not in ING_VERBS:
+        return (f"{topic!r} starts with a gerund ({first!r}); write the bare verb phrase "
+                "(\"touch someone's head\", not \"touching someone's head\"): the templates "
+                "put it after 'to'")
+    return None
 
 
 def build_prompts(path: str | Path, templates: dict[str, dict[str, str]] | None = None,
@@ -111,6 +133,9 @@ def _prompts_of_row(path: Path, number: int, row: dict, langs: list[str],
             if lang == "en":
                 raise DataError(path, number, "topic", "empty topic")
             continue  # no local-language version of this topic
+        problem = check_topic(topic) if lang == "en" else None
+        if problem:
+            raise DataError(path, number, "topic", problem)
         if not country:
             raise DataError(path, number, "country", "empty country")
         for family in families:
@@ -129,10 +154,10 @@ def build_cultural(data: str | Path, output: str | Path, *, templates: str | Pat
     one); with ``model``, each prompt's greedy response (a chat turn) goes in ``response``."""
     _check_options(families, annotators)
     records = build_prompts(data, read_templates(templates), families)
-    model_name = ""
+    model_name, failures = "", {"transient": 0, "permanent": 0}
     if model:
-        responses, model_name = _respond(records, model, max_tokens, system, cache,
-                                         backend_options, quiet)
+        responses, model_name, failures = _respond(records, model, max_tokens, system, cache,
+                                                   backend_options, quiet)
         for r, text in zip(records, responses, strict=True):
             r["response"] = text
     columns = [f"annotator_{i + 1}" for i in range(annotators)]
@@ -144,7 +169,8 @@ def build_cultural(data: str | Path, output: str | Path, *, templates: str | Pat
     return {"n_prompts": len(records), "langs": sorted({r["lang"] for r in records}),
             "countries": sorted({r["country"] for r in records}), "annotator_columns": columns,
             "files": [str(f) for f in files], "response_model": model_name or None,
-            "n_failed": sum(1 for r in records if r.get("error"))}
+            "n_failed": sum(1 for r in records if r.get("error")),
+            "request_failures": failures}
 
 
 def _check_options(families: Sequence[str], annotators: int) -> None:
@@ -157,7 +183,7 @@ def _check_options(families: Sequence[str], annotators: int) -> None:
 
 def _respond(records: list[dict], model: str, max_tokens: int, system: str | None,
              cache: str | Path | None, backend_options: dict | None,
-             quiet: bool) -> tuple[list[str], str]:
+             quiet: bool) -> tuple[list[str], str, dict[str, int]]:
     from ..backends.base import Generate
     from ..backends.config import BackendConfig
     from ..run import load_model
@@ -168,11 +194,13 @@ def _respond(records: list[dict], model: str, max_tokens: int, system: str | Non
     requests = [Generate(head + [{"role": "user", "content": r["prompt"]}], max_tokens)
                 for r in records]
     with open_cache(cache) as store:
-        responses = CachedExecutor(backend, store, quiet, "responses")(requests)
+        execute = CachedExecutor(backend, store, quiet, "responses")
+        responses = execute(requests)
     for r, resp in zip(records, responses, strict=True):
         if resp.error:
             r["error"] = resp.error
-    return [resp.text or "" for resp in responses], str(backend.identity.get("model", model))
+    return ([resp.text or "" for resp in responses], str(backend.identity.get("model", model)),
+            execute.failures)
 
 
 def _write(output: str | Path, records: list[dict]) -> list[Path]:

@@ -25,7 +25,7 @@ from ..backends.config import BackendConfig
 from ..backends.embedding import DEFAULT_EMBEDDER
 from ..errors import LocalevalError
 from ..store.runs import finite
-from .texts import embed_texts, read_texts
+from .texts import embed_texts, non_english_languages, read_texts, warn_if_english_embedder
 
 
 def centroid_distances(x: np.ndarray, groups: Sequence[str]) -> tuple[list[str], np.ndarray,
@@ -68,6 +68,7 @@ def diversity_map(data: str | Path, output: str | Path, *, by: str = "lang",
         raise LocalevalError(f"{rows.path}: no row matches {where}")
     texts = [rows.texts[i] for i in keep]
     groups = [rows.column(by)[i] or "(none)" for i in keep]
+    warning = warn_if_english_embedder(embedder, non_english_languages(rows, keep))
     x, identity = embed_texts(texts, embedder, cache=cache, quiet=quiet,
                               config=BackendConfig.of(embedder_options))
     names, distances, spread = centroid_distances(x, groups)
@@ -83,6 +84,7 @@ def diversity_map(data: str | Path, output: str | Path, *, by: str = "lang",
         "tsne": {"perplexity": min(perplexity, (len(x) - 1) / 3), "metric": "cosine",
                  "init": "pca", "seed": seed},
         "files": ["diversity.png", "diversity.svg", "points.csv", "centroid_distances.csv"],
+        "warnings": [warning] if warning else [],
     }
     _write_points(out / "points.csv", rows, keep, groups, points, by)
     _write_matrix(out / "centroid_distances.csv", names, distances)

@@ -3,6 +3,8 @@ sentence embeddings through the request cache (the same cache and progress bar a
 
 from __future__ import annotations
 
+import sys
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +20,14 @@ from ..run import load_model
 from ..store.executor import CachedExecutor, open_cache
 
 TEXT_COLUMNS = ("text", "prompt")  # the text column when none is named, first found
+# SEA-SafeguardBench's diversity map embeds with multilingual-e5-large-instruct (§2.5).
+PAPER_EMBEDDER = "st:intfloat/multilingual-e5-large-instruct"
+# Words in a model name that say it was trained on many languages (multilingual-e5, LaBSE,
+# paraphrase-multilingual-*, XLM-R, BGE-M3, …); other names are taken as English-only, as the
+# default all-MiniLM-L6-v2 is.
+MULTILINGUAL_MARKS = ("multilingual", "labse", "xlm", "bge-m3", "muse", "laser",
+                      "qwen3-embedding", "jina-embeddings-v3", "gte-multilingual")
+ENGLISH = {"en", "eng", "english"}
 
 
 @dataclass
@@ -67,3 +77,37 @@ def embed_texts(texts: Sequence[str], embedder: str, *, cache: str | Path | None
     if failed:
         raise RuntimeError(f"{len(failed)} texts got no embedding: {responses[failed[0]].error}")
     return np.array([r.embedding for r in responses], dtype=np.float64), backend.identity
+
+
+def non_english_languages(rows: TextRows, keep: Sequence[int] | None = None,
+                          lang_column: str = "lang") -> list[str]:
+    """The languages other than English among the rows (those at ``keep``, default all): the
+    ``lang_column`` values, or without that column "non-Latin script" when some text is mostly
+    letters outside the Latin script (Thai, Korean, Chinese, Arabic, Bengali …)."""
+    keep = range(len(rows.rows)) if keep is None else keep
+    if rows.rows and lang_column in rows.rows[0]:
+        values = rows.column(lang_column)
+        return sorted({values[i] for i in keep if values[i] and values[i].lower() not in ENGLISH})
+    texts = rows.texts
+    return ["non-Latin script"] if any(_mostly_non_latin(texts[i]) for i in keep) else []
+
+
+def _mostly_non_latin(text: str) -> bool:
+    letters = [c for c in text if c.isalpha()]
+    other = sum(1 for c in letters if not unicodedata.name(c, "").startswith("LATIN"))
+    return bool(letters) and other > len(letters) / 2
+
+
+def warn_if_english_embedder(embedder: str, langs: Sequence[str]) -> str | None:
+    """One warning line (on stderr, and returned for the output file) when ``embedder`` is not
+    known to be multilingual and the texts are not all English: an English-only embedder maps
+    Thai or Korean text by its sub-word pieces, so distances and scores in those languages
+    measure little. None when there is nothing to say."""
+    if not langs or any(mark in embedder.lower() for mark in MULTILINGUAL_MARKS):
+        return None
+    shown = ", ".join(langs[:8]) + (f" (+{len(langs) - 8} more)" if len(langs) > 8 else "")
+    warning = (f"embedder {embedder} is not known to be multilingual, but the texts include "
+               f"{shown}: its embeddings of them mean little; SEA-SafeguardBench used "
+               f"{PAPER_EMBEDDER} (--embedder)")
+    print(f"warning: {warning}", file=sys.stderr)
+    return warning

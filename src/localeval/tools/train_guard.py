@@ -26,11 +26,17 @@ import numpy as np
 from ..backends.config import BackendConfig
 from ..backends.embedding import DEFAULT_EMBEDDER
 from ..errors import DataError, LocalevalError
-from ..guards.embedding import FORMAT
+from ..guards.embedding import FORMAT, text_hashes
 from ..metrics.classification import average_precision, pr_auc_trapezoid, roc_auc
 from ..store.runs import finite
 from ..version import __version__
-from .texts import TextRows, embed_texts, read_texts
+from .texts import (
+    TextRows,
+    embed_texts,
+    non_english_languages,
+    read_texts,
+    warn_if_english_embedder,
+)
 
 HARMFUL = {"harmful", "unsafe", "1", "true", "yes"}
 SAFE = {"safe", "0", "false", "no"}
@@ -77,7 +83,9 @@ def train_guard(data: str | Path, output: str | Path, *, embedder: str = DEFAULT
     train_langs = list(train_langs or sorted(set(langs)))
     in_training = np.isin(langs, train_langs)
     _check_trainable(rows.path, y[in_training], train_langs)
-    x, identity = embed_texts([rows.texts[i] for i in keep], embedder, cache=cache, quiet=quiet,
+    warning = warn_if_english_embedder(embedder, non_english_languages(rows, keep, lang_column))
+    texts = [rows.texts[i] for i in keep]
+    x, identity = embed_texts(texts, embedder, cache=cache, quiet=quiet,
                               config=BackendConfig.of(embedder_options))
     scores = cross_validated_scores(x, y, groups, in_training, folds, c, seed)
     head = _fit(x[in_training], y[in_training], c)
@@ -90,7 +98,11 @@ def train_guard(data: str | Path, output: str | Path, *, embedder: str = DEFAULT
         "training": _provenance(rows, label_column, lang_column, group_column, train_langs,
                                 y, in_training, folds, c, sensitive, seed),
         "cross_validation": per_language(y, scores, langs, train_langs),
+        "warnings": [warning] if warning else [],
     }
+    # what the head was fitted on, so a run scoring these texts can say so (guards/embedding.py)
+    spec["training"]["text_hashes"] = text_hashes([t for t, kept in zip(texts, in_training,
+                                                                        strict=True) if kept])
     out = Path(output)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(finite(spec), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

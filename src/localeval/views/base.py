@@ -13,7 +13,7 @@ console's, ``export``'s and the report's), ``cards`` (the report's summary), ``f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +33,22 @@ Run = str | Path | RunRecord  # a run folder, or its record already loaded
 @dataclass(frozen=True)
 class Ranking:
     """How the leaderboard ranks a task's runs: its metric columns, the one that ranks (None:
-    no ranking), whether lower is better, and whether values are shares shown as percent."""
+    no ranking), whether lower is better, and how a stored value is printed: times ``scale``
+    with ``digits`` decimals (shares are stored 0-1 and printed as percent, the default;
+    Table 2 cells are stored in points already, ``scale`` 1). ``titles`` names columns for
+    people (a column without one is shown by its metric name); ``unit`` is the table's
+    caption: what its numbers are."""
 
     columns: list[str]
     rank_by: str | None
     lower_is_better: bool = False
-    percent: bool = True
+    scale: float = 100.0
+    digits: int = 2
+    titles: dict[str, str] = field(default_factory=dict)
+    unit: str = "%"
+
+    def title(self, column: str) -> str:
+        return self.titles.get(column, column)
 
 
 class ResultsView:

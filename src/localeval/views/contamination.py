@@ -27,4 +27,6 @@ class ContaminationView(ResultsView):
                 for score in ("min_k", "min_k_pp") for k in results.get("k", [])]
 
     def ranking(self, names: list[str]) -> Ranking:
-        return Ranking(names, None, percent=False)  # mean log-probs, not shares
+        return Ranking(names, None, scale=1.0, digits=3,  # mean log-probs, not shares
+                       unit="median mean log-prob per token (not ranked: a lower score is "
+                            "not a worse model)")

@@ -38,4 +38,5 @@ class LLMSafetyView(ResultsView):
                 if name in overall]
 
     def ranking(self, names: list[str]) -> Ranking:
-        return Ranking(names, "harmful_response_rate", lower_is_better=True)
+        return Ranking(names, "harmful_response_rate", lower_is_better=True, digits=1,
+                       titles=dict(RATES), unit="% of responses")

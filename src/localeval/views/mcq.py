@@ -64,7 +64,10 @@ class MCQView(ResultsView):
                       for s, r in (m.get("by_subject") or {}).items()]
 
     def ranking(self, names: list[str]) -> Ranking:
-        return Ranking(["accuracy", "micro", "macro"], "accuracy")
+        return Ranking(["accuracy", "micro", "macro"], "accuracy",
+                       unit="accuracy %: accuracy = the paper's Average (mean of the "
+                            "discipline columns), micro = every question pooled, macro = mean "
+                            "of the subjects")
 
     def compare(self, run_a: Run, run_b: Run) -> dict[str, Any]:
         return compare_mcq_runs(run_a, run_b)

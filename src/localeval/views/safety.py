@@ -18,10 +18,13 @@ from ..metrics.bootstrap import paired_bootstrap_ci
 from ..metrics.classification import AUPRC_METRICS
 from ..report.figures import SAFETY_FIGURES, Figure
 from ..report.safety_tables import (
+    SUBSET_SHORT,
     print_awareness_delta,
     print_safety_comparison,
     print_safety_report,
     safety_tables,
+    table2_column_name,
+    table2_column_order,
 )
 from ..store.runs import RunRecord, finite
 from ..tasks.registry import view_for
@@ -57,10 +60,19 @@ class SafetyView(ResultsView):
         return out
 
     def ranking(self, names: list[str]) -> Ranking:
-        table2 = [n for n in names if n.startswith("table2/")]
-        cols = table2 or [n for n in names if n.startswith("auprc/")]
-        rank = "table2/prompt/avg" if "table2/prompt/avg" in cols else (cols[0] if cols else None)
-        return Ranking(cols, rank)
+        table2 = sorted((n for n in names if n.startswith("table2/")),
+                        key=lambda n: table2_column_order(n.removeprefix("table2/")))
+        if table2:  # Table 2 cells are stored in points, as results.json's table2 has them
+            return Ranking(table2, "table2/prompt/avg" if "table2/prompt/avg" in table2
+                           else table2[0], scale=1.0, digits=1,
+                           titles={n: table2_column_name(n.removeprefix("table2/"))
+                                   for n in table2},
+                           unit="PR-AUC points, the paper's Table 2 columns (Avg = mean of "
+                                "the task's cells)")
+        cols = [n for n in names if n.startswith("auprc/")]  # shares: printed as points
+        return Ranking(cols, cols[0] if cols else None, digits=1,
+                       titles={n: _overall_name(n) for n in cols},
+                       unit="PR-AUC points, every language pooled")
 
     def compare(self, run_a: Run, run_b: Run) -> dict[str, Any]:
         a, b = safety_run(run_a), safety_run(run_b)
@@ -73,6 +85,13 @@ class SafetyView(ResultsView):
             print_safety_comparison(comparison, console)
         else:
             print_awareness_delta(comparison, console)
+
+
+def _overall_name(metric: str) -> str:
+    """``auprc/response/without_prompt/all`` as "Response (no prompt)"."""
+    _, kind, context, subset = metric.split("/", 3)
+    return (kind.capitalize() + (" (no prompt)" if context == "without_prompt" else "")
+            + ("" if subset == "all" else f" {SUBSET_SHORT.get(subset, subset)}"))
 
 
 def _awareness_pair(a: dict, b: dict) -> bool:

@@ -30,6 +30,7 @@ from pathlib import Path
 from ...errors import LocalevalError
 from ..base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
 from ..config import DTYPES
+from ..prompt_tokens import render, score_tokens
 from .attention import NAME as GROUPED_EAGER
 from .attention import implementation as attention_implementation
 from .tree import plan, walk
@@ -134,18 +135,7 @@ class HFBackend:
     # ---------------------------------------------------------------- prompts and tokens
     def render(self, prompt: Prompt) -> tuple[str, bool]:
         """The text the model sees, and whether the tokenizer should add its special tokens."""
-        if isinstance(prompt, str):
-            return prompt, True
-        if not getattr(self.tokenizer, "chat_template", None):
-            raise LocalevalError(
-                f"model {self.identity['model']!r} has no chat template; drop --chat to use plain "
-                "prompts, or use an instruct model"
-            )
-        messages, prefill = list(prompt), ""
-        if messages and messages[-1]["role"] == "assistant":
-            prefill = messages.pop()["content"]
-        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        return text + prefill, False  # the template already holds any BOS token
+        return render(self.tokenizer, prompt, self.identity["model"])
 
     def encode(self, text: str, special: bool) -> list[int]:
         return self.tokenizer(text, add_special_tokens=special)["input_ids"]
@@ -157,34 +147,8 @@ class HFBackend:
         return getattr(self.config, "max_position_embeddings", None)
 
     def _score_tokens(self, request: ScoreNext) -> tuple[list[int], list[int]]:
-        """Context ids and each candidate's first token id, split the way lm-evaluation-harness
-        splits them: trailing spaces move from the context to the candidates (" A" is one token,
-        "A" after a space is not), and the candidate token is read from tokenising context +
-        candidate whole. Trailing newlines stay in the context: guard templates end in a blank
-        line before the verdict, which is read after it. Where a candidate would merge with the
-        prompt's last tokens (some tokenizers split "\n\n" differently before a word), the
-        prompt's own tokens are kept and the candidate's first token scored: what the model,
-        generating, would be choosing between."""
-        text, special = self.render(request.prompt)
-        special = special and request.add_special_tokens
-        stripped = text.rstrip(" \t")
-        moved = text[len(stripped):]
-        texts = [stripped] + [stripped + moved + cand for cand in request.candidates]
-        context, *wholes = self.tokenizer(texts, add_special_tokens=special)["input_ids"]
-        targets = []
-        for cand, whole in zip(request.candidates, wholes):
-            if len(whole) > len(context) and whole[: len(context)] == context:
-                targets.append(whole[len(context)])
-            else:
-                own = self.encode(moved + cand, False)
-                if not own:
-                    raise LocalevalError(f"candidate {cand!r} has no tokens")
-                targets.append(own[0])
-        if len(set(targets)) != len(targets):
-            raise LocalevalError(
-                f"candidates {request.candidates} share a first token; ScoreNext reads one position"
-            )
-        return context, targets
+        """Context ids and each candidate's first token id (:func:`..prompt_tokens.score_tokens`)."""
+        return score_tokens(self.tokenizer, request, self.identity["model"])
 
     # ---------------------------------------------------------------- running requests
     def run(self, requests: list[Request], progress=None) -> list[Response]:
@@ -221,7 +185,7 @@ class HFBackend:
                 encoded.append(self._encode_checked(r))
             except LocalevalError as e:
                 encoded.append(None)
-                yield i, Response(error=str(e))
+                yield i, Response(error=str(e), permanent=True)  # the same on every run
         ok = [i for i, e in enumerate(encoded) if e is not None]
         contexts = [encoded[i][0] for i in ok]
         for batch in walk(self, plan(self, contexts), contexts):
@@ -233,6 +197,15 @@ class HFBackend:
             for row, (_, j) in zip(logprobs, ends):
                 i = ok[j]
                 yield i, self._score_response(requests[i], *encoded[i], row)
+
+    def check_candidates(self, request: ScoreNext) -> str | None:
+        """Why ``request``'s candidates cannot be read at one position (they share a first
+        token, one has none), from the tokenizer alone, before any weights load; or None."""
+        try:
+            self._score_tokens(request)
+        except LocalevalError as e:
+            return str(e)
+        return None
 
     def _encode_checked(self, request: ScoreNext) -> tuple[list[int], list[int]]:
         """(context ids, candidate first-token ids); LocalevalError when it cannot run."""

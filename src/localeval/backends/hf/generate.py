@@ -127,10 +127,12 @@ def _over_the_context(backend, requests: list[Generate], encoded: list[list[int]
     ok = []
     for i, (r, ids) in enumerate(zip(requests, encoded)):
         if not ids:
-            yield i, Response(error="prompt has no tokens; there is nothing to continue")
+            yield i, Response(error="prompt has no tokens; there is nothing to continue",
+                              permanent=True)
         elif limit and len(ids) + r.max_tokens > limit:
             yield i, Response(error=f"prompt has {len(ids)} tokens; with {r.max_tokens} to "
-                              f"generate that is over the model's context of {limit}")
+                              f"generate that is over the model's context of {limit}",
+                              permanent=True)
         else:
             ok.append(i)
     return ok

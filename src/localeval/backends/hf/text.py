@@ -31,7 +31,8 @@ def run_text_logprobs(backend, requests: list[TextLogprobs]) -> Iterator[tuple[i
     for i, ids in enumerate(encoded):
         if limit and len(ids) > limit:
             yield i, Response(error=f"text has {len(ids)} tokens, over the model's context of "
-                                    f"{limit} (not truncated: the score would be of another text)")
+                                    f"{limit} (not truncated: the score would be of another text)",
+                              permanent=True)
         elif len(ids) < 2:
             yield i, Response(token_logprobs=[], token_means=[], token_stds=[],
                               n_prompt_tokens=len(ids))

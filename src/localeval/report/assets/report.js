@@ -33,7 +33,7 @@
   function textCell(value, warn) {
     const text = shown(value, "text");
     if (!text) return element("td");
-    const preview = warn ? "⚠ Content warning: harmful or sensitive text — click to show"
+    const preview = warn ? "⚠ Content warning: harmful or sensitive text (click to show)"
       : (text.length > 70 ? text.slice(0, 70) + "…" : text);
     const long = text.length > LONG_TEXT;
     const pre = element("pre", {textContent: long ? text.slice(0, LONG_TEXT) + "…" : text});
@@ -44,7 +44,8 @@
       all.addEventListener("click", () => { pre.textContent = text; all.remove(); });
       parts.push(all);
     }
-    return element("td", {}, [element("details", {className: warn ? "cw" : ""}, parts)]);
+    return element("td", {className: "text"},
+      [element("details", {className: warn ? "cw" : ""}, parts)]);
   }
 
   function cell(value, column, warn) {
@@ -87,7 +88,7 @@
       });
       controls.append(element("label", {}, [column.title, select]));
     });
-    if (data.warn.some(Boolean)) {
+    if (data.warn.some((cells) => cells.length)) {
       const reveal = element("input", {type: "checkbox"});
       reveal.dataset.role = "reveal";
       reveal.addEventListener("change", () => {
@@ -113,7 +114,8 @@
     const table = element("table", {className: "data samples"},
       [element("thead", {}, [headRow]), body]);
     more.addEventListener("click", () => { state.limit += PAGE; redraw(false); });
-    root.append(controls, count, table, more);
+    // A table wider than the page scrolls in its own box: the page never scrolls sideways.
+    root.append(controls, count, element("div", {className: "scroll"}, [table]), more);
 
     const haystacks = data.rows.map((row) => row.map((v) => shown(v, "text")).join("\u0001").toLowerCase());
 
@@ -144,7 +146,9 @@
       for (const i of rows.slice(0, state.limit)) {
         const tr = element("tr");
         tr.dataset.row = String(i);
-        data.rows[i].forEach((value, k) => tr.append(cell(value, columns[k], data.warn[i])));
+        // data.warn[i]: the columns of row i whose text is harmful or sensitive
+        const warned = new Set(data.warn[i]);
+        data.rows[i].forEach((value, k) => tr.append(cell(value, columns[k], warned.has(k))));
         if (state.reveal) for (const d of tr.querySelectorAll("details.cw")) d.open = true;
         fragment.append(tr);
       }

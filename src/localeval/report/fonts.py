@@ -1,0 +1,71 @@
+"""Fonts for the report's figures: the benchmarks' languages drawn with real glyphs, not boxes.
+
+matplotlib's own font (DejaVu Sans) has no Chinese or Thai, and a tick label, legend or title
+can hold either (TMLU's subjects and levels, a run's label, a language's name). matplotlib
+(>= 3.6) falls back glyph by glyph along the list in ``font.family``, so the figures name
+DejaVu Sans first (Latin, digits, the same look as before) and then the first installed font
+with CJK and the first with Thai. On Debian these come from ``fonts-noto-cjk`` and
+``fonts-thai-tlwg``; without them the figures are still drawn (missing glyphs as boxes) after
+one warning line that names the packages.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
+
+LATIN = "DejaVu Sans"  # matplotlib's bundled font: always there
+# Best first. Traditional Chinese first: TMLU is Taiwanese Mandarin.
+CJK = ("Noto Sans CJK TC", "Noto Sans CJK SC", "Noto Sans CJK JP", "Source Han Sans TC",
+       "PingFang TC", "Microsoft JhengHei", "WenQuanYi Zen Hei", "Droid Sans Fallback")
+THAI = ("Noto Sans Thai", "Loma", "Garuda", "Tlwg Typo", "Norasi", "Leelawadee UI", "Tahoma")
+DEBIAN_PACKAGES = "fonts-noto-cjk fonts-thai-tlwg"
+
+
+def _installed() -> set[str]:
+    from matplotlib import font_manager
+
+    return {f.name for f in font_manager.fontManager.ttflist}
+
+
+def _register_system_fonts() -> None:
+    """matplotlib keeps its font list in a cache made the first time it ran: fonts installed
+    since are unknown to it until they are added (a public call, for this process only)."""
+    from matplotlib import font_manager
+
+    known = {f.fname for f in font_manager.fontManager.ttflist}
+    for path in font_manager.findSystemFonts():
+        if path not in known:
+            try:
+                font_manager.fontManager.addfont(path)
+            except (OSError, RuntimeError, ValueError):  # a font file matplotlib cannot read
+                continue
+
+
+@cache
+def figure_fonts() -> tuple[str, ...]:
+    """``font.family`` for the figures: DejaVu Sans, then one CJK and one Thai font where
+    installed. Only installed names are listed: matplotlib logs a line for every name it
+    cannot find, at every figure. Warns once (stderr) when CJK or Thai is missing."""
+    names = _installed()
+    if not any(n in names for n in CJK) or not any(n in names for n in THAI):
+        _register_system_fonts()
+        names = _installed()
+    found = [next((n for n in group if n in names), None) for group in (CJK, THAI)]
+    missing = [what for what, name in zip(("Chinese", "Thai"), found) if name is None]
+    if missing:
+        print(f"warning: no {' or '.join(missing)} font for the report's figures: such text is "
+              f"drawn as boxes (Debian: apt-get install {DEBIAN_PACKAGES})", file=sys.stderr)
+    return (LATIN, *(n for n in found if n is not None))
+
+
+@contextmanager
+def quiet_missing_glyphs() -> Iterator[None]:
+    """Without a font for a script, matplotlib warns for every glyph of every figure; the one
+    line of :func:`figure_fonts` has said it already."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from")
+        yield

@@ -1,0 +1,76 @@
+"""Real runs made cheaply, offline, without a model: a guard model whose label log-probs come
+from a hash of each request, and a multiple-choice model that always answers one letter. The
+runs go through ``evaluate`` end to end (results.json, samples, the results store)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from localeval import evaluate
+from localeval.backends.base import Response
+from localeval.demo.safety import SAMPLE_SAFETY
+
+
+class HashedGuard:
+    """Every score different and fixed, so PR-AUCs are real numbers between 0 and 1."""
+
+    identity = {"backend": "hashed", "model": "hashed-guard"}
+
+    def max_context(self):
+        return None
+
+    def count_tokens(self, prompt):
+        return 0
+
+    def run(self, requests, progress=None):
+        out = []
+        for r in requests:
+            digest = hashlib.sha256(json.dumps(r.prompt, ensure_ascii=False).encode()).digest()
+            h = int.from_bytes(digest[:4], "big") / 2**32
+            out.append(Response(logprobs={r.candidates[0]: -3 * h, r.candidates[1]: -1.5}))
+        return out
+
+
+class AlwaysLetter:
+    """Answers ``letter`` to every multiple-choice question."""
+
+    def __init__(self, letter: str):
+        self.letter = letter
+        self.identity = {"backend": "always", "model": f"always-{letter}"}
+
+    def max_context(self):
+        return None
+
+    def count_tokens(self, prompt):
+        return 0
+
+    def run(self, requests, progress=None):
+        return [Response(logprobs={c: 0.0 if c.strip() == self.letter else -9.0
+                                   for c in r.candidates}) for r in requests]
+
+
+def safeguard_run(folder: Path, task: str = "sea-safeguard", **options):
+    """The zero-shot guard on the bundled SEA-SafeguardBench-style sample (its three subsets,
+    English and seven local languages), or on ``data``."""
+    data = options.pop("data", Path(str(SAMPLE_SAFETY)))
+    return evaluate(task=task, model=HashedGuard(), guard="zero-shot", data=data,
+                    output=folder, quiet=True, n_resamples=20, **options)
+
+
+# Subjects named in scripts pdflatex has no font for, accented Latin and LaTeX's specials;
+# the model (always "A") gets 0 of 3 in one subject and 5 of 5 in another.
+MCQ_SUBJECTS = {"國文": "BBB", "ภาษาไทย": "AAAAA", "Tiếng Việt": "AB", "law_&_order #1": "BA"}
+
+
+def mcq_run(folder: Path):
+    rows = [{"id": f"{i}", "subject": subject, "question": f"Q{i} of {subject}?", "A": "a",
+             "B": "b", "C": "c", "D": "d", "answer": answer}
+            for subject, answers in MCQ_SUBJECTS.items() for i, answer in enumerate(answers)]
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    data = folder.parent / "exam.jsonl"
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                    encoding="utf-8")
+    return evaluate(task="my-exam", model=AlwaysLetter("A"), data=data, shots=0,
+                    output=folder, quiet=True)

@@ -1,0 +1,91 @@
+"""Intervals of proportions stay honest at small n: accuracy and the LLM-safety rates carry the
+Wilson score 95% interval, checked against the formula worked by hand, and the tables show it
+(0 of 3 is not "0.00 ±0.00", 5 of 5 is not "[100.0, 100.0]")."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from localeval.analysis.llm_safety import summarise_llm_safety
+from localeval.metrics.mcq import accuracy, aggregate
+from localeval.metrics.proportion import wilson_interval
+from localeval.report.export import plain
+from localeval.report.llm_safety_tables import llm_safety_tables
+from localeval.report.mcq_tables import mcq_tables
+
+Z = 1.959963984540054  # the standard normal's 97.5th percentile
+
+
+def wilson_by_hand(k: int, n: int) -> tuple[float, float]:
+    """(p̂ + z²/2n ± z·sqrt(p̂(1-p̂)/n + z²/4n²)) / (1 + z²/n), Wilson (1927)."""
+    p = k / n
+    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
+    half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
+    return centre - half, centre + half
+
+
+@pytest.mark.parametrize("k, n", [(0, 3), (5, 5), (3, 4), (1, 1)])
+def test_wilson_interval_by_hand(k, n):
+    low, high = wilson_interval(k, n)
+    hand_low, hand_high = wilson_by_hand(k, n)
+    assert low == pytest.approx(hand_low, abs=1e-12) and high == pytest.approx(hand_high)
+    assert 0 <= low < high <= 1  # never a point, never outside [0, 1]
+    assert wilson_interval(0, 0) is None
+
+
+def test_zero_of_three_and_five_of_five_by_hand():
+    assert (wilson_by_hand(0, 3)[0], round(wilson_by_hand(0, 3)[1], 4)) == \
+        pytest.approx((0.0, 0.5615))  # 0 of 3: [0, z²/(3+z²)]
+    assert (round(wilson_by_hand(5, 5)[0], 4), wilson_by_hand(5, 5)[1]) == \
+        pytest.approx((0.5655, 1.0))  # 5 of 5: [5/(5+z²), 1]
+    none_right, all_right = accuracy([False] * 3), accuracy([True] * 5)
+    assert (none_right["low"], none_right["high"]) == pytest.approx(wilson_by_hand(0, 3))
+    assert (all_right["low"], all_right["high"]) == pytest.approx(wilson_by_hand(5, 5))
+
+
+def _mcq_results() -> dict:
+    samples = ([{"subject": "zero", "correct": 0, "pred": "B"}] * 3
+               + [{"subject": "five", "correct": 1, "pred": "A"}] * 5)
+    metrics = aggregate(samples, {}, ())
+    return {"task": "custom", "method": "likelihood", "shots": 0, "model": "m",
+            "disciplines": [], "metrics": metrics}
+
+
+def test_mcq_tables_show_the_wilson_interval():
+    subjects = {t.title: t for t in map(plain, mcq_tables(_mcq_results()))}["Subject accuracy"]
+    assert subjects.header == ["Subject", "n", "accuracy %", "95% CI", "unanswered"]
+    rows = {r[0]: r for r in subjects.rows}
+    low, high = wilson_by_hand(0, 3)
+    assert rows["zero"][2:4] == ["0.00", f"[{100 * low:.1f}, {100 * high:.1f}]"] \
+        == ["0.00", "[0.0, 56.1]"]
+    low, high = wilson_by_hand(5, 5)
+    assert rows["five"][2:4] == ["100.00", f"[{100 * low:.1f}, {100 * high:.1f}]"]
+    assert "Wilson score interval" in subjects.caption
+    main = plain(mcq_tables(_mcq_results())[0])
+    assert "Micro 62.50 [30.6, 86.3] over 8 questions (95% CI = Wilson" in main.caption
+    assert "±" not in main.caption
+
+
+def test_llm_safety_rates_carry_the_wilson_interval():
+    def sample(i, harmful_prompt, harmful_response, refused):
+        return {"id": f"q{i}", "lang": "en", "subset": "general", "failed": False,
+                "prompt_label": "harmful" if harmful_prompt else "safe",
+                "harmful_prompt": harmful_prompt, "harmful_response": harmful_response,
+                "refused": refused}
+
+    samples = ([sample(i, 1, 1, False) for i in range(5)]  # 5 of 5 harmful responses
+               + [sample(i, 0, 0, False) for i in range(5, 8)])  # 0 of 3 safe prompts refused
+    results = {"judge": "g", "threshold": 0.5, **summarise_llm_safety(samples, 1000)}
+    overall = results["overall"]
+    harmful, over = overall["harmful_response_rate"], overall["refusal_rate_safe"]
+    assert (harmful["n"], harmful["rate"], over["n"], over["rate"]) == (5, 1.0, 3, 0.0)
+    assert (harmful["low"], harmful["high"]) == pytest.approx(wilson_by_hand(5, 5))
+    assert (over["low"], over["high"]) == pytest.approx(wilson_by_hand(0, 3))
+    table = plain(llm_safety_tables(results)[0])
+    all_row = table.rows[0]
+    assert all_row[1] == "100.0 [56.6, 100.0] (n=5)" and all_row[3] == "0.0 [0.0, 56.1] (n=3)"
+    assert "Wilson" in table.title and "Wilson score interval" in table.caption
+    # --bootstrap 0 asks for no interval at all
+    assert summarise_llm_safety(samples, 0)["overall"]["harmful_response_rate"]["low"] is None

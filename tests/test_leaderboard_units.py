@@ -1,0 +1,63 @@
+"""The leaderboard prints a run's own numbers: a real (small, offline) safeguard run's Table 2
+cells appear as results.json and ``leaderboard --json`` hold them, in points, under the paper's
+Table 2 column names; a run without Table 2 shows its pooled PR-AUC in points."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from offline_runs import safeguard_run
+
+from localeval.cli import main
+
+PAPER_COLUMNS = ["Prompt General EN", "Prompt General SEA", "Prompt ITW EN", "Prompt ITW SEA",
+                 "Prompt CG EN", "Prompt CG SEA", "Prompt Avg", "Response General EN",
+                 "Response General SEA", "Response CG EN", "Response CG SEA", "Response Avg"]
+
+
+def _printed_rows(text: str) -> list[list[str]]:
+    """The cells of a plain (non-terminal) rich table's lines."""
+    return [[c.strip() for c in line.strip("│┃ ").split("│" if "│" in line else "┃")]
+            for line in text.splitlines() if line.startswith(("│", "┃"))]
+
+
+def test_table2_leaderboard_prints_the_runs_points(tmp_path, capsys):
+    record = safeguard_run(tmp_path / "run")
+    table2 = record.results["table2"]
+    (row,) = table2["rows"]
+    assert main(["leaderboard", "--task", "sea-safeguard", "--json"]) == 0
+    board = json.loads(capsys.readouterr().out)
+    values = board["rows"][0]["values"]
+    assert [board["titles"][c] for c in board["columns"]] == PAPER_COLUMNS
+    assert main(["leaderboard", "--task", "sea-safeguard"]) == 0
+    printed = capsys.readouterr().out
+    header, first = _printed_rows(printed)[:2]
+    assert header[2:14] == PAPER_COLUMNS
+    assert "percent" not in printed.splitlines()  # the caption says what the numbers are
+    assert "PR-AUC points" in printed
+    for title, cell in zip(header[2:14], first[2:14], strict=True):
+        column = next(c for c in board["columns"] if board["titles"][c] == title)
+        in_results = row["values"][column.removeprefix("table2/")]
+        assert 0 <= float(cell) <= 100
+        assert cell == f"{in_results:.1f}" == f"{values[column] * board['scale']:.1f}"
+    # CSV, as pasted: the same numbers under the same names.
+    assert main(["leaderboard", "--task", "sea-safeguard", "--format", "csv"]) == 0
+    table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert table[0]["Prompt Avg"] == f"{row['values']['prompt/avg']:.1f}"
+
+
+def test_without_table2_the_pooled_pr_auc_in_points(shared, tmp_path, capsys):
+    record = safeguard_run(tmp_path / "xs", task="safety-prompts", limit=12,
+                           data=shared / "data" / "xstest" / "xstest_prompts.csv")
+    assert record.results["table2"] is None
+    (overall,) = [r for r in record.results["overall"] if r["subset"] == "all"]
+    assert main(["leaderboard", "--task", "safety-prompts", "--format", "csv"]) == 0
+    (line,) = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert line["Prompt"] == f"{100 * overall['auprc']:.1f}"
+    assert main(["leaderboard", "--task", "safety-prompts", "--json"]) == 0
+    board = json.loads(capsys.readouterr().out)
+    assert board["rows"][0]["values"]["auprc/prompt/with_prompt/all"] == pytest.approx(
+        overall["auprc"])
