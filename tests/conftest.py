@@ -49,3 +49,16 @@ def _in_tmp_dir(tmp_path, monkeypatch):
     results store: keep both out of the checkout and the home folder."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("LOCALEVAL_STORE", str(tmp_path / "results-store.sqlite"))
+
+
+# Test files that need a third-party engine, each selectable with -m NAME (see README): they
+# are all slow too.
+ENGINE_MARKERS = {"test_vllm.py": "vllm", "test_postgres_store.py": "postgres",
+                  "test_llama_cpp_server.py": "llama_cpp", "test_lm_eval_parity.py": "lm_eval"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = ENGINE_MARKERS.get(Path(str(item.fspath)).name)
+        if name:
+            item.add_marker(getattr(pytest.mark, name))

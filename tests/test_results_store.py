@@ -165,3 +165,11 @@ def test_compare_safety_runs_by_hand(tmp_path, capsys):
         assert row["low"] <= row["diff"] <= row["high"]
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
     assert "paired bootstrap" in capsys.readouterr().out
+
+
+def test_a_file_that_is_not_a_store_is_refused_and_left_alone(tmp_path, capsys):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    assert main(["leaderboard", "--task", "cmmlu", "--store", str(notes)]) == 2
+    assert "is not a SQLite database" in capsys.readouterr().err
+    assert notes.read_text() == "my notes\n"

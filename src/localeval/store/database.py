@@ -110,6 +110,12 @@ class Database:
 
 
 def _connect_sqlite(path: Path) -> Database:
+    if path.is_file() and path.stat().st_size:
+        with path.open("rb") as f:
+            if f.read(16) != b"SQLite format 3\x00":
+                # SQLite would take a stray file for a new database and write over it
+                raise StoreError(f"results store {path} is not a SQLite database; give "
+                                 "another --store")
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
