@@ -89,3 +89,16 @@ def test_llm_safety_rates_carry_the_wilson_interval():
     assert "Wilson" in table.title and "Wilson score interval" in table.caption
     # --bootstrap 0 asks for no interval at all
     assert summarise_llm_safety(samples, 0)["overall"]["harmful_response_rate"]["low"] is None
+
+
+def test_figure_error_bars_are_the_tables_wilson_interval():
+    """0 of 3 and 5 of 5: the bars keep a width (a standard error would be 0), and a result
+    stored before the interval existed still gets ±1 standard error."""
+    from localeval.report.figures import interval_arms
+
+    groups = {"none": {"acc": 0.0, "stderr": 0.0, "low": 0.0, "high": 0.5615},
+              "all": {"acc": 1.0, "stderr": 0.0, "low": 0.5655, "high": 1.0},
+              "old": {"acc": 0.5, "stderr": 0.1}}
+    below, above = interval_arms(groups, list(groups), [0.0, 100.0, 50.0])
+    assert below == pytest.approx([0.0, 43.45, 10.0])
+    assert above == pytest.approx([56.15, 0.0, 10.0])

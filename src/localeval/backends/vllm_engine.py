@@ -85,9 +85,10 @@ class VllmBackend:
             try:
                 self._llm = vllm.LLM(model=self.name, revision=self.revision,
                                      **self.engine_args)
-            except (TypeError, ValueError) as e:  # an unknown or invalid engine option
+            except Exception as e:  # noqa: BLE001 - an invalid option, a model vLLM cannot run
+                reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 raise LocalevalError(f"vllm: cannot start the engine for {self.name!r} with "
-                                     f"{self.engine_args}: {str(e).splitlines()[0]}") from None
+                                     f"{self.engine_args}: {reason}") from None
         return self._llm
 
     # ---------------------------------------------------------------- prompts and tokens
@@ -122,7 +123,7 @@ class VllmBackend:
             if progress:
                 progress(i, response)
 
-        planned = []  # (index, token ids, sampling params)
+        planned = []  # (index, token ids, sampling params, candidate token ids)
         for i, request in enumerate(requests):
             try:
                 planned.append((i, *self._plan(request)))
@@ -131,34 +132,35 @@ class VllmBackend:
         planned.sort(key=lambda p: p[1])  # shared prefixes back to back
         for start in range(0, len(planned), BLOCK):
             block = planned[start:start + BLOCK]
-            for (i, ids, _), output in zip(block, self._generate(block), strict=True):
-                done(i, self._read(requests[i], ids, output))
+            for (i, ids, _, targets), output in zip(block, self._generate(block), strict=True):
+                done(i, self._read(requests[i], ids, targets, output))
         return out  # type: ignore[return-value]
 
     def _generate(self, block) -> list:
         from vllm.inputs import TokensPrompt
 
-        prompts = [TokensPrompt(prompt_token_ids=ids) for _, ids, _ in block]
-        return self.llm.generate(prompts, [params for _, _, params in block], use_tqdm=False)
+        prompts = [TokensPrompt(prompt_token_ids=ids) for _, ids, _, _ in block]
+        return self.llm.generate(prompts, [params for _, _, params, _ in block], use_tqdm=False)
 
-    def _plan(self, request: Request) -> tuple[list[int], object]:
-        """The request's prompt ids and sampling parameters; LocalevalError when it cannot run."""
+    def _plan(self, request: Request) -> tuple[list[int], object, list[int]]:
+        """The request's prompt ids, sampling parameters and (ScoreNext) its candidates' first
+        token ids; LocalevalError when it cannot run."""
         from vllm import SamplingParams
 
         if isinstance(request, ScoreNext):
             ids, targets = score_tokens(self.tokenizer, request, self.name)
             self._fits(ids, 1)
             return ids, SamplingParams(max_tokens=1, temperature=0.0, detokenize=False,
-                                       logprob_token_ids=targets)
+                                       logprob_token_ids=targets), targets
         if isinstance(request, TextLogprobs):
             ids = self.encode(request.text, True)
             self._fits(ids, 1)
             return ids, SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0,
-                                       detokenize=False)
+                                       detokenize=False), []
         if isinstance(request, Generate):
             ids = self.encode(*self.render(request.prompt))
             self._fits(ids, request.max_tokens)
-            return ids, self._generation_params(request, ids)
+            return ids, self._generation_params(request, ids), []
         raise LocalevalError(f"the vllm backend cannot run {type(request).__name__} requests")
 
     def _fits(self, ids: list[int], new: int) -> None:
@@ -181,7 +183,7 @@ class VllmBackend:
         params.max_tokens, params.stop = request.max_tokens, stop
         return params
 
-    def _read(self, request: Request, ids: list[int], output) -> Response:
+    def _read(self, request: Request, ids: list[int], targets: list[int], output) -> Response:
         self.stats["requests"] += 1
         self.stats["prompt_tokens"] += len(ids)
         if isinstance(request, TextLogprobs):
@@ -192,7 +194,6 @@ class VllmBackend:
         self.stats["generated_tokens"] += len(completion.token_ids)
         if isinstance(request, Generate):
             return Response(text=completion.text)
-        _, targets = score_tokens(self.tokenizer, request, self.name)
         first = completion.logprobs[0]
         return Response(logprobs={c: float(first[t].logprob)
                                   for c, t in zip(request.candidates, targets, strict=True)},

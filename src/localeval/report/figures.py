@@ -122,7 +122,7 @@ def _bars(ax, groups: dict, colour: str = "#1c7ed6", offset: float = 0.0, width:
           label: str | None = None) -> None:
     names = list(groups)
     acc = [100 * (groups[g].get("acc") or 0) for g in names]
-    err = [100 * (groups[g].get("stderr") or 0) for g in names]
+    err = interval_arms(groups, names, acc)
     xs = [i + offset for i in range(len(names))]
     ax.bar(xs, acc, width=width, yerr=err, capsize=4, color=colour, label=label)
     ax.set_xticks(range(len(names)), names)  # fitted once the figure is laid out
@@ -130,17 +130,33 @@ def _bars(ax, groups: dict, colour: str = "#1c7ed6", offset: float = 0.0, width:
     ax.set_ylim(0, 100)
 
 
+def interval_arms(groups: dict, names: list[str], acc: list[float]) -> list[list[float]]:
+    """Error bars as [below, above]: the Wilson score 95% interval the tables show (it keeps a
+    width at 0 of n and n of n); ±1 standard error for results stored before it."""
+    below, above = [], []
+    for g, a in zip(names, acc, strict=True):
+        low, high = groups[g].get("low"), groups[g].get("high")
+        if low is None or high is None:
+            se = 100 * (groups[g].get("stderr") or 0)
+            below.append(se)
+            above.append(se)
+        else:
+            below.append(max(0.0, a - 100 * low))
+            above.append(max(0.0, 100 * high - a))
+    return [below, above]
+
+
 def mcq_figures(results: dict, folder: Path | None) -> Iterator[Figure]:
     metrics = results["metrics"]
     for key, name, title, caption in (
         ("by_discipline", "accuracy_by_discipline", "Accuracy by discipline",
-         "Questions pooled per discipline (the TMLU paper's Table 3 columns). Bars: ±1 "
-         "standard error."),
+         "Questions pooled per discipline (the TMLU paper's Table 3 columns). Bars: Wilson "
+         "score 95% interval."),
         ("by_year", "accuracy_by_year", "Accuracy by exam year",
          "Questions pooled per year; years up to the task's floor are one group (TMLU Fig. 5). "
-         "Bars: ±1 standard error."),
+         "Bars: Wilson score 95% interval."),
         ("by_level", "accuracy_by_level", "Accuracy by education level",
-         "Questions pooled per level. Bars: ±1 standard error."),
+         "Questions pooled per level. Bars: Wilson score 95% interval."),
     ):
         groups = metrics.get(key) or {}
         if not groups:
@@ -166,7 +182,7 @@ def mcq_comparison_figure(runs: list[tuple[str, dict]], folder: Path | None) -> 
                   offset=(k - (len(runs) - 1) / 2) * width, label=label)
         ax.legend(loc="upper right")
         return _finish(fig, "compare_disciplines", "Accuracy by discipline, run by run",
-                       "Each run's questions pooled per discipline. Bars: ±1 standard error.",
+                       "Each run's questions pooled per discipline. Bars: Wilson score 95% interval.",
                        folder)
 
 

@@ -49,8 +49,9 @@ class SafetySelection:
     sensitive: str | None = option(
         None, "how 'sensitive' labels count: " + ", ".join(SENSITIVE_CHOICES[1:]) + " "
         "(default: the paper's: safe for prompts, harmful for responses)")
-    n_resamples: int = option(N_RESAMPLES, "resamples for 95% CIs (0: none)", flag="--bootstrap",
-                              type=int)
+    n_resamples: int = option(N_RESAMPLES, "bootstrap resamples for PR-AUC's 95% CIs (0: none); "
+                              "llm-safety's rates take the Wilson interval, which 0 turns off",
+                              flag="--bootstrap", type=int)
 
     def __post_init__(self):
         # refused here, before any data or model loads (not after every request has run)
