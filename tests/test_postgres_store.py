@@ -53,6 +53,12 @@ def test_same_records_and_leaderboard_as_sqlite(shared, tmp_path, postgres, caps
         assert main(["leaderboard", "--task", "cmmlu", "--store", store, "--json"]) == 0
         boards.append(json.loads(capsys.readouterr().out))
     assert boards[0] == boards[1] and len(boards[0]["rows"]) == 4
+    # show and compare find a run by its id in the server's store
+    first, second = (row["run_id"] for row in boards[0]["rows"][:2])
+    assert main(["show", first, "--store", postgres.url, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_samples"] == 30
+    assert main(["compare", first, second, "--store", postgres.url, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["overall"]["n"] == 30
 
 
 def test_two_processes_record_40_runs_each_at_once(tmp_path, postgres):

@@ -173,3 +173,26 @@ def test_a_file_that_is_not_a_store_is_refused_and_left_alone(tmp_path, capsys):
     assert main(["leaderboard", "--task", "cmmlu", "--store", str(notes)]) == 2
     assert "is not a SQLite database" in capsys.readouterr().err
     assert notes.read_text() == "my notes\n"
+
+
+def test_show_compare_and_report_read_a_run_by_its_store_id(shared, tmp_path, capsys):
+    """A teammate's run, found by the id `leaderboard --json` gives (a prefix will do): the same
+    output as from its folder; an unknown id is one line."""
+    for letter in "AB":
+        _run(shared, tmp_path, letter)
+    assert main(["leaderboard", "--task", "cmmlu", "--json"]) == 0
+    ids = {row["model"]: row["run_id"] for row in json.loads(capsys.readouterr().out)["rows"]}
+    a, b = ids["always-A"][:8], ids["always-B"]
+    assert main(["compare", str(tmp_path / "run-A"), str(tmp_path / "run-B"), "--json"]) == 0
+    by_folder = capsys.readouterr().out
+    assert main(["compare", a, b, "--json"]) == 0
+    assert capsys.readouterr().out == by_folder
+    assert main(["show", a, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown == json.loads((tmp_path / "run-A" / "results.json").read_text())
+    assert main(["report", b, "--output", str(tmp_path / "b.html")]) == 0
+    assert (tmp_path / "b.html").exists()
+    capsys.readouterr()
+    assert main(["show", "abcdef12"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "abcdef12: no run folder and no run id in the results store" in err[0]

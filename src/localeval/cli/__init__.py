@@ -63,6 +63,10 @@ def _worth_showing(default) -> bool:
                 or default == [])
 
 
+STORE_FOR_IDS = ("the results store a run id is looked up in (default $LOCALEVAL_STORE, else "
+                 "$XDG_DATA_HOME/localeval/results.sqlite); `leaderboard --json` gives ids")
+
+
 def parser() -> argparse.ArgumentParser:
     from ..tasks.registry import task_kinds
     from ..version import __version__
@@ -104,14 +108,17 @@ def parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compare", help="two runs: multiple choice, B minus A accuracy per "
                        "subject (exact McNemar); safeguards, B minus A PR-AUC per language "
                        "(paired bootstrap), or with B culture-aware, the paper's Table 3 delta")
-    c.add_argument("baseline", help="run A (safety: the plain guard)")
+    c.add_argument("baseline", help="run A, a folder or a run id of the results store (safety: "
+                   "the plain guard)")
     c.add_argument("aware", help="run B (safety: the same guard with --cultural-awareness)")
     c.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    c.add_argument("--store", metavar="PATH|URL", help=STORE_FOR_IDS)
 
     w = sub.add_parser("show", help="print a run folder's tables again (they only read "
                        "results.json)")
-    w.add_argument("folder", help="a run folder")
+    w.add_argument("folder", help="a run folder, or a run id of the results store")
     w.add_argument("--json", action="store_true", help="print results.json")
+    w.add_argument("--store", metavar="PATH|URL", help=STORE_FOR_IDS)
     w.set_defaults(func=cmd_show)
 
     d = sub.add_parser("demo", help="the whole flow offline on bundled sample data (random model)")

@@ -27,8 +27,10 @@ def cmd_run(args) -> None:
 def cmd_compare(args) -> None:
     from ..api import load_results
     from ..report.console import make_console, print_json
+    from ..store.results_db import run_folder
     from ..tasks.registry import view_for
 
+    args.baseline, args.aware = (run_folder(r, args.store) for r in (args.baseline, args.aware))
     run_a, run_b = load_results(args.baseline), load_results(args.aware)  # read once
     view_a, view_b = view_for(run_a.results), view_for(run_b.results)
     if view_a.schema != view_b.schema:
@@ -44,7 +46,9 @@ def cmd_compare(args) -> None:
 def cmd_show(args) -> None:
     from ..api import load_results
     from ..report.console import make_console, print_json, print_results
+    from ..store.results_db import run_folder
 
+    args.folder = run_folder(args.folder, args.store)
     record = load_results(args.folder)
     if record.status != "finished":
         raise LocalevalError(f"{args.folder}: the run is {record.status}"

@@ -22,7 +22,10 @@ def add_results_parsers(sub) -> None:
 
     h = sub.add_parser("report", help="the HTML report of a run folder (self-contained, "
                        "offline), or of several runs compared")
-    h.add_argument("folders", nargs="+", metavar="FOLDER", help="run folder(s)")
+    h.add_argument("folders", nargs="+", metavar="FOLDER", help="run folder(s), or run ids of "
+                   "the results store")
+    h.add_argument("--store", metavar="PATH|URL", help="the results store a run id is looked up "
+                   "in (default $LOCALEVAL_STORE, else $XDG_DATA_HOME/localeval/results.sqlite)")
     h.add_argument("--output", help="the HTML file (default <folder>/report.html; required "
                    "for several folders)")
     h.set_defaults(func=cmd_report)
@@ -42,8 +45,9 @@ def add_results_parsers(sub) -> None:
 
 def cmd_report(args) -> None:
     from ..report.html import write_report
+    from ..store.results_db import run_folder
 
-    path = write_report(args.folders, args.output)
+    path = write_report([run_folder(f, args.store) for f in args.folders], args.output)
     print(f"wrote {path} (figures as PNG and SVG in {path.stem}_figures/)", file=sys.stderr)
 
 

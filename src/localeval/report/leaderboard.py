@@ -27,7 +27,7 @@ def leaderboard(task: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         return (value is None, (value if lower else -value) if value is not None else 0)
 
     ordered = sorted(runs, key=key) if rank_by else runs
-    rows = [{"rank": i, "model": r["model"], "folder": r["folder"],
+    rows = [{"rank": i, "model": r["model"], "run_id": r.get("run_id"), "folder": r["folder"],
              "finished_at": r["finished_at"],
              "values": {c: r["metrics"].get(c) for c in columns}}
             for i, r in enumerate(ordered, start=1)]

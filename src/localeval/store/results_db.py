@@ -18,12 +18,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import uuid
 from pathlib import Path
 from typing import Any
 
 from ..tasks.registry import view_for
-from .database import is_url, opened, shown
+from .database import StoreError, is_url, opened, shown
 from .runs import RunRecord
 
 SCHEMA = (
@@ -93,3 +94,22 @@ def task_runs(task: str, path: str | Path | None = None) -> list[dict[str, Any]]
             out.append({"run_id": run_id, "model": model, "folder": folder,
                         "finished_at": finished, "metrics": metrics})
         return out
+
+
+def run_folder(ref: str, path: str | Path | None = None) -> str:
+    """``ref`` as a run folder: itself when it is a path, else the folder the store recorded
+    for the run whose id starts with ``ref`` (6 to 16 hex digits, as ``leaderboard --json``
+    gives them), so ``show``, ``compare`` and ``report`` read a teammate's run by its id."""
+    if Path(ref).exists() or not re.fullmatch(r"[0-9a-f]{6,16}", ref):
+        return ref
+    with opened(store_path(path), SCHEMA) as db:
+        rows = db.execute("SELECT run_id, folder FROM runs WHERE run_id LIKE ?",
+                          (ref + "%",)).fetchall()
+    if len(rows) != 1:
+        what = "several run ids start so" if rows else "no run folder and no run id"
+        raise StoreError(f"{ref}: {what} in the results store {store_label(path)}")
+    folder = rows[0][1]
+    if not folder or not Path(folder).is_dir():
+        raise StoreError(f"run {rows[0][0]} was recorded from {folder}, which is not on this "
+                         "machine (the store keeps its numbers, the folder its samples)")
+    return folder
