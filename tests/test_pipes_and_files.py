@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from offline_runs import AlwaysLetter
 
 from localeval import evaluate
-from localeval.backends.base import Response
 from localeval.cli import main, parser
 
 CLI = [sys.executable, "-m", "localeval.cli"]
@@ -44,22 +44,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-class Always:
-    """Answers ``letter`` to every question (in-process runs to read back)."""
-
-    def __init__(self, letter: str):
-        self.letter = letter
-        self.identity = {"backend": "always", "model": f"always-{letter}"}
-
-    def max_context(self):
-        return None
-
-    def count_tokens(self, prompt):
-        return 0
-
-    def run(self, requests, progress=None):
-        return [Response(logprobs={c: 0.0 if c.strip() == self.letter else -9.0
-                                   for c in r.candidates}) for r in requests]
+Always = AlwaysLetter  # answers ``letter`` to every question
 
 
 @pytest.fixture

@@ -9,29 +9,13 @@ import subprocess
 import sys
 
 import pytest
+from offline_runs import AlwaysLetter
 
 from localeval import evaluate
-from localeval.backends.base import Response
 from localeval.cli import main
 from localeval.store.results_db import store_path, task_runs
 
-
-class Always:
-    """Answers ``letter`` to every question."""
-
-    def __init__(self, letter: str):
-        self.letter = letter
-        self.identity = {"backend": "always", "model": f"always-{letter}"}
-
-    def max_context(self):
-        return None
-
-    def count_tokens(self, prompt):
-        return 0
-
-    def run(self, requests, progress=None):
-        return [Response(logprobs={c: 0.0 if c.strip() == self.letter else -9.0
-                                   for c in r.candidates}) for r in requests]
+Always = AlwaysLetter  # answers ``letter`` to every question
 
 
 def _run(shared, tmp_path, letter):
