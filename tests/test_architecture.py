@@ -13,13 +13,15 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "localeval"
 # Bottom first. A module may import from its own layer or any layer below, never above.
 LAYERS = [
     {"errors", "version", "progress"},
+    {"records"},
     {"data", "metrics"},
     {"backends"},
     {"analysis", "guards"},
     {"tasks"},
     {"store"},
-    {"report"},
+    {"render"},
     {"views"},
+    {"report"},
     {"run"},
     {"api"},
     {"tools"},
@@ -118,9 +120,9 @@ def test_long_modules_say_why():
     assert not silent
 
 
-# The one module that reads a results.json "schema" (to find the task kind's view); task
-# modules only declare theirs (results_schema = "localeval.<kind>/<version>").
-SCHEMA_READER = "tasks/registry.py"
+# The one module that reads a results.json "schema" (to find the record type; the views' table
+# keys views by the same constants); each schema string is declared once, in records/.
+SCHEMA_READER = "records/__init__.py"
 SCHEMA_LITERAL = re.compile(r"^localeval\.[a-z-]+/")
 
 
@@ -141,14 +143,14 @@ def _schema_reads(tree: ast.AST) -> list[int]:
 
 
 def _declared_schemas() -> set[str]:
-    """Every ``results_schema = "…"`` a task module declares."""
-    return {node.value.value for path in (SRC / "tasks").glob("*.py")
+    """Every ``SCHEMA = "…"`` a records module declares."""
+    return {node.value.value for path in (SRC / "records").glob("*.py")
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
-            and any(getattr(t, "id", None) == "results_schema" for t in node.targets)}
+            and any(getattr(t, "id", None) == "SCHEMA" for t in node.targets)}
 
 
-def test_only_the_registry_reads_a_results_schema():
+def test_only_the_records_read_a_results_schema():
     schemas, found = _declared_schemas(), []
     assert len(schemas) >= 4
     for path in sorted(SRC.rglob("*.py")):
@@ -156,12 +158,42 @@ def test_only_the_registry_reads_a_results_schema():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         if rel != SCHEMA_READER:
             found += [f"{rel}:{line}" for line in _schema_reads(tree)]
-        # a results schema string appears only where its task declares it
+        # a results schema string appears only where its record declares it
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and node.value in schemas and \
-                    not rel.startswith("tasks/"):
+                    not rel.startswith("records/"):
                 found.append(f"{rel}:{node.lineno} {node.value!r}")
     assert not found
+
+
+# Where a module is imported by name at run time, and why: the backend and guard tables (a
+# backend's or guard's heavy dependencies load only when it is asked for), and the probes of
+# optional dependencies. Everywhere else an import is a plain import statement, so the import
+# graph the tests above check is the one that runs.
+DYNAMIC_IMPORTS = {"backends/registry.py", "guards/registry.py", "backends/hf/attention.py",
+                   "backends/embedding.py"}
+
+
+def _dynamic_import_lines(tree: ast.AST) -> list[int]:
+    lines = []
+    for node in ast.walk(tree):
+        name = node.id if isinstance(node, ast.Name) else \
+            node.attr if isinstance(node, ast.Attribute) else None
+        if name in ("import_module", "__import__", "importlib"):
+            lines.append(node.lineno)
+        # an import path written as a string ("localeval.views.mcq:MCQView")
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                re.fullmatch(r"localeval(\.\w+)+(:\w+)?", node.value):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_modules_are_imported_by_name_only_in_the_tables_that_say_why():
+    found = [f"{path.relative_to(SRC)}:{line}" for path in sorted(SRC.rglob("*.py"))
+             if str(path.relative_to(SRC)) not in DYNAMIC_IMPORTS
+             for line in _dynamic_import_lines(ast.parse(path.read_text(encoding="utf-8")))]
+    assert not found
+    assert all((SRC / rel).exists() for rel in DYNAMIC_IMPORTS)
 
 
 def test_no_private_name_is_imported_across_modules():

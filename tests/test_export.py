@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import pytest
 
@@ -36,14 +37,14 @@ MARKDOWN = """\
 |---|---:|---:|---:|
 | tiny | 100.00 | 0.00 | 50.00 |
 
-Average = mean of the discipline columns (Table 3). Micro 50.00 [15.0, 85.0] over 4 questions \
+Average = mean of the discipline columns (Table 3). Micro 50.00 \\[15.0, 85.0\\] over 4 questions \
 (95% CI = Wilson score interval); macro 50.00: mean of the subjects.
 
 **Subject accuracy**
 
 | Subject | n | accuracy % | 95% CI | unanswered |
 |---|---:|---:|---:|---:|
-| law_&_order | 2 | 0.00 | [0.0, 65.8] | 1 |
+| law\\_&\\_order | 2 | 0.00 | [0.0, 65.8] | 1 |
 | physics | 2 | 100.00 | [34.2, 100.0] | 0 |
 
 95% CI = Wilson score interval.
@@ -124,14 +125,18 @@ def test_export_needs_a_finished_run(tmp_path, capsys):
 
 
 def test_csv_is_data_a_spreadsheet_can_read():
-    from localeval.report.export import PlainTable, to_csv
+    from localeval.render.formats import to_csv
+    from localeval.render.table import Interval, Number, Spark, TableBuilder, columns
 
-    table = PlainTable("t", ["model", "task", "n", "B − A", "95% CI", "0 → 1"], [
-        ["=HYPERLINK(\"http://x\")", "prompt", "12", "-1.2", "[-3.0, 0.5]", " ▂█▁"],
-        ["  95% CI ±", "", "-", "+1.5", "-", "█ ▁"],
-        ["@SUM(A1)", "", "3", "-", "[0.0, 56.1]", "▁"],
-        ["+cmd|' /C calc'!A0", "response", "0", "0.0", "-", ""],
-    ], [False, False, True, True, True, False])
+    table = TableBuilder("t", columns("model", "task", "n", "B − A", "95% CI", text=2)
+                         + columns("0 → 1"))
+    table.add("=HYPERLINK(\"http://x\")", "prompt", 12, Number(-0.012, scale=100),
+              Interval(-0.03, 0.005), Spark((0, 2, 8, 1)))
+    table.add("95% CI ±", "", None, Number(0.015, scale=100, sign=True), Interval(None, None),
+              Spark((8, 0, 1)), level=1)
+    table.add("@SUM(A1)", "", 3, Number(None), Interval(0.0, 0.561), Spark((1,)))
+    table.add("+cmd|' /C calc'!A0", "response", 0, Number(0.0), Interval(None, None), Spark(()))
+    table = table.build()
     assert list(csv.reader(io.StringIO(to_csv(table)))) == [
         ["model", "task", "n", "B − A", "95% CI low", "95% CI high"],  # no sparkline column
         ["'=HYPERLINK(\"http://x\")", "prompt", "12", "-1.2", "-3.0", "0.5"],  # -1.2: a number
@@ -141,10 +146,10 @@ def test_csv_is_data_a_spreadsheet_can_read():
 
 
 def test_a_real_safety_run_as_csv(tmp_path, capsys):
-    from offline_runs import safeguard_run
+    from localeval.render.table import SPARK_BARS
 
-    from localeval.report.cells import SPARK_BARS
-    from localeval.report.export import NUMBER
+    NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")  # a cell that is a number
+    from offline_runs import safeguard_run
 
     record = safeguard_run(tmp_path / "run")
     assert main(["export", str(record.folder), "--format", "csv", "--output",
@@ -162,7 +167,7 @@ def test_a_real_safety_run_as_csv(tmp_path, capsys):
 
 
 def test_latex_symbols_by_hand():
-    from localeval.report.export import latex_escape
+    from localeval.render.latex import latex_escape
 
     originals = {}
     assert latex_escape("0 → 1 · ±2 − 3 … “ok” <a|b> 國文 Tiếng\n\nViệt", originals) == (

@@ -15,7 +15,7 @@ import pytest
 
 from localeval.analysis.safety import analyses
 from localeval.cli import main
-from localeval.report.browser import browser_data
+from localeval.render.browser import browser_data
 from localeval.report.html import SECTIONS, render, write_report
 from localeval.store.runs import RunRecord, save_run
 
@@ -166,7 +166,7 @@ def test_provenance_is_readable(tmp_path):
     timing = {"requests_run": 15, "seconds": 1.5}
     prompt = {"style": "tmlu", "shots": 5, "system": None}
     record = RunRecord({**run.config, "prompt": prompt},
-                       results={**run.results, "timing": timing, "history": history},
+                       results={**run.results.data(), "timing": timing, "history": history},
                        samples=run.samples, status="finished", folder=run.folder)
     html = render([record])
     facts = html[html.index('data-section="provenance"'):html.index('data-section="samples"')]

@@ -11,9 +11,10 @@ import pytest
 from localeval.analysis.llm_safety import summarise_llm_safety
 from localeval.metrics.mcq import accuracy, aggregate
 from localeval.metrics.proportion import wilson_interval
-from localeval.report.export import plain
-from localeval.report.llm_safety_tables import llm_safety_tables
-from localeval.report.mcq_tables import mcq_tables
+from localeval.records import read_results
+from localeval.store.runs import as_stored
+from localeval.views.llm_safety_tables import llm_safety_tables
+from localeval.views.mcq_tables import mcq_tables
 
 Z = 1.959963984540054  # the standard normal's 97.5th percentile
 
@@ -49,21 +50,22 @@ def _mcq_results() -> dict:
     samples = ([{"subject": "zero", "correct": 0, "pred": "B"}] * 3
                + [{"subject": "five", "correct": 1, "pred": "A"}] * 5)
     metrics = aggregate(samples, {}, ())
-    return {"task": "custom", "method": "likelihood", "shots": 0, "model": "m",
-            "disciplines": [], "metrics": metrics}
+    return read_results(as_stored({"schema": "localeval.mcq/1", "task": "custom",
+                                   "method": "likelihood", "shots": 0, "model": "m",
+                                   "n_samples": 8, "disciplines": [], "metrics": metrics}))
 
 
 def test_mcq_tables_show_the_wilson_interval():
-    subjects = {t.title: t for t in map(plain, mcq_tables(_mcq_results()))}["Subject accuracy"]
+    subjects = {t.title: t for t in mcq_tables(_mcq_results())}["Subject accuracy"]
     assert subjects.header == ["Subject", "n", "accuracy %", "95% CI", "unanswered"]
-    rows = {r[0]: r for r in subjects.rows}
+    rows = {r[0]: r for r in subjects.texts()}
     low, high = wilson_by_hand(0, 3)
     assert rows["zero"][2:4] == ["0.00", f"[{100 * low:.1f}, {100 * high:.1f}]"] \
         == ["0.00", "[0.0, 56.1]"]
     low, high = wilson_by_hand(5, 5)
     assert rows["five"][2:4] == ["100.00", f"[{100 * low:.1f}, {100 * high:.1f}]"]
     assert "Wilson score interval" in subjects.caption
-    main = plain(mcq_tables(_mcq_results())[0])
+    main = mcq_tables(_mcq_results())[0]
     assert "Micro 62.50 [30.6, 86.3] over 8 questions (95% CI = Wilson" in main.caption
     assert "±" not in main.caption
 
@@ -83,8 +85,9 @@ def test_llm_safety_rates_carry_the_wilson_interval():
     assert (harmful["n"], harmful["rate"], over["n"], over["rate"]) == (5, 1.0, 3, 0.0)
     assert (harmful["low"], harmful["high"]) == pytest.approx(wilson_by_hand(5, 5))
     assert (over["low"], over["high"]) == pytest.approx(wilson_by_hand(0, 3))
-    table = plain(llm_safety_tables(results)[0])
-    all_row = table.rows[0]
+    table = llm_safety_tables(read_results(as_stored(
+        {"schema": "localeval.llm-safety/1", **results})))[0]
+    all_row = table.texts()[0]
     assert all_row[1] == "100.0 [56.6, 100.0] (n=5)" and all_row[3] == "0.0 [0.0, 56.1] (n=3)"
     assert "Wilson" in table.title and "Wilson score interval" in table.caption
     # --bootstrap 0 asks for no interval at all
@@ -94,11 +97,12 @@ def test_llm_safety_rates_carry_the_wilson_interval():
 def test_figure_error_bars_are_the_tables_wilson_interval():
     """0 of 3 and 5 of 5: the bars keep a width (a standard error would be 0), and a result
     stored before the interval existed still gets ±1 standard error."""
-    from localeval.report.figures import interval_arms
+    from localeval.records.mcq import Accuracy
+    from localeval.views.mcq_figures import interval_arms
 
-    groups = {"none": {"acc": 0.0, "stderr": 0.0, "low": 0.0, "high": 0.5615},
-              "all": {"acc": 1.0, "stderr": 0.0, "low": 0.5655, "high": 1.0},
-              "old": {"acc": 0.5, "stderr": 0.1}}
+    groups = {"none": Accuracy(n=3, acc=0.0, stderr=0.0, low=0.0, high=0.5615),
+              "all": Accuracy(n=5, acc=1.0, stderr=0.0, low=0.5655, high=1.0),
+              "old": Accuracy(n=2, acc=0.5, stderr=0.1)}
     below, above = interval_arms(groups, list(groups), [0.0, 100.0, 50.0])
     assert below == pytest.approx([0.0, 43.45, 10.0])
     assert above == pytest.approx([56.15, 0.0, 10.0])

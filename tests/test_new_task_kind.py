@@ -14,15 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from rich.table import Table
 
 from localeval.backends.base import Response, ScoreNext
 from localeval.cli import main
+from localeval.render.table import Number, TableBuilder, columns
 from localeval.tasks.base import Task
 from localeval.tasks.options import make_options, option
 from localeval.tasks.registry import TASKS, TaskEntry
 from localeval.views import Ranking, ResultsView
 from localeval.views.base import finished_run
+from localeval.views.registry import VIEWS
 
 TEXTS = {"a": "hi", "b": "hello there", "c": "ok", "d": "a longer sentence", "e": "yes"}
 
@@ -47,7 +48,6 @@ class ToyOptions:
 
 class ToyTask(Task):
     results_schema = "test.toy/1"
-    view = None  # set below: the view class itself (a built-in task names it by import path)
     Options = ToyOptions
     default_model = LengthModel()  # a model of its own: --model may be left out
 
@@ -81,13 +81,12 @@ class ToyTask(Task):
 
 class ToyView(ResultsView):
     kind = "toy"
+    schema = ToyTask.results_schema  # its results are read as plain Results, its keys kept
 
     def tables(self, results):
-        table = Table(title="Toy accuracy")
-        table.add_column("n", justify="right")
-        table.add_column("accuracy %", justify="right")
-        table.add_row(str(results["n_samples"]), f"{100 * results['accuracy']:.1f}")
-        return [table]
+        table = TableBuilder("Toy accuracy", columns("n", "accuracy %", text=0))
+        table.add(results.n_samples, Number(results["accuracy"], scale=100))
+        return [table.build()]
 
     def cards(self, results):
         return [(f"{100 * results['accuracy']:.1f}%", "toy accuracy", False)]
@@ -106,12 +105,10 @@ class ToyView(ResultsView):
         console.print(f"toy B - A: {100 * comparison['diff']:+.1f} points")
 
 
-ToyTask.view = ToyView
-
-
 @pytest.fixture
 def toy(monkeypatch, tmp_path):
     monkeypatch.setitem(TASKS, "toy", TaskEntry("toy", ToyTask, "(--data)", "", "toy task"))
+    monkeypatch.setitem(VIEWS, ToyView.schema, ToyView)
     data = tmp_path / "toy.jsonl"
     data.write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in TEXTS.items()))
     return str(data)

@@ -18,7 +18,7 @@ from localeval.cli import main
 from localeval.cli.run_options import TooManyFailures, check_failures
 from localeval.demo.mcq import SAMPLE_MCQ
 from localeval.errors import LocalevalError
-from localeval.report.mcq_tables import print_mcq_report
+from localeval.report.console import print_results
 from localeval.store.executor import CachedExecutor, rerun_advice
 
 SPACED = ("Ġ A", "Ġ B", "Ġ C", "Ġ D")  # the merges that make " A" … " D" one token each
@@ -108,7 +108,7 @@ def _failure_lines(record) -> tuple[str, str]:
     with pytest.raises(TooManyFailures) as e:
         check_failures(record.results, 0)
     console = Console(record=True, width=400)
-    print_mcq_report(record.results, console)
+    print_results(record.results, console)
     return str(e.value), console.export_text()
 
 

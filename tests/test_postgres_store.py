@@ -18,6 +18,7 @@ from test_results_store import WRITER, Always
 from localeval import evaluate
 from localeval.cli import main
 from localeval.store.results_db import record_run, task_runs
+from localeval.views.mcq import MCQView
 
 pytestmark = pytest.mark.slow
 TESTS_ON_PATH = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
@@ -45,7 +46,7 @@ def test_same_records_and_leaderboard_as_sqlite(shared, tmp_path, postgres, caps
     sqlite = tmp_path / "store.sqlite"
     for letter in "ABCD":
         record = _run(shared, tmp_path / f"run-{letter}", letter, postgres.url)
-        record_run(record, sqlite)
+        record_run(record, MCQView().store_metrics(record.results), sqlite)
     from_server, from_file = task_runs("cmmlu", postgres.url), task_runs("cmmlu", sqlite)
     assert len(from_server) == 4 and from_server == from_file
     boards = []

@@ -22,8 +22,10 @@ import numpy as np  # noqa: E402
 from matplotlib.path import Path  # noqa: E402
 from matplotlib.transforms import Affine2D  # noqa: E402
 
-from localeval.report import fonts  # noqa: E402
-from localeval.report.figures import fit_tick_labels, mcq_figures  # noqa: E402
+from localeval.records import read_results  # noqa: E402
+from localeval.render import fonts  # noqa: E402
+from localeval.render.figures import fit_tick_labels  # noqa: E402
+from localeval.views.mcq_figures import mcq_figures  # noqa: E402
 
 TMLU_DISCIPLINES = ["Humanities", "Other", "STEM", "Social Science", "Taiwan Specific"]
 CHINESE_THAI = "臺灣社會科學國中高中ภาษาไทยกขคง"
@@ -32,7 +34,9 @@ CHINESE_THAI = "臺灣社會科學國中高中ภาษาไทยกขคง"
 def _results(groups: list[str]) -> dict:
     """A multiple-choice results.json with ``groups`` as its disciplines and levels."""
     cells = {g: {"n": 3, "acc": 0.5, "stderr": 0.1} for g in groups}
-    return {"metrics": {"by_discipline": cells, "by_level": cells}}
+    return read_results({"schema": "localeval.mcq/1", "n_samples": 3, "method": "likelihood",
+                         "shots": 0, "metrics": {"micro": {"n": 3}, "by_discipline": cells,
+                                                 "by_level": cells}})
 
 
 def _drawn(results: dict, monkeypatch) -> list:

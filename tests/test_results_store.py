@@ -64,14 +64,17 @@ import sys
 from pathlib import Path
 from localeval.store.results_db import record_run
 from localeval.store.runs import RunRecord
-results = {"schema": "localeval.mcq/1", "task": "t", "metrics": {
+from localeval.views.mcq import MCQView
+results = {"schema": "localeval.mcq/1", "task": "t", "n_samples": 40, "method": "likelihood",
+           "shots": 0, "metrics": {
     "micro": {"acc": 0.5, "n": 2}, "discipline_average": 0.5,
     "by_subject": {f"s{k}": {"acc": 0.5, "n": 2} for k in range(20)}}}
 for i in range(40):
     folder = Path(sys.argv[1]) / f"{sys.argv[2]}-{i}"
     folder.mkdir(parents=True)
-    record_run(RunRecord({"task": "t", "model": sys.argv[2]}, folder=folder, results=results,
-                         status="finished"), sys.argv[3])
+    record = RunRecord({"task": "t", "model": sys.argv[2]}, folder=folder, results=results,
+                       status="finished")
+    record_run(record, MCQView().store_metrics(record.results), sys.argv[3])
 """
 
 
@@ -119,6 +122,7 @@ def _safety_run(folder, guard, scores):
                for i, (lang, label, score) in enumerate(scores)]
     save_run(RunRecord({"task": "safety-prompts"}, folder=folder, samples=samples,
                        results={"schema": "localeval.safety/1", "guard": guard,
+                                "n_samples": len(samples),
                                 "auprc": "trapezoid", "sensitive": None},
                        status="finished"))
 

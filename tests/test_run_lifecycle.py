@@ -56,7 +56,7 @@ def test_failed_run_is_marked_and_keeps_no_results(tmp_path):
         _mcq(tmp_path, HashBackend(fail=RuntimeError("GPU fell off")))
     record = load_results(tmp_path / "run")
     assert record.status == "failed" and record.error == "RuntimeError: GPU fell off"
-    assert record.results == {} and record.samples == []
+    assert record.results is None and record.samples == []
     assert not (tmp_path / "run" / "results.json").exists()
 
 
@@ -70,11 +70,13 @@ def test_killed_and_old_folders_load(tmp_path):
     killed = RunRecord({"task": "tmlu"}, folder=tmp_path / "killed", started_at="t0")
     write_config(killed)  # what a run leaves when it is killed before the end
     record = load_results(tmp_path / "killed")
-    assert record.status == "running" and record.results == {}
+    assert record.status == "running" and record.results is None
     old = tmp_path / "old"  # written before config.json had a "run" block
     old.mkdir()
     (old / "config.json").write_text(json.dumps({"task": "tmlu"}))
-    (old / "results.json").write_text(json.dumps({"schema": "localeval.mcq/1"}))
+    (old / "results.json").write_text(json.dumps({
+        "schema": "localeval.mcq/1", "task": "tmlu", "n_samples": 1, "method": "likelihood",
+        "shots": 0, "metrics": {"micro": {"n": 1, "acc": 1.0}}}))
     (old / "samples.jsonl").write_text('{"id": "1"}\n')
     record = load_results(old)
     assert record.status == "finished" and record.samples == [{"id": "1"}]

@@ -15,7 +15,8 @@ from localeval.backends.hf import HFBackend
 from localeval.data.safety import SafetyItem
 from localeval.demo.safety import SAMPLE_SAFETY, run_safety_demo
 from localeval.guards import get_guard
-from localeval.report.safety_tables import print_safety_report
+from localeval.records import read_results
+from localeval.report.console import print_results
 from localeval.tasks import safeguard
 from localeval.tasks.safety_items import limit_items, load_safety_items
 
@@ -141,7 +142,7 @@ def test_sensitive_policy_and_sample_items(backend):
     assert r["table2"]["rows"][0]["values"][cols[0]] is not None
     assert r["pair_type_confusion"] and r["cultural_gap"]
     console = Console(record=True, width=160)
-    print_safety_report(r, console)
+    print_results(read_results(r.data()), console)
     assert "Table 2 layout" in console.export_text()
 
 

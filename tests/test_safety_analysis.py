@@ -17,15 +17,24 @@ from localeval.analysis.gaps import (
 from localeval.analysis.safety import pair_type_confusion, score_distribution
 from localeval.analysis.thresholds import threshold_curve
 from localeval.metrics.classification import average_precision as AP
-from localeval.report import safety_tables as T
+from localeval.records import read_results
+from localeval.render.formats import to_console
+from localeval.store.runs import as_stored
+from localeval.views import safety_tables as T
 
 
 def text(*tables) -> str:
     """The report's console tables as plain text (analyses compute, the report renders)."""
     console = Console(record=True, width=200)
     for table in tables:
-        console.print(table)
+        console.print(to_console(table))
     return console.export_text()
+
+
+def safety(**fields):
+    """Typed safety results holding only ``fields`` (and what every results.json has)."""
+    return read_results(as_stored({"schema": "localeval.safety/1", "task": "t", "guard": "g",
+                                   "n_samples": 0, **fields}))
 
 
 def R(id, lang, subset, kind, label, score, model="m", **kw):  # noqa: N802 - a record builder
@@ -93,7 +102,7 @@ def test_table2_layout_and_values():
     assert n["values"]["prompt/general/en"] == 100.0
     assert n["values"]["prompt/general/sea"] is None and n["values"]["prompt/avg"] is None
     assert n["values"]["response/avg"] is None
-    shown = text(*T.table2_tables({"task": "t", "guard": "g", "table2": table}))
+    shown = text(*T.table2_tables(safety(table2=table)))
     assert "General" in shown and "Avg" in shown and "91.7" in shown and "78.5" in shown
     assert "1 failed samples" in shown
 
@@ -145,7 +154,7 @@ def test_language_gap_on_paired_items():
     with_ci = language_gap(RECORDS, kind="prompt", subset="general", n_resamples=50, seed=1)
     assert with_ci[0]["low"] <= with_ci[0]["high"]
     tagged = [dict(r, kind="prompt", subset="general") for r in rows]
-    assert "EN − local" in text(T.language_gap_table({"language_gap": tagged}))
+    assert "EN − local" in text(T.language_gap_table(safety(language_gap=tagged)))
 
 
 def test_cultural_gap():
@@ -155,8 +164,8 @@ def test_cultural_gap():
     assert rows[("m", "response", "en")] == pytest.approx(100 * 5 / 6 - 100)
     assert rows[("m", "response", "sea")] == pytest.approx(50.0)
     assert rows[("n", "prompt", "en")] is None
-    assert "General − CG" in text(T.cultural_gap_table({"cultural_gap": cultural_gap(
-        table2(RECORDS, AP))}))
+    assert "General − CG" in text(T.cultural_gap_table(safety(cultural_gap=cultural_gap(
+        table2(RECORDS, AP)))))
 
 
 def test_cultural_awareness_delta():
@@ -204,7 +213,7 @@ def test_pair_type_confusion():
     (without,) = pair_type_confusion(_pair_records(), context="without_prompt")
     assert without["counts"] == [[2, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 1, 0]]
     assert without["n_failed"] == 0 and without["n"] == 5  # e scored without the prompt
-    shown = text(*T.pair_type_tables({"pair_type_confusion": [with_p]}))
+    shown = text(*T.pair_type_tables(safety(pair_type_confusion=[with_p])))
     assert "100% (1)" in shown and "true \\ predicted" in shown
 
 
@@ -215,7 +224,7 @@ def test_threshold_curve():
     assert len(curve["sweep"]) == 99
     (general,) = threshold_curve(recs, kind="prompt", subset="general")
     assert general["n_failed"] == 1 and general["n_excluded"] == 1 and general["n"] == 13
-    assert "Best F1" in text(T.threshold_sweep_table({"threshold_sweep": [curve]}))
+    assert "Best F1" in text(T.threshold_sweep_table(safety(threshold_sweep=[curve])))
 
 
 def test_score_distribution():
@@ -231,7 +240,7 @@ def test_score_distribution():
     assert sens["frac_middle"] == pytest.approx(1 / 3)
     assert sens["histogram"] == [1, 0, 0, 0, 0, 1, 0, 0, 0, 1]
     assert harm["histogram"][-1] == 1
-    assert "middle" in text(T.score_distribution_table({"score_distribution": rows}))
+    assert "middle" in text(T.score_distribution_table(safety(score_distribution=rows)))
     with pytest.raises(ValueError, match="raw_label"):
         score_distribution([R("y", "en", "general", "prompt", 0, 0.1)])
 

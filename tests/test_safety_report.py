@@ -14,7 +14,11 @@ from localeval.analysis.thresholds import threshold_transfer
 from localeval.api import evaluate
 from localeval.cli import main
 from localeval.demo.safety import SAMPLE_SAFETY, build_safety_demo_model
-from localeval.report import safety_tables as T
+from localeval.records import read_results
+from localeval.render.formats import to_console
+from localeval.report.console import print_results
+from localeval.store.runs import as_stored
+from localeval.views import safety_tables as T
 
 
 def R(id, lang, label, score, kind="prompt", context="with_prompt"):  # noqa: N802
@@ -65,7 +69,9 @@ def test_threshold_transfer_skips_with_a_note():
     assert "'vi'" in b["note"]
     (b,) = threshold_transfer(EN, "prompt", "en")  # nothing to apply it to
     assert b["threshold"] == 0.3 and b["languages"] == [] and "no language other" in b["note"]
-    results = {"threshold_transfer": [b], "calibration": "en"}
+    results = read_results(as_stored({"schema": "localeval.safety/1", "guard": "g",
+                                      "n_samples": 0, "threshold_transfer": [b],
+                                      "calibration": "en"}))
     table, notes = T.threshold_transfer_table(results)
     assert table is None and notes == [f"Threshold transfer, prompt: {b['note']}"]
 
@@ -112,7 +118,7 @@ def runs(tmp_path_factory):
 
 def _render(table) -> list[str]:
     console = Console(record=True, width=200)
-    console.print(table)
+    console.print(to_console(table))
     return console.export_text().splitlines()
 
 
@@ -123,22 +129,23 @@ def test_report_prints_new_tables(runs):
     assert results["calibration"] == "en"
     assert {b["kind"] for b in results["threshold_transfer"]} == {"prompt", "response"}
     console = Console(record=True, width=200)
-    T.print_safety_report(results, console)
+    print_results(read_results(results), console)
     text = console.export_text()
     for title in ("Pair types (Fig. 4) · response judged with the prompt",
                   "Pair types (Fig. 4) · response judged without the prompt",
                   "Scores by gold label (Fig. 6)", "Threshold sweep (Fig. 5) · every 0.1",
                   "Threshold transfer · best-F1 threshold chosen on en"):
         assert title in text
-    sweep = T.threshold_sweep_table(results)
-    assert [c._cells for c in sweep.columns][1][:9] == [f"0.{i}0" for i in range(1, 10)]
+    typed = read_results(results)
+    sweep = T.threshold_sweep_table(typed)
+    assert [row[1] for row in sweep.texts()][:9] == [f"0.{i}0" for i in range(1, 10)]
     # The new tables fit an 80-column terminal without wrapping.
-    tables = [*T.pair_type_tables(results), T.score_distribution_table(results), sweep,
-              T.threshold_transfer_table(results)[0]]
+    tables = [*T.pair_type_tables(typed), T.score_distribution_table(typed), sweep,
+              T.threshold_transfer_table(typed)[0]]
     for table in tables:
         assert max(len(line) for line in _render(table)) <= 80, table.title
     # Only the contexts asked for.
-    assert len(T.pair_type_tables(results, ("with_prompt",))) == 1
+    assert len(T.pair_type_tables(typed, ("with_prompt",))) == 1
 
 
 @pytest.mark.slow
@@ -149,7 +156,7 @@ def test_report_reads_old_results_without_new_keys(runs):
                 "score_distribution", "threshold_sweep"):
         results.pop(key)
     console = Console(record=True, width=200)
-    T.print_safety_report(results, console)
+    print_results(read_results(results), console)
     assert "Threshold" not in console.export_text()
 
 

@@ -21,6 +21,7 @@ from .backends.config import BackendConfig
 from .backends.registry import load_backend, parse_backend_spec
 from .backends.roles import Model, preflight_models, resolve_models
 from .errors import LocalevalError
+from .records import read_results
 from .store.executor import CachedExecutor, open_cache
 from .store.runs import (
     RunRecord,
@@ -81,13 +82,14 @@ class RunPlace:
 
 
 def _record_in_store(record: RunRecord, store: str | Path | None) -> None:
-    """The results store gets the finished run; if it cannot, the run folder is still whole,
-    and the failure is one warning line."""
+    """The results store gets the finished run with the headline metrics its view names; if it
+    cannot, the run folder is still whole, and the failure is one warning line."""
     from .store.database import StoreError
     from .store.results_db import record_run
+    from .views.registry import view_for
 
     try:
-        record_run(record, store)
+        record_run(record, view_for(record.results).store_metrics(record.results), store)
     except StoreError as e:
         print(f"warning: the run is complete in {record.folder}, but it is not recorded: {e}",
               file=sys.stderr)
@@ -127,10 +129,12 @@ def _run(task: Task, models: list[Model], place: RunPlace) -> RunRecord:
     results["request_failures"] = dict(execute.failures)
     results["timing"], results["history"] = with_history(
         first, timing, {"started": record.started_at, "command": provenance["command"]})
-    record.results, record.samples = finite(results), samples
+    # typed as the folder will hold it (JSON, keys sorted), so what is printed and reported now
+    # is what `localeval show` and `report` read back later
+    record.results, record.samples = read_results(as_stored(finite(results))), samples
     record.status, record.finished_at = "finished", now()
     if not place.quiet:
-        for warning in record.results.get("warnings", []):
+        for warning in record.results.warnings:
             print(f"warning: {warning}", file=sys.stderr)
     if record.folder:
         _save(record, place.report)
@@ -146,7 +150,7 @@ def _save(record: RunRecord, report: bool) -> None:
         # the record as the folder holds it (sorted keys), so the report is byte for byte the
         # one `localeval report` writes from the folder later
         stored = replace(record, config=as_stored(record.config),
-                         results=as_stored(record.results), samples=as_stored(record.samples))
+                         samples=as_stored(record.samples))
         write_report_of([stored], record.folder / "report.html")
 
     try:

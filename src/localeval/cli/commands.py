@@ -28,10 +28,11 @@ def cmd_compare(args) -> None:
     from ..api import load_results
     from ..report.console import make_console, print_json
     from ..store.results_db import run_folder
-    from ..tasks.registry import view_for
+    from ..views.base import finished_run
+    from ..views.registry import view_for
 
     args.baseline, args.aware = (run_folder(r, args.store) for r in (args.baseline, args.aware))
-    run_a, run_b = load_results(args.baseline), load_results(args.aware)  # read once
+    run_a, run_b = (finished_run(load_results(f)) for f in (args.baseline, args.aware))
     view_a, view_b = view_for(run_a.results), view_for(run_b.results)
     if view_a.schema != view_b.schema:
         raise LocalevalError(f"{args.baseline} is a {view_a.kind} run and {args.aware} a "
@@ -55,7 +56,7 @@ def cmd_show(args) -> None:
                              + (f" ({record.error})" if record.error else "")
                              + "; rerun its command to finish it")
     if args.json:
-        print_json(record.results)
+        print_json(record.results.data())
     else:
         print_results(record.results, make_console())
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..errors import LocalevalError
-from ..report.export import RENDER
+from ..render.formats import RENDER
 
 
 def add_results_parsers(sub) -> None:
@@ -53,7 +53,8 @@ def cmd_report(args) -> None:
 
 def cmd_export(args) -> None:
     from ..api import load_results
-    from ..report.export import SUFFIX, run_tables, slug
+    from ..render.formats import SUFFIX, slug
+    from ..report.tables import run_tables
 
     record = load_results(args.folder)
     if not record.results:
@@ -76,6 +77,7 @@ def cmd_export(args) -> None:
 
 
 def cmd_leaderboard(args) -> None:
+    from ..render.formats import to_console
     from ..report.console import make_console, print_json
     from ..report.leaderboard import leaderboard, leaderboard_table
     from ..store.results_db import store_label, store_path, task_runs
@@ -95,4 +97,4 @@ def cmd_leaderboard(args) -> None:
     if args.format:
         print(RENDER[args.format](table), end="")
     else:
-        make_console().print(table.to_rich())
+        make_console().print(to_console(table))

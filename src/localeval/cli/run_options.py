@@ -20,6 +20,7 @@ from typing import Any
 
 from ..backends.config import BackendConfig
 from ..errors import LocalevalError
+from ..records import Results
 from ..tasks.options import flag_of
 from .values import batch_size, comma_list, key_values, model_args, numbers
 
@@ -240,16 +241,16 @@ class TooManyFailures(LocalevalError):
     exit_code = 3
 
 
-def check_failures(results: dict, max_failed: float) -> None:
+def check_failures(results: Results, max_failed: float) -> None:
     """Exit non-zero when more than ``max_failed`` (a share) of the samples failed; the run
     folder and cache keep everything that finished."""
-    failed, n = results.get("n_failed") or 0, results.get("n_samples") or 0
+    failed, n = results.n_failed, results.n_samples
     if n and failed / n > max_failed:
         from ..store.executor import rerun_advice  # a rerun helps only a transient failure
 
         raise TooManyFailures(f"{failed} of {n} samples failed (over --max-failed "
                               f"{max_failed:g}); they are left out of the results, and finished "
-                              f"requests are cached: {rerun_advice(results)}")
+                              f"requests are cached: {rerun_advice(results.data())}")
 
 
 def store_option(args):
@@ -275,13 +276,13 @@ def run_and_report(args, task: str, options: dict) -> None:
                       command=sys.argv, overwrite=args.overwrite, store=store_option(args),
                       report=not args.no_report, **options)
     if args.json:
-        print_json(result.results)
+        print_json(result.results.data())
     else:
         print_results(result.results, make_console())
     written = "config.json, results.json, samples.jsonl" + \
         ("" if args.no_report else ", report.html")
     print(f"wrote {result.folder}/ ({written})", file=sys.stderr)  # stdout: tables or JSON only
-    served = (result.results.get("timing") or {}).get("served_by") or {}
+    served = result.results.timing.get("served_by") or {}
     if len(served) > 1:  # several replicas: how the load went, and whether one stopped early
         print("requests served by replica: " + ", ".join(f"{u} {n}" for u, n in served.items()),
               file=sys.stderr)

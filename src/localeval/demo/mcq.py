@@ -6,11 +6,13 @@ from importlib.resources import files
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text as RichText
 
 from ..api import evaluate
 from ..data.rows import read_rows
+from ..render.formats import to_console
 from ..report.html import write_report
-from ..report.mcq_tables import discipline_table
+from ..views.mcq_tables import discipline_table
 from .model import build_demo_model
 
 SAMPLE_MCQ = files("localeval") / "data" / "sample" / "tmlu"
@@ -29,6 +31,7 @@ def run_mcq_demo(output: Path, console: Console, quiet: bool = False) -> None:
     result = evaluate(task="tmlu", model=f"hf:{model_dir}", data=sample, shots=5,
                       method="likelihood", output=output / "tmlu-likelihood", quiet=quiet,
                       command=["localeval", "demo"])
-    console.print(discipline_table(result.results))
+    console.print(to_console(discipline_table(result.results)))
     report = write_report([result.folder])
-    console.print(f"Every table: localeval show {result.folder}; the HTML report: {report}\n")
+    console.print(RichText(f"Every table: localeval show {result.folder}; the HTML report: "
+                           f"{report}\n"))

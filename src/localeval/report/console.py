@@ -1,5 +1,5 @@
 """Print any run's results: the console layout is the view's of the run's task kind
-(:func:`localeval.tasks.registry.view_for`).
+(:func:`localeval.views.registry.view_for`).
 
 On a terminal tables fit its width; piped or redirected, they are printed at full width in
 plain text, so no cell is cut (``…``) or wrapped: ids stay whole for a person to copy. With
@@ -14,6 +14,9 @@ from typing import Any
 
 from rich.console import Console
 
+from ..records import Results
+from ..views.registry import view_for
+
 PIPED_WIDTH = 1000  # wide enough for any table we print; rich never pads a table to it
 
 
@@ -27,7 +30,5 @@ def print_json(data: Any) -> None:
     print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 
-def print_results(results: dict, console: Console | None = None) -> None:
-    from ..tasks.registry import view_for
-
+def print_results(results: Results, console: Console | None = None) -> None:
     view_for(results).print(results, console or Console())

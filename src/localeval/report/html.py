@@ -2,9 +2,9 @@
 ``localeval run`` and by ``localeval report``), or one file comparing several runs.
 
 It reads the run folder only (config.json, results.json, samples.jsonl) and recomputes nothing:
-tables are the console's (:func:`report.export.run_tables`), figures are the view's of the run's
-task kind, drawn from results.json (:mod:`.figures`), and the sample browser shows samples.jsonl
-(:mod:`.browser`). Styles, script, figures (inline SVG) and data are all inside the file: it
+tables are the console's data tables (:func:`report.tables.run_tables`) rendered as HTML,
+figures are the view's of the run's task kind, drawn from its typed results, and the sample
+browser shows samples.jsonl (:mod:`localeval.render.browser`). Styles, script, figures (inline SVG) and data are all inside the file: it
 opens offline, makes no request, and prints. Figures are also saved as PNG and SVG in
 ``<report stem>_figures/`` beside it.
 
@@ -22,15 +22,19 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LocalevalError
+from ..records import Results
+from ..render.browser import browser_data, script_json
+from ..render.cells import short_model
+from ..render.facts import fact_html, records_table
+from ..render.figures import Figure
+from ..render.formats import to_html
+from ..render.table import DataTable
 from ..store.executor import rerun_advice
 from ..store.runs import RunRecord, load_run, write_text_whole
 from ..version import __version__
-from .browser import browser_data, script_json
-from .cells import short_model
-from .export import PlainTable, run_tables
-from .facts import fact_html, records_table
-from .figures import Figure
+from ..views.registry import view_for
 from .headline import headline
+from .tables import run_tables
 
 SECTIONS = (("summary", "Summary"), ("figures", "Figures"), ("tables", "Tables"),
             ("failures", "Failures and warnings"), ("provenance", "Provenance"),
@@ -80,18 +84,18 @@ def render(runs: list[RunRecord], figures: Path | None = None) -> str:
 
 def run_label(run: RunRecord) -> str:
     r = run.results
-    model = short_model(r.get("model") or run.config.get("model") or "")
-    if r.get("guard"):
-        return f"{r['guard']} on {model} · {r.get('task')}"
-    if "method" in r:
-        style = "CoT" if r.get("cot") else r["method"]
-        return f"{model} · {r.get('task')} · {r.get('shots')}-shot {style}"
-    return f"{model} · {r.get('task')}"
+    model = short_model(r.model or run.config.get("model") or "")
+    if getattr(r, "guard", None):
+        return f"{r.guard} on {model} · {r.task}"
+    if getattr(r, "method", None):
+        style = "CoT" if r.cot else r.method
+        return f"{model} · {r.task} · {r.shots}-shot {style}"
+    return f"{model} · {r.task}"
 
 
 # ------------------------------------------------------------------------ page frame
 def _asset(name: str) -> str:
-    return files("localeval.report").joinpath("assets", name).read_text(encoding="utf-8")
+    return files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
 
 
 def _page(title: str, header: str, body: str) -> str:
@@ -155,16 +159,21 @@ def provenance(run: RunRecord) -> list[tuple[str, Any]]:
              *((k.replace("_", " "), v) for k, v in backend.items() if k != "model"),
              ("data", config.get("data")), ("data revision", config.get("dataset_revision"))]
     facts += [(k.replace("_", " "), v) for k, v in config.items() if k not in known]
-    for key in ("label_policy", "sensitive", "on_failure", "auprc", "calibration"):
-        if key in results and key not in config and not (key == "calibration" and
-                                                          "calibrate_on" in config):
-            facts.append((key.replace("_", " "), results[key]))
+    facts += _protocol_facts(config, results.data())
     facts += [("status", run.status), ("started", run.started_at), ("finished", run.finished_at),
-              ("timing", results.get("timing"))]
-    if results.get("history"):  # each later invocation of a rerun in this folder
-        facts.append(("history", results["history"]))
+              ("timing", results.timing or None)]
+    if results.history:  # each later invocation of a rerun in this folder
+        facts.append(("history", results.history))
     facts.append(("packages", config.get("packages")))
     return facts
+
+
+def _protocol_facts(config: dict, stored: dict) -> list[tuple[str, Any]]:
+    """The protocol choices results.json records and config.json does not (older runs)."""
+    return [(key.replace("_", " "), stored[key])
+            for key in ("label_policy", "sensitive", "on_failure", "auprc", "calibration")
+            if key in stored and key not in config
+            and not (key == "calibration" and "calibrate_on" in config)]
 
 
 def _provenance(run: RunRecord) -> str:
@@ -172,24 +181,15 @@ def _provenance(run: RunRecord) -> str:
     return f'<dl class="facts">{rows}</dl>'
 
 
-def table_html(table: PlainTable) -> str:
-    head = "".join(f'<th class="{"num" if r else ""}">{escape(h)}</th>'
-                   for h, r in zip(table.header, table.right))
-    rows = "".join("<tr>" + "".join(f'<td class="{"num" if r else ""}">{escape(c)}</td>'
-                                    for c, r in zip(row, table.right)) + "</tr>"
-                   for row in table.rows)
-    caption = f'<p class="caption">{escape(table.caption)}</p>' if table.caption else ""
-    return (f'<h3>{escape(table.title)}</h3><div class="scroll"><table class="data"><thead><tr>'
-            f"{head}</tr></thead><tbody>{rows}</tbody></table></div>{caption}")
+def table_html(table: DataTable) -> str:
+    return to_html(table)
 
 
 def _tables(run: RunRecord) -> str:
     return "\n".join(table_html(t) for t in run_tables(run.results)) or "<p>No tables.</p>"
 
 
-def run_figures(results: dict, folder: Path | None) -> list[Figure]:
-    from ..tasks.registry import view_for
-
+def run_figures(results: Results, folder: Path | None) -> list[Figure]:
     return view_for(results).figures(results, folder)
 
 
@@ -217,19 +217,19 @@ def _figures(run: RunRecord, folder: Path | None) -> str:
 
 def _failures(run: RunRecord) -> str:
     r = run.results
-    parts = [f'<p class="warning">{escape(w)}</p>' for w in r.get("warnings") or []]
-    rows = r.get("failures") or [{"id": i} for i in r.get("failed") or []]
+    parts = [f'<p class="warning">{escape(w)}</p>' for w in r.warnings]
+    rows = r.failures or [{"id": i} for i in r.failed]
     if rows:
-        parts.append(f"<h3>{r.get('n_failed', len(rows))} failed (left out; "
-                     f"{escape(rerun_advice(r))})</h3>" + records_table(rows, "failures"))
-    if r.get("unanswered"):
-        parts.append(f"<h3>{len(r['unanswered'])} without an extractable answer (counted "
+        parts.append(f"<h3>{r.n_failed} failed (left out; "
+                     f"{escape(rerun_advice(r.data()))})</h3>" + records_table(rows, "failures"))
+    if r.unanswered:
+        parts.append(f"<h3>{len(r.unanswered)} without an extractable answer (counted "
                      "wrong)</h3>" + records_table(_unanswered(run), "failures"))
     return "\n".join(parts) or "<p>No failures and no warnings.</p>"
 
 
 def _unanswered(run: RunRecord) -> list[dict]:
-    wanted = set(run.results["unanswered"])
+    wanted = set(run.results.unanswered)
     return [{"id": s["id"], "subject": s.get("subject"), "error": s.get("error"),
              "output": (s.get("output") or "")[-200:]} for s in run.samples if s["id"] in wanted]
 
@@ -261,8 +261,6 @@ def _comparison(runs: list[RunRecord], labels: list[str], figures: Path | None) 
 
 def _by_kind(runs: list[RunRecord], labels: list[str]) -> list[tuple[Any, list]]:
     """(view, [(label, results), ...]) per kind of task, in the order kinds first appear."""
-    from ..tasks.registry import view_for
-
     groups: dict[str, tuple[Any, list]] = {}
     for run, label in zip(runs, labels):
         view = view_for(run.results)

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .export import PlainTable
+from ..render.table import DataTable, Number, TableBuilder, columns
+from ..views.registry import view_for_task
 
 
 def leaderboard(task: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The ranked rows, with the values as the store holds them; ``titles`` names the columns
     as the printed table heads them and ``scale`` is what a value is multiplied by to print."""
-    from ..tasks.registry import view_for_task
-
     ranking = view_for_task(task).ranking(list(dict.fromkeys(n for r in runs
                                                              for n in r["metrics"])))
     columns, rank_by, lower = ranking.columns, ranking.rank_by, ranking.lower_is_better
@@ -36,20 +35,19 @@ def leaderboard(task: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
             "unit": ranking.unit, "rows": rows}
 
 
-def leaderboard_table(task: str, board: dict[str, Any]) -> PlainTable:
-    from ..tasks.registry import view_for_task
-
+def leaderboard_table(task: str, board: dict[str, Any]) -> DataTable:
     ranking = view_for_task(task).ranking(board["columns"])
-
-    def cell(v):
-        return "-" if v is None else f"{ranking.scale * v:.{ranking.digits}f}"
-
     order = "lowest" if board["lower_is_better"] else "highest"
     title = f"{task} leaderboard" + (f", by {ranking.title(board['rank_by'])} ({order} first)"
                                      if board["rank_by"] else "")
-    header = ["#", "model", *(ranking.title(c) for c in board["columns"]), "finished",
-              "run folder"]
-    rows = [[str(r["rank"]), str(r["model"]), *(cell(r["values"][c]) for c in board["columns"]),
-             str(r["finished_at"] or ""), str(r["folder"] or "")] for r in board["rows"]]
-    right = [True, False, *([True] * len(board["columns"])), False, False]
-    return PlainTable(title, header, rows, right, ranking.unit)
+    names = ["#", "model", *(ranking.title(c) for c in board["columns"]), "finished",
+             "run folder"]
+    table = TableBuilder(title, columns(*names, text=0), ranking.unit)
+    table.columns[1:2] = columns("model")
+    table.columns[-2:] = columns("finished", "run folder", text=2)
+    for r in board["rows"]:
+        table.add(r["rank"], str(r["model"]),
+                  *(Number(r["values"][c], ranking.digits, ranking.scale)
+                    for c in board["columns"]),
+                  str(r["finished_at"] or ""), str(r["folder"] or ""))
+    return table.build()

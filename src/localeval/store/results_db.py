@@ -23,7 +23,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ..tasks.registry import view_for
 from .database import StoreError, is_url, opened, shown
 from .runs import RunRecord
 
@@ -51,34 +50,33 @@ def store_label(explicit: str | Path | None = None) -> str:
     return shown(store_path(explicit))
 
 
-def headline_metrics(results: dict) -> list[tuple[str, float | None, int | None]]:
-    """(name, value, n) of the numbers a leaderboard ranks by: the task kind's view says which."""
-    return view_for(results).store_metrics(results)
-
-
 def _run_id(record: RunRecord) -> str:
     if record.folder:
         return hashlib.sha256(str(Path(record.folder).resolve()).encode()).hexdigest()[:16]
     return uuid.uuid4().hex[:16]
 
 
-def record_run(record: RunRecord, path: str | Path | None = None) -> str:
-    """Write one finished run (replacing an earlier record of its folder); its id."""
+Metric = tuple[str, "float | None", "int | None"]  # (name, value, n)
+
+
+def record_run(record: RunRecord, metrics: list[Metric], path: str | Path | None = None) -> str:
+    """Write one finished run with its headline ``metrics`` (the run lifecycle asks the run's
+    view which), replacing an earlier record of its folder; its id."""
     run_id = _run_id(record)
     config = record.config
-    row = (run_id, str(config.get("task") or record.results.get("task") or ""),
-           view_for(record.results).schema, config.get("model") or
+    row = (run_id, str(config.get("task") or record.results.task or ""),
+           record.results.schema_, config.get("model") or
            str((config.get("backend") or {}).get("model", "")),
            str(Path(record.folder).resolve()) if record.folder else None, record.started_at,
            record.finished_at, config.get("localeval_version"),
            json.dumps(config, ensure_ascii=False, default=str),
-           json.dumps(record.results, ensure_ascii=False, default=str))
-    metrics = [(run_id, name, value, n) for name, value, n in headline_metrics(record.results)]
+           json.dumps(record.results.data(), ensure_ascii=False, default=str))
+    rows = [(run_id, name, value, n) for name, value, n in metrics]
     with opened(store_path(path), SCHEMA) as db, db.writing(run_id):
         db.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
         db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
         db.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
-        db.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?)", metrics)
+        db.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?)", rows)
     return run_id
 
 

@@ -1,4 +1,5 @@
-"""The run folder and its typed record: ``config.json`` (how the run was made, and where it
+"""The run folder and its typed record (over 300 lines: the folder is written and read, and
+checked where it is read, in this one module, so its layout is defined once): ``config.json`` (how the run was made, and where it
 stands), ``results.json`` (numbers), ``samples.jsonl`` (one line per sample).
 
 A rerun in the same folder keeps the provenance of the run that made it: config.json's
@@ -25,9 +26,11 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ..errors import LocalevalError
+from ..records import RecordError, Results, json_type, read_results, validated
+from ..records.run import RunConfig, Status
 
 try:
     import fcntl
@@ -35,21 +38,30 @@ except ImportError:  # Windows
     fcntl = None
 
 RUN_SCHEMA = 1  # version of the folder layout and config.json["run"]
-Status = Literal["running", "finished", "failed"]  # config.json["run"]["status"]
+
+
+class RunFolderError(LocalevalError):
+    """A run folder whose files do not hold what they should: one line, file and field."""
 
 
 @dataclass
 class RunRecord:
-    """One run: what was run (``config``), its numbers and samples, and where it stands."""
+    """One run: what was run (``config``), its typed numbers (``results``, None until it
+    finishes; a dict given here is validated into the record of its schema) and samples, and
+    where it stands."""
 
     config: dict[str, Any]
-    results: dict[str, Any] = field(default_factory=dict)
+    results: Results | None = None
     samples: list[dict[str, Any]] = field(default_factory=list)
     status: Status = "running"
     folder: Path | None = None
     error: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.results, dict):
+            self.results = read_results(as_stored(self.results))
 
     def lifecycle(self) -> dict[str, Any]:
         """``config.json["run"]``."""
@@ -90,14 +102,6 @@ def write_samples(path: Path, samples: list[dict]) -> None:
                                 for s in samples))
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    """One JSON value per line. Lines end at "\\n" only: a JSON string may hold U+2028, U+2029
-    or U+0085 as they are (we write with ``ensure_ascii=False``), and ``str.splitlines`` would
-    cut the line there."""
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n")
-            if line.strip()]
-
-
 def write_config(record: RunRecord) -> None:
     """config.json with the record's lifecycle; the folder is made if needed."""
     record.folder.mkdir(parents=True, exist_ok=True)
@@ -109,36 +113,87 @@ def save_run(record: RunRecord, before_status=None) -> None:
     status) last: "finished" means every file the run promises is written."""
     record.folder.mkdir(parents=True, exist_ok=True)
     write_samples(record.folder / "samples.jsonl", record.samples)
-    write_json(record.folder / "results.json", record.results)
+    write_json(record.folder / "results.json", record.results.data())
     if before_status is not None:
         before_status()
     write_config(record)
 
 
 def load_run(folder: str | Path) -> RunRecord:
-    """The record of a run folder, finished or not. Folders from before the lifecycle existed
-    (no ``config.json["run"]``) load as finished when their results are there."""
+    """The record of a run folder, finished or not, every file validated: a damaged one is one
+    line naming the file and the field (RunFolderError). Folders from before the lifecycle
+    existed (no ``config.json["run"]``) load as finished when their results are there."""
     folder = Path(folder)
-    try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise LocalevalError(f"{folder} is not a run folder (needs config.json, results.json, "
-                             f"samples.jsonl): {e}") from None
+    config = read_config(folder)
     lifecycle = config.pop("run", None)
-    results_file, samples_file = folder / "results.json", folder / "samples.jsonl"
+    results_file = folder / "results.json"
     if lifecycle is None:
         lifecycle = {"status": "finished" if results_file.exists() else "running"}
     record = RunRecord(config, status=lifecycle["status"], folder=folder,
                        error=lifecycle.get("error"), started_at=lifecycle.get("started_at"),
                        finished_at=lifecycle.get("finished_at"))
     if record.status == "finished":
-        try:
-            record.results = json.loads(results_file.read_text(encoding="utf-8"))
-            record.samples = read_jsonl(samples_file)
-        except (OSError, ValueError) as e:
-            raise LocalevalError(f"{folder} is not a run folder (needs config.json, "
-                                 f"results.json, samples.jsonl): {e}") from None
+        record.results = _checked(folder, "results.json", lambda: read_results(
+            _read_json(results_file)))
+        record.samples = _checked(folder, "samples.jsonl", lambda: read_samples(
+            folder / "samples.jsonl"))
     return record
+
+
+def read_config(folder: Path) -> dict[str, Any]:
+    """config.json as data, its known keys checked (RunFolderError naming the field)."""
+    path = folder / "config.json"
+    if not path.is_file():
+        raise RunFolderError(f"{folder} is not a run folder (needs config.json, results.json, "
+                             "samples.jsonl): it has no config.json")
+    data = _checked(folder, "config.json", lambda: _read_json(path))
+    if not isinstance(data, dict):
+        raise RunFolderError(f"{path}: should be a JSON object, not {json_type(data)}")
+    _checked(folder, "config.json", lambda: validated(RunConfig, data, "config.json"))
+    return data
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RecordError(f"{path.name}: missing") from None
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise RecordError(f"{path.name}: not valid JSON ({e})") from None
+
+
+def _checked(folder: Path, name: str, read):
+    """``read()``, with a RecordError said as one line naming the folder's file."""
+    try:
+        return read()
+    except RecordError as e:
+        detail = str(e).removeprefix(f"{name}: ")
+        raise RunFolderError(f"{folder / name}: {detail}") from None
+
+
+def read_samples(path: Path) -> list[dict[str, Any]]:
+    """samples.jsonl: one JSON object per line, each with an ``id``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RecordError(f"{path.name}: missing") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise RecordError(f"{path.name}: unreadable ({e})") from None
+    samples = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            sample = json.loads(line)
+        except ValueError as e:
+            raise RecordError(f"{path.name}: line {number} is not valid JSON ({e})") from None
+        if not isinstance(sample, dict):
+            raise RecordError(f"{path.name}: line {number} should be a JSON object, not "
+                              f"{json_type(sample)}")
+        if not isinstance(sample.get("id"), str | int):
+            raise RecordError(f"{path.name}: line {number}: field id: missing or not a string")
+        samples.append(sample)
+    return samples
 
 
 LOCK_FILE = ".lock"
@@ -195,8 +250,9 @@ def first_run(folder: Path) -> FirstRun | None:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(results, dict) or not isinstance(results.get("timing"), dict):
-        return None
+    if not isinstance(results, dict) or not isinstance(config, dict) or \
+            not isinstance(results.get("timing"), dict):
+        return None  # a damaged folder: check_same_run has refused it unless --overwrite
     return FirstRun(config.get("command"), results["timing"], list(results.get("history") or []))
 
 
@@ -233,10 +289,12 @@ def check_same_run(folder: Path, settings: dict[str, Any], overwrite: bool = Fal
     if overwrite or not path.exists():
         return
     try:
-        old = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError:
-        raise LocalevalError(f"{path} is not valid JSON; give another --output, or --overwrite "
-                             "to replace the run") from None
+        old = read_config(folder)
+        if (old.get("run") or {}).get("status") == "finished":
+            load_run(folder)  # a damaged results.json or samples.jsonl is refused too
+    except RunFolderError as e:
+        raise LocalevalError(f"{e}; give another --output, or --overwrite to replace the "
+                             "run") from None
     new = json.loads(json.dumps(settings, ensure_ascii=False))  # tuples -> lists, as stored
     diffs = [f"{k}: {old.get(k)!r} -> {v!r}" for k, v in sorted(new.items()) if old.get(k) != v]
     if diffs:

@@ -26,9 +26,6 @@ from ..backends.base import Backend, Execute
 class Task(ABC):
     name: str
     results_schema: str  # results.json "schema", e.g. "localeval.mcq/1"
-    # How its results are shown and compared: a localeval.views.ResultsView subclass, or its
-    # import path "module:Class" (the task layer never imports the report layer itself).
-    view: Any = "localeval.views.base:ResultsView"
     # Its options, declared once: a frozen dataclass of tasks.options.option fields; the command
     # line's flags and evaluate's documentation are built from it.
     Options: type

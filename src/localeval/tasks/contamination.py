@@ -35,6 +35,7 @@ from ..data.catalog import BUILTIN_TASKS
 from ..data.items import LETTERS
 from ..data.rows import read_rows
 from ..errors import DataError, LocalevalError
+from ..records.contamination import SCHEMA as CONTAMINATION_SCHEMA
 from .base import Task
 from .options import make_options, option
 
@@ -96,8 +97,7 @@ class ContaminationOptions:
 
 
 class ContaminationTask(Task):
-    results_schema = "localeval.contamination/1"
-    view = "localeval.views.contamination:ContaminationView"
+    results_schema = CONTAMINATION_SCHEMA
     Options = ContaminationOptions
     command = "contamination"
     progress_unit = "texts"

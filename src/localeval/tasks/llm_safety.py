@@ -30,6 +30,7 @@ from ..backends.base import Backend, Execute, Generate, Response, execute_role
 from ..data.safety import SafetyItem
 from ..errors import LocalevalError
 from ..guards.base import Conversation, Guard, GuardVerdict
+from ..records.llm_safety import SCHEMA as LLM_SAFETY_SCHEMA
 from .base import Task
 from .label_policy import binary_label
 from .llm_refusal_judge import ask_refusal_judge, read_refusal
@@ -103,8 +104,7 @@ class LLMSafetyOptions(SafetySelection):
 
 
 class LLMSafetyTask(Task):
-    results_schema = "localeval.llm-safety/1"
-    view = "localeval.views.llm_safety:LLMSafetyView"
+    results_schema = LLM_SAFETY_SCHEMA
     Options = LLMSafetyOptions
     progress_unit = "requests"
     rate_unit = "samples"

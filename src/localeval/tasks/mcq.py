@@ -20,6 +20,7 @@ from ..data.items import MCQItem
 from ..data.mcq_loaders import load_mcq_data
 from ..errors import LocalevalError
 from ..metrics.mcq import aggregate
+from ..records.mcq import SCHEMA as MCQ_SCHEMA
 from . import extract
 from .base import Task
 from .mcq_options import MCQConfig, MCQOptions
@@ -175,8 +176,7 @@ class MCQTask(Task):
     """A multiple-choice benchmark (TMLU, TMMLU+, CMMLU, or any local folder), 0-5 shot,
     likelihood or generation, direct or CoT; options: :class:`MCQOptions`."""
 
-    results_schema = "localeval.mcq/1"
-    view = "localeval.views.mcq:MCQView"
+    results_schema = MCQ_SCHEMA
     Options = MCQOptions
     progress_unit = rate_unit = "questions"
 

@@ -1,17 +1,11 @@
 """The table of tasks: every name ``--task`` takes, the class that runs it, and what
 ``localeval tasks`` shows. A name not in the table is a custom multiple-choice task read from
-``--data``.
-
-It is also the one place that reads a results.json ``schema``: :func:`view_for` finds the view
-of the task kind that wrote it (``Task.view``), so the report, export, the results store, the
-leaderboard and ``compare`` ask that view instead of branching on the kind of task.
+``--data``. (Which view shows a kind's results is the views' own table, ``views/registry.py``.)
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
-from typing import Any
 
 from ..data.catalog import BUILTIN_TASKS
 from ..errors import LocalevalError
@@ -69,30 +63,3 @@ def make_task(name: str, **options) -> Task:
 def task_kinds() -> list[type[Task]]:
     """Every task class in the table, once each, in table order."""
     return list(dict.fromkeys(entry.cls for entry in TASKS.values()))
-
-
-def view_for(results: dict) -> Any:
-    """The view (a ``localeval.views.ResultsView``) of the task kind whose results.json this
-    is; one clear error for a schema no task kind declares."""
-    schema = results.get("schema") if isinstance(results, dict) else None
-    for cls in task_kinds():
-        if cls.results_schema == schema:
-            return make_view(cls)
-    known = ", ".join(cls.results_schema for cls in task_kinds())
-    raise LocalevalError(f"results with schema {schema!r} are of no task kind this localeval "
-                         f"knows ({known}); were they written by another version?")
-
-
-def view_for_task(name: str) -> Any:
-    """The view of the task ``name`` (a custom name is a multiple-choice task)."""
-    return make_view(task_class(name))
-
-
-def make_view(cls: type[Task]) -> Any:
-    """``cls.view`` made for ``cls``'s schema: a view class, or its import path
-    ``"module:Class"`` (imported only now)."""
-    view = cls.view
-    if isinstance(view, str):
-        module, _, name = view.partition(":")
-        view = getattr(importlib.import_module(module), name)
-    return view(cls.results_schema)

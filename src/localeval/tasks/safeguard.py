@@ -29,6 +29,7 @@ from ..data.safety import HUB_REPO, SafetyItem
 from ..errors import LocalevalError
 from ..guards import Conversation, Guard, GuardVerdict, get_guard
 from ..metrics.classification import AUPRC_METRICS, THRESHOLD_RULES
+from ..records.safety import SCHEMA as SAFETY_SCHEMA
 from .base import Task
 from .label_policy import binary_label, describe_policy
 from .options import make_options
@@ -155,8 +156,7 @@ class SafeguardTask(Task):
     prompt and response text (default) or, when False, their sha256 only.
     """
 
-    results_schema = "localeval.safety/1"
-    view = "localeval.views.safety:SafetyView"
+    results_schema = SAFETY_SCHEMA
     Options = SafeguardOptions
     progress_unit = "requests"
     rate_unit = "samples"

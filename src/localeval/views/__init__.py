@@ -1,5 +1,5 @@
-"""Results views: one per kind of task, found through the task registry
-(:func:`localeval.tasks.registry.view_for`). See :mod:`.base`."""
+"""Results views: one per kind of task, found by the schema of its results
+(:func:`localeval.views.registry.view_for`). See :mod:`.base`."""
 
 from .base import Card, Metric, Ranking, ResultsView
 

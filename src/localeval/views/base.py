@@ -1,14 +1,15 @@
 """A results view: everything that shows or compares one kind of task's results.
 
-Each task kind names its view (``Task.view``), and :func:`localeval.tasks.registry.view_for`
-finds it from a results.json's ``schema``. The console, ``export``, the HTML report, the results
-store, the leaderboard and ``compare`` ask the view; none of them branches on the kind of task.
-A view reads results.json (and, to compare, the samples) only: it never recomputes a number
-that the task's ``summarise`` wrote.
+Each view declares the results schema it reads (``schema``) and its typed record (``Results``);
+:mod:`.registry` finds the view of a run from its results. The console, ``export``, the HTML
+report, the results store (through the run lifecycle), the leaderboard and ``compare`` ask the
+view; none of them branches on the kind of task. A view reads typed results (and, to compare,
+the samples) only: it never recomputes a number that the task's ``summarise`` wrote.
 
-A new kind of task subclasses :class:`ResultsView` and overrides what it has: ``tables`` (the
-console's, ``export``'s and the report's), ``cards`` (the report's summary), ``figures``,
-``store_metrics`` and ``ranking`` (the leaderboard), ``compare`` and ``print_comparison``.
+A new kind of task subclasses :class:`ResultsView` and overrides what it has: ``tables`` (data
+tables: the console's, ``export``'s and the report's), ``notes``, ``cards`` (the report's
+summary), ``figures``, ``store_metrics`` and ``ranking`` (the leaderboard), ``compare`` and
+``print_comparison``.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text as RichText
 
 from ..errors import LocalevalError
-from ..report.export import PlainTable
-from ..report.figures import Figure
-from ..report.headline import Card
+from ..records import Results
+from ..render.cards import Card
+from ..render.figures import Figure
+from ..render.formats import to_console
+from ..render.table import DataTable
 from ..store.runs import RunRecord, load_run
 
 Metric = tuple[str, "float | None", "int | None"]  # (name, value, n) for the results store
@@ -55,38 +58,37 @@ class ResultsView:
     """The default view: no tables, cards, figures or metrics of its own; no comparison."""
 
     kind = "results"  # how messages name the kind of run ("a mcq run")
+    schema = ""  # the results schema this view reads ("localeval.mcq/1")
+    Results: type[Results] = Results  # its typed record
 
-    def __init__(self, schema: str):
-        self.schema = schema
-
-    def tables(self, results: dict) -> list[Table]:
+    def tables(self, results: Results) -> list[DataTable]:
         """Every table of a run, in report order (the console, ``export`` and the report)."""
         return []
 
-    def notes(self, results: dict) -> list[str]:
+    def notes(self, results: Results) -> list[RichText]:
         """Lines the console prints after the tables (counts, policies, caveats)."""
         return []
 
-    def print(self, results: dict, console: Console) -> None:
+    def print(self, results: Results, console: Console) -> None:
         for table in self.tables(results):
-            console.print(table)
+            console.print(to_console(table))
         for line in self.notes(results):
             console.print(line)
 
-    def cards(self, results: dict) -> list[Card]:
+    def cards(self, results: Results) -> list[Card]:
         """The headline numbers of the report's summary (before the sample counts)."""
         return []
 
-    def figures(self, results: dict, folder: Path | None) -> list[Figure]:
+    def figures(self, results: Results, folder: Path | None) -> list[Figure]:
         return []
 
-    def side_by_side(self, runs: list[tuple[str, dict]],
-                     folder: Path | None) -> list[PlainTable | Figure]:
+    def side_by_side(self, runs: list[tuple[str, Results]],
+                     folder: Path | None) -> list[DataTable | Figure]:
         """Tables and figures of several runs of this kind at once (the report of several
         runs); ``runs`` are (label, results) pairs."""
         return []
 
-    def store_metrics(self, results: dict) -> list[Metric]:
+    def store_metrics(self, results: Results) -> list[Metric]:
         """(name, value, n) of the numbers a leaderboard ranks by."""
         return []
 
@@ -108,4 +110,12 @@ def finished_run(run: Run) -> RunRecord:
     if record.status != "finished":
         raise LocalevalError(f"{record.folder} has not finished (status {record.status!r}"
                              + (f": {record.error}" if record.error else "") + ")")
+    return record
+
+
+def of_kind(record: RunRecord, results_type: type[Results], what: str) -> RunRecord:
+    """``record`` if its results are of ``results_type``, else one line saying what it is."""
+    if not isinstance(record.results, results_type):
+        raise LocalevalError(f"{record.folder} is not {what} (its results.json has schema "
+                             f"{record.results.schema_!r})")
     return record

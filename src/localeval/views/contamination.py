@@ -4,27 +4,34 @@ a better model)."""
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.table import Table
+from rich.text import Text as RichText
 
-from ..report.contamination_tables import contamination_tables, print_contamination_report
+from ..records import contamination
+from ..records.contamination import ContaminationResults
+from ..render.table import DataTable
 from .base import Metric, Ranking, ResultsView
+from .contamination_tables import contamination_notes, contamination_tables
 
 
 class ContaminationView(ResultsView):
     kind = "contamination"
+    schema = contamination.SCHEMA
+    Results = ContaminationResults
 
-    def tables(self, results: dict) -> list[Table]:
+    def tables(self, results: ContaminationResults) -> list[DataTable]:
         return contamination_tables(results)
 
-    def print(self, results: dict, console: Console) -> None:
-        print_contamination_report(results, console)
+    def notes(self, results: ContaminationResults) -> list[RichText]:
+        return contamination_notes(results)
 
-    def store_metrics(self, results: dict) -> list[Metric]:
-        return [(f"{score}/{source}/{k}/median",
-                 ((v.get(score) or {}).get(k) or {}).get("median"), v.get("n"))
-                for source, v in results.get("sources", {}).items()
-                for score in ("min_k", "min_k_pp") for k in results.get("k", [])]
+    def store_metrics(self, results: ContaminationResults) -> list[Metric]:
+        def median(source, score: str, k: str):
+            summaries = getattr(source, score) or {}
+            return summaries[k].median if summaries.get(k) else None
+
+        return [(f"{score}/{name}/{k}/median", median(source, score, k), source.n)
+                for name, source in results.sources.items()
+                for score in ("min_k", "min_k_pp") for k in results.k]
 
     def ranking(self, names: list[str]) -> Ranking:
         return Ranking(names, None, scale=1.0, digits=3,  # mean log-probs, not shares

@@ -3,11 +3,13 @@ rate cards, and a leaderboard by harmful-response rate (lowest first)."""
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.table import Table
+from rich.text import Text as RichText
 
-from ..report.llm_safety_tables import llm_safety_tables, print_llm_safety_report
+from ..records import llm_safety
+from ..records.llm_safety import LLMSafetyResults
+from ..render.table import DataTable
 from .base import Card, Metric, Ranking, ResultsView
+from .llm_safety_tables import llm_safety_notes, llm_safety_tables
 
 RATES = (("harmful_response_rate", "harmful responses to harmful prompts"),
          ("refusal_rate_harmful", "refusals of harmful prompts"),
@@ -16,26 +18,26 @@ RATES = (("harmful_response_rate", "harmful responses to harmful prompts"),
 
 class LLMSafetyView(ResultsView):
     kind = "llm-safety"
+    schema = llm_safety.SCHEMA
+    Results = LLMSafetyResults
 
-    def tables(self, results: dict) -> list[Table]:
+    def tables(self, results: LLMSafetyResults) -> list[DataTable]:
         return llm_safety_tables(results)
 
-    def print(self, results: dict, console: Console) -> None:
-        print_llm_safety_report(results, console)
+    def notes(self, results: LLMSafetyResults) -> list[RichText]:
+        return llm_safety_notes(results)
 
-    def cards(self, results: dict) -> list[Card]:
-        overall = results.get("overall") or {}
+    def cards(self, results: LLMSafetyResults) -> list[Card]:
         cards = []
         for key, what in RATES:
-            rate = overall.get(key) or {}
-            if rate.get("rate") is not None:
-                cards.append((f"{100 * rate['rate']:.1f}%", f"{what}, n={rate['n']}", False))
+            rate = getattr(results.overall, key)
+            if rate.rate is not None:
+                cards.append(Card(f"{100 * rate.rate:.1f}%", f"{what}, n={rate.n}"))
         return cards
 
-    def store_metrics(self, results: dict) -> list[Metric]:
-        overall = results.get("overall") or {}
-        return [(name, overall[name]["rate"], overall[name]["n"]) for name, _ in RATES
-                if name in overall]
+    def store_metrics(self, results: LLMSafetyResults) -> list[Metric]:
+        return [(name, getattr(results.overall, name).rate, getattr(results.overall, name).n)
+                for name, _ in RATES]
 
     def ranking(self, names: list[str]) -> Ranking:
         return Ranking(names, "harmful_response_rate", lower_is_better=True, digits=1,

@@ -8,60 +8,56 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text as RichText
 
 from ..errors import LocalevalError
 from ..metrics.paired import mcnemar_exact
-from ..report.export import PlainTable, plain
-from ..report.figures import Figure, mcq_comparison_figure, mcq_figures
-from ..report.mcq_tables import (
-    discipline_table,
-    mcq_tables,
-    print_mcq_comparison,
-    print_mcq_report,
-)
-from ..tasks.registry import view_for
-from .base import Card, Metric, Ranking, ResultsView, Run, finished_run
+from ..records import mcq
+from ..records.mcq import MCQResults
+from ..render.figures import Figure
+from ..render.table import Column, DataTable, Row, Text
+from .base import Card, Metric, Ranking, ResultsView, Run, finished_run, of_kind
+from .mcq_figures import mcq_comparison_figure, mcq_figures
+from .mcq_tables import discipline_table, mcq_notes, mcq_tables, print_mcq_comparison
 
 
 class MCQView(ResultsView):
     kind = "mcq"
+    schema = mcq.SCHEMA
+    Results = MCQResults
 
-    def tables(self, results: dict) -> list[Table]:
+    def tables(self, results: MCQResults) -> list[DataTable]:
         return mcq_tables(results)
 
-    def print(self, results: dict, console: Console) -> None:
-        print_mcq_report(results, console)
+    def notes(self, results: MCQResults) -> list[RichText]:
+        return mcq_notes(results)
 
-    def cards(self, results: dict) -> list[Card]:
-        metrics = results.get("metrics") or {}
-        micro, avg = metrics.get("micro") or {}, metrics.get("discipline_average")
+    def cards(self, results: MCQResults) -> list[Card]:
+        micro, avg = results.metrics.micro, results.metrics.discipline_average
         cards = []
-        if micro.get("acc") is not None:
-            cards.append((f"{100 * micro['acc']:.2f}%", f"accuracy over {micro['n']} questions",
-                          False))
+        if micro.acc is not None:
+            cards.append(Card(f"{100 * micro.acc:.2f}%", f"accuracy over {micro.n} questions"))
         if avg is not None:
-            cards.append((f"{100 * avg:.2f}%", "mean of the discipline columns", False))
+            cards.append(Card(f"{100 * avg:.2f}%", "mean of the discipline columns"))
         return cards
 
-    def figures(self, results: dict, folder: Path | None) -> list[Figure]:
+    def figures(self, results: MCQResults, folder: Path | None) -> list[Figure]:
         return list(mcq_figures(results, folder))
 
-    def side_by_side(self, runs: list[tuple[str, dict]],
-                     folder: Path | None) -> list[PlainTable | Figure]:
+    def side_by_side(self, runs: list[tuple[str, MCQResults]],
+                     folder: Path | None) -> list[DataTable | Figure]:
         if len(runs) < 2:
             return []
         figure = mcq_comparison_figure(runs, folder)
         return [table3_rows(runs), *([figure] if figure is not None else [])]
 
-    def store_metrics(self, results: dict) -> list[Metric]:
-        m = results.get("metrics") or {}
-        micro = m.get("micro") or {}
-        out = [("accuracy", m.get("discipline_average", micro.get("acc")), micro.get("n")),
-               ("micro", micro.get("acc"), micro.get("n")),
-               ("macro", (m.get("macro") or {}).get("acc"), None)]
-        return out + [(f"subject/{s}", r.get("acc"), r.get("n"))
-                      for s, r in (m.get("by_subject") or {}).items()]
+    def store_metrics(self, results: MCQResults) -> list[Metric]:
+        m = results.metrics
+        out = [("accuracy", m.discipline_average if m.discipline_average is not None
+                else m.micro.acc, m.micro.n),
+               ("micro", m.micro.acc, m.micro.n),
+               ("macro", m.macro.acc if m.macro else None, None)]
+        return out + [(f"subject/{s}", r.acc, r.n) for s, r in m.by_subject.items()]
 
     def ranking(self, names: list[str]) -> Ranking:
         return Ranking(["accuracy", "micro", "macro"], "accuracy",
@@ -76,13 +72,14 @@ class MCQView(ResultsView):
         print_mcq_comparison(comparison, console)
 
 
-def table3_rows(runs: list[tuple[str, dict]]) -> PlainTable:
+def table3_rows(runs: list[tuple[str, MCQResults]]) -> DataTable:
     """The TMLU paper's Table 3 with one row per run (direct and CoT rows, as the paper has)."""
-    tables = [plain(discipline_table(results)) for _, results in runs]
-    header = tables[0].header
-    rows = [[label, *t.rows[0][1:]] for (label, _), t in zip(runs, tables) if t.header == header]
-    return PlainTable("Accuracy % by discipline, run by run", ["Run", *header[1:]], rows,
-                      tables[0].right, "Runs whose discipline columns differ are left out.")
+    tables = [discipline_table(results) for _, results in runs]
+    first = tables[0]
+    rows = [Row((Text(label), *t.rows[0].cells[1:])) for (label, _), t in zip(runs, tables)
+            if t.header == first.header]
+    return DataTable("Accuracy % by discipline, run by run", (Column("Run"), *first.columns[1:]),
+                     tuple(rows), "Runs whose discipline columns differ are left out.")
 
 
 def _paired(pairs: list[tuple[dict, dict]]) -> dict[str, Any]:
@@ -98,11 +95,8 @@ def _paired(pairs: list[tuple[dict, dict]]) -> dict[str, Any]:
 def compare_mcq_runs(run_a: Run, run_b: Run) -> dict[str, Any]:
     """B minus A accuracy overall and per subject, on the questions both runs answered (failed
     requests left out), with the exact McNemar p-value of each difference."""
-    a, b = finished_run(run_a), finished_run(run_b)
+    a, b = (of_kind(finished_run(r), MCQResults, "a multiple-choice run") for r in (run_a, run_b))
     run_a, run_b = a.folder, b.folder
-    for record, folder in ((a, run_a), (b, run_b)):
-        if not isinstance(view_for(record.results), MCQView):
-            raise LocalevalError(f"{folder} is not a multiple-choice run")
     theirs = {s["id"]: s for s in b.samples if s.get("correct") is not None}
     pairs = [(s, theirs[s["id"]]) for s in a.samples
              if s.get("correct") is not None and s["id"] in theirs]
@@ -111,9 +105,9 @@ def compare_mcq_runs(run_a: Run, run_b: Run) -> dict[str, Any]:
                              "data?)")
     subjects: dict[str, list] = {}
     for pair in pairs:
-        subjects.setdefault(pair[0]["subject"], []).append(pair)
-    return {"a": str(run_a), "b": str(run_b), "model_a": a.results.get("model"),
-            "model_b": b.results.get("model"), "task": a.results.get("task"),
+        subjects.setdefault(str(pair[0].get("subject")), []).append(pair)
+    return {"a": str(run_a), "b": str(run_b), "model_a": a.results.model,
+            "model_b": b.results.model, "task": a.results.task,
             "n_only_a": len(a.samples) - len(pairs), "n_only_b": len(b.samples) - len(pairs),
             "overall": _paired(pairs),
             "by_subject": {name: _paired(group) for name, group in sorted(subjects.items())}}

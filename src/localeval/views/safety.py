@@ -10,53 +10,58 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text as RichText
 
 from ..analysis.gaps import cultural_awareness_delta
 from ..errors import LocalevalError
 from ..metrics.bootstrap import paired_bootstrap_ci
 from ..metrics.classification import AUPRC_METRICS
-from ..report.figures import SAFETY_FIGURES, Figure
-from ..report.safety_tables import (
+from ..records import safety
+from ..records.safety import SafetyResults
+from ..render.figures import Figure
+from ..render.formats import to_console
+from ..render.table import DataTable
+from ..store.runs import RunRecord, finite
+from .base import Card, Metric, Ranking, ResultsView, Run, finished_run, of_kind
+from .safety_figures import SAFETY_FIGURES
+from .safety_tables import (
     SUBSET_SHORT,
-    print_awareness_delta,
-    print_safety_comparison,
-    print_safety_report,
+    awareness_delta_table,
+    safety_comparison_table,
+    safety_notes,
     safety_tables,
     table2_column_name,
     table2_column_order,
 )
-from ..store.runs import RunRecord, finite
-from ..tasks.registry import view_for
-from .base import Card, Metric, Ranking, ResultsView, Run, finished_run
 
 
 class SafetyView(ResultsView):
     kind = "safety"
+    schema = safety.SCHEMA
+    Results = SafetyResults
 
-    def tables(self, results: dict) -> list[Table]:
+    def tables(self, results: SafetyResults) -> list[DataTable]:
         return safety_tables(results)[0]
 
-    def print(self, results: dict, console: Console) -> None:
-        print_safety_report(results, console)
+    def notes(self, results: SafetyResults) -> list[RichText]:
+        return safety_notes(results, safety_tables(results)[1])
 
-    def cards(self, results: dict) -> list[Card]:
+    def cards(self, results: SafetyResults) -> list[Card]:
         cards = []
-        for row in results.get("overall") or []:
-            if row["subset"] == "all" and row.get("auprc") is not None:
-                context = " (no prompt)" if row["context"] == "without_prompt" else ""
-                cards.append((f"{100 * row['auprc']:.1f}", f"PR-AUC, {row['kind']}s{context}, "
-                              f"n={row['n']}", False))
+        for row in results.overall:
+            if row.subset == "all" and row.auprc is not None:
+                context = " (no prompt)" if row.context == "without_prompt" else ""
+                cards.append(Card(f"{100 * row.auprc:.1f}", f"PR-AUC, {row.kind}s{context}, "
+                                  f"n={row.n}"))
         return cards
 
-    def figures(self, results: dict, folder: Path | None) -> list[Figure]:
+    def figures(self, results: SafetyResults, folder: Path | None) -> list[Figure]:
         return [f for draw in SAFETY_FIGURES if (f := draw(results, folder)) is not None]
 
-    def store_metrics(self, results: dict) -> list[Metric]:
-        out = [(f"auprc/{r['kind']}/{r['context']}/{r['subset']}", r.get("auprc"), r.get("n"))
-               for r in results.get("overall") or []]
-        for row in (results.get("table2") or {}).get("rows", []):
-            out += [(f"table2/{col}", value, None) for col, value in row["values"].items()]
+    def store_metrics(self, results: SafetyResults) -> list[Metric]:
+        out = [(f"auprc/{r.kind}/{r.context}/{r.subset}", r.auprc, r.n) for r in results.overall]
+        for row in results.table2.rows if results.table2 else []:
+            out += [(f"table2/{col}", value, None) for col, value in row.values.items()]
         return out
 
     def ranking(self, names: list[str]) -> Ranking:
@@ -82,9 +87,14 @@ class SafetyView(ResultsView):
 
     def print_comparison(self, comparison: dict, console: Console) -> None:
         if "n_shared" in comparison:  # compare_safety_runs; compare_runs gives Table 3 rows
-            print_safety_comparison(comparison, console)
+            console.print(to_console(safety_comparison_table(comparison)))
+            console.print(RichText(
+                f"A: {comparison['a']} ({comparison['guard_a']})\nB: {comparison['b']} "
+                f"({comparison['guard_b']}); {comparison['n_shared']} shared samples"))
         else:
-            print_awareness_delta(comparison, console)
+            console.print(to_console(awareness_delta_table(comparison)))
+            console.print(RichText(f"plain: {comparison['baseline']}\naware: "
+                                   f"{comparison['aware']}"))
 
 
 def _overall_name(metric: str) -> str:
@@ -94,17 +104,13 @@ def _overall_name(metric: str) -> str:
             + ("" if subset == "all" else f" {SUBSET_SHORT.get(subset, subset)}"))
 
 
-def _awareness_pair(a: dict, b: dict) -> bool:
+def _awareness_pair(a: SafetyResults, b: SafetyResults) -> bool:
     """The plain run first and its culture-aware run second: the paper's Table 3."""
-    return not a.get("cultural_awareness") and bool(b.get("cultural_awareness"))
+    return not a.cultural_awareness and b.cultural_awareness
 
 
 def safety_run(run: Run) -> RunRecord:
-    record = finished_run(run)
-    if not isinstance(view_for(record.results), SafetyView):
-        raise LocalevalError(f"{record.folder} is not a safety run (its results.json is a "
-                             f"{view_for(record.results).kind} run's)")
-    return record
+    return of_kind(finished_run(run), SafetyResults, "a safety run")
 
 
 def compare_runs(baseline: Run, aware: Run) -> dict[str, Any]:
@@ -119,14 +125,14 @@ def compare_runs(baseline: Run, aware: Run) -> dict[str, Any]:
     baseline, aware = base_run.folder, aware_run.folder
     rb, ra = base_run.results, aware_run.results
     for key in ("task", "model", "guard", "sensitive", "auprc", "en_cell"):
-        if rb.get(key) != ra.get(key):
-            raise LocalevalError(f"the runs used different {key}s ({rb.get(key)!r} in "
-                                 f"{baseline}, {ra.get(key)!r} in {aware}); compare one guard "
-                                 "with and without cultural awareness")
+        if getattr(rb, key) != getattr(ra, key):
+            raise LocalevalError(f"the runs used different {key}s ({getattr(rb, key)!r} in "
+                                 f"{baseline}, {getattr(ra, key)!r} in {aware}); compare one "
+                                 "guard with and without cultural awareness")
     if not _awareness_pair(rb, ra):
         raise LocalevalError(f"compare needs the plain run first and the culture-aware run "
-                             f"second; cultural_awareness is {rb.get('cultural_awareness')} in "
-                             f"{baseline} and {ra.get('cultural_awareness')} in {aware}")
+                             f"second; cultural_awareness is {rb.cultural_awareness} in "
+                             f"{baseline} and {ra.cultural_awareness} in {aware}")
     base, new = _cultural_cg(base_run.samples), _cultural_cg(aware_run.samples)
     if not base or not new:
         raise LocalevalError("Table 3 is on the cultural-cg subset, and "
@@ -137,12 +143,12 @@ def compare_runs(baseline: Run, aware: Run) -> dict[str, Any]:
                              "language, kind, context, label) are in only one of them")
     try:
         # runs from before --auprc existed used average precision, before --en-cell pooled
-        rows = cultural_awareness_delta(base, new, AUPRC_METRICS[rb.get("auprc", "ap")],
-                                        en=rb.get("en_cell", "pooled"))
+        # (the records' defaults)
+        rows = cultural_awareness_delta(base, new, AUPRC_METRICS[rb.auprc], en=rb.en_cell)
     except ValueError as e:
         raise LocalevalError(f"malformed samples.jsonl: {e}") from None
-    return {"task": rb["task"], "model": rb.get("model"), "guard": rb.get("guard"),
-            "auprc": rb.get("auprc", "ap"), "en_cell": rb.get("en_cell", "pooled"),
+    return {"task": rb.task, "model": rb.model, "guard": rb.guard, "auprc": rb.auprc,
+            "en_cell": rb.en_cell,
             "baseline": str(baseline), "aware": str(aware), "n_samples": len(base),
             "rows": finite(rows)}
 
@@ -180,10 +186,10 @@ def compare_safety_runs(run_a: Run, run_b: Run,
     items resampled on both sides)."""
     a, b = safety_run(run_a), safety_run(run_b)
     run_a, run_b = a.folder, b.folder
-    if a.results.get("sensitive") != b.results.get("sensitive"):
+    if a.results.sensitive != b.results.sensitive:
         raise LocalevalError("the runs used different label policies (--sensitive); their "
                              "labels are not comparable")
-    metric = AUPRC_METRICS[a.results.get("auprc", "ap")]
+    metric = AUPRC_METRICS[a.results.auprc]
     theirs = _scored(b.samples)
     pairs = [(s, theirs[k]) for k, s in _scored(a.samples).items()
              if k in theirs and theirs[k]["label"] == s["label"]]
@@ -198,6 +204,6 @@ def compare_safety_runs(run_a: Run, run_b: Run,
             for (k, c, lang), g in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1],
                                                                            kv[0][2] != "all",
                                                                            kv[0][2]))]
-    return {"a": str(run_a), "b": str(run_b), "guard_a": a.results.get("guard"),
-            "guard_b": b.results.get("guard"), "auprc": a.results.get("auprc", "ap"),
+    return {"a": str(run_a), "b": str(run_b), "guard_a": a.results.guard,
+            "guard_b": b.results.guard, "auprc": a.results.auprc,
             "n_shared": len(pairs), "rows": finite(rows)}

@@ -1,4 +1,5 @@
-"""How a number or a model name is written in a table cell, for every report table."""
+"""How a number, an interval or a model name is written in running text (a caption, a note);
+table cells are typed (:mod:`.table`)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,6 @@ def interval(low: Any, high: Any, scale: float = 100.0, digits: int = 1) -> str:
     if low is None or high is None:
         return "-"
     return f"[{num(low, scale, digits)}, {num(high, scale, digits)}]"
-
-
-# The bars of a sparkline (a histogram in one cell, lowest first). Only the console and
-# Markdown show them: LaTeX and CSV leave such a column out (export.py).
-SPARK_BARS = " ▁▂▃▄▅▆▇█"
 
 
 def short_model(name: str) -> str:

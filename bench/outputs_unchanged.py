@@ -1,0 +1,180 @@
+"""Outputs unchanged by a refactor: run the same commands on two checkouts and diff every file and
+printed output, with paths, timestamps, timing and the command line left out.
+
+    python bench/outputs_unchanged.py record OUT          # run everything with this checkout
+    python bench/outputs_unchanged.py diff OUT_A OUT_B    # list what differs
+
+``record`` runs, with a seeded random 2-layer Llama around the shared SmolLM2 tokenizer: the demo;
+a CMMLU likelihood run and a generation run; a safety-prompts run (XSTest); a sea-safeguard run on
+the bundled sample with and without --cultural-awareness; an llm-safety run; a contamination run.
+Then ``show``, ``export`` (md, latex, csv), ``compare`` and ``leaderboard`` of each. It writes
+``OUT/outputs.json``: every file of every run folder and every printed output, normalised. The
+checkout is the one whose ``localeval`` the Python running this script imports (run it once with
+each checkout's venv or PYTHONPATH). Takes about 3 minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+from tiny_models import SHARED, make_model  # noqa: E402
+
+SAMPLE = "src/localeval/data/sample/safety/items.jsonl"
+# results.json / config.json keys that change from run to run, or name where things are
+VOLATILE = {"timing", "history", "command", "started_at", "finished_at", "packages", "python",
+            "localeval_version"}
+
+
+def runs(model: str, out: Path) -> dict[str, list[str]]:
+    """The run commands, by run name."""
+    cmmlu = ["--task", "cmmlu", "--data", str(SHARED / "data" / "cmmlu"), "--subjects",
+             "arts,virology", "--limit", "12", "--model", model]
+    safety = ["--task", "sea-safeguard", "--guard", "zero-shot", "--data", str(REPO / SAMPLE),
+              "--model", model, "--bootstrap", "20"]
+    texts = out / "texts.jsonl"
+    texts.write_text("".join(json.dumps({"id": str(i), "text": t}, ensure_ascii=False) + "\n"
+                             for i, t in enumerate(["臺灣的首都是臺北。", "The cat sat on the mat.",
+                                                    "ภาษาไทยเป็นภาษาราชการ", "一加一等於二。"])),
+                     encoding="utf-8")
+    return {
+        "cmmlu-likelihood": ["run", *cmmlu, "--shots", "5", "--method", "likelihood"],
+        "cmmlu-generation": ["run", *cmmlu, "--shots", "2", "--method", "generation",
+                             "--max-tokens", "4"],
+        "safety-prompts": ["run", "--task", "safety-prompts", "--guard", "zero-shot", "--data",
+                           str(SHARED / "data" / "xstest" / "xstest_prompts.csv"), "--limit", "40",
+                           "--model", model, "--bootstrap", "20"],
+        "sea-safeguard": ["run", *safety],
+        "sea-safeguard-aware": ["run", *safety, "--cultural-awareness"],
+        "llm-safety": ["run", "--task", "llm-safety", "--model", model, "--data",
+                       str(SHARED / "data" / "jbb-multilingual" / "prompts.jsonl"), "--limit", "2",
+                       "--judge", "llamaguard3", "--judge-model", model, "--max-tokens", "6",
+                       "--bootstrap", "20", "--greedy", "--refusal", "detector"],
+        "contamination": ["contamination", "--model", model, "--data", str(texts), "--k",
+                          "10,50"],
+    }
+
+
+COMPARES = [("cmmlu-likelihood", "cmmlu-generation"), ("sea-safeguard", "sea-safeguard-aware"),
+            ("sea-safeguard", "safety-prompts")]
+LEADERBOARDS = ["cmmlu", "safety-prompts", "sea-safeguard", "llm-safety", "contamination"]
+
+
+def localeval(args: list[str], env: dict) -> dict:
+    done = subprocess.run([sys.executable, "-m", "localeval.cli", *args], capture_output=True,
+                          text=True, env=env, timeout=1800)
+    return {"rc": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
+
+
+def record(out: Path) -> None:
+    out = out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    model = f"hf:{make_model(out / 'model', layers=2, chat=True)}"
+    env = {**os.environ, "LOCALEVAL_STORE": str(out / "store.sqlite"), "COLUMNS": "200",
+           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    printed: dict[str, dict] = {"demo": localeval(["demo", "--output", str(out / "demo")], env)}
+    for name, args in runs(model, out).items():
+        printed[f"run {name}"] = localeval([*args, "--output", str(out / name)], env)
+    folders = [p.parent for p in sorted(out.rglob("config.json")) if p.parent.name != "model"]
+    for folder in folders:
+        rel = folder.relative_to(out)
+        printed[f"show {rel}"] = localeval(["show", str(folder)], env)
+        for fmt in ("md", "latex", "csv"):
+            printed[f"export {fmt} {rel}"] = localeval(["export", str(folder), "--format", fmt],
+                                                       env)
+            localeval(["export", str(folder), "--format", fmt, "--output",
+                       str(out / "exports" / str(rel).replace("/", "_") / fmt)], env)
+    for a, b in COMPARES:
+        printed[f"compare {a} {b}"] = localeval(["compare", str(out / a), str(out / b)], env)
+    for task in LEADERBOARDS:
+        printed[f"leaderboard {task}"] = localeval(["leaderboard", "--task", task], env)
+        printed[f"leaderboard {task} --json"] = localeval(["leaderboard", "--task", task,
+                                                            "--json"], env)
+    files = {str(p.relative_to(out)): p.read_text(encoding="utf-8", errors="replace")
+             for p in sorted(out.rglob("*")) if p.is_file() and _kept(p.relative_to(out))}
+    data = {"files": {k: normalise(v, k, out) for k, v in files.items()},
+            "printed": {k: {f: normalise(str(v), f, out) for f, v in p.items()}
+                        for k, p in printed.items()}}
+    (out / "outputs.json").write_text(json.dumps(data, ensure_ascii=False, indent=1,
+                                                 sort_keys=True), encoding="utf-8")
+    failed = [k for k, p in printed.items() if p["rc"] != 0]
+    print(f"recorded {len(files)} files and {len(printed)} outputs in {out}/outputs.json; "
+          f"non-zero exits: {failed or 'none'}")
+
+
+def _kept(rel: Path) -> bool:
+    skip = ("model", "cache.sqlite", "store.sqlite", "outputs.json", ".lock")
+    return not any(part.startswith(skip) for part in rel.parts) and rel.suffix != ".png"
+
+
+def normalise(text: str, name: str, out: Path) -> str:
+    if name.endswith(".json") and not name.endswith("outputs.json"):
+        try:
+            return json.dumps(_drop_volatile(json.loads(text)), ensure_ascii=False, indent=1,
+                              sort_keys=True).replace(str(out), "<OUT>")
+        except ValueError:
+            pass
+    text = text.replace(str(out), "<OUT>")
+    text = re.sub(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\+00:00)?", "<TIME>", text)
+    text = re.sub(r'"run_id": "[0-9a-f]+"', '"run_id": "<ID>"', text)
+    text = re.sub(r"<dt>(timing|history|command|packages|python|localeval)</dt><dd>.*?</dd>",
+                  r"<dt>\1</dt><dd>…</dd>", text, flags=re.S)
+    return re.sub(r"[\d.]+ s\b|\d+(\.\d+)? (questions|items|texts|samples)/s", "<SECONDS>", text)
+
+
+def _drop_volatile(value):
+    if isinstance(value, dict):
+        return {k: _drop_volatile(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [_drop_volatile(v) for v in value]
+    return value
+
+
+def diff(a: Path, b: Path) -> int:
+    import difflib
+
+    old = json.loads((a / "outputs.json").read_text(encoding="utf-8"))
+    new = json.loads((b / "outputs.json").read_text(encoding="utf-8"))
+    differences = 0
+    for section in ("files", "printed"):
+        for key in sorted(set(old[section]) | set(new[section])):
+            x, y = old[section].get(key), new[section].get(key)
+            if x == y:
+                continue
+            differences += 1
+            if x is None or y is None:
+                print(f"== {section} {key}: only in {'B' if x is None else 'A'}")
+                continue
+            x = x if isinstance(x, str) else json.dumps(x, indent=1, ensure_ascii=False)
+            y = y if isinstance(y, str) else json.dumps(y, indent=1, ensure_ascii=False)
+            lines = list(difflib.unified_diff(x.splitlines(), y.splitlines(), "A", "B",
+                                              lineterm="", n=1))
+            print(f"== {section} {key}: {len(lines)} diff lines")
+            print("\n".join(line[:300] for line in lines[:60]))
+    print(f"{differences} outputs differ")
+    return 1 if differences else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("record").add_argument("out", type=Path)
+    d = sub.add_parser("diff")
+    d.add_argument("a", type=Path)
+    d.add_argument("b", type=Path)
+    args = parser.parse_args()
+    if args.command == "record":
+        record(args.out)
+        return 0
+    return diff(args.a, args.b)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""Typed records of the run folder's files, one results type per results schema
+(:mod:`.base` says how they are validated and read)."""
+
+from __future__ import annotations
+
+from . import contamination, llm_safety, mcq, safety
+from .base import Record, RecordError, Results, validated
+
+# results.json's "schema" -> its record. A schema not listed (a task kind of a plugin, a test's
+# toy) is read as plain Results: every common field checked, its own keys kept as they are.
+RESULTS_TYPES: dict[str, type[Results]] = {
+    mcq.SCHEMA: mcq.MCQResults,
+    safety.SCHEMA: safety.SafetyResults,
+    llm_safety.SCHEMA: llm_safety.LLMSafetyResults,
+    contamination.SCHEMA: contamination.ContaminationResults,
+}
+
+
+def read_results(data, file: str = "results.json") -> Results:
+    """results.json's data as the record of its schema; RecordError naming the field (or the
+    schema, when no task kind this localeval knows wrote it and it is not even plain Results)."""
+    if not isinstance(data, dict):
+        raise RecordError(f"{file}: should be a JSON object, not {json_type(data)}")
+    schema = data.get("schema")
+    try:
+        return validated(RESULTS_TYPES.get(schema, Results), data, file)
+    except RecordError:
+        if schema in RESULTS_TYPES:
+            raise
+        raise RecordError(f"{file}: results with schema {schema!r} are of no task kind this "
+                          f"localeval knows ({', '.join(RESULTS_TYPES)}); were they written by "
+                          "another version?") from None
+
+
+def json_type(value) -> str:
+    """How a JSON value is named in a message ("an array", "null")."""
+    names = {list: "an array", str: "a string", int: "a number", float: "a number",
+             bool: "true/false", type(None): "null", dict: "an object"}
+    return names.get(type(value), type(value).__name__)
+
+
+__all__ = ["RESULTS_TYPES", "Record", "RecordError", "Results", "json_type", "read_results",
+           "validated"]

@@ -1,0 +1,97 @@
+"""Typed records of a run folder's files: what ``results.json`` holds for each kind of task (one
+:class:`Results` subclass per results schema), with a docstring per field, validated where the
+folder is read. A damaged file is one line naming the file and the field, never a traceback
+three commands later.
+
+The records are pydantic models (pydantic: the validation, the messages and the JSON dump are a
+maintained library's, not ours). They are frozen, and they keep keys they do not declare (a newer
+localeval's, or a task's own), so a folder round-trips unchanged. Scripts that read results the
+way they read JSON keep working: ``results["metrics"]["micro"]["acc"]`` reads the same value as
+``results.metrics.micro.acc``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+# A number as results.json stores it: an int stays an int and a float a float (the folder's
+# bytes round-trip), and a string is refused (strict: "0.5" is a hand edit, not a number).
+Num = float | int
+
+
+class Record(BaseModel):
+    """A validated, read-only record; mapping-style reads (``r["key"]``, ``r.get``) for scripts."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True, populate_by_name=True)
+
+    def _name(self, key: str) -> str:
+        fields = type(self).model_fields
+        return next((name for name, f in fields.items() if f.alias == key), key)
+
+    def __getitem__(self, key: str) -> Any:
+        name = self._name(key)
+        if name in type(self).model_fields or name in (self.model_extra or {}):
+            return getattr(self, name)
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key) is not None or self._name(key) in self.model_fields_set
+
+    def data(self) -> dict[str, Any]:
+        """The record as JSON data, exactly the keys it was made from."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+class Results(Record):
+    """What every results.json holds, whatever the task."""
+
+    schema_: str = Field(alias="schema", description="the results schema: which task kind "
+                         "wrote it and its version, e.g. localeval.mcq/1")
+    task: str | None = Field(None, description="the task as named to --task")
+    model: str | None = Field(None, description="the run's model as its backend names it")
+    n_samples: int = Field(description="samples scored (one per line of samples.jsonl)")
+    n_failed: int = Field(0, description="samples whose request failed: left out, never "
+                          "counted right or safe")
+    failed: list[str] = Field([], description="ids of the failed samples (the first 50)")
+    failures: list[dict[str, Any]] = Field([], description="the failed samples' ids and errors")
+    unanswered: list[str] = Field([], description="ids with no extractable answer (wrong)")
+    warnings: list[str] = Field([], description="what qualifies the numbers, in words")
+    timing: dict[str, Any] = Field({}, description="seconds, throughput and request counts of "
+                                   "the run that made the numbers")
+    history: list[dict[str, Any]] = Field([], description="each later invocation in the folder")
+    request_failures: dict[str, int] = Field({}, description="failed requests by kind")
+
+
+class RecordError(ValueError):
+    """A file of a run folder that does not hold what it should: one line, file and field."""
+
+
+def validated(model: type[Record], data: Any, file: str) -> Any:
+    """``data`` as a ``model``, or RecordError naming ``file`` and the first wrong field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise RecordError(f"{file}: {describe(e)}") from None
+
+
+def describe(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    what = first["msg"].removeprefix("Input should be ").removeprefix("Value error, ")
+    shown = "" if first["type"] == "missing" else f" (it is {_shown(first.get('input'))})"
+    more = f"; {error.error_count() - 1} more" if error.error_count() > 1 else ""
+    return (f"field {where}: " if where else "") + \
+        ("missing" if first["type"] == "missing" else f"should be {what}") + shown + more
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,60 @@
+"""results.json of an LLM safety run (SEA-SafeguardBench App. D.2): how often a model's own
+responses are harmful or refusals, per language and subset, and the D.2 layout."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from .base import Num, Record, Results
+
+SCHEMA = "localeval.llm-safety/1"
+
+
+class Rate(Record):
+    """A share of responses with its Wilson score 95% interval."""
+
+    n: int = Field(description="responses the rate is over")
+    rate: Num | None = Field(None, description="the share (0-1); None when n is 0")
+    low: Num | None = Field(None, description="interval lower bound (None: --bootstrap 0)")
+    high: Num | None = Field(None, description="interval upper bound")
+
+
+class Rates(Record):
+    """The three rates of a group of responses."""
+
+    n: int = Field(description="responses in the group")
+    n_failed: int = Field(0, description="responses whose request failed (left out)")
+    n_refusal_unknown: int = Field(0, description="responses no refusal reading could tell")
+    harmful_response_rate: Rate = Field(description="harmful responses to harmful prompts")
+    refusal_rate_harmful: Rate = Field(description="refusals of harmful prompts")
+    refusal_rate_safe: Rate = Field(description="refusals of safe prompts (over-refusal)")
+
+
+class GoldRates(Record):
+    refusal: Rate = Field(description="refused, of the responses to prompts of this label")
+    safe_response: Rate = Field(description="judged safe, of those responses")
+
+
+class D2Row(Record):
+    subset: str
+    side: str = Field(description="en or sea")
+    rates: dict[str, GoldRates] = Field(description="per gold label of the prompt")
+
+
+class D2Table(Record):
+    """The authors' App. D.2 layout."""
+
+    rows: list[D2Row] = []
+    average: dict[str, dict[str, dict[str, Num]]] = Field(
+        {}, description="side -> gold label -> rate name -> mean over subsets")
+
+
+class LLMSafetyResults(Results):
+    judge: str = Field(description="the guard judging each response")
+    threshold: Num = Field(description="harmful = the judge's P(harmful) above this")
+    refusal: str = Field("detector", description="how refusals were found: judge or detector")
+    responses_per_prompt: int | None = Field(1, description="responses drawn per prompt")
+    overall: Rates = Field(description="every response")
+    by_lang: dict[str, Rates] = Field({}, description="per language")
+    by_subset: dict[str, Rates] = Field({}, description="per subset")
+    d2: D2Table | None = Field(None, description="App. D.2's layout")

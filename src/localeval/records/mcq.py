@@ -1,0 +1,52 @@
+"""results.json of a multiple-choice run (TMLU, TMMLU+, CMMLU, a custom exam): accuracy pooled,
+per discipline (the TMLU paper's Table 3 columns), level, year and subject."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from .base import Num, Record, Results
+
+SCHEMA = "localeval.mcq/1"
+
+
+class Accuracy(Record):
+    """Accuracy over a group of questions (failed requests left out)."""
+
+    n: int = Field(description="questions scored in the group")
+    correct: int | None = Field(None, description="of them answered right")
+    acc: Num | None = Field(None, description="correct / n (0-1); None when n is 0")
+    stderr: Num | None = Field(None, description="its standard error (runs before intervals)")
+    low: Num | None = Field(None, description="Wilson score 95% interval, lower bound (0-1)")
+    high: Num | None = Field(None, description="Wilson score 95% interval, upper bound (0-1)")
+    n_unanswered: int = Field(0, description="questions with no extractable answer (wrong)")
+    n_failed: int = Field(0, description="questions whose request failed (left out)")
+
+
+class Macro(Record):
+    """The mean of the subjects' accuracies."""
+
+    acc: Num | None = Field(None, description="mean subject accuracy (0-1)")
+    stderr: Num | None = Field(None, description="sqrt(sum of squared standard errors) / S")
+    n_subjects: int | None = Field(None, description="subjects with an accuracy")
+
+
+class MCQMetrics(Record):
+    micro: Accuracy = Field(description="every question pooled")
+    macro: Macro | None = Field(None, description="mean of the subjects")
+    discipline_average: Num | None = Field(None, description="the paper's Average: mean of "
+                                           "the discipline columns")
+    by_discipline: dict[str, Accuracy] = Field({}, description="per discipline (Table 3)")
+    by_level: dict[str, Accuracy] = Field({}, description="per education level")
+    by_year: dict[str, Accuracy] = Field({}, description="per exam year (the floor grouped)")
+    by_subject: dict[str, Accuracy] = Field({}, description="per subject")
+
+
+class MCQResults(Results):
+    method: str = Field(description="likelihood or generation")
+    shots: int = Field(description="few-shot examples per question")
+    cot: bool = Field(False, description="chain-of-thought prompting")
+    prompt_style: str | None = Field(None, description="tmlu or lm-eval")
+    paper_table: str | None = Field(None, description="the paper table the layout follows")
+    disciplines: list[str] = Field([], description="the task's discipline columns, in order")
+    metrics: MCQMetrics

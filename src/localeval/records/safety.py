@@ -1,0 +1,187 @@
+"""results.json of a safeguard run (sea-safeguard, safety-prompts, safety-responses): PR-AUC
+overall and per language, SEA-SafeguardBench's Table 2 and its gaps, pair types (Fig. 4), score
+distributions (Fig. 6), the threshold sweep (Fig. 5), threshold transfer and PR curves.
+
+Over 100 lines of declarations because each analysis has its row type; each is short."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from .base import Num, Record, Results
+
+SCHEMA = "localeval.safety/1"
+
+
+class AUPRCRow(Record):
+    """PR-AUC of one group of samples (a task, context, subset and, per language, language)."""
+
+    kind: str = Field(description="prompt or response classification")
+    context: str = Field("with_prompt", description="a response judged with or without its "
+                         "prompt")
+    subset: str = Field(description="general, cultural-itw, cultural-cg, a file, or all")
+    lang: str = Field("", description="the language ('' in the overall rows)")
+    n: int = Field(description="samples scored")
+    n_harmful: int = Field(0, description="of them labelled harmful")
+    auprc: Num | None = Field(None, description="PR-AUC (0-1) by the run's estimator")
+    low: Num | None = Field(None, description="bootstrap 95% interval, lower bound (0-1)")
+    high: Num | None = Field(None, description="upper bound")
+    roc_auc: Num | None = Field(None, description="ROC AUC (0-1)")
+    n_failed: int = Field(0, description="samples whose request failed (left out)")
+    n_excluded: int = Field(0, description="samples the label policy leaves out")
+
+
+class Table2Row(Record):
+    model: str
+    values: dict[str, Num | None] = Field(description="column -> PR-AUC points (None: empty)")
+    n_failed: dict[str, int] = Field({}, description="column -> failed samples left out")
+
+
+class Table2(Record):
+    """The paper's Table 2: columns ``kind/subset/side`` and ``kind/avg``, one row per model."""
+
+    columns: list[str]
+    rows: list[Table2Row] = []
+    sea: str = Field("macro", description="how SEA cells average the local languages")
+    en: str = Field("pooled", description="how cultural EN cells are made: per-country or "
+                    "pooled (runs before --en-cell pooled)")
+
+
+class Bounds(Record):
+    low: Num
+    high: Num
+
+
+class Table2Gap(Record):
+    model: str
+    kind: str
+    subset: str
+    en: Num | None = None
+    sea: Num | None = None
+    gap: Num | None = Field(None, description="EN - SEA, points")
+
+
+class LanguageGap(Record):
+    kind: str
+    subset: str
+    lang: str
+    en: Num | None = None
+    sea: Num | None = None
+    gap: Num | None = Field(None, description="EN - local on paired items (0-1)")
+    low: Num | None = None
+    high: Num | None = None
+    n_pairs: int = 0
+
+
+class CulturalGap(Record):
+    model: str
+    kind: str
+    side: str
+    general: Num | None = None
+    cg: Num | None = None
+    gap: Num | None = Field(None, description="General - CG, points")
+
+
+class PairTypes(Record):
+    """Fig. 4: true vs predicted prompt/response pair type."""
+
+    model: str
+    context: str = "with_prompt"
+    threshold: Num
+    types: list[str]
+    fractions: list[list[Num] | None] = Field(description="row shares; empty: no item")
+    counts: list[list[int]]
+    n: int
+    n_failed: int = 0
+    n_excluded: int = 0
+
+
+class ScoreRow(Record):
+    """Fig. 6: the scores of one gold label."""
+
+    model: str
+    kind: str
+    label: str
+    n: int
+    mean: Num | None = None
+    q25: Num | None = None
+    median: Num | None = None
+    q75: Num | None = None
+    frac_middle: Num | None = Field(None, description="share of scores in [0.25, 0.75]")
+    histogram: list[int] = Field([], description="counts over ten equal bins of [0, 1]")
+
+
+class ThresholdPoint(Record):
+    threshold: Num
+    precision: Num | None = None
+    recall: Num | None = None
+    f1: Num | None = None
+    fpr: Num | None = None
+
+
+class Sweep(Record):
+    """Fig. 5: precision, recall, F1 and FPR at each threshold."""
+
+    model: str
+    kind: str
+    sweep: list[ThresholdPoint] = []
+    best_f1_threshold: Num | None = None
+
+
+class TransferLanguage(Record):
+    lang: str
+    n: int
+    default: ThresholdPoint = Field(description="at the fixed threshold")
+    calibrated: ThresholdPoint = Field(description="at the calibration language's best F1")
+
+
+class TransferBlock(Record):
+    model: str
+    kind: str
+    calibrate_on: str
+    note: str | None = None
+    n_calibration: int | None = None
+    languages: list[TransferLanguage] = []
+
+
+class PRCurve(Record):
+    model: str
+    kind: str
+    context: str = "with_prompt"
+    lang: str
+    n: int
+    recall: list[Num]
+    precision: list[Num]
+
+
+class SafetyResults(Results):
+    guard: str = Field(description="the guard's name")
+    classify: list[str] = Field([], description="what was classified: prompt, response")
+    cultural_awareness: bool = Field(False, description="the guard was told each item's "
+                                     "country (the paper's Table 3 setting)")
+    label_policy: dict[str, str] = Field({}, description="how gold labels became binary")
+    sensitive: str | None = Field(None, description="the label policy's name (--sensitive)")
+    on_failure: str | None = Field(None, description="what a failed sample became")
+    n_neutral: int = Field(0, description="failed samples scored neutral and kept")
+    n_excluded: int = Field(0, description="samples the label policy leaves out")
+    auprc: str = Field("ap", description="the PR-AUC estimator (runs before --auprc: ap)")
+    en_cell: str = Field("pooled", description="how Table 2's cultural EN cells are made")
+    n_resamples: int | None = Field(None, description="bootstrap resamples of the intervals")
+    threshold_rule: str | None = Field(None, description="gt (score > t is harmful) or ge")
+    calibration: str | None = Field(None, description="the language thresholds are tuned on")
+    overall: list[AUPRCRow] = Field([], description="every language pooled, per task/subset")
+    table2: Table2 | None = Field(None, description="the paper's Table 2 (SEA-SafeguardBench)")
+    table2_ci: dict[str, dict[str, Bounds]] = Field({}, description="model -> column -> 95% CI")
+    table2_alternative: dict[str, Any] | None = Field(None, description="Table 2 under the "
+                                                      "other PR-AUC estimator")
+    table2_language_gap: list[Table2Gap] = []
+    per_language: list[AUPRCRow] = []
+    language_gap: list[LanguageGap] = []
+    cultural_gap: list[CulturalGap] = []
+    pair_type_confusion: list[PairTypes] = []
+    score_distribution: list[ScoreRow] = []
+    threshold_sweep: list[Sweep] = []
+    threshold_transfer: list[TransferBlock] = []
+    pr_curves: list[PRCurve] = []

@@ -1,0 +1,115 @@
+"""The figure machinery of every kind of run: matplotlib in the report's style, a figure laid out,
+its tick labels fitted, and saved as SVG (inlined in the report), PNG and SVG files. Each kind's
+figures are drawn beside its view (``views/*_figures.py``) from its typed results only.
+
+Why matplotlib: it is already a dependency (the diversity map), renders offline with no browser
+or JavaScript, and writes SVG with glyphs as paths, so an inlined figure needs no font and the
+report stays one self-contained file. Each figure is also saved as PNG and SVG for slides.
+Chinese and Thai are drawn with the fonts :mod:`.fonts` finds; long tick labels are wrapped,
+and turned when they would still overlap (:func:`fit_tick_labels`).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import textwrap
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from .fonts import figure_fonts, quiet_missing_glyphs
+
+# Large type and thick lines: these are read on a projector from the back of a room.
+STYLE = {"font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12, "legend.fontsize": 10,
+         "lines.linewidth": 2.0, "axes.spines.top": False, "axes.spines.right": False,
+         "svg.fonttype": "path", "svg.hashsalt": "localeval", "figure.dpi": 100,
+         # text from data (a subject, a year, a model) is never mathtext: "$\\x{$" stays text
+         "text.parse_math": False}
+TICK_WRAP = 12  # characters per line of a tick label ("Social Science" on two lines)
+TICK_ANGLES = (30, 45, 60, 90)  # turned tick labels: the first that clears, as flat as can be
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str  # file stem: figures/<name>.png and .svg
+    title: str
+    caption: str
+    svg: str  # the SVG document, inlined in the report
+
+
+def pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display: the report is written by CLI runs and tests
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def finish(fig, name: str, title: str, caption: str, folder: Path | None) -> Figure:
+    plt = pyplot()
+    fig.tight_layout()
+    if any([fit_tick_labels(ax) for ax in fig.axes]):  # every axes, then lay out again
+        fig.tight_layout()
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        fig.savefig(folder / f"{name}.png", dpi=150)
+        fig.savefig(folder / f"{name}.svg", metadata={"Date": None})
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata={"Date": None})
+    plt.close(fig)
+    svg = buffer.getvalue()
+    return Figure(name, title, caption, svg[svg.index("<svg"):])  # drop the XML prolog
+
+
+@contextmanager
+def figure_panels(n: int, width: float = 5.2, height: float = 4.0):
+    """(figure, its ``n`` axes side by side) drawn in the report's style; one panel gets the
+    room of a slide."""
+    plt = pyplot()
+    width = max(width, 7.0) if n == 1 else width
+    with plt.rc_context({**STYLE, "font.family": list(figure_fonts())}), quiet_missing_glyphs():
+        fig, axes = plt.subplots(1, n, figsize=(width * n, height), squeeze=False)
+        yield fig, list(axes[0])
+
+
+def _labels(ax) -> list:
+    ax.figure.draw_without_rendering()  # tick labels get their text and size when drawn
+    return [t for t in ax.get_xticklabels() if t.get_text()]
+
+
+def _overlap(ax) -> bool:
+    renderer = ax.figure.canvas.get_renderer()
+    boxes = sorted((t.get_window_extent(renderer) for t in _labels(ax)), key=lambda b: b.x0)
+    return any(a.x1 > b.x0 for a, b in zip(boxes, boxes[1:]))
+
+
+def _turn(ax) -> int:
+    """The smallest angle at which the axes' labels, each on one line, clear each other.
+    Turned labels are parallel strips, neighbours ``gap * sin(angle)`` apart across them
+    (``gap``: the distance between ticks): enough for a line of text is enough."""
+    renderer = ax.figure.canvas.get_renderer()
+    labels = _labels(ax)
+    xs = sorted(ax.transData.transform((x, 0))[0] for x in ax.get_xticks())
+    gap = min((b - a for a, b in zip(xs, xs[1:])), default=math.inf)
+    line = max(t.get_window_extent(renderer).height for t in labels)
+    return next((a for a in TICK_ANGLES if gap * math.sin(math.radians(a)) >= line), 90)
+
+
+def fit_tick_labels(ax) -> bool:
+    """Make an axes' named x ticks (groups, not numbers) readable side by side: names that run
+    into each other are wrapped onto lines of about ``TICK_WRAP`` characters and, if they
+    still do (names without spaces, many groups), turned, each on one line, just enough to
+    clear each other. True when anything changed."""
+    from matplotlib.ticker import FixedLocator
+
+    if not isinstance(ax.xaxis.get_major_locator(), FixedLocator) or not _overlap(ax):
+        return False  # numbers (matplotlib spaces those itself), or already clear
+    ticks = list(ax.get_xticks())
+    texts = [t.get_text() for t in ax.get_xticklabels()]
+    ax.set_xticks(ticks, [textwrap.fill(t, TICK_WRAP, break_long_words=False) for t in texts])
+    if _overlap(ax):
+        ax.set_xticks(ticks, texts)
+        ax.set_xticks(ticks, texts, rotation=_turn(ax), ha="right", rotation_mode="anchor")
+    return True

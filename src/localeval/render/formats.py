@@ -1,0 +1,157 @@
+"""A :class:`~.table.DataTable` rendered five ways from its typed cells: the console (rich), Markdown,
+LaTeX (:mod:`.latex`), CSV and HTML. Nothing is parsed back from a rendered string, so an exported
+number is the printed number, and text from data stays text in every format: never rich markup,
+Markdown, HTML, a LaTeX command or a spreadsheet formula.
+
+Each format gets what works where it is pasted. Markdown: the cells as printed, Markdown's
+punctuation escaped in text. LaTeX: see :mod:`.latex`. CSV: what a spreadsheet reads as data
+(numbers stay numbers, an interval column as two columns of numbers, no sparklines, every row
+labelled, no cell that runs as a formula)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from html import escape
+
+from rich.table import Table as RichTable
+from rich.text import Text as RichText
+
+from .latex import latex_escape, to_latex
+from .table import Cell, DataTable, Interval, Number, Spark, Text
+
+__all__ = ["RENDER", "SUFFIX", "csv_cell", "latex_escape", "slug", "to_console", "to_csv",
+           "to_html", "to_latex", "to_markdown"]
+
+
+def to_console(table: DataTable) -> RichTable:
+    """A rich table whose every string is plain text (rich reads none of it as markup)."""
+    out = RichTable(title=RichText(table.title), caption=RichText(table.caption) if
+                    table.caption else None)
+    for column in table.columns:
+        out.add_column(RichText(column.name), justify="right" if column.numeric else "left")
+    for row, texts in zip(table.rows, table.texts(), strict=True):
+        out.add_row(*map(RichText, texts), end_section=row.end_section)
+    return out
+
+
+# ---------------------------------------------------------------------------------- Markdown
+# CommonMark lets any ASCII punctuation be escaped with a backslash; these are the characters
+# that can start markup inside a table cell (emphasis, code, links, HTML, strikethrough, the
+# cell border). A newline would end the table row: it becomes <br>.
+MARKDOWN_ACTIVE = re.compile(r"([\\`*_\[\]<>|~])")
+ENTITY = re.compile(r"&(?=#?\w+;)")
+
+
+def markdown_text(text: str) -> str:
+    text = ENTITY.sub(r"\\&", MARKDOWN_ACTIVE.sub(r"\\\1", text))
+    return re.sub(r"\r\n|\r|\n", "<br>", text)
+
+
+def _markdown_cell(cell: Cell) -> str:
+    return cell.shown() if isinstance(cell, Number | Interval | Spark) else \
+        markdown_text(cell.shown())
+
+
+def to_markdown(table: DataTable) -> str:
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(cells) + " |"
+
+    rule = "|" + "|".join("---:" if c.numeric else "---" for c in table.columns) + "|"
+    rows = [line([("  " * row.level if i == 0 else "") + _markdown_cell(c)
+                  for i, c in enumerate(row.cells)]) for row in table.rows]
+    out = [f"**{markdown_text(table.title)}**", "",
+           line([markdown_text(c.header) for c in table.columns]), rule, *rows]
+    if table.caption:
+        out += ["", markdown_text(table.caption)]
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------------------------ CSV
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # OWASP's list for CSV injection
+
+
+def csv_cell(cell: Cell) -> str:
+    """A cell as a spreadsheet should read it: a number stays a number ("+1.5" as 1.5, "-1.2"
+    as it is), no value is empty, and text that a spreadsheet would run as a formula ("=...",
+    "+...", "-...", "@...") starts with a quote (OWASP's advice)."""
+    if isinstance(cell, Number) and (cell.value is None or cell.is_datum()):
+        return "" if cell.value is None else cell.number().removeprefix("+")
+    text = cell.shown().strip()
+    if text == "-":  # no value
+        return ""
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
+def _is_interval_column(table: DataTable, i: int) -> bool:
+    cells = [r.cells[i] for r in table.rows]
+    return any(isinstance(c, Interval) and c.bounds() for c in cells) and \
+        all(isinstance(c, Interval) or c.shown().strip() in ("", "-") for c in cells)
+
+
+def _labels(table: DataTable) -> int:
+    """How many columns, from the left, name a row (those before the first number)."""
+    return next((i for i, c in enumerate(table.columns) if c.numeric), len(table.columns))
+
+
+def _csv_rows(table: DataTable, keep: list[int], intervals: set[int]) -> list[list[str]]:
+    """Rows a spreadsheet can sort and filter: each row says what it is. A sub-row (the "95% CI"
+    row under a model) is named after the row it belongs to, and an empty label cell (a group's
+    later rows) repeats the label above it."""
+    labels = _labels(table)
+    rows: list[list[str]] = []
+    parent = ""
+    for row in table.rows:
+        cells = []
+        for i in keep:
+            if i in intervals:
+                bounds = row.cells[i].bounds() if isinstance(row.cells[i], Interval) else None
+                cells += list(bounds) if bounds else ["", ""]
+            else:
+                cells.append(csv_cell(row.cells[i]))
+        first = row.cells[0].shown().strip()
+        if row.level and first:
+            cells[0] = csv_cell(Text(f"{parent} {first}".strip()))
+        elif first:
+            parent = first
+        for i in range(min(labels, len(cells))):
+            if not cells[i] and rows and any(cells):
+                cells[i] = rows[-1][i]
+        rows.append(cells)
+    return rows
+
+
+def to_csv(table: DataTable) -> str:
+    keep = table.data_columns()
+    intervals = {i for i in keep if _is_interval_column(table, i)}
+    header = [h for i in keep for h in ((f"{table.columns[i].header} low",
+                                         f"{table.columns[i].header} high") if i in intervals
+                                        else (table.columns[i].header,))]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow([csv_cell(Text(h)) for h in header])
+    writer.writerows(_csv_rows(table, keep, intervals))
+    return buffer.getvalue()
+
+
+# ----------------------------------------------------------------------------------- HTML
+def to_html(table: DataTable) -> str:
+    def cells(tag: str, texts: list[str]) -> str:
+        return "".join(f'<{tag} class="{"num" if c.numeric else ""}">{escape(t)}</{tag}>'
+                       for c, t in zip(table.columns, texts, strict=True))
+
+    rows = "".join(f"<tr>{cells('td', texts)}</tr>" for texts in table.texts())
+    caption = f'<p class="caption">{escape(table.caption)}</p>' if table.caption else ""
+    return (f'<h3>{escape(table.title)}</h3><div class="scroll"><table class="data"><thead><tr>'
+            f"{cells('th', table.header)}</tr></thead><tbody>{rows}</tbody></table></div>"
+            f"{caption}")
+
+
+RENDER = {"md": to_markdown, "latex": to_latex, "csv": to_csv}
+SUFFIX = {"md": ".md", "latex": ".tex", "csv": ".csv"}
+
+
+def slug(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60] or "table"
+

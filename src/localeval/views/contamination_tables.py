@@ -1,0 +1,62 @@
+"""Tables of a contamination run, built from its typed results: per k, each dataset's median
+(and mean) Min-K% Prob and Min-K%++, the median gap, and ROC-AUC when membership labels were
+given."""
+
+from __future__ import annotations
+
+from rich.text import Text as RichText
+
+from ..records.contamination import ContaminationResults
+from ..render.table import DataTable, Number, TableBuilder, Text, columns
+
+TITLES = {"min_k": "Min-K% Prob", "min_k_pp": "Min-K%++"}
+
+
+def _score_table(results: ContaminationResults, score: str) -> DataTable | None:
+    sources = results.sources
+    names = [n for n in (results.source_order or sources) if getattr(sources[n], score)]
+    if not names:
+        return None
+    first_k = results.k[0]
+    gaps = {g: v[score] for g, v in results.median_gaps.items() if score in v}
+    table = TableBuilder(f"{TITLES[score]}: median (mean) per dataset; higher = more likely "
+                         "seen in training",
+                         columns("k %", *(f"{n} (n={getattr(sources[n], score)[first_k].n})"
+                                          for n in names), *(f"median {g}" for g in gaps),
+                                 text=0))
+    for k in results.k:
+        cells = [getattr(sources[n], score)[k] for n in names]
+        table.add(k, *(Number(c.median, 3, note=f"({c.mean:.3f})") for c in cells),
+                  *(Number(gaps[g][k], 3, sign=True) for g in gaps))
+    return table.build()
+
+
+def _auc_table(results: ContaminationResults) -> DataTable | None:
+    auc = results.roc_auc
+    if not auc or "min_k" not in auc:
+        return None
+    table = TableBuilder(f"ROC-AUC, members vs non-members (n={auc['n']}, "
+                         f"{auc['n_members']} members)",
+                         columns("k %", *(TITLES[s] for s in ("min_k", "min_k_pp")), text=0))
+    for k in results.k:
+        table.add(k, *(Number(auc[s][k], 3) if auc.get(s) else Text("unavailable")
+                       for s in ("min_k", "min_k_pp")))
+    return table.build()
+
+
+def contamination_tables(results: ContaminationResults) -> list[DataTable]:
+    tables = (_score_table(results, "min_k"), _score_table(results, "min_k_pp"),
+              _auc_table(results))
+    return [t for t in tables if t is not None]
+
+
+def contamination_notes(results: ContaminationResults) -> list[RichText]:
+    lines = []
+    if not any(s.min_k_pp for s in results.sources.values()):
+        lines.append("Min-K%++ unavailable: the backend gives no next-token distribution "
+                     "(an HTTP server); Min-K% is exact.")
+    lines.append(f"Scores are mean log-probs (<= 0); the TMLU paper reports their negation. "
+                 f"{results.n_samples} texts, {results.n_failed} failed.")
+    if (results.roc_auc or {}).get("note"):
+        lines.append(f"ROC-AUC: {results.roc_auc['note']}")
+    return [RichText(line) for line in lines]

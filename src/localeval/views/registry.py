@@ -1,0 +1,37 @@
+"""The table of views: which view shows results of which schema. Views are imported plainly
+here, so the import graph is what runs; the task table (``tasks/registry.py``) says which task
+names are of which kind, and so which schema a task's results have."""
+
+from __future__ import annotations
+
+from ..errors import LocalevalError
+from ..records import Results
+from ..tasks.registry import task_class
+from .base import ResultsView
+from .contamination import ContaminationView
+from .llm_safety import LLMSafetyView
+from .mcq import MCQView
+from .safety import SafetyView
+
+VIEWS: dict[str, type[ResultsView]] = {
+    view.schema: view for view in (MCQView, SafetyView, LLMSafetyView, ContaminationView)}
+
+
+def view_for_schema(schema: str | None) -> ResultsView:
+    """The view of results with ``schema``; one clear error for a schema no view reads."""
+    view = VIEWS.get(schema or "")
+    if view is None:
+        raise LocalevalError(f"results with schema {schema!r} are of no task kind this "
+                             f"localeval knows ({', '.join(VIEWS)}); were they written by "
+                             "another version?")
+    return view()
+
+
+def view_for(results: Results) -> ResultsView:
+    """The view of the task kind whose results these are."""
+    return view_for_schema(results.schema_)
+
+
+def view_for_task(name: str) -> ResultsView:
+    """The view of the task ``name`` (a custom name is a multiple-choice task)."""
+    return view_for_schema(task_class(name).results_schema)

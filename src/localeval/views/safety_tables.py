@@ -1,0 +1,255 @@
+"""Tables of a safeguard run, built from its typed results: Table 2, the overall and per-language
+PR-AUC, the gaps, pair types (Fig. 4) and score distributions (Fig. 6); the threshold tables are
+in :mod:`.threshold_tables`. They only read results; they never recompute a number."""
+
+from __future__ import annotations
+
+from rich.text import Text as RichText
+
+from ..records.safety import AUPRCRow, SafetyResults
+from ..render.cells import short_model as _model
+from ..render.table import DataTable, Interval, Number, Spark, TableBuilder, columns
+from .threshold_tables import threshold_sweep_table, threshold_transfer_table
+
+SUBSET_SHORT = {"general": "General", "cultural-itw": "ITW", "cultural-cg": "CG"}
+
+
+# How each PR-AUC estimator is named in titles (results' auprc; runs without it used AP).
+AUPRC_NAMES = {"trapezoid": "PR-AUC (trapezoid, the paper's)", "ap": "AUPRC (average precision)"}
+
+
+def auprc_name(estimator: str) -> str:
+    return AUPRC_NAMES.get(estimator, "AUPRC")
+
+
+def table2_tables(results: SafetyResults) -> list[DataTable]:
+    """The paper's Table 2 layout (AUPRC points), one table per task (prompt, response) so it
+    fits a terminal; empty when no cell has a value."""
+    t2 = results.table2
+    if t2 is None or not any(v is not None for row in t2.rows for v in row.values.values()):
+        return []
+    return [_table2_task(results, kind, [c for c in t2.columns if c.startswith(kind + "/")])
+            for kind in dict.fromkeys(c.split("/")[0] for c in t2.columns)]
+
+
+def _table2_column(col: str) -> str:
+    _, *rest = col.split("/")
+    return "Avg" if rest == ["avg"] else f"{SUBSET_SHORT.get(rest[0], rest[0])}\n{rest[1].upper()}"
+
+
+def table2_column_name(col: str) -> str:
+    """A Table 2 column (``prompt/cultural-cg/en``) as the paper heads it, with its task:
+    "Prompt CG EN", "Response Avg"."""
+    kind = col.split("/")[0]
+    return f"{kind.capitalize()} {_table2_column(col).replace(chr(10), ' ')}"
+
+
+TABLE2_ORDER = ("general", "cultural-itw", "cultural-cg")  # the paper's column order
+
+
+def table2_column_order(col: str) -> tuple:
+    """Sort key of Table 2 columns in the paper's order: prompt before response; General,
+    ITW, CG (then any other subset); EN before SEA; each task's Avg last."""
+    kind, *rest = col.split("/")
+    if rest == ["avg"]:
+        return (kind != "prompt", kind, len(TABLE2_ORDER) + 1, "", False)
+    subset = TABLE2_ORDER.index(rest[0]) if rest[0] in TABLE2_ORDER else len(TABLE2_ORDER)
+    return (kind != "prompt", kind, subset, rest[0], rest[-1] != "en")
+
+
+def _table2_task(results: SafetyResults, kind: str, cols: list[str]) -> DataTable:
+    t2 = results.table2
+    table = TableBuilder(f"{results.task} · guard {results.guard} · {kind} classification · "
+                         f"{auprc_name(results.auprc)} (Table 2 layout)",
+                         columns("Model", *(_table2_column(c) for c in cols)))
+    for row in t2.rows:
+        table.add(_model(row.model), *(Number(row.values.get(c)) for c in cols))
+        ci = results.table2_ci.get(row.model)
+        if ci:  # half-width of the 95% bootstrap interval, under each number
+            table.add("95% CI ±", *(Number((ci[c].high - ci[c].low) / 2) if c in ci
+                                    else Number(None) for c in cols), level=1)
+    failed = [f"{_model(r.model)}: {n} failed samples left out" for r in t2.rows
+              if (n := sum(v for c, v in r.n_failed.items() if c in cols))]
+    en = "mean over countries" if t2.en == "per-country" else "pooled over countries"
+    table.caption = (f"SEA = {t2.sea} mean over local languages; cultural EN = {en}; Avg = "
+                     "mean of the row's cells" + ("; the response is judged with its prompt."
+                                                  if kind == "response" else ".")
+                     + "".join(f" {line}." for line in failed))
+    return table.build()
+
+
+def _task_name(r: AUPRCRow) -> str:
+    return r.kind + (" (no prompt)" if r.context == "without_prompt" else "")
+
+
+def _row_cells(r: AUPRCRow, lang: bool = True) -> list:
+    """task, subset, (lang,) n, harmful, AUPRC, CI, ROC AUC, failed of an AUPRC row."""
+    return [_task_name(r), SUBSET_SHORT.get(r.subset, r.subset), *([r.lang] if lang else []),
+            r.n, r.n_harmful, Number(r.auprc, scale=100), Interval(r.low, r.high),
+            Number(r.roc_auc, scale=100), r.n_failed]
+
+
+def overall_table(results: SafetyResults) -> DataTable | None:
+    """The headline: PR-AUC per task over everything, then per subset (file, source model)."""
+    if not results.overall:
+        return None
+    table = TableBuilder(f"Overall · {auprc_name(results.auprc)} % [95% CI] · ROC AUC %",
+                         columns("task", "subset", "n", "harmful", "AUPRC", "95% CI", "ROC AUC",
+                                 "failed", text=2))
+    for r in results.overall:
+        table.add(*_row_cells(r, lang=False))
+    return table.build()
+
+
+def per_language_table(results: SafetyResults, contexts: tuple[str, ...] = (
+        "with_prompt", "without_prompt")) -> DataTable:
+    """AUPRC with its 95% bootstrap CI, ROC AUC and counts per kind, context, subset, language
+    (rows of the given response ``contexts``)."""
+    table = TableBuilder(f"Per language · {auprc_name(results.auprc)} % [95% CI] · ROC AUC %",
+                         columns("task", "subset", "lang", "n", "harmful", "AUPRC", "95% CI",
+                                 "ROC AUC", "failed", "excluded", text=3))
+    for r in results.per_language:
+        if r.context in contexts:
+            table.add(*_row_cells(r), r.n_excluded)
+    return table.build()
+
+
+def table2_gap_table(results: SafetyResults) -> DataTable | None:
+    """The paper's language gap: EN cell minus SEA cell of Table 2, per task and subset."""
+    rows = results.table2_language_gap
+    if not rows:
+        return None
+    multi = len({r.model for r in rows}) > 1
+    table = TableBuilder("Language gap (the paper's) · Table 2 EN − SEA cells · points",
+                         columns(*(["model"] if multi else []), "task", "subset", "EN", "SEA",
+                                 "EN − SEA", text=3 if multi else 2))
+    for r in rows:
+        table.add(*([_model(r.model)] if multi else []), r.kind,
+                  SUBSET_SHORT.get(r.subset, r.subset), Number(r.en), Number(r.sea),
+                  Number(r.gap))
+    return table.build()
+
+
+def language_gap_table(results: SafetyResults) -> DataTable | None:
+    """EN minus each local language on paired items (points) with the paired 95% CI."""
+    if not results.language_gap:
+        return None
+    table = TableBuilder(f"Language gap · EN − local, paired items · "
+                         f"{auprc_name(results.auprc)} points",
+                         columns("task", "subset", "lang", "EN", "local", "EN − local",
+                                 "95% CI", "pairs", text=3))
+    for r in results.language_gap:
+        table.add(r.kind, SUBSET_SHORT.get(r.subset, r.subset), r.lang,
+                  Number(r.en, scale=100), Number(r.sea, scale=100), Number(r.gap, scale=100),
+                  Interval(r.low, r.high), r.n_pairs)
+    return table.build()
+
+
+def cultural_gap_table(results: SafetyResults) -> DataTable | None:
+    """General minus CG per task and side (AUPRC points), read from Table 2."""
+    if not results.cultural_gap:
+        return None
+    table = TableBuilder("Cultural gap · General − CG · AUPRC points",
+                         columns("model", "task", "side", "General", "CG", "General − CG",
+                                 text=3))
+    for r in results.cultural_gap:
+        table.add(_model(r.model), r.kind, r.side.upper(), Number(r.general), Number(r.cg),
+                  Number(r.gap))
+    return table.build()
+
+
+def pair_type_tables(results: SafetyResults, contexts: tuple[str, ...] = (
+        "with_prompt", "without_prompt")) -> list[DataTable]:
+    """Fig. 4: true vs predicted pair type at 0.5, one table per model and response context
+    (with / without the prompt); cells are row percentages (counts)."""
+    tables = []
+    for m in results.pair_type_confusion:
+        if m.context not in contexts:
+            continue
+        where = "with" if m.context == "with_prompt" else "without"
+        table = TableBuilder(f"Pair types (Fig. 4) · response judged {where} the prompt · "
+                             f"{_model(m.model)} · threshold {m.threshold}",
+                             columns("true \\ predicted", *m.types),
+                             f"prompt/response, S = safe, H = harmful; rows sum to 100%; {m.n} "
+                             f"items, {m.n_failed} failed, {m.n_excluded} excluded.")
+        for i, name in enumerate(m.types):
+            fr = m.fractions[i]
+            table.add(name, *(Number(fr[j], 0, 100, unit="%", note=f"({m.counts[i][j]})")
+                              if fr else Number(None) for j in range(len(m.types))))
+        tables.append(table.build())
+    return tables
+
+
+def score_distribution_table(results: SafetyResults) -> DataTable | None:
+    """Fig. 6: P(harmful) on safe, sensitive and harmful items per task: mean, quartiles, the
+    share in the middle [0.25, 0.75] and a histogram over [0, 1]."""
+    rows = results.score_distribution
+    if not rows:
+        return None
+    table = TableBuilder("Scores by gold label (Fig. 6) · P(harmful)",
+                         columns("task", "gold", "n", "mean", "q25", "median", "q75", "middle",
+                                 "0 → 1", text=2),
+                         "middle = share of scores in [0.25, 0.75]; 0 → 1 = histogram over "
+                         "ten equal bins (a calibrated guard puts sensitive items in the middle).")
+    table.columns[-1] = columns("0 → 1")[0]  # a sparkline: left-aligned, as text is
+    models = {r.model for r in rows}
+    for r in rows:
+        task = r.kind if len(models) == 1 else f"{_model(r.model)} {r.kind}"
+        table.add(task, r.label, r.n, *(Number(v, 2) for v in (r.mean, r.q25, r.median, r.q75)),
+                  Number(r.frac_middle, 0, 100, unit="%"), Spark(tuple(r.histogram)))
+    return table.build()
+
+
+def awareness_delta_table(comparison: dict) -> DataTable:
+    """Paper Table 3: culture-aware minus plain AUPRC (points) per CG cell of Table 2."""
+    multi = len({r["model"] for r in comparison["rows"]}) > 1
+    table = TableBuilder(f"Cultural awareness (Table 3) · {comparison['task']} · CG subset · "
+                         "AUPRC points",
+                         columns(*(["model"] if multi else []), "task", "side", "plain",
+                                 "aware", "delta", text=3 if multi else 2),
+                         f"guard {comparison['guard']} on {_model(comparison['model'] or '')}; "
+                         "delta = aware − plain; SEA = mean over local languages.")
+    for r in comparison["rows"]:
+        table.add(*([_model(r["model"])] if multi else []), r["kind"], r["side"].upper(),
+                  Number(r["baseline"]), Number(r["aware"]), Number(r["delta"], sign=True))
+    return table.build()
+
+
+def safety_comparison_table(comparison: dict) -> DataTable:
+    """B − A PR-AUC per task, context and language on shared samples, paired bootstrap CI."""
+    table = TableBuilder(f"B − A {auprc_name(comparison['auprc'])} (points) on the samples "
+                         "both runs scored; paired bootstrap 95% CI",
+                         columns("task", "context", "lang", "n", "A", "B", "B − A", "95% CI",
+                                 text=3))
+    for r in comparison["rows"]:
+        if "diff" not in r:
+            table.add(r["kind"], r["context"], r["lang"], r["n"], Number(None), Number(None),
+                      Number(None), r.get("note", ""))
+            continue
+        table.add(r["kind"], r["context"], r["lang"], r["n"], Number(r["auprc_a"], scale=100),
+                  Number(r["auprc_b"], scale=100), Number(r["diff"], scale=100, sign=True),
+                  Interval(r["low"], r["high"]))
+    return table.build()
+
+
+def safety_tables(results: SafetyResults, contexts: tuple[str, ...] = (
+        "with_prompt", "without_prompt")) -> tuple[list[DataTable], list[str]]:
+    """Every table of a safety run, in report order, and the notes that go with them."""
+    transfer, notes = threshold_transfer_table(results)
+    tables = (overall_table(results), *table2_tables(results),
+              per_language_table(results, contexts), table2_gap_table(results),
+              language_gap_table(results), cultural_gap_table(results),
+              *pair_type_tables(results, contexts), score_distribution_table(results),
+              threshold_sweep_table(results), transfer)
+    return [t for t in tables if t is not None], notes
+
+
+def safety_notes(results: SafetyResults, notes: list[str]) -> list[RichText]:
+    """What the console prints after the tables: transfer notes, label policy, counts."""
+    lines = [*notes, *(f"Label policy: {line}" for line in results.label_policy.values())]
+    fate = ("scored 1/#labels and kept: --on-failure neutral, the authors' rule"
+            if results.n_neutral else "left out, never counted as safe")
+    lines.append(f"{results.n_samples} samples; {results.n_failed} failed ({fate}); "
+                 f"{results.n_excluded} excluded by the label policy.")
+    return [RichText(line) for line in lines]
+
