@@ -10,7 +10,8 @@ the bundled sample with and without --cultural-awareness; an llm-safety run; a c
 Then ``show``, ``export`` (md, latex, csv), ``compare`` and ``leaderboard`` of each. It writes
 ``OUT/outputs.json``: every file of every run folder and every printed output, normalised. The
 checkout is the one whose ``localeval`` the Python running this script imports (run it once with
-each checkout's venv or PYTHONPATH). Takes about 3 minutes on 2 cores.
+each checkout's venv or PYTHONPATH). Give the two OUT folders paths of the same length, so a
+table's width does not differ by its run folder column. Takes 5-10 minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from tiny_models import SHARED, make_model  # noqa: E402
 SAMPLE = "src/localeval/data/sample/safety/items.jsonl"
 # results.json / config.json keys that change from run to run, or name where things are
 VOLATILE = {"timing", "history", "command", "started_at", "finished_at", "packages", "python",
-            "localeval_version"}
+            "localeval_version", "fingerprint"}  # fingerprint: the model files' mtimes
 
 
 def runs(model: str, out: Path) -> dict[str, list[str]]:
@@ -82,7 +83,7 @@ def record(out: Path) -> None:
     printed: dict[str, dict] = {"demo": localeval(["demo", "--output", str(out / "demo")], env)}
     for name, args in runs(model, out).items():
         printed[f"run {name}"] = localeval([*args, "--output", str(out / name)], env)
-    folders = [p.parent for p in sorted(out.rglob("config.json")) if p.parent.name != "model"]
+    folders = [p.parent for p in sorted(out.rglob("results.json"))]
     for folder in folders:
         rel = folder.relative_to(out)
         printed[f"show {rel}"] = localeval(["show", str(folder)], env)
@@ -126,6 +127,8 @@ def normalise(text: str, name: str, out: Path) -> str:
     text = re.sub(r'"run_id": "[0-9a-f]+"', '"run_id": "<ID>"', text)
     text = re.sub(r"<dt>(timing|history|command|packages|python|localeval)</dt><dd>.*?</dd>",
                   r"<dt>\1</dt><dd>…</dd>", text, flags=re.S)
+    text = re.sub(r"<dt>fingerprint</dt><dd>[0-9a-f]+</dd>", "<dt>fingerprint</dt><dd>…</dd>", text)
+    text = re.sub(r"\b\d:\d\d:\d\d\b", "<ELAPSED>", text)
     return re.sub(r"[\d.]+ s\b|\d+(\.\d+)? (questions|items|texts|samples)/s", "<SECONDS>", text)
 
 

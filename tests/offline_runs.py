@@ -16,7 +16,8 @@ from localeval.demo.safety import SAMPLE_SAFETY
 class HashedGuard:
     """Every score different and fixed, so PR-AUCs are real numbers between 0 and 1."""
 
-    identity = {"backend": "hashed", "model": "hashed-guard"}
+    def __init__(self, model: str = "hashed-guard"):
+        self.identity = {"backend": "hashed", "model": model}
 
     def max_context(self):
         return None
@@ -55,7 +56,8 @@ def safeguard_run(folder: Path, task: str = "sea-safeguard", **options):
     """The zero-shot guard on the bundled SEA-SafeguardBench-style sample (its three subsets,
     English and seven local languages), or on ``data``."""
     data = options.pop("data", Path(str(SAMPLE_SAFETY)))
-    return evaluate(task=task, model=HashedGuard(), guard="zero-shot", data=data,
+    model = HashedGuard(options.pop("model_name", "hashed-guard"))
+    return evaluate(task=task, model=model, guard="zero-shot", data=data,
                     output=folder, quiet=True, n_resamples=20, **options)
 
 

@@ -138,11 +138,12 @@ def test_csv_is_data_a_spreadsheet_can_read():
     table.add("+cmd|' /C calc'!A0", "response", 0, Number(0.0), Interval(None, None), Spark(()))
     table = table.build()
     assert list(csv.reader(io.StringIO(to_csv(table)))) == [
-        ["model", "task", "n", "B − A", "95% CI low", "95% CI high"],  # no sparkline column
-        ["'=HYPERLINK(\"http://x\")", "prompt", "12", "-1.2", "-3.0", "0.5"],  # -1.2: a number
-        ["'=HYPERLINK(\"http://x\") 95% CI ±", "prompt", "", "1.5", "", ""],  # sub-row named
-        ["'@SUM(A1)", "prompt", "3", "", "0.0", "56.1"],  # an empty label takes the one above
-        ["'+cmd|' /C calc'!A0", "response", "0", "0.0", "", ""]]
+        # no sparkline column; the sub-row's values are columns of the row it belongs to
+        ["model", "task", "n", "B − A", "95% CI low", "95% CI high", "n 95% CI ±",
+         "B − A 95% CI ±", "95% CI 95% CI ±"],
+        ["'=HYPERLINK(\"http://x\")", "prompt", "12", "-1.2", "-3.0", "0.5", "", "1.5", ""],
+        ["'@SUM(A1)", "prompt", "3", "", "0.0", "56.1", "", "", ""],  # the label above
+        ["'+cmd|' /C calc'!A0", "response", "0", "0.0", "", "", "", "", ""]]
 
 
 def test_a_real_safety_run_as_csv(tmp_path, capsys):
@@ -163,7 +164,9 @@ def test_a_real_safety_run_as_csv(tmp_path, capsys):
                if c.startswith(("=", "+", "-", "@")))
     assert any(c.startswith("-") and NUMBER.fullmatch(c) for c in cells)  # gaps stay numbers
     table2 = next(f for f in files if "prompt-classification" in f.name).read_text()
-    assert "\nhashed-guard 95% CI ±," in table2
+    header, first = list(csv.reader(io.StringIO(table2)))[:2]
+    assert "General EN 95% CI ±" in header and first[0] == "hashed-guard"  # one row per model
+    assert len(list(csv.reader(io.StringIO(table2)))) == 2
 
 
 def test_latex_symbols_by_hand():
@@ -174,3 +177,26 @@ def test_latex_symbols_by_hand():
         r"0 $\rightarrow$ 1 $\cdot$ $\pm$2 $-$ 3 \ldots{} ``ok'' $<$a$|$b$>$ [U+570B U+6587] "
         "Tieng Viet")
     assert originals == {"[U+570B U+6587]": "國文"}
+
+
+def test_csv_on_standard_output_is_one_table(tmp_path, capsys):
+    folder = _folder(tmp_path)
+    assert main(["export", str(folder), "--format", "csv"]) == 2
+    err = capsys.readouterr().err
+    assert "pass --table N (1 = tmlu · likelihood · 5-shot · accuracy %; 2 = Subject " \
+        "accuracy)" in err and err.count("\n") == 1
+    assert main(["export", str(folder), "--format", "csv", "--table", "2"]) == 0
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    assert rows[0] == ["Subject", "n", "accuracy %", "95% CI low", "95% CI high", "unanswered"]
+    assert len(rows) == 3  # one table: its header and its two subjects, nothing else
+    assert main(["export", str(folder), "--table", "3"]) == 2
+    assert "--table 3: the run has 2 tables" in capsys.readouterr().err
+
+
+def test_file_names_are_cut_between_words():
+    from localeval.render.formats import slug
+
+    title = "sea-safeguard · guard zero-shot · prompt classification · PR-AUC (trapezoid, the " \
+            "paper's) (Table 2 layout)"
+    assert slug(title) == "sea-safeguard-guard-zero-shot-prompt-classification-pr-auc"
+    assert slug("Overall · mymodel") == "overall-mymodel" and slug("····") == "table"

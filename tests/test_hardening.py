@@ -42,7 +42,8 @@ def test_a_line_separator_in_a_sample_keeps_the_run_readable(tmp_path, capsys):
     assert raw.count("\n") == len(record.samples)
     again = load_results(folder)
     assert again.samples == record.samples
-    for argv in (["show", str(folder)], ["export", str(folder), "--format", "csv"],
+    for argv in (["show", str(folder)],
+                 ["export", str(folder), "--format", "csv", "--table", "1"],
                  ["report", str(folder)], ["compare", str(folder), str(folder), "--json"]):
         assert main(argv) == 0, capsys.readouterr().err
     assert "unanswered" in json.loads((folder / "results.json").read_text())

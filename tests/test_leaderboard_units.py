@@ -61,3 +61,28 @@ def test_without_table2_the_pooled_pr_auc_in_points(shared, tmp_path, capsys):
     board = json.loads(capsys.readouterr().out)
     assert board["rows"][0]["values"]["auprc/prompt/with_prompt/all"] == pytest.approx(
         overall["auprc"])
+
+
+def test_a_100_column_terminal_cuts_no_number_and_tells_models_apart(tmp_path, capsys):
+    """Two runs of models whose paths end alike, in a 100-column terminal: every number is
+    whole, and the models are shown by the parts of their paths that differ."""
+    from rich.console import Console
+
+    from localeval.render.formats import print_table
+    from localeval.report.leaderboard import leaderboard, leaderboard_table
+    from localeval.store.results_db import task_runs
+
+    for name in ("a", "b"):
+        safeguard_run(tmp_path / name, model_name=f"/path/to/{name}/my-guard-model")
+    board = leaderboard("sea-safeguard", task_runs("sea-safeguard"))
+    console = Console(width=100, record=True, color_system=None)
+    print_table(console, leaderboard_table("sea-safeguard", board))
+    printed = console.export_text()
+    assert "…" not in printed, printed
+    assert "(1/3)" in printed and "(3/3)" in printed  # stacked
+    assert "a/my-guard-model" in printed and "b/my-guard-model" in printed
+    numbers = [f"{board['scale'] * v:.1f}" for r in board["rows"] for v in r["values"].values()
+               if v is not None]
+    for number in numbers:
+        assert number in printed
+    assert max(len(line) for line in printed.splitlines()) <= 100

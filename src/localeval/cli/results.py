@@ -18,6 +18,9 @@ def add_results_parsers(sub) -> None:
     e.add_argument("--format", default="md", choices=tuple(RENDER), help="md (Markdown), "
                    "latex (booktabs) or csv")
     e.add_argument("--output", help="folder for one file per table (default: print them all)")
+    e.add_argument("--table", type=int, metavar="N", help="only the N-th table (1 = the first, "
+                   "as `export` lists them); CSV to standard output needs it when a run has "
+                   "several tables, as one CSV stream holds one table")
     e.set_defaults(func=cmd_export)
 
     h = sub.add_parser("report", help="the HTML report of a run folder (self-contained, "
@@ -60,13 +63,11 @@ def cmd_export(args) -> None:
     if not record.results:
         raise LocalevalError(f"{args.folder} has no results.json yet (status: "
                              f"{record.status}); export reads a finished run")
-    tables = run_tables(record.results)
+    tables = chosen_tables(run_tables(record.results), args.table, args.format, args.output)
     render = RENDER[args.format]
     if not args.output:
-        for table in tables:
-            if args.format == "csv":
-                print(f"# {table.title}")
-            print(render(table))
+        for table in tables:  # Markdown and LaTeX: a blank line between tables
+            print(render(table), end="" if args.format == "csv" else "\n")
         return
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
@@ -76,8 +77,23 @@ def cmd_export(args) -> None:
     print(f"wrote {len(tables)} tables to {out}/", file=sys.stderr)
 
 
+def chosen_tables(tables: list, number: int | None, fmt: str, output: str | None) -> list:
+    """The tables ``export`` writes: all, or the ``number``-th; CSV on standard output is one
+    table (a CSV reader cannot tell where one table ends and the next begins)."""
+    listed = "; ".join(f"{n} = {t.title}" for n, t in enumerate(tables, start=1))
+    if number is not None:
+        if not 1 <= number <= len(tables):
+            raise LocalevalError(f"--table {number}: the run has {len(tables)} tables ({listed})")
+        return [tables[number - 1]]
+    if fmt == "csv" and not output and len(tables) > 1:
+        raise LocalevalError(f"--format csv on standard output is one table, and the run has "
+                             f"{len(tables)}: pass --table N ({listed}), or --output DIR for "
+                             "one file per table")
+    return tables
+
+
 def cmd_leaderboard(args) -> None:
-    from ..render.formats import to_console
+    from ..render.formats import print_table
     from ..report.console import make_console, print_json
     from ..report.leaderboard import leaderboard, leaderboard_table
     from ..store.results_db import store_label, store_path, task_runs
@@ -97,4 +113,4 @@ def cmd_leaderboard(args) -> None:
     if args.format:
         print(RENDER[args.format](table), end="")
     else:
-        make_console().print(to_console(table))
+        print_table(make_console(), table)

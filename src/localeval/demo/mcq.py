@@ -10,7 +10,7 @@ from rich.text import Text as RichText
 
 from ..api import evaluate
 from ..data.rows import read_rows
-from ..render.formats import to_console
+from ..render.formats import print_table
 from ..report.html import write_report
 from ..views.mcq_tables import discipline_table
 from .model import build_demo_model
@@ -31,7 +31,7 @@ def run_mcq_demo(output: Path, console: Console, quiet: bool = False) -> None:
     result = evaluate(task="tmlu", model=f"hf:{model_dir}", data=sample, shots=5,
                       method="likelihood", output=output / "tmlu-likelihood", quiet=quiet,
                       command=["localeval", "demo"])
-    console.print(to_console(discipline_table(result.results)))
+    print_table(console, discipline_table(result.results))
     report = write_report([result.folder])
     console.print(RichText(f"Every table: localeval show {result.folder}; the HTML report: "
                            f"{report}\n"))

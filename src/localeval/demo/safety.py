@@ -18,7 +18,7 @@ from rich.text import Text as RichText
 from ..api import evaluate
 from ..data.rows import read_rows
 from ..guards import zero_shot as z
-from ..render.formats import to_console
+from ..render.formats import print_table
 from ..report.html import write_report
 from ..views.safety_tables import table2_tables
 from .model import build_demo_model
@@ -53,7 +53,7 @@ def run_safety_demo(output: Path, console: Console | None = None, quiet: bool = 
                       data=Path(str(SAMPLE_SAFETY)), output=Path(output) / "sea-safeguard",
                       quiet=quiet, command=["localeval", "demo", "--safety"], n_resamples=200)
     for table in table2_tables(result.results):
-        console.print(to_console(table))
+        print_table(console, table)
     report = write_report([result.folder])
     console.print(RichText(f"Every table (per language, gaps, Fig. 4-6 analyses): localeval "
                            f"show {result.folder}; the HTML report with figures and a sample "

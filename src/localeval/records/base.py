@@ -12,6 +12,7 @@ way they read JSON keep working: ``results["metrics"]["micro"]["acc"]`` reads th
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -85,7 +86,9 @@ def validated(model: type[Record], data: Any, file: str) -> Any:
 def describe(error: ValidationError) -> str:
     first = error.errors()[0]
     where = ".".join(str(part) for part in first["loc"])
-    what = first["msg"].removeprefix("Input should be ").removeprefix("Value error, ")
+    what = re.sub(r"a valid dictionary( or instance of \w+)?", "a JSON object",
+                  first["msg"].removeprefix("Input should be ").removeprefix("Value error, "))
+    what = what.replace("a valid list", "a JSON array")
     shown = "" if first["type"] == "missing" else f" (it is {_shown(first.get('input'))})"
     more = f"; {error.error_count() - 1} more" if error.error_count() > 1 else ""
     return (f"field {where}: " if where else "") + \

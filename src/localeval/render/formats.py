@@ -19,21 +19,75 @@ from rich.table import Table as RichTable
 from rich.text import Text as RichText
 
 from .latex import latex_escape, to_latex
-from .table import Cell, DataTable, Interval, Number, Spark, Text
+from .table import Cell, Column, DataTable, Estimate, Interval, Number, Row, Spark, Text
 
-__all__ = ["RENDER", "SUFFIX", "csv_cell", "latex_escape", "slug", "to_console", "to_csv",
-           "to_html", "to_latex", "to_markdown"]
+__all__ = ["RENDER", "SUFFIX", "csv_cell", "fitted", "latex_escape", "print_table", "slug",
+           "to_console", "to_csv", "to_html", "to_latex", "to_markdown"]
 
 
-def to_console(table: DataTable) -> RichTable:
-    """A rich table whose every string is plain text (rich reads none of it as markup)."""
+TEXT_ROOM = 20  # characters a text column keeps in a narrow terminal before it wraps
+
+
+def _min_widths(table: DataTable) -> list[int]:
+    """Each column's narrowest width in a terminal: a number column never narrower than its
+    widest number (or a word of its header), a text column than its text or ``TEXT_ROOM``."""
+    texts = table.texts()
+    out = []
+    for i, column in enumerate(table.columns):
+        widest = max([len(row[i]) for row in texts] + [len(w) for w in column.name.split()],
+                     default=0)
+        out.append(widest if column.numeric else min(widest, TEXT_ROOM))
+    return out
+
+
+def to_console(table: DataTable, narrow: bool = False) -> RichTable:
+    """A rich table whose every string is plain text (rich reads none of it as markup). In a
+    narrow terminal text wraps and a number never does: a number column is never narrower
+    than its widest number, so no number is ever cut to "41…"; ``narrow``: number columns
+    exactly that wide (their headers wrap), the rest of the room to the text."""
     out = RichTable(title=RichText(table.title), caption=RichText(table.caption) if
                     table.caption else None)
-    for column in table.columns:
-        out.add_column(RichText(column.name), justify="right" if column.numeric else "left")
-    for row, texts in zip(table.rows, table.texts(), strict=True):
-        out.add_row(*map(RichText, texts), end_section=row.end_section)
+    for column, width in zip(table.columns, _min_widths(table), strict=True):
+        out.add_column(RichText(column.name), justify="right" if column.numeric else "left",
+                       overflow="fold", min_width=width,
+                       width=width if narrow and column.numeric else None)
+    for row, cells in zip(table.rows, table.texts(), strict=True):
+        out.add_row(*map(RichText, cells), end_section=row.end_section)
     return out
+
+
+def fitted(table: DataTable, console) -> list[DataTable]:
+    """``table`` as it fits ``console``'s width: itself, or its number columns in blocks that
+    fit, each block with the label columns again (stacked: a number is never cut)."""
+    widths = _min_widths(table)
+
+    def fits(block: list[int]) -> bool:  # each column: its width, 2 of padding, a border
+        return 1 + sum(widths[i] + 3 for i in keep + block) <= console.width
+
+    keep = list(range(_labels(table)))
+    blocks: list[list[int]] = [[]]
+    for i in range(len(keep), len(table.columns)):
+        if blocks[-1] and not fits(blocks[-1] + [i]):
+            blocks.append([])
+        blocks[-1].append(i)
+    if len(blocks) == 1:
+        return [table]
+    return [_columns_of(table, keep + block, f" ({k}/{len(blocks)})", k == len(blocks))
+            for k, block in enumerate(blocks, start=1)]
+
+
+def _columns_of(table: DataTable, keep: list[int], suffix: str,
+                caption: bool = True) -> DataTable:
+    return DataTable(table.title + suffix, tuple(table.columns[i] for i in keep),
+                     tuple(Row(tuple(r.cells[i] for i in keep), r.level, r.end_section)
+                           for r in table.rows), table.caption if caption else "")
+
+
+def print_table(console, table: DataTable) -> None:
+    """``table`` on ``console``, stacked in blocks where the terminal is too narrow for it."""
+    blocks = fitted(table, console)
+    for block in blocks:
+        console.print(to_console(block, narrow=len(blocks) > 1))
 
 
 # ---------------------------------------------------------------------------------- Markdown
@@ -50,7 +104,7 @@ def markdown_text(text: str) -> str:
 
 
 def _markdown_cell(cell: Cell) -> str:
-    return cell.shown() if isinstance(cell, Number | Interval | Spark) else \
+    return cell.shown() if isinstance(cell, Number | Interval | Estimate | Spark) else \
         markdown_text(cell.shown())
 
 
@@ -95,13 +149,36 @@ def _labels(table: DataTable) -> int:
     return next((i for i, c in enumerate(table.columns) if c.numeric), len(table.columns))
 
 
+def sub_rows_as_columns(table: DataTable) -> DataTable:
+    """The table with each sub-row folded into the row it belongs to: a sub-row labelled L (the
+    "95% CI ±" row under a model) becomes, for each value column C, a column "C L" — one
+    column per value, one row per thing, as a spreadsheet wants."""
+    labels = list(dict.fromkeys(r.cells[0].shown() for r in table.rows if r.level))
+    if not labels:
+        return table
+    values = [i for i, c in enumerate(table.columns) if c.numeric]
+    columns = (*table.columns, *(Column(f"{table.columns[i].header} {label}", True)
+                                 for label in labels for i in values))
+    rows: list[Row] = []
+    for row in table.rows:
+        if not row.level:
+            rows.append(Row((*row.cells, *(Number(None) for _ in labels for _ in values)),
+                            end_section=row.end_section))
+            continue
+        if not rows:
+            continue  # a sub-row with no row above it has nothing to belong to
+        at = len(table.columns) + labels.index(row.cells[0].shown()) * len(values)
+        cells = list(rows[-1].cells)
+        cells[at:at + len(values)] = [row.cells[i] for i in values]
+        rows[-1] = Row(tuple(cells), end_section=rows[-1].end_section)
+    return DataTable(table.title, columns, tuple(rows), table.caption)
+
+
 def _csv_rows(table: DataTable, keep: list[int], intervals: set[int]) -> list[list[str]]:
-    """Rows a spreadsheet can sort and filter: each row says what it is. A sub-row (the "95% CI"
-    row under a model) is named after the row it belongs to, and an empty label cell (a group's
-    later rows) repeats the label above it."""
+    """Rows a spreadsheet can sort and filter: each row says what it is. An empty label cell (a
+    group's later rows) repeats the label above it."""
     labels = _labels(table)
     rows: list[list[str]] = []
-    parent = ""
     for row in table.rows:
         cells = []
         for i in keep:
@@ -110,11 +187,6 @@ def _csv_rows(table: DataTable, keep: list[int], intervals: set[int]) -> list[li
                 cells += list(bounds) if bounds else ["", ""]
             else:
                 cells.append(csv_cell(row.cells[i]))
-        first = row.cells[0].shown().strip()
-        if row.level and first:
-            cells[0] = csv_cell(Text(f"{parent} {first}".strip()))
-        elif first:
-            parent = first
         for i in range(min(labels, len(cells))):
             if not cells[i] and rows and any(cells):
                 cells[i] = rows[-1][i]
@@ -123,6 +195,7 @@ def _csv_rows(table: DataTable, keep: list[int], intervals: set[int]) -> list[li
 
 
 def to_csv(table: DataTable) -> str:
+    table = sub_rows_as_columns(table)
     keep = table.data_columns()
     intervals = {i for i in keep if _is_interval_column(table, i)}
     header = [h for i in keep for h in ((f"{table.columns[i].header} low",
@@ -152,6 +225,12 @@ RENDER = {"md": to_markdown, "latex": to_latex, "csv": to_csv}
 SUFFIX = {"md": ".md", "latex": ".tex", "csv": ".csv"}
 
 
-def slug(title: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60] or "table"
+def slug(title: str, limit: int = 60) -> str:
+    """A file name for a table: its title's words in lower case, joined by "-", cut at a word
+    boundary within ``limit`` characters (never mid-word, never ending in "-")."""
+    words = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+    if len(words) > limit:
+        words = words[:limit + 1].rsplit("-", 1)[0] if "-" in words[:limit + 1] \
+            else words[:limit]
+    return words.strip("-") or "table"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..render.cells import distinct_names
 from ..render.table import DataTable, Number, TableBuilder, columns
 from ..views.registry import view_for_task
 
@@ -42,11 +43,11 @@ def leaderboard_table(task: str, board: dict[str, Any]) -> DataTable:
                                      if board["rank_by"] else "")
     names = ["#", "model", *(ranking.title(c) for c in board["columns"]), "finished",
              "run folder"]
-    table = TableBuilder(title, columns(*names, text=0), ranking.unit)
-    table.columns[1:2] = columns("model")
+    table = TableBuilder(title, columns(*names, text=2), ranking.unit)
     table.columns[-2:] = columns("finished", "run folder", text=2)
+    shown = distinct_names([str(r["model"]) for r in board["rows"]])
     for r in board["rows"]:
-        table.add(r["rank"], str(r["model"]),
+        table.add(str(r["rank"]), shown[str(r["model"])],
                   *(Number(r["values"][c], ranking.digits, ranking.scale)
                     for c in board["columns"]),
                   str(r["finished_at"] or ""), str(r["folder"] or ""))

@@ -6,10 +6,12 @@ from __future__ import annotations
 from difflib import get_close_matches
 from typing import Any
 
-from rich.table import Table
+from rich.table import Table as RichTable
 
 from ..data.catalog import BUILTIN_TASKS
 from ..errors import LocalevalError
+from ..render.formats import to_console
+from ..render.table import TableBuilder, columns
 
 
 def task_rows(task: str | None) -> list[dict[str, Any]]:
@@ -44,17 +46,15 @@ def _safety_details(task: str) -> dict[str, Any]:
     return details
 
 
-def task_table(task: str | None, rows: list[dict[str, Any]]) -> Table:
+def task_table(task: str | None, rows: list[dict[str, Any]]) -> RichTable:
     if task is None:
         title = "Built-in tasks (any local folder works too: --data PATH)"
     elif task in BUILTIN_TASKS:
         title = f"{task} subjects"
     else:
         title = task
-    table = Table(title=title)
-    columns = list(dict.fromkeys(k for r in rows for k in r))
-    for column in columns:
-        table.add_column(column)
+    names = list(dict.fromkeys(k for r in rows for k in r))
+    table = TableBuilder(title, columns(*names, text=len(names)))
     for r in rows:
-        table.add_row(*["" if r.get(c) is None else str(r[c]) for c in columns])
-    return table
+        table.add(*("" if r.get(c) is None else str(r[c]) for c in names))
+    return to_console(table.build())

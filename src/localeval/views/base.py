@@ -25,7 +25,7 @@ from ..errors import LocalevalError
 from ..records import Results
 from ..render.cards import Card
 from ..render.figures import Figure
-from ..render.formats import to_console
+from ..render.formats import print_table
 from ..render.table import DataTable
 from ..store.runs import RunRecord, load_run
 
@@ -71,7 +71,7 @@ class ResultsView:
 
     def print(self, results: Results, console: Console) -> None:
         for table in self.tables(results):
-            console.print(to_console(table))
+            print_table(console, table)
         for line in self.notes(results):
             console.print(line)
 
@@ -110,6 +110,17 @@ def finished_run(run: Run) -> RunRecord:
     if record.status != "finished":
         raise LocalevalError(f"{record.folder} has not finished (status {record.status!r}"
                              + (f": {record.error}" if record.error else "") + ")")
+    return record
+
+
+def with_sample_fields(record: RunRecord, fields: tuple[str, ...]) -> RunRecord:
+    """``record`` if every sample has ``fields`` (what a comparison reads), else one line
+    naming samples.jsonl, the line and the field."""
+    for number, sample in enumerate(record.samples, start=1):
+        missing = next((f for f in fields if f not in sample), None)
+        if missing is not None:
+            raise LocalevalError(f"{record.folder / 'samples.jsonl'}: line {number}: field "
+                                 f"{missing}: missing")
     return record
 
 

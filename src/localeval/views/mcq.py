@@ -16,7 +16,16 @@ from ..records import mcq
 from ..records.mcq import MCQResults
 from ..render.figures import Figure
 from ..render.table import Column, DataTable, Row, Text
-from .base import Card, Metric, Ranking, ResultsView, Run, finished_run, of_kind
+from .base import (
+    Card,
+    Metric,
+    Ranking,
+    ResultsView,
+    Run,
+    finished_run,
+    of_kind,
+    with_sample_fields,
+)
 from .mcq_figures import mcq_comparison_figure, mcq_figures
 from .mcq_tables import discipline_table, mcq_notes, mcq_tables, print_mcq_comparison
 
@@ -95,7 +104,8 @@ def _paired(pairs: list[tuple[dict, dict]]) -> dict[str, Any]:
 def compare_mcq_runs(run_a: Run, run_b: Run) -> dict[str, Any]:
     """B minus A accuracy overall and per subject, on the questions both runs answered (failed
     requests left out), with the exact McNemar p-value of each difference."""
-    a, b = (of_kind(finished_run(r), MCQResults, "a multiple-choice run") for r in (run_a, run_b))
+    a, b = (with_sample_fields(of_kind(finished_run(r), MCQResults, "a multiple-choice run"),
+                               ("id", "subject")) for r in (run_a, run_b))
     run_a, run_b = a.folder, b.folder
     theirs = {s["id"]: s for s in b.samples if s.get("correct") is not None}
     pairs = [(s, theirs[s["id"]]) for s in a.samples

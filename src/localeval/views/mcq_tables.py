@@ -10,8 +10,8 @@ from rich.text import Text as RichText
 from ..metrics.proportion import NAME
 from ..records.mcq import Accuracy, MCQResults
 from ..render.cells import interval
-from ..render.formats import to_console
-from ..render.table import DataTable, Interval, Number, TableBuilder, columns
+from ..render.formats import print_table
+from ..render.table import DataTable, Interval, Number, TableBuilder, Text, columns
 
 # Column titles of the TMLU paper's Table 3.
 DISCIPLINE_SHORT = {"Social Science": "Social Sci.", "Taiwan Specific": "Taiwan Spe."}
@@ -100,13 +100,18 @@ def comparison_table(comparison: dict) -> DataTable:
     for name, r in rows.items():
         table.add(name, r["n"], Number(r["acc_a"], 2, 100), Number(r["acc_b"], 2, 100),
                   Number(r["diff"], 2, 100, sign=True), r["a_only"], r["b_only"],
-                  Number(r["p_mcnemar"], 3, general=True))
+                  p_value(r["p_mcnemar"]))
     return table.build()
+
+
+def p_value(p: float) -> Number | Text:
+    """A p-value as papers print it: three decimals, "<0.001" below that."""
+    return Text("<0.001") if p < 0.001 else Number(p, 3)
 
 
 def print_mcq_comparison(comparison: dict, console: Console | None = None) -> None:
     console = console or Console()
-    console.print(to_console(comparison_table(comparison)))
+    print_table(console, comparison_table(comparison))
     console.print(RichText(
         f"A: {comparison['a']} ({comparison['model_a']})\nB: {comparison['b']} "
         f"({comparison['model_b']}); questions in one run only: {comparison['n_only_a']} (A), "

@@ -18,11 +18,21 @@ from ..metrics.bootstrap import paired_bootstrap_ci
 from ..metrics.classification import AUPRC_METRICS
 from ..records import safety
 from ..records.safety import SafetyResults
+from ..render.cells import short_model
 from ..render.figures import Figure
-from ..render.formats import to_console
+from ..render.formats import print_table
 from ..render.table import DataTable
 from ..store.runs import RunRecord, finite
-from .base import Card, Metric, Ranking, ResultsView, Run, finished_run, of_kind
+from .base import (
+    Card,
+    Metric,
+    Ranking,
+    ResultsView,
+    Run,
+    finished_run,
+    of_kind,
+    with_sample_fields,
+)
 from .safety_figures import SAFETY_FIGURES
 from .safety_tables import (
     SUBSET_SHORT,
@@ -87,14 +97,20 @@ class SafetyView(ResultsView):
 
     def print_comparison(self, comparison: dict, console: Console) -> None:
         if "n_shared" in comparison:  # compare_safety_runs; compare_runs gives Table 3 rows
-            console.print(to_console(safety_comparison_table(comparison)))
+            print_table(console, safety_comparison_table(comparison))
             console.print(RichText(
-                f"A: {comparison['a']} ({comparison['guard_a']})\nB: {comparison['b']} "
-                f"({comparison['guard_b']}); {comparison['n_shared']} shared samples"))
+                f"A: {comparison['a']} ({_guard_on(comparison, 'a')})\nB: {comparison['b']} "
+                f"({_guard_on(comparison, 'b')}); {comparison['n_shared']} shared samples"))
         else:
-            console.print(to_console(awareness_delta_table(comparison)))
+            print_table(console, awareness_delta_table(comparison))
             console.print(RichText(f"plain: {comparison['baseline']}\naware: "
                                    f"{comparison['aware']}"))
+
+
+def _guard_on(comparison: dict, side: str) -> str:
+    """"zero-shot on SmolLM2-135M": the guard and its model, so two runs are told apart."""
+    model = comparison.get(f"model_{side}")
+    return comparison[f"guard_{side}"] + (f" on {short_model(model)}" if model else "")
 
 
 def _overall_name(metric: str) -> str:
@@ -110,7 +126,8 @@ def _awareness_pair(a: SafetyResults, b: SafetyResults) -> bool:
 
 
 def safety_run(run: Run) -> RunRecord:
-    return of_kind(finished_run(run), SafetyResults, "a safety run")
+    return with_sample_fields(of_kind(finished_run(run), SafetyResults, "a safety run"),
+                              ("id", "lang", "kind", "label"))
 
 
 def compare_runs(baseline: Run, aware: Run) -> dict[str, Any]:
@@ -154,7 +171,7 @@ def compare_runs(baseline: Run, aware: Run) -> dict[str, Any]:
 
 
 def _cultural_cg(samples: list[dict]) -> list[dict]:
-    return [s for s in samples if s["subset"] == "cultural-cg"]
+    return [s for s in samples if s.get("subset") == "cultural-cg"]
 
 
 def _keys(samples: list[dict]) -> set[tuple]:
@@ -205,5 +222,6 @@ def compare_safety_runs(run_a: Run, run_b: Run,
                                                                            kv[0][2] != "all",
                                                                            kv[0][2]))]
     return {"a": str(run_a), "b": str(run_b), "guard_a": a.results.guard,
-            "guard_b": b.results.guard, "auprc": a.results.auprc,
+            "guard_b": b.results.guard, "model_a": a.results.model,
+            "model_b": b.results.model, "auprc": a.results.auprc,
             "n_shared": len(pairs), "rows": finite(rows)}

@@ -1,0 +1,125 @@
+"""A hand-edited or damaged run folder is one line naming the file and the field, in every command
+that reads it (show, report, export, compare) and in a rerun (which offers --overwrite), never a
+traceback. Before the run folder had one validating reader, 8 of these edits gave tracebacks
+(`KeyError: 'by_discipline'` in show, `AttributeError: 'list' object has no attribute 'get'`, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from offline_runs import AlwaysLetter, mcq_run
+
+from localeval import evaluate
+from localeval.cli import main
+from localeval.errors import LocalevalError
+
+
+def _json(text):
+    return lambda old: text
+
+
+def _without(key):
+    return lambda old: json.dumps({k: v for k, v in json.loads(old).items() if k != key})
+
+
+def _metrics_without(key):
+    def edit(old):
+        data = json.loads(old)
+        del data["metrics"][key]
+        return json.dumps(data)
+    return edit
+
+
+def _run_without(key):
+    def edit(old):
+        data = json.loads(old)
+        del data["run"][key]
+        return json.dumps(data)
+    return edit
+
+
+# (file, edit, what the one line says)
+DAMAGE = {
+    "config-array": ("config.json", _json("[1, 2]"), "should be a JSON object, not an array"),
+    "config-run-5": ("config.json", lambda old: json.dumps({**json.loads(old), "run": 5}),
+                     "field run: should be a JSON object (it is 5)"),
+    "config-no-status": ("config.json", _run_without("status"), "field run.status: missing"),
+    "config-not-json": ("config.json", _json("{"), "not valid JSON"),
+    "results-array": ("results.json", _json("[]"), "should be a JSON object, not an array"),
+    "results-no-metrics": ("results.json", _without("metrics"), "field metrics: missing"),
+    "results-no-micro": ("results.json", _metrics_without("micro"),
+                               "field metrics.micro: missing"),
+    "results-string-number": ("results.json", lambda old: old.replace(
+        '"n_samples": 12', '"n_samples": "12"'), "field n_samples: should be a valid integer"),
+    "samples-null": ("samples.jsonl", lambda old: "null\n" + old,
+                     "line 1 should be a JSON object, not null"),
+    "samples-array": ("samples.jsonl", lambda old: old + "[1]\n",
+                      "line 13 should be a JSON object, not an array"),
+    "samples-no-id": ("samples.jsonl", lambda old: '{"subject": "x"}\n' + old,
+                      "line 1: field id: missing"),
+}
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("runs") / "run"
+    mcq_run(folder)
+    return folder
+
+
+@pytest.fixture(params=sorted(DAMAGE))
+def damaged(request, finished, tmp_path):
+    name, edit, said = DAMAGE[request.param]
+    folder = tmp_path / "damaged"
+    shutil.copytree(finished, folder)
+    path = folder / name
+    path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")
+    return folder, name, said
+
+
+@pytest.mark.parametrize("command", [["show"], ["show", "--json"], ["export"],
+                                     ["export", "--format", "csv"], ["report"]])
+def test_every_reading_command_says_one_line(damaged, command, capsys):
+    folder, name, said = damaged
+    assert main([command[0], str(folder), *command[1:]]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"{folder / name}" in err and said in err
+
+
+def test_compare_says_one_line(damaged, finished, capsys):
+    folder, name, said = damaged
+    assert main(["compare", str(finished), str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{folder / name}" in err and said in err
+
+
+def test_a_rerun_offers_overwrite(damaged, finished):
+    folder, name, said = damaged
+    data = finished.parent / "exam.jsonl"  # the settings the damaged folder's run was made with
+    with pytest.raises(LocalevalError) as e:
+        evaluate(task="my-exam", model=AlwaysLetter("A"), data=data, shots=0, output=folder,
+                 quiet=True)
+    assert name in str(e.value) and said in str(e.value) and "--overwrite" in str(e.value)
+    record = evaluate(task="my-exam", model=AlwaysLetter("A"), data=data, shots=0,
+                      output=folder, quiet=True, overwrite=True)
+    assert record.status == "finished" and record.results.n_samples == 12
+
+
+def test_compare_names_a_sample_field_it_needs(finished, tmp_path, capsys):
+    folder = tmp_path / "edited"
+    shutil.copytree(finished, folder)
+    lines = (folder / "samples.jsonl").read_text(encoding="utf-8").splitlines()
+    edited = json.loads(lines[2])
+    del edited["subject"]
+    lines[2] = json.dumps(edited)
+    (folder / "samples.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["show", str(folder)]) == 0  # show reads results.json only
+    capsys.readouterr()
+    assert main(["compare", str(finished), str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"{folder / 'samples.jsonl'}: line 3: field subject: missing" in err
