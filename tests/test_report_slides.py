@@ -28,7 +28,7 @@ from localeval.render.figures import fit_tick_labels  # noqa: E402
 from localeval.views.mcq_figures import mcq_figures  # noqa: E402
 
 TMLU_DISCIPLINES = ["Humanities", "Other", "STEM", "Social Science", "Taiwan Specific"]
-CHINESE_THAI = "臺灣社會科學國中高中ภาษาไทยกขคง"
+CHINESE_THAI = "臺灣社會科學國中高中ภาษาไทยกขคงမြန်မာதமிழ்"  # and Myanmar, Tamil
 
 
 def _results(groups: list[str]) -> dict:
@@ -109,9 +109,10 @@ def _fonts_for(language: str) -> bool:
 
 @pytest.fixture
 def with_cjk_and_thai_fonts():
-    if _fonts_for("zh-tw") and _fonts_for("th"):
+    if all(_fonts_for(lang) for lang in ("zh-tw", "th", "my", "ta")):
         return
-    message = f"no Chinese or Thai font (Debian: apt-get install {fonts.DEBIAN_PACKAGES})"
+    message = f"no Chinese, Thai, Myanmar or Tamil font (Debian: apt-get install " \
+              f"{fonts.DEBIAN_PACKAGES})"
     if os.environ.get("LOCALEVAL_REQUIRE_CHROMIUM") == "1":  # CI: the report's tests all run
         pytest.fail(message)
     pytest.skip(message)
@@ -126,7 +127,8 @@ def test_figures_draw_chinese_and_thai(with_cjk_and_thai_fonts, monkeypatch):
              for name in family]
     assert [c for c in CHINESE_THAI if not any(f.get_char_index(ord(c)) for f in files)] == []
     # Drawn again outside the report's own settings, the figures' text still finds every glyph.
-    for fig in _drawn(_results(["國中", "高中", "ภาษาไทย", "STEM"]), monkeypatch):
+    for fig in _drawn(_results(["國中", "高中", "ภาษาไทย", "မြန်မာ", "தமிழ்", "STEM"]),
+                      monkeypatch):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             fig.canvas.draw()
@@ -144,8 +146,8 @@ def test_missing_fonts_warn_once_and_figures_still_draw(monkeypatch, capsys):
                 assert len(list(mcq_figures(_results(["國中", "ภาษาไทย"]), None))) == 2
         assert [w for w in caught if "missing from font" in str(w.message)] == []
         lines = capsys.readouterr().err.splitlines()
-        assert len(lines) == 1 and "Chinese or Thai" in lines[0]
-        assert "apt-get install fonts-noto-cjk fonts-thai-tlwg" in lines[0]
+        assert len(lines) == 1 and "no Chinese, Thai, Myanmar or Tamil font" in lines[0]
+        assert "apt-get install fonts-noto-cjk fonts-thai-tlwg fonts-noto-core" in lines[0]
     finally:
         monkeypatch.undo()
         fonts.figure_fonts.cache_clear()

@@ -117,6 +117,9 @@ def add_folder_arguments(parser) -> None:
                         "results store")
     parser.add_argument("--no-report", action="store_true", help="do not write the HTML report "
                         "(<output>/report.html; `localeval report` writes it later)")
+    parser.add_argument("--all", action="store_true", help="print every table of the run "
+                        "(default: the headline table, as the paper has it; `localeval show "
+                        "FOLDER` prints them all later)")
 
 
 # ------------------------------------------------------------------ reading flags
@@ -275,13 +278,18 @@ def run_and_report(args, task: str, options: dict) -> None:
                       backend_options=backend, role_options=roles, quiet=args.quiet,
                       command=sys.argv, overwrite=args.overwrite, store=store_option(args),
                       report=not args.no_report, **options)
+    left_out = 0
     if args.json:
         print_json(result.results.data())
     else:
-        print_results(result.results, make_console())
+        left_out = print_results(result.results, make_console(), everything=args.all)
     written = "config.json, results.json, samples.jsonl" + \
         ("" if args.no_report else ", report.html")
     print(f"wrote {result.folder}/ ({written})", file=sys.stderr)  # stdout: tables or JSON only
+    if left_out:
+        print(f"{left_out} more tables: localeval show {result.folder}" + (
+            "" if args.no_report else f"; figures and every table: {result.folder}/report.html"),
+              file=sys.stderr)
     served = result.results.timing.get("served_by") or {}
     if len(served) > 1:  # several replicas: how the load went, and whether one stopped early
         print("requests served by replica: " + ", ".join(f"{u} {n}" for u, n in served.items()),

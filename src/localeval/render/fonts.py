@@ -1,12 +1,13 @@
 """Fonts for the report's figures: the benchmarks' languages drawn with real glyphs, not boxes.
 
-matplotlib's own font (DejaVu Sans) has no Chinese or Thai, and a tick label, legend or title
-can hold either (TMLU's subjects and levels, a run's label, a language's name). matplotlib
-(>= 3.6) falls back glyph by glyph along the list in ``font.family``, so the figures name
-DejaVu Sans first (Latin, digits, the same look as before) and then the first installed font
-with CJK and the first with Thai. On Debian these come from ``fonts-noto-cjk`` and
-``fonts-thai-tlwg``; without them the figures are still drawn (missing glyphs as boxes) after
-one warning line that names the packages.
+matplotlib's own font (DejaVu Sans) has no Chinese, Thai, Myanmar or Tamil, and a tick label,
+legend or title can hold any of them (TMLU's subjects and levels, a run's label, a language's
+name). matplotlib (>= 3.6) falls back glyph by glyph along the list in ``font.family``, so the
+figures name DejaVu Sans first (Latin, digits, the same look as before) and then the first
+installed font of each script. On Debian these come from ``fonts-noto-cjk``,
+``fonts-thai-tlwg`` and ``fonts-noto-core`` (Noto Sans Myanmar and Tamil); without them the
+figures are still drawn (missing glyphs as boxes) after one warning line that names the
+packages. The HTML report's own text is drawn by the browser from the same system fonts.
 """
 
 from __future__ import annotations
@@ -22,7 +23,11 @@ LATIN = "DejaVu Sans"  # matplotlib's bundled font: always there
 CJK = ("Noto Sans CJK TC", "Noto Sans CJK SC", "Noto Sans CJK JP", "Source Han Sans TC",
        "PingFang TC", "Microsoft JhengHei", "WenQuanYi Zen Hei", "Droid Sans Fallback")
 THAI = ("Noto Sans Thai", "Loma", "Garuda", "Tlwg Typo", "Norasi", "Leelawadee UI", "Tahoma")
-DEBIAN_PACKAGES = "fonts-noto-cjk fonts-thai-tlwg"
+# SEA-SafeguardBench's Myanmar (my) and Tamil (ta) items
+MYANMAR = ("Noto Sans Myanmar", "Padauk", "Myanmar Text", "Myanmar Sangam MN")
+TAMIL = ("Noto Sans Tamil", "Lohit Tamil", "Latha", "Tamil Sangam MN")
+SCRIPTS = {"Chinese": CJK, "Thai": THAI, "Myanmar": MYANMAR, "Tamil": TAMIL}
+DEBIAN_PACKAGES = "fonts-noto-cjk fonts-thai-tlwg fonts-noto-core"
 
 
 def _installed() -> set[str]:
@@ -47,17 +52,19 @@ def _register_system_fonts() -> None:
 
 @cache
 def figure_fonts() -> tuple[str, ...]:
-    """``font.family`` for the figures: DejaVu Sans, then one CJK and one Thai font where
-    installed. Only installed names are listed: matplotlib logs a line for every name it
-    cannot find, at every figure. Warns once (stderr) when CJK or Thai is missing."""
+    """``font.family`` for the figures: DejaVu Sans, then one font each for Chinese, Thai,
+    Myanmar and Tamil where installed (every script of the benchmarks' languages that DejaVu
+    lacks). Only installed names are listed: matplotlib logs a line for every name it cannot
+    find, at every figure. Warns once (stderr) when a script has no font."""
     names = _installed()
-    if not any(n in names for n in CJK) or not any(n in names for n in THAI):
+    if not all(any(n in names for n in group) for group in SCRIPTS.values()):
         _register_system_fonts()
         names = _installed()
-    found = [next((n for n in group if n in names), None) for group in (CJK, THAI)]
-    missing = [what for what, name in zip(("Chinese", "Thai"), found) if name is None]
+    found = [next((n for n in group if n in names), None) for group in SCRIPTS.values()]
+    missing = [what for what, name in zip(SCRIPTS, found) if name is None]
     if missing:
-        print(f"warning: no {' or '.join(missing)} font for the report's figures: such text is "
+        scripts = ", ".join(missing[:-1]) + (" or " if len(missing) > 1 else "") + missing[-1]
+        print(f"warning: no {scripts} font for the report's figures: such text is "
               f"drawn as boxes (Debian: apt-get install {DEBIAN_PACKAGES})", file=sys.stderr)
     return (LATIN, *(n for n in found if n is not None))
 

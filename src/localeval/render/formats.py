@@ -209,16 +209,19 @@ def to_csv(table: DataTable) -> str:
 
 
 # ----------------------------------------------------------------------------------- HTML
-def to_html(table: DataTable) -> str:
+def to_html(table: DataTable, title: bool = True) -> str:
+    """The table as HTML, its title as a heading (``title``) and its caption after it; every
+    header in full (a terminal's abbreviation, "Taiwan Spe.", is for terminals only)."""
     def cells(tag: str, texts: list[str]) -> str:
         return "".join(f'<{tag} class="{"num" if c.numeric else ""}">{escape(t)}</{tag}>'
                        for c, t in zip(table.columns, texts, strict=True))
 
     rows = "".join(f"<tr>{cells('td', texts)}</tr>" for texts in table.texts())
     caption = f'<p class="caption">{escape(table.caption)}</p>' if table.caption else ""
-    return (f'<h3>{escape(table.title)}</h3><div class="scroll"><table class="data"><thead><tr>'
-            f"{cells('th', table.header)}</tr></thead><tbody>{rows}</tbody></table></div>"
-            f"{caption}")
+    heading = f"<h3>{escape(table.title)}</h3>" if title else ""
+    return (f'{heading}<div class="scroll"><table class="data"><thead><tr>'
+            f"{cells('th', [c.full or c.header for c in table.columns])}</tr></thead><tbody>"
+            f"{rows}</tbody></table></div>{caption}")
 
 
 RENDER = {"md": to_markdown, "latex": to_latex, "csv": to_csv}

@@ -123,6 +123,7 @@ Cell = Text | Number | Interval | Estimate | Spark
 class Column:
     name: str
     numeric: bool = False  # right-aligned
+    full: str | None = None  # the name unabbreviated, where there is room (HTML)
 
     @property
     def header(self) -> str:  # a header on several lines in a terminal is one line elsewhere

@@ -30,5 +30,7 @@ def print_json(data: Any) -> None:
     print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 
-def print_results(results: Results, console: Console | None = None) -> None:
-    view_for(results).print(results, console or Console())
+def print_results(results: Results, console: Console | None = None,
+                  everything: bool = True) -> int:
+    """The run's tables (all, or its headline ones) and notes; how many tables were left out."""
+    return view_for(results).print(results, console or Console(), everything)

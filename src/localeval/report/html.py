@@ -130,7 +130,8 @@ def _section(sid: str, title: str, inner: str) -> str:
 # ------------------------------------------------------------------------ one run
 def _run_sections(run: RunRecord, label: str, prefix: str, figures: Path | None) -> str:
     parts = [f'<h2 class="run-title">{escape(label)}</h2>'] if prefix else []
-    builders = {"summary": _summary, "provenance": _provenance, "tables": _tables,
+    builders = {"summary": lambda r: _summary(r, prefix), "provenance": _provenance,
+                "tables": lambda r: _tables(r, prefix),
                 "figures": lambda r: _figures(r, figures), "failures": _failures,
                 "samples": lambda r: _samples(r, prefix)}
     for sid, title in SECTIONS:
@@ -139,12 +140,17 @@ def _run_sections(run: RunRecord, label: str, prefix: str, figures: Path | None)
         + "\n".join(parts) + "</div>"
 
 
-def _summary(run: RunRecord) -> str:
+def _summary(run: RunRecord, prefix: str = "") -> str:
     cards = "".join(
         f'<div class="card{" bad" if bad else ""}"><div class="value">{escape(value)}</div>'
         f'<div class="label">{escape(what)}</div></div>' for value, what, bad in
         headline(run.results))
-    return f'<div class="cards">{cards}</div>'
+    view = view_for(run.results)
+    tables = view.tables(run.results)[:view.headline(run.results)]
+    links = [(f"{prefix}figures", "Figures")] + [(f"{prefix}table-{k}", t.title)
+                                                 for k, t in enumerate(tables, start=1)]
+    jump = "".join(f'<a href="#{escape(target)}">{escape(title)}</a>' for target, title in links)
+    return f'<div class="cards">{cards}</div><nav class="jump">{jump}</nav>'
 
 
 def provenance(run: RunRecord) -> list[tuple[str, Any]]:
@@ -185,8 +191,19 @@ def table_html(table: DataTable) -> str:
     return to_html(table)
 
 
-def _tables(run: RunRecord) -> str:
-    return "\n".join(table_html(t) for t in run_tables(run.results)) or "<p>No tables.</p>"
+def _tables(run: RunRecord, prefix: str = "") -> str:
+    """Every table, listed first; the headline ones open, the rest one click away, folded."""
+    view = view_for(run.results)
+    tables, headline_count = run_tables(run.results), view.headline(run.results)
+    if not tables:
+        return "<p>No tables.</p>"
+    listed = "".join(f'<li><a href="#{escape(prefix)}table-{k}">{escape(t.title)}</a></li>'
+                     for k, t in enumerate(tables, start=1))
+    folded = "".join(
+        f'<details class="table" id="{escape(prefix)}table-{k}"'
+        f'{" open" if k <= headline_count else ""}><summary>{escape(t.title)}</summary>'
+        f"{to_html(t, title=False)}</details>" for k, t in enumerate(tables, start=1))
+    return f'<ol class="tables-list">{listed}</ol>{folded}'
 
 
 def run_figures(results: Results, folder: Path | None) -> list[Figure]:

@@ -65,15 +65,25 @@ class ResultsView:
         """Every table of a run, in report order (the console, ``export`` and the report)."""
         return []
 
+    def headline(self, results: Results) -> int:
+        """How many of :meth:`tables` are the headline (the paper's main table): ``run``
+        prints those, and the report keeps them open."""
+        return 1
+
     def notes(self, results: Results) -> list[RichText]:
         """Lines the console prints after the tables (counts, policies, caveats)."""
         return []
 
-    def print(self, results: Results, console: Console) -> None:
-        for table in self.tables(results):
+    def print(self, results: Results, console: Console, everything: bool = True) -> int:
+        """The tables (all, or the headline ones) and the notes; how many tables were left
+        out."""
+        tables = self.tables(results)
+        shown = tables if everything else tables[:self.headline(results)]
+        for table in shown:
             print_table(console, table)
         for line in self.notes(results):
             console.print(line)
+        return len(tables) - len(shown)
 
     def cards(self, results: Results) -> list[Card]:
         """The headline numbers of the report's summary (before the sample counts)."""

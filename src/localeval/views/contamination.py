@@ -21,6 +21,9 @@ class ContaminationView(ResultsView):
     def tables(self, results: ContaminationResults) -> list[DataTable]:
         return contamination_tables(results)
 
+    def headline(self, results: ContaminationResults) -> int:
+        return len(contamination_tables(results))  # a few small tables, all of them headline
+
     def notes(self, results: ContaminationResults) -> list[RichText]:
         return contamination_notes(results)
 

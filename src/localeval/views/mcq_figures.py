@@ -44,8 +44,12 @@ def interval_arms(groups: dict[str, Accuracy], names: list[str],
 
 def mcq_figures(results: MCQResults, folder: Path | None) -> Iterator[Figure]:
     metrics = results.metrics
+    # the tables' column order (the paper's), not results.json's sorted keys
+    disciplines = {d: metrics.by_discipline[d] for d in results.disciplines
+                   if d in metrics.by_discipline}
+    disciplines.update({d: g for d, g in metrics.by_discipline.items() if d not in disciplines})
     for groups, name, title, caption in (
-        (metrics.by_discipline, "accuracy_by_discipline", "Accuracy by discipline",
+        (disciplines, "accuracy_by_discipline", "Accuracy by discipline",
          f"Questions pooled per discipline (the TMLU paper's Table 3 columns). {BARS_NOTE}"),
         (metrics.by_year, "accuracy_by_year", "Accuracy by exam year",
          "Questions pooled per year; years up to the task's floor are one group (TMLU Fig. 5). "

@@ -11,7 +11,7 @@ from ..metrics.proportion import NAME
 from ..records.mcq import Accuracy, MCQResults
 from ..render.cells import interval
 from ..render.formats import print_table
-from ..render.table import DataTable, Interval, Number, TableBuilder, Text, columns
+from ..render.table import Column, DataTable, Interval, Number, TableBuilder, Text, columns
 
 # Column titles of the TMLU paper's Table 3.
 DISCIPLINE_SHORT = {"Social Science": "Social Sci.", "Taiwan Specific": "Taiwan Spe."}
@@ -43,7 +43,8 @@ def discipline_table(results: MCQResults) -> DataTable:
     table = TableBuilder(
         f"{results.task} · {results.method} · {results.shots}-shot"
         f"{' CoT' if results.cot else ''} · accuracy %",
-        columns("Model", *(DISCIPLINE_SHORT.get(d, d) for d in shown), "Average"),
+        [Column("Model"), *(Column(DISCIPLINE_SHORT.get(d, d), True, d) for d in shown),
+         Column("Average", True)],
         f"Average = mean of the discipline columns{paper}. Micro {_with_ci(micro)} over "
         f"{micro.n} questions ({CI_NOTE}); macro {_with_ci(m.macro)}: mean of the subjects.")
     model = str(results.model or "").rstrip("/").split("/")[-1]

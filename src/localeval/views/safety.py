@@ -42,6 +42,7 @@ from .safety_tables import (
     safety_tables,
     table2_column_name,
     table2_column_order,
+    table2_tables,
 )
 
 
@@ -53,16 +54,29 @@ class SafetyView(ResultsView):
     def tables(self, results: SafetyResults) -> list[DataTable]:
         return safety_tables(results)[0]
 
+    def headline(self, results: SafetyResults) -> int:
+        """Overall, then the paper's Table 2 (a table per task) where the run has it."""
+        return (1 if results.overall else 0) + len(table2_tables(results))
+
     def notes(self, results: SafetyResults) -> list[RichText]:
         return safety_notes(results, safety_tables(results)[1])
 
     def cards(self, results: SafetyResults) -> list[Card]:
+        """Table 2's Avg per task first (the paper's headline), then PR-AUC with every
+        language and subset pooled, each saying which it is."""
         cards = []
+        for row in results.table2.rows[:1] if results.table2 else []:
+            for kind in dict.fromkeys(c.split("/")[0] for c in results.table2.columns):
+                cells = [v for c, v in row.values.items() if c.startswith(f"{kind}/")
+                         and c != f"{kind}/avg" and v is not None]
+                if row.values.get(f"{kind}/avg") is not None:
+                    cards.append(Card(f"{row.values[f'{kind}/avg']:.1f}", f"Table 2 Avg, "
+                                      f"{kind}s: the mean of its {len(cells)} cells"))
         for row in results.overall:
             if row.subset == "all" and row.auprc is not None:
                 context = " (no prompt)" if row.context == "without_prompt" else ""
                 cards.append(Card(f"{100 * row.auprc:.1f}", f"PR-AUC, {row.kind}s{context}, "
-                                  f"n={row.n}"))
+                                  f"every language and subset pooled, n={row.n}"))
         return cards
 
     def figures(self, results: SafetyResults, folder: Path | None) -> list[Figure]:

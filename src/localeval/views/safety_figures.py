@@ -33,7 +33,7 @@ def pr_figure(results: SafetyResults, folder: Path | None) -> Figure | None:
                     ax.step(c.recall, c.precision, where="post", label=f"{c.lang} (n={c.n})")
             ax.set(xlim=(0, 1), ylim=(0, 1.02), xlabel="recall", ylabel="precision",
                    title=_panel_title(kind, context) + (f"\n{model}" if several else ""))
-            ax.legend(loc="lower left", ncols=2)
+            ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
         return finish(fig, "pr_curves", "Precision–recall by language",
                        "All subsets pooled per language; one point per distinct score.", folder)
 
@@ -51,7 +51,7 @@ def threshold_figure(results: SafetyResults, folder: Path | None) -> Figure | No
                 ax.axvline(s.best_f1_threshold, color="grey", linewidth=1)
             ax.set(xlim=(0, 1), ylim=(0, 1.02), xlabel="threshold",
                    title=_panel_title(s.kind, "with_prompt"))
-            ax.legend(loc="lower left")
+            ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
         return finish(fig, "threshold_sweep", "F1, precision and recall vs threshold",
                        "Every language and subset pooled (SEA-SafeguardBench Fig. 5); the grey "
                        "line marks the best-F1 threshold on these items (descriptive only).",

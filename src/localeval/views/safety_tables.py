@@ -71,10 +71,13 @@ def _table2_task(results: SafetyResults, kind: str, cols: list[str]) -> DataTabl
     failed = [f"{_model(r.model)}: {n} failed samples left out" for r in t2.rows
               if (n := sum(v for c, v in r.n_failed.items() if c in cols))]
     en = "mean over countries" if t2.en == "per-country" else "pooled over countries"
+    aware = (" Culture-aware run (the paper's Table 3 setting): items without a country, the "
+             "whole General subset, are left out, so its cells and Avg are empty."
+             if results.cultural_awareness else "")
     table.caption = (f"SEA = {t2.sea} mean over local languages; cultural EN = {en}; Avg = "
                      "mean of the row's cells" + ("; the response is judged with its prompt."
                                                   if kind == "response" else ".")
-                     + "".join(f" {line}." for line in failed))
+                     + "".join(f" {line}." for line in failed) + aware)
     return table.build()
 
 

@@ -164,3 +164,8 @@
 
   for (const root of document.querySelectorAll(".browser")) setUp(root);
 })();
+
+// Printing (or saving as PDF) shows every table, the folded ones too.
+window.addEventListener("beforeprint", () => {
+  for (const d of document.querySelectorAll("details.table")) d.open = true;
+});
