@@ -20,8 +20,10 @@ from .backends.base import Backend
 from .backends.config import BackendConfig
 from .backends.registry import load_backend, parse_backend_spec
 from .backends.roles import Model, preflight_models, resolve_models
+from .data.rows import field_limit
 from .errors import LocalevalError
-from .store.executor import CachedExecutor, open_cache
+from .store.cache import check_cache_file
+from .store.executor import CachedExecutor, commit_interval, open_cache
 from .store.runs import (
     RunRecord,
     as_stored,
@@ -55,6 +57,7 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
     (model specs and options, folder, data, task options) comes before any model loads. A
     finished run with a folder is recorded in the results store (``store``: its path, None for
     the default, False for none); with ``report``, the folder gets its report.html."""
+    check_environment()
     target = choose_model(task, model)
     models = resolve_models(target, BackendConfig.of(backend_options), task.model_roles(),
                             role_options)
@@ -66,6 +69,12 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
     if record.folder and store is not False:
         _record_in_store(record, store if store is not True else None)
     return record
+
+
+def check_environment() -> None:
+    """The numbers a run reads from the environment, checked before anything loads."""
+    field_limit()
+    commit_interval()
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,8 @@ def _record_in_store(record: RunRecord, store: str | Path | None) -> None:
 
 def _run(task: Task, models: list[Model], place: RunPlace) -> RunRecord:
     data = checked_data(task, models, place)
+    if place.cache:
+        check_cache_file(place.cache)  # before the model loads
     backend = _load(models[0])
     roles = RoleModels(models[1:])
     planned = task.plan(data, backend)
