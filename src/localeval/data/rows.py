@@ -7,9 +7,11 @@ for Parquet. Every problem is a :class:`DataError` naming file, row and field.
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -145,10 +147,40 @@ def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                         f"cannot read as Parquet ({first})") from None
 
 
+_READERS: list[set[Path]] = []  # the files_read() collectors open now
+
+
+@contextmanager
+def files_read() -> Iterator[set[Path]]:
+    """The set of every file :func:`read_rows` reads inside the ``with`` block: what a run's
+    data was loaded from, to fingerprint it."""
+    seen: set[Path] = set()
+    _READERS.append(seen)
+    try:
+        yield seen
+    finally:
+        _READERS.remove(seen)
+
+
+def fingerprint(paths: Iterable[Path]) -> dict[str, dict[str, Any]]:
+    """Each file's size and sha256, by its path as given: the data a run used, so a rerun on
+    edited data is told from a rerun on the same data."""
+    out = {}
+    for path in sorted(paths, key=str):
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(2**20), b""):
+                digest.update(block)
+        out[str(path)] = {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+    return out
+
+
 def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(row_number, row)`` for every data row of a CSV, JSONL or Parquet file, reading
     one row at a time (memory bounded by the longest row, itself bounded)."""
     path = Path(path)
+    for seen in _READERS:
+        seen.add(path)
     if not path.is_file():  # one line naming the path, not the OSError of open() below
         raise DataError(path, None, None, "a folder, not a file" if path.is_dir() else
                         "no such file")
