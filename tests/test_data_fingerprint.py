@@ -69,3 +69,28 @@ def test_the_same_data_resumes_and_a_folder_from_before_gains_the_fingerprint(tm
     _write(data, ["B", "B", "C", "D"])  # from now on, an edit is refused
     with pytest.raises(LocalevalError, match="data changed"):
         _run(data, folder, cache)
+
+
+def test_a_store_from_before_gains_the_data_files_column(tmp_path):
+    """The results store keeps the fingerprint in a column of its own, added by migration to a
+    store made before it (SQLite here; PostgreSQL in test_postgres_store.py)."""
+    import sqlite3
+
+    from localeval.store.results_db import SCHEMA, record_run
+
+    store = tmp_path / "store.sqlite"
+    with sqlite3.connect(store) as db:  # a store as it was: the SCHEMA's ten columns, one run
+        for statement in SCHEMA:
+            db.execute(statement)
+        db.execute("INSERT INTO runs VALUES ('old', 'mine', 's', 'm', NULL, NULL, NULL, NULL, "
+                   "'{}', '{}')")
+    data = tmp_path / "test.jsonl"
+    _write(data, ["A", "B"])
+    record = _run(data, tmp_path / "run", None)
+    record_run(record, store)
+    record_run(record, store)  # again: the column is there already
+    with sqlite3.connect(store) as db:
+        rows = dict(db.execute("SELECT run_id, data_files FROM runs"))
+    assert rows.pop("old") is None
+    (fingerprint,) = rows.values()
+    assert json.loads(fingerprint) == record.config["data_files"]

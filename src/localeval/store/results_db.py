@@ -35,6 +35,8 @@ SCHEMA = (
     "name TEXT NOT NULL, value DOUBLE PRECISION, n INTEGER, PRIMARY KEY (run_id, name))",
     "CREATE INDEX IF NOT EXISTS runs_by_task ON runs (task)",
 )
+# Added to every store (new ones too) by migration, in this order, after the SCHEMA's columns.
+COLUMNS = (("runs", "data_files", "TEXT"),)  # config.json's data fingerprint, as JSON
 
 
 def store_path(explicit: str | Path | None = None) -> str | Path:
@@ -72,12 +74,13 @@ def record_run(record: RunRecord, path: str | Path | None = None) -> str:
            str(Path(record.folder).resolve()) if record.folder else None, record.started_at,
            record.finished_at, config.get("localeval_version"),
            json.dumps(config, ensure_ascii=False, default=str),
-           json.dumps(record.results, ensure_ascii=False, default=str))
+           json.dumps(record.results, ensure_ascii=False, default=str),
+           json.dumps(config["data_files"]) if config.get("data_files") else None)
     metrics = [(run_id, name, value, n) for name, value, n in headline_metrics(record.results)]
-    with opened(store_path(path), SCHEMA) as db, db.writing(run_id):
+    with opened(store_path(path), SCHEMA, COLUMNS) as db, db.writing(run_id):
         db.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
         db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
-        db.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+        db.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
         db.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?)", metrics)
     return run_id
 
