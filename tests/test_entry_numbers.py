@@ -118,9 +118,9 @@ def test_a_reply_over_the_bound_is_a_failed_request_with_the_reason(tmp_path):
 
 
 def test_a_streamed_reply_without_a_length_is_bounded_too():
-    from localeval.backends.async_http import Call, JsonClient
-
     import socket
+
+    from localeval.backends.async_http import Call, JsonClient
 
     chunk = b" " * 2**16
 
