@@ -190,3 +190,17 @@ def test_a_response_of_the_wrong_shape_is_a_failure(request_, response, problem)
 
     out = checked(request_, response)
     assert out.error and problem in out.error and out.permanent
+
+
+def test_a_200_with_an_error_body_stays_a_failure_a_rerun_may_fix(tmp_path):
+    """A gateway's HTTP 200 with {"error": …}: retried, and if it persists a transient failure
+    (a rerun may pass), where a reply of the wrong shape is a permanent one."""
+    replies = {"body": b'{"error": {"message": "overloaded"}}'}
+    with ScriptedServer(lambda path, body: replies["body"]) as server:
+        first = _run(server.url, tmp_path, "error-body")
+        replies["body"] = b'{"choices": []}'
+        second = _run(server.url, tmp_path, "wrong-shape")
+    assert first.results["request_failures"] == {"transient": 15, "permanent": 0}
+    assert "error reply from" in first.samples[0]["error"]
+    assert second.results["request_failures"] == {"transient": 0, "permanent": 15}
+    assert "malformed reply" in second.samples[0]["error"]

@@ -354,5 +354,7 @@ class JsonClient:
             return Response(error=f"invalid reply from {url}: {self.scrub(str(e))}",
                             permanent=True), None
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
+            if isinstance(reply, dict) and "error" in reply:  # a 200 that says it failed:
+                return f"error reply from {url}: {self.scrub(text)}", 0  # may pass, like a 5xx
             return (f"{MALFORMED} from {url} ({type(e).__name__}: {self.scrub(str(e))[:60]}): "
                     f"{self.scrub(text)[:80]!r}"), 0
