@@ -62,6 +62,19 @@ def test_same_records_and_leaderboard_as_sqlite(shared, tmp_path, postgres, caps
     assert json.loads(capsys.readouterr().out)["overall"]["n"] == 30
 
 
+def test_a_store_from_before_gains_the_data_files_column(shared, tmp_path, postgres):
+    """Issue 32 item 4: the data fingerprint's column, added by migration to a store made
+    before it (the column dropped again here, as such a store is)."""
+    _run(shared, tmp_path / "first", "A", postgres.url)
+    _psql(postgres, "ALTER TABLE runs DROP COLUMN data_files")
+    record = _run(shared, tmp_path / "second", "B", postgres.url)
+    rows = dict(_psql(postgres, "SELECT folder, data_files FROM runs WHERE folder LIKE %s",
+                      (str(tmp_path) + "%",)))
+    assert rows[str((tmp_path / "first").resolve())] is None  # recorded before the column
+    assert json.loads(rows[str((tmp_path / "second").resolve())]) == \
+        record.config["data_files"]
+
+
 def test_two_processes_record_40_runs_each_at_once(tmp_path, postgres):
     _psql(postgres, "DROP TABLE IF EXISTS metrics, runs")  # both processes create the schema
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path / "runs"), name,

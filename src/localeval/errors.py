@@ -21,3 +21,24 @@ class DataError(LocalevalError):
         if field is not None:
             where += f", field '{field}'"
         super().__init__(f"{where}: {problem}")
+
+
+def env_number(name: str, default: float, *, low: float, high: float = float("inf"),
+               integer: bool = False) -> float:
+    """The number in environment variable ``name`` (``default`` when unset or empty), finite
+    and in [low, high] (an integer with ``integer``): else one line naming the variable."""
+    import math
+    import os
+
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    kind = "an integer" if integer else "a number"
+    try:
+        value = int(raw) if integer else float(raw)
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value) or not low <= value <= high:
+        bounds = f"at least {low:g}" if high == float("inf") else f"in [{low:g}, {high:g}]"
+        raise LocalevalError(f"${name} must be {kind} {bounds}, not {raw[:40]!r}")
+    return value

@@ -20,10 +20,13 @@ from .backends.base import Backend
 from .backends.config import BackendConfig
 from .backends.registry import load_backend, parse_backend_spec
 from .backends.roles import Model, preflight_models, resolve_models
+from .data.rows import field_limit, files_read, fingerprint
 from .errors import LocalevalError
 from .records import read_results
-from .store.executor import CachedExecutor, open_cache
+from .store.cache import check_cache_file
+from .store.executor import CachedExecutor, commit_interval, open_cache
 from .store.runs import (
+    DATA_FILES,
     RunRecord,
     as_stored,
     check_output_folder,
@@ -56,6 +59,7 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
     (model specs and options, folder, data, task options) comes before any model loads. A
     finished run with a folder is recorded in the results store (``store``: its path, None for
     the default, False for none); with ``report``, the folder gets its report.html."""
+    check_environment()
     target = choose_model(task, model)
     models = resolve_models(target, BackendConfig.of(backend_options), task.model_roles(),
                             role_options)
@@ -67,6 +71,12 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
     if record.folder and store is not False:
         _record_in_store(record, store if store is not True else None)
     return record
+
+
+def check_environment() -> None:
+    """The numbers a run reads from the environment, checked before anything loads."""
+    field_limit()
+    commit_interval()
 
 
 @dataclass(frozen=True)
@@ -96,13 +106,15 @@ def _record_in_store(record: RunRecord, store: str | Path | None) -> None:
 
 
 def _run(task: Task, models: list[Model], place: RunPlace) -> RunRecord:
-    data = checked_data(task, models, place)
+    data, files_used = checked_data(task, models, place)
+    if place.cache:
+        check_cache_file(place.cache)  # before the model loads
     backend = _load(models[0])
     roles = RoleModels(models[1:])
     planned = task.plan(data, backend)
     provenance = run_provenance(place.command)
     first = first_run(place.folder) if place.folder and not place.overwrite else None
-    config = {**provenance, **task.describe(data),
+    config = {**provenance, **task.describe(data), **files_used,
               "model": models[0].named, "backend": backend.identity}
     if first is not None:  # a rerun: the command that made the run stays; this one is history
         config["command"] = first.command
@@ -191,18 +203,21 @@ class RoleModels:
         return self.loaded[role]
 
 
-def checked_data(task: Task, models: list[Model], place: RunPlace):
-    """The task's data, after every check that needs no model: where each model comes from
-    and its options, the data and task options, and (for a folder that holds a run) its
-    settings."""
+def checked_data(task: Task, models: list[Model], place: RunPlace) -> tuple[Any, dict]:
+    """The task's data and the fingerprint of the files it was read from (``data_files``, or
+    none for data from the Hub), after every check that needs no model: where each model comes
+    from and its options, the data and task options, and (for a folder that holds a run) its
+    settings, the data's fingerprint among them."""
     preflight_models(models)
-    data = task.load()
+    with files_read() as files:
+        data = task.load()
+    files_used = {DATA_FILES: fingerprint(files)} if files else {}
     if place.folder:
-        settings = {**task.describe(data), "model": models[0].named}
+        settings = {**task.describe(data), "model": models[0].named, **files_used}
         if len(models) > 1:
             settings["model_roles"] = {m.role: m.settings() for m in models[1:]}
         check_same_run(place.folder, settings, place.overwrite)
-    return data
+    return data, files_used
 
 
 def choose_model(task: Task, model: str | Backend | None) -> str | Backend:

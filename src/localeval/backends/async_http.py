@@ -3,7 +3,14 @@
 second try (408, 429, 5xx, timeouts, connection errors, truncated or non-JSON bodies, and what a
 backend's parser marks with :class:`Retry`) with exponential backoff and jitter or as long as the
 server's ``Retry-After`` asks, at most ``rate_limit`` starts per second; each result is reported
-as it finishes. The OpenAI-compatible backend and the moderation APIs share it."""
+as it finishes. Every reply is read up to ``max_reply_mb`` (a longer one is a failed request), so
+memory stays bounded whatever a server sends. The OpenAI-compatible backend and the moderation
+APIs share it.
+
+Why this module is over 300 lines: what is done to every request (the deadline, the bounded
+read, retries and failover, scrubbing secrets from server text, checking server URLs) is one
+policy; split apart, each piece would need the client's settings passed to it.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ from email.utils import parsedate_to_datetime
 
 from ..errors import LocalevalError
 from .base import Response
+from .config import DEFAULT_MAX_REPLY_MB
 
 RETRY_STATUS = {408, 409, 425, 429}  # and every 5xx
 MAX_RETRY_AFTER = 60.0  # seconds: a longer Retry-After is capped
@@ -74,6 +82,26 @@ def public_url(url: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
+def base_urls(value: str) -> list[str]:
+    """The comma-separated server URLs of ``value``, each checked (http or https, a host, a port
+    in range): one line for a bad one, before anything connects (httpx's InvalidURL is a
+    traceback of its own)."""
+    urls = [u.strip().rstrip("/") for u in str(value).split(",") if u.strip()]
+    for url in urls:
+        parts = urllib.parse.urlsplit(url)
+        try:
+            parts.port  # noqa: B018 - parsing the port is the check (ValueError if bad)
+        except ValueError as e:
+            raise LocalevalError(f"--base-url {public_url(url)}: {e}") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise LocalevalError(f"--base-url {public_url(url)} is not an http(s) URL with a "
+                                 "host, e.g. http://127.0.0.1:8000/v1")
+    if not urls:
+        raise LocalevalError("--base-url is empty; give the server's URL, e.g. "
+                             "http://127.0.0.1:8000/v1")
+    return urls
+
+
 def url_secrets(url: str) -> list[str]:
     """The user information of ``url`` (a password in it is a secret like a key)."""
     parts = urllib.parse.urlsplit(url)
@@ -124,7 +152,7 @@ def scrub_secrets(text: str, secrets: list[str], limit: int = 200) -> str:
 
 def check_positive(**values) -> None:
     for name, value in values.items():
-        if value is not None and value <= 0:
+        if value is not None and not 0 < value < float("inf"):  # NaN too
             raise LocalevalError(f"--{name.replace('_', '-')} must be positive, not {value}")
 
 
@@ -151,11 +179,22 @@ def run_coroutine(coroutine):
     return result["value"]
 
 
+class TooLarge(Exception):
+    """A reply longer than the client's ``max_reply_bytes``."""
+
+
 class Retry(Exception):
     """Raised by a parser: the reply was read but cannot be used (no log-probs, say); ask
     again, and fail with this message if the retries run out."""
 
 
+class Invalid(Exception):
+    """Raised by a parser: the reply was read and is not a valid answer (a NaN or positive
+    log-prob, a string for a number); the request fails at once and for good, with this reason,
+    since the same request reads the same reply again."""
+
+
+MALFORMED = "malformed reply"  # JSON of the wrong shape: a missing field, a list for an object
 UNREACHABLE = ("timeout after", "connection error with")  # how _attempt names a silent server
 
 
@@ -168,8 +207,9 @@ def origin(url: str) -> str:
 @dataclass(frozen=True)
 class Call:
     """One POST: where, the JSON body, and how to turn the reply's JSON into a response (a
-    parser raises :class:`Retry` to ask again, or ``KeyError``/``TypeError``/``IndexError`` on
-    a reply of the wrong shape, which is retried as malformed)."""
+    parser raises :class:`Retry` to ask again, :class:`Invalid` for a value that is not valid,
+    or ``KeyError``/``TypeError``/``IndexError`` on a reply of the wrong shape, which is retried
+    as malformed and, if every try is malformed, fails for good with the reason)."""
 
     url: str
     body: dict
@@ -185,8 +225,11 @@ class JsonClient:
     (it must remove every secret). ``stats`` counts HTTP calls and retries."""
 
     def __init__(self, *, headers: dict, timeout: float, max_retries: int, concurrency: int,
-                 rate_limit: float | None, scrub: Callable[[str], str]):
-        check_positive(concurrency=concurrency, timeout=timeout, rate_limit=rate_limit)
+                 rate_limit: float | None, scrub: Callable[[str], str],
+                 max_reply_mb: float = DEFAULT_MAX_REPLY_MB):
+        check_positive(concurrency=concurrency, timeout=timeout, rate_limit=rate_limit,
+                       max_reply_mb=max_reply_mb)
+        self.max_reply_bytes = int(max_reply_mb * 2**20)
         if max_retries < 0:
             raise LocalevalError(f"--max-retries must be 0 or more, not {max_retries}")
         self.headers, self.timeout, self.max_retries = headers, timeout, max_retries
@@ -209,9 +252,11 @@ class JsonClient:
         # httpcore scans every connection of a pool each time a request starts or ends, so one
         # pool of 128 connections costs more per request than 8 pools of 16 (measured: the
         # bench in bench/openai_client_overhead.py). Requests go round-robin over the shards.
-        shards = -(-self.concurrency // SHARD_CONNECTIONS)
-        sizes = [self.concurrency // shards + (k < self.concurrency % shards)
-                 for k in range(shards)]
+        # No more connections (nor clients, each with its TLS context) than calls to make: the
+        # cost follows the requests in flight, not the flag (--concurrency 100000, 15 requests)
+        width = min(self.concurrency, len(calls))
+        shards = -(-width // SHARD_CONNECTIONS)
+        sizes = [width // shards + (k < width % shards) for k in range(shards)]
         async with AsyncExitStack() as stack:
             clients = [await stack.enter_async_context(httpx.AsyncClient(
                 timeout=self.timeout, headers=self.headers,
@@ -250,7 +295,8 @@ class JsonClient:
                 at = (at + 1) % len(urls)  # another replica, at once
                 continue
             await asyncio.sleep(wait if wait > 0 else backoff(attempt))
-        return Response(error=last)
+        # a reply read but of the wrong shape on the last try: the server answers this way
+        return Response(error=last, permanent=True if last.startswith(MALFORMED) else None)
 
     async def _attempt(self, client, call: Call, target: str,
                        content: bytes) -> tuple[Response | str, float | None]:
@@ -262,19 +308,53 @@ class JsonClient:
         try:
             # the whole request's deadline: httpx's own timeout is per read, so a server that
             # trickles bytes would keep a request alive for ever
-            resp = await asyncio.wait_for(client.post(target, content=content), self.timeout)
+            status, headers, body = await asyncio.wait_for(
+                self._read(client, target, content), self.timeout)
         except (TimeoutError, httpx.TimeoutException):
             return f"timeout after {self.timeout:g} s from {url}", 0
+        except TooLarge as e:  # the same request gets the same reply: do not ask again
+            return Response(error=f"the reply from {url} is {e}, over the limit of "
+                                  f"{self.max_reply_bytes / 2**20:g} MB; raise --max-reply-mb "
+                                  "if it is meant to be", permanent=True), None
         except httpx.HTTPError as e:  # connection refused/reset, truncated body, protocol error
             return f"connection error with {url}: {self.scrub(f'{type(e).__name__}: {e}')}", 0
-        if resp.status_code != 200:
-            error = f"HTTP {resp.status_code} from {url}: {self.scrub(resp.text)}"
-            if resp.status_code in RETRY_STATUS or resp.status_code >= 500:
-                return error, retry_after(resp.headers.get("retry-after"))
+        text = body.decode("utf-8", errors="replace")
+        if status != 200:
+            error = f"HTTP {status} from {url}: {self.scrub(text)}"
+            if status in RETRY_STATUS or status >= 500:
+                return error, retry_after(headers.get("retry-after"))
             return error, None
+        return self._parsed(call, url, body, text)
+
+    async def _read(self, client, target: str, content: bytes) -> tuple[int, dict, bytes]:
+        """POST and read the reply's body, at most ``max_reply_bytes`` of it (:class:`TooLarge`
+        past that, said by Content-Length or found while reading): memory stays bounded."""
+        async with client.stream("POST", target, content=content) as resp:
+            declared = resp.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > self.max_reply_bytes:
+                raise TooLarge(f"{int(declared):,} bytes (Content-Length)")
+            body = bytearray()
+            async for chunk in resp.aiter_bytes():  # decoded: a gzip bomb is bounded too
+                body += chunk
+                if len(body) > self.max_reply_bytes:
+                    raise TooLarge(f"more than {self.max_reply_bytes:,} bytes")
+            return resp.status_code, dict(resp.headers), bytes(body)
+
+    def _parsed(self, call: Call, url: str, body: bytes,
+                text: str) -> tuple[Response | str, float | None]:
         try:
-            return call.parse(resp.json()), None
+            reply = json.loads(body)
+        except ValueError:  # truncated or not JSON: a broken transfer as often as not
+            return f"not JSON, a reply from {url}: {self.scrub(text)[:80]!r}", 0
+        try:
+            return call.parse(reply), None
         except Retry as e:
             return str(e), 0
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            return f"malformed reply from {url}: {self.scrub(resp.text)[:80]!r}", 0
+        except Invalid as e:
+            return Response(error=f"invalid reply from {url}: {self.scrub(str(e))}",
+                            permanent=True), None
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
+            if isinstance(reply, dict) and "error" in reply:  # a 200 that says it failed:
+                return f"error reply from {url}: {self.scrub(text)}", 0  # may pass, like a 5xx
+            return (f"{MALFORMED} from {url} ({type(e).__name__}: {self.scrub(str(e))[:60]}): "
+                    f"{self.scrub(text)[:80]!r}"), 0

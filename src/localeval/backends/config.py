@@ -8,6 +8,7 @@ for a backend that does not take it is one clear error before anything loads, ne
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +17,9 @@ from ..errors import LocalevalError
 # Fields that change how fast a run goes, never its numbers (a run folder's settings leave them
 # out, so a rerun with another batch size still resumes).
 SPEED_ONLY = ("batch_size", "concurrency", "rate_limit", "timeout", "max_retries",
-              "padding_side", "prefix_reuse", "api_key_env")
+              "padding_side", "prefix_reuse", "api_key_env", "max_reply_mb")
+MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: asyncio cannot wait for ever, nor should a request
+DEFAULT_MAX_REPLY_MB = 64.0  # a top-20 log-prob reply is a few kB; an echoed long text, ~1 MB
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
@@ -65,6 +68,9 @@ class BackendConfig:
     max_retries: int = field(default=4, metadata=_help(
         "retries of a request on 408, 429, 5xx, timeouts, dropped connections and malformed "
         "replies (server)", type=int))
+    max_reply_mb: float = field(default=DEFAULT_MAX_REPLY_MB, metadata=_help(
+        "the largest reply read from a server, in MB; a longer one is a failed request "
+        "(memory stays bounded at --concurrency such replies)", type=float, metavar="MB"))
     top_logprobs: int = field(default=20, metadata=_help(
         "next-token log-probs asked of a server for likelihood scoring", type=int))
     tokenizer: str | None = field(default=None, metadata=_help(
@@ -89,8 +95,17 @@ class BackendConfig:
             low = 0 if name == "max_retries" else 1
             if getattr(self, name) < low:
                 return f"{flags([name])} must be at least {low}, not {getattr(self, name)}"
-        if self.timeout <= 0 or (self.rate_limit is not None and self.rate_limit <= 0):
-            return "--timeout and --rate-limit must be positive"
+        return self._seconds_problem()
+
+    def _seconds_problem(self) -> str | None:
+        """Float options: finite and in range (argparse's float() takes "nan" and "inf")."""
+        if not 0 < self.timeout <= MAX_TIMEOUT_S:  # also false for NaN
+            return (f"--timeout must be a number of seconds in (0, {MAX_TIMEOUT_S:g}], not "
+                    f"{self.timeout!r}")
+        if self.rate_limit is not None and not 0 < self.rate_limit < math.inf:
+            return f"--rate-limit must be a positive number per second, not {self.rate_limit!r}"
+        if not 0 < self.max_reply_mb < math.inf:
+            return f"--max-reply-mb must be a positive number of MB, not {self.max_reply_mb!r}"
         return None
 
     @classmethod

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from ..errors import LocalevalError
 from .async_http import Call, JsonClient, public_url, scrub_secrets, url_secrets
 from .base import Moderate, Request, Response
+from .config import DEFAULT_MAX_REPLY_MB
 
 AZURE_API_VERSION = "2024-09-01"
 
@@ -112,7 +113,8 @@ class ModerationBackend:
     as malformed, and a request that still fails is an error response (never a verdict)."""
 
     def __init__(self, provider: str, *, concurrency: int = 4, timeout: float = 60.0,
-                 max_retries: int = 4, rate_limit: float | None = None):
+                 max_retries: int = 4, rate_limit: float | None = None,
+                 max_reply_mb: float = DEFAULT_MAX_REPLY_MB):
         if provider not in PROVIDERS:
             raise LocalevalError(f"unknown moderation API {provider!r}; available: "
                                  f"{', '.join(PROVIDERS)}")
@@ -127,7 +129,7 @@ class ModerationBackend:
                                           **self.provider.auth(self._key)},
                                  timeout=timeout, max_retries=max_retries,
                                  concurrency=concurrency, rate_limit=rate_limit,
-                                 scrub=self.scrub)
+                                 scrub=self.scrub, max_reply_mb=max_reply_mb)
         self.stats = self.client.stats
         # The endpoint is part of the identity (another deployment may answer differently);
         # the key never is.

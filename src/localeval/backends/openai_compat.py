@@ -44,9 +44,20 @@ import re
 from typing import Any
 
 from ..errors import LocalevalError
-from .async_http import Call, JsonClient, Retry, public_url, scrub_secrets, url_secrets
+from .async_http import (
+    Call,
+    Invalid,
+    JsonClient,
+    Retry,
+    base_urls,
+    public_url,
+    scrub_secrets,
+    url_secrets,
+)
 from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
+from .config import DEFAULT_MAX_REPLY_MB
 from .label_tokens import LabelTokenError, label_tokens
+from .reply_checks import response_problem
 
 REPLICA_BLOCK = 8  # consecutive (prefix-sorted) requests sent to one replica
 NO_LOGPROBS = "the server returned no log-probs"
@@ -56,18 +67,20 @@ class OpenAIBackend:
     def __init__(self, model: str, *, base_url: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", top_logprobs: int = 20,
                  concurrency: int = 8, timeout: float = 120.0, max_retries: int = 4,
-                 rate_limit: float | None = None, tokenizer: str | None = None):
+                 rate_limit: float | None = None, tokenizer: str | None = None,
+                 max_reply_mb: float = DEFAULT_MAX_REPLY_MB):
         import httpx
 
         self.httpx = httpx
         self.model = model
         urls = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        self.base_urls = [u.strip().rstrip("/") for u in str(urls).split(",") if u.strip()]
+        self.base_urls = base_urls(urls)
         self._api_key, self.api_key_env = os.environ.get(api_key_env, ""), api_key_env
         self.top_logprobs, self.timeout, self.max_retries = top_logprobs, timeout, max_retries
         self.client = JsonClient(headers=self._headers(), timeout=timeout,
                                  max_retries=max_retries, concurrency=concurrency,
-                                 rate_limit=rate_limit, scrub=self.scrub)
+                                 rate_limit=rate_limit, scrub=self.scrub,
+                                 max_reply_mb=max_reply_mb)
         self.counts = {"requests": 0, "failed": 0}
         self._context = min((self._model_info(u).get("max_model_len") or 0
                              for u in self.base_urls), default=0) or None
@@ -107,17 +120,18 @@ class OpenAIBackend:
                 raise LocalevalError(f"the server at {public_url(base_url)} rejected the API key "
                                      f"(HTTP {resp.status_code}): check ${self.api_key_env}")
             resp.raise_for_status()
-            models = resp.json().get("data", [])
+            reply = resp.json()
         except (self.httpx.HTTPError, ValueError) as e:
             raise LocalevalError(f"cannot reach an OpenAI-compatible server at "
                                  f"{public_url(base_url)} ({self.scrub(str(e))}); start it or "
                                  "pass --base-url") from None
+        models = served_models(reply, public_url(base_url))
         for m in models:
-            if m.get("id") == self.model:
+            if m["id"] == self.model:
                 return m
-        names = ", ".join(str(m.get("id", "?")) for m in models) or "none"
+        names = ", ".join(m["id"] for m in models) or "none"
         raise LocalevalError(f"server {public_url(base_url)} does not serve model {self.model!r}; "
-                             f"it serves: {names}")
+                             f"it serves: {self.scrub(names, 500)}")
 
     def _post_each(self, posts: list[tuple[str, dict]]) -> list[dict | str]:
         """Each (url, body) posted through the client (its retries, deadline, key and
@@ -225,11 +239,13 @@ class OpenAIBackend:
         if isinstance(request, TextLogprobs):
             body = {"model": self.model, "prompt": request.text, "max_tokens": 1,
                     "temperature": 0.0, "echo": True, "logprobs": 1}
-            return Call(url + "/completions", body, _echoed_logprobs,
+            return Call(url + "/completions", body,
+                        lambda reply: _valid(request, _echoed_logprobs(reply)),
                         tuple(u + "/completions" for u in others))
         path, body = self._request_body(request)
         return Call(url + path, body,
-                    lambda reply: self._parse(request, reply["choices"][0], names),
+                    lambda reply: _valid(request, self._parse(request, reply["choices"][0],
+                                                              names)),
                     tuple(u + path for u in others))
 
     def _request_body(self, request: Request) -> tuple[str, dict]:
@@ -282,6 +298,38 @@ class OpenAIBackend:
         return Response(logprobs=found)
 
 
+def served_models(reply: Any, url: str) -> list[dict]:
+    """The models of a ``/v1/models`` reply (``{"data": [{"id": …, "max_model_len": …}]}``),
+    checked: one line naming the server and what is wrong, never a traceback or a guess."""
+    def bad(what: str) -> LocalevalError:
+        return LocalevalError(f"{url}/models replied {what}, not the OpenAI list of models "
+                              '({"data": [{"id": …}]}); is this an OpenAI-compatible server?')
+
+    data = reply.get("data") if isinstance(reply, dict) else None
+    if not isinstance(data, list):
+        return_what = (f"with data {type(data).__name__}" if isinstance(reply, dict)
+                       else f"a JSON {type(reply).__name__}")
+        raise bad(return_what)
+    for k, m in enumerate(data):
+        if not isinstance(m, dict) or not isinstance(m.get("id"), str):
+            raise bad(f"with data[{k}] = {str(m)[:40]!r}")
+        length = m.get("max_model_len")
+        if length is not None and (isinstance(length, bool) or not isinstance(length, int)
+                                   or length < 1):
+            raise bad(f"with max_model_len {length!r} for {m['id'][:40]!r} (a positive "
+                      "integer)")
+    return data
+
+
+def _valid(request: Request, response: Response) -> Response:
+    """``response`` if every value read from the reply is valid (:mod:`.reply_checks`); else
+    :class:`Invalid`, so the request fails for good with the reason instead of being scored."""
+    problem = response_problem(request, response)
+    if problem:
+        raise Invalid(problem)
+    return response
+
+
 def _sort_key(request: Request) -> str:
     return request.text if isinstance(request, TextLogprobs) else _prompt_key(request.prompt)
 
@@ -295,14 +343,18 @@ def _echoed_logprobs(reply: dict) -> Response:
     has no context), then the one generated token's, which ``usage.prompt_tokens`` cuts off.
     The distribution's moments are not in the API: Min-K%++ is unavailable on this backend."""
     values = reply["choices"][0]["logprobs"]["token_logprobs"]
-    n_prompt = int(reply["usage"]["prompt_tokens"])
+    n_prompt = reply["usage"]["prompt_tokens"]
+    if isinstance(n_prompt, bool) or not isinstance(n_prompt, int) or n_prompt < 1:
+        raise Invalid(f"usage.prompt_tokens is {n_prompt!r}, not a count of tokens")
+    if not isinstance(values, list | None):
+        raise Invalid(f"token_logprobs is {type(values).__name__}, not a list")
     if not values or len(values) < n_prompt:
         raise Retry(f"the server echoed {len(values or [])} log-probs for {n_prompt} prompt "
                     "tokens; does it support echo with logprobs on /v1/completions?")
     prompt = values[1:n_prompt]
     if any(v is None for v in prompt):
         raise Retry("the server echoed a null log-prob inside the prompt")
-    return Response(token_logprobs=[float(v) for v in prompt], n_prompt_tokens=n_prompt)
+    return Response(token_logprobs=prompt, n_prompt_tokens=n_prompt)  # checked by _valid
 
 
 def _top_logprobs(choice: dict) -> dict[str, float] | None:

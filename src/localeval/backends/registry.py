@@ -66,6 +66,10 @@ def preflight(spec: str, config: BackendConfig | None = None, role: str = "the m
     config = config or BackendConfig()
     kind, target = parse_backend_spec(spec)
     check_options(spec, config, role)
+    if kind == "openai" and config.base_url:
+        from .async_http import base_urls
+
+        base_urls(config.base_url)  # a bad port or scheme: one line before anything loads
     if kind == "st":
         from .embedding import PACKAGED
 

@@ -92,9 +92,12 @@ def _options(cols: dict[str, Any], file: str, number: int) -> list[str]:
     return options
 
 
-def _load_file(path: Path, subject: str | None, split: str | None) -> dict[str, Splits]:
+def _load_file(path: Path, subject: str | None, split: str | None,
+               rows_of: dict[tuple[str, str], tuple[Path, int]]) -> dict[str, Splits]:
+    """The file's items; ``rows_of`` ((split, id) -> (file, row), shared by every file of a
+    load) finds an id used twice in one split, in this file or another: runs are compared
+    question by question, so an id is one question."""
     out: dict[str, Splits] = {}
-    rows_of: dict[tuple[str, str], int] = {}  # (split, id) -> its row: compare pairs by id
     for number, row in read_rows(path):
         lowered = {str(k).strip().lower(): v for k, v in row.items()}
         subj = subject or str(lowered.get("subject") or path.stem)
@@ -103,10 +106,11 @@ def _load_file(path: Path, subject: str | None, split: str | None) -> dict[str, 
             raise DataError(path, number, "split", f"unknown split {lowered.get('split')!r}; "
                             f"use one of {', '.join(SPLIT_ALIASES)}")
         item = row_to_item(row, subject=subj, split=spl, file=str(path), number=number)
-        first = rows_of.setdefault((spl, item.id), number)
-        if first != number:
-            raise DataError(path, number, "id", f"id {item.id!r} is also row {first}'s; ids "
-                            "must be unique (runs are compared question by question)")
+        file, first = rows_of.setdefault((spl, item.id), (path, number))
+        if (file, first) != (path, number):
+            where = f"row {first}'s" if file == path else f"{file}, row {first}'s"
+            raise DataError(path, number, "id", f"id {item.id!r} is also {where}; ids must be "
+                            f"unique in a split (runs are compared question by question)")
         out.setdefault(subj, {}).setdefault(spl, []).append(item)
     return out
 
@@ -132,9 +136,10 @@ def load_local(path: str | Path, subjects: Iterable[str] | None = None) -> dict[
     if wanted is not None and files and all(s is not None for _, s, _ in files):
         _check_subjects(path, wanted, named)  # every file names its subject: check before reading
     out: dict[str, Splits] = {}
+    rows_of: dict[tuple[str, str], tuple[Path, int]] = {}
     for f, subject, split in files:
         if wanted is None or subject is None or subject in wanted:
-            _merge(out, _load_file(f, subject, split))
+            _merge(out, _load_file(f, subject, split, rows_of))
     out = _selected(path, out, wanted, named)
     if not out:
         _nothing_loaded(path, [f for f, _, _ in files])

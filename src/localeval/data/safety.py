@@ -219,7 +219,14 @@ def load_seasafeguard_hub(subsets: Iterable[str] = SUBSETS,
                                                   f"{', '.join(SUBSETS)}")
         name = HUB_CONFIGS[config]
         opts = dict(revision=revision, cache_dir=cache_dir)
-        for split in sorted(datasets.get_dataset_split_names(repo, config, **opts)):
+        try:
+            splits = datasets.get_dataset_split_names(repo, config, **opts)
+        except Exception as e:  # datasets raises many types: one line naming the source
+            raise DataError(repo, None, None, f"cannot read config {config!r} "
+                            f"({type(e).__name__}: {str(e).splitlines()[0][:200]}); a folder "
+                            "must be in the Hub layout (README.md with configs:), or pass one "
+                            "file of items") from None
+        for split in sorted(splits):
             file = f"{repo}:{config}/{split}"
             lang, country, english = _split_info(split, file)
             if lang != "en" and lang not in wanted and "en" not in wanted:

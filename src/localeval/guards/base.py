@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..backends.base import Execute
+from ..backends.reply_checks import number_problem
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,14 @@ class GuardVerdict:
     @property
     def ok(self) -> bool:
         return self.score is not None
+
+    def checked(self) -> GuardVerdict:
+        """This verdict, or a failure if its score is not a probability (NaN, 7, "0.9")."""
+        problem = None if self.score is None else number_problem(self.score, at_least=0,
+                                                                 at_most=1)
+        if problem is None:
+            return self
+        return GuardVerdict(None, f"the guard's score {problem}, not a probability", self.raw)
 
 
 class Guard(ABC):

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..backends.base import Execute, Moderate
+from ..backends.reply_checks import number_problem
 from ..errors import LocalevalError
 from .base import Conversation, Guard, GuardVerdict
 
@@ -63,10 +64,15 @@ class ModerationGuard(Guard):
         if error or reply is None:
             return GuardVerdict(None, f"{self.name} call failed: {error or 'no reply'}")
         try:
-            return GuardVerdict(float(self.score(reply)), raw=reply)
+            score = self.score(reply)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
             return GuardVerdict(None, f"unexpected {self.name} reply ({type(e).__name__}: "
                                       f"{str(e)[:80]})", raw=reply)
+        problem = number_problem(score, at_least=0, at_most=1)  # "0.9", true, NaN, 7
+        if problem:
+            return GuardVerdict(None, f"unexpected {self.name} reply: the score {problem[:80]}",
+                                raw=reply)
+        return GuardVerdict(float(score), raw=reply)
 
 
 class OpenAIModeration(ModerationGuard):

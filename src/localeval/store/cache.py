@@ -3,7 +3,9 @@
 A killed run loses nothing it finished: each response is stored as soon as its request
 finishes (committed in small batches, so a kill loses at most the requests in flight and the
 last fraction of a second), and rerunning the same command reads those answers back and
-computes only the rest. Failed requests are never stored, so a rerun retries them.
+computes only the rest. Failed requests are never stored, so a rerun retries them; nor is a
+response that is not a valid answer (:mod:`..backends.reply_checks`), and a stored one that no
+longer reads as one (stored before the check, or damaged) is treated as missing: recomputed.
 
 SQLite does the hard parts: every commit is atomic (a kill mid-write leaves the previous
 state), WAL mode lets two runs share one cache file, and a busy timeout makes a writer wait for
@@ -19,34 +21,82 @@ import threading
 from pathlib import Path
 
 from ..backends.base import Request, Response, request_key
+from ..backends.reply_checks import response_problem
+from ..errors import LocalevalError
 
 BUSY_TIMEOUT_S = 60.0
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+class CacheError(LocalevalError):
+    """The request cache file cannot be used (not SQLite, damaged, a folder)."""
+
+
+def check_cache_file(path: str | Path) -> None:
+    """One line if ``path`` cannot be a cache: a folder, a special file, a file that is not
+    SQLite (SQLite would take it for a new database, or fail with a traceback). Read, not
+    stat'ed: /proc files say size 0 and still hold text."""
+    path = Path(path)
+    if path.is_dir():
+        raise CacheError(f"cache {path} is a folder, not a file; give --cache a file path")
+    if not path.exists():
+        return
+    if not path.is_file():
+        raise CacheError(f"cache {path} is not a regular file; give another --cache")
+    try:
+        with path.open("rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except OSError as e:
+        raise CacheError(f"cache {path} cannot be read ({e.strerror or e}); give another "
+                         "--cache") from None
+    if head and head != SQLITE_HEADER:
+        raise CacheError(f"cache {path} is not a SQLite database; give another --cache, or "
+                         "delete it to start an empty cache")
+
+
+def _damaged(path: Path, error: sqlite3.Error) -> CacheError:
+    return CacheError(f"cache {path} is damaged or unusable ({' '.join(str(error).split())}); "
+                      "delete it (its requests are run again) or give another --cache")
 
 
 class RequestCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        check_cache_file(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
         self.lock = threading.Lock()
-        with self.lock:
+        try:
+            self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S,
+                                      check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, "
                             "body TEXT)")
             self.db.commit()
+            # a truncated or overwritten file can pass the header and the schema: read every
+            # page once (a linear pass, well under a second for 100k responses)
+            (verdict,) = self.db.execute("PRAGMA quick_check(1)").fetchone()
+        except sqlite3.DatabaseError as e:
+            raise _damaged(self.path, e) from None
+        if verdict != "ok":
+            self.db.close()
+            raise _damaged(self.path, sqlite3.DatabaseError(verdict))
 
     def get_many(self, identity: dict, requests: list[Request]) -> list[Response | None]:
         out: list[Response | None] = []
         with self.lock:
-            for r in requests:
-                row = self.db.execute("SELECT body FROM responses WHERE key = ?",
-                                      (request_key(identity, r),)).fetchone()
-                out.append(Response.from_json(json.loads(row[0])) if row else None)
+            try:
+                for r in requests:
+                    row = self.db.execute("SELECT body FROM responses WHERE key = ?",
+                                          (request_key(identity, r),)).fetchone()
+                    out.append(_stored(r, row[0]) if row else None)
+            except sqlite3.DatabaseError as e:
+                raise _damaged(self.path, e) from None
         return out
 
     def put_many(self, identity: dict, pairs: list[tuple[Request, Response]]) -> None:
         rows = [(request_key(identity, r), json.dumps(resp.to_json(), ensure_ascii=False))
-                for r, resp in pairs if resp.error is None]
+                for r, resp in pairs
+                if resp.error is None and response_problem(r, resp) is None]
         if not rows:
             return
         with self.lock, self.db:
@@ -61,3 +111,15 @@ class RequestCache:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _stored(request: Request, body: str) -> Response | None:
+    """The stored response, or None (recompute it) if it is not a valid answer to ``request``."""
+    try:
+        data = json.loads(body)
+        response = Response.from_json(data) if isinstance(data, dict) else None
+    except (ValueError, TypeError):  # not JSON, or fields a Response does not have
+        return None
+    if response is None or response.error is not None or response_problem(request, response):
+        return None
+    return response

@@ -105,6 +105,27 @@ class Database:
             for statement in schema:
                 self.conn.execute(statement)
 
+    def add_columns(self, columns: tuple[tuple[str, str, str], ...]) -> None:
+        """Migration: each (table, column, SQL type) a store made before the column existed
+        lacks is added at the end of the table (where a new store's create has put it too, so
+        a positional INSERT fits both). PostgreSQL: ``ADD COLUMN IF NOT EXISTS`` under the
+        schema lock; SQLite: looked up first, and a second process adding it at the same
+        moment is no error."""
+        for table, column, kind in columns:
+            if self.postgres:
+                with self.conn.transaction():
+                    self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+                    self.conn.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS "
+                                      f"{column} {kind}")
+                continue
+            have = {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}
+            if column not in have:
+                try:
+                    self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+                except sqlite3.OperationalError as e:
+                    if "duplicate column" not in str(e):
+                        raise
+
     def close(self) -> None:
         self.conn.close()
 
@@ -152,13 +173,16 @@ def one_line(error: BaseException, target: str | Path) -> str:
 
 
 @contextmanager
-def opened(target: str | Path, schema: tuple[str, ...]) -> Iterator[Database]:
-    """The store at ``target`` with its schema created, closed after; a driver error is one
-    :class:`StoreError` line naming the store."""
+def opened(target: str | Path, schema: tuple[str, ...],
+           columns: tuple[tuple[str, str, str], ...] = ()) -> Iterator[Database]:
+    """The store at ``target`` with its schema created and ``columns`` added where missing
+    (:meth:`Database.add_columns`), closed after; a driver error is one :class:`StoreError`
+    line naming the store."""
     db = None
     try:
         db = _connect_postgres(str(target)) if is_url(target) else _connect_sqlite(Path(target))
         db.create(schema)
+        db.add_columns(columns)
         yield db
     except driver_errors() as e:
         raise StoreError(f"results store {shown(target)}: {one_line(e, target)}") from None

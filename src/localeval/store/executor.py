@@ -9,7 +9,6 @@ never be told apart on the backend's tokenizer stop the run before anything runs
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -18,7 +17,8 @@ from pathlib import Path
 from typing import Protocol
 
 from ..backends.base import Backend, Request, Response, candidate_problem, distinct
-from ..errors import LocalevalError
+from ..backends.reply_checks import checked
+from ..errors import LocalevalError, env_number
 from ..progress import progress_bar
 from .cache import RequestCache
 
@@ -100,16 +100,24 @@ def rerun_advice(results: dict) -> str:
 def _reporter(part: list[int], requests: list[Request], responses: list, writer: CacheWriter,
               advance) -> Callable:
     """The ``progress`` callback a backend gets: ``progress(k, response)`` as its k-th request
-    finishes (from any thread). An old-style ``progress(n)`` only moves the bar."""
+    finishes (from any thread). An old-style ``progress(n)`` only moves the bar. Every response
+    is checked (:func:`.reply_checks.checked`) before it is used or stored: an invalid value is
+    a failed request, whichever backend gave it."""
     def report(k: int, response: Response | None = None) -> None:
         if response is None:
             advance(k)
             return
         i = part[k]
+        response = checked(requests[i], response)
         responses[i] = response
         writer.add(requests[i], response)
         advance(1)
     return report
+
+
+def commit_interval() -> float:
+    """Seconds between cache commits: $LOCALEVAL_CACHE_COMMIT_SECONDS (checked), default 1."""
+    return env_number("LOCALEVAL_CACHE_COMMIT_SECONDS", 1.0, low=0, high=3600)
 
 
 class CacheWriter:
@@ -120,7 +128,7 @@ class CacheWriter:
     def __init__(self, cache: RequestCache | None, identity: dict, batch: int = 64,
                  interval: float | None = None):
         if interval is None:  # a kill loses at most this many seconds of finished requests
-            interval = float(os.environ.get("LOCALEVAL_CACHE_COMMIT_SECONDS", 1.0))
+            interval = commit_interval()
         self.cache, self.identity, self.batch, self.interval = cache, identity, batch, interval
         self.pending: list[tuple[Request, Response]] = []
         self.lock = threading.Lock()

@@ -34,6 +34,8 @@ SCHEMA = (
     "name TEXT NOT NULL, value DOUBLE PRECISION, n INTEGER, PRIMARY KEY (run_id, name))",
     "CREATE INDEX IF NOT EXISTS runs_by_task ON runs (task)",
 )
+# Added to every store (new ones too) by migration, in this order, after the SCHEMA's columns.
+COLUMNS = (("runs", "data_files", "TEXT"),)  # config.json's data fingerprint, as JSON
 
 
 def store_path(explicit: str | Path | None = None) -> str | Path:
@@ -70,12 +72,13 @@ def record_run(record: RunRecord, metrics: list[Metric], path: str | Path | None
            str(Path(record.folder).resolve()) if record.folder else None, record.started_at,
            record.finished_at, config.get("localeval_version"),
            json.dumps(config, ensure_ascii=False, default=str),
-           json.dumps(record.results.data(), ensure_ascii=False, default=str))
+           json.dumps(record.results.data(), ensure_ascii=False, default=str),
+           json.dumps(config["data_files"]) if config.get("data_files") else None)
     rows = [(run_id, name, value, n) for name, value, n in metrics]
-    with opened(store_path(path), SCHEMA) as db, db.writing(run_id):
+    with opened(store_path(path), SCHEMA, COLUMNS) as db, db.writing(run_id):
         db.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
         db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
-        db.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+        db.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
         db.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?)", rows)
     return run_id
 

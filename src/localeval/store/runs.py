@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -282,9 +283,14 @@ def check_output_folder(folder: Path) -> None:
                              "give a new or empty folder")
 
 
+DATA_FILES = "data_files"  # config.json: each data file's bytes and sha256, by its path
+
+
 def check_same_run(folder: Path, settings: dict[str, Any], overwrite: bool = False) -> None:
     """A folder that already holds a run is only reused for the same settings (a rerun resumes
-    and rewrites the same results); other settings would silently replace it."""
+    and rewrites the same results); other settings would silently replace it. The data files'
+    fingerprint (``data_files``) is one of them: edited data is a run with other settings. A
+    folder written before fingerprints existed is accepted and gains one (one line says so)."""
     path = folder / "config.json"
     if overwrite or not path.exists():
         return
@@ -296,12 +302,31 @@ def check_same_run(folder: Path, settings: dict[str, Any], overwrite: bool = Fal
         raise LocalevalError(f"{e}; give another --output, or --overwrite to replace the "
                              "run") from None
     new = json.loads(json.dumps(settings, ensure_ascii=False))  # tuples -> lists, as stored
-    diffs = [f"{k}: {old.get(k)!r} -> {v!r}" for k, v in sorted(new.items()) if old.get(k) != v]
+    if DATA_FILES in new and isinstance(old, dict) and DATA_FILES not in old:
+        print(f"note: {folder} was written before runs recorded their data's fingerprint; "
+              f"it records it from now on ({len(new.pop(DATA_FILES))} file(s))",
+              file=sys.stderr)
+    diffs = [_data_diff(old.get(k), v) if k == DATA_FILES else f"{k}: {old.get(k)!r} -> {v!r}"
+             for k, v in sorted(new.items()) if old.get(k) != v]
     if diffs:
         shown = "; ".join(d if len(d) < 120 else d[:117] + "..." for d in diffs[:3])
         more = f" (+{len(diffs) - 3} more)" if len(diffs) > 3 else ""
         raise LocalevalError(f"{folder} holds a run with other settings ({shown}{more}); give "
                              "another --output, or --overwrite to replace it")
+
+
+def _data_diff(old: Any, new: dict[str, dict]) -> str:
+    """Which data files differ from the run's: "data changed: test.jsonl (sha256 1a2b3c4d… ->
+    5e6f…)"."""
+    old = old if isinstance(old, dict) else {}
+
+    def short(entry: Any) -> str:
+        return f"sha256 {str(entry.get('sha256'))[:8]}…" if isinstance(entry, dict) else "none"
+
+    changed = [f"{name} ({short(old.get(name))} -> {short(entry)})"
+               for name, entry in new.items() if old.get(name) != entry]
+    gone = [f"{name} (no longer read)" for name in old if name not in new]
+    return "data changed: " + ", ".join(changed + gone)
 
 
 def finite(value: Any) -> Any:

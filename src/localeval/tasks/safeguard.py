@@ -107,7 +107,7 @@ def record(p: Planned, verdict: GuardVerdict, *, guard: str, model: str,
     and ``neutral`` is True on the record (``--on-failure neutral``, the authors' rule).
     The record holds the text judged (or, without ``log_text``, its sha256) and the guard's raw
     output (``guard_output``: generated text, label log-probs), to debug a verdict."""
-    item = p.item
+    item, verdict = p.item, verdict.checked()  # any guard's score: a probability, or a failure
     raw = item.prompt_label if p.kind == "prompt" else item.response_label
     out = {
         "id": item.id, "lang": item.lang, "subset": item.subset, "kind": p.kind,

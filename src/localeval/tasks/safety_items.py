@@ -54,6 +54,11 @@ def _sea_safeguard(data, subsets, langs, revision) -> list[SafetyItem]:
     """The Hub dataset, a local folder in its layout, or one file of items."""
     if data is not None and not Path(data).is_dir():
         return load_seasafeguard_local(data)
+    if data is not None and not (Path(data) / "README.md").is_file():
+        raise LocalevalError(f"{data} is a folder without a README.md: --data for "
+                             "sea-safeguard is one file of items (JSONL, CSV or Parquet) or a "
+                             "folder in the Hub's layout (README.md with configs: and its "
+                             "data files)")
     opts: dict[str, Any] = {"revision": revision, "repo": str(data) if data else HUB_REPO}
     if subsets:
         opts["subsets"] = subsets

@@ -1,0 +1,67 @@
+"""A loopback OpenAI-compatible server whose replies a test writes by hand (no model): what
+``/v1/models`` answers, and for each POST to ``/v1/completions`` or ``/v1/chat/completions``
+the exact bytes of the reply (``reply(path, body) -> bytes``), so a test can send what no real
+server would: NaN, strings for numbers, wrong shapes. Other paths (vLLM's /tokenize) are 404,
+so candidates are looked up by their whole text."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def top_logprobs_reply(top: dict | str) -> bytes:
+    """A completions reply whose first position's top log-probs are ``top`` (a dict, dumped
+    with Python's json, so NaN and Infinity come out bare as a lax server writes them; or the
+    raw JSON text of it)."""
+    text = top if isinstance(top, str) else json.dumps(top)
+    return ('{"choices": [{"index": 0, "text": "A", "logprobs": {"top_logprobs": ['
+            + text + ']}}]}').encode()
+
+
+class ScriptedServer:
+    def __init__(self, reply: Callable[[str, dict], bytes], models: bytes | None = None):
+        self.reply, self.models = reply, models
+        self.posts: list[tuple[str, dict]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, code: int, data: bytes) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                if self.path != "/v1/models":
+                    return self._send(404, b'{"error": "not found"}')
+                self._send(200, server.models if server.models is not None else
+                           b'{"data": [{"id": "m", "max_model_len": 4096}]}')
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if not self.path.startswith("/v1/"):
+                    return self._send(404, b'{"error": "not found"}')
+                server.posts.append((self.path, body))
+                self._send(200, server.reply(self.path, body))
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.http.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.http.shutdown()
+        self.http.server_close()
+
+    def __enter__(self) -> ScriptedServer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
