@@ -291,18 +291,11 @@ def check_same_run(folder: Path, settings: dict[str, Any], overwrite: bool = Fal
     and rewrites the same results); other settings would silently replace it. The data files'
     fingerprint (``data_files``) is one of them: edited data is a run with other settings. A
     folder written before fingerprints existed is accepted and gains one (one line says so)."""
-    path = folder / "config.json"
-    if overwrite or not path.exists():
+    if overwrite or not (folder / "config.json").exists():
         return
-    try:
-        old = read_config(folder)
-        if (old.get("run") or {}).get("status") == "finished":
-            load_run(folder)  # a damaged results.json or samples.jsonl is refused too
-    except RunFolderError as e:
-        raise LocalevalError(f"{e}; give another --output, or --overwrite to replace the "
-                             "run") from None
+    old = _readable_run(folder)
     new = json.loads(json.dumps(settings, ensure_ascii=False))  # tuples -> lists, as stored
-    if DATA_FILES in new and isinstance(old, dict) and DATA_FILES not in old:
+    if DATA_FILES in new and DATA_FILES not in old:
         print(f"note: {folder} was written before runs recorded their data's fingerprint; "
               f"it records it from now on ({len(new.pop(DATA_FILES))} file(s))",
               file=sys.stderr)
@@ -313,6 +306,19 @@ def check_same_run(folder: Path, settings: dict[str, Any], overwrite: bool = Fal
         more = f" (+{len(diffs) - 3} more)" if len(diffs) > 3 else ""
         raise LocalevalError(f"{folder} holds a run with other settings ({shown}{more}); give "
                              "another --output, or --overwrite to replace it")
+
+
+def _readable_run(folder: Path) -> dict[str, Any]:
+    """The folder's config.json, after every file of a finished run read whole: a damaged one
+    is refused, naming it, with --overwrite offered."""
+    try:
+        old = read_config(folder)
+        if (old.get("run") or {}).get("status") == "finished":
+            load_run(folder)
+    except RunFolderError as e:
+        raise LocalevalError(f"{e}; give another --output, or --overwrite to replace the "
+                             "run") from None
+    return old
 
 
 def _data_diff(old: Any, new: dict[str, dict]) -> str:
