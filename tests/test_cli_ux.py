@@ -170,7 +170,7 @@ def test_piped_tables_are_full_width_and_json_is_json(tmp_path, cmmlu, tiny_llam
     argv = [*CLI, *run_args(cmmlu, f"hf:{tiny_llama}"), "--subjects",
             "chinese_civil_service_exam,world_religions", "--output", str(tmp_path / "r"),
             "--quiet"]
-    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([*argv, "--all"], capture_output=True, text=True, check=True).stdout
     assert "chinese_civil_service_exam" in out and "…" not in out
     assert any(len(line) > 80 for line in out.splitlines())  # not wrapped at 80 columns
     results = json.loads(subprocess.run([*argv, "--json"], capture_output=True, text=True,
@@ -214,3 +214,20 @@ def test_readme_shows_the_real_help():
     out = subprocess.run([*CLI, "--help"], capture_output=True, text=True,
                          env={**os.environ, "COLUMNS": "100"}).stdout
     assert block == out.rstrip()
+
+
+def test_run_prints_its_headline_and_says_where_the_rest_is(tmp_path, capsys):
+    """A sea-safeguard run printed ~170 lines and the headline scrolled away: now it prints
+    Overall and Table 2, and one line on stderr says how many tables are elsewhere."""
+    from offline_runs import safeguard_run
+
+    from localeval.report.console import print_results
+
+    record = safeguard_run(tmp_path / "run")
+    left_out = print_results(record.results, everything=False)
+    printed = capsys.readouterr().out
+    assert "Overall" in printed and "(Table 2 layout)" in printed
+    assert "Per language" not in printed and "Threshold sweep" not in printed
+    assert left_out >= 6
+    assert print_results(record.results, everything=True) == 0
+    assert "Per language" in capsys.readouterr().out

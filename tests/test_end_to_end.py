@@ -112,7 +112,7 @@ def test_cli_safety_run_on_jbb_multilingual(tmp_path, shared, tiny_llama, capsys
     code = main(["run", "--task", "safety-prompts", "--guard", "zero-shot",
                  "--data", str(shared / "data" / "jbb-multilingual" / "prompts.jsonl"),
                  "--model", f"hf:{tiny_llama}", "--limit", "6", "--bootstrap", "50",
-                 "--output", str(out), "--quiet"])
+                 "--output", str(out), "--quiet", "--all"])
     assert code == 0
     results = json.loads((out / "results.json").read_text())
     assert results["schema"] == "localeval.safety/1" and results["n_failed"] == 0
@@ -121,6 +121,14 @@ def test_cli_safety_run_on_jbb_multilingual(tmp_path, shared, tiny_llama, capsys
     assert results["language_gap"] and "Language gap" in capsys.readouterr().out
     samples = read_samples(out)
     assert all(0.0 <= s["score"] <= 1.0 for s in samples)
+    # without --all: the headline, and one line on stderr saying where the rest is
+    assert main(["run", "--task", "safety-prompts", "--guard", "zero-shot", "--data",
+                 str(shared / "data" / "jbb-multilingual" / "prompts.jsonl"), "--model",
+                 f"hf:{tiny_llama}", "--limit", "6", "--bootstrap", "50", "--output", str(out),
+                 "--quiet"]) == 0
+    printed = capsys.readouterr()
+    assert "Overall" in printed.out and "Language gap" not in printed.out
+    assert f"more tables: localeval show {out}" in printed.err
     assert {"id", "lang", "subset", "kind", "label", "score"} <= set(samples[0])
 
 

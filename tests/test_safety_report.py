@@ -198,7 +198,9 @@ def test_compare_errors(runs, tmp_path, capsys):
     plain, aware = str(root / "plain"), str(root / "aware")
     mcq = tmp_path / "mcq"
     shutil.copytree(root / "plain", mcq)
-    (mcq / "results.json").write_text(json.dumps({"schema": "localeval.mcq/1"}))
+    (mcq / "results.json").write_text(json.dumps({
+        "schema": "localeval.mcq/1", "task": "tmlu", "n_samples": 1, "method": "likelihood",
+        "shots": 0, "metrics": {"micro": {"n": 1, "acc": 1.0}}}))
     assert "is a mcq run and" in _one_line_error(["compare", str(mcq), aware], capsys)
     assert "is not a run folder" in _one_line_error(["compare", str(tmp_path), aware], capsys)
     # Culture-aware first: not Table 3's order, so the generic per-language comparison.
@@ -225,7 +227,7 @@ def test_cli_calibrate_on(runs, tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["run", "--task", "sea-safeguard", "--data", str(SAMPLE_SAFETY), "--model",
                  model, "--limit", "2", "--bootstrap", "0", "--calibrate-on", "th",
-                 "--output", str(out), "--quiet"]) == 0
+                 "--output", str(out), "--quiet", "--all"]) == 0
     results = json.loads((out / "results.json").read_text())
     config = json.loads((out / "config.json").read_text())
     assert results["calibration"] == "th" and config["calibrate_on"] == "th"
