@@ -78,5 +78,22 @@ class Guard(ABC):
                  execute: Execute) -> list[GuardVerdict]:
         """One verdict per conversation, in order."""
 
+    def iris_failure_score(self, error: str) -> float | None:
+        """What the authors' code scores a failed verdict of this guard (``--on-failure
+        iris``), or None where it has no score (its run stops there).
+
+        A guard on a language model (IRIS ``generative_models/api_model.py``
+        ``APIGenerativeLLM.complete``): an HTTP 400 (a context overflow, say) returns no
+        log-probs, which ``guard_models/base.py`` ``GuardLLM.complete`` turns into every valid
+        token at log-prob 0.0, so each label gets 1 / #labels; any other request error is
+        retried 10 times and then the script stops (``answer`` is unbound). An answer whose
+        read positions hold no label gives ``pred_labels`` [] and ``get_eval_result.py``
+        ``get_pred_score`` sums nothing: 0.0."""
+        if "HTTP 400" in error:
+            return 1 / self.n_labels
+        if error.startswith("backend error"):
+            return None
+        return 0.0
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

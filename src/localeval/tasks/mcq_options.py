@@ -49,6 +49,12 @@ class MCQOptions:
         "for --prompt-style tmlu) or strict (the first character must be the letter; CoT: the "
         "last final-answer statement; default for lm-eval)", choices=("tmlu", "strict"))
 
+    reduce_few_shot: bool = option(
+        False, "leave out few-shot examples that do not fit the model's context: tmlu style "
+        "skips each one that does not fit (MiuLab's --reduce_few_shot), lm-eval style drops "
+        "them from the end; default: every shot, no cut (MiuLab's default on vLLM), and a "
+        "prompt over the context fails", action="store_true")
+
     def __post_init__(self):
         if self.limit is not None and self.limit < 1:
             raise LocalevalError(f"--limit must be at least 1, not {self.limit}")
@@ -60,6 +66,9 @@ class MCQConfig:
     prompt: PromptConfig = PromptConfig()
     max_tokens: int | None = None  # generation budget; see generation_budget
     extract: str | None = None  # None: "tmlu" for the tmlu prompt style, else "strict"
+    # MiuLab tmlu_eval.py: format_problem budgets shots only with --reduce_few_shot (off by
+    # default), and its vLLM path (HFLM_vLLM.generate) cuts nothing
+    reduce_few_shot: bool = False
 
     def __post_init__(self):
         if self.method not in METHODS:
