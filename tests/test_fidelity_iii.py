@@ -159,3 +159,26 @@ def test_tmlu_keeps_every_shot_by_default():
         config = MCQConfig(prompt=PromptConfig(style=style, task="tmmluplus"))
         (p,) = plan(TMMLUPLUS, "economics", dev, test, config, lambda prompt: len(prompt), 260)
         assert (p.n_shots, p.skipped) == (5, ())
+
+
+# ------------------------------------------------------------------ protocol in the identity
+def test_a_folder_made_under_older_defaults_is_a_run_with_other_settings(tmp_path):
+    import json
+
+    from offline_runs import safeguard_run
+
+    from localeval.errors import LocalevalError
+
+    folder = tmp_path / "run"
+    safeguard_run(folder)
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    assert (config["protocol"], config["threshold_grid"], config["sensitive"]) == \
+        ("fidelity-3", "iris", "iris")
+    # what a run made before issue 34 recorded: no protocol, no grid, the §3 label policy
+    old = {k: v for k, v in config.items() if k not in ("protocol", "threshold_grid")}
+    (folder / "config.json").write_text(json.dumps({**old, "sensitive": "paper"}),
+                                        encoding="utf-8")
+    with pytest.raises(LocalevalError, match="holds a run with other settings") as e:
+        safeguard_run(folder)
+    assert "protocol: None -> 'fidelity-3'" in str(e.value)
+    assert "sensitive: 'paper' -> 'iris'" in str(e.value)
