@@ -182,3 +182,56 @@ def test_a_folder_made_under_older_defaults_is_a_run_with_other_settings(tmp_pat
         safeguard_run(folder)
     assert "protocol: None -> 'fidelity-3'" in str(e.value)
     assert "sensitive: 'paper' -> 'iris'" in str(e.value)
+
+
+# ------------------------------------------------------------------ 6. OpenAI's arguments
+def test_chat_api_layout_runs_on_a_server_that_refuses_vllm_arguments(tmp_path, tiny_llama):
+    """MiuLab model.py OpenAI_LM.query sends [user, assistant ""] as ordinary messages; an
+    OpenAI server refuses continue_final_message/add_generation_prompt with HTTP 400."""
+    import json
+
+    from openai_server import ModelServer
+
+    from localeval.cli import main
+    from localeval.demo.mcq import SAMPLE_MCQ
+
+    server = ModelServer(tiny_llama, openai_strict=True)
+    bodies, handle = [], server.handle
+    server.handle = lambda path, body: bodies.append(body) or handle(path, body)
+    out = tmp_path / "run"
+    try:
+        code = main(["run", "--task", "tmlu", "--data", str(SAMPLE_MCQ), "--subjects",
+                     "CAP_mathematics", "--limit", "2", "--max-tokens", "4", "--chat", "api",
+                     "--method", "generation", "--model", "openai:tiny", "--base-url",
+                     server.url, "--output", str(out), "--quiet"])
+    finally:
+        server.stop()
+    samples = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
+    assert code == 0 and len(bodies) == 2
+    assert not any(s.get("failed") for s in samples)
+    assert all(b["messages"][-1] == {"role": "assistant", "content": ""} and
+               "continue_final_message" not in b for b in bodies)
+
+
+def test_a_prefill_goes_only_to_a_server_that_continues_it(tiny_llama):
+    from openai_server import ModelServer
+
+    from localeval.backends.base import Generate
+    from localeval.backends.openai_compat import OpenAIBackend
+
+    prefill = Generate([{"role": "user", "content": "Hi"},
+                        {"role": "assistant", "content": "Verdict:"}], max_tokens=2)
+    for strict, extensions, fails in ((True, None, True), (False, None, False),
+                                      (True, "none", True), (False, "none", True)):
+        server = ModelServer(tiny_llama, openai_strict=strict)
+        try:
+            backend = OpenAIBackend("tiny", base_url=server.url, chat_extensions=extensions)
+            (out,) = backend.run([prefill])
+        finally:
+            server.stop()
+        assert backend.identity["chat_extensions"] == ("none" if strict or extensions else
+                                                       "vllm")
+        if fails:  # never sent: one reason, not the server's 400
+            assert "continue_final_message" in out.error and not server.received
+        else:
+            assert out.error is None and server.received[0].endswith("Verdict:")
