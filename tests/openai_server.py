@@ -18,7 +18,6 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-
 OPENAI_ARGS = {
     "/v1/chat/completions": {
         "model", "messages", "audio", "frequency_penalty", "function_call", "functions",
