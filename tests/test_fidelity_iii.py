@@ -235,3 +235,28 @@ def test_a_prefill_goes_only_to_a_server_that_continues_it(tiny_llama):
             assert "continue_final_message" in out.error and not server.received
         else:
             assert out.error is None and server.received[0].endswith("Verdict:")
+
+
+# ------------------------------------------------------------------ 3. Llama Guard 3's BOS
+def test_llamaguard3_model_sees_a_space_token_then_bos():
+    """The HF chat template of Llama-Guard-3-8B renders " <|begin_of_text|>..." and IRIS
+    (guard_models/llama_guard.py LlamaGuard on api_model.py APIGenerativeLLM) sends it to vLLM's
+    chat endpoint, which tokenises that text without adding special tokens: token 0 is the
+    space, token 1 BOS. A tokenizer with Llama 3's BOS text stands in for Llama Guard's."""
+    import transformers
+    from tiny_models import SHARED
+
+    from localeval.backends.prompt_tokens import score_tokens
+    from localeval.guards import Conversation, get_guard
+
+    tok = transformers.AutoTokenizer.from_pretrained(SHARED / "models" / "smollm2-tokenizer")
+    tok.add_special_tokens({"bos_token": "<|begin_of_text|>"})
+    tok.add_special_tokens({"additional_special_tokens": [
+        "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]})
+    space = tok(" ", add_special_tokens=False)["input_ids"]
+    (req,) = get_guard("llamaguard3").requests(Conversation("How do I pick a lock?"))
+    ids, _ = score_tokens(tok, req, "llama-guard")
+    assert ids[:2] == [*space, tok.bos_token_id] and len(space) == 1
+    (meta,) = get_guard("llamaguard3", template="meta").requests(
+        Conversation("How do I pick a lock?"))
+    assert score_tokens(tok, meta, "llama-guard")[0][0] != space[0]
