@@ -260,3 +260,41 @@ def test_llamaguard3_model_sees_a_space_token_then_bos():
     (meta,) = get_guard("llamaguard3", template="meta").requests(
         Conversation("How do I pick a lock?"))
     assert score_tokens(tok, meta, "llama-guard")[0][0] != space[0]
+
+
+# ------------------------------------------------------------------ 7. double BOS
+def _llama2_style_tokenizer():
+    """The shared byte-level BPE with what Llama-2/Mistral tokenizers have: a post-processor
+    that adds BOS, and a chat template whose text starts with {{ bos_token }}."""
+    import transformers
+    from tiny_models import TOKENIZER_JSON
+    from tokenizers.processors import TemplateProcessing
+
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_file=str(TOKENIZER_JSON),
+                                               bos_token="<|endoftext|>", eos_token="<|im_end|>")
+    tok._tokenizer.post_processor = TemplateProcessing(
+        single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", tok.bos_token_id)])
+    tok.chat_template = ("{{ bos_token }}{% for m in messages %}[INST] {{ m['content'] }} "
+                         "[/INST]{% endfor %}")
+    return tok
+
+
+def test_tmlu_chat_generation_has_miulab_double_bos():
+    """MiuLab model.py HFLM_vLLM.generate (--apply_chat_template): apply_chat_template(
+    tokenize=False) + '正確答案：(' is a string, and vLLM's LLM.generate tokenises a string with
+    special tokens: the template's BOS text, then the tokenizer's BOS: two."""
+    from localeval.backends.prompt_tokens import generation_text
+    from localeval.data.catalog import TMMLUPLUS
+    from localeval.tasks.mcq import MCQConfig, plan
+    from localeval.tasks.prompts import PromptConfig
+
+    tok = _llama2_style_tokenizer()
+    test = [MCQItem("9", "economics", "問題", ("甲", "乙", "丙", "丁"), "A")]
+    bos = tok.bos_token_id
+    for special, expected in ((True, [bos, bos]), (False, [bos])):
+        config = MCQConfig(method="generation", miulab_special_tokens=special,
+                           prompt=PromptConfig(shots=0, chat="single", task="tmmluplus"))
+        (p,) = plan(TMMLUPLUS, "economics", [], test, config, None, None)
+        text, add = generation_text(tok, p.request, "m")
+        ids = tok(text, add_special_tokens=add)["input_ids"]
+        assert ids[:len(expected)] == expected and ids[len(expected)] != bos

@@ -55,6 +55,11 @@ class Generate:
     max_tokens: int = 256
     stop: tuple[str, ...] = ()
     sample: int | None = None
+    # None: the tokenizer's special tokens for a plain string, none for a rendered chat prompt
+    # (its template holds them). True: added to the rendered chat text too, as MiuLab/TMLU
+    # model.py HFLM_vLLM.generate does (vLLM tokenises the template's text with special tokens:
+    # two BOS where the template holds one).
+    add_special_tokens: bool | None = None
     kind: str = field(default="generate", init=False)
 
     def __post_init__(self):
@@ -126,11 +131,13 @@ class Response:
 
 
 def request_fields(request: Request) -> dict:
-    """The request as a dict, without a greedy ``Generate``'s ``sample`` (None): a greedy
-    request keys the cache as it did before draws existed."""
+    """The request as a dict, without a greedy ``Generate``'s ``sample`` (None) and an unset
+    ``add_special_tokens``: such a request keys the cache as it did before those fields
+    existed."""
     fields = asdict(request)
-    if fields.get("sample", 0) is None:
-        del fields["sample"]
+    for late in ("sample", "add_special_tokens"):  # unset: the key it had before the field
+        if late in fields and fields[late] is None:
+            del fields[late]
     return fields
 
 

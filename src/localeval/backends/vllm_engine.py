@@ -30,7 +30,7 @@ import json
 
 from ..errors import LocalevalError
 from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
-from .prompt_tokens import render, score_tokens
+from .prompt_tokens import generation_text, render, score_tokens
 
 BLOCK = 512  # requests handed to the engine at once; their responses are stored together
 
@@ -158,7 +158,7 @@ class VllmBackend:
             return ids, SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0,
                                        detokenize=False), []
         if isinstance(request, Generate):
-            ids = self.encode(*self.render(request.prompt))
+            ids = self.encode(*generation_text(self.tokenizer, request, self.name))
             self._fits(ids, request.max_tokens)
             return ids, self._generation_params(request, ids), []
         raise LocalevalError(f"the vllm backend cannot run {type(request).__name__} requests")

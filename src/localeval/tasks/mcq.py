@@ -116,7 +116,13 @@ def _request(item: MCQItem, prompt: Prompt, config: MCQConfig) -> Request:
         # HFLM_transformers.encode / encode_pair. lm-eval style keeps the tokenizer's default.
         return ScoreNext(prompt, config.prompt.candidates(item),
                          add_special_tokens=config.prompt.style != "tmlu")
-    return Generate(prompt, config.generation_budget, config.stop)
+    # MiuLab/TMLU model.py HFLM_vLLM.generate with --apply_chat_template: the user turn + the
+    # cue, rendered to text, which vLLM tokenises with special tokens (a template that holds
+    # BOS gets a second one)
+    miulab = (config.prompt.style == "tmlu" and config.prompt.chat == "single"
+              and config.miulab_special_tokens)
+    return Generate(prompt, config.generation_budget, config.stop,
+                    add_special_tokens=True if miulab else None)
 
 
 def _may_not_fit(prompt: Prompt, budget: int, max_context: int) -> bool:
@@ -190,6 +196,7 @@ class MCQTask(Task):
         self.config = MCQConfig(
             method=o.method, max_tokens=o.max_tokens, extract=o.extract,
             reduce_few_shot=o.reduce_few_shot,
+            miulab_special_tokens=o.chat_special_tokens,
             prompt=PromptConfig(style=o.prompt_style or default_prompt_style(name),
                                 shots=o.shots, cot=o.cot, chat=o.chat, system=o.system,
                                 task=name))
@@ -253,5 +260,6 @@ class MCQTask(Task):
             "extract": self.config.extraction if method == "generation" else None,
             "prompt": asdict(self.config.prompt),
             "reduce_few_shot": self.config.reduce_few_shot,
+            "chat_special_tokens": self.config.miulab_special_tokens,
         }
 

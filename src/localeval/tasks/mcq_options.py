@@ -55,6 +55,12 @@ class MCQOptions:
         "them from the end; default: every shot, no cut (MiuLab's default on vLLM), and a "
         "prompt over the context fails", action="store_true")
 
+    chat_special_tokens: bool = option(
+        True, "with --chat single, --method generation and the tmlu style the rendered chat "
+        "text is tokenised with the tokenizer's special tokens, as MiuLab's vLLM path does (two "
+        "BOS where the template holds one); --no-chat-special-tokens: the template's own only",
+        flag="--no-chat-special-tokens", action="store_false")
+
     def __post_init__(self):
         if self.limit is not None and self.limit < 1:
             raise LocalevalError(f"--limit must be at least 1, not {self.limit}")
@@ -69,6 +75,7 @@ class MCQConfig:
     # MiuLab tmlu_eval.py: format_problem budgets shots only with --reduce_few_shot (off by
     # default), and its vLLM path (HFLM_vLLM.generate) cuts nothing
     reduce_few_shot: bool = False
+    miulab_special_tokens: bool = True  # see MCQOptions.chat_special_tokens
 
     def __post_init__(self):
         if self.method not in METHODS:

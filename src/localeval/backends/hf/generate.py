@@ -54,6 +54,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..base import Generate, Response
+from ..prompt_tokens import generation_text
 from .prefix import NODE_COST, STEP_COST, PrefixNode, plan_prefix_tree
 from .row_blocks import ROW_BLOCK, full_row_blocks, gathered_cache
 from .row_blocks import padded as _padded
@@ -73,7 +74,8 @@ GREEDY_NEUTRAL = {"repetition_penalty": (None, 1.0), "no_repeat_ngram_size": (No
 def run_generations(backend, requests: list[Generate]) -> Iterator[tuple[int, Response]]:
     """Yield (index, response) for each request, batch by batch; draws (``sample`` set) one at
     a time with ``model.generate``."""
-    encoded = [backend.encode(*backend.render(r.prompt)) for r in requests]
+    encoded = [backend.encode(*generation_text(backend.tokenizer, r, backend.identity["model"]))
+               for r in requests]
     ok = yield from _over_the_context(backend, requests, encoded)
     ok = yield from _draws(backend, requests, encoded, ok)
     kept, prompts = [requests[i] for i in ok], [encoded[i] for i in ok]
