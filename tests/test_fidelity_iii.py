@@ -298,3 +298,33 @@ def test_tmlu_chat_generation_has_miulab_double_bos():
         text, add = generation_text(tok, p.request, "m")
         ids = tok(text, add_special_tokens=add)["input_ids"]
         assert ids[:len(expected)] == expected and ids[len(expected)] != bos
+
+
+# ------------------------------------------------------------------ 11. lm-eval's tmlu choices
+def test_lm_eval_tmlu_scores_each_subjects_fixed_choices():
+    """lm-eval 0.4.13 tasks/tmlu/default: tmlu_driving_rule.yaml doc_to_choice [A, B, C, D],
+    tmlu_GSAT_biology.yaml [A, B, C, D, E]; api/task.py process_results takes the argmax over
+    those and scores a gold letter outside them as -100 (never right)."""
+    from localeval.backends.base import Response
+    from localeval.data.catalog import TMLU
+    from localeval.tasks.mcq import MCQConfig, plan, score
+    from localeval.tasks.prompts import PromptConfig
+
+    config = MCQConfig(prompt=PromptConfig(style="lm-eval", shots=0, task="tmlu"))
+    five = MCQItem("1", "driving_rule", "問題", ("甲", "乙", "丙", "丁", "戊"), "E")
+    four = MCQItem("2", "GSAT_biology", "問題", ("甲", "乙", "丙", "丁"), "A")
+    (p5,) = plan(TMLU, "driving_rule", [], [five], config, None, None)
+    (p4,) = plan(TMLU, "GSAT_biology", [], [four], config, None, None)
+    assert p5.request.candidates == (" A", " B", " C", " D")
+    assert p4.request.candidates == (" A", " B", " C", " D", " E")
+    # "E" is the question's fifth option and its gold, but not among lm-eval's choices
+    s = score(p5, Response(logprobs={" A": -3.0, " B": -1.0, " C": -2.0, " D": -4.0}), config)
+    assert (s["pred"], s["correct"]) == ("B", False)
+    # a choice that is not an option of this question can still win, and is wrong
+    s = score(p4, Response(logprobs={" A": -3.0, " B": -4.0, " C": -5.0, " D": -6.0,
+                                     " E": -1.0}), config)
+    assert (s["pred"], s["correct"]) == ("E", False)
+    own = MCQConfig(prompt=PromptConfig(style="lm-eval", shots=0, task="tmlu",
+                                        lm_eval_choices="own"))
+    assert plan(TMLU, "driving_rule", [], [five], own, None, None)[0].request.candidates == \
+        (" A", " B", " C", " D", " E")

@@ -153,9 +153,10 @@ def score(planned: Planned, response: Response, config: MCQConfig) -> dict:
     if error is not None:
         record["failed"] = True
     elif config.method == "likelihood":
-        letters = dict(zip(config.prompt.candidates(item), item.letters))
+        scored = config.prompt.letters(item)
+        letters = dict(zip(config.prompt.candidates(item), scored, strict=True))
         record["logprobs"] = {letters[c]: v for c, v in response.logprobs.items()}
-        pred = extract.from_logprobs(response.logprobs, item.letters)
+        pred = extract.from_logprobs(response.logprobs, scored)
         record["extract"] = "likelihood: highest log-prob"
     else:
         record["output"] = response.text
@@ -199,7 +200,7 @@ class MCQTask(Task):
             miulab_special_tokens=o.chat_special_tokens,
             prompt=PromptConfig(style=o.prompt_style or default_prompt_style(name),
                                 shots=o.shots, cot=o.cot, chat=o.chat, system=o.system,
-                                task=name))
+                                task=name, lm_eval_choices=o.lm_eval_choices))
     def load(self) -> MCQData:
         """(subject, dev, test) per subject, sorted by subject; test cut to ``limit``."""
         spec, loaded = load_mcq_data(self.name, self.data, self.wanted, self.dataset_revision)

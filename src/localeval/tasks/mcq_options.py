@@ -61,6 +61,11 @@ class MCQOptions:
         "BOS where the template holds one); --no-chat-special-tokens: the template's own only",
         flag="--no-chat-special-tokens", action="store_false")
 
+    lm_eval_choices: str = option(
+        "fixed", "--prompt-style lm-eval on tmlu: the letters scored are each subject's fixed "
+        "list (fixed: lm-eval's doc_to_choice, A-D or A-E) or the question's own options (own)",
+        choices=("fixed", "own"))
+
     def __post_init__(self):
         if self.limit is not None and self.limit < 1:
             raise LocalevalError(f"--limit must be at least 1, not {self.limit}")
@@ -83,6 +88,9 @@ class MCQConfig:
         if self.prompt.style not in STYLES:
             raise LocalevalError(f"unknown --prompt-style {self.prompt.style!r}; use one of "
                                  f"{', '.join(STYLES)}")
+        if self.prompt.lm_eval_choices not in ("fixed", "own"):
+            raise LocalevalError(f"--lm-eval-choices must be fixed or own, not "
+                                 f"{self.prompt.lm_eval_choices!r}")
         if self.prompt.chat not in CHAT_MODES:
             raise LocalevalError(f"unknown --chat mode {self.prompt.chat!r}; use one of "
                                  f"{', '.join(CHAT_MODES)}")
