@@ -328,3 +328,27 @@ def test_lm_eval_tmlu_scores_each_subjects_fixed_choices():
                                         lm_eval_choices="own"))
     assert plan(TMLU, "driving_rule", [], [five], own, None, None)[0].request.candidates == \
         (" A", " B", " C", " D", " E")
+
+
+# ------------------------------------------------------------------ 4. X-Guard's source language
+def test_xguard_translation_input_has_iris_empty_source_language():
+    """IRIS x_guard.py XGuard.get_translation(source_text, src_lang=""): the mBART-50 tokenizer's
+    src_lang setter looks "" up as a token, finds none, and puts <unk> where the source language
+    code goes: [unk, ...text..., eos]. Left alone it would put en_XX there. The shared BPE
+    stands in for mbart-x-guard's vocabulary; MBart50TokenizerFast adds the language codes."""
+    import transformers
+    from tiny_models import TOKENIZER_JSON
+
+    from localeval.backends.hf_seq2seq import encode_source
+
+    def tokenizer():
+        return transformers.MBart50TokenizerFast(
+            tokenizer_file=str(TOKENIZER_JSON), unk_token="<|endoftext|>",
+            eos_token="<|im_end|>", pad_token="<|endoftext|>")
+
+    tok = tokenizer()
+    ids = encode_source(tok, "ฉันจะงัดกุญแจได้อย่างไร", "", 1024)["input_ids"][0].tolist()
+    assert ids[0] == tok.unk_token_id and ids[-1] == tok.eos_token_id
+    own = tokenizer()
+    kept = encode_source(own, "ฉันจะงัดกุญแจได้อย่างไร", None, 1024)["input_ids"][0].tolist()
+    assert kept[0] == own.convert_tokens_to_ids("en_XX") and kept[1:] == ids[1:]
