@@ -23,8 +23,9 @@ on prompts only ("-" in its response columns), and so do we. Model Armor has an 
 model responses (``sanitizeModelResponse``, sent the response alone, as IRIS does).
 
 Where we differ from IRIS (docs/fidelity.md): a failed call or an unreadable reply is a failure
-(``score=None``), counted as one, where IRIS scores it 0.0 (safe). The provider's whole reply is
-kept on each sample (``guard_output``).
+(``score=None``), counted as one, where IRIS scores an unreadable reply 0.0 (safe) and stops at
+a failed call (``--on-failure iris`` reproduces that: :meth:`ModerationGuard.iris_failure_score`).
+The provider's whole reply is kept on each sample (``guard_output``).
 """
 
 from __future__ import annotations
