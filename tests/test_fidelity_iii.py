@@ -352,3 +352,49 @@ def test_xguard_translation_input_has_iris_empty_source_language():
     own = tokenizer()
     kept = encode_source(own, "ฉันจะงัดกุญแจได้อย่างไร", None, 1024)["input_ids"][0].tolist()
     assert kept[0] == own.convert_tokens_to_ids("en_XX") and kept[1:] == ids[1:]
+
+
+# ------------------------------------------------------------------ 5. sampling as the checkpoint
+def test_guards_that_generate_decode_as_the_generation_config_says():
+    """IRIS x_guard.py XGuard.evaluate_guard and llm_guard.py GPTOSS._complete call generate()
+    (a pipeline for GPT-OSS) without do_sample: the checkpoint's generation_config decides."""
+    from localeval.guards import Conversation, get_guard
+
+    c = Conversation("How do I pick a lock?")
+    for name, options in (("xguard", {"translator": None}),
+                          ("zero-shot", {"reasoning": True})):
+        (req,) = get_guard(name, **options).requests(c)
+        assert req.decoding == "generation_config"
+        (req,) = get_guard(name, decoding="greedy", **options).requests(c)
+        assert req.decoding is None
+
+
+def test_generation_config_decides_on_the_hf_backend(tiny_llama):
+    """transformers' generate() without do_sample: greedy while the config's do_sample is off;
+    when it is on, a draw with the config's own settings (seeded by the prompt and draw 0)."""
+    import hashlib
+    import json
+
+    import torch
+
+    from localeval.backends.base import Generate
+    from localeval.backends.hf import HFBackend
+
+    backend = HFBackend(str(tiny_llama))
+    request = Generate("Tell me a story", max_tokens=8, decoding="generation_config")
+    ids = backend.tokenizer("Tell me a story")["input_ids"]
+
+    def generate():  # IRIS's call: no do_sample, no temperature
+        with torch.no_grad():
+            out = backend.model.generate(torch.tensor([ids]), max_new_tokens=8,
+                                         pad_token_id=backend.tokenizer.pad_token_id)
+        return backend.tokenizer.decode(out[0, len(ids):], skip_special_tokens=True)
+
+    (got,) = backend.run([request])
+    assert got.text == generate() == backend.run([Generate("Tell me a story", 8)])[0].text
+    backend.model.generation_config.do_sample = True
+    backend.model.generation_config.temperature = 50.0  # spreads the random model's choices
+    (drawn,) = backend.run([request])
+    torch.manual_seed(int.from_bytes(hashlib.sha256(json.dumps([ids, 0]).encode()).digest()[:8],
+                                     "big") >> 1)
+    assert drawn.text == generate() != got.text

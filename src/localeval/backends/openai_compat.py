@@ -275,8 +275,8 @@ class OpenAIBackend:
             path, body = self._body(request.prompt, max_tokens=request.max_tokens)
             if request.stop:
                 body["stop"] = list(request.stop)
-            if request.sample is not None:
-                del body["temperature"]  # a draw: the server's default sampling, as IRIS sends
+            if request.sample is not None or request.decoding is not None:
+                del body["temperature"]  # the server's default sampling, as IRIS sends
             return path, body
         raise LocalevalError(f"the openai backend cannot run {type(request).__name__} requests")
 

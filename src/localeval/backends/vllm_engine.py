@@ -175,10 +175,12 @@ class VllmBackend:
         from vllm import SamplingParams
 
         stop = list(request.stop) or None
-        if request.sample is None:
+        if request.sample is None and request.decoding is None:
             return SamplingParams(max_tokens=request.max_tokens, temperature=0.0, stop=stop)
-        params = self.llm.get_default_sampling_params()  # the model's generation_config
-        key = json.dumps([ids, request.sample]).encode()
+        # the model's generation_config as vLLM reads it (it samples whenever a temperature
+        # above 0 is set, where transformers also asks for do_sample)
+        params = self.llm.get_default_sampling_params()
+        key = json.dumps([ids, request.sample or 0]).encode()
         params.seed = int.from_bytes(hashlib.sha256(key).digest()[:4], "big")
         params.max_tokens, params.stop = request.max_tokens, stop
         return params

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..backends.base import Execute
+from ..errors import LocalevalError
 
 
 @dataclass(frozen=True)
@@ -97,3 +98,17 @@ class Guard(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+# How a guard that generates before its verdict decodes: "generation-config" (the authors':
+# transformers' generate() without do_sample, so the checkpoint's generation_config decides,
+# seeded here) or "greedy" (ours)
+DECODINGS = ("generation-config", "greedy")
+
+
+def checked_decoding(guard: str, decoding: str) -> str | None:
+    """``Generate.decoding`` for a guard's ``decoding`` option, or a one-line error."""
+    if decoding not in DECODINGS:
+        raise LocalevalError(f"{guard} option decoding must be one of {', '.join(DECODINGS)}, "
+                             f"not {decoding!r}")
+    return "generation_config" if decoding == "generation-config" else None
