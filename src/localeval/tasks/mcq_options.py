@@ -56,9 +56,9 @@ class MCQOptions:
         "prompt over the context fails", action="store_true")
 
     chat_special_tokens: bool = option(
-        True, "with --chat single, --method generation and the tmlu style the rendered chat "
-        "text is tokenised with the tokenizer's special tokens, as MiuLab's vLLM path does (two "
-        "BOS where the template holds one); --no-chat-special-tokens: the template's own only",
+        True, "with --chat single, --method generation and the tmlu style, tokenise the rendered "
+        "chat text with the template's special tokens only (default: the tokenizer's added too, "
+        "as MiuLab's vLLM path does: two BOS where the template holds one)",
         flag="--no-chat-special-tokens", action="store_false")
 
     lm_eval_choices: str = option(
