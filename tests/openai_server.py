@@ -5,6 +5,11 @@ tested against an independent implementation of the same protocol: /v1/models,
 /v1/completions (``logprobs=k``, ``echo``), /v1/chat/completions (``logprobs``/``top_logprobs``,
 ``continue_final_message``), and vLLM's /tokenize and /detokenize (``tokenize=False``: a server
 without them, as the hosted APIs are). It records the prompts it receives, in order.
+
+``openai_strict=True`` answers as api.openai.com does where vLLM differs: ``/v1/models`` without
+``max_model_len``, no tokenize endpoints, and HTTP 400 "Unrecognized request argument supplied"
+for any body key outside OpenAI's documented request arguments (below, from the API reference of
+chat.completions.create and completions.create).
 """
 
 from __future__ import annotations
@@ -13,9 +18,24 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+OPENAI_ARGS = {
+    "/v1/chat/completions": {
+        "model", "messages", "audio", "frequency_penalty", "function_call", "functions",
+        "logit_bias", "logprobs", "max_completion_tokens", "max_tokens", "metadata",
+        "modalities", "n", "parallel_tool_calls", "prediction", "presence_penalty",
+        "reasoning_effort", "response_format", "seed", "service_tier", "stop", "store",
+        "stream", "stream_options", "temperature", "tool_choice", "tools", "top_logprobs",
+        "top_p", "user", "web_search_options"},
+    "/v1/completions": {
+        "model", "prompt", "best_of", "echo", "frequency_penalty", "logit_bias", "logprobs",
+        "max_tokens", "n", "presence_penalty", "seed", "stop", "stream", "stream_options",
+        "suffix", "temperature", "top_p", "user"},
+}
+
 
 class ModelServer:
-    def __init__(self, model_dir, name="tiny", api_key=None, fail_first=0, tokenize=True):
+    def __init__(self, model_dir, name="tiny", api_key=None, fail_first=0, tokenize=True,
+                 openai_strict=False):
         import torch
         import transformers
 
@@ -23,8 +43,9 @@ class ModelServer:
         self.tok = transformers.AutoTokenizer.from_pretrained(model_dir)
         self.model = transformers.AutoModelForCausalLM.from_pretrained(model_dir).eval()
         self.name, self.api_key, self.fail_left = name, api_key, fail_first
+        self.strict = openai_strict
         self.paths = {"/v1/completions", "/v1/chat/completions"} | (
-            {"/tokenize", "/detokenize"} if tokenize else set())
+            {"/tokenize", "/detokenize"} if tokenize and not openai_strict else set())
         self.received: list[str] = []
         self._pieces: list[str] | None = None
         self.headers_seen: list[dict] = []
@@ -44,7 +65,10 @@ class ModelServer:
                 self.wfile.write(data)
 
             def do_GET(self):
-                if self.path == "/v1/models":
+                if self.path == "/v1/models" and server.strict:
+                    self._send(200, {"object": "list", "data": [
+                        {"id": server.name, "object": "model", "owned_by": "system"}]})
+                elif self.path == "/v1/models":
                     self._send(200, {"data": [{"id": server.name, "max_model_len": 4096}]})
                 else:
                     self._send(404, {"error": "not found"})
@@ -56,6 +80,11 @@ class ModelServer:
                     return self._send(401, {"error": "bad key"})
                 if self.path not in server.paths:
                     return self._send(404, {"error": "not found"})
+                unknown = sorted(set(body) - OPENAI_ARGS.get(self.path, set(body)))
+                if server.strict and unknown:
+                    return self._send(400, {"error": {
+                        "message": f"Unrecognized request argument supplied: {unknown[0]}",
+                        "type": "invalid_request_error", "param": None, "code": None}})
                 with server.lock:
                     if server.fail_left > 0:
                         server.fail_left -= 1

@@ -75,7 +75,8 @@ def test_cot_reduces_shots_to_fit_context(tmp_path, tiny_llama):
     backend = HFBackend(str(tiny_llama))
     backend.max_context = lambda: 330  # a model with a short context window
     r = evaluate(task="tmlu", model=backend, data=str(SAMPLE_MCQ), subjects=["driving_rule"],
-                 method="generation", cot=True, max_tokens=100, quiet=True)
+                 method="generation", cot=True, max_tokens=100, reduce_few_shot=True,
+                 quiet=True)
     assert all(0 <= s["n_shots"] < 5 for s in r.samples)
     assert all(backend.count_tokens(s["prompt"]) + 100 <= 330 for s in r.samples)
 

@@ -197,13 +197,18 @@ Provide your safety assessment for ONLY THE LAST Agent message in the above conv
 
 
 def test_llamaguard3_prompt_only():
+    # the HF template's text (its space before BOS, no special tokens added: the default,
+    # tests/test_fidelity_iii.py) or Meta's (template=meta, BOS from the tokenizer)
     (req,) = get_guard("llamaguard3").requests(C(PROMPT))
-    assert req.prompt == LG3_PROMPT_ONLY
+    assert req.prompt == " <|begin_of_text|>" + LG3_PROMPT_ONLY and not req.add_special_tokens
+    (req,) = get_guard("llamaguard3", template="meta").requests(C(PROMPT))
+    assert req.prompt == LG3_PROMPT_ONLY and req.add_special_tokens
     assert req.candidates == ("unsafe", "safe")
 
 
 def test_llamaguard3_response_strips_messages():
-    (req,) = get_guard("llamaguard3").requests(C("  " + PROMPT + "\n", RESPONSE + " "))
+    (req,) = get_guard("llamaguard3", template="meta").requests(
+        C("  " + PROMPT + "\n", RESPONSE + " "))
     assert "'Agent' messages in conversations" in req.prompt
     assert LG3_RESPONSE_CONVERSATION in req.prompt
     assert req.prompt.startswith("<|start_header_id|>user<|end_header_id|>\n\nTask:")
@@ -637,7 +642,7 @@ def test_paper_zero_shot_end_to_end(tiny_backend):
 
 @pytest.mark.slow
 def test_llamaguard_end_to_end(tiny_backend):
-    guard = get_guard("llamaguard3")
+    guard = get_guard("llamaguard3", template="meta")  # the tiny model has no <|begin_of_text|>
     items = [(PROMPT, None, None), (PROMPT, RESPONSE, None)]
     texts = [LG3_PROMPT_ONLY, guard.requests(C(PROMPT, RESPONSE))[0].prompt]
     assert LG3_RESPONSE_CONVERSATION in texts[1]

@@ -56,9 +56,9 @@ def test_a_line_separator_in_a_sample_keeps_the_run_readable(tmp_path, capsys):
     (["--task", "tmlu", "--max-failed", "-0.5"], "--max-failed is a share of the samples"),
     (["--task", "tmlu", "--top-logprobs", "-1"], "--top-logprobs must be at least 1"),
     (["--task", "sea-safeguard", "--bootstrap", "-10"], "--bootstrap must be 0 (no CIs) or"),
-    (["--task", "sea-safeguard", "--sensitive", "maybe"], "--sensitive must be one of paper"),
+    (["--task", "sea-safeguard", "--sensitive", "maybe"], "--sensitive must be one of iris, paper"),
     (["--task", "llm-safety", "--sensitive", "maybe", "--judge-model", "hf:x"],
-     "--sensitive must be one of paper"),
+     "--sensitive must be one of iris, paper"),
 ])
 def test_bad_values_are_one_line_before_anything_loads(argv, message, model_folder, capsys,
                                                        no_model_load):

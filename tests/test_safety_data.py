@@ -279,17 +279,19 @@ def test_local_file_layout(tmp_path):
 # ------------------------------------------------------------------ label policy
 
 def test_label_policy_paper_rule():
-    # §3: sensitive prompt -> safe, sensitive response -> harmful
-    assert binary_label("sensitive", "prompt") == 0
-    assert binary_label("sensitive", "response") == 1
+    # §3: sensitive prompt -> safe, sensitive response -> harmful (now --sensitive paper; the
+    # default is the authors' code, tests/test_fidelity_iii.py)
+    assert binary_label("sensitive", "prompt", "paper") == 0
+    assert binary_label("sensitive", "response", "paper") == 1
     assert binary_label("harmful", "prompt") == 1 and binary_label("safe", "response") == 0
     assert binary_label(None, "prompt") is None
     labels = ["safe", "sensitive", "harmful"]
     assert binarize(labels, "prompt", "exclude")[0] == [0, None, 1]
     assert binarize(labels, "prompt", "harmful")[0] == [0, 1, 1]
     assert binarize(labels, "response", "safe")[0] == [0, 0, 1]
-    y, text = binarize(labels, "response")
+    y, text = binarize(labels, "response", "paper")
     assert y == [0, 1, 1] and "counted as harmful" in text and "paper" in text
+    assert "IRIS" in describe_policy("prompt") and "cultural-cg" in describe_policy("prompt")
     assert "excluded" in describe_policy("prompt", "exclude")
     with pytest.raises(ValueError):
         binary_label("safe", "prompt", "maybe")

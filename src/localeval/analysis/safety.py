@@ -5,6 +5,10 @@ harmful items (Fig. 6). Table 2 and the gaps are in :mod:`.gaps`, thresholds (Fi
 
 Records are those of :mod:`localeval.analysis.gaps`. Failed samples (score None) are counted in
 ``n_failed`` and left out; excluded ones (label None) in ``n_excluded``.
+
+Why this module is over 300 lines: :func:`analyses` passes each of the authors' choices (PR-AUC
+estimator, EN cell, threshold rule and grid) to every analysis of one results.json, and those
+analyses are here beside it; split, each choice would be threaded through two modules.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from ..metrics.bootstrap import bootstrap_ci
 from ..metrics.classification import (
     AUPRC_METRICS,
     PAPER_AUPRC,
+    PAPER_THRESHOLD_GRID,
     PAPER_THRESHOLD_RULE,
+    THRESHOLD_GRIDS,
     average_precision,
     called_harmful,
     pr_auc_trapezoid,
@@ -223,7 +229,8 @@ def overall(samples: list[Record], n_resamples: int = N_RESAMPLES,
 
 def analyses(samples: list[Record], n_resamples: int = N_RESAMPLES, calibrate_on: str = "en",
              auprc: str = PAPER_AUPRC, threshold_rule: str = PAPER_THRESHOLD_RULE,
-             en_cell: str = PAPER_EN_CELL) -> dict[str, Any]:
+             en_cell: str = PAPER_EN_CELL,
+             threshold_grid: str = PAPER_THRESHOLD_GRID) -> dict[str, Any]:
     """Every analysis of a safeguard run's records, as stored at results.json's top level; 95%
     bootstrap CIs (seed 0) from ``n_resamples`` resamples, none when 0; thresholds tuned on the
     ``calibrate_on`` language for ``threshold_transfer``. ``auprc`` names the PR-AUC estimator
@@ -231,8 +238,10 @@ def analyses(samples: list[Record], n_resamples: int = N_RESAMPLES, calibrate_on
     ``ap``); ``table2_alternative`` is Table 2 under the other one. ``threshold_rule`` says
     whether a score equal to a threshold is harmful (``gt``: no, IRIS's; ``ge``: yes) in the
     threshold analyses and the pair types; ``en_cell`` how Table 2's EN cells are made
-    (``per-country``, the authors', or ``pooled``: :func:`.gaps.cell`)."""
+    (``per-country``, the authors', or ``pooled``: :func:`.gaps.cell`); ``threshold_grid`` the
+    thresholds of the sweep and of best F1 (``iris``, the authors' floats, or ``decimal``)."""
     metric = _auprc_metric(auprc)
+    grid = THRESHOLD_GRIDS[threshold_grid]
     kinds = sorted({s["kind"] for s in samples})
     table = table2(samples, metric, en=en_cell)
     return {
@@ -243,15 +252,18 @@ def analyses(samples: list[Record], n_resamples: int = N_RESAMPLES, calibrate_on
         "language_gap": _language_gaps(samples, kinds, n_resamples, metric),
         "cultural_gap": [r for r in cultural_gap(table) if r["gap"] is not None],
         "threshold_rule": threshold_rule,
+        "threshold_grid": threshold_grid,
         "pair_type_confusion": _pair_types(samples, kinds, threshold_rule),
         "score_distribution": score_distribution(s for s in samples if s["raw_label"]),
         "threshold_sweep": [c for kind in kinds
-                            for c in threshold_curve(samples, kind, rule=threshold_rule)],
+                            for c in threshold_curve(samples, kind, thresholds=grid,
+                                                     rule=threshold_rule)],
         "pr_curves": pr_curves(samples),
         "calibration": calibrate_on,
         "threshold_transfer": [b for kind in kinds
                                for b in threshold_transfer(samples, kind, calibrate_on,
-                                                           rule=threshold_rule)],
+                                                           rule=threshold_rule,
+                                                           thresholds=grid)],
     }
 
 

@@ -48,10 +48,12 @@ def threshold_curve(records: Iterable[Record], kind: str, subset: str | None = N
 
 def threshold_transfer(samples: list[Record], kind: str, calibrate_on: str = "en",
                        context: str = "with_prompt",
-                       rule: str = PAPER_THRESHOLD_RULE) -> list[dict[str, Any]]:
+                       rule: str = PAPER_THRESHOLD_RULE,
+                       thresholds: Sequence[float] = DEFAULT_THRESHOLDS) -> list[dict[str, Any]]:
     """A threshold tuned on one language, applied to the others (paper Fig. 5 and §5.2).
 
-    For each model: the best-F1 threshold (0.01..0.99, the lowest if tied) of the ``kind``
+    For each model: the best-F1 threshold (of ``thresholds``, by default IRIS's grid; the lowest
+    if tied) of the ``kind``
     samples in language ``calibrate_on`` (all subsets, this ``context``), then precision,
     recall, F1 and FPR of every *other* language at 0.5 (``default``) and at that threshold
     (``calibrated``). The calibration language is never reported, so no number comes from the
@@ -59,12 +61,12 @@ def threshold_transfer(samples: list[Record], kind: str, calibrate_on: str = "en
     only the block has ``threshold`` None, no ``languages`` and a ``note`` saying why.
     """
     mine = [s for s in samples if s["kind"] == kind and s.get("context", "with_prompt") == context]
-    return [_transfer(model, rows, kind, context, calibrate_on, rule)
+    return [_transfer(model, rows, kind, context, calibrate_on, rule, thresholds)
             for model, rows in by_model(mine).items()]
 
 
 def _transfer(model: str, rows: list[Record], kind: str, context: str,
-              calibrate_on: str, rule: str) -> dict[str, Any]:
+              calibrate_on: str, rule: str, thresholds: Sequence[float]) -> dict[str, Any]:
     t, sc, failed, _ = scored(s for s in rows if s["lang"] == calibrate_on)
     block: dict[str, Any] = {"model": model, "kind": kind, "context": context,
                              "calibrate_on": calibrate_on, "threshold": None,
@@ -74,7 +76,7 @@ def _transfer(model: str, rows: list[Record], kind: str, context: str,
                              "languages": []}
     if block["note"]:
         return block
-    block["threshold"] = threshold = best_f1_threshold(t, sc, rule=rule)
+    block["threshold"] = threshold = best_f1_threshold(t, sc, thresholds, rule)
     others = sorted({s["lang"] for s in rows} - {calibrate_on})
     if not others:
         block["note"] = f"no language other than {calibrate_on!r} to apply the threshold to"

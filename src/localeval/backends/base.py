@@ -40,6 +40,9 @@ class ScoreNext:
     kind: str = field(default="score_next", init=False)
 
 
+GENERATION_CONFIG = "generation_config"
+
+
 @dataclass(frozen=True)
 class Generate:
     """Greedy generation of at most ``max_tokens`` tokens, cut at the first stop string.
@@ -55,9 +58,23 @@ class Generate:
     max_tokens: int = 256
     stop: tuple[str, ...] = ()
     sample: int | None = None
+    # None: the tokenizer's special tokens for a plain string, none for a rendered chat prompt
+    # (its template holds them). True: added to the rendered chat text too, as MiuLab/TMLU
+    # model.py HFLM_vLLM.generate does (vLLM tokenises the template's text with special tokens:
+    # two BOS where the template holds one).
+    add_special_tokens: bool | None = None
+    # None: greedy, or a draw with vLLM's defaults when ``sample`` is set. "generation_config":
+    # as transformers' generate() called without do_sample (IRIS x_guard.py
+    # XGuard.evaluate_guard, llm_guard.py GPTOSS._complete): the model's generation_config
+    # decides whether and how to sample; a draw is seeded by the prompt and ``sample`` (0 if
+    # unset), so a rerun draws the same text.
+    decoding: str | None = None
     kind: str = field(default="generate", init=False)
 
     def __post_init__(self):
+        if self.decoding not in (None, GENERATION_CONFIG):
+            raise ValueError(f"Generate.decoding must be None or {GENERATION_CONFIG!r}, not "
+                             f"{self.decoding!r}")
         if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
             # A budget of 0 would still decode one token on the hf backend: refuse it here.
             raise ValueError(f"Generate.max_tokens must be a positive integer, not "
@@ -126,11 +143,13 @@ class Response:
 
 
 def request_fields(request: Request) -> dict:
-    """The request as a dict, without a greedy ``Generate``'s ``sample`` (None): a greedy
-    request keys the cache as it did before draws existed."""
+    """The request as a dict, without a greedy ``Generate``'s ``sample`` (None) and an unset
+    ``add_special_tokens``: such a request keys the cache as it did before those fields
+    existed."""
     fields = asdict(request)
-    if fields.get("sample", 0) is None:
-        del fields["sample"]
+    for late in ("sample", "add_special_tokens", "decoding"):  # unset: the key before them
+        if late in fields and fields[late] is None:
+            del fields[late]
     return fields
 
 

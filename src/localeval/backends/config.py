@@ -21,6 +21,8 @@ SPEED_ONLY = ("batch_size", "concurrency", "rate_limit", "timeout", "max_retries
 MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: asyncio cannot wait for ever, nor should a request
 DEFAULT_MAX_REPLY_MB = 64.0  # a top-20 log-prob reply is a few kB; an echoed long text, ~1 MB
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+# what an OpenAI-compatible chat server is sent to continue an assistant prefill
+CHAT_EXTENSIONS = ("vllm", "none")
 
 
 def flags(names) -> str:
@@ -77,6 +79,11 @@ class BackendConfig:
         "the served model's tokenizer (Hub name or folder): a server's answer options are read "
         "by their first token (default: the server's own /tokenize, else the whole option "
         "text)"))
+    chat_extensions: str | None = field(default=None, metadata=_help(
+        "a chat prompt that ends with an assistant prefill is continued with vLLM's "
+        "continue_final_message (vllm), or the server takes no such argument (none: "
+        "api.openai.com refuses unknown arguments); default: vllm when the server's /models "
+        "reports max_model_len, as vLLM's does, else none", choices=CHAT_EXTENSIONS))
 
     def __post_init__(self):
         problem = self._problem()
@@ -95,6 +102,9 @@ class BackendConfig:
             low = 0 if name == "max_retries" else 1
             if getattr(self, name) < low:
                 return f"{flags([name])} must be at least {low}, not {getattr(self, name)}"
+        if self.chat_extensions not in (None, *CHAT_EXTENSIONS):
+            return (f"--chat-extensions must be one of {', '.join(CHAT_EXTENSIONS)}, not "
+                    f"{self.chat_extensions!r}")
         return self._seconds_problem()
 
     def _seconds_problem(self) -> str | None:
@@ -129,6 +139,7 @@ class BackendConfig:
         """The fields that can change a number (a run folder's settings). An unset
         ``tokenizer`` is left out, so run folders named before it existed keep their names."""
         out = {k: v for k, v in dataclasses.asdict(self).items() if k not in SPEED_ONLY}
-        if out.get("tokenizer") is None:
-            out.pop("tokenizer", None)
+        for late in ("tokenizer", "chat_extensions"):  # added later: unset keeps the names
+            if out.get(late) is None:
+                out.pop(late, None)
         return out

@@ -6,6 +6,9 @@ guard sees it (panuthept/IRIS ``src/iris/model_wrappers/guard_models/x_guard.py`
 ``XGuard.get_translation``: ``saillab/mbart-x-guard``, ``forced_bos_token_id`` = the ``en_XX``
 language code, no other generation settings, so the checkpoint's own generation config, beam
 size included, decides). ``target_lang`` names the token forced first (``None``: none is forced).
+``source_lang`` is what the tokenizer's ``src_lang`` is set to before encoding: ``""`` by
+default, as ``get_translation(source_text, src_lang="")`` sets it (mBART-50's tokenizer then
+puts ``<unk>`` where the source language code goes); ``None`` keeps the tokenizer's own.
 Texts are translated one at a time, so a result never depends on what else is in a batch.
 """
 
@@ -17,7 +20,8 @@ from .base import Generate, Request, Response
 
 class HFSeq2SeqBackend:
     def __init__(self, model: str, *, revision: str | None = None, device: str = "auto",
-                 target_lang: str | None = "en_XX", max_source_tokens: int = 1024):
+                 target_lang: str | None = "en_XX", max_source_tokens: int = 1024,
+                 source_lang: str | None = ""):
         import torch
         import transformers
 
@@ -34,10 +38,11 @@ class HFSeq2SeqBackend:
             raise LocalevalError(f"cannot load translation model {model!r}: {first}") from None
         self.model.to(self.device).eval()
         self.forced_bos = self._language_token(target_lang)
-        self.max_source_tokens = max_source_tokens
+        self.max_source_tokens, self.source_lang = max_source_tokens, source_lang
         self.identity = {"backend": "hf-seq2seq", "model": model,
                          "revision": revision or getattr(self.model.config, "_commit_hash", None),
-                         "target_lang": target_lang, "device": self.device.type}
+                         "target_lang": target_lang, "source_lang": source_lang,
+                         "device": self.device.type}
 
     def _language_token(self, lang: str | None) -> int | None:
         if lang is None:
@@ -66,10 +71,18 @@ class HFSeq2SeqBackend:
         if request.sample is not None:
             return Response(error="a seq2seq backend decodes as its generation config says; it "
                                   "does not draw numbered samples", permanent=True)
-        enc = self.tokenizer(request.prompt, return_tensors="pt", truncation=True,
-                             max_length=self.max_source_tokens).to(self.device)
+        enc = encode_source(self.tokenizer, request.prompt, self.source_lang,
+                            self.max_source_tokens).to(self.device)
         extra = {"forced_bos_token_id": self.forced_bos} if self.forced_bos is not None else {}
         with self.torch.inference_mode():
             ids = self.model.generate(**enc, max_new_tokens=request.max_tokens, **extra)
         text = self.tokenizer.decode(ids[0], skip_special_tokens=True)
         return Response(text=text, n_prompt_tokens=int(enc["input_ids"].shape[1]))
+
+
+def encode_source(tokenizer, text: str, source_lang: str | None, max_tokens: int):
+    """The source text's tensors, after setting ``src_lang`` where the tokenizer has one (IRIS
+    ``x_guard.py`` ``XGuard.get_translation``: ``src_lang=""``)."""
+    if source_lang is not None and hasattr(tokenizer, "src_lang"):
+        tokenizer.src_lang = source_lang
+    return tokenizer(text, return_tensors="pt", truncation=True, max_length=max_tokens)

@@ -22,8 +22,14 @@
   429, 5xx, timeouts, connection errors and truncated or non-JSON bodies, waiting as long as a
   ``Retry-After`` header asks (capped).
   Other 4xx fail at once. Each response is reported as it finishes, so the run stores it.
-- Chat prompts go to ``/v1/chat/completions``; a final assistant message is sent as a prefill
-  with ``continue_final_message`` (a vLLM/SGLang extension; plain OpenAI ignores it).
+- Chat prompts go to ``/v1/chat/completions``. A final *empty* assistant message is sent as it
+  is, as MiuLab/TMLU ``model.py`` ``OpenAI_LM.query`` sends ``[user, assistant ""]`` (vLLM
+  then renders a new assistant turn after the empty one). A final assistant message with text
+  is a prefill: it is continued with ``continue_final_message`` (vLLM's extension) only on a
+  server known to accept it (``chat_extensions``: ``vllm``; by default when ``/models``
+  reports ``max_model_len``, as vLLM's does). api.openai.com refuses any argument outside its
+  own set with HTTP 400 ("Unrecognized request argument supplied"), so elsewhere such a
+  request fails alone with that reason instead of being sent.
 - The API key comes from an environment variable (``OPENAI_API_KEY`` by default, or the one
   named by ``api_key_env``) and is never part of the identity, logs, caches or results: error
   text from a server is cut short and scrubbed of the key and of anything that looks like one.
@@ -59,6 +65,18 @@ from .config import DEFAULT_MAX_REPLY_MB
 from .label_tokens import LabelTokenError, label_tokens
 from .reply_checks import response_problem
 
+PREFILL_REFUSED = ("the prompt ends with an assistant prefill, which only vLLM's "
+                   "continue_final_message continues, and this server is not known to take it "
+                   "(an OpenAI server refuses unknown arguments); pass --chat-extensions vllm "
+                   "if it does, or use a prompt without a prefill (--chat api for TMLU)")
+
+
+class NoPrefill(LocalevalError):
+    """A chat prompt with an assistant prefill for a server that cannot continue one."""
+
+    permanent = True
+
+
 REPLICA_BLOCK = 8  # consecutive (prefix-sorted) requests sent to one replica
 NO_LOGPROBS = "the server returned no log-probs"
 
@@ -68,7 +86,8 @@ class OpenAIBackend:
                  api_key_env: str = "OPENAI_API_KEY", top_logprobs: int = 20,
                  concurrency: int = 8, timeout: float = 120.0, max_retries: int = 4,
                  rate_limit: float | None = None, tokenizer: str | None = None,
-                 max_reply_mb: float = DEFAULT_MAX_REPLY_MB):
+                 max_reply_mb: float = DEFAULT_MAX_REPLY_MB,
+                 chat_extensions: str | None = None):
         import httpx
 
         self.httpx = httpx
@@ -82,14 +101,19 @@ class OpenAIBackend:
                                  rate_limit=rate_limit, scrub=self.scrub,
                                  max_reply_mb=max_reply_mb)
         self.counts = {"requests": 0, "failed": 0}
-        self._context = min((self._model_info(u).get("max_model_len") or 0
-                             for u in self.base_urls), default=0) or None
+        infos = [self._model_info(u) for u in self.base_urls]
+        self._context = min((i.get("max_model_len") or 0 for i in infos), default=0) or None
+        # vLLM's /models reports max_model_len; api.openai.com's does not (and refuses vLLM's
+        # chat arguments)
+        self.chat_extensions = chat_extensions or (
+            "vllm" if infos and all(i.get("max_model_len") for i in infos) else "none")
         shown = [public_url(u) for u in self.base_urls]  # never a password in the config
         # decided now, not at the first ScoreNext: the identity (cache key, config.json) says it
         self.labels = label_tokens(tokenizer, self._post_each, self._root, model)
         self.identity = {"backend": "openai", "model": model,
                          "base_url": shown[0] if len(shown) == 1 else shown,
-                         "top_logprobs": top_logprobs, "label_tokens": self.labels.source}
+                         "top_logprobs": top_logprobs, "label_tokens": self.labels.source,
+                         "chat_extensions": self.chat_extensions}
 
     @property
     def base_url(self) -> str:
@@ -220,13 +244,16 @@ class OpenAIBackend:
         sent, calls = [], []
         for i, request in enumerate(requests):
             problem = names.get(i)
-            if isinstance(problem, LabelTokenError):
-                out[i] = Response(error=str(problem), permanent=problem.permanent)
-                if progress:
-                    progress(i, out[i])
-            else:
-                sent.append(i)
-                calls.append(self._call(urls[i], request, names.get(i)))
+            if not isinstance(problem, LabelTokenError):
+                try:
+                    calls.append(self._call(urls[i], request, problem))
+                    sent.append(i)
+                    continue
+                except NoPrefill as e:
+                    problem = e
+            out[i] = Response(error=str(problem), permanent=problem.permanent)
+            if progress:
+                progress(i, out[i])
         rank = {i: k for k, i in enumerate(sent)}
         report = (lambda k, response: progress(sent[k], response)) if progress else None
         replies = self.client.post_all(calls, report, [rank[i] for i in order if i in rank])
@@ -264,8 +291,8 @@ class OpenAIBackend:
             path, body = self._body(request.prompt, max_tokens=request.max_tokens)
             if request.stop:
                 body["stop"] = list(request.stop)
-            if request.sample is not None:
-                del body["temperature"]  # a draw: the server's default sampling, as IRIS sends
+            if request.sample is not None or request.decoding is not None:
+                del body["temperature"]  # the server's default sampling, as IRIS sends
             return path, body
         raise LocalevalError(f"the openai backend cannot run {type(request).__name__} requests")
 
@@ -274,7 +301,9 @@ class OpenAIBackend:
         if isinstance(prompt, str):
             return "/completions", {**body, "prompt": prompt}
         body["messages"] = list(prompt)
-        if prompt and prompt[-1]["role"] == "assistant":
+        if prompt and prompt[-1]["role"] == "assistant" and prompt[-1]["content"]:
+            if self.chat_extensions != "vllm":
+                raise NoPrefill(PREFILL_REFUSED)
             body.update(continue_final_message=True, add_generation_prompt=False)
         return "/chat/completions", body
 

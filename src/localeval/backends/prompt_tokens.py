@@ -24,6 +24,13 @@ def render(tokenizer, prompt: Prompt, model: str) -> tuple[str, bool]:
     return text + prefill, False  # the template already holds any BOS token
 
 
+def generation_text(tokenizer, request, model: str) -> tuple[str, bool]:
+    """A Generate request's text and whether special tokens are added: :func:`render`'s, unless
+    the request says (``Generate.add_special_tokens``)."""
+    text, special = render(tokenizer, request.prompt, model)
+    return text, special if request.add_special_tokens is None else request.add_special_tokens
+
+
 def score_tokens(tokenizer, request: ScoreNext, model: str) -> tuple[list[int], list[int]]:
     """Context ids and each candidate's first token id, split the way lm-evaluation-harness
     splits them: trailing spaces move from the context to the candidates (" A" is one token,

@@ -30,7 +30,7 @@ import json
 
 from ..errors import LocalevalError
 from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
-from .prompt_tokens import render, score_tokens
+from .prompt_tokens import generation_text, render, score_tokens
 
 BLOCK = 512  # requests handed to the engine at once; their responses are stored together
 
@@ -158,7 +158,7 @@ class VllmBackend:
             return ids, SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0,
                                        detokenize=False), []
         if isinstance(request, Generate):
-            ids = self.encode(*self.render(request.prompt))
+            ids = self.encode(*generation_text(self.tokenizer, request, self.name))
             self._fits(ids, request.max_tokens)
             return ids, self._generation_params(request, ids), []
         raise LocalevalError(f"the vllm backend cannot run {type(request).__name__} requests")
@@ -175,10 +175,12 @@ class VllmBackend:
         from vllm import SamplingParams
 
         stop = list(request.stop) or None
-        if request.sample is None:
+        if request.sample is None and request.decoding is None:
             return SamplingParams(max_tokens=request.max_tokens, temperature=0.0, stop=stop)
-        params = self.llm.get_default_sampling_params()  # the model's generation_config
-        key = json.dumps([ids, request.sample]).encode()
+        # the model's generation_config as vLLM reads it (it samples whenever a temperature
+        # above 0 is set, where transformers also asks for do_sample)
+        params = self.llm.get_default_sampling_params()
+        key = json.dumps([ids, request.sample or 0]).encode()
         params.seed = int.from_bytes(hashlib.sha256(key).digest()[:4], "big")
         params.max_tokens, params.stop = request.max_tokens, stop
         return params

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..backends.base import Execute
 from ..backends.reply_checks import number_problem
+from ..errors import LocalevalError
 
 
 @dataclass(frozen=True)
@@ -87,5 +88,36 @@ class Guard(ABC):
                  execute: Execute) -> list[GuardVerdict]:
         """One verdict per conversation, in order."""
 
+    def iris_failure_score(self, error: str) -> float | None:
+        """What the authors' code scores a failed verdict of this guard (``--on-failure
+        iris``), or None where it has no score (its run stops there).
+
+        A guard on a language model (IRIS ``generative_models/api_model.py``
+        ``APIGenerativeLLM.complete``): an HTTP 400 (a context overflow, say) returns no
+        log-probs, which ``guard_models/base.py`` ``GuardLLM.complete`` turns into every valid
+        token at log-prob 0.0, so each label gets 1 / #labels; any other request error is
+        retried 10 times and then the script stops (``answer`` is unbound). An answer whose
+        read positions hold no label gives ``pred_labels`` [] and ``get_eval_result.py``
+        ``get_pred_score`` sums nothing: 0.0."""
+        if "HTTP 400" in error:
+            return 1 / self.n_labels
+        if error.startswith("backend error"):
+            return None
+        return 0.0
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+# How a guard that generates before its verdict decodes: "generation-config" (the authors':
+# transformers' generate() without do_sample, so the checkpoint's generation_config decides,
+# seeded here) or "greedy" (ours)
+DECODINGS = ("generation-config", "greedy")
+
+
+def checked_decoding(guard: str, decoding: str) -> str | None:
+    """``Generate.decoding`` for a guard's ``decoding`` option, or a one-line error."""
+    if decoding not in DECODINGS:
+        raise LocalevalError(f"{guard} option decoding must be one of {', '.join(DECODINGS)}, "
+                             f"not {decoding!r}")
+    return "generation_config" if decoding == "generation-config" else None

@@ -1,15 +1,19 @@
 """Llama Guard 3 and Llama Guard 4 (Meta).
 
 Templates. Both models build their prompt in their tokenizer's chat template; we send the text
-that template renders, as a plain string (see :mod:`localeval.guards.base` for why), without the
-BOS token, which the backend's tokenizer adds.
+that template renders, as a plain string (see :mod:`localeval.guards.base` for why).
 
 - Llama Guard 3: the chat template of ``meta-llama/Llama-Guard-3-8B`` (HF tokenizer_config.json,
   S1-S14 names as listed there, e.g. "S3: Sex Crimes.", "S11: Self-Harm."), matching Meta's
   prompt format page https://www.llama.com/docs/model-cards-and-prompt-formats/llama-guard-3/.
-  The HF template emits one space before ``<|begin_of_text|>``; we leave it out (Meta's format
-  page and llama-recipes ``PROMPT_TEMPLATE_3`` have none). Message text is ``strip()``-ed as in
-  the template. Categories cannot be changed in that template either.
+  The HF template emits one space before ``<|begin_of_text|>``, and the authors sent the
+  conversation through vLLM's chat endpoint (IRIS ``guard_models/llama_guard.py`` ``LlamaGuard``
+  on ``APIGenerativeLLM``), which tokenises the rendered text without adding special tokens: the
+  model sees a space token, then BOS. That is the default (``template="hf"``: the text starts
+  with ``" <|begin_of_text|>"`` and the request adds no special tokens).
+  ``template="meta"`` leaves the space out and lets the tokenizer add BOS, as Meta's format page
+  and llama-recipes ``PROMPT_TEMPLATE_3`` have it. Message text is ``strip()``-ed as in the
+  template. Categories cannot be changed in that template either.
 - Llama Guard 4: the chat template of ``meta-llama/Llama-Guard-4-12B`` as rendered by
   ``AutoProcessor.apply_chat_template`` (seen in a published rendering; we could not read the
   template file itself). It differs from Llama Guard 3: Llama 4 header tokens, "according to our
@@ -48,6 +52,9 @@ INSTRUCTIONS = (
     " - If unsafe, a second line must include a comma-separated list of violated categories."
 )
 PREFILL = "\n\n"
+# what the HF chat template of Llama-Guard-3 renders before its first header (template="hf")
+HF_LEAD = " <|begin_of_text|>"
+TEMPLATES = ("hf", "meta")
 # Llama Guard 3 1B was trained on S1-S13 (no Code Interpreter Abuse): llama-stack
 # `llama_guard.py` gives the 1B model the first 13 categories, the 8B model all 14.
 CATEGORY_COUNTS = (13, 14)
@@ -59,13 +66,21 @@ class LlamaGuard3(StagedGuard):
                        "https://www.llama.com/docs/model-cards-and-prompt-formats/llama-guard-3/")
     verdict_position = "first token after '<|start_header_id|>assistant<|end_header_id|>\\n\\n'"
 
-    def __init__(self, categories: int = 14):
+    lead = ""  # text before the first header; "" = the tokenizer adds BOS
+
+    def __init__(self, categories: int = 14, template: str = "hf"):
         """``categories``: 14 (S1-S14, the 8B model's template) or 13 (S1-S13, Llama Guard 3
-        1B's, as llama-stack sends it)."""
+        1B's, as llama-stack sends it). ``template``: ``hf`` (the HF chat template's text, its
+        space before BOS included, sent without special tokens, as the authors' vLLM chat
+        requests) or ``meta`` (Meta's format page: no space, BOS from the tokenizer)."""
         if categories not in CATEGORY_COUNTS:
             raise LocalevalError(f"{self.name} categories must be 13 (Llama Guard 3 1B) or 14, "
                                  f"not {categories!r}")
+        if template not in TEMPLATES:
+            raise LocalevalError(f"{self.name} template must be one of {', '.join(TEMPLATES)}, "
+                                 f"not {template!r}")
         self.categories = "\n".join(CATEGORIES.split("\n")[:categories])
+        self.lead = HF_LEAD if template == "hf" else ""
 
     def render(self, prompt: str, response: str | None) -> str:
         role = "User" if response is None else "Agent"
@@ -88,8 +103,8 @@ class LlamaGuard3(StagedGuard):
                  earlier: Sequence[Response] = ()) -> list[Request]:
         if earlier:
             return []
-        return [ScoreNext(self.render(conversation.prompt, conversation.response),
-                          ("unsafe", "safe"))]
+        return [ScoreNext(self.lead + self.render(conversation.prompt, conversation.response),
+                          ("unsafe", "safe"), add_special_tokens=not self.lead)]
 
     def score(self, responses: Sequence[Response]) -> GuardVerdict:
         return binary_verdict(responses, "unsafe", "safe")
@@ -103,7 +118,7 @@ class LlamaGuard4(LlamaGuard3):
     verdict_position = "first token after '<|header_start|>assistant<|header_end|>\\n\\n'"
 
     def __init__(self):
-        super().__init__()  # its own template: no category option
+        super().__init__(template="meta")  # its own template: no options; no BOS text
 
     def render(self, prompt: str, response: str | None) -> str:
         role = "User" if response is None else "Agent"

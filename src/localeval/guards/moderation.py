@@ -23,8 +23,9 @@ on prompts only ("-" in its response columns), and so do we. Model Armor has an 
 model responses (``sanitizeModelResponse``, sent the response alone, as IRIS does).
 
 Where we differ from IRIS (docs/fidelity.md): a failed call or an unreadable reply is a failure
-(``score=None``), counted as one, where IRIS scores it 0.0 (safe). The provider's whole reply is
-kept on each sample (``guard_output``).
+(``score=None``), counted as one, where IRIS scores an unreadable reply 0.0 (safe) and stops at
+a failed call (``--on-failure iris`` reproduces that: :meth:`ModerationGuard.iris_failure_score`).
+The provider's whole reply is kept on each sample (``guard_output``).
 """
 
 from __future__ import annotations
@@ -59,6 +60,13 @@ class ModerationGuard(Guard):
                     else Moderate(c.response, "assistant", self.settings())
                     for c in conversations]
         return [self._verdict(r.raw, r.error) for r in execute(requests)]
+
+    def iris_failure_score(self, error: str) -> float | None:
+        """IRIS's moderation wrappers (``guard_models/openai_moderation.py``,
+        ``azure_ai_content_safety.py``, ``google_model_armor.py``: ``predict``) score a reply
+        they cannot parse ("Safe" 1.0, "Harmful" 0.0); the call itself is outside their
+        ``try``, so a failed call stops the script: no score."""
+        return None if " call failed: " in error else 0.0
 
     def _verdict(self, reply: dict | None, error: str | None) -> GuardVerdict:
         if error or reply is None:
@@ -161,6 +169,14 @@ class LakeraGuard(ModerationGuard):
         # "" = every detector, as IRIS (prompt attacks and PII count too); else a
         # comma-separated list of detector_type prefixes, e.g. "moderated_content".
         self.detectors = tuple(d.strip() for d in detectors.split(",") if d.strip())
+
+    def iris_failure_score(self, error: str) -> float | None:
+        """IRIS ``lakera_guard.py`` ``predict`` posts with requests (no raise on an HTTP error)
+        and parses ``resp.json()`` inside its ``try``: an error reply the server sent is
+        scored 0.0 like an unreadable one; a connection that fails stops the script."""
+        if " call failed: " not in error:
+            return 0.0  # a reply it could not read
+        return 0.0 if " call failed: HTTP " in error else None
 
     def score(self, reply):
         results = [r for r in reply["results"]

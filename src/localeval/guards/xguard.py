@@ -39,7 +39,7 @@ from ..backends.base import (
     execute_on,
     execute_role,
 )
-from .base import Conversation, GuardVerdict
+from .base import Conversation, GuardVerdict, checked_decoding
 from .staged import StagedGuard, binary_verdict
 
 TRANSLATOR = "saillab/mbart-x-guard"
@@ -57,7 +57,11 @@ class XGuard(StagedGuard):
     supports_response = False
 
     def __init__(self, max_tokens: int = MAX_TOKENS, translator: str | None = TRANSLATOR,
-                 translation_tokens: int = 1024):
+                 translation_tokens: int = 1024, decoding: str = "generation-config"):
+        """``decoding``: ``generation-config`` (IRIS ``XGuard.evaluate_guard`` calls generate()
+        without do_sample: the checkpoint's generation_config decides, seeded here) or
+        ``greedy`` (ours)."""
+        self.decoding = checked_decoding(self.name, decoding)
         self.max_tokens, self.translator = max_tokens, translator
         self.translation_tokens = translation_tokens
         self._translation_backend = None
@@ -112,7 +116,7 @@ class XGuard(StagedGuard):
             # Stop after the label, not at "<label>": the stop string is cut from the text, and
             # keeping "<label>" in it proves the model reached the label.
             return [Generate(self.messages(prompt, ""), max_tokens=self.max_tokens,
-                             stop=("</label>",))]
+                             stop=("</label>",), decoding=self.decoding)]
         if len(earlier) != 1 or self._stage0_problem(earlier[0]):
             return []
         text = earlier[0].text

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 
 from ..backends.base import Generate, Request, Response, ScoreNext
 from ..errors import LocalevalError
-from .base import Conversation, GuardVerdict
+from .base import Conversation, GuardVerdict, checked_decoding
 from .final_label import candidates, find_final_label, generation_problem, label_request
 from .staged import StagedGuard, binary_verdict
 
@@ -68,19 +68,23 @@ class ZeroShotGuard(StagedGuard):
     verdict_position = "first generated token after the chat template ('Harmful' / 'Safe')"
 
     def __init__(self, cultural_awareness: bool = False, reasoning: bool = False,
-                 reasoning_tokens: int | None = None):
+                 reasoning_tokens: int | None = None, decoding: str = "generation-config"):
         self.cultural_awareness = cultural_awareness
         # Cultural awareness names each item's country; items without one cannot be judged so.
         self.requires = {"country": "cultural awareness"} if cultural_awareness else {}
         self.reasoning = reasoning
         self.reasoning_tokens = _reasoning_budget(reasoning, reasoning_tokens)
+        # IRIS GPTOSS._complete runs a transformers pipeline without do_sample: the model's
+        # generation_config decides (``decoding=greedy`` is ours)
+        self.decoding = checked_decoding(self.name, decoding)
         if reasoning:
             self.stages = 2
             self.template_source = (f"{ZeroShotGuard.template_source}; verdict position after "
                                     "GPTOSS._complete (same file)")
             self.verdict_position = (
-                f"the label the answer ends with, after the model reasons (greedy, up to "
-                f"{self.reasoning_tokens} new tokens): 'Harmful' / 'Safe' scored at the position "
+                f"the label the answer ends with, after the model reasons ("
+                f"{'greedy' if self.decoding is None else 'as its generation config says'}, "
+                f"up to {self.reasoning_tokens} new tokens): 'Harmful' / 'Safe' scored at the position "
                 "where the model wrote it, the generated text before it as an assistant prefill "
                 "(IRIS GPTOSS reads scores[-4] / scores[-2] from the end)")
 
@@ -113,7 +117,8 @@ class ZeroShotGuard(StagedGuard):
         if not self.reasoning:
             return [] if earlier else [ScoreNext(self.messages(conversation), LABELS)]
         if not earlier:
-            return [Generate(self.messages(conversation), max_tokens=self.reasoning_tokens)]
+            return [Generate(self.messages(conversation), max_tokens=self.reasoning_tokens,
+                             decoding=self.decoding)]
         if len(earlier) != 1 or self._problem(earlier[0]):
             return []
         # The step that wrote the label's first token: IRIS's scores[-4] ("Harmful") or

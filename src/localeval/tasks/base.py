@@ -22,6 +22,12 @@ from typing import Any
 
 from ..backends.base import Backend, Execute
 
+# Which revision of the authors' protocols a task's defaults reproduce. ``describe()`` of the
+# papers' tasks records it, so it is in config.json and in the settings a rerun compares: a
+# folder made under older defaults is "a run with other settings" naming it. "fidelity-3"
+# (issue 34): IRIS's threshold grid, sensitive labels and D.2 rates, every TMLU shot kept.
+PROTOCOL = "fidelity-3"
+
 
 class Task(ABC):
     name: str

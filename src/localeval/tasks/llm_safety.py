@@ -17,7 +17,9 @@ target's chat template, optional ``system``), ``refusal="detector"`` (the rule-b
 Generations are ordinary ``Generate`` requests on the run's cache, keyed by the target model: a
 later run with another judge reuses them and generates nothing. The judges' requests go through
 the same cache under their models' identities. A failed generation or judge call is a failed
-sample, counted and left out of the rates, never "safe" or "refused".
+sample, counted and left out of the rates, never "safe" or "refused"; only App. D.2's table
+(``d2="iris"``, the default) counts a response the judge could not label as not safe, as IRIS
+``get_llm_safe_response_eval_result.py`` does.
 """
 
 from __future__ import annotations
@@ -26,13 +28,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..analysis.llm_safety import D2_CHOICES
 from ..backends.base import Backend, Execute, Generate, Response, execute_role
 from ..data.safety import SafetyItem
 from ..errors import LocalevalError
 from ..guards.base import Conversation, Guard, GuardVerdict
 from ..records.llm_safety import SCHEMA as LLM_SAFETY_SCHEMA
-from .base import Task
-from .label_policy import binary_label
+from .base import PROTOCOL, Task
+from .label_policy import DEFAULT_SENSITIVE, binary_label
 from .llm_refusal_judge import ask_refusal_judge, read_refusal
 from .options import make_options, option
 from .safeguard import check_guard, make_guard
@@ -81,6 +84,10 @@ class LLMSafetyOptions(SafetySelection):
                                     type=int)
     system: str | None = option(None, "system prompt before each prompt (with "
                                 "--chat-template)")
+    d2: str = option("iris", "App. D.2's rates: iris (the authors' code: sensitive rates for "
+                     "cultural-cg only, a response the judge could not label counted as not "
+                     "safe) or all (ours: sensitive rates of every subset, failed verdicts left "
+                     "out)", choices=D2_CHOICES)
 
     def __post_init__(self):
         super().__post_init__()
@@ -94,6 +101,8 @@ class LLMSafetyOptions(SafetySelection):
                                  "per prompt, or drop --greedy to draw several")
         if self.system and not self.chat_template:
             raise LocalevalError("--system goes into a chat template: add --chat-template")
+        if self.d2 not in D2_CHOICES:
+            raise LocalevalError(f"--d2 must be one of {', '.join(D2_CHOICES)}, not {self.d2!r}")
         if self.refusal not in REFUSAL_CHOICES:
             raise LocalevalError(f"--refusal must be one of {', '.join(REFUSAL_CHOICES)}, not "
                                  f"{self.refusal!r}")
@@ -124,6 +133,7 @@ class LLMSafetyTask(Task):
             raise LocalevalError(f"judge {self.guard.name!r} runs on a model: give "
                                  "--judge-model (e.g. hf:meta-llama/Llama-Guard-3-8B)")
         self.refusal_judge_model = o.refusal_judge_model
+        self.d2 = o.d2
 
     def model_roles(self) -> dict[str, Any]:
         roles = {"judge": self.judge_model}
@@ -175,7 +185,8 @@ class LLMSafetyTask(Task):
         sample: dict[str, Any] = {
             "id": item.id, "draw": planned.draw, "lang": item.lang, "subset": item.subset,
             "prompt_label": item.prompt_label,
-            "harmful_prompt": binary_label(item.prompt_label, "prompt", self.sensitive),
+            "harmful_prompt": binary_label(item.prompt_label, "prompt", self.sensitive,
+                                           item.subset),
             "prompt": item.prompt, "response": response.text}
         if response.error or response.text is None:
             return {**sample, "failed": True, "error": f"generation: {response.error}"}
@@ -206,10 +217,11 @@ class LLMSafetyTask(Task):
         return {"schema": self.results_schema, "task": self.name, "judge": self.guard.name,
                 "threshold": HARMFUL_THRESHOLD, "refusal": self.refusal,
                 "responses_per_prompt": self.responses,
-                **summarise_llm_safety(samples, self.n_resamples)}
+                **summarise_llm_safety(samples, self.n_resamples, self.d2)}
 
     def describe(self, items: list[SafetyItem]) -> dict:
-        return {"task": self.name, "data": str(self.data) if self.data else None,
+        return {"task": self.name, "protocol": PROTOCOL,
+                "data": str(self.data) if self.data else None,
                 "judge": self.guard.name, "judge_options": dict(self.guard.options),
                 "judge_template_source": self.guard.template_source,
                 "judge_model": _model_name(self.judge_model), "refusal": self.refusal,
@@ -218,7 +230,8 @@ class LLMSafetyTask(Task):
                 "chat_template": self.chat_template,
                 "subsets": self.subsets, "langs": self.langs, "limit": self.limit,
                 "max_tokens": self.max_tokens, "system": self.system,
-                "sensitive": self.sensitive, "dataset_revision": self.dataset_revision}
+                "sensitive": self.sensitive or DEFAULT_SENSITIVE, "d2": self.d2,
+                "dataset_revision": self.dataset_revision}
 
 
 def _model_name(model) -> Any:

@@ -22,7 +22,7 @@ from ..errors import LocalevalError
 from ..metrics.mcq import aggregate
 from ..records.mcq import SCHEMA as MCQ_SCHEMA
 from . import extract
-from .base import Task
+from .base import PROTOCOL, Task
 from .mcq_options import MCQConfig, MCQOptions
 from .options import make_options
 from .prompts import PromptConfig, build_prompt
@@ -67,11 +67,13 @@ def plan(task: TaskSpec, subject: str, dev: list[MCQItem], test: list[MCQItem],
          max_context: int | None) -> list[Planned]:
     """Requests for one subject (checked by :func:`check_subject`). Shots are the first k dev
     items, in order (as the TMLU code and lm-evaluation-harness's first_n sampler take them).
-    When a prompt does not fit the model's context (minus the generation budget), shots are
-    left out: with the ``tmlu`` style each shot that does not fit is skipped on its own and
-    later, shorter ones are still tried (MiuLab/TMLU tmlu_eval.py ``format_problem``,
-    ``--reduce_few_shot``); with ``lm-eval`` shots are dropped from the end. What was used is
-    recorded per question."""
+    By default every shot is kept and nothing is cut, as MiuLab/TMLU ``tmlu_eval.py`` does
+    without ``--reduce_few_shot`` on its vLLM path (``HFLM_vLLM.generate``); a prompt over the
+    context then fails as a request. With ``config.reduce_few_shot``, when a prompt does not fit
+    the model's context (minus the generation budget), shots are left out: with the ``tmlu``
+    style each shot that does not fit is skipped on its own and later, shorter ones are still
+    tried (``format_problem`` with ``--reduce_few_shot``); with ``lm-eval`` shots are dropped
+    from the end. What was used is recorded per question."""
     name = task.subjects[subject].name if subject in task.subjects else subject
     budget = (config.generation_budget if config.method == "generation" else 1)
     shots = dev[: config.prompt.shots]
@@ -79,7 +81,8 @@ def plan(task: TaskSpec, subject: str, dev: list[MCQItem], test: list[MCQItem],
     for item in test:
         used = list(range(len(shots)))
         prompt = build_prompt(item, shots, name, config.prompt)
-        if count_tokens and max_context and _may_not_fit(prompt, budget, max_context):
+        if config.reduce_few_shot and count_tokens and max_context and \
+                _may_not_fit(prompt, budget, max_context):
             # a server may not count tokens (None): then no trimming
             def fits(indices: list[int], item: MCQItem = item) -> bool:
                 p = build_prompt(item, [shots[i] for i in indices], name, config.prompt)
@@ -114,7 +117,13 @@ def _request(item: MCQItem, prompt: Prompt, config: MCQConfig) -> Request:
         # HFLM_transformers.encode / encode_pair. lm-eval style keeps the tokenizer's default.
         return ScoreNext(prompt, config.prompt.candidates(item),
                          add_special_tokens=config.prompt.style != "tmlu")
-    return Generate(prompt, config.generation_budget, config.stop)
+    # MiuLab/TMLU model.py HFLM_vLLM.generate with --apply_chat_template: the user turn + the
+    # cue, rendered to text, which vLLM tokenises with special tokens (a template that holds
+    # BOS gets a second one)
+    miulab = (config.prompt.style == "tmlu" and config.prompt.chat == "single"
+              and config.miulab_special_tokens)
+    return Generate(prompt, config.generation_budget, config.stop,
+                    add_special_tokens=True if miulab else None)
 
 
 def _may_not_fit(prompt: Prompt, budget: int, max_context: int) -> bool:
@@ -145,9 +154,10 @@ def score(planned: Planned, response: Response, config: MCQConfig) -> dict:
     if error is not None:
         record["failed"] = True
     elif config.method == "likelihood":
-        letters = dict(zip(config.prompt.candidates(item), item.letters))
+        scored = config.prompt.letters(item)
+        letters = dict(zip(config.prompt.candidates(item), scored, strict=True))
         record["logprobs"] = {letters[c]: v for c, v in response.logprobs.items()}
-        pred = extract.from_logprobs(response.logprobs, item.letters)
+        pred = extract.from_logprobs(response.logprobs, scored)
         record["extract"] = "likelihood: highest log-prob"
     else:
         record["output"] = response.text
@@ -186,9 +196,11 @@ class MCQTask(Task):
         self.limit, self.dataset_revision = o.limit, o.dataset_revision
         self.config = MCQConfig(
             method=o.method, max_tokens=o.max_tokens, extract=o.extract,
+            reduce_few_shot=o.reduce_few_shot,
+            miulab_special_tokens=o.chat_special_tokens,
             prompt=PromptConfig(style=o.prompt_style or default_prompt_style(name),
                                 shots=o.shots, cot=o.cot, chat=o.chat, system=o.system,
-                                task=name))
+                                task=name, lm_eval_choices=o.lm_eval_choices))
     def load(self) -> MCQData:
         """(subject, dev, test) per subject, sorted by subject; test cut to ``limit``."""
         spec, loaded = load_mcq_data(self.name, self.data, self.wanted, self.dataset_revision)
@@ -239,6 +251,7 @@ class MCQTask(Task):
         method = self.config.method
         return {
             "task": self.name,
+            "protocol": PROTOCOL,
             "data": str(self.data) if self.data is not None else f"hf://{data.spec.hub_id}",
             "dataset_revision": self.dataset_revision,
             "subjects": [subject for subject, _, _ in data.subjects],
@@ -247,5 +260,7 @@ class MCQTask(Task):
             "max_tokens": self.config.generation_budget if method == "generation" else None,
             "extract": self.config.extraction if method == "generation" else None,
             "prompt": asdict(self.config.prompt),
+            "reduce_few_shot": self.config.reduce_few_shot,
+            "chat_special_tokens": self.config.miulab_special_tokens,
         }
 

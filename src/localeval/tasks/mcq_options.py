@@ -49,6 +49,23 @@ class MCQOptions:
         "for --prompt-style tmlu) or strict (the first character must be the letter; CoT: the "
         "last final-answer statement; default for lm-eval)", choices=("tmlu", "strict"))
 
+    reduce_few_shot: bool = option(
+        False, "leave out few-shot examples that do not fit the model's context: tmlu style "
+        "skips each one that does not fit (MiuLab's --reduce_few_shot), lm-eval style drops "
+        "them from the end; default: every shot, no cut (MiuLab's default on vLLM), and a "
+        "prompt over the context fails", action="store_true")
+
+    chat_special_tokens: bool = option(
+        True, "with --chat single, --method generation and the tmlu style, tokenise the rendered "
+        "chat text with the template's special tokens only (default: the tokenizer's added too, "
+        "as MiuLab's vLLM path does: two BOS where the template holds one)",
+        flag="--no-chat-special-tokens", action="store_false")
+
+    lm_eval_choices: str = option(
+        "fixed", "--prompt-style lm-eval on tmlu: the letters scored are each subject's fixed "
+        "list (fixed: lm-eval's doc_to_choice, A-D or A-E) or the question's own options (own)",
+        choices=("fixed", "own"))
+
     def __post_init__(self):
         if self.limit is not None and self.limit < 1:
             raise LocalevalError(f"--limit must be at least 1, not {self.limit}")
@@ -60,6 +77,10 @@ class MCQConfig:
     prompt: PromptConfig = PromptConfig()
     max_tokens: int | None = None  # generation budget; see generation_budget
     extract: str | None = None  # None: "tmlu" for the tmlu prompt style, else "strict"
+    # MiuLab tmlu_eval.py: format_problem budgets shots only with --reduce_few_shot (off by
+    # default), and its vLLM path (HFLM_vLLM.generate) cuts nothing
+    reduce_few_shot: bool = False
+    miulab_special_tokens: bool = True  # see MCQOptions.chat_special_tokens
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -67,6 +88,9 @@ class MCQConfig:
         if self.prompt.style not in STYLES:
             raise LocalevalError(f"unknown --prompt-style {self.prompt.style!r}; use one of "
                                  f"{', '.join(STYLES)}")
+        if self.prompt.lm_eval_choices not in ("fixed", "own"):
+            raise LocalevalError(f"--lm-eval-choices must be fixed or own, not "
+                                 f"{self.prompt.lm_eval_choices!r}")
         if self.prompt.chat not in CHAT_MODES:
             raise LocalevalError(f"unknown --chat mode {self.prompt.chat!r}; use one of "
                                  f"{', '.join(CHAT_MODES)}")

@@ -49,6 +49,12 @@ LM_EVAL_DESCRIPTION = {
 LM_EVAL_ANSWER = {"cmmlu": "答案：", "default": "Answer:"}
 
 
+# lm-eval 0.4.13 tasks/tmlu/default: the subjects whose doc_to_choice is A-E (every other
+# tmlu_<subject>.yaml lists A-D)
+LM_EVAL_TMLU_FIVE_CHOICES = frozenset({"AST_chemistry", "GSAT_biology", "GSAT_chemistry",
+                                       "GSAT_earth_science"})
+
+
 @dataclass(frozen=True)
 class PromptConfig:
     style: str = "tmlu"
@@ -57,12 +63,24 @@ class PromptConfig:
     chat: str = "none"
     system: str | None = None
     task: str = "tmlu"  # which lm-eval task format to follow
+    # lm-eval style on tmlu: each subject's fixed doc_to_choice ("fixed", lm-eval's) or the
+    # question's own option letters ("own")
+    lm_eval_choices: str = "fixed"
+
+    def letters(self, item: MCQItem) -> str:
+        """The option letters scored for ``item``: its own, except with the lm-eval style on
+        tmlu, where lm-eval 0.4.13 ``tasks/tmlu/default/tmlu_<subject>.yaml`` gives every
+        subject a fixed ``doc_to_choice`` (A-D; A-E for four subjects), whatever the question's
+        own options (a gold letter outside it can never be predicted, lm-eval's -100)."""
+        if self.style == "lm-eval" and self.task == "tmlu" and self.lm_eval_choices == "fixed":
+            return "ABCDE" if item.subject in LM_EVAL_TMLU_FIVE_CHOICES else "ABCD"
+        return item.letters
 
     def candidates(self, item: MCQItem) -> tuple[str, ...]:
         """The continuations scored at the answer position."""
         if self.style == "lm-eval" and self.chat == "none":
-            return tuple(" " + letter for letter in item.letters)
-        return tuple(item.letters)
+            return tuple(" " + letter for letter in self.letters(item))
+        return tuple(self.letters(item))
 
 
 def _tmlu_block(item: MCQItem) -> str:

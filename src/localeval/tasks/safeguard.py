@@ -11,7 +11,12 @@ Per item and requested kind it plans one sample:
 A response sample is planned only for items that have a response. Records are the per-sample
 dicts of :mod:`localeval.analysis.gaps`: id, lang, subset, kind, context, raw_label (three-way),
 label (binary after :mod:`.label_policy`, None = excluded), score (P(harmful), or None with
-``error`` when the guard failed), country, guard, model. A failed sample is never scored as safe.
+``error`` when the guard failed), country, guard, model. A failed sample is never scored as safe
+unless ``--on-failure`` says how (``neutral`` or ``iris``).
+
+Why this module is over 300 lines: the task's lifecycle (load, plan, respond, score, summarise,
+describe) and the record it writes per sample stay together, so one file says what a sample
+record holds and how every option changes it.
 """
 
 from __future__ import annotations
@@ -28,10 +33,10 @@ from ..backends.base import Backend, Execute
 from ..data.safety import HUB_REPO, SafetyItem
 from ..errors import LocalevalError
 from ..guards import Conversation, Guard, GuardVerdict, get_guard
-from ..metrics.classification import AUPRC_METRICS, THRESHOLD_RULES
+from ..metrics.classification import AUPRC_METRICS, THRESHOLD_GRIDS, THRESHOLD_RULES
 from ..records.safety import SCHEMA as SAFETY_SCHEMA
-from .base import Task
-from .label_policy import binary_label, describe_policy
+from .base import PROTOCOL, Task
+from .label_policy import DEFAULT_SENSITIVE, binary_label, describe_policy
 from .options import make_options
 from .safety_items import load_safety_items
 from .safety_options import CLASSIFY, ON_FAILURE, SafeguardOptions
@@ -104,14 +109,15 @@ def record(p: Planned, verdict: GuardVerdict, *, guard: str, model: str,
            log_text: bool = True) -> dict:
     """The per-sample record of one planned sample and its verdict. A failed verdict keeps
     ``score`` None (left out, counted) unless ``neutral`` is given: then the score is that value
-    and ``neutral`` is True on the record (``--on-failure neutral``, the authors' rule).
+    and ``neutral`` is True on the record (``--on-failure neutral`` or ``iris``).
     The record holds the text judged (or, without ``log_text``, its sha256) and the guard's raw
     output (``guard_output``: generated text, label log-probs), to debug a verdict."""
     item, verdict = p.item, verdict.checked()  # any guard's score: a probability, or a failure
     raw = item.prompt_label if p.kind == "prompt" else item.response_label
     out = {
         "id": item.id, "lang": item.lang, "subset": item.subset, "kind": p.kind,
-        "context": p.context, "raw_label": raw, "label": binary_label(raw, p.kind, sensitive),
+        "context": p.context, "raw_label": raw, "label": binary_label(raw, p.kind, sensitive,
+                                                               item.subset),
         "score": verdict.score, "country": item.country, "guard": guard, "model": model,
         **_texts(p, log_text),
     }
@@ -139,9 +145,10 @@ class SafeguardTask(Task):
     ``safety-responses`` (the XSTest model_completions folder).
 
     ``classify``: any of prompt, response (with and without the prompt), response-with-prompt,
-    response-without-prompt; None = the task's default. ``sensitive``: paper (default), safe,
-    harmful or exclude (see :mod:`.label_policy`). ``guard``: a registered name
-    (``localeval.guards.available_guards()``) or a :class:`~localeval.guards.Guard` object.
+    response-without-prompt; None = the task's default. ``sensitive``: iris (default: the
+    authors' code), paper (§3's text), safe, harmful or exclude (see :mod:`.label_policy`).
+    ``guard``: a registered name (``localeval.guards.available_guards()``) or a
+    :class:`~localeval.guards.Guard` object.
     ``guard_options`` go to a named guard (``cultural_awareness`` for zero-shot: items without
     a country are then left out).
     ``limit``: at most N item ids per subset (all languages kept). ``n_resamples``: bootstrap
@@ -150,9 +157,11 @@ class SafeguardTask(Task):
     PR-AUC of the tables, ``trapezoid`` (the papers' code) or ``ap`` (average precision); both
     are in results.json. ``en_cell``: Table 2's EN cells, ``per-country`` (the authors') or
     ``pooled``. ``threshold_rule``: ``gt`` (score > t is harmful, the authors') or ``ge``.
+    ``threshold_grid``: ``iris`` (the authors' float grid) or ``decimal`` (0.01 .. 0.99).
     ``on_failure``: ``exclude`` (default: a failed sample is left out and
-    counted, never scored) or ``neutral`` (scored 1/number of labels and kept, as the authors'
-    code does; results count them in ``n_neutral``). ``log_samples``: samples.jsonl holds the
+    counted, never scored), ``neutral`` (scored 1/number of labels and kept, as Parallax-AI's
+    default output; results count them in ``n_neutral``) or ``iris`` (what IRIS scores that
+    kind of failure: ``Guard.iris_failure_score``). ``log_samples``: samples.jsonl holds the
     prompt and response text (default) or, when False, their sha256 only.
     """
 
@@ -172,6 +181,8 @@ class SafeguardTask(Task):
             _checked(o.on_failure, ON_FAILURE, "--on-failure")
         self.en_cell = _checked(o.en_cell, EN_CELLS, "--en-cell")
         self.threshold_rule = _checked(o.threshold_rule, THRESHOLD_RULES, "--threshold-rule")
+        self.threshold_grid = _checked(o.threshold_grid, tuple(THRESHOLD_GRIDS),
+                                       "--threshold-grid")
         self.classify = tuple(o.classify or DEFAULT_CLASSIFY.get(name, ()))
         self.kinds = sample_kinds(self.classify)
         self.guard = make_guard(o.guard, o.guard_options)
@@ -214,9 +225,17 @@ class SafeguardTask(Task):
         return self.guard.classify([p.conversation() for p in planned], execute)
 
     def score(self, planned: Planned, answer: GuardVerdict) -> dict:
-        neutral = 1 / self.guard.n_labels if self.on_failure == "neutral" else None
         return record(planned, answer, guard=self.guard.name, model=planned.model,
-                      sensitive=self.sensitive, neutral=neutral, log_text=self.log_samples)
+                      sensitive=self.sensitive, neutral=self._failure_score(answer),
+                      log_text=self.log_samples)
+
+    def _failure_score(self, verdict: GuardVerdict) -> float | None:
+        """The score a failed verdict is kept with (--on-failure neutral or iris), or None."""
+        if verdict.score is not None or self.on_failure == "exclude":
+            return None
+        if self.on_failure == "neutral":
+            return 1 / self.guard.n_labels
+        return self.guard.iris_failure_score(verdict.error or "")
 
     def summarise(self, samples: list[dict], data: SafetyData,
                   identity: dict) -> dict[str, Any]:
@@ -235,7 +254,7 @@ class SafeguardTask(Task):
             "cultural_awareness": self.cultural_awareness,
             "label_policy": {kind: describe_policy(kind, self.sensitive)
                              for kind in ("prompt", "response") if kind in kinds},
-            "sensitive": self.sensitive or "paper",
+            "sensitive": self.sensitive or DEFAULT_SENSITIVE,
             "n_samples": len(samples),
             "n_failed": len(failed),
             "on_failure": self.on_failure,
@@ -245,13 +264,17 @@ class SafeguardTask(Task):
                          for s in failed[:50]],
             "warnings": warnings,
             **analyses(samples, self.n_resamples, self.calibrate_on, self.auprc,
-                       self.threshold_rule, self.en_cell),
+                       self.threshold_rule, self.en_cell, self.threshold_grid),
         }
 
     def _failure_warning(self, failed: list[dict], n: int, n_neutral: int) -> str:
         reasons = Counter(s["error"].split(":")[0] for s in failed).most_common(3)
-        fate = (f"were scored {1 / self.guard.n_labels:g} and kept (--on-failure neutral)"
-                if n_neutral else "are left out (never counted as safe)")
+        if self.on_failure == "iris":
+            fate = (f"were scored as IRIS scores them: {n_neutral} kept, "
+                    f"{len(failed) - n_neutral} left out (IRIS has no score for them)")
+        else:
+            fate = (f"were scored {1 / self.guard.n_labels:g} and kept (--on-failure neutral)"
+                    if n_neutral else "are left out (never counted as safe)")
         return (f"{len(failed)} of {n} guard samples failed and {fate}; most common: "
                 + "; ".join(f"{r} ({k})" for r, k in reasons))
 
@@ -264,18 +287,20 @@ class SafeguardTask(Task):
         guard = self.guard
         return {
             "task": self.name,
+            "protocol": PROTOCOL,
             "data": str(self.data) if self.data is not None else f"hf://{HUB_REPO}",
             "dataset_revision": self.dataset_revision,
             "subsets": sorted({i.subset for i in data.items}),
             "langs": sorted({i.lang for i in data.items}),
             "limit": self.limit,
             "classify": list(self.classify),
-            "sensitive": self.sensitive or "paper",
+            "sensitive": self.sensitive or DEFAULT_SENSITIVE,
             "cultural_awareness": self.cultural_awareness,
             "calibrate_on": self.calibrate_on,
             "auprc": self.auprc,
             "en_cell": self.en_cell,
             "threshold_rule": self.threshold_rule,
+            "threshold_grid": self.threshold_grid,
             "on_failure": self.on_failure,
             "log_samples": self.log_samples,
             "guard": {"name": guard.name, "options": dict(guard.options),

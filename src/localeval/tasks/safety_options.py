@@ -15,14 +15,17 @@ from ..guards import Guard
 from ..metrics.classification import (
     AUPRC_METRICS,
     PAPER_AUPRC,
+    PAPER_THRESHOLD_GRID,
     PAPER_THRESHOLD_RULE,
+    THRESHOLD_GRIDS,
     THRESHOLD_RULES,
 )
 from .label_policy import SENSITIVE_CHOICES
 from .options import option
 
-# What a failed guard verdict becomes: left out and counted (ours), or 1/#labels (the authors')
-ON_FAILURE = ("exclude", "neutral")
+# What a failed guard verdict becomes: left out and counted (ours), 1/#labels (Parallax-AI's
+# default output), or what IRIS scores that kind of failure (Guard.iris_failure_score)
+ON_FAILURE = ("exclude", "neutral", "iris")
 # classify choice -> the (kind, context) samples it plans
 CLASSIFY = {
     "prompt": (("prompt", "with_prompt"),),
@@ -47,8 +50,9 @@ class SafetySelection:
     langs: list[str] | None = option(None, "comma-separated language codes (default: all)",
                                      flag="--lang", parse="list")
     sensitive: str | None = option(
-        None, "how 'sensitive' labels count: " + ", ".join(SENSITIVE_CHOICES[1:]) + " "
-        "(default: the paper's: safe for prompts, harmful for responses)")
+        None, "how 'sensitive' labels count: " + ", ".join(SENSITIVE_CHOICES) + " (default "
+        "iris, the authors' code: harmful, except prompts of cultural-cg, safe; paper: §3's "
+        "text, safe for prompts and harmful for responses)")
     n_resamples: int = option(N_RESAMPLES, "bootstrap resamples for PR-AUC's 95% CIs (0: none); "
                               "llm-safety's rates take the Wilson interval, which 0 turns off",
                               flag="--bootstrap", type=int)
@@ -97,9 +101,14 @@ class SafeguardOptions(SafetySelection):
     threshold_rule: str = option(PAPER_THRESHOLD_RULE, "at a threshold t, harmful means "
                                  "score > t (gt, the authors' metrics code) or score >= t (ge)",
                                  choices=THRESHOLD_RULES)
-    on_failure: str = option("exclude", "a failed guard sample: exclude (left out and counted) "
-                             "or neutral (scored 1/#labels and kept, as the authors' code does)",
-                             choices=ON_FAILURE)
+    threshold_grid: str = option(PAPER_THRESHOLD_GRID, "thresholds of the sweep (Fig. 5) and of "
+                                 "best F1: iris (0.01, then numpy.arange(0.02, 1.00, 0.01) with "
+                                 "its float values, the authors' code) or decimal (0.01 .. 0.99 "
+                                 "exactly)", choices=tuple(THRESHOLD_GRIDS))
+    on_failure: str = option("exclude", "a failed guard sample: exclude (left out and counted), "
+                             "neutral (scored 1/#labels and kept, as Parallax-AI) or iris (as "
+                             "IRIS per kind of failure: an HTTP 400 1/#labels, no label found "
+                             "0.0, a failed call left out)", choices=ON_FAILURE)
     log_samples: bool = option(True, "samples.jsonl keeps a sha256 of each prompt and response "
                                "instead of the text", flag="--no-log-samples",
                                action="store_false")

@@ -53,7 +53,8 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ..base import Generate, Response
+from ..base import GENERATION_CONFIG, Generate, Response
+from ..prompt_tokens import generation_text
 from .prefix import NODE_COST, STEP_COST, PrefixNode, plan_prefix_tree
 from .row_blocks import ROW_BLOCK, full_row_blocks, gathered_cache
 from .row_blocks import padded as _padded
@@ -73,7 +74,8 @@ GREEDY_NEUTRAL = {"repetition_penalty": (None, 1.0), "no_repeat_ngram_size": (No
 def run_generations(backend, requests: list[Generate]) -> Iterator[tuple[int, Response]]:
     """Yield (index, response) for each request, batch by batch; draws (``sample`` set) one at
     a time with ``model.generate``."""
-    encoded = [backend.encode(*backend.render(r.prompt)) for r in requests]
+    encoded = [backend.encode(*generation_text(backend.tokenizer, r, backend.identity["model"]))
+               for r in requests]
     ok = yield from _over_the_context(backend, requests, encoded)
     ok = yield from _draws(backend, requests, encoded, ok)
     kept, prompts = [requests[i] for i in ok], [encoded[i] for i in ok]
@@ -116,9 +118,13 @@ def _decode_ends(backend, batch: Batch, requests: list[Generate],
 def _draws(backend, requests: list[Generate], encoded: list[list[int]], ok: list[int]):
     """Yield the response of each draw (``sample`` set) among ``ok``; return the others."""
     for i in ok:
-        if requests[i].sample is not None:
+        if _drawn(requests[i]):
             yield i, draw_one(backend, requests[i], encoded[i])
-    return [i for i in ok if requests[i].sample is None]
+    return [i for i in ok if not _drawn(requests[i])]
+
+
+def _drawn(request: Generate) -> bool:
+    return request.sample is not None or request.decoding == GENERATION_CONFIG
 
 
 def _over_the_context(backend, requests: list[Generate], encoded: list[list[int]]):
@@ -370,12 +376,21 @@ def generate_one(backend, request: Generate, ids: list[int], prefix_cache,
 def draw_one(backend, request: Generate, ids: list[int]) -> Response:
     """Draw ``request.sample`` of the prompt: sampled with the model's own defaults as vLLM
     takes them (the temperature, top-p and top-k its generation_config.json sets; else 1.0, 1.0
-    and none), the RNG seeded from the prompt's tokens and the draw's number."""
+    and none), the RNG seeded from the prompt's tokens and the draw's number. With
+    ``decoding="generation_config"``, as transformers' generate() decides from the generation
+    config alone: greedy unless it sets do_sample, else every sampling setting it holds."""
     torch = backend.torch
-    own = backend.model.generation_config.to_diff_dict()  # only what the model's file sets
-    sampling = {"do_sample": True, "temperature": own.get("temperature", 1.0),
-                "top_p": own.get("top_p", 1.0), "top_k": own.get("top_k", 0)}
-    key = json.dumps([ids, request.sample]).encode()
+    config = backend.model.generation_config
+    if request.decoding == GENERATION_CONFIG:
+        # generate() without do_sample: the generation config's own settings decide
+        if not config.do_sample:
+            return generate_one(backend, request, ids, None)
+        sampling = {"do_sample": True}
+    else:
+        own = config.to_diff_dict()  # only what the model's file sets
+        sampling = {"do_sample": True, "temperature": own.get("temperature", 1.0),
+                    "top_p": own.get("top_p", 1.0), "top_k": own.get("top_k", 0)}
+    key = json.dumps([ids, request.sample or 0]).encode()
     torch.manual_seed(int.from_bytes(hashlib.sha256(key).digest()[:8], "big") >> 1)
     return generate_one(backend, request, ids, None, **sampling)
 
