@@ -28,23 +28,23 @@ def test_table2_leaderboard_prints_the_runs_points(tmp_path, capsys):
     record = safeguard_run(tmp_path / "run")
     table2 = record.results["table2"]
     (row,) = table2["rows"]
-    assert main(["leaderboard", "--task", "sea-safeguard", "--json"]) == 0
+    assert main(["leaderboard", "--any-protocol", "--task", "sea-safeguard", "--json"]) == 0
     board = json.loads(capsys.readouterr().out)
     values = board["rows"][0]["values"]
     assert [board["titles"][c] for c in board["columns"]] == PAPER_COLUMNS
-    assert main(["leaderboard", "--task", "sea-safeguard"]) == 0
+    assert main(["leaderboard", "--any-protocol", "--task", "sea-safeguard"]) == 0
     printed = capsys.readouterr().out
     header, first = _printed_rows(printed)[:2]
-    assert header[2:14] == PAPER_COLUMNS
+    assert header[3:15] == PAPER_COLUMNS
     assert "percent" not in printed.splitlines()  # the caption says what the numbers are
     assert "PR-AUC points" in printed
-    for title, cell in zip(header[2:14], first[2:14], strict=True):
+    for title, cell in zip(header[3:15], first[3:15], strict=True):
         column = next(c for c in board["columns"] if board["titles"][c] == title)
         in_results = row["values"][column.removeprefix("table2/")]
         assert 0 <= float(cell) <= 100
         assert cell == f"{in_results:.1f}" == f"{values[column] * board['scale']:.1f}"
     # CSV, as pasted: the same numbers under the same names.
-    assert main(["leaderboard", "--task", "sea-safeguard", "--format", "csv"]) == 0
+    assert main(["leaderboard", "--any-protocol", "--task", "sea-safeguard", "--format", "csv"]) == 0
     table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert table[0]["Prompt Avg"] == f"{row['values']['prompt/avg']:.1f}"
 
@@ -54,10 +54,10 @@ def test_without_table2_the_pooled_pr_auc_in_points(shared, tmp_path, capsys):
                            data=shared / "data" / "xstest" / "xstest_prompts.csv")
     assert record.results["table2"] is None
     (overall,) = [r for r in record.results["overall"] if r["subset"] == "all"]
-    assert main(["leaderboard", "--task", "safety-prompts", "--format", "csv"]) == 0
+    assert main(["leaderboard", "--any-protocol", "--task", "safety-prompts", "--format", "csv"]) == 0
     (line,) = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert line["Prompt"] == f"{100 * overall['auprc']:.1f}"
-    assert main(["leaderboard", "--task", "safety-prompts", "--json"]) == 0
+    assert main(["leaderboard", "--any-protocol", "--task", "safety-prompts", "--json"]) == 0
     board = json.loads(capsys.readouterr().out)
     assert board["rows"][0]["values"]["auprc/prompt/with_prompt/all"] == pytest.approx(
         overall["auprc"])
@@ -69,14 +69,14 @@ def test_a_100_column_terminal_cuts_no_number_and_tells_models_apart(tmp_path, c
     from rich.console import Console
 
     from localeval.render.formats import print_table
-    from localeval.report.leaderboard import leaderboard, leaderboard_table
+    from localeval.report.leaderboard import leaderboard, leaderboard_tables
     from localeval.store.results_db import task_runs
 
     for name in ("a", "b"):
         safeguard_run(tmp_path / name, model_name=f"/path/to/{name}/my-guard-model")
-    board = leaderboard("sea-safeguard", task_runs("sea-safeguard"))
+    board = leaderboard("sea-safeguard", task_runs("sea-safeguard"), any_protocol=True)
     console = Console(width=100, record=True, color_system=None)
-    print_table(console, leaderboard_table("sea-safeguard", board))
+    print_table(console, leaderboard_tables("sea-safeguard", board)[0])
     printed = console.export_text()
     assert "…" not in printed, printed
     assert "(1/3)" in printed and "(3/3)" in printed  # stacked

@@ -159,6 +159,8 @@ def _missing_path_cases(tmp_path: Path, model_folder: str, run_folder: str
         "report": (["report", f"{gone}/run"], f"{gone}/run"),
         "leaderboard": (["leaderboard", "--task", "cmmlu", "--store", f"{gone}/store.sqlite"],
                         f"{gone}/store.sqlite"),
+        "forget": (["forget", "--missing", "--store", f"{gone}/store.sqlite"],
+                   f"{gone}/store.sqlite"),
         "agreement": (["agreement", "--data", table, "--columns", "a,b"], table),
         "aggregate": (["aggregate", "--data", table, "--columns", "a,b", "--output",
                        f"{out}.csv"], table),

@@ -4,6 +4,7 @@ the leaderboard checked against accuracies computed by hand from the runs' sampl
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -28,7 +29,7 @@ def test_leaderboard_by_hand(shared, tmp_path, capsys):
     records = {letter: _run(shared, tmp_path, letter) for letter in "ABCD"}
     by_hand = {f"always-{k}": sum(s["correct"] for s in r.samples) / len(r.samples)
                for k, r in records.items()}
-    assert main(["leaderboard", "--task", "cmmlu", "--json"]) == 0
+    assert main(["leaderboard", "--any-protocol", "--task", "cmmlu", "--json"]) == 0
     board = json.loads(capsys.readouterr().out)
     assert board["rank_by"] == "accuracy"
     assert [r["model"] for r in board["rows"]] == sorted(by_hand, key=lambda m: -by_hand[m])
@@ -38,11 +39,12 @@ def test_leaderboard_by_hand(shared, tmp_path, capsys):
     # A rerun in the same folder replaces its record; the store keeps one per folder.
     _run(shared, tmp_path, "A")
     assert len(task_runs("cmmlu")) == 4
-    assert main(["leaderboard", "--task", "cmmlu", "--format", "md"]) == 0
+    assert main(["leaderboard", "--any-protocol", "--task", "cmmlu", "--format", "md"]) == 0
     md = capsys.readouterr().out
     best = board["rows"][0]
     assert md.startswith("**cmmlu leaderboard, by accuracy (highest first)**")
-    assert f"| 1 | {best['model']} | {100 * best['values']['accuracy']:.2f} |" in md
+    assert f"| 1 | {best['model']} | {best['items']} | " \
+        f"{100 * best['values']['accuracy']:.2f} |" in md
 
 
 def test_no_store_and_an_unwritable_store(shared, tmp_path, monkeypatch, capsys):
@@ -168,7 +170,7 @@ def test_show_compare_and_report_read_a_run_by_its_store_id(shared, tmp_path, ca
     output as from its folder; an unknown id is one line."""
     for letter in "AB":
         _run(shared, tmp_path, letter)
-    assert main(["leaderboard", "--task", "cmmlu", "--json"]) == 0
+    assert main(["leaderboard", "--any-protocol", "--task", "cmmlu", "--json"]) == 0
     ids = {row["model"]: row["run_id"] for row in json.loads(capsys.readouterr().out)["rows"]}
     a, b = ids["always-A"][:8], ids["always-B"]
     assert main(["compare", str(tmp_path / "run-A"), str(tmp_path / "run-B"), "--json"]) == 0
@@ -184,3 +186,41 @@ def test_show_compare_and_report_read_a_run_by_its_store_id(shared, tmp_path, ca
     assert main(["show", "abcdef12"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "abcdef12: no run folder and no run id in the results store" in err[0]
+
+
+def test_the_leaderboard_ranks_only_runs_on_the_papers_protocol(shared, tmp_path, capsys):
+    """A 2-question run used to rank #1: runs that are not on the paper's protocol (here every
+    CMMLU run covers 2 of 67 subjects; the 2-question one has a --limit too) are listed apart
+    with how they differ, and --any-protocol ranks them together, saying so."""
+    for letter, limit in (("A", 2), ("B", None)):
+        evaluate(task="cmmlu", model=Always(letter), data=shared / "data" / "cmmlu",
+                 subjects=["agronomy", "arts"], limit=limit, quiet=True,
+                 output=tmp_path / letter)
+    assert main(["leaderboard", "--task", "cmmlu", "--json"]) == 0
+    board = json.loads(capsys.readouterr().out)
+    assert board["rows"] == [] and board["reference_is"] == "the paper's protocol"
+    differs = {r["items"]: r["differs"] for r in board["apart"]}
+    assert "limit 2 (ranked: none)" in differs[4] and "subjects 2 of 67 (ranked: 67 of 67)" \
+        in differs[4]
+    assert main(["leaderboard", "--task", "cmmlu"]) == 0
+    printed = capsys.readouterr().out
+    assert "runs listed apart" in printed and "limit 2 (ranked: none)" in printed
+    assert main(["leaderboard", "--any-protocol", "--task", "cmmlu", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["rows"]) == 2
+
+
+def test_forget_a_run_and_prune_only_this_machines_gone_folders(shared, tmp_path, capsys):
+    for letter in "AB":
+        evaluate(task="cmmlu", model=Always(letter), data=shared / "data" / "cmmlu",
+                 subjects=["agronomy"], limit=2, quiet=True, output=tmp_path / letter)
+    store = tmp_path / "results-store.sqlite"
+    with sqlite3.connect(store) as db:  # B was recorded by a teammate's machine
+        db.execute("UPDATE runs SET host = 'teammate' WHERE folder = ?",
+                   (str((tmp_path / "B").resolve()),))
+    shutil.rmtree(tmp_path / "A")
+    shutil.rmtree(tmp_path / "B")
+    assert main(["forget", "--missing"]) == 0
+    assert "forgot 1 run(s)" in capsys.readouterr().err
+    assert [r["folder"] for r in task_runs("cmmlu")] == [str((tmp_path / "B").resolve())]
+    (run_id,) = [r["run_id"] for r in task_runs("cmmlu")]
+    assert main(["forget", run_id[:8]]) == 0 and task_runs("cmmlu") == []

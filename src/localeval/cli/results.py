@@ -43,7 +43,20 @@ def add_results_parsers(sub) -> None:
     lb.add_argument("--format", choices=tuple(RENDER), help="print as Markdown, "
                     "LaTeX or CSV instead of a table")
     lb.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    lb.add_argument("--any-protocol", action="store_true", help="rank every run together, "
+                    "also those not on the task's paper protocol (a --limit, a subset of the "
+                    "subjects, the sample data, other options; each still says how it differs)")
     lb.set_defaults(func=cmd_leaderboard)
+
+    f = sub.add_parser("forget", help="remove runs from the results store (their folders are "
+                       "left as they are)")
+    f.add_argument("runs", nargs="*", metavar="RUN", help="run ids (or their first 6+ hex "
+                   "digits, as `leaderboard --json` gives them) or run folders")
+    f.add_argument("--missing", action="store_true", help="also every run recorded from this "
+                   "machine whose folder is gone (a teammate's runs on a shared store stay)")
+    f.add_argument("--store", metavar="PATH|URL", help="the results store (default "
+                   "$LOCALEVAL_STORE, else $XDG_DATA_HOME/localeval/results.sqlite)")
+    f.set_defaults(func=cmd_forget)
 
 
 def cmd_report(args) -> None:
@@ -95,22 +108,36 @@ def chosen_tables(tables: list, number: int | None, fmt: str, output: str | None
 def cmd_leaderboard(args) -> None:
     from ..render.formats import print_table
     from ..report.console import make_console, print_json
-    from ..report.leaderboard import leaderboard, leaderboard_table
+    from ..report.leaderboard import leaderboard, leaderboard_tables
     from ..store.results_db import store_label, store_path, task_runs
 
     target = store_path(args.store)
     if isinstance(target, Path) and not target.is_file():  # reading must not create one
         raise LocalevalError(f"{target}: no such results store (finished runs are recorded "
                              "there; --store PATH or $LOCALEVAL_STORE names another)")
-    board = leaderboard(args.task, task_runs(args.task, args.store))
-    if not board["rows"]:
+    board = leaderboard(args.task, task_runs(args.task, args.store), args.any_protocol)
+    if not board["rows"] and not board["apart"]:
         raise LocalevalError(f"no recorded runs of task {args.task!r} in "
                              f"{store_label(args.store)}")
     if args.json:
         print_json(board)
         return
-    table = leaderboard_table(args.task, board)
-    if args.format:
-        print(RENDER[args.format](table), end="")
-    else:
-        print_table(make_console(), table)
+    for table in leaderboard_tables(args.task, board):
+        if args.format:
+            print(RENDER[args.format](table), end="")
+        else:
+            print_table(make_console(), table)
+
+
+def cmd_forget(args) -> None:
+    from ..store.results_db import forget, store_label, store_path
+
+    target = store_path(args.store)
+    if isinstance(target, Path) and not target.is_file():  # forgetting must not create one
+        raise LocalevalError(f"{target}: no such results store")
+    if not args.runs and not args.missing:
+        raise LocalevalError("forget: name the runs (ids or folders), or --missing for those "
+                             "recorded here whose folder is gone")
+    removed = forget(args.runs, args.missing, args.store)
+    print(f"forgot {len(removed)} run(s) in {store_label(args.store)}"
+          + (f": {', '.join(removed)}" if removed else ""), file=sys.stderr)

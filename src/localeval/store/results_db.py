@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import re
+import socket
 import uuid
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,8 @@ SCHEMA = (
     "CREATE INDEX IF NOT EXISTS runs_by_task ON runs (task)",
 )
 # Added to every store (new ones too) by migration, in this order, after the SCHEMA's columns.
-COLUMNS = (("runs", "data_files", "TEXT"),)  # config.json's data fingerprint, as JSON
+COLUMNS = (("runs", "data_files", "TEXT"),  # config.json's data fingerprint, as JSON
+           ("runs", "host", "TEXT"))  # the machine the folder was recorded from
 
 
 def store_path(explicit: str | Path | None = None) -> str | Path:
@@ -73,28 +75,60 @@ def record_run(record: RunRecord, metrics: list[Metric], path: str | Path | None
            record.finished_at, config.get("localeval_version"),
            json.dumps(config, ensure_ascii=False, default=str),
            json.dumps(record.results.data(), ensure_ascii=False, default=str),
-           json.dumps(config["data_files"]) if config.get("data_files") else None)
+           json.dumps(config["data_files"]) if config.get("data_files") else None,
+           socket.gethostname())
     rows = [(run_id, name, value, n) for name, value, n in metrics]
     with opened(store_path(path), SCHEMA, COLUMNS) as db, db.writing(run_id):
         db.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
         db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
-        db.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+        db.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
         db.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?)", rows)
     return run_id
 
 
 def task_runs(task: str, path: str | Path | None = None) -> list[dict[str, Any]]:
-    """Every recorded run of ``task``: its columns and its metrics by name."""
-    with opened(store_path(path), SCHEMA) as db:
-        runs = db.execute("SELECT run_id, model, folder, finished_at FROM runs "
-                          "WHERE task = ? ORDER BY finished_at, model, run_id", (task,)).fetchall()
+    """Every recorded run of ``task``: its columns, its config, the samples it scored, the
+    host it was recorded from, and its metrics by name."""
+    with opened(store_path(path), SCHEMA, COLUMNS) as db:
+        runs = db.execute("SELECT run_id, model, folder, finished_at, config, results, host "
+                          "FROM runs WHERE task = ? ORDER BY finished_at, model, run_id",
+                          (task,)).fetchall()
         out = []
-        for run_id, model, folder, finished in runs:
+        for run_id, model, folder, finished, config, results, host in runs:
             metrics = {name: value for name, value in db.execute(
                 "SELECT name, value FROM metrics WHERE run_id = ? ORDER BY name", (run_id,))}
             out.append({"run_id": run_id, "model": model, "folder": folder,
-                        "finished_at": finished, "metrics": metrics})
+                        "finished_at": finished, "metrics": metrics, "host": host,
+                        "config": _json_object(config),
+                        "n_samples": _json_object(results).get("n_samples")})
         return out
+
+
+def _json_object(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def forget(refs: list[str], missing: bool = False, path: str | Path | None = None) -> list[str]:
+    """Remove runs from the store: those whose id starts with, or whose folder is, one of
+    ``refs``; with ``missing``, every run recorded from this machine whose folder is gone (a
+    teammate's run on a shared store is never pruned from here). The folders are left alone.
+    The ids removed."""
+    here = socket.gethostname()
+    with opened(store_path(path), SCHEMA, COLUMNS) as db:
+        rows = db.execute("SELECT run_id, folder, host FROM runs").fetchall()
+        chosen = [run_id for run_id, folder, host in rows
+                  if any(run_id.startswith(r) or (folder and folder == str(Path(r).resolve()))
+                         for r in refs)
+                  or (missing and host == here and folder and not Path(folder).exists())]
+        for run_id in chosen:
+            with db.writing(run_id):
+                db.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
+                db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+    return chosen
 
 
 def run_folder(ref: str, path: str | Path | None = None) -> str:

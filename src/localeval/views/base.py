@@ -106,12 +106,34 @@ class ResultsView:
         """The leaderboard's columns, given the metric names the store holds for the task."""
         return Ranking(names, None)
 
+    def protocol(self, config: dict[str, Any]) -> dict[str, str]:
+        """What makes a run comparable with another on the leaderboard, from its config.json:
+        each fact as it is shown ("limit": "12", "subjects": "2 of 67")."""
+        return {"limit": shown(config.get("limit")), "protocol": shown(config.get("protocol"))}
+
+    def paper_protocol(self, task: str) -> dict[str, str] | None:
+        """The facts of the task's paper protocol (its full built-in data, the paper's method
+        and options), which the leaderboard ranks by; None: the task has none (its own data),
+        and runs are ranked with the one that scored the most items."""
+        return None
+
     def compare(self, run_a: Run, run_b: Run) -> dict[str, Any]:
         raise LocalevalError(f"compare does not handle {self.kind} runs; it compares "
                              "multiple-choice and safeguard runs")
 
     def print_comparison(self, comparison: dict, console: Console) -> None:
         raise LocalevalError(f"compare does not handle {self.kind} runs")
+
+
+def shown(value: Any) -> str:
+    """A protocol fact as the leaderboard shows it: a list joined, nothing as "none"."""
+    if value is None or value == []:
+        return "none"
+    if isinstance(value, list | tuple):
+        return ",".join(map(str, value))
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
 
 
 def finished_run(run: Run) -> RunRecord:

@@ -10,12 +10,15 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text as RichText
 
+from ..data.catalog import BUILTIN_TASKS
 from ..errors import LocalevalError
 from ..metrics.paired import mcnemar_exact
 from ..records import mcq
 from ..records.mcq import MCQResults
 from ..render.figures import Figure
 from ..render.table import Column, DataTable, Row, Text
+from ..tasks.base import PROTOCOL
+from ..tasks.registry import make_task
 from .base import (
     Card,
     Metric,
@@ -24,6 +27,7 @@ from .base import (
     Run,
     finished_run,
     of_kind,
+    shown,
     with_sample_fields,
 )
 from .mcq_figures import mcq_comparison_figure, mcq_figures
@@ -73,6 +77,27 @@ class MCQView(ResultsView):
                        unit="accuracy %: accuracy = the paper's Average (mean of the "
                             "discipline columns), micro = every question pooled, macro = mean "
                             "of the subjects")
+
+    def protocol(self, config: dict[str, Any]) -> dict[str, str]:
+        prompt = config.get("prompt") or {}
+        spec = BUILTIN_TASKS.get(config.get("task") or "")
+        subjects = len(config.get("subjects") or [])
+        return {**super().protocol(config),
+                "subjects": f"{subjects} of {len(spec.subjects)}" if spec else f"{subjects}",
+                "method": shown(config.get("method")), "shots": shown(prompt.get("shots")),
+                "CoT": shown(prompt.get("cot")), "prompt style": shown(prompt.get("style"))}
+
+    def paper_protocol(self, task: str) -> dict[str, str] | None:
+        """TMLU, CMMLU and TMMLU+: every subject, no limit, the options' defaults (5-shot
+        likelihood, direct, the task's own prompt style), the current protocol."""
+        spec = BUILTIN_TASKS.get(task)
+        if spec is None:
+            return None
+        default = make_task(task)
+        return {"limit": "none", "protocol": PROTOCOL,
+                "subjects": f"{len(spec.subjects)} of {len(spec.subjects)}",
+                "method": default.config.method, "shots": shown(default.config.prompt.shots),
+                "CoT": "no", "prompt style": default.config.prompt.style}
 
     def compare(self, run_a: Run, run_b: Run) -> dict[str, Any]:
         return compare_mcq_runs(run_a, run_b)

@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.text import Text as RichText
 
 from ..analysis.gaps import cultural_awareness_delta
+from ..analysis.safety import PAPER_AUPRC, PAPER_EN_CELL, PAPER_THRESHOLD_RULE
+from ..data.safety import HUB_REPO, SEA_LANGS, SUBSETS
 from ..errors import LocalevalError
 from ..metrics.bootstrap import paired_bootstrap_ci
 from ..metrics.classification import AUPRC_METRICS
@@ -23,6 +25,8 @@ from ..render.figures import Figure
 from ..render.formats import print_table
 from ..render.table import DataTable
 from ..store.runs import RunRecord, finite
+from ..tasks.base import PROTOCOL
+from ..tasks.label_policy import DEFAULT_SENSITIVE
 from .base import (
     Card,
     Metric,
@@ -31,6 +35,7 @@ from .base import (
     Run,
     finished_run,
     of_kind,
+    shown,
     with_sample_fields,
 )
 from .safety_figures import SAFETY_FIGURES
@@ -102,6 +107,23 @@ class SafetyView(ResultsView):
         return Ranking(cols, cols[0] if cols else None, digits=1,
                        titles={n: _overall_name(n) for n in cols},
                        unit="PR-AUC points, every language pooled")
+
+    def protocol(self, config: dict[str, Any]) -> dict[str, str]:
+        keys = ("subsets", "langs", "classify", "sensitive", "cultural_awareness", "auprc",
+                "en_cell", "threshold_rule")
+        facts = {key.replace("_", " "): shown(config.get(key)) for key in keys}
+        return {**super().protocol(config), **facts, "data": shown(config.get("data"))}
+
+    def paper_protocol(self, task: str) -> dict[str, str] | None:
+        """SEA-SafeguardBench: its three subsets and eight languages from the Hub, prompts and
+        responses, no limit, the authors' label policy and PR-AUC, no cultural prompt."""
+        if task != "sea-safeguard":
+            return None
+        return {"limit": "none", "protocol": PROTOCOL, "data": f"hf://{HUB_REPO}",
+                "subsets": ",".join(sorted(SUBSETS)), "langs": ",".join(sorted(("en", *SEA_LANGS))),
+                "classify": "prompt,response", "sensitive": DEFAULT_SENSITIVE,
+                "cultural awareness": "no", "auprc": PAPER_AUPRC, "en cell": PAPER_EN_CELL,
+                "threshold rule": PAPER_THRESHOLD_RULE}
 
     def compare(self, run_a: Run, run_b: Run) -> dict[str, Any]:
         a, b = safety_run(run_a), safety_run(run_b)
