@@ -224,7 +224,10 @@ def test_threshold_curve():
     assert len(curve["sweep"]) == 99
     (general,) = threshold_curve(recs, kind="prompt", subset="general")
     assert general["n_failed"] == 1 and general["n_excluded"] == 1 and general["n"] == 13
-    assert "Best F1" in text(T.threshold_sweep_table(safety(threshold_sweep=[curve])))
+    shown = " ".join(text(T.threshold_sweep_table(safety(threshold_sweep=[curve]))).split())
+    best = next(p for p in curve["sweep"] if p["threshold"] == curve["best_f1_threshold"])
+    # the best F1 and its threshold, each named (the line used to print the threshold alone)
+    assert f"prompt: F1 {best['f1']:.3f} at threshold {curve['best_f1_threshold']:.2f}" in shown
 
 
 def test_score_distribution():

@@ -3,7 +3,7 @@ calibrated threshold across languages), built from its typed results."""
 
 from __future__ import annotations
 
-from ..records.safety import SafetyResults, TransferBlock
+from ..records.safety import SafetyResults, Sweep, TransferBlock
 from ..render.cells import short_model as _model
 from ..render.table import DataTable, Number, TableBuilder, columns
 
@@ -27,10 +27,19 @@ def threshold_sweep_table(results: SafetyResults, step: float = 0.1) -> DataTabl
             table.add(task if i == 0 else "", Number(p.threshold, 2),
                       *(Number(getattr(p, k), 3) for k in METRICS),
                       end_section=i == len(points) - 1)
-        best.append(f"{task} {c.best_f1_threshold}")
+        best.append(_best(task, c))
     table.caption = ("Best F1 on these same items (descriptive, not a tuned result): "
                      + ", ".join(best) + ". See the threshold transfer table for a tuned one.")
     return table.build()
+
+
+def _best(task: str, curve: Sweep) -> str:
+    """"prompt: F1 0.462 at threshold 0.31": the best F1 and where it is, each named."""
+    t = curve.best_f1_threshold
+    point = next((p for p in curve.sweep if t is not None and abs(p.threshold - t) < 1e-9), None)
+    if t is None or point is None or point.f1 is None:
+        return f"{task}: none"
+    return f"{task}: F1 {point.f1:.3f} at threshold {t:.2f}"
 
 
 def threshold_transfer_table(results: SafetyResults) -> tuple[DataTable | None, list[str]]:
