@@ -22,6 +22,7 @@ from email.utils import parsedate_to_datetime
 
 from ..errors import LocalevalError
 from .base import Response
+from .secrets import redact_url, url_secrets
 
 RETRY_STATUS = {408, 409, 425, 429}  # and every 5xx
 MAX_RETRY_AFTER = 60.0  # seconds: a longer Retry-After is capped
@@ -67,17 +68,8 @@ def retry_after(value: str | None) -> float:
 
 
 def public_url(url: str) -> str:
-    """``url`` without its ``user:password@``: what is recorded or printed of a URL."""
-    parts = urllib.parse.urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
-
-
-def url_secrets(url: str) -> list[str]:
-    """The user information of ``url`` (a password in it is a secret like a key)."""
-    parts = urllib.parse.urlsplit(url)
-    return [s for s in (parts.password, urllib.parse.unquote(parts.password or "")) if s]
+    """``url`` as it is recorded or printed (:func:`.secrets.redact_url`)."""
+    return redact_url(url)
 
 
 def secret_forms(secret: str) -> set[str]:

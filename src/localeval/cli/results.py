@@ -44,7 +44,7 @@ def add_results_parsers(sub) -> None:
 
 
 def cmd_report(args) -> None:
-    from ..report.html import write_report
+    from ..api import write_report
     from ..store.results_db import run_folder
 
     path = write_report([run_folder(f, args.store) for f in args.folders], args.output)
@@ -54,6 +54,7 @@ def cmd_report(args) -> None:
 def cmd_export(args) -> None:
     from ..api import load_results
     from ..report.export import SUFFIX, run_tables, slug
+    from ..store.files import write_text_whole
 
     record = load_results(args.folder)
     if not record.results:
@@ -71,7 +72,7 @@ def cmd_export(args) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for n, table in enumerate(tables, start=1):
         path = out / f"{n:02d}-{slug(table.title)}{SUFFIX[args.format]}"
-        path.write_text(render(table), encoding="utf-8")
+        write_text_whole(path, render(table))  # never through a link
     print(f"wrote {len(tables)} tables to {out}/", file=sys.stderr)
 
 

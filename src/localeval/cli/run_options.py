@@ -86,7 +86,8 @@ def add_backend_arguments(parser) -> None:
     for f in dataclasses.fields(BackendConfig):
         meta = dict(f.metadata)
         flag = meta.pop("flag", None) or "--" + f.name.replace("_", "-")
-        meta.pop("parse", None)
+        for declaration in ("parse", "secret", "secret_keys"):  # ours, not argparse's
+            meta.pop(declaration, None)
         text = meta.pop("help")
         if f.default not in (None, True) and "default" not in text:
             text += f" (default: {f.default})"
@@ -230,9 +231,15 @@ def default_output(task: str, model: str | None, options: dict, backend: Backend
         parts.append(roles)
     settings = json.dumps(parts, sort_keys=True, default=str)
     digest = hashlib.sha256(settings.encode()).hexdigest()[:8]
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", (model or "own-model").split(":", 1)[-1]
-                  .rstrip("/").split("/")[-1]).strip("-") or "model"
-    return Path("runs") / re.sub(r"[^A-Za-z0-9._-]+", "-", task) / f"{name}-{digest}"
+    name = _component((model or "own-model").split(":", 1)[-1].rstrip("/").split("/")[-1],
+                      "model")
+    return Path("runs") / _component(task, "task") / f"{name}-{digest}"
+
+
+def _component(text: str, default: str) -> str:
+    """``text`` as one folder name under runs/: safe characters only, no leading dot (``..``
+    would climb out of runs/), at most 100 characters."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).lstrip(".").strip("-")[:100] or default
 
 
 # ------------------------------------------------------------------ running

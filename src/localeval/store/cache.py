@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 
 from ..backends.base import Request, Response, request_key
+from .files import check_own
 
 BUSY_TIMEOUT_S = 60.0
 
@@ -27,6 +28,8 @@ class RequestCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        for part in ("", "-wal", "-shm"):  # SQLite would write through a link to any file
+            check_own(self.path.with_name(self.path.name + part))
         self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
         self.lock = threading.Lock()
         with self.lock:

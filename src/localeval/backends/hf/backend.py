@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ...errors import LocalevalError
 from ..base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
-from ..config import DTYPES
+from ..config import DTYPES, BackendConfig
 from ..prompt_tokens import render, score_tokens
 from .attention import NAME as GROUPED_EAGER
 from .attention import implementation as attention_implementation
@@ -96,7 +96,9 @@ class HFBackend:
             "device": self.device.type,
             "attn": attn,
             "layout": self._layout(),
-            **({"model_args": self.model_args} if self.model_args else {}),
+            # never a token: the identity is recorded (config.json) and keys the cache
+            **({"model_args": BackendConfig.redacted({"model_args": self.model_args})[
+                "model_args"]} if self.model_args else {}),
         }
 
     def _layout(self) -> str:
