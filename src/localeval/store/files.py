@@ -68,9 +68,7 @@ def write_bytes_whole(path: Path, data: bytes) -> None:
     points to). A write that fails (a full disk) leaves no temporary file behind."""
     path = Path(path)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    if os.path.lexists(tmp):  # a run killed mid-write left it, or someone planted it
-        check_own(tmp)
-        tmp.unlink()
+    tmp.unlink(missing_ok=True)  # left by a kill mid-write, or planted: a link goes, not its file
     fd = open_own(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:
         with os.fdopen(fd, "wb") as f:
