@@ -27,7 +27,8 @@ def add_results_parsers(sub) -> None:
     h.add_argument("--store", metavar="PATH|URL", help="the results store a run id is looked up "
                    "in (default $LOCALEVAL_STORE, else $XDG_DATA_HOME/localeval/results.sqlite)")
     h.add_argument("--output", help="the HTML file (default <folder>/report.html; required "
-                   "for several folders)")
+                   "for several folders): an .html file, in a run folder only its own "
+                   "report.html")
     h.set_defaults(func=cmd_report)
 
     lb = sub.add_parser("leaderboard", help="rank the recorded runs of a task (accuracy; "
