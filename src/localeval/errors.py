@@ -38,4 +38,4 @@ def clipped(line: str) -> str:
         word = m.group(0)
         return f"{word[:half]}…[{len(word) - 2 * half} characters]…{word[-half:]}"
 
-    return re.sub(r"\S{%d,}" % (LONGEST_ECHO + 1), cut, line)
+    return re.sub(rf"\S{{{LONGEST_ECHO + 1},}}", cut, line)

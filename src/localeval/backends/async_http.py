@@ -22,7 +22,7 @@ from email.utils import parsedate_to_datetime
 
 from ..errors import LocalevalError
 from .base import Response
-from .secrets import redact_url, url_secrets
+from .secrets import redact_url
 
 RETRY_STATUS = {408, 409, 425, 429}  # and every 5xx
 MAX_RETRY_AFTER = 60.0  # seconds: a longer Retry-After is capped
@@ -149,6 +149,12 @@ class Retry(Exception):
 
 
 UNREACHABLE = ("timeout after", "connection error with")  # how _attempt names a silent server
+
+
+def join_url(base: str, path: str) -> str:
+    """``path`` appended to ``base``'s path, its query (a gateway's ``?api_key=``) kept."""
+    parts = urllib.parse.urlsplit(base)
+    return urllib.parse.urlunsplit(parts._replace(path=parts.path.rstrip("/") + path))
 
 
 def origin(url: str) -> str:

@@ -41,12 +41,21 @@ from __future__ import annotations
 import json
 import os
 import re
+import urllib.parse
 from typing import Any
 
 from ..errors import LocalevalError
-from .async_http import Call, JsonClient, Retry, public_url, scrub_secrets, url_secrets
+from .async_http import (
+    Call,
+    JsonClient,
+    Retry,
+    join_url,
+    public_url,
+    scrub_secrets,
+)
 from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
 from .label_tokens import LabelTokenError, label_tokens
+from .secrets import url_secrets
 
 REPLICA_BLOCK = 8  # consecutive (prefix-sorted) requests sent to one replica
 NO_LOGPROBS = "the server returned no log-probs"
@@ -85,7 +94,8 @@ class OpenAIBackend:
     @property
     def _root(self) -> str:
         """The server's root, where vLLM and llama-cpp-python put their tokenize endpoints."""
-        return self.base_url.removesuffix("/v1")
+        parts = urllib.parse.urlsplit(self.base_url)
+        return urllib.parse.urlunsplit(parts._replace(path=parts.path.removesuffix("/v1")))
 
     @property
     def stats(self) -> dict:
@@ -101,7 +111,7 @@ class OpenAIBackend:
 
     def _model_info(self, base_url: str) -> dict:
         try:
-            resp = self.httpx.get(base_url + "/models", headers=self._headers(),
+            resp = self.httpx.get(join_url(base_url, "/models"), headers=self._headers(),
                                   timeout=min(self.timeout, 30.0))
             if resp.status_code in (401, 403):
                 raise LocalevalError(f"the server at {public_url(base_url)} rejected the API key "
@@ -147,7 +157,7 @@ class OpenAIBackend:
         body: dict[str, Any] = {"model": self.model}
         body.update({"prompt": prompt} if isinstance(prompt, str) else {"messages": prompt})
         try:
-            resp = self.httpx.post(self._root + "/tokenize", json=body,
+            resp = self.httpx.post(join_url(self._root, "/tokenize"), json=body,
                                    headers=self._headers(), timeout=self.timeout)
             resp.raise_for_status()
             return int(resp.json()["count"])
@@ -175,7 +185,7 @@ class OpenAIBackend:
         if not scores or not all(r.error for r in scores):
             return
         if all(r.error.startswith(NO_LOGPROBS) for r in scores):
-            raise LocalevalError(f"{self.base_url} returns no log-probs for model "
+            raise LocalevalError(f"{public_url(self.base_url)} returns no log-probs for model "
                                  f"{self.model!r}; use --method generation (or a server that "
                                  "supports logprobs, e.g. vLLM with --max-logprobs)")
         cap = re.search(r"greater than max allowed: (\d+)", scores[0].error)
@@ -225,12 +235,12 @@ class OpenAIBackend:
         if isinstance(request, TextLogprobs):
             body = {"model": self.model, "prompt": request.text, "max_tokens": 1,
                     "temperature": 0.0, "echo": True, "logprobs": 1}
-            return Call(url + "/completions", body, _echoed_logprobs,
-                        tuple(u + "/completions" for u in others))
+            return Call(join_url(url, "/completions"), body, _echoed_logprobs,
+                        tuple(join_url(u, "/completions") for u in others))
         path, body = self._request_body(request)
-        return Call(url + path, body,
+        return Call(join_url(url, path), body,
                     lambda reply: self._parse(request, reply["choices"][0], names),
-                    tuple(u + path for u in others))
+                    tuple(join_url(u, path) for u in others))
 
     def _request_body(self, request: Request) -> tuple[str, dict]:
         if isinstance(request, ScoreNext):

@@ -190,6 +190,8 @@ def stop_signals_interrupt() -> Iterator[None]:
 
 def _main(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
+    # the command line a run records (redacted there): the one given, in-process calls too
+    args.argv = sys.argv if argv is None else [sys.argv[0] if sys.argv else "localeval", *argv]
     try:
         args.func(args)
     except LocalevalError as e:

@@ -279,7 +279,7 @@ def run_and_report(args, task: str, options: dict) -> None:
     cache = None if args.no_cache else (args.cache or output / "cache.sqlite")
     result = evaluate(task=task, model=args.model, output=output, cache=cache,
                       backend_options=backend, role_options=roles, quiet=args.quiet,
-                      command=sys.argv, overwrite=args.overwrite, store=store_option(args),
+                      command=getattr(args, "argv", sys.argv), overwrite=args.overwrite, store=store_option(args),
                       report=not args.no_report, **options)
     if args.json:
         print_json(result.results)

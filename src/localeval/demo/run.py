@@ -9,7 +9,6 @@ from ..report.console import make_console
 from .mcq import run_mcq_demo
 from .safety import run_safety_demo
 
-
 # What the demo writes in its --output folder (a rerun finds them there again).
 DEMO_ENTRIES = frozenset({"demo-model", "tmlu-likelihood", "safety-demo-model",
                           "sea-safeguard"})

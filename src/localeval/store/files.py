@@ -50,7 +50,7 @@ def open_own(path: Path, flags: int = os.O_RDWR | os.O_CREAT) -> int:
     be a plain file of ours (made if missing when ``flags`` has ``O_CREAT``)."""
     try:
         fd = os.open(path, flags | NOFOLLOW | CLOEXEC | getattr(os, "O_NONBLOCK", 0), 0o644)
-    except OSError as e:
+    except OSError:
         if os.path.islink(path):  # ELOOP (Linux) or EMLINK (FreeBSD): a link at the end
             check_own(path)
         raise
