@@ -223,7 +223,17 @@ class JsonClient:
                 if progress:
                     progress(i, out[i])
 
-            await asyncio.gather(*(one(rank, i) for rank, i in enumerate(order)))
+            tasks = [asyncio.ensure_future(one(rank, i)) for rank, i in enumerate(order)]
+            try:
+                await asyncio.gather(*tasks)
+            except BaseException:
+                # one call's progress failed (a full disk under the cache, Ctrl-C): end the
+                # others here, before the clients close under them, so the one error is all
+                # that is said (not a traceback per task at asyncio.run's shutdown)
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
         return out  # type: ignore[return-value]
 
     async def _one(self, client, call: Call, pace: Pacer) -> Response:

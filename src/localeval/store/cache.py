@@ -16,12 +16,19 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..backends.base import Request, Response, request_key
+from ..errors import LocalevalError
 from .files import check_own
 
 BUSY_TIMEOUT_S = 60.0
+
+
+class CacheError(LocalevalError):
+    """The request cache cannot be opened, read or written (a full disk, a damaged file)."""
 
 
 class RequestCache:
@@ -30,17 +37,30 @@ class RequestCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         for part in ("", "-wal", "-shm"):  # SQLite would write through a link to any file
             check_own(self.path.with_name(self.path.name + part))
-        self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
         self.lock = threading.Lock()
-        with self.lock:
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, "
-                            "body TEXT)")
-            self.db.commit()
+        with self._failing("open"):
+            self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S,
+                                      check_same_thread=False)
+            with self.lock:
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, "
+                                "body TEXT)")
+                self.db.commit()
+
+    @contextmanager
+    def _failing(self, doing: str) -> Iterator[None]:
+        """A SQLite error (a full disk: "database or disk is full") as one line naming the
+        cache; what was committed before stays in it."""
+        try:
+            yield
+        except sqlite3.Error as e:
+            raise CacheError(f"cannot {doing} the request cache {self.path}: {e}; what "
+                             "finished before is kept in it, rerun the command once this is "
+                             "fixed") from None
 
     def get_many(self, identity: dict, requests: list[Request]) -> list[Response | None]:
         out: list[Response | None] = []
-        with self.lock:
+        with self.lock, self._failing("read"):
             for r in requests:
                 row = self.db.execute("SELECT body FROM responses WHERE key = ?",
                                       (request_key(identity, r),)).fetchone()
@@ -52,7 +72,7 @@ class RequestCache:
                 for r, resp in pairs if resp.error is None]
         if not rows:
             return
-        with self.lock, self.db:
+        with self.lock, self._failing("write"), self.db:
             self.db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?)", rows)
 
     def close(self) -> None:
