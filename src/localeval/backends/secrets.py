@@ -23,8 +23,11 @@ SECRET_QUERY = frozenset({
     "passwd", "pwd", "secret", "client_secret", "sig", "signature", "x_api_key", "sslpassword"})
 # user:password@host without a scheme ("alice:PW@host/v1"), or any scheme://…
 _SCHEMELESS = re.compile(r"^[^\s/@:]+:[^\s/@]*@[^\s/@]+")
-_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+|[^\s/@:'\"<>=,]+:[^\s/@'\"<>]*@"
-                          r"[^\s/@'\"<>,]+[^\s'\"<>,]*")
+# Each alternative starts only where a word starts and never backtracks (possessive), so a
+# 100,000-character word is scanned once, not once per character.
+_URL_IN_TEXT = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*+://[^\s'\"<>]++"
+                          r"|(?<![^\s'\"<>=,(])[^\s/@:'\"<>=,(]++:[^\s/@'\"<>]*+@"
+                          r"[^\s/@'\"<>,]++[^\s'\"<>,]*+")
 
 
 def _norm(key: str) -> str:

@@ -127,7 +127,8 @@ def parser() -> argparse.ArgumentParser:
     w.set_defaults(func=cmd_show)
 
     d = sub.add_parser("demo", help="the whole flow offline on bundled sample data (random model)")
-    d.add_argument("--output", default="runs/demo", help="where the demo's run folders go")
+    d.add_argument("--output", default="runs/demo", help="where the demo's run folders go: a new or empty "
+                   "folder, or an earlier demo's")
     d.add_argument("--quiet", action="store_true", help="no progress bars")
     t.set_defaults(func=cmd_tasks)
     r.set_defaults(func=cmd_run)

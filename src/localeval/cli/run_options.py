@@ -239,7 +239,7 @@ def default_output(task: str, model: str | None, options: dict, backend: Backend
 def _component(text: str, default: str) -> str:
     """``text`` as one folder name under runs/: safe characters only, no leading dot (``..``
     would climb out of runs/), at most 100 characters."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).lstrip(".").strip("-")[:100] or default
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).lstrip(".-").rstrip("-")[:100] or default
 
 
 # ------------------------------------------------------------------ running
