@@ -74,16 +74,22 @@ class CachedExecutor:
                           quiet=self.quiet) as advance, \
                 CacheWriter(cache, backend.identity) as writer:
             for part, needed in _chunks(backend, todo, len(unique)):
-                report = _reporter(part, unique, responses, writer, advance)
-                kw = {"needed": needed} if needed is not None else {}
-                out = backend.run([unique[i] for i in part], progress=report, **kw)
-                for k, (i, resp) in enumerate(zip(part, out, strict=True)):
-                    if responses[i] is None and (needed is None or needed[k]):
-                        report(k, resp)  # a backend that did not report this one
+                _run_part(backend, part, needed, _reporter(part, unique, responses, writer,
+                                                           advance), unique, responses)
         for i in todo:
             if responses[i].error is not None:
                 self.failures["permanent" if responses[i].permanent else "transient"] += 1
         return [responses[w] for w in where]
+
+
+def _run_part(backend: Backend, part: list[int], needed: list[bool] | None, report,
+              unique: list[Request], responses: list) -> None:
+    """One backend call: requests ``part`` (those ``needed``), each response reported."""
+    kw = {"needed": needed} if needed is not None else {}
+    out = backend.run([unique[i] for i in part], progress=report, **kw)
+    for k, (i, resp) in enumerate(zip(part, out, strict=True)):
+        if responses[i] is None and (needed is None or needed[k]):
+            report(k, resp)  # a backend that did not report this one
 
 
 def _chunks(backend: Backend, todo: list[int], n: int):

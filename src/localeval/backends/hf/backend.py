@@ -162,11 +162,14 @@ class HFBackend:
         """Each request's response (None where ``needed`` is False: cached, not run)."""
         out: list[Response | None] = [None] * len(requests)
         need = needed or [True] * len(requests)
-        scores = [i for i, r in enumerate(requests) if isinstance(r, ScoreNext)]
-        gens = [i for i, r in enumerate(requests) if isinstance(r, Generate) and need[i]]
-        texts = [i for i, r in enumerate(requests) if isinstance(r, TextLogprobs) and need[i]]
+
+        def of(cls, every: bool = False) -> list[int]:
+            return [i for i, r in enumerate(requests) if isinstance(r, cls) and (every or need[i])]
+
+        scores = of(ScoreNext, every=True)  # its tree is planned over all (see tree.walk)
         for kind, run in ((scores, lambda rs: self._run_scores(rs, [need[i] for i in scores])),
-                          (gens, self._run_generations), (texts, self._run_texts)):
+                          (of(Generate), self._run_generations),
+                          (of(TextLogprobs), self._run_texts)):
             if not kind:
                 continue
             for i, resp in run([requests[i] for i in kind]):
