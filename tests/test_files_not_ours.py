@@ -87,3 +87,16 @@ def test_exported_tables_never_write_through_a_link(run_argv, victim, tmp_path, 
     assert main(["export", str(tmp_path / "RUN"), "--format", "csv", "--output", str(out)]) == 0
     assert victim.read_text() == PRECIOUS
     assert all((out / n).is_file() and not (out / n).is_symlink() for n in names)
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_a_tools_output_never_writes_through_a_link(suffix, victim, tmp_path):
+    from localeval.tools.annotations import aggregate
+
+    data = tmp_path / "ann.csv"
+    data.write_text("id,prompt,a,b\n1,p1,safe,safe\n2,p2,harmful,harmful\n", encoding="utf-8")
+    out = tmp_path / f"labels{suffix}"
+    out.symlink_to(victim)
+    aggregate(data, ["a", "b"], out)
+    assert victim.read_text() == PRECIOUS  # before: the labels written over victim.txt
+    assert out.is_file() and not out.is_symlink() and "harmful" in out.read_text()

@@ -11,8 +11,11 @@ is one :class:`NotOurFile` line naming the path.
 
 from __future__ import annotations
 
+import io
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import LocalevalError
@@ -82,3 +85,12 @@ def write_bytes_whole(path: Path, data: bytes) -> None:
 def write_text_whole(path: Path, text: str) -> None:
     """``text`` (UTF-8) to ``path`` whole or not at all (:func:`write_bytes_whole`)."""
     write_bytes_whole(path, text.encode("utf-8"))
+
+
+@contextmanager
+def writing_whole(path: Path) -> Iterator[io.StringIO]:
+    """A text buffer (``newline=""``, for the csv module) written to ``path`` whole when the
+    block ends (:func:`write_text_whole`); nothing is written if it fails."""
+    buffer = io.StringIO(newline="")
+    yield buffer
+    write_text_whole(path, buffer.getvalue())
