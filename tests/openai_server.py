@@ -65,10 +65,10 @@ class ModelServer:
                 self.wfile.write(data)
 
             def do_GET(self):
-                if self.path == "/v1/models" and server.strict:
+                if self.path.partition("?")[0] == "/v1/models" and server.strict:
                     self._send(200, {"object": "list", "data": [
                         {"id": server.name, "object": "model", "owned_by": "system"}]})
-                elif self.path == "/v1/models":
+                elif self.path.partition("?")[0] == "/v1/models":  # routed by path, as servers do
                     self._send(200, {"data": [{"id": server.name, "max_model_len": 4096}]})
                 else:
                     self._send(404, {"error": "not found"})
@@ -78,7 +78,8 @@ class ModelServer:
                 server.headers_seen.append(dict(self.headers))
                 if server.api_key and self.headers.get("Authorization") != f"Bearer {server.api_key}":
                     return self._send(401, {"error": "bad key"})
-                if self.path not in server.paths:
+                path = self.path.partition("?")[0]
+                if path not in server.paths:
                     return self._send(404, {"error": "not found"})
                 unknown = sorted(set(body) - OPENAI_ARGS.get(self.path, set(body)))
                 if server.strict and unknown:
@@ -90,7 +91,7 @@ class ModelServer:
                         server.fail_left -= 1
                         return self._send(503, {"error": "warming up"})
                     try:
-                        self._send(200, server.handle(self.path, body))
+                        self._send(200, server.handle(path, body))
                     except KeyError as e:
                         self._send(400, {"error": f"missing {e}"})
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from .backends.base import Backend
 from .backends.config import BackendConfig
-from .report.html import write_report
+from .report import html
 from .run import run_task
-from .store.runs import RunRecord, load_run
+from .store.runs import RunRecord, check_report_output, load_run
 from .tasks.options import options_doc
 from .tasks.registry import make_task, task_kinds
 from .views.mcq import compare_mcq_runs
@@ -73,3 +73,11 @@ evaluate.__doc__ = evaluate.__doc__.replace("{options}", _options_doc())
 def load_results(folder: str | Path) -> RunRecord:
     """The run record of a folder: config, results, samples and its status."""
     return load_run(folder)
+
+
+def write_report(folders: list[str | Path], output: str | Path | None = None) -> Path:
+    """Write the HTML report of one run folder (default ``<folder>/report.html``) or of several
+    compared (``output`` required: an ``.html`` file, never another file of a run folder)."""
+    if output is not None:
+        check_report_output(Path(output), [Path(f) for f in folders])
+    return html.write_report(folders, output)

@@ -5,6 +5,8 @@ The CLI prints ``str(error)`` alone (a traceback only with ``--debug``).
 
 from __future__ import annotations
 
+import re
+
 
 class LocalevalError(Exception):
     """A problem the user can fix: bad data, unknown task, unreachable model, bad option."""
@@ -42,3 +44,19 @@ def env_number(name: str, default: float, *, low: float, high: float = float("in
         bounds = f"at least {low:g}" if high == float("inf") else f"in [{low:g}, {high:g}]"
         raise LocalevalError(f"${name} must be {kind} {bounds}, not {raw[:40]!r}")
     return value
+
+
+LONGEST_ECHO = 200  # characters of one word (a name, a path, a value) an error line repeats
+
+
+def clipped(line: str) -> str:
+    """``line`` with each run of more than :data:`LONGEST_ECHO` characters without a space cut
+    in the middle: a name, a path or a value a user gave is echoed back whatever its length
+    (a 100,000-character task name), and a message must stay one readable line."""
+    half = LONGEST_ECHO // 2
+
+    def cut(m: re.Match) -> str:
+        word = m.group(0)
+        return f"{word[:half]}…[{len(word) - 2 * half} characters]…{word[-half:]}"
+
+    return re.sub(rf"\S{{{LONGEST_ECHO + 1},}}", cut, line)

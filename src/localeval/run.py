@@ -15,11 +15,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .backends.async_http import public_url
 from .backends.base import Backend
 from .backends.config import BackendConfig
 from .backends.registry import load_backend, parse_backend_spec
 from .backends.roles import Model, preflight_models, resolve_models
+from .backends.secrets import redact_command
 from .data.rows import field_limit, files_read, fingerprint
 from .errors import LocalevalError
 from .records import read_results
@@ -254,9 +254,10 @@ def _timing(seconds: float, n: int, unit: str, backend: Backend) -> dict[str, An
 
 
 def run_provenance(command: list[str] | None) -> dict:
-    """What every config.json starts with: versions and the command line (a password in a URL
-    on it left out)."""
-    shown = [public_url(a) if "://" in a else a for a in command] if command else command
+    """What every config.json starts with: versions and the command line, every secret on it
+    redacted: URLs' user information and secret query parameters, secret keys of dict options
+    (:mod:`.backends.secrets`, declared in :class:`BackendConfig`)."""
+    shown = redact_command(command, BackendConfig.secret_keys()) if command else command
     return {"localeval_version": __version__, "python": platform.python_version(),
             "packages": _package_versions(), "command": shown}
 

@@ -30,6 +30,7 @@ from email.utils import parsedate_to_datetime
 from ..errors import LocalevalError
 from .base import Response
 from .config import DEFAULT_MAX_REPLY_MB
+from .secrets import redact_url
 
 RETRY_STATUS = {408, 409, 425, 429}  # and every 5xx
 MAX_RETRY_AFTER = 60.0  # seconds: a longer Retry-After is capped
@@ -75,11 +76,8 @@ def retry_after(value: str | None) -> float:
 
 
 def public_url(url: str) -> str:
-    """``url`` without its ``user:password@``: what is recorded or printed of a URL."""
-    parts = urllib.parse.urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    """``url`` as it is recorded or printed (:func:`.secrets.redact_url`)."""
+    return redact_url(url)
 
 
 def base_urls(value: str) -> list[str]:
@@ -100,12 +98,6 @@ def base_urls(value: str) -> list[str]:
         raise LocalevalError("--base-url is empty; give the server's URL, e.g. "
                              "http://127.0.0.1:8000/v1")
     return urls
-
-
-def url_secrets(url: str) -> list[str]:
-    """The user information of ``url`` (a password in it is a secret like a key)."""
-    parts = urllib.parse.urlsplit(url)
-    return [s for s in (parts.password, urllib.parse.unquote(parts.password or "")) if s]
 
 
 def secret_forms(secret: str) -> set[str]:
@@ -198,6 +190,12 @@ MALFORMED = "malformed reply"  # JSON of the wrong shape: a missing field, a lis
 UNREACHABLE = ("timeout after", "connection error with")  # how _attempt names a silent server
 
 
+def join_url(base: str, path: str) -> str:
+    """``path`` appended to ``base``'s path, its query (a gateway's ``?api_key=``) kept."""
+    parts = urllib.parse.urlsplit(base)
+    return urllib.parse.urlunsplit(parts._replace(path=parts.path.rstrip("/") + path))
+
+
 def origin(url: str) -> str:
     """scheme://host:port of ``url``, without a password: which replica served a call."""
     parts = urllib.parse.urlsplit(public_url(url))
@@ -270,7 +268,17 @@ class JsonClient:
                 if progress:
                     progress(i, out[i])
 
-            await asyncio.gather(*(one(rank, i) for rank, i in enumerate(order)))
+            tasks = [asyncio.ensure_future(one(rank, i)) for rank, i in enumerate(order)]
+            try:
+                await asyncio.gather(*tasks)
+            except BaseException:
+                # one call's progress failed (a full disk under the cache, Ctrl-C): end the
+                # others here, before the clients close under them, so the one error is all
+                # that is said (not a traceback per task at asyncio.run's shutdown)
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
         return out  # type: ignore[return-value]
 
     async def _one(self, client, call: Call, pace: Pacer) -> Response:

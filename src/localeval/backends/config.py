@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import LocalevalError
+from .secrets import redact_options, redact_url
 
 # Fields that change how fast a run goes, never its numbers (a run folder's settings leave them
 # out, so a rerun with another batch size still resumes).
@@ -23,6 +24,8 @@ DEFAULT_MAX_REPLY_MB = 64.0  # a top-20 log-prob reply is a few kB; an echoed lo
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 # what an OpenAI-compatible chat server is sent to continue an assistant prefill
 CHAT_EXTENSIONS = ("vllm", "none")
+# Keys of --model-args that hold a credential (from_pretrained's token and its old names).
+HUB_SECRETS = frozenset({"token", "use_auth_token", "hf_token", "api_key", "password"})
 
 
 def flags(names) -> str:
@@ -41,7 +44,7 @@ class BackendConfig:
     model_args: dict | None = field(default=None, metadata=_help(
         "more model-loading options, as lm-eval takes them: e.g. "
         "trust_remote_code=true,low_cpu_mem_usage=true", metavar="KEY=VALUE,...",
-        parse="model_args"))
+        parse="model_args", secret_keys=HUB_SECRETS))
     dtype: str = field(default="auto", metadata=_help(
         "auto (the checkpoint's on GPU, float32 on CPU), float32, bfloat16, float16"))
     device: str = field(default="auto", metadata=_help("auto, cpu, cuda, cuda:1, …"))
@@ -57,7 +60,7 @@ class BackendConfig:
         flag="--no-prefix-reuse", action="store_false"))
     base_url: str | None = field(default=None, metadata=_help(
         "OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1; several, comma-separated, "
-        "spread the load over replicas (default $OPENAI_BASE_URL)"))
+        "spread the load over replicas (default $OPENAI_BASE_URL)", secret="url"))
     api_key_env: str = field(default="OPENAI_API_KEY", metadata=_help(
         "name of the environment variable holding the API key"))
     concurrency: int = field(default=8, metadata=_help("requests in flight to a server",
@@ -135,10 +138,33 @@ class BackendConfig:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                 if getattr(self, f.name) != f.default}
 
+    @classmethod
+    def secret_keys(cls) -> frozenset[str]:
+        """Every key declared secret in a dict option (``secret_keys`` metadata)."""
+        return frozenset().union(*(f.metadata.get("secret_keys", ()) for f in
+                                   dataclasses.fields(cls)))
+
+    @classmethod
+    def redacted(cls, options: dict[str, Any]) -> dict[str, Any]:
+        """Options by field name as they may be recorded: each field declared secret
+        (``secret="url"``: each comma-separated URL; ``secret_keys``: those keys of a dict)
+        redacted (:mod:`.secrets`)."""
+        meta = {f.name: f.metadata for f in dataclasses.fields(cls)}
+        out = {}
+        for name, value in options.items():
+            declared = meta.get(name, {})
+            if declared.get("secret") == "url" and isinstance(value, str):
+                value = ",".join(redact_url(u) for u in value.split(","))
+            elif declared.get("secret_keys") and isinstance(value, dict):
+                value = redact_options(value, frozenset(declared["secret_keys"]))
+            out[name] = value
+        return out
+
     def settings(self) -> dict[str, Any]:
         """The fields that can change a number (a run folder's settings). An unset
         ``tokenizer`` is left out, so run folders named before it existed keep their names."""
-        out = {k: v for k, v in dataclasses.asdict(self).items() if k not in SPEED_ONLY}
+        out = self.redacted({k: v for k, v in dataclasses.asdict(self).items()
+                             if k not in SPEED_ONLY})
         for late in ("tokenizer", "chat_extensions"):  # added later: unset keeps the names
             if out.get(late) is None:
                 out.pop(late, None)

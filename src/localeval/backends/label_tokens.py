@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import LocalevalError
+from .async_http import join_url
 
 WHOLE_TEXT = "whole text"
 PROBE_TEXT = "Hi"
@@ -200,14 +201,14 @@ class ServerTokens(FirstTokens):
         return self.detokenize(ids, texts)
 
     def tokenize(self, texts: list[str]) -> list[list[int] | LabelTokenError]:
-        url = self.root + self.api.tokenize
+        url = join_url(self.root, self.api.tokenize)
         bodies = [{"model": self.model, self.api.text_field: t, **self.api.extra} for t in texts]
         return [ids if isinstance(ids, LabelTokenError) else [int(i) for i in ids]
                 for ids in self._ask(url, texts, bodies, "tokens", list)]
 
     def detokenize(self, ids: list[int], texts: list[str]) -> list[str | LabelTokenError]:
         """Each id decoded alone (the first token of the matching one of ``texts``)."""
-        url = self.root + self.api.detokenize
+        url = join_url(self.root, self.api.detokenize)
         bodies = [{"model": self.model, "tokens": [i]} for i in ids]
         return self._ask(url, texts, bodies, self.api.decoded_field, str)
 

@@ -30,9 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import LocalevalError
-from .async_http import Call, JsonClient, public_url, scrub_secrets, url_secrets
+from .async_http import Call, JsonClient, public_url, scrub_secrets
 from .base import Moderate, Request, Response
 from .config import DEFAULT_MAX_REPLY_MB
+from .secrets import url_secrets
 
 AZURE_API_VERSION = "2024-09-01"
 

@@ -47,6 +47,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import urllib.parse
 from typing import Any
 
 from ..errors import LocalevalError
@@ -56,14 +57,15 @@ from .async_http import (
     JsonClient,
     Retry,
     base_urls,
+    join_url,
     public_url,
     scrub_secrets,
-    url_secrets,
 )
 from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
 from .config import DEFAULT_MAX_REPLY_MB
 from .label_tokens import LabelTokenError, label_tokens
 from .reply_checks import response_problem
+from .secrets import url_secrets
 
 PREFILL_REFUSED = ("the prompt ends with an assistant prefill, which only vLLM's "
                    "continue_final_message continues, and this server is not known to take it "
@@ -122,7 +124,8 @@ class OpenAIBackend:
     @property
     def _root(self) -> str:
         """The server's root, where vLLM and llama-cpp-python put their tokenize endpoints."""
-        return self.base_url.removesuffix("/v1")
+        parts = urllib.parse.urlsplit(self.base_url)
+        return urllib.parse.urlunsplit(parts._replace(path=parts.path.removesuffix("/v1")))
 
     @property
     def stats(self) -> dict:
@@ -138,7 +141,7 @@ class OpenAIBackend:
 
     def _model_info(self, base_url: str) -> dict:
         try:
-            resp = self.httpx.get(base_url + "/models", headers=self._headers(),
+            resp = self.httpx.get(join_url(base_url, "/models"), headers=self._headers(),
                                   timeout=min(self.timeout, 30.0))
             if resp.status_code in (401, 403):
                 raise LocalevalError(f"the server at {public_url(base_url)} rejected the API key "
@@ -185,7 +188,7 @@ class OpenAIBackend:
         body: dict[str, Any] = {"model": self.model}
         body.update({"prompt": prompt} if isinstance(prompt, str) else {"messages": prompt})
         try:
-            resp = self.httpx.post(self._root + "/tokenize", json=body,
+            resp = self.httpx.post(join_url(self._root, "/tokenize"), json=body,
                                    headers=self._headers(), timeout=self.timeout)
             resp.raise_for_status()
             return int(resp.json()["count"])
@@ -213,7 +216,7 @@ class OpenAIBackend:
         if not scores or not all(r.error for r in scores):
             return
         if all(r.error.startswith(NO_LOGPROBS) for r in scores):
-            raise LocalevalError(f"{self.base_url} returns no log-probs for model "
+            raise LocalevalError(f"{public_url(self.base_url)} returns no log-probs for model "
                                  f"{self.model!r}; use --method generation (or a server that "
                                  "supports logprobs, e.g. vLLM with --max-logprobs)")
         cap = re.search(r"greater than max allowed: (\d+)", scores[0].error)
@@ -266,14 +269,14 @@ class OpenAIBackend:
         if isinstance(request, TextLogprobs):
             body = {"model": self.model, "prompt": request.text, "max_tokens": 1,
                     "temperature": 0.0, "echo": True, "logprobs": 1}
-            return Call(url + "/completions", body,
+            return Call(join_url(url, "/completions"), body,
                         lambda reply: _valid(request, _echoed_logprobs(reply)),
-                        tuple(u + "/completions" for u in others))
+                        tuple(join_url(u, "/completions") for u in others))
         path, body = self._request_body(request)
-        return Call(url + path, body,
+        return Call(join_url(url, path), body,
                     lambda reply: _valid(request, self._parse(request, reply["choices"][0],
                                                               names)),
-                    tuple(u + path for u in others))
+                    tuple(join_url(u, path) for u in others))
 
     def _request_body(self, request: Request) -> tuple[str, dict]:
         if isinstance(request, ScoreNext):

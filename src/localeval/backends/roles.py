@@ -34,8 +34,8 @@ class Model:
     def settings(self) -> dict[str, Any]:
         """What config.json records of a role: its spec and the options that can change a
         number."""
-        return {"model": self.named, "options": {k: v for k, v in self.config.changed().items()
-                                                 if k in self.config.settings()}}
+        return {"model": self.named, "options": BackendConfig.redacted(
+            {k: v for k, v in self.config.changed().items() if k in self.config.settings()})}
 
 
 def resolve_models(target: str | Backend, config: BackendConfig, roles: dict[str, Any],

@@ -30,6 +30,7 @@ import json
 
 from ..errors import LocalevalError
 from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
+from .config import BackendConfig
 from .prompt_tokens import generation_text, render, score_tokens
 
 BLOCK = 512  # requests handed to the engine at once; their responses are stored together
@@ -73,7 +74,8 @@ class VllmBackend:
             "backend": "vllm", "model": model,
             "revision": revision or getattr(self.config, "_commit_hash", None),
             "engine": "vllm", "engine_version": vllm.__version__, "dtype": dtype,
-            **({"model_args": dict(model_args)} if model_args else {}),
+            **({"model_args": BackendConfig.redacted({"model_args": dict(model_args)})[
+                "model_args"]} if model_args else {}),
         }
 
     @property

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from ..errors import LocalevalError
+from ..backends.secrets import redact_text
+from ..errors import LocalevalError, clipped
 from .commands import cmd_compare, cmd_demo, cmd_run, cmd_show, cmd_tasks
 from .research import add_research_parsers
 from .results import add_results_parsers
@@ -122,7 +127,8 @@ def parser() -> argparse.ArgumentParser:
     w.set_defaults(func=cmd_show)
 
     d = sub.add_parser("demo", help="the whole flow offline on bundled sample data (random model)")
-    d.add_argument("--output", default="runs/demo", help="where the demo's run folders go")
+    d.add_argument("--output", default="runs/demo", help="where the demo's run folders go: a new or empty "
+                   "folder, or an earlier demo's")
     d.add_argument("--quiet", action="store_true", help="no progress bars")
     t.set_defaults(func=cmd_tasks)
     r.set_defaults(func=cmd_run)
@@ -141,35 +147,71 @@ def _with(add_parser, **defaults):
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        try:
-            return _main(argv)
-        finally:
-            sys.stdout.flush()  # a reader that left early is found here, not at exit
+        with stop_signals_interrupt():
+            try:
+                return _main(argv)
+            finally:
+                sys.stdout.flush()  # a reader that left early is found here, not at exit
     except BrokenPipeError:  # `localeval show DIR | head -1`: the reader has what it wanted
         _stdout_to_devnull()
         return 1
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, handled as Ctrl-C is: what finished is committed to the cache, the
+    run is recorded as failed ("interrupted"), one line, and the same command resumes."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def stop_signals_interrupt() -> Iterator[None]:
+    """SIGTERM (docker stop, Slurm, Kubernetes, timeout) and SIGHUP (a closed terminal) raise
+    :class:`Stopped` in the main thread, as SIGINT raises KeyboardInterrupt. A signal the
+    parent set to be ignored (``nohup``) stays ignored; the old handlers come back after."""
+    def stop(signum, frame):
+        for other in previous:  # a second TERM must not cut short the cleanup of the first
+            signal.signal(other, signal.SIG_IGN)
+        raise Stopped(signum)
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for name in ("SIGTERM", "SIGHUP"):
+            signum = getattr(signal, name, None)  # Windows has no SIGHUP
+            if signum is not None and signal.getsignal(signum) is signal.SIG_DFL:
+                previous[signum] = signal.signal(signum, stop)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 def _main(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
+    # the command line a run records (redacted there): the one given, in-process calls too
+    args.argv = sys.argv if argv is None else [sys.argv[0] if sys.argv else "localeval", *argv]
     try:
         args.func(args)
     except LocalevalError as e:
         if getattr(args, "debug", False):
             raise
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {clipped(redact_text(str(e)))}", file=sys.stderr)
         return getattr(e, "exit_code", 2)
     except BrokenPipeError:
         raise  # an OSError, but no failure of the command: main() ends quietly
     except OSError as e:  # a missing file, a read-only folder, a full disk: one line
         if getattr(args, "debug", False):
             raise
-        print(f"error: {_os_error_line(e, args)}", file=sys.stderr)
+        print(f"error: {clipped(redact_text(_os_error_line(e, args)))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted; finished requests are in the cache, rerun the command to resume",
-              file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        how = f" ({signal.Signals(e.signum).name})" if isinstance(e, Stopped) else ""
+        print(f"interrupted{how}; finished requests are in the cache, rerun the command to "
+              "resume", file=sys.stderr)
+        return 128 + (e.signum if isinstance(e, Stopped) else signal.SIGINT)
     return 0
 
 

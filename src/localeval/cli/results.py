@@ -30,7 +30,8 @@ def add_results_parsers(sub) -> None:
     h.add_argument("--store", metavar="PATH|URL", help="the results store a run id is looked up "
                    "in (default $LOCALEVAL_STORE, else $XDG_DATA_HOME/localeval/results.sqlite)")
     h.add_argument("--output", help="the HTML file (default <folder>/report.html; required "
-                   "for several folders)")
+                   "for several folders): an .html file, in a run folder only its own "
+                   "report.html")
     h.set_defaults(func=cmd_report)
 
     lb = sub.add_parser("leaderboard", help="rank the recorded runs of a task (accuracy; "
@@ -60,7 +61,7 @@ def add_results_parsers(sub) -> None:
 
 
 def cmd_report(args) -> None:
-    from ..report.html import write_report
+    from ..api import write_report
     from ..store.results_db import run_folder
 
     path = write_report([run_folder(f, args.store) for f in args.folders], args.output)
@@ -71,6 +72,7 @@ def cmd_export(args) -> None:
     from ..api import load_results
     from ..render.formats import SUFFIX, slug
     from ..report.tables import run_tables
+    from ..store.files import write_text_whole
 
     record = load_results(args.folder)
     if not record.results:
@@ -86,7 +88,7 @@ def cmd_export(args) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for n, table in enumerate(tables, start=1):
         path = out / f"{n:02d}-{slug(table.title)}{SUFFIX[args.format]}"
-        path.write_text(render(table), encoding="utf-8")
+        write_text_whole(path, render(table))  # never through a link
     print(f"wrote {len(tables)} tables to {out}/", file=sys.stderr)
 
 

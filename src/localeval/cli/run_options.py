@@ -87,7 +87,8 @@ def add_backend_arguments(parser) -> None:
     for f in dataclasses.fields(BackendConfig):
         meta = dict(f.metadata)
         flag = meta.pop("flag", None) or "--" + f.name.replace("_", "-")
-        meta.pop("parse", None)
+        for declaration in ("parse", "secret", "secret_keys"):  # ours, not argparse's
+            meta.pop(declaration, None)
         text = meta.pop("help")
         if f.default not in (None, True) and "default" not in text:
             text += f" (default: {f.default})"
@@ -234,9 +235,15 @@ def default_output(task: str, model: str | None, options: dict, backend: Backend
         parts.append(roles)
     settings = json.dumps(parts, sort_keys=True, default=str)
     digest = hashlib.sha256(settings.encode()).hexdigest()[:8]
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", (model or "own-model").split(":", 1)[-1]
-                  .rstrip("/").split("/")[-1]).strip("-") or "model"
-    return Path("runs") / re.sub(r"[^A-Za-z0-9._-]+", "-", task) / f"{name}-{digest}"
+    name = _component((model or "own-model").split(":", 1)[-1].rstrip("/").split("/")[-1],
+                      "model")
+    return Path("runs") / _component(task, "task") / f"{name}-{digest}"
+
+
+def _component(text: str, default: str) -> str:
+    """``text`` as one folder name under runs/: safe characters only, no leading dot (``..``
+    would climb out of runs/), at most 100 characters."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).lstrip(".-").rstrip("-")[:100] or default
 
 
 # ------------------------------------------------------------------ running
@@ -276,7 +283,7 @@ def run_and_report(args, task: str, options: dict) -> None:
     cache = None if args.no_cache else (args.cache or output / "cache.sqlite")
     result = evaluate(task=task, model=args.model, output=output, cache=cache,
                       backend_options=backend, role_options=roles, quiet=args.quiet,
-                      command=sys.argv, overwrite=args.overwrite, store=store_option(args),
+                      command=getattr(args, "argv", sys.argv), overwrite=args.overwrite, store=store_option(args),
                       report=not args.no_report, **options)
     left_out = 0
     if args.json:

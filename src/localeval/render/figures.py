@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..store.files import write_bytes_whole
 from .fonts import figure_fonts, quiet_missing_glyphs
 
 # Large type and thick lines: these are read on a projector from the back of a room.
@@ -54,8 +55,10 @@ def finish(fig, name: str, title: str, caption: str, folder: Path | None) -> Fig
         fig.tight_layout()
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
-        fig.savefig(folder / f"{name}.png", dpi=150)
-        fig.savefig(folder / f"{name}.svg", metadata={"Date": None})
+        for suffix, kw in (("png", {"dpi": 150}), ("svg", {"metadata": {"Date": None}})):
+            image = io.BytesIO()  # never written through a link (store/files.py)
+            fig.savefig(image, format=suffix, **kw)
+            write_bytes_whole(folder / f"{name}.{suffix}", image.getvalue())
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", metadata={"Date": None})
     plt.close(fig)

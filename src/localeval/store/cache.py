@@ -18,18 +18,22 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..backends.base import Request, Response, request_key
 from ..backends.reply_checks import response_problem
 from ..errors import LocalevalError
+from .files import check_own
 
 BUSY_TIMEOUT_S = 60.0
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 class CacheError(LocalevalError):
-    """The request cache file cannot be used (not SQLite, damaged, a folder)."""
+    """The request cache cannot be used (not SQLite, damaged, a folder) or written (a full
+    disk)."""
 
 
 def check_cache_file(path: str | Path) -> None:
@@ -64,6 +68,8 @@ class RequestCache:
         self.path = Path(path)
         check_cache_file(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        for part in ("", "-wal", "-shm"):  # SQLite would write through a link to any file
+            check_own(self.path.with_name(self.path.name + part))
         self.lock = threading.Lock()
         try:
             self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S,
@@ -80,6 +86,17 @@ class RequestCache:
         if verdict != "ok":
             self.db.close()
             raise _damaged(self.path, sqlite3.DatabaseError(verdict))
+
+    @contextmanager
+    def _failing(self, doing: str) -> Iterator[None]:
+        """A SQLite error (a full disk: "database or disk is full") as one line naming the
+        cache; what was committed before stays in it."""
+        try:
+            yield
+        except sqlite3.Error as e:
+            raise CacheError(f"cannot {doing} the request cache {self.path}: {e}; what "
+                             "finished before is kept in it, rerun the command once this is "
+                             "fixed") from None
 
     def get_many(self, identity: dict, requests: list[Request]) -> list[Response | None]:
         out: list[Response | None] = []
@@ -99,7 +116,7 @@ class RequestCache:
                 if resp.error is None and response_problem(r, resp) is None]
         if not rows:
             return
-        with self.lock, self.db:
+        with self.lock, self._failing("write"), self.db:
             self.db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?)", rows)
 
     def close(self) -> None:

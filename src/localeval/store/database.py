@@ -13,7 +13,7 @@ A target is a path (SQLite) or a ``postgresql://`` / ``postgres://`` URL (psycop
   process doing the same at the same moment, so it runs under an advisory lock.
 
 Every driver error becomes one :class:`StoreError` line, and a URL's password never appears in
-it: messages show the URL with the password replaced by ``***``.
+it: messages show the URL with the password (and secret query values) replaced by ``***``.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
+from ..backends.secrets import redact_url, url_secrets
 from ..errors import LocalevalError
 
 URL_SCHEMES = ("postgresql://", "postgres://")
@@ -44,18 +44,10 @@ def is_url(target: str | Path) -> bool:
 
 
 def shown(target: str | Path) -> str:
-    """The target as it may be printed: a URL's password replaced by ``***``."""
-    if not is_url(target):
-        return str(target)
-    parts = urlsplit(str(target))
-    if parts.password is None:
-        return str(target)
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
-def _password(target: str | Path) -> str | None:
-    return urlsplit(str(target)).password if is_url(target) else None
+    """The target as it may be printed: a URL's password replaced by ``***``, and the values
+    of secret query parameters (``?password=``) too (:func:`~localeval.backends.secrets.
+    redact_url`)."""
+    return redact_url(str(target), keep_user=True) if is_url(target) else str(target)
 
 
 @dataclass
@@ -168,8 +160,9 @@ def driver_errors() -> tuple[type[BaseException], ...]:
 def one_line(error: BaseException, target: str | Path) -> str:
     """The driver's message on one line, without the URL's password."""
     text = re.sub(r"\s+", " ", str(error)).strip() or type(error).__name__
-    password = _password(target)
-    return text.replace(password, "***") if password else text
+    for secret in url_secrets(str(target)) if is_url(target) else ():
+        text = text.replace(secret, "***")
+    return text
 
 
 @contextmanager

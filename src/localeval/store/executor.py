@@ -73,17 +73,40 @@ class CachedExecutor:
         with progress_bar(self.unit, total=len(unique), done=len(unique) - len(todo),
                           quiet=self.quiet) as advance, \
                 CacheWriter(cache, backend.identity) as writer:
-            for start in range(0, len(todo), CHUNK):
-                part = todo[start : start + CHUNK]
-                report = _reporter(part, unique, responses, writer, advance)
-                out = backend.run([unique[i] for i in part], progress=report)
-                for k, (i, resp) in enumerate(zip(part, out, strict=True)):
-                    if responses[i] is None:  # a backend that did not report this one
-                        report(k, resp)
+            for part, needed in _chunks(backend, todo, len(unique)):
+                _run_part(backend, part, needed, _reporter(part, unique, responses, writer,
+                                                           advance), unique, responses)
         for i in todo:
             if responses[i].error is not None:
                 self.failures["permanent" if responses[i].permanent else "transient"] += 1
         return [responses[w] for w in where]
+
+
+def _run_part(backend: Backend, part: list[int], needed: list[bool] | None, report,
+              unique: list[Request], responses: list) -> None:
+    """One backend call: requests ``part`` (those ``needed``), each response reported."""
+    kw = {"needed": needed} if needed is not None else {}
+    out = backend.run([unique[i] for i in part], progress=report, **kw)
+    for k, (i, resp) in enumerate(zip(part, out, strict=True)):
+        if responses[i] is None and (needed is None or needed[k]):
+            report(k, resp)  # a backend that did not report this one
+
+
+def _chunks(backend: Backend, todo: list[int], n: int):
+    """(request indices, needed flags or None) per backend call. A backend that plans over
+    every request (``plans_over_all``: the hf prefix tree) gets the same chunks of all of them
+    as a clean run, each with the cached ones flagged not needed, so a resumed run computes
+    what is left exactly as the clean run did; chunks with nothing left are skipped."""
+    if not getattr(backend, "plans_over_all", False):
+        for start in range(0, len(todo), CHUNK):
+            yield todo[start : start + CHUNK], None
+        return
+    left = set(todo)
+    for start in range(0, n, CHUNK):
+        part = list(range(start, min(start + CHUNK, n)))
+        needed = [i in left for i in part]
+        if any(needed):
+            yield part, needed
 
 
 def rerun_advice(results: dict) -> str:

@@ -32,6 +32,7 @@ from typing import Any
 from ..errors import LocalevalError
 from ..records import RecordError, Results, json_type, read_results, validated
 from ..records.run import RunConfig, Status
+from .files import open_own, write_text_whole
 
 try:
     import fcntl
@@ -75,18 +76,6 @@ class RunRecord:
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def write_text_whole(path: Path, text: str) -> None:
-    """``text`` to ``path`` whole or not at all: written to a temporary name and renamed; a
-    write that fails (a full disk) leaves no temporary file behind."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def as_stored(value: Any) -> Any:
@@ -210,12 +199,13 @@ def run_folder_lock(folder: Path | None) -> Iterator[None]:
         return
     made = [p for p in (folder, *folder.parents) if not p.exists()]  # deepest first
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / LOCK_FILE, "a+", encoding="utf-8") as handle:
+    # never through a link, never into a file not ours (store/files.py)
+    with open(open_own(folder / LOCK_FILE), "r+", encoding="utf-8") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.seek(0)
-            holder = handle.read().strip() or "?"
+            holder = handle.read(20).strip() or "?"
             raise LocalevalError(f"{folder} is in use by another localeval run (pid {holder}); "
                                  "wait for it to finish, or give another --output") from None
         handle.seek(0)
@@ -284,6 +274,21 @@ def check_output_folder(folder: Path) -> None:
 
 
 DATA_FILES = "data_files"  # config.json: each data file's bytes and sha256, by its path
+
+
+def check_report_output(output: Path, folders: list[Path]) -> None:
+    """A report's ``--output`` is an ``.html`` file, and in a run folder only that run's own
+    ``report.html``: written over results.json or samples.jsonl, it would destroy the run."""
+    if output.suffix.lower() != ".html":
+        raise LocalevalError(f"--output {output}: a report is an .html file; give a name "
+                             "ending in .html")
+    home = output.resolve().parent
+    if not (home / "config.json").exists() and not (home / LOCK_FILE).exists():
+        return  # not a run folder
+    own = len(folders) == 1 and folders[0].resolve() == home and output.name == "report.html"
+    if not own:
+        raise LocalevalError(f"--output {output} is in the run folder {home}, whose only HTML "
+                             "file is its own report.html; give a file outside run folders")
 
 
 def check_same_run(folder: Path, settings: dict[str, Any], overwrite: bool = False) -> None:

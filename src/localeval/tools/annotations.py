@@ -21,6 +21,7 @@ from typing import Any
 from ..data.rows import read_rows
 from ..errors import DataError, LocalevalError
 from ..metrics.agreement import agreement
+from ..store.files import write_text_whole, writing_whole
 
 
 @dataclass
@@ -120,10 +121,9 @@ def aggregate(path: str | Path, columns: Sequence[str], output: str | Path,
 def _write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".jsonl":
-        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
-                        encoding="utf-8")
+        write_text_whole(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     elif path.suffix == ".csv":
-        with path.open("w", encoding="utf-8", newline="") as f:
+        with writing_whole(path) as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else [])
             writer.writeheader()
             writer.writerows(rows)

@@ -37,6 +37,7 @@ from typing import Any
 
 from ..data.rows import read_rows
 from ..errors import DataError, LocalevalError
+from ..store.files import write_text_whole, writing_whole
 
 # Ours (see the module docstring): one per template family of the paper's §2.4.
 TEMPLATES: dict[str, dict[str, str]] = {
@@ -209,11 +210,9 @@ def _write(output: str | Path, records: list[dict]) -> list[Path]:
     stem = stem.with_suffix("") if stem.suffix in (".jsonl", ".csv") else stem
     stem.parent.mkdir(parents=True, exist_ok=True)
     jsonl, table = stem.with_suffix(".jsonl"), stem.with_suffix(".csv")
-    with jsonl.open("w", encoding="utf-8") as f:
-        for r in records:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    write_text_whole(jsonl, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     columns = list(dict.fromkeys(k for r in records for k in r))
-    with table.open("w", newline="", encoding="utf-8") as f:
+    with writing_whole(table) as f:
         w = csv.DictWriter(f, fieldnames=columns)
         w.writeheader()
         w.writerows(records)

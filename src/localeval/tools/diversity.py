@@ -14,6 +14,7 @@ its centroid). Written as PNG, SVG, JSON and CSV.
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +25,7 @@ import numpy as np
 from ..backends.config import BackendConfig
 from ..backends.embedding import DEFAULT_EMBEDDER
 from ..errors import LocalevalError
+from ..store.files import write_bytes_whole, write_text_whole, writing_whole
 from ..store.runs import finite
 from .texts import embed_texts, non_english_languages, read_texts, warn_if_english_embedder
 
@@ -89,15 +91,15 @@ def diversity_map(data: str | Path, output: str | Path, *, by: str = "lang",
     _write_points(out / "points.csv", rows, keep, groups, points, by)
     _write_matrix(out / "centroid_distances.csv", names, distances)
     _plot(out, points, groups, names, f"{Path(data).name}: t-SNE of {len(texts)} texts by {by}")
-    (out / "diversity.json").write_text(json.dumps(finite(summary), indent=1,
-                                                   ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text_whole(out / "diversity.json", json.dumps(finite(summary), indent=1,
+                                                        ensure_ascii=False) + "\n")
     return summary
 
 
 def _write_points(path: Path, rows, keep: list[int], groups: list[str], points: np.ndarray,
                   by: str) -> None:
     ids = [str(rows.rows[i].get("id", rows.numbers[i])) for i in keep]
-    with path.open("w", newline="", encoding="utf-8") as f:
+    with writing_whole(path) as f:
         w = csv.writer(f)
         w.writerow(["id", by, "x", "y"])
         w.writerows([i, g, f"{p[0]:.4f}", f"{p[1]:.4f}"] for i, g, p in zip(ids, groups, points,
@@ -105,7 +107,7 @@ def _write_points(path: Path, rows, keep: list[int], groups: list[str], points: 
 
 
 def _write_matrix(path: Path, names: list[str], distances: np.ndarray) -> None:
-    with path.open("w", newline="", encoding="utf-8") as f:
+    with writing_whole(path) as f:
         w = csv.writer(f)
         w.writerow(["", *names])
         w.writerows([a, *(f"{d:.4f}" for d in distances[i])] for i, a in enumerate(names))
@@ -136,6 +138,7 @@ def _plot(out: Path, points: np.ndarray, groups: list[str], names: list[str],
     ax.legend(fontsize=8, markerscale=2, loc="best", title="× centroid")
     fig.tight_layout()
     for suffix in ("png", "svg"):
-        fig.savefig(out / f"diversity.{suffix}", metadata={"Date": None} if suffix == "svg"
-                    else None)
+        image = io.BytesIO()  # never written through a link (store/files.py)
+        fig.savefig(image, format=suffix, metadata={"Date": None} if suffix == "svg" else None)
+        write_bytes_whole(out / f"diversity.{suffix}", image.getvalue())
     plt.close(fig)

@@ -28,6 +28,7 @@ from ..backends.embedding import DEFAULT_EMBEDDER
 from ..errors import DataError, LocalevalError
 from ..guards.embedding import FORMAT, text_hashes
 from ..metrics.classification import average_precision, pr_auc_trapezoid, roc_auc
+from ..store.files import write_text_whole
 from ..store.runs import finite
 from ..version import __version__
 from .texts import (
@@ -105,7 +106,7 @@ def train_guard(data: str | Path, output: str | Path, *, embedder: str = DEFAULT
                                                                         strict=True) if kept])
     out = Path(output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(finite(spec), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text_whole(out, json.dumps(finite(spec), indent=1, ensure_ascii=False) + "\n")
     return spec
 
 

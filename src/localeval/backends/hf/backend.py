@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ...errors import LocalevalError
 from ..base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
-from ..config import DTYPES
+from ..config import DTYPES, BackendConfig
 from ..prompt_tokens import render, score_tokens
 from .attention import NAME as GROUPED_EAGER
 from .attention import implementation as attention_implementation
@@ -96,7 +96,9 @@ class HFBackend:
             "device": self.device.type,
             "attn": attn,
             "layout": self._layout(),
-            **({"model_args": self.model_args} if self.model_args else {}),
+            # never a token: the identity is recorded (config.json) and keys the cache
+            **({"model_args": BackendConfig.redacted({"model_args": self.model_args})[
+                "model_args"]} if self.model_args else {}),
         }
 
     def _layout(self) -> str:
@@ -151,13 +153,23 @@ class HFBackend:
         return score_tokens(self.tokenizer, request, self.identity["model"])
 
     # ---------------------------------------------------------------- running requests
-    def run(self, requests: list[Request], progress=None) -> list[Response]:
+    # run() takes ``needed``: the executor gives every request of a chunk, cached ones too, so
+    # the prefix tree is planned as the clean run's (see tree.walk)
+    plans_over_all = True
+
+    def run(self, requests: list[Request], progress=None,
+            needed: list[bool] | None = None) -> list[Response]:
+        """Each request's response (None where ``needed`` is False: cached, not run)."""
         out: list[Response | None] = [None] * len(requests)
-        scores = [i for i, r in enumerate(requests) if isinstance(r, ScoreNext)]
-        gens = [i for i, r in enumerate(requests) if isinstance(r, Generate)]
-        texts = [i for i, r in enumerate(requests) if isinstance(r, TextLogprobs)]
-        for kind, run in ((scores, self._run_scores), (gens, self._run_generations),
-                          (texts, self._run_texts)):
+        need = needed or [True] * len(requests)
+
+        def of(cls, every: bool = False) -> list[int]:
+            return [i for i, r in enumerate(requests) if isinstance(r, cls) and (every or need[i])]
+
+        scores = of(ScoreNext, every=True)  # its tree is planned over all (see tree.walk)
+        for kind, run in ((scores, lambda rs: self._run_scores(rs, [need[i] for i in scores])),
+                          (of(Generate), self._run_generations),
+                          (of(TextLogprobs), self._run_texts)):
             if not kind:
                 continue
             for i, resp in run([requests[i] for i in kind]):
@@ -176,20 +188,25 @@ class HFBackend:
 
         return run_generations(self, requests)
 
-    def _run_scores(self, requests: list[ScoreNext]) -> Iterator[tuple[int, Response]]:
-        """Every context forwarded along its prefix tree; each request's log-probs read from the
-        batch where its context ends."""
+    def _run_scores(self, requests: list[ScoreNext], needed: list[bool]
+                    ) -> Iterator[tuple[int, Response]]:
+        """Every context forwarded along its prefix tree (planned over every request, the
+        cached ones too); each needed request's log-probs read from the batch where its context
+        ends."""
         encoded: list[tuple[list[int], list[int]] | None] = []
         for i, r in enumerate(requests):  # a request that cannot run fails alone, with its reason
             try:
                 encoded.append(self._encode_checked(r))
             except LocalevalError as e:
                 encoded.append(None)
-                yield i, Response(error=str(e), permanent=True)  # the same on every run
+                if needed[i]:
+                    yield i, Response(error=str(e), permanent=True)  # the same on every run
         ok = [i for i, e in enumerate(encoded) if e is not None]
         contexts = [encoded[i][0] for i in ok]
-        for batch in walk(self, plan(self, contexts), contexts):
-            ends = [(k, j) for k, node in enumerate(batch.nodes) for j in node.ends]
+        for batch in walk(self, plan(self, contexts), contexts,
+                          needed=[needed[i] for i in ok]):
+            ends = [(k, j) for k, node in enumerate(batch.nodes) for j in node.ends
+                    if needed[ok[j]]]
             if not ends:
                 continue
             rows = self.torch.tensor([k for k, _ in ends], device=self.device)

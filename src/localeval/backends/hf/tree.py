@@ -91,25 +91,48 @@ def sliding_window(config) -> int | None:
 
 
 def walk(backend, root: PrefixNode, seqs: Sequence[Sequence[int]], width: Width | None = None,
-         grow: Callable[[PrefixNode], int] = lambda _n: 0) -> Iterator[Batch]:
+         grow: Callable[[PrefixNode], int] = lambda _n: 0,
+         needed: Sequence[bool] | None = None) -> Iterator[Batch]:
     """Every node below ``root`` forwarded, parents first. ``width`` pads a node's tokens
     (ROW_BLOCK multiples by default); ``grow`` is the cache room a node's requests will add
     (generation), counted in the token budget. A batch's rows stay valid after the next yield:
-    gather them before writing to their cache."""
+    gather them before writing to their cache.
+
+    ``needed`` (a flag per sequence; default all): a resumed run plans the same tree over every
+    request, cached ones too, and forwards only the batches on the way to a needed one. Each
+    batch it forwards is the clean run's, whole: the same nodes split at the same points, in
+    the same company, so every row's arithmetic is the clean run's, bit for bit."""
     # Beyond a sliding window, right padding keeps each real token's window free of pads
     side = backend.padding_side if fits_window(backend, root, width, grow) else "right"
-    yield from _descend(backend, seqs, None, [root], width or _block, grow, side)
+    wanted = None if needed is None or all(needed) else _wanted(root, needed)
+    yield from _descend(backend, seqs, None, [root], width or _block, grow, side, wanted)
+
+
+def _wanted(root: PrefixNode, needed: Sequence[bool]) -> set[int]:
+    """The ids of the nodes with a needed sequence at or below them."""
+    order, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        stack.extend(node.children)
+    wanted: set[int] = set()
+    for node in reversed(order):  # children before parents
+        if any(needed[j] for j in node.ends) or any(id(c) in wanted for c in node.children):
+            wanted.add(id(node))
+    return wanted
 
 
 def _descend(backend, seqs, parents: Rows | None, parent_nodes: list[PrefixNode], width: Width,
-             grow, side: str) -> Iterator[Batch]:
+             grow, side: str, wanted: set[int] | None = None) -> Iterator[Batch]:
     columns = 0 if parents is None else parents.mask.shape[1]
     for picks, nodes, w in _batches(backend, parent_nodes, columns, width, grow):
+        if wanted is not None and not any(id(node) in wanted for node in nodes):
+            continue  # every request at or below it is in the cache: nothing to forward
         batch = _forward(backend, seqs, parents, [parent_nodes[r].depth for r in picks],
                          picks, nodes, w, side)
         yield batch
         if any(node.children for node in nodes):
-            yield from _descend(backend, seqs, batch.rows, nodes, width, grow, side)
+            yield from _descend(backend, seqs, batch.rows, nodes, width, grow, side, wanted)
 
 
 def _batches(backend, parent_nodes: list[PrefixNode], columns: int, width: Width, grow):

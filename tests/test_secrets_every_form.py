@@ -1,0 +1,137 @@
+"""No credential reaches a file, in any form it can be given (issue 33 item 5): each form is run
+through the command line, and every file the run writes, the SQLite results store and what is
+printed are searched for it. One mechanism redacts them all: ``backends/secrets.py``, with the
+secret options declared on ``BackendConfig``'s fields."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+
+import pytest
+from offline_runs import AlwaysLetter
+
+import localeval.run
+from localeval.backends.config import BackendConfig
+from localeval.backends.secrets import redact_url
+from localeval.cli import main
+
+
+def _leaks(tmp_path, printed: str, secrets: list[str]) -> list[str]:
+    """Where any of ``secrets`` is: each file under ``tmp_path`` (the run folder, its cache,
+    report and figures, the results store) and what was printed."""
+    found = [f"{path.relative_to(tmp_path)}: {s}" for path in sorted(tmp_path.rglob("*"))
+             if path.is_file() for s in secrets if s.encode() in path.read_bytes()]
+    return found + [f"printed: {s}" for s in secrets if s in printed]
+
+
+@pytest.fixture
+def offline(shared, tmp_path, monkeypatch):
+    """``run`` through the CLI with every model answering "A" (no server, no weights): the
+    command line, config.json, the report and the store are written as for any run."""
+    monkeypatch.setattr(localeval.run, "load_backend", lambda spec, **kw: AlwaysLetter("A"))
+    monkeypatch.setenv("LOCALEVAL_STORE", str(tmp_path / "store.sqlite"))
+    return ["run", "--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"), "--subjects",
+            "agronomy", "--limit", "2", "--output", str(tmp_path / "RUN")]
+
+
+FORMS = {  # before the fix, each secret was kept in the files named
+    "equals form": (["--model", "openai:m", "--base-url=http://alice:PWeq1@127.0.0.1:9/v1"],
+                    ["PWeq1"]),  # config.json command, report.html, the store
+    "second replica": (["--model", "openai:m", "--base-url",
+                        "http://alice:PWr1@127.0.0.1:9/v1,http://bob:PWr2@127.0.0.1:8/v1"],
+                       ["PWr1", "PWr2"]),  # PWr2: command, report.html, the store
+    "query key": (["--model", "openai:m", "--base-url",
+                   "http://127.0.0.1:9/v1?api_key=KEYq1&token=KEYq2"], ["KEYq1", "KEYq2"]),
+    "hub token": (["--model", "hf:/tmp", "--model-args", "token=hf_SECRETtok1,revision=main"],
+                  ["hf_SECRETtok1"]),
+    "role token": (["--model", "hf:/tmp", "--model-args=use_auth_token=hf_SECRETtok2"],
+                   ["hf_SECRETtok2"]),
+}
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_no_secret_on_the_command_line_reaches_a_file(form, offline, tmp_path, capsys,
+                                                      monkeypatch):
+    extra, secrets = FORMS[form]
+    monkeypatch.setattr(sys, "argv", ["localeval", *offline, *extra])  # as a shell runs it
+    assert main([*offline, *extra]) == 0
+    printed = capsys.readouterr()
+    assert (tmp_path / "RUN" / "report.html").is_file() and (tmp_path / "store.sqlite").is_file()
+    assert _leaks(tmp_path, printed.out + printed.err, secrets) == []
+    command = json.loads((tmp_path / "RUN" / "config.json").read_text())["command"]
+    assert len(command) == 1 + len(offline) + len(extra)  # redacted, not dropped
+
+
+def test_a_store_url_is_never_recorded_nor_printed_in_full(offline, tmp_path, capsys,
+                                                           monkeypatch):
+    store = "postgresql://u:PWs1@127.0.0.1:1/db?password=PWs2&sslmode=disable"
+    monkeypatch.setattr(sys, "argv", ["localeval", *offline, "--model", "hf:/tmp",
+                                      f"--store={store}"])
+    assert main([*offline, "--model", "hf:/tmp", f"--store={store}"]) == 0  # the run is whole
+    printed = capsys.readouterr()
+    warning = [line for line in printed.err.splitlines() if line.startswith("warning")]
+    assert len(warning) == 1 and "u:***@127.0.0.1:1/db?password=***" in warning[0], warning
+    assert _leaks(tmp_path, printed.out + printed.err, ["PWs1", "PWs2"]) == []
+    assert main(["leaderboard", "--task", "cmmlu", "--store", store]) == 2
+    err = capsys.readouterr().err
+    assert "PWs1" not in err and "PWs2" not in err and "password=***" in err
+
+
+def test_a_url_without_a_scheme_is_not_printed_with_its_password(offline, capsys,
+                                                                 monkeypatch):
+    monkeypatch.undo()  # the real openai backend: it fails to reach the URL
+    code = main([*offline, "--model", "openai:m", "--base-url", "alice:PWn1@127.0.0.1:1/v1"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error:") and len(err.strip().splitlines()) == 1
+    assert "PWn1" not in err and "alice" not in err  # before: "… server at alice:PWn1@…"
+
+
+def test_every_secret_option_is_declared():
+    """The declarations the redaction reads: a URL option and the keys of a dict option."""
+    meta = {f.name: f.metadata for f in dataclasses.fields(BackendConfig)}
+    assert meta["base_url"]["secret"] == "url"
+    assert {"token", "use_auth_token"} <= meta["model_args"]["secret_keys"]
+    assert BackendConfig.redacted({"model_args": {"token": "hf_x", "revision": "main"},
+                                   "base_url": "http://a:b@h/v1?key=k,c:d@h2/v1"}) == {
+        "model_args": {"token": "***", "revision": "main"},
+        "base_url": "http://h/v1?key=***,h2/v1"}
+
+
+@pytest.mark.parametrize("url, shown", [
+    ("http://alice:PW@h:8/v1", "http://h:8/v1"),
+    ("alice:PW@h/v1", "h/v1"),
+    ("https://h/v1?api-key=K&x=1&Token=T", "https://h/v1?api-key=***&x=1&Token=***"),
+    ("https://TOKEN@h/v1", "https://h/v1"),
+    ("http://h/v1", "http://h/v1"),
+])
+def test_redact_url(url, shown):
+    assert redact_url(url) == shown
+
+
+@pytest.mark.slow
+def test_a_server_url_and_a_hub_token_never_reach_a_real_backends_identity(tiny_llama, shared,
+                                                                          tmp_path, capsys,
+                                                                          monkeypatch):
+    """The real backends record their identity (config.json "backend", the cache key, the
+    report, the store): a served URL's password and query key, and an hf token, redacted."""
+    from openai_server import ModelServer
+
+    monkeypatch.setenv("LOCALEVAL_STORE", str(tmp_path / "store.sqlite"))
+    server = ModelServer(tiny_llama, name="tiny")
+    host = server.url.split("://")[1].removesuffix("/").removesuffix("/v1")
+    common = ["run", "--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"), "--subjects",
+              "agronomy", "--limit", "2", "--method", "generation", "--max-tokens", "2"]
+    try:
+        assert main([*common, "--model", "openai:tiny", "--output", str(tmp_path / "served"),
+                     f"--base-url=http://alice:PWid1@{host}/v1?api_key=KEYid2"]) == 0
+    finally:
+        server.stop()
+    assert main([*common, "--model", f"hf:{tiny_llama}", "--output", str(tmp_path / "hub"),
+                 "--model-args", "token=hf_SECRETid3"]) == 0
+    printed = capsys.readouterr()
+    assert _leaks(tmp_path, printed.out + printed.err, ["PWid1", "KEYid2", "hf_SECRETid3"]) == []
+    served = (tmp_path / "served" / "config.json").read_text()
+    assert f'"base_url": "http://{host}/v1?api_key=***"' in served
+    assert '"token": "***"' in (tmp_path / "hub" / "config.json").read_text()

@@ -1,0 +1,99 @@
+"""SIGTERM (docker stop, Slurm, Kubernetes, timeout) and SIGHUP are handled as Ctrl-C is: every
+finished response is committed to the cache, the run is recorded as failed ("interrupted"),
+one line says so, and the same command resumes (issue 33 item 3)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from localeval.cli import stop_signals_interrupt
+
+# The real command, with each response counted as it reaches the cache writer (finished, not
+# yet committed: the commit interval is an hour, so only every 64th response commits).
+COUNTED = ("import os, sys; from localeval.store import executor; add = executor.CacheWriter.add\n"
+           "def counted(self, request, response):\n"
+           "    add(self, request, response)\n"
+           "    with open(os.environ['FINISHED'], 'a') as f: f.write('1\\n')\n"
+           "executor.CacheWriter.add = counted\n"
+           "from localeval.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+def _finished(path) -> int:
+    try:
+        return len(path.read_text().splitlines())
+    except OSError:
+        return 0
+
+
+def _rows(path) -> int:
+    with sqlite3.connect(path) as db:
+        return db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+
+def _stop_at(argv, env, finished_file, rows: int, signum: int):
+    """Run the command, send ``signum`` once ``rows`` responses have finished."""
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 240
+    while _finished(finished_file) < rows and proc.poll() is None and \
+            time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signum)
+    _, err = proc.communicate()
+    return proc.returncode, err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_stop_signal_keeps_every_finished_response_and_resumes(name, shared, tmp_path,
+                                                                 tiny_llama):
+    signum = getattr(signal, name)
+    out, finished = tmp_path / "run", tmp_path / "finished"
+    env = {**os.environ, "FINISHED": str(finished), "LOCALEVAL_CACHE_COMMIT_SECONDS": "3600"}
+    argv = [sys.executable, "-c", COUNTED, "run", "--task", "cmmlu", "--data",
+            str(shared / "data" / "cmmlu"), "--subjects", "agronomy,anatomy", "--limit", "64",
+            "--model", f"hf:{tiny_llama}", "--batch-size", "1", "--no-prefix-reuse",
+            "--output", str(out), "--quiet"]
+    code, err = _stop_at(argv, env, finished, 70, signum)
+    # Before: SIGTERM exited -15 with no line, the run stayed "running", and the cache held 64
+    # of the 70 finished responses (the last commit); SIGINT kept all 70.
+    assert code == 128 + signum, err
+    lines = [line for line in err.splitlines() if line.startswith(("interrupted", "error"))]
+    assert lines == [f"interrupted{'' if name == 'SIGINT' else f' ({name})'}; finished "
+                     "requests are in the cache, rerun the command to resume"], err
+    run = json.loads((out / "config.json").read_text())["run"]
+    assert run["status"] == "failed" and run["error"] == "interrupted"
+    kept = _rows(out / "cache.sqlite")
+    assert kept == _finished(finished) >= 70  # every finished response, none lost
+    if name == "SIGINT":
+        return
+    done = subprocess.run(argv, env={**env, "FINISHED": str(tmp_path / "again")},
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    timing = json.loads((out / "results.json").read_text())["timing"]
+    assert (timing["requests_cached"], timing["requests_run"]) == (kept, 128 - kept)
+    clean = subprocess.run([*argv[:-3], "--output", str(tmp_path / "clean"), "--quiet"],
+                           env=env, capture_output=True, text=True)
+    assert clean.returncode == 0, clean.stderr
+    assert (out / "samples.jsonl").read_bytes() == \
+        (tmp_path / "clean" / "samples.jsonl").read_bytes()
+
+
+def test_an_ignored_hangup_stays_ignored():
+    """``nohup localeval run …`` sets SIGHUP to be ignored: the run must not stop on it."""
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with stop_signals_interrupt():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN)
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGHUP, before)
