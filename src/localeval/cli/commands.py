@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import LocalevalError
-from .run_options import run_and_report, task_options
+from .run_and_report import run_and_report
+from .run_options import task_options
 
 
 def cmd_tasks(args) -> None:

@@ -3,12 +3,12 @@ parses its options and runs its task through the same run lifecycle as ``localev
 
 from __future__ import annotations
 
+from .run_and_report import run_and_report
 from .run_options import (
     add_backend_arguments,
     add_folder_arguments,
     add_option_flags,
     add_task_option_flag,
-    run_and_report,
     task_options,
     title_of,
 )

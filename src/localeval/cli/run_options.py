@@ -14,7 +14,6 @@ import dataclasses
 import hashlib
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -261,44 +260,3 @@ def check_failures(results: Results, max_failed: float) -> None:
         raise TooManyFailures(f"{failed} of {n} samples failed (over --max-failed "
                               f"{max_failed:g}); they are left out of the results, and finished "
                               f"requests are cached: {rerun_advice(results.data())}")
-
-
-def store_option(args):
-    """--store PATH, --no-store, or None (the default store)."""
-    return False if args.no_store else args.store
-
-
-def run_and_report(args, task: str, options: dict) -> None:
-    """What every model command does once its task options are known: the run folder (given
-    or the default), the cache, the run, its tables or JSON, and the --max-failed check."""
-    from ..api import evaluate
-    from ..report.console import make_console, print_json, print_results
-
-    if not 0 <= args.max_failed <= 1:
-        raise LocalevalError(f"--max-failed is a share of the samples, 0 to 1, not "
-                             f"{args.max_failed:g}")
-    backend, roles = backend_options(args), role_options(args)
-    output = Path(args.output) if args.output else default_output(
-        task, args.model, options, backend, roles)
-    cache = None if args.no_cache else (args.cache or output / "cache.sqlite")
-    result = evaluate(task=task, model=args.model, output=output, cache=cache,
-                      backend_options=backend, role_options=roles, quiet=args.quiet,
-                      command=getattr(args, "argv", sys.argv), overwrite=args.overwrite, store=store_option(args),
-                      report=not args.no_report, **options)
-    left_out = 0
-    if args.json:
-        print_json(result.results.data())
-    else:
-        left_out = print_results(result.results, make_console(), everything=args.all)
-    written = "config.json, results.json, samples.jsonl" + \
-        ("" if args.no_report else ", report.html")
-    print(f"wrote {result.folder}/ ({written})", file=sys.stderr)  # stdout: tables or JSON only
-    if left_out:
-        print(f"{left_out} more tables: localeval show {result.folder}" + (
-            "" if args.no_report else f"; figures and every table: {result.folder}/report.html"),
-              file=sys.stderr)
-    served = result.results.timing.get("served_by") or {}
-    if len(served) > 1:  # several replicas: how the load went, and whether one stopped early
-        print("requests served by replica: " + ", ".join(f"{u} {n}" for u, n in served.items()),
-              file=sys.stderr)
-    check_failures(result.results, args.max_failed)

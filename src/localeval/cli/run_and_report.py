@@ -1,0 +1,57 @@
+"""What every command that runs a model does once its options are read: the run folder (given
+or the default), the cache, the run, its tables or JSON, where the rest is, and the
+--max-failed check."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..errors import LocalevalError
+from .run_options import backend_options, check_failures, default_output, role_options
+
+
+def store_option(args):
+    """--store PATH, --no-store, or None (the default store)."""
+    return False if args.no_store else args.store
+
+
+def run_and_report(args, task: str, options: dict) -> None:
+    """What every model command does once its task options are known: the run folder (given
+    or the default), the cache, the run, its tables or JSON, and the --max-failed check."""
+    from ..api import evaluate
+    from ..report.console import make_console, print_json, print_results
+
+    if not 0 <= args.max_failed <= 1:
+        raise LocalevalError(f"--max-failed is a share of the samples, 0 to 1, not "
+                             f"{args.max_failed:g}")
+    backend, roles = backend_options(args), role_options(args)
+    output = Path(args.output) if args.output else default_output(
+        task, args.model, options, backend, roles)
+    cache = None if args.no_cache else (args.cache or output / "cache.sqlite")
+    result = evaluate(task=task, model=args.model, output=output, cache=cache,
+                      backend_options=backend, role_options=roles, quiet=args.quiet,
+                      command=getattr(args, "argv", sys.argv), overwrite=args.overwrite,
+                      store=store_option(args), report=not args.no_report, **options)
+    left_out = 0
+    if args.json:
+        print_json(result.results.data())
+    else:
+        left_out = print_results(result.results, make_console(), everything=args.all)
+    say_where(result.folder, left_out, not args.no_report)
+    served = result.results.timing.get("served_by") or {}
+    if len(served) > 1:  # several replicas: how the load went, and whether one stopped early
+        print("requests served by replica: " + ", ".join(f"{u} {n}" for u, n in served.items()),
+              file=sys.stderr)
+    check_failures(result.results, args.max_failed)
+
+
+def say_where(folder, left_out: int, report: bool) -> None:
+    """On stderr (stdout holds only tables or JSON): what the folder holds, and where the
+    tables the console left out are."""
+    written = "config.json, results.json, samples.jsonl" + (", report.html" if report else "")
+    print(f"wrote {folder}/ ({written})", file=sys.stderr)
+    if left_out:
+        print(f"{left_out} more tables: localeval show {folder}" + (
+            f"; figures and every table: {folder}/report.html" if report else ""),
+            file=sys.stderr)
