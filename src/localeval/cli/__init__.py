@@ -145,9 +145,13 @@ def main(argv: list[str] | None = None) -> int:
             return _main(argv)
         finally:
             sys.stdout.flush()  # a reader that left early is found here, not at exit
-    except BrokenPipeError:  # `localeval show DIR | head -1`: the reader has what it wanted
-        _stdout_to_devnull()
-        return 1
+    except BrokenPipeError:  # `localeval show DIR | head -1`: the reader has what it wanted,
+        _stdout_to_devnull()  # so no failure: exit 0 (`set -o pipefail` scripts)
+        return 0
+    except SystemExit as e:  # rich's Console.on_broken_pipe: stdout to devnull, then exit 1
+        if isinstance(e.__context__, BrokenPipeError):
+            return 0
+        raise
 
 
 def _main(argv: list[str] | None) -> int:
