@@ -51,3 +51,32 @@ def test_names_of_their_own_are_custom_tasks(cmmlu):
         assert make_task(name, data=cmmlu).name == name
     with pytest.raises(LocalevalError, match="did you mean cmmlu"):
         make_task("cmmu")  # without --data too
+
+
+# ------------------------------------------------------------------ item 2: --lang
+@pytest.fixture
+def jbb(shared):
+    return str(shared / "data" / "jbb-multilingual" / "prompts.jsonl")
+
+
+@pytest.mark.parametrize("langs, line", [
+    ("en,xx", "unknown language 'xx' (the data holds ar, bn, en, ko, th, vi, zh)"),
+    ("en,vn", "unknown language 'vn' (did you mean vi? the data holds ar, bn, en, ko, th, vi, "
+              "zh)"),
+    ("vn", "unknown language 'vn' (did you mean vi?"),
+    ("EN", "unknown language 'EN' (did you mean en?"),
+])
+def test_an_unknown_language_is_refused(langs, line, jbb, model_folder, no_model_load, capsys):
+    """`--lang en,xx` exited 0 with English only; `vn` silently dropped Vietnamese."""
+    argv = ["run", "--task", "safety-prompts", "--data", jbb, "--guard", "llamaguard3",
+            "--model", model_folder, "--lang", langs]
+    assert main(argv) == 2
+    assert one_line(capsys).startswith(f"error: --lang: {line}")
+
+
+def test_an_unknown_language_for_the_hub_benchmark_is_refused_before_loading():
+    from localeval.tasks.safety_items import load_safety_items
+
+    with pytest.raises(LocalevalError, match=r"'vn' \(did you mean vi\? the data holds en, id, "
+                                             r"ms, my, ta, th, tl, vi\)"):
+        load_safety_items("sea-safeguard", None, langs=["en", "vn"])
