@@ -35,14 +35,15 @@ def test_a_task_name_close_to_a_builtin_one_is_refused(typo, meant, cmmlu, model
 
 
 def test_a_custom_task_says_what_it_runs(cmmlu, capsys):
-    make_task("my-exam", data=cmmlu)
+    """Once its data loaded (an error in the data stays one line), before the model loads."""
+    make_task("my-exam", data=cmmlu, subjects=["arts"]).load()
     err = capsys.readouterr().err
     assert "'my-exam' is a custom task" in err
     assert "prompt style is tmlu (--prompt-style lm-eval" in err
     assert "grouped under one discipline, Other" in err and "--task tmlu / cmmlu" in err
-    make_task("my-exam", data=cmmlu, prompt_style="lm-eval")
+    make_task("my-exam", data=cmmlu, subjects=["arts"], prompt_style="lm-eval").load()
     assert "prompt style is lm-eval (--prompt-style tmlu" in capsys.readouterr().err
-    make_task("cmmlu", data=cmmlu)  # a built-in task says nothing
+    make_task("cmmlu", data=cmmlu, subjects=["arts"]).load()  # a built-in task says nothing
     assert capsys.readouterr().err == ""
 
 
@@ -80,3 +81,77 @@ def test_an_unknown_language_for_the_hub_benchmark_is_refused_before_loading():
     with pytest.raises(LocalevalError, match=r"'vn' \(did you mean vi\? the data holds en, id, "
                                              r"ms, my, ta, th, tl, vi\)"):
         load_safety_items("sea-safeguard", None, langs=["en", "vn"])
+
+
+# ------------------------------------------------------------------ item 9: the right cause
+def run_line(argv, capsys) -> str:
+    assert main(argv) == 2
+    return one_line(capsys)
+
+
+def test_a_multiple_choice_folder_given_to_safety_prompts(cmmlu, model_folder, no_model_load,
+                                                          capsys):
+    """It said `subjects.json, row 1: not valid JSON` (the file is valid JSON)."""
+    line = run_line(["run", "--task", "safety-prompts", "--data", cmmlu, "--guard",
+                     "llamaguard3", "--model", model_folder], capsys)
+    assert f"--data {cmmlu} is a multiple-choice folder" in line and "--task cmmlu" in line
+    line = run_line(["run", "--task", "safety-prompts", "--data", f"{cmmlu}/subjects.json",
+                     "--guard", "llamaguard3", "--model", model_folder], capsys)
+    assert "subjects.json, row 1: one JSON document over several lines, not JSON Lines" in line
+
+
+@pytest.mark.parametrize("text, message", [
+    ("question,A,B,C,answer\nq1,a,b,c,D\n",  # was: answer 'D' is not one of the options A, B, C
+     "row 2, field 'answer': answer 'D' is not one of the options A, B, C: the file has no "
+     "column D"),
+    ("question;A;B;C;D;answer\nq1;a;b;c;d;A\n",  # was: missing column 'question'
+     "row 1: the header is one column, 'question;A;B;C;D;answer': the file is separated by "
+     "semicolons; save it as comma-separated CSV"),
+])
+def test_a_csv_that_is_not_what_it_seems(text, message, tmp_path, model_folder, no_model_load,
+                                         capsys):
+    (tmp_path / "exam.csv").write_text(text)
+    line = run_line(["run", "--task", "my-exam", "--data", str(tmp_path / "exam.csv"),
+                     "--shots", "0", "--model", model_folder], capsys)
+    assert line.endswith(message), line
+
+
+def test_a_model_folder_without_weights_is_refused_before_the_data(tmp_path, cmmlu, capsys,
+                                                                   no_model_load):
+    """It failed after a `0/2` progress bar with Hub advice (`hf auth login`)."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / "tokenizer.json").write_text("{}")
+    line = run_line(["run", "--task", "cmmlu", "--data", cmmlu, "--subjects", "agronomy",
+                     "--limit", "2", "--model", f"hf:{folder}"], capsys)
+    assert line == (f"error: model folder {folder} has no weights (model.safetensors, "
+                    "pytorch_model.bin or a sharded index of them); give the folder that "
+                    "save_pretrained wrote")
+    (folder / "config.json").unlink()
+    assert "has no config.json" in run_line(["run", "--task", "cmmlu", "--model",
+                                             f"hf:{folder}"], capsys)
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["run", "--model", "hf:x"], "localeval run: error: the following arguments are required: "
+                                 "--task; `localeval run --help` shows the options"),
+    (["run", "--task", "cmmlu", "--methd", "likelihood"],
+     "localeval run: error: unknown option --methd (did you mean --method?); `localeval run "
+     "--help` shows the options"),
+    (["show", "a", "b"], "localeval show: error: unexpected argument 'b'; `localeval show "
+                         "--help` shows the options"),
+])
+def test_command_line_mistakes_are_one_line(argv, line, capsys):
+    """A forgotten --task printed 25 lines of usage; --methd the top-level usage."""
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert one_line(capsys) == line
+
+
+def test_an_option_no_model_takes_ends_its_sentence(cmmlu, model_folder, no_model_load,
+                                                    capsys):
+    line = run_line(["run", "--task", "cmmlu", "--data", cmmlu, "--model", model_folder,
+                     "--base-url", "http://127.0.0.1:8000/v1"], capsys)
+    assert line.endswith("`localeval run --help` lists each backend's options"), line

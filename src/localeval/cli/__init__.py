@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 
@@ -73,15 +74,17 @@ def parser() -> argparse.ArgumentParser:
 
     run_task_kinds = [cls for cls in task_kinds() if cls.command == "run"]
 
-    p = argparse.ArgumentParser(prog="localeval", description=DESCRIPTION, epilog=EPILOG,
-                                formatter_class=_HelpFormatter)
+    p = OneLineParser(prog="localeval", description=DESCRIPTION, epilog=EPILOG,
+                      formatter_class=_HelpFormatter)
     p.add_argument("--version", action="version", version=f"localeval {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     # --debug is accepted after the command too (localeval run ... --debug)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="show tracebacks")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                           parser_class=OneLineParser)
+    p.commands = sub.choices  # each command's parser, for the did-you-mean of its options
     sub.add_parser = _with(sub.add_parser, parents=[common], formatter_class=_HelpFormatter)
 
     t = sub.add_parser("tasks", help="list built-in tasks, or one task's subjects")
@@ -134,6 +137,27 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A mistake on the command line is one line naming the fix, not the whole usage (`run`'s
+    is 25 lines, and a forgotten --task scrolled away under it)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}; `{self.prog} --help` shows the "
+                     "options\n")
+
+
+def _unknown_arguments(p: argparse.ArgumentParser, args, extra: list[str]):
+    """An option the command does not have (`--methd`): one line, with the one it is close to."""
+    command = p.commands[args.command]
+    word = next((w for w in extra if w.startswith("-")), extra[0])
+    flag = word.split("=", 1)[0]
+    known = [o for action in command._actions for o in action.option_strings]
+    close = difflib.get_close_matches(flag, known, n=2, cutoff=0.75) if word.startswith("-") \
+        else []
+    what = f"unknown option {flag}" if word.startswith("-") else f"unexpected argument {word!r}"
+    command.error(what + (f" (did you mean {' or '.join(close)}?)" if close else ""))
+
+
 def _with(add_parser, **defaults):
     """``add_parser`` with keyword defaults (each subcommand gets --debug and our help format)."""
     return lambda name, **kw: add_parser(name, **{**defaults, **kw})
@@ -155,7 +179,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args, extra = p.parse_known_args(argv)
+    if extra:
+        _unknown_arguments(p, args, extra)
     try:
         args.func(args)
     except LocalevalError as e:

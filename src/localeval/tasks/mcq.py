@@ -15,7 +15,7 @@ from ..backends.base import (
     ScoreNext,
     candidate_problem,
 )
-from ..data.catalog import TaskSpec, default_prompt_style
+from ..data.catalog import BUILTIN_TASKS, TaskSpec, default_prompt_style
 from ..data.items import MCQItem
 from ..data.mcq_loaders import load_mcq_data
 from ..errors import LocalevalError
@@ -23,6 +23,7 @@ from ..metrics.mcq import aggregate
 from ..records.mcq import SCHEMA as MCQ_SCHEMA
 from . import extract
 from .base import Task
+from .custom import announce_custom_task
 from .mcq_options import MCQConfig, MCQOptions
 from .options import make_options
 from .prompts import PromptConfig, build_prompt
@@ -199,6 +200,8 @@ class MCQTask(Task):
             check_subject(subject, splits, self.config, source)
             test = splits["test"][: self.limit] if self.limit else splits["test"]
             subjects.append((subject, splits.get("dev", []), test))
+        if self.name not in BUILTIN_TASKS:  # once the data is good, before the model loads
+            announce_custom_task(self.name, self.config.prompt.style)
         return MCQData(spec, subjects)
 
     def plan(self, data: MCQData, backend: Backend) -> list[Planned]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ..data.catalog import BUILTIN_TASKS
 from .base import Task
 from .contamination import ContaminationTask
-from .custom import announce_custom_task, check_custom_name
+from .custom import check_custom_name
 from .llm_safety import LLMSafetyTask
 from .mcq import MCQTask
 from .safeguard import SafeguardTask
@@ -53,12 +53,9 @@ def task_class(name: str) -> type[Task]:
 def make_task(name: str, **options) -> Task:
     """The task ``name`` made with its options; a name not in :data:`TASKS` needs ``data`` (a
     local multiple-choice folder or file)."""
-    if name not in TASKS:  # a typo of a built-in name is refused; a custom task says so
-        check_custom_name(name, TASKS, options.get("data") is not None)
-        task = task_class(name)(name, **options)  # its Options refuse a name they do not have
-        announce_custom_task(name, options.get("prompt_style"))
-        return task
-    return task_class(name)(name, **options)
+    if name not in TASKS:  # a typo of a built-in name is refused (a custom task runs another
+        check_custom_name(name, TASKS, options.get("data") is not None)  # protocol)
+    return task_class(name)(name, **options)  # its Options refuse a name they do not have
 
 
 def task_kinds() -> list[type[Task]]:

@@ -99,6 +99,11 @@ def _sea_safeguard(data, subsets, langs, revision) -> list[SafetyItem]:
 
 def _labelled_prompts(path: Path) -> list[SafetyItem]:
     """One labelled prompt file, or every such file in a folder."""
+    if path.is_dir() and (path / "test").is_dir():  # CMMLU's layout: dev/<subject>.csv, test/…
+        raise LocalevalError(f"--data {path} is a multiple-choice folder (test/<subject>.csv), "
+                             "not labelled prompts; run it with --task cmmlu, tmlu, tmmluplus "
+                             "or a name of your own (safety-prompts reads files with the "
+                             "columns prompt and label: XSTest CSV, JailbreakBench JSONL)")
     files = sorted(f for f in path.iterdir() if f.suffix in TABLE_SUFFIXES) if path.is_dir() \
         else [path]
     if not files:
