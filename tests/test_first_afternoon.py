@@ -155,3 +155,29 @@ def test_an_option_no_model_takes_ends_its_sentence(cmmlu, model_folder, no_mode
     line = run_line(["run", "--task", "cmmlu", "--data", cmmlu, "--model", model_folder,
                      "--base-url", "http://127.0.0.1:8000/v1"], capsys)
     assert line.endswith("`localeval run --help` lists each backend's options"), line
+
+
+# ------------------------------------------------------------------ item 10: Python API
+def test_a_string_for_a_list_option_is_one_item_or_a_comma_list(cmmlu, tmp_path):
+    """`evaluate(..., subjects='arts')` read the string letter by letter (`subject(s) a, r, s, t
+    not found`)."""
+    assert make_task("cmmlu", data=cmmlu, subjects="arts").wanted == ["arts"]
+    assert make_task("cmmlu", data=cmmlu, subjects="arts, virology").wanted == ["arts",
+                                                                                 "virology"]
+    assert [s for s, _, _ in make_task("cmmlu", data=cmmlu, subjects="arts").load().subjects] \
+        == ["arts"]
+    safety = make_task("safety-prompts", data="x.jsonl", langs="en,th", subsets="prompts",
+                       classify="prompt")
+    assert (safety.langs, safety.subsets) == (["en", "th"], ["prompts"])
+    contamination = make_task("contamination", data=str(tmp_path / "a.jsonl"), k="10,20")
+    assert contamination.data == [str(tmp_path / "a.jsonl")] and contamination.k == (10.0, 20.0)
+    assert make_task("contamination", data=tmp_path / "a.jsonl", k=20).k == (20,)
+    with pytest.raises(LocalevalError, match="k must be comma-separated numbers, not 'ten'"):
+        make_task("contamination", data="a.jsonl", k="ten")
+
+
+def test_evaluate_with_one_subject_as_text(cmmlu, no_model_load, model_folder):
+    import localeval
+
+    with pytest.raises(AssertionError, match="a model was loaded"):  # past every data check
+        localeval.evaluate(task="cmmlu", model=model_folder, data=cmmlu, subjects="arts")
