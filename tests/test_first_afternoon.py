@@ -181,3 +181,56 @@ def test_evaluate_with_one_subject_as_text(cmmlu, no_model_load, model_folder):
 
     with pytest.raises(AssertionError, match="a model was loaded"):  # past every data check
         localeval.evaluate(task="cmmlu", model=model_folder, data=cmmlu, subjects="arts")
+
+
+# ------------------------------------------------------------------ item 6: warnings
+def test_warnings_that_qualify_a_number_are_shown_with_quiet_and_kept(tmp_path, capsys):
+    """`--quiet` hid `cultural awareness: 24 items without a country left out`, which changes
+    what the PR-AUCs are over."""
+    from offline_runs import safeguard_run
+
+    record = safeguard_run(tmp_path / "aware", guard_options={"cultural_awareness": True})
+    left_out = [w for w in record.results.warnings if "items without a country left out" in w]
+    assert left_out  # recorded in results.json's warnings
+    err = capsys.readouterr().err  # the run was quiet=True
+    for warning in record.results.warnings:
+        assert f"warning: {warning}\n" in err
+
+
+def test_third_party_deprecations_are_silenced_unless_debug(tmp_path):
+    """transformers' `past_key_values is deprecated` (a FutureWarning and a log line) printed on
+    every hf: run, --quiet or not; it is for transformers' users' developers, not a result."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, warnings, logging\n"
+             "from localeval.cli import main, quiet_third_party\n"
+             "if '--debug' not in sys.argv: quiet_third_party()\n"
+             "from transformers.utils import logging as tlog\n"
+             "tlog.get_logger('transformers.x').warning('past_key_values are deprecated')\n"
+             "warnings.warn('`past_key_values` is deprecated', FutureWarning)\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "TRANSFORMERS_VERBOSITY"}
+    quiet = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                           env=env, check=True)
+    assert quiet.stderr == ""
+    debug = subprocess.run([sys.executable, "-c", probe, "--debug"], capture_output=True,
+                           text=True, env=env, check=True)
+    assert "[transformers] past_key_values are deprecated" in debug.stderr
+    assert "FutureWarning: `past_key_values` is deprecated" in debug.stderr
+
+
+@pytest.mark.slow
+def test_an_hf_run_prints_no_transformers_deprecation(tiny_llama, cmmlu, tmp_path):
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "localeval.cli", "run", "--task", "cmmlu", "--data", cmmlu,
+            "--subjects", "agronomy", "--limit", "2", "--model", f"hf:{tiny_llama}", "--quiet",
+            "--no-store"]
+    env = {k: v for k, v in __import__("os").environ.items() if k != "TRANSFORMERS_VERBOSITY"}
+    done = subprocess.run([*argv, "--output", str(tmp_path / "a")], capture_output=True,
+                          text=True, env=env, check=True)
+    assert "deprecated" not in done.stderr and "Warning" not in done.stderr, done.stderr
+    debug = subprocess.run([*argv, "--output", str(tmp_path / "b"), "--debug"],
+                           capture_output=True, text=True, env=env, check=True)
+    assert "deprecated" in debug.stderr  # the same run shows it with --debug

@@ -12,6 +12,7 @@ import argparse
 import difflib
 import os
 import sys
+import warnings
 
 from ..errors import LocalevalError
 from .commands import cmd_compare, cmd_demo, cmd_run, cmd_show, cmd_tasks
@@ -106,7 +107,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--max-failed", type=float, default=0.0, metavar="SHARE",
                    help="exit with status 3 when more than this share of the samples failed "
                    "(a request error, never a wrong answer)")
-    r.add_argument("--quiet", action="store_true", help="no progress bar or warnings")
+    r.add_argument("--quiet", action="store_true", help="no progress bar (warnings that "
+                   "qualify the results are still shown, and kept in results.json)")
 
     c = sub.add_parser("compare", help="two runs: multiple choice, B minus A accuracy per "
                        "subject (exact McNemar); safeguards, B minus A PR-AUC per language "
@@ -135,6 +137,16 @@ def parser() -> argparse.ArgumentParser:
     add_tool_parsers(sub)
     add_research_parsers(sub)
     return p
+
+
+def quiet_third_party() -> None:
+    """Other libraries' notices to their own developers (transformers' `past_key_values is
+    deprecated`, FutureWarnings and DeprecationWarnings) say nothing about a result; --debug
+    shows them, as does a TRANSFORMERS_VERBOSITY the user set. localeval's own warnings are
+    printed lines, not these."""
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    for category in (FutureWarning, DeprecationWarning):
+        warnings.filterwarnings("ignore", category=category)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -183,6 +195,8 @@ def _main(argv: list[str] | None) -> int:
     args, extra = p.parse_known_args(argv)
     if extra:
         _unknown_arguments(p, args, extra)
+    if not getattr(args, "debug", False):
+        quiet_third_party()
     try:
         args.func(args)
     except LocalevalError as e:
