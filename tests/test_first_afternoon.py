@@ -234,3 +234,40 @@ def test_an_hf_run_prints_no_transformers_deprecation(tiny_llama, cmmlu, tmp_pat
     debug = subprocess.run([*argv, "--output", str(tmp_path / "b"), "--debug"],
                            capture_output=True, text=True, env=env, check=True)
     assert "deprecated" in debug.stderr  # the same run shows it with --debug
+
+
+# ------------------------------------------------------------------ item 15: small ones
+def test_duplicate_prompts_say_why_the_bar_counts_fewer(capsys):
+    """The bar said `1361/1361 questions` where results said 1362: a question twice in the data
+    is one request."""
+    from localeval.backends.base import Response, ScoreNext
+    from localeval.store.executor import CachedExecutor
+    from offline_runs import AlwaysLetter
+
+    requests = [ScoreNext(prompt=q, candidates=("A", "B")) for q in ("q1", "q2", "q1")]
+    answers = CachedExecutor(AlwaysLetter("A"), None, False, "questions")(requests)
+    assert len(answers) == 3 and all(isinstance(a, Response) for a in answers)
+    assert ("note: 1 of 3 requests repeat another's prompt exactly (the same question twice in "
+            "the data): each is sent once, so the bar counts 2") in capsys.readouterr().err
+    CachedExecutor(AlwaysLetter("A"), None, False, "questions")(requests[:2])
+    assert "repeat" not in capsys.readouterr().err
+
+
+def test_browser_tests_skip_without_playwright(tmp_path):
+    """`pytest -m "not slow"` failed (not skipped) where playwright is not installed."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    blocked = tmp_path / "blocked" / "playwright"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text("raise ImportError('no playwright here')\n")
+    tests = Path(__file__).parent
+    env = {k: v for k, v in os.environ.items() if k != "LOCALEVAL_REQUIRE_CHROMIUM"}
+    env["PYTHONPATH"] = os.pathsep.join([str(blocked.parent), *sys.path])
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-m", "not slow", "-rs", str(tests / "test_report_long_text.py")],
+                          capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "playwright not installed" in done.stdout

@@ -10,6 +10,7 @@ never be told apart on the backend's tokenizer stop the run before anything runs
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -68,6 +69,11 @@ class CachedExecutor:
         if problem:  # every request with these candidates would fail alone: say it once
             raise LocalevalError(f"{problem}: every request with these candidates would fail "
                                  "the same way on this model, so none was run")
+        if len(unique) < len(requests) and not self.quiet:  # why the bar stops short
+            print(f"note: {len(requests) - len(unique)} of {len(requests)} requests repeat "
+                  "another's prompt exactly (the same question twice in the data): each is "
+                  f"sent once, so the bar counts {len(unique)}, and both get the answer",
+                  file=sys.stderr)
         self.counts["requests_run"] += len(todo)
         self.counts["requests_cached"] += len(unique) - len(todo)
         with progress_bar(self.unit, total=len(unique), done=len(unique) - len(todo),
