@@ -110,3 +110,19 @@ def test_a_readme_command_passes_every_check_before_its_model_loads(command, tmp
     except ModelWouldLoad:
         return
     assert code == 0, (argv, capsys.readouterr().err)
+
+
+def test_the_readme_says_which_torch_build_to_install():
+    """The pin's reason held only where the index's default wheel is the CPU build: the README
+    names the CPU index for a stock Linux machine and the CUDA one for a GPU, at the version
+    pyproject pins."""
+    import tomllib
+
+    pins = [r for r in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+            ["dependencies"] if r.startswith("torch==")]
+    assert len(pins) == 1
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    for install in re.findall(r"pip install (?:-q )?torch==\S+", text):
+        assert install.split()[-1] == pins[0], install
+    assert f"pip install {pins[0]} --index-url https://download.pytorch.org/whl/cpu" in text
+    assert "--index-url https://download.pytorch.org/whl/cu" in text
