@@ -271,3 +271,18 @@ def test_browser_tests_skip_without_playwright(tmp_path):
                           capture_output=True, text=True, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-2000:]
     assert "playwright not installed" in done.stdout
+
+
+@pytest.mark.slow
+def test_the_demo_rerun_recomputes_nothing(tmp_path):
+    """The demo kept no cache: its rerun recomputed every request (36 s)."""
+    import json
+
+    from localeval.demo.run import run_demo
+
+    for _ in range(2):
+        run_demo(tmp_path / "demo", quiet=True)
+    for run in ("tmlu-likelihood", "sea-safeguard"):
+        results = json.loads((tmp_path / "demo" / run / "results.json").read_text())
+        rerun = results["history"][-1]
+        assert rerun["requests_run"] == 0 and rerun["requests_cached"] > 0, (run, rerun)
