@@ -240,9 +240,10 @@ def test_an_hf_run_prints_no_transformers_deprecation(tiny_llama, cmmlu, tmp_pat
 def test_duplicate_prompts_say_why_the_bar_counts_fewer(capsys):
     """The bar said `1361/1361 questions` where results said 1362: a question twice in the data
     is one request."""
+    from offline_runs import AlwaysLetter
+
     from localeval.backends.base import Response, ScoreNext
     from localeval.store.executor import CachedExecutor
-    from offline_runs import AlwaysLetter
 
     requests = [ScoreNext(prompt=q, candidates=("A", "B")) for q in ("q1", "q2", "q1")]
     answers = CachedExecutor(AlwaysLetter("A"), None, False, "questions")(requests)

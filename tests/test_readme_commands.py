@@ -12,10 +12,10 @@ import shlex
 from pathlib import Path
 
 import pytest
+from tiny_models import REPO, SHARED
 
 import localeval.run
 from localeval.cli import main
-from tiny_models import REPO, SHARED
 
 README = REPO / "README.md"
 MODEL_FLAGS = ("--model", "--judge-model", "--refusal-judge-model")
