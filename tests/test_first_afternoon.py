@@ -274,6 +274,24 @@ def test_browser_tests_skip_without_playwright(tmp_path):
     assert "playwright not installed" in done.stdout
 
 
+def test_a_subject_outside_the_tasks_list_is_said_and_recorded(shared, tmp_path, capsys):
+    """The TMMLU+ sample (test.jsonl in a folder: subject 'tmmluplus-sample') showed only
+    `Average -`, with nothing saying why."""
+    from localeval import evaluate
+    from offline_runs import AlwaysLetter
+
+    record = evaluate(task="tmmluplus", model=AlwaysLetter("A"), shots=0, quiet=True,
+                      data=shared / "data" / "tmmluplus-sample", output=tmp_path / "r")
+    assert record.results.metrics.discipline_average is None
+    (warning,) = record.results.warnings
+    assert warning.startswith("1 subject(s) not among tmmluplus's: tmmluplus-sample; in no "
+                              "discipline, so no column and no Average counts them")
+    assert f"warning: {warning}" in capsys.readouterr().err
+    again = evaluate(task="cmmlu", model=AlwaysLetter("A"), shots=0, quiet=True, limit=2,
+                     data=shared / "data" / "cmmlu", subjects="arts", output=tmp_path / "c")
+    assert again.results.warnings == []
+
+
 @pytest.mark.slow
 def test_the_demo_rerun_recomputes_nothing(tmp_path):
     """The demo kept no cache: its rerun recomputed every request (36 s)."""

@@ -173,6 +173,19 @@ def _extract(text: str, letters: str, config: MCQConfig) -> tuple[str | None, st
     return pred, "strict-cot" if config.prompt.cot else "strict", error
 
 
+def _unknown_subjects(data: MCQData) -> list[str]:
+    """A subject the built-in task does not list (a file named after its folder, such as the
+    TMMLU+ sample's test.jsonl) is in no discipline: no column and no Average counts it."""
+    unknown = [subject for subject, _, _ in data.subjects if subject not in data.spec.subjects]
+    if not unknown:
+        return []
+    return [f"{len(unknown)} subject(s) not among {data.spec.name}'s: {', '.join(unknown[:5])}"
+            f"{' …' if len(unknown) > 5 else ''}; in no discipline, so no column and no Average "
+            "counts them (their accuracy is in the subject table and the micro average); name "
+            "the files after the task's subjects (<subject>_test.csv), or run them as a custom "
+            "task (--task <a name of your own>)"]
+
+
 class MCQTask(Task):
     """A multiple-choice benchmark (TMLU, TMMLU+, CMMLU, or any local folder), 0-5 shot,
     likelihood or generation, direct or CoT; options: :class:`MCQOptions`."""
@@ -221,7 +234,8 @@ class MCQTask(Task):
 
     def summarise(self, samples: list[dict], data: MCQData, identity: dict) -> dict:
         prompt, spec = self.config.prompt, data.spec
-        return {
+        warnings = _unknown_subjects(data)
+        return {**({"warnings": warnings} if warnings else {}),
             "schema": self.results_schema,
             "task": self.name,
             "model": identity.get("model"),
