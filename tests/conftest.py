@@ -40,6 +40,7 @@ def model_folder(tmp_path):
     folder = tmp_path / "model"
     folder.mkdir()
     (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"")  # weights, as far as a preflight looks
     return f"hf:{folder}"
 
 

@@ -35,6 +35,18 @@ def chromium_path() -> str:
     pytest.skip("chromium not installed (Debian: apt-get install chromium)")
 
 
+def _playwright():
+    """Playwright's sync_playwright: without it (the `peer` extra not installed) a browser test
+    is skipped as it is without Chromium, or fails where CI requires the browser."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as e:
+        if os.environ.get("LOCALEVAL_REQUIRE_CHROMIUM") == "1":
+            pytest.fail(f"playwright not importable ({e}); LOCALEVAL_REQUIRE_CHROMIUM=1")
+        pytest.skip("playwright not installed (pip install -e \".[test]\")")
+    return sync_playwright
+
+
 @dataclass
 class Watched:
     page: object
@@ -47,9 +59,7 @@ def open_page(url: str, user_data: Path, width: int = 1400, height: int = 900,
               env: dict[str, str] | None = None):
     """The page at ``url`` in a fresh headless Chromium profile, watched; ``env`` replaces
     the browser's environment (a test's own fontconfig, say)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
+    with _playwright()() as pw:
         context = pw.chromium.launch_persistent_context(
             str(user_data), executable_path=chromium_path(), headless=True,
             args=CHROMIUM_FLAGS, viewport={"width": width, "height": height}, env=env)

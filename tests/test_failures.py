@@ -68,10 +68,10 @@ def test_failed_requests_are_left_out_counted_and_retried(shared, tmp_path):
     assert again.results["metrics"]["micro"]["n"] == 9
 
 
-def test_exit_status_with_failures(shared, tmp_path, monkeypatch, capsys):
+def test_exit_status_with_failures(shared, tmp_path, monkeypatch, capsys, model_folder):
     monkeypatch.setattr(localeval.run, "load_backend", lambda spec, **kw: Flaky(every=3))
     argv = ["run", "--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"), "--subjects",
-            "agronomy", "--limit", "9", "--model", "hf:/tmp", "--quiet", "--no-cache"]
+            "agronomy", "--limit", "9", "--model", model_folder, "--quiet", "--no-cache"]
     assert main([*argv, "--output", str(tmp_path / "a")]) == 3
     err = capsys.readouterr().err
     assert "3 of 9 samples failed (over --max-failed 0)" in err and "rerun" in err
@@ -194,12 +194,13 @@ def test_sigkill_a_two_stage_guard_run_in_each_stage_then_resume(shared, tmp_pat
     _resume_equals_clean(argv, out, tmp_path / "clean", 40, kills=[6, 23])
 
 
-def test_a_second_live_run_in_the_same_folder_is_refused(shared, tmp_path, monkeypatch, capsys):
+def test_a_second_live_run_in_the_same_folder_is_refused(shared, tmp_path, monkeypatch, capsys,
+                                                         model_folder):
     from localeval.store.runs import run_folder_lock
 
     monkeypatch.setattr(localeval.run, "load_backend", lambda spec, **kw: Flaky(every=0))
     argv = ["run", "--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"), "--subjects",
-            "agronomy", "--limit", "3", "--model", "hf:/tmp", "--quiet", "--output",
+            "agronomy", "--limit", "3", "--model", model_folder, "--quiet", "--output",
             str(tmp_path / "run")]
     with run_folder_lock(tmp_path / "run"):  # as a live run in another process holds it
         assert main(argv) == 2

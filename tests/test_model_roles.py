@@ -43,6 +43,7 @@ def folders(tmp_path):
     for name in ("target", "judge"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "config.json").write_text("{}")
+        (tmp_path / name / "model.safetensors").write_bytes(b"")
         out.append(f"hf:{tmp_path / name}")
     return out
 

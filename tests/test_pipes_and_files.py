@@ -125,6 +125,7 @@ def test_a_reader_that_leaves_early_ends_it_quietly(forms, two_runs):
     for form in forms:  # as a table and as JSON
         done = _to_a_closed_pipe([*CLI, *(word.format(A=a, B=b) for word in form)])
         assert done.stderr == "", (form, done.stderr)  # no traceback, no "error: Broken pipe"
+        assert done.returncode == 0, form  # `set -o pipefail` scripts: `show DIR | head -1`
 
 
 def test_a_run_whose_reader_left_early_ends_quietly(cmmlu, model_folder, tmp_path):
@@ -133,6 +134,7 @@ def test_a_run_whose_reader_left_early_ends_quietly(cmmlu, model_folder, tmp_pat
     done = _to_a_closed_pipe(argv)
     assert "Traceback" not in done.stderr and "Broken pipe" not in done.stderr, done.stderr
     assert "Exception ignored" not in done.stderr
+    assert done.returncode == 0
     assert (tmp_path / "r" / "results.json").exists()  # the run itself is whole
 
 

@@ -26,7 +26,7 @@ SPACED = ("Ġ A", "Ġ B", "Ġ C", "Ġ D")  # the merges that make " A" … " D" 
 
 @pytest.fixture
 def spaced_letters_split(tmp_path, shared):
-    """A model folder (config and tokenizer, no weights) whose tokenizer splits " A" into " "
+    """A model folder (config, tokenizer and an empty weights file) whose tokenizer splits " A" into " "
     and "A", as some tokenizers do: every lm-eval-style candidate's first token is " "."""
     import transformers
     from transformers import PreTrainedTokenizerFast
@@ -43,6 +43,7 @@ def spaced_letters_split(tmp_path, shared):
     transformers.LlamaConfig(vocab_size=49152, hidden_size=64, intermediate_size=192,
                              num_hidden_layers=1, num_attention_heads=4,
                              num_key_value_heads=2).save_pretrained(folder)
+    (folder / "model.safetensors").write_bytes(b"")  # a preflight finds weights; never loaded
     return folder
 
 

@@ -48,7 +48,8 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
     also gets its HTML report, written before the run is marked finished.
 
     ``options`` are the task's own (``localeval tasks`` lists the tasks); a name the task does
-    not have is an error. By kind of task:
+    not have is an error. A list option takes a list, or text as its flag does: ``subjects=
+    "arts"`` is one subject, ``"arts,virology"`` two. By kind of task:
 
     {options}
     """

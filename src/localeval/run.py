@@ -145,9 +145,8 @@ def _run(task: Task, models: list[Model], place: RunPlace) -> RunRecord:
     # is what `localeval show` and `report` read back later
     record.results, record.samples = read_results(as_stored(finite(results))), samples
     record.status, record.finished_at = "finished", now()
-    if not place.quiet:
-        for warning in record.results.warnings:
-            print(f"warning: {warning}", file=sys.stderr)
+    for warning in record.results.warnings:  # what qualifies a number: --quiet too
+        print(f"warning: {warning}", file=sys.stderr)
     if record.folder:
         _save(record, place.report)
     return record

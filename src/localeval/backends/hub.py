@@ -18,9 +18,22 @@ def looks_like_path(target: str) -> bool:
     return target.startswith(("/", "./", "../", "~", ".\\")) or target.count("/") > 1
 
 
-def check_model_source(target: str, revision: str | None = None) -> None:
-    """Raise one line when the model cannot be loaded from where ``target`` points."""
-    if Path(target).expanduser().exists():
+# What save_pretrained writes as weights (one file or a sharded index), in any format
+# transformers or vLLM loads from a folder (transformers' modeling_utils: SAFE_WEIGHTS_NAME,
+# WEIGHTS_NAME and their *_INDEX_NAME); a GGUF file is given as a file, not a folder.
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth", "*.h5", "*.msgpack",
+                   "*.safetensors.index.json", "*.bin.index.json", "*.gguf")
+
+
+def check_model_source(target: str, revision: str | None = None,
+                       weights: bool = False) -> None:
+    """Raise one line when the model cannot be loaded from where ``target`` points; with
+    ``weights``, a folder without config.json or weights too (found now, not after the data
+    loaded and the progress bar started)."""
+    folder = Path(target).expanduser()
+    if folder.exists():
+        if weights and folder.is_dir():
+            check_model_folder(target, folder)
         return
     if looks_like_path(target):
         raise LocalevalError(f"model folder {target} not found")
@@ -33,3 +46,13 @@ def check_model_source(target: str, revision: str | None = None) -> None:
         raise LocalevalError(f"cannot reach the Hugging Face Hub and {target!r} is not in the "
                              "local cache; connect, or download it on another machine and pass "
                              "hf:<its folder>")
+
+
+def check_model_folder(target: str, folder: Path) -> None:
+    if not (folder / "config.json").is_file():
+        raise LocalevalError(f"model folder {target} has no config.json; give the folder that "
+                             "save_pretrained wrote (config.json, the weights, the tokenizer)")
+    if not any(next(folder.glob(pattern), None) for pattern in WEIGHT_PATTERNS):
+        raise LocalevalError(f"model folder {target} has no weights (model.safetensors, "
+                             "pytorch_model.bin or a sharded index of them); give the folder "
+                             "that save_pretrained wrote")

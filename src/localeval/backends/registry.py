@@ -78,7 +78,7 @@ def preflight(spec: str, config: BackendConfig | None = None, role: str = "the m
     if kind in ("hf", "hf-seq2seq", "st", "vllm"):
         from .hub import check_model_source
 
-        check_model_source(target, config.revision)
+        check_model_source(target, config.revision, weights=kind != "st")
 
 
 def load_backend(spec: str, config: BackendConfig | None = None) -> Backend:

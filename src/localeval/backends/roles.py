@@ -82,4 +82,4 @@ def _check_stray(config: BackendConfig, specs: list[str | Backend]) -> None:
     if stray:
         kinds = ", ".join(f"{parse_backend_spec(s)[0]} ({s})" for s in named)
         raise LocalevalError(f"{flags(stray)}: not an option of the backend of any model of this run "
-                             f"({kinds}); see `localeval run --help` for each backend's")
+                             f"({kinds}); `localeval run --help` lists each backend's options")

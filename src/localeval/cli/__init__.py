@@ -9,10 +9,12 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -78,15 +80,17 @@ def parser() -> argparse.ArgumentParser:
 
     run_task_kinds = [cls for cls in task_kinds() if cls.command == "run"]
 
-    p = argparse.ArgumentParser(prog="localeval", description=DESCRIPTION, epilog=EPILOG,
-                                formatter_class=_HelpFormatter)
+    p = OneLineParser(prog="localeval", description=DESCRIPTION, epilog=EPILOG,
+                      formatter_class=_HelpFormatter)
     p.add_argument("--version", action="version", version=f"localeval {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     # --debug is accepted after the command too (localeval run ... --debug)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="show tracebacks")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                           parser_class=OneLineParser)
+    p.commands = sub.choices  # each command's parser, for the did-you-mean of its options
     sub.add_parser = _with(sub.add_parser, parents=[common], formatter_class=_HelpFormatter)
 
     t = sub.add_parser("tasks", help="list built-in tasks, or one task's subjects")
@@ -108,7 +112,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--max-failed", type=float, default=0.0, metavar="SHARE",
                    help="exit with status 3 when more than this share of the samples failed "
                    "(a request error, never a wrong answer)")
-    r.add_argument("--quiet", action="store_true", help="no progress bar or warnings")
+    r.add_argument("--quiet", action="store_true", help="no progress bar (warnings that "
+                   "qualify the results are still shown, and kept in results.json)")
 
     c = sub.add_parser("compare", help="two runs: multiple choice, B minus A accuracy per "
                        "subject (exact McNemar); safeguards, B minus A PR-AUC per language "
@@ -140,6 +145,37 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def quiet_third_party() -> None:
+    """Other libraries' notices to their own developers (transformers' `past_key_values is
+    deprecated`, FutureWarnings and DeprecationWarnings) say nothing about a result; --debug
+    shows them, as does a TRANSFORMERS_VERBOSITY the user set. localeval's own warnings are
+    printed lines, not these."""
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    for category in (FutureWarning, DeprecationWarning):
+        warnings.filterwarnings("ignore", category=category)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A mistake on the command line is one line naming the fix, not the whole usage (`run`'s
+    is 25 lines, and a forgotten --task scrolled away under it)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}; `{self.prog} --help` shows the "
+                     "options\n")
+
+
+def _unknown_arguments(p: argparse.ArgumentParser, args, extra: list[str]):
+    """An option the command does not have (`--methd`): one line, with the one it is close to."""
+    command = p.commands[args.command]
+    word = next((w for w in extra if w.startswith("-")), extra[0])
+    flag = word.split("=", 1)[0]
+    known = [o for action in command._actions for o in action.option_strings]
+    close = difflib.get_close_matches(flag, known, n=2, cutoff=0.75) if word.startswith("-") \
+        else []
+    what = f"unknown option {flag}" if word.startswith("-") else f"unexpected argument {word!r}"
+    command.error(what + (f" (did you mean {' or '.join(close)}?)" if close else ""))
+
+
 def _with(add_parser, **defaults):
     """``add_parser`` with keyword defaults (each subcommand gets --debug and our help format)."""
     return lambda name, **kw: add_parser(name, **{**defaults, **kw})
@@ -152,9 +188,13 @@ def main(argv: list[str] | None = None) -> int:
                 return _main(argv)
             finally:
                 sys.stdout.flush()  # a reader that left early is found here, not at exit
-    except BrokenPipeError:  # `localeval show DIR | head -1`: the reader has what it wanted
-        _stdout_to_devnull()
-        return 1
+    except BrokenPipeError:  # `localeval show DIR | head -1`: the reader has what it wanted,
+        _stdout_to_devnull()  # so no failure: exit 0 (`set -o pipefail` scripts)
+        return 0
+    except SystemExit as e:  # rich's Console.on_broken_pipe: stdout to devnull, then exit 1
+        if isinstance(e.__context__, BrokenPipeError):
+            return 0
+        raise
 
 
 class Stopped(KeyboardInterrupt):
@@ -190,7 +230,12 @@ def stop_signals_interrupt() -> Iterator[None]:
 
 
 def _main(argv: list[str] | None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args, extra = p.parse_known_args(argv)
+    if extra:
+        _unknown_arguments(p, args, extra)
+    if not getattr(args, "debug", False):
+        quiet_third_party()
     # the command line a run records (redacted there): the one given, in-process calls too
     args.argv = sys.argv if argv is None else [sys.argv[0] if sys.argv else "localeval", *argv]
     try:

@@ -46,7 +46,8 @@ def row_to_item(row: dict[str, Any], *, subject: str, split: str, file: str, num
     question = _question_text(cols["question"], file, number)
     problem = validate_mcq(question, tuple(options), answer)
     if problem:
-        raise DataError(file, number, *problem)
+        field, message = problem
+        raise DataError(file, number, field, message + _missing_column(cols, answer))
     raw_id = cols.get("id", cols.get("index", cols.get("")))  # CMMLU: unnamed index column
     item_id = str(raw_id) if raw_id not in (None, "") else f"{split}-{number}"
     explanation = cols.get("explanation")
@@ -60,6 +61,14 @@ def row_to_item(row: dict[str, Any], *, subject: str, split: str, file: str, num
         explanation=str(explanation) if explanation not in (None, "") else None,
         metadata=metadata,
     )
+
+
+def _missing_column(cols: dict[str, Any], answer: str) -> str:
+    """Why an answer is outside the options when its option column is missing from the file (a
+    CSV without column D): say so, not only that the answer is not an option."""
+    if answer in LETTERS and "choices" not in cols and answer.lower() not in cols:
+        return f": the file has no column {answer}"
+    return ""
 
 
 def _question_text(question: Any, file: str, number: int) -> str:

@@ -80,6 +80,7 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             if reader.fieldnames is None:
                 raise DataError(path, 1, None, "the file is empty (no header row)")
+            _check_delimiter(path, reader.fieldnames)
             _check_header(path, reader.fieldnames)
             for row in reader:
                 if None in row:  # more cells than header columns
@@ -175,6 +176,31 @@ def fingerprint(paths: Iterable[Path]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _json_line_error(path: Path, number: int, error: json.JSONDecodeError) -> str:
+    """Why a line is not a JSON object: a file that is one JSON document spread over lines (a
+    pretty-printed object or array) is valid JSON, just not JSON Lines."""
+    if number == 1 and path.stat().st_size <= MAX_FIELD_BYTES:
+        try:
+            json.loads(path.read_text(encoding="utf-8-sig"))
+        except (ValueError, UnicodeDecodeError):
+            pass
+        else:
+            return ("one JSON document over several lines, not JSON Lines (one object per "
+                    "line, each a row)")
+    return f"not valid JSON ({error.msg})"
+
+
+def _check_delimiter(path: Path, header: list[str]) -> None:
+    """A header read as one column that holds a ; or a tab: the file is separated by that, and
+    every column would be reported missing."""
+    if len(header) != 1:
+        return
+    for sign, name in ((";", "semicolons"), ("\t", "tabs")):
+        if sign in header[0]:
+            raise DataError(path, 1, None, f"the header is one column, {header[0][:60]!r}: the "
+                            f"file is separated by {name}; save it as comma-separated CSV")
+
+
 def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(row_number, row)`` for every data row of a CSV, JSONL or Parquet file, reading
     one row at a time (memory bounded by the longest row, itself bounded)."""
@@ -192,6 +218,12 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not line.strip():
                 continue
             row = _json_row(path, number, line)
+
+
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(path, number, None, _json_line_error(path, number, e)) from None
             if not isinstance(row, dict):
                 raise DataError(path, number, None, "each line must be a JSON object")
             yield number, row

@@ -30,6 +30,7 @@ def run_mcq_demo(output: Path, console: Console, quiet: bool = False) -> None:
     model_dir = build_demo_model(output / "demo-model", _sample_texts(sample))
     result = evaluate(task="tmlu", model=f"hf:{model_dir}", data=sample, shots=5,
                       method="likelihood", output=output / "tmlu-likelihood", quiet=quiet,
+                      cache=output / "tmlu-likelihood" / "cache.sqlite",  # a rerun: seconds
                       command=["localeval", "demo"], store=False)  # the demo is no result
     print_table(console, discipline_table(result.results))
     report = write_report([result.folder])

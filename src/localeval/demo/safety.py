@@ -51,6 +51,7 @@ def run_safety_demo(output: Path, console: Console | None = None, quiet: bool = 
     model_dir = build_safety_demo_model(Path(output) / "safety-demo-model")
     result = evaluate(task="sea-safeguard", model=f"hf:{model_dir}", guard="zero-shot",
                       data=Path(str(SAMPLE_SAFETY)), output=Path(output) / "sea-safeguard",
+                      cache=Path(output) / "sea-safeguard" / "cache.sqlite",  # as `run` keeps
                       quiet=quiet, command=["localeval", "demo", "--safety"], n_resamples=200,
                       store=False)  # a random model is not a result for the leaderboard
     for table in table2_tables(result.results):

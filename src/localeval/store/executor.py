@@ -9,6 +9,7 @@ never be told apart on the backend's tokenizer stop the run before anything runs
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -68,6 +69,7 @@ class CachedExecutor:
         if problem:  # every request with these candidates would fail alone: say it once
             raise LocalevalError(f"{problem}: every request with these candidates would fail "
                                  "the same way on this model, so none was run")
+        _say_duplicates(len(requests), len(unique), self.quiet)
         self.counts["requests_run"] += len(todo)
         self.counts["requests_cached"] += len(unique) - len(todo)
         with progress_bar(self.unit, total=len(unique), done=len(unique) - len(todo),
@@ -107,6 +109,15 @@ def _chunks(backend: Backend, todo: list[int], n: int):
         needed = [i in left for i in part]
         if any(needed):
             yield part, needed
+
+
+def _say_duplicates(n_requests: int, n_unique: int, quiet: bool) -> None:
+    """Why the bar stops short of the questions (1361/1361 for 1362): identical requests are
+    sent once."""
+    if n_unique < n_requests and not quiet:
+        print(f"note: {n_requests - n_unique} of {n_requests} requests repeat another's prompt "
+              "exactly (the same question twice in the data): each is sent once, so the bar "
+              f"counts {n_unique}, and both get the answer", file=sys.stderr)
 
 
 def rerun_advice(results: dict) -> str:

@@ -15,7 +15,7 @@ from ..backends.base import (
     ScoreNext,
     candidate_problem,
 )
-from ..data.catalog import TaskSpec, default_prompt_style
+from ..data.catalog import BUILTIN_TASKS, TaskSpec, default_prompt_style
 from ..data.items import MCQItem
 from ..data.mcq_loaders import load_mcq_data
 from ..errors import LocalevalError
@@ -23,6 +23,7 @@ from ..metrics.mcq import aggregate
 from ..records.mcq import SCHEMA as MCQ_SCHEMA
 from . import extract
 from .base import PROTOCOL, Task
+from .custom import announce_custom_task
 from .mcq_options import MCQConfig, MCQOptions
 from .options import make_options
 from .prompts import PromptConfig, build_prompt
@@ -182,6 +183,19 @@ def _extract(text: str, letters: str, config: MCQConfig) -> tuple[str | None, st
     return pred, "strict-cot" if config.prompt.cot else "strict", error
 
 
+def _unknown_subjects(data: MCQData) -> list[str]:
+    """A subject the built-in task does not list (a file named after its folder, such as the
+    TMMLU+ sample's test.jsonl) is in no discipline: no column and no Average counts it."""
+    unknown = [subject for subject, _, _ in data.subjects if subject not in data.spec.subjects]
+    if not unknown:
+        return []
+    return [f"{len(unknown)} subject(s) not among {data.spec.name}'s: {', '.join(unknown[:5])}"
+            f"{' …' if len(unknown) > 5 else ''}; in no discipline, so no column and no Average "
+            "counts them (their accuracy is in the subject table and the micro average); name "
+            "the files after the task's subjects (<subject>_test.csv), or run them as a custom "
+            "task (--task <a name of your own>)"]
+
+
 class MCQTask(Task):
     """A multiple-choice benchmark (TMLU, TMMLU+, CMMLU, or any local folder), 0-5 shot,
     likelihood or generation, direct or CoT; options: :class:`MCQOptions`."""
@@ -211,6 +225,8 @@ class MCQTask(Task):
             check_subject(subject, splits, self.config, source)
             test = splits["test"][: self.limit] if self.limit else splits["test"]
             subjects.append((subject, splits.get("dev", []), test))
+        if self.name not in BUILTIN_TASKS:  # once the data is good, before the model loads
+            announce_custom_task(self.name, self.config.prompt.style)
         return MCQData(spec, subjects)
 
     def plan(self, data: MCQData, backend: Backend) -> list[Planned]:
@@ -230,7 +246,8 @@ class MCQTask(Task):
 
     def summarise(self, samples: list[dict], data: MCQData, identity: dict) -> dict:
         prompt, spec = self.config.prompt, data.spec
-        return {
+        warnings = _unknown_subjects(data)
+        return {**({"warnings": warnings} if warnings else {}),
             "schema": self.results_schema,
             "task": self.name,
             "model": identity.get("model"),

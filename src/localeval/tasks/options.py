@@ -39,7 +39,30 @@ def make_options(options_class: type, task: str, given: dict[str, Any]) -> Any:
     if unknown:
         raise LocalevalError(f"task {task!r} has no option(s) {', '.join(unknown)}; it accepts: "
                              f"{', '.join(names)}")
-    return options_class(**given)
+    fields = {f.name: f for f in option_fields(options_class)}
+    return options_class(**{k: _as_list(fields[k], v) for k, v in given.items()})
+
+
+def _as_list(f: dataclasses.Field, value: Any) -> Any:
+    """A list option given one value, as its flag takes it: text is a comma list
+    (``subjects="arts"`` or ``"arts,virology"``, not the letters a, r, t, s), a number one
+    number, a path (repeatable ``--data``) one item."""
+    if not any(kind in str(f.type) for kind in ("list[", "Sequence[")) or \
+            isinstance(value, list | tuple) or value is None:
+        return value
+    parse = f.metadata.get("parse")
+    if isinstance(value, str) and parse in ("list", "numbers"):
+        parts = [v.strip() for v in value.split(",") if v.strip()]
+        if parse == "list":
+            return parts or None
+        try:
+            return [float(v) for v in parts]
+        except ValueError:
+            raise LocalevalError(f"{f.name} must be comma-separated numbers, not "
+                                 f"{value!r}") from None
+    if isinstance(value, str | int | float) or hasattr(value, "__fspath__"):
+        return [value]
+    return value
 
 
 def options_doc(options_class: type) -> str:

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..data.catalog import BUILTIN_TASKS
-from ..errors import LocalevalError
 from .base import Task
 from .contamination import ContaminationTask
+from .custom import check_custom_name
 from .llm_safety import LLMSafetyTask
 from .mcq import MCQTask
 from .safeguard import SafeguardTask
@@ -53,10 +53,8 @@ def task_class(name: str) -> type[Task]:
 def make_task(name: str, **options) -> Task:
     """The task ``name`` made with its options; a name not in :data:`TASKS` needs ``data`` (a
     local multiple-choice folder or file)."""
-    if name not in TASKS and options.get("data") is None:
-        raise LocalevalError(f"unknown task {name!r}; built-in tasks: {', '.join(TASKS)} (or "
-                             "pass --data PATH for a local folder as a custom task; `localeval "
-                             "tasks` lists them)")
+    if name not in TASKS:  # a typo of a built-in name is refused (a custom task runs another
+        check_custom_name(name, TASKS, options.get("data") is not None)  # protocol)
     return task_class(name)(name, **options)  # its Options refuse a name they do not have
 
 

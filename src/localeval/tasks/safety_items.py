@@ -3,13 +3,15 @@ and ``--limit`` (item ids per subset, every language version kept so pairs stay 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..data.rows import TABLE_SUFFIXES
 from ..data.safety import (
     HUB_REPO,
+    SEA_LANGS,
     SafetyItem,
     load_labelled_prompts,
     load_seasafeguard_hub,
@@ -30,8 +32,31 @@ def load_safety_items(task: str, data: str | Path | None = None,
         raise LocalevalError(f"unknown safety task {task!r}; use one of {', '.join(SAFETY_TASKS)}")
     if data is not None and not Path(data).exists():
         raise LocalevalError(f"--data {data}: no such file or folder")
+    items = _items(task, data, subsets, langs, dataset_revision)
+    if subsets:
+        items = [i for i in items if i.subset in subsets]
+    if langs:
+        check_langs(langs, {i.lang for i in items})
+        items = [i for i in items if i.lang in langs]
+    if not items:
+        raise LocalevalError(f"no {task} items left after the subset/language filters "
+                             f"(subsets={subsets}, langs={langs})")
+    return limit_items(items, limit)
+
+
+# Country codes written for a language code (`vn` for Vietnamese): the did-you-mean they get.
+COUNTRY_FOR_LANGUAGE = {"vn": "vi", "cn": "zh", "tw": "zh", "kr": "ko", "jp": "ja", "ph": "tl",
+                        "fil": "tl", "mm": "my", "bd": "bn", "sa": "ar", "my": "ms",
+                        "us": "en", "uk": "en", "gb": "en", "kh": "km", "la": "lo"}
+
+
+def _items(task, data, subsets, langs, revision) -> list[SafetyItem]:
+    """Every item the task's data holds (the Hub benchmark: only the subsets and languages
+    named)."""
+    if task == "sea-safeguard" and (data is None or Path(data).is_dir()):
+        check_langs(langs, ("en", *SEA_LANGS))  # the Hub layout loads only the languages named
     if task == "sea-safeguard":
-        items = _sea_safeguard(data, subsets, langs, dataset_revision)
+        items = _sea_safeguard(data, subsets, langs, revision)
     elif data is None:
         what = "a prompt file (or folder of them)" if task == "safety-prompts" else \
             "the XSTest model_completions folder"
@@ -40,14 +65,24 @@ def load_safety_items(task: str, data: str | Path | None = None,
         items = _labelled_prompts(Path(data))
     else:
         items = load_xstest_completions(data)
-    if subsets:
-        items = [i for i in items if i.subset in subsets]
-    if langs:
-        items = [i for i in items if i.lang in langs]
-    if not items:
-        raise LocalevalError(f"no {task} items left after the subset/language filters "
-                             f"(subsets={subsets}, langs={langs})")
-    return limit_items(items, limit)
+    return items
+
+
+def check_langs(langs: Sequence[str] | None, held: Iterable[str]) -> None:
+    """``--lang`` names only languages the data holds: an unknown code (a typo, a country code)
+    would silently drop a language from the run."""
+    held = sorted(set(held))
+    unknown = [lang for lang in langs or () if lang not in held]
+    if not unknown:
+        return
+    lang = unknown[0]
+    code = str(lang).lower()
+    guesses = [code] if code in held else [COUNTRY_FOR_LANGUAGE[code]] \
+        if COUNTRY_FOR_LANGUAGE.get(code) in held else \
+        difflib.get_close_matches(code, held, n=2, cutoff=0.5)
+    hint = f"did you mean {' or '.join(guesses)}? " if guesses else ""
+    raise LocalevalError(f"--lang: unknown language {lang!r} ({hint}the data holds "
+                         f"{', '.join(held)})")
 
 
 def _sea_safeguard(data, subsets, langs, revision) -> list[SafetyItem]:
@@ -69,6 +104,11 @@ def _sea_safeguard(data, subsets, langs, revision) -> list[SafetyItem]:
 
 def _labelled_prompts(path: Path) -> list[SafetyItem]:
     """One labelled prompt file, or every such file in a folder."""
+    if path.is_dir() and (path / "test").is_dir():  # CMMLU's layout: dev/<subject>.csv, test/…
+        raise LocalevalError(f"--data {path} is a multiple-choice folder (test/<subject>.csv), "
+                             "not labelled prompts; run it with --task cmmlu, tmlu, tmmluplus "
+                             "or a name of your own (safety-prompts reads files with the "
+                             "columns prompt and label: XSTest CSV, JailbreakBench JSONL)")
     files = sorted(f for f in path.iterdir() if f.suffix in TABLE_SUFFIXES) if path.is_dir() \
         else [path]
     if not files:

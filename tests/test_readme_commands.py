@@ -1,0 +1,128 @@
+"""Every `localeval` command in README.md passes every check that runs before a model loads:
+its options, its data, its output, the model's source. Each command is taken from the README
+as written; a tiny local model folder stands in for each model and the data beside the
+checkout (or the package's sample in the Hub's layout) for what the Hub would give. A command
+passes when the run gets as far as loading its model (or, for a command without one, ends
+with exit 0)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from tiny_models import REPO, SHARED
+
+import localeval.run
+from localeval.cli import main
+
+README = REPO / "README.md"
+MODEL_FLAGS = ("--model", "--judge-model", "--refusal-judge-model")
+# Commands that read what an earlier command writes (a finished run folder, a trained guard):
+# the commands that write it are checked here; these read it in tests of their own.
+READS_EARLIER_OUTPUT = {
+    "localeval export runs/lg3 --format latex --output tables/": "test_export.py",
+    "localeval run --task safety-prompts --data ../shared/data/jbb-multilingual/prompts.jsonl "
+    "--guard embedding:guard.json": "test_embedding_tools.py",
+}
+# The demo makes its own model and data: nothing of the user's to check before it loads
+# (test_end_to_end.py runs it).
+NOTHING_TO_CHECK = {"localeval demo"}
+
+
+class ModelWouldLoad(BaseException):
+    """Raised where the model would load: every check before it passed."""
+
+
+def readme_commands() -> list[str]:
+    """Each `localeval …` command of the README's code blocks, continuation lines joined,
+    comments, optional `[…]` parts and a trailing `...` left out."""
+    commands = []
+    for block in re.findall(r"```[a-z]*\n(.*?)```", README.read_text(encoding="utf-8"), re.S):
+        for line in re.sub(r"\s*\\\n\s*", " ", block).splitlines():
+            line = re.sub(r"\s+#.*", "", line).strip()
+            line = line.split("&& ")[-1].removeprefix(".venv/bin/")
+            if not line.startswith("localeval ") or line.startswith("localeval [-h]"):
+                continue
+            line = re.split(r"\s{2,}", line)[0]  # `localeval demo   the whole flow …` (help)
+            line = re.sub(r"\s*\[[^\]]*\]", "", line).removesuffix("...").strip()
+            commands.append(" ".join(line.split()))
+    return list(dict.fromkeys(commands))
+
+
+def as_checked(command: str, folder: Path, tmp_path: Path) -> list[str]:
+    """The command's argv with a local model for each model, the shared data for ../shared,
+    the package's sample for the Hub's TMLU and SEA-SafeguardBench, and outputs in tmp_path."""
+    from localeval.demo.mcq import SAMPLE_MCQ
+    from localeval.demo.safety import SAMPLE_SAFETY
+
+    argv = shlex.split(command)[1:]
+    out = []
+    for i, word in enumerate(argv):
+        before = argv[i - 1] if i else ""
+        if before in MODEL_FLAGS and word.split(":")[0] in ("hf", "vllm", "hf-seq2seq"):
+            word = f"{word.split(':')[0]}:{folder}"
+        elif word.startswith("../shared/"):
+            word = str(SHARED / word.removeprefix("../shared/"))
+        elif before == "--output":
+            word = str(tmp_path / "out" / word)
+        out.append(word)
+    if argv[0] == "run" and "--data" not in argv:  # the Hub's, in its layout
+        task = argv[argv.index("--task") + 1]
+        out += ["--data", str({"tmlu": SAMPLE_MCQ, "sea-safeguard": SAMPLE_SAFETY}[task])]
+    return out
+
+
+def user_files(tmp_path: Path) -> None:
+    """The files a README command names as the user's own, in the layout it describes."""
+    (tmp_path / "topics.csv").write_text("country,topic\nTH,touch a person's head\n",
+                                         encoding="utf-8")
+    (tmp_path / "annotations.csv").write_text(
+        "id,prompt,ann1,ann2,ann3,ann4\n1,hello,safe,safe,harmful,safe\n", encoding="utf-8")
+
+
+def test_the_readme_has_the_commands_this_test_checks():
+    commands = readme_commands()
+    assert len(commands) >= 20, commands
+    for command in [*READS_EARLIER_OUTPUT, *NOTHING_TO_CHECK]:
+        assert command in commands, command  # an exception for a command no longer there
+
+
+@pytest.mark.parametrize("command", [c for c in readme_commands()
+                                     if c not in READS_EARLIER_OUTPUT
+                                     and c not in NOTHING_TO_CHECK])
+def test_a_readme_command_passes_every_check_before_its_model_loads(command, tmp_path,
+                                                                     monkeypatch, capsys):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"")
+    user_files(tmp_path)
+
+    def would_load(*args, **kwargs):
+        raise ModelWouldLoad
+    monkeypatch.setattr(localeval.run, "load_backend", would_load)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    argv = as_checked(command, folder, tmp_path)
+    try:
+        code = main(argv)
+    except ModelWouldLoad:
+        return
+    assert code == 0, (argv, capsys.readouterr().err)
+
+
+def test_the_readme_says_which_torch_build_to_install():
+    """The pin's reason held only where the index's default wheel is the CPU build: the README
+    names the CPU index for a stock Linux machine and the CUDA one for a GPU, at the version
+    pyproject pins."""
+    import tomllib
+
+    pins = [r for r in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+            ["dependencies"] if r.startswith("torch==")]
+    assert len(pins) == 1
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    for install in re.findall(r"pip install (?:-q )?torch==\S+", text):
+        assert install.split()[-1] == pins[0], install
+    assert f"pip install {pins[0]} --index-url https://download.pytorch.org/whl/cpu" in text
+    assert "--index-url https://download.pytorch.org/whl/cu" in text
