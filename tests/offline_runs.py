@@ -76,3 +76,15 @@ def mcq_run(folder: Path):
                     encoding="utf-8")
     return evaluate(task="my-exam", model=AlwaysLetter("A"), data=data, shots=0,
                     output=folder, quiet=True)
+
+
+def stand_in_model() -> str:
+    """An ``hf:`` spec whose folder passes every check before a model loads (a config.json, a
+    weights file), for tests that replace the model itself: it is never loaded."""
+    import tempfile
+
+    folder = Path(tempfile.gettempdir()) / "localeval-stand-in-model"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").touch()
+    return f"hf:{folder}"

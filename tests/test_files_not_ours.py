@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from offline_runs import AlwaysLetter
+from offline_runs import AlwaysLetter, stand_in_model
 
 import localeval.run
 from localeval.cli import main
@@ -17,12 +17,15 @@ from localeval.cli import main
 PRECIOUS = "precious notes, not a run's\n"
 
 
+STAND_IN = stand_in_model()  # a model folder the checks accept; never loaded
+
+
 @pytest.fixture
 def run_argv(shared, tmp_path, monkeypatch):
     monkeypatch.setattr(localeval.run, "load_backend", lambda spec, **kw: AlwaysLetter("A"))
     monkeypatch.setenv("LOCALEVAL_STORE", str(tmp_path / "store.sqlite"))
     return ["run", "--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"), "--subjects",
-            "agronomy", "--limit", "3", "--model", "hf:/tmp", "--quiet", "--output",
+            "agronomy", "--limit", "3", "--model", STAND_IN, "--quiet", "--output",
             str(tmp_path / "RUN")]
 
 

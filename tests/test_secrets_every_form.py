@@ -10,12 +10,14 @@ import json
 import sys
 
 import pytest
-from offline_runs import AlwaysLetter
+from offline_runs import AlwaysLetter, stand_in_model
 
 import localeval.run
 from localeval.backends.config import BackendConfig
 from localeval.backends.secrets import redact_url
 from localeval.cli import main
+
+STAND_IN = stand_in_model()  # a model folder the checks accept; never loaded
 
 
 def _leaks(tmp_path, printed: str, secrets: list[str]) -> list[str]:
@@ -44,9 +46,9 @@ FORMS = {  # before the fix, each secret was kept in the files named
                        ["PWr1", "PWr2"]),  # PWr2: command, report.html, the store
     "query key": (["--model", "openai:m", "--base-url",
                    "http://127.0.0.1:9/v1?api_key=KEYq1&token=KEYq2"], ["KEYq1", "KEYq2"]),
-    "hub token": (["--model", "hf:/tmp", "--model-args", "token=hf_SECRETtok1,revision=main"],
+    "hub token": (["--model", STAND_IN, "--model-args", "token=hf_SECRETtok1,revision=main"],
                   ["hf_SECRETtok1"]),
-    "role token": (["--model", "hf:/tmp", "--model-args=use_auth_token=hf_SECRETtok2"],
+    "role token": (["--model", STAND_IN, "--model-args=use_auth_token=hf_SECRETtok2"],
                    ["hf_SECRETtok2"]),
 }
 
@@ -67,9 +69,9 @@ def test_no_secret_on_the_command_line_reaches_a_file(form, offline, tmp_path, c
 def test_a_store_url_is_never_recorded_nor_printed_in_full(offline, tmp_path, capsys,
                                                            monkeypatch):
     store = "postgresql://u:PWs1@127.0.0.1:1/db?password=PWs2&sslmode=disable"
-    monkeypatch.setattr(sys, "argv", ["localeval", *offline, "--model", "hf:/tmp",
+    monkeypatch.setattr(sys, "argv", ["localeval", *offline, "--model", STAND_IN,
                                       f"--store={store}"])
-    assert main([*offline, "--model", "hf:/tmp", f"--store={store}"]) == 0  # the run is whole
+    assert main([*offline, "--model", STAND_IN, f"--store={store}"]) == 0  # the run is whole
     printed = capsys.readouterr()
     warning = [line for line in printed.err.splitlines() if line.startswith("warning")]
     assert len(warning) == 1 and "u:***@127.0.0.1:1/db?password=***" in warning[0], warning

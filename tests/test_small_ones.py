@@ -7,11 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from offline_runs import AlwaysLetter
+from offline_runs import AlwaysLetter, stand_in_model
 
 import localeval.run
 from localeval.cli import main
 from localeval.demo.run import DEMO_ENTRIES, check_demo_output
+
+STAND_IN = stand_in_model()  # a model folder the checks accept; never loaded
 
 
 @pytest.mark.parametrize("task", ["..", ".", "../..", "..hidden", "a/../../b"])
@@ -19,7 +21,7 @@ def test_the_default_folder_of_any_task_name_is_under_runs(task, shared, tmp_pat
                                                            capsys):
     monkeypatch.setattr(localeval.run, "load_backend", lambda spec, **kw: AlwaysLetter("A"))
     assert main(["run", "--task", task, "--data", str(shared / "data" / "cmmlu"), "--subjects",
-                 "agronomy", "--limit", "1", "--model", "hf:/tmp", "--no-store", "--quiet"]) == 0
+                 "agronomy", "--limit", "1", "--model", STAND_IN, "--no-store", "--quiet"]) == 0
     # the test runs in tmp_path: before, `--task ..` wrote runs/../tmp-<hash>/ there
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"], capsys.readouterr().err
     (kind,) = (tmp_path / "runs").iterdir()
@@ -49,7 +51,7 @@ def test_the_demo_reuses_a_new_empty_or_earlier_demo_folder(tmp_path):
 
 def test_an_error_line_echoes_a_name_of_any_length_cut_short(capsys):
     name = "x" * 100_000
-    assert main(["run", "--task", name, "--model", "hf:/tmp"]) == 2
+    assert main(["run", "--task", name, "--model", STAND_IN]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and len(err) < 1000, len(err)  # before: 100,227
     assert " characters]…" in err

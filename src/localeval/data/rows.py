@@ -117,7 +117,7 @@ def _json_row(path: Path, number: int, line: str) -> Any:
     try:
         row = json.loads(line)
     except json.JSONDecodeError as e:
-        raise DataError(path, number, None, f"not valid JSON ({e.msg})") from None
+        raise DataError(path, number, None, _json_line_error(path, number, e)) from None
     except ValueError as e:  # "Exceeds the limit (4300 digits) for integer string conversion"
         raise DataError(path, number, None, f"not usable JSON ({str(e).split(';')[0]})") from None
     except RecursionError:
@@ -179,7 +179,7 @@ def fingerprint(paths: Iterable[Path]) -> dict[str, dict[str, Any]]:
 def _json_line_error(path: Path, number: int, error: json.JSONDecodeError) -> str:
     """Why a line is not a JSON object: a file that is one JSON document spread over lines (a
     pretty-printed object or array) is valid JSON, just not JSON Lines."""
-    if number == 1 and path.stat().st_size <= MAX_FIELD_BYTES:
+    if number == 1 and path.stat().st_size <= field_limit():
         try:
             json.loads(path.read_text(encoding="utf-8-sig"))
         except (ValueError, UnicodeDecodeError):
