@@ -103,7 +103,7 @@ def test_every_table_of_a_safety_run(shared, tmp_path, tiny_llama, capsys):
     assert main(["run", "--task", "safety-prompts", "--data",
                  str(shared / "data" / "jbb-multilingual" / "prompts.jsonl"), "--limit", "4",
                  "--guard", "llamaguard3", "--model", f"hf:{tiny_llama}", "--bootstrap", "20",
-                 "--output", str(out), "--quiet"]) == 0
+                 "--output", str(out), "--quiet", "--all"]) == 0
     printed = capsys.readouterr().out
     assert main(["export", str(out), "--format", "md"]) == 0
     exported = capsys.readouterr().out

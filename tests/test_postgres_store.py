@@ -51,7 +51,8 @@ def test_same_records_and_leaderboard_as_sqlite(shared, tmp_path, postgres, caps
     assert len(from_server) == 4 and from_server == from_file
     boards = []
     for store in (postgres.url, str(sqlite)):
-        assert main(["leaderboard", "--task", "cmmlu", "--store", store, "--json"]) == 0
+        assert main(["leaderboard", "--any-protocol", "--task", "cmmlu", "--store", store,
+                     "--json"]) == 0
         boards.append(json.loads(capsys.readouterr().out))
     assert boards[0] == boards[1] and len(boards[0]["rows"]) == 4
     # show and compare find a run by its id in the server's store

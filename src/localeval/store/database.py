@@ -99,24 +99,32 @@ class Database:
 
     def add_columns(self, columns: tuple[tuple[str, str, str], ...]) -> None:
         """Migration: each (table, column, SQL type) a store made before the column existed
-        lacks is added at the end of the table (where a new store's create has put it too, so
-        a positional INSERT fits both). PostgreSQL: ``ADD COLUMN IF NOT EXISTS`` under the
-        schema lock; SQLite: looked up first, and a second process adding it at the same
-        moment is no error."""
+        lacks is added. A column there already is looked up, never altered: ALTER TABLE
+        waits for every transaction on the table, so a store in use (a teammate's run being
+        written) would hold up every reader. PostgreSQL adds a missing one with ``ADD COLUMN
+        IF NOT EXISTS`` under the schema lock; on SQLite a second process adding it at the
+        same moment is no error. Rows are written by column name (their order may differ)."""
         for table, column, kind in columns:
+            if column in self._columns(table):
+                continue
             if self.postgres:
                 with self.conn.transaction():
                     self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
                     self.conn.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS "
                                       f"{column} {kind}")
                 continue
-            have = {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}
-            if column not in have:
-                try:
-                    self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
-                except sqlite3.OperationalError as e:
-                    if "duplicate column" not in str(e):
-                        raise
+            try:
+                self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+            except sqlite3.OperationalError as e:
+                if "duplicate column" not in str(e):
+                    raise
+
+    def _columns(self, table: str) -> set[str]:
+        if self.postgres:
+            return {row[0] for row in self.conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = %s",
+                (table,))}
+        return {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}
 
     def close(self) -> None:
         self.conn.close()

@@ -38,6 +38,10 @@ SCHEMA = (
 # Added to every store (new ones too) by migration, in this order, after the SCHEMA's columns.
 COLUMNS = (("runs", "data_files", "TEXT"),  # config.json's data fingerprint, as JSON
            ("runs", "host", "TEXT"))  # the machine the folder was recorded from
+# A run's row, by name: a store migrated in another order (a column added, dropped, added
+# again) holds them in another order, so no INSERT relies on their positions.
+RUN_COLUMNS = ("run_id", "task", "results_schema", "model", "folder", "started_at",
+               "finished_at", "localeval_version", "config", "results", "data_files", "host")
 
 
 def store_path(explicit: str | Path | None = None) -> str | Path:
@@ -81,7 +85,8 @@ def record_run(record: RunRecord, metrics: list[Metric], path: str | Path | None
     with opened(store_path(path), SCHEMA, COLUMNS) as db, db.writing(run_id):
         db.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
         db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
-        db.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+        db.execute(f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES "
+                   f"({', '.join('?' * len(RUN_COLUMNS))})", row)
         db.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?)", rows)
     return run_id
 
