@@ -111,12 +111,9 @@ def cmd_leaderboard(args) -> None:
     from ..render.formats import print_table
     from ..report.console import make_console, print_json
     from ..report.leaderboard import leaderboard, leaderboard_tables
-    from ..store.results_db import store_label, store_path, task_runs
+    from ..store.results_db import store_label, task_runs
 
-    target = store_path(args.store)
-    if isinstance(target, Path) and not target.is_file():  # reading must not create one
-        raise LocalevalError(f"{target}: no such results store (finished runs are recorded "
-                             "there; --store PATH or $LOCALEVAL_STORE names another)")
+    existing_store(args.store)
     board = leaderboard(args.task, task_runs(args.task, args.store), args.any_protocol)
     if not board["rows"] and not board["apart"]:
         raise LocalevalError(f"no recorded runs of task {args.task!r} in "
@@ -132,14 +129,22 @@ def cmd_leaderboard(args) -> None:
 
 
 def cmd_forget(args) -> None:
-    from ..store.results_db import forget, store_label, store_path
+    from ..store.results_db import forget, store_label
 
-    target = store_path(args.store)
-    if isinstance(target, Path) and not target.is_file():  # forgetting must not create one
-        raise LocalevalError(f"{target}: no such results store")
+    existing_store(args.store)
     if not args.runs and not args.missing:
         raise LocalevalError("forget: name the runs (ids or folders), or --missing for those "
                              "recorded here whose folder is gone")
     removed = forget(args.runs, args.missing, args.store)
     print(f"forgot {len(removed)} run(s) in {store_label(args.store)}"
           + (f": {', '.join(removed)}" if removed else ""), file=sys.stderr)
+
+
+def existing_store(store: str | None) -> None:
+    """A SQLite store these commands read must exist: opening one would create it empty."""
+    from ..store.results_db import store_path
+
+    target = store_path(store)
+    if isinstance(target, Path) and not target.is_file():
+        raise LocalevalError(f"{target}: no such results store (finished runs are recorded "
+                             "there; --store PATH or $LOCALEVAL_STORE names another)")
