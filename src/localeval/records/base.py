@@ -44,7 +44,8 @@ class Record(BaseModel):
             return default
 
     def __contains__(self, key: str) -> bool:
-        return self.get(key) is not None or self._name(key) in self.model_fields_set
+        """Whether the file held ``key`` (a default the record fills in does not count)."""
+        return self._name(key) in self.model_fields_set or key in (self.model_extra or {})
 
     def data(self) -> dict[str, Any]:
         """The record as JSON data, exactly the keys it was made from."""
