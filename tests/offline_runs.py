@@ -88,3 +88,12 @@ def stand_in_model() -> str:
     (folder / "config.json").write_text("{}")
     (folder / "model.safetensors").touch()
     return f"hf:{folder}"
+
+
+def one_line(capsys, *needles) -> str:
+    """The stderr a command left: one line, no traceback, holding every one of ``needles``."""
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    for needle in needles:
+        assert needle in err, err
+    return err

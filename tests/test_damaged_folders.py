@@ -21,22 +21,15 @@ def _json(text):
     return lambda old: text
 
 
-def _without(key):
-    return lambda old: json.dumps({k: v for k, v in json.loads(old).items() if k != key})
-
-
-def _metrics_without(key):
+def _without(*path):
+    """The JSON with the key at ``path`` (``"run", "status"``: run.status) deleted."""
     def edit(old):
         data = json.loads(old)
-        del data["metrics"][key]
-        return json.dumps(data)
-    return edit
-
-
-def _run_without(key):
-    def edit(old):
-        data = json.loads(old)
-        del data["run"][key]
+        *above, key = path
+        inner = data
+        for step in above:
+            inner = inner[step]
+        del inner[key]
         return json.dumps(data)
     return edit
 
@@ -46,11 +39,11 @@ DAMAGE = {
     "config-array": ("config.json", _json("[1, 2]"), "should be a JSON object, not an array"),
     "config-run-5": ("config.json", lambda old: json.dumps({**json.loads(old), "run": 5}),
                      "field run: should be a JSON object (it is 5)"),
-    "config-no-status": ("config.json", _run_without("status"), "field run.status: missing"),
+    "config-no-status": ("config.json", _without("run", "status"), "field run.status: missing"),
     "config-not-json": ("config.json", _json("{"), "not valid JSON"),
     "results-array": ("results.json", _json("[]"), "should be a JSON object, not an array"),
     "results-no-metrics": ("results.json", _without("metrics"), "field metrics: missing"),
-    "results-no-micro": ("results.json", _metrics_without("micro"),
+    "results-no-micro": ("results.json", _without("metrics", "micro"),
                                "field metrics.micro: missing"),
     "results-string-number": ("results.json", lambda old: old.replace(
         '"n_samples": 12', '"n_samples": "12"'), "field n_samples: should be a valid integer"),

@@ -9,7 +9,7 @@ import json
 import sqlite3
 
 import pytest
-from offline_runs import AlwaysLetter
+from offline_runs import AlwaysLetter, one_line
 from scripted_server import ScriptedServer, top_logprobs_reply
 
 from localeval import evaluate
@@ -17,14 +17,6 @@ from localeval.cli import main
 from localeval.demo.mcq import SAMPLE_MCQ
 
 ROW = {"question": "q", "A": "a", "B": "b", "C": "c", "D": "d", "answer": "A"}
-
-
-def _one_line(capsys, *needles):
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    for needle in needles:
-        assert needle in err, err
-    return err
 
 
 # ------------------------------------------------------------------ item 3: duplicate ids
@@ -66,7 +58,7 @@ def test_data_that_made_tracebacks_is_one_line_naming_the_file(name, text, messa
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
     assert main(["run", "--task", "mine", "--data", str(path), "--shots", "0", "--model",
                  model_folder, "--no-store"]) == 2
-    _one_line(capsys, message, str(path))
+    one_line(capsys, message, str(path))
 
 
 def test_a_damaged_parquet_page_is_one_line_naming_the_file(tmp_path, capsys, model_folder,
@@ -83,11 +75,11 @@ def test_a_damaged_parquet_page_is_one_line_naming_the_file(tmp_path, capsys, mo
     path.write_bytes(bytes(data))
     assert main(["run", "--task", "mine", "--data", str(path), "--shots", "0", "--model",
                  model_folder, "--no-store"]) == 2
-    err = _one_line(capsys, str(path), "cannot read as Parquet")
+    err = one_line(capsys, str(path), "cannot read as Parquet")
     assert "cache" not in err
 
 
-def test_a_plain_folder_for_sea_safeguard_is_one_line(tmp_path, capsys, model_folder,
+def test_a_plain_folder_for_sea_safeguard_isone_line(tmp_path, capsys, model_folder,
                                                      no_model_load):
     """Before: datasets' "BuilderConfig 'general' not found" traceback."""
     (tmp_path / "items").mkdir()
@@ -96,7 +88,7 @@ def test_a_plain_folder_for_sea_safeguard_is_one_line(tmp_path, capsys, model_fo
          "prompt_label": "safe"}) + "\n")
     assert main(["run", "--task", "sea-safeguard", "--data", str(tmp_path / "items"),
                  "--model", model_folder, "--no-store"]) == 2
-    _one_line(capsys, str(tmp_path / "items"), "without a README.md")
+    one_line(capsys, str(tmp_path / "items"), "without a README.md")
 
 
 # ------------------------------------------------------------------ item 6: the cache file
@@ -129,7 +121,7 @@ def _damaged(tmp_path, server, how: str):
 
 
 @pytest.mark.parametrize("kind", ["text", "folder", "/proc/version", "truncated", "overwritten"])
-def test_a_cache_that_is_not_a_usable_sqlite_file_is_one_line(kind, tmp_path, server, capsys):
+def test_a_cache_that_is_not_a_usable_sqlite_file_isone_line(kind, tmp_path, server, capsys):
     """Before: sqlite3.DatabaseError / OperationalError tracebacks."""
     if kind == "text":
         cache = tmp_path / "notes.txt"
@@ -144,5 +136,5 @@ def test_a_cache_that_is_not_a_usable_sqlite_file_is_one_line(kind, tmp_path, se
         capsys.readouterr()
     asked = len(server.posts)
     assert _cached_run(server.url, cache, tmp_path / "run") == 2
-    _one_line(capsys, f"cache {cache}")
+    one_line(capsys, f"cache {cache}")
     assert len(server.posts) == asked  # refused before any request

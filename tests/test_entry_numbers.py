@@ -9,6 +9,7 @@ import json
 import threading
 
 import pytest
+from offline_runs import one_line
 from scripted_server import ScriptedServer, top_logprobs_reply
 
 from localeval.backends.base import ScoreNext
@@ -16,14 +17,6 @@ from localeval.cli import main
 from localeval.demo.mcq import SAMPLE_MCQ
 
 NOBODY = "http://127.0.0.1:9/v1"  # the discard port: nothing answers there
-
-
-def _one_line(capsys, *needles):
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    for needle in needles:
-        assert needle in err, err
-    return err
 
 
 def _run(*more):
@@ -41,12 +34,12 @@ def _run(*more):
     ("--max-reply-mb", "nan", "--max-reply-mb must be a positive number of MB, not nan"),
     ("--max-reply-mb", "0", "--max-reply-mb must be a positive number of MB, not 0.0"),
 ])
-def test_a_number_flag_that_is_not_finite_or_in_range_is_one_line(flag, value, message, capsys,
+def test_a_number_flag_that_is_not_finite_or_in_range_isone_line(flag, value, message, capsys,
                                                                   tmp_path, no_model_load):
     """Before: --timeout nan said "cannot reach … Invalid value NaN"; --rate-limit nan ran."""
     assert _run("--model", "openai:m", "--base-url", NOBODY, flag, value, "--output",
                 str(tmp_path / "run")) == 2
-    _one_line(capsys, message)
+    one_line(capsys, message)
     assert not (tmp_path / "run").exists()
 
 
@@ -63,7 +56,7 @@ def test_a_number_from_the_environment_is_checked_before_anything_loads(
     data file was empty."""
     monkeypatch.setenv(name, value)
     assert _run("--model", model_folder) == 2
-    _one_line(capsys, message)
+    one_line(capsys, message)
 
 
 # ------------------------------------------------------------------ item 7: the server
@@ -75,11 +68,11 @@ def test_a_number_from_the_environment_is_checked_before_anything_loads(
     (b'{"data": ["m"]}', "with data[0] = 'm'"),
     (b'{"data": [{"id": "m", "max_model_len": "4096"}]}', "max_model_len '4096'"),
 ])
-def test_a_malformed_models_reply_is_one_line(models, message, capsys, tmp_path):
+def test_a_malformed_models_reply_isone_line(models, message, capsys, tmp_path):
     with ScriptedServer(lambda path, body: b"{}", models=models) as server:
         assert _run("--model", "openai:m", "--base-url", server.url, "--output",
                     str(tmp_path / "run")) == 2
-    _one_line(capsys, f"{server.url}/models replied", message)
+    one_line(capsys, f"{server.url}/models replied", message)
 
 
 @pytest.mark.parametrize("url, message", [
@@ -92,7 +85,7 @@ def test_a_bad_base_url_is_one_line_before_anything_loads(url, message, capsys, 
     """Before: a 70-line httpx.InvalidURL traceback."""
     assert _run("--model", "openai:m", "--base-url", url, "--output",
                 str(tmp_path / "run")) == 2
-    _one_line(capsys, f"--base-url {url}", message)
+    one_line(capsys, f"--base-url {url}", message)
 
 
 # ------------------------------------------------------------------ item 8: reply size

@@ -22,7 +22,7 @@ from ..backends.secrets import redact_text
 from ..errors import LocalevalError, clipped
 from .commands import cmd_compare, cmd_demo, cmd_run, cmd_show, cmd_tasks
 from .research import add_research_parsers
-from .results import add_results_parsers
+from .results import STORE_FOR_IDS, add_results_parsers, store_flag
 from .run_options import (
     add_backend_arguments,
     add_folder_arguments,
@@ -68,10 +68,6 @@ def _worth_showing(default) -> bool:
     since 0 == False and a default of 0 is worth showing."""
     return not (default is None or default is False or default is argparse.SUPPRESS
                 or default == [])
-
-
-STORE_FOR_IDS = ("the results store a run id is looked up in (default $LOCALEVAL_STORE, else "
-                 "$XDG_DATA_HOME/localeval/results.sqlite); `leaderboard --json` gives ids")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -122,13 +118,13 @@ def parser() -> argparse.ArgumentParser:
                    "the plain guard)")
     c.add_argument("aware", help="run B (safety: the same guard with --cultural-awareness)")
     c.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    c.add_argument("--store", metavar="PATH|URL", help=STORE_FOR_IDS)
+    store_flag(c, STORE_FOR_IDS)
 
     w = sub.add_parser("show", help="print a run folder's tables again (they only read "
                        "results.json)")
     w.add_argument("folder", help="a run folder, or a run id of the results store")
     w.add_argument("--json", action="store_true", help="print results.json")
-    w.add_argument("--store", metavar="PATH|URL", help=STORE_FOR_IDS)
+    store_flag(w, STORE_FOR_IDS)
     w.set_defaults(func=cmd_show)
 
     d = sub.add_parser("demo", help="the whole flow offline on bundled sample data (random model)")

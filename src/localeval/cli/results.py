@@ -10,6 +10,14 @@ from pathlib import Path
 from ..errors import LocalevalError
 from ..render.formats import RENDER
 
+STORE_DEFAULT = "(default $LOCALEVAL_STORE, else $XDG_DATA_HOME/localeval/results.sqlite)"
+STORE_FOR_IDS = (f"the results store a run id is looked up in {STORE_DEFAULT}; `leaderboard "
+                 "--json` gives ids")
+
+
+def store_flag(parser, help: str) -> None:
+    parser.add_argument("--store", metavar="PATH|URL", help=help)
+
 
 def add_results_parsers(sub) -> None:
     e = sub.add_parser("export", help="a run's tables (the papers' layouts) as Markdown, LaTeX "
@@ -27,8 +35,7 @@ def add_results_parsers(sub) -> None:
                        "offline), or of several runs compared")
     h.add_argument("folders", nargs="+", metavar="FOLDER", help="run folder(s), or run ids of "
                    "the results store")
-    h.add_argument("--store", metavar="PATH|URL", help="the results store a run id is looked up "
-                   "in (default $LOCALEVAL_STORE, else $XDG_DATA_HOME/localeval/results.sqlite)")
+    store_flag(h, STORE_FOR_IDS)
     h.add_argument("--output", help="the HTML file (default <folder>/report.html; required "
                    "for several folders): an .html file, in a run folder only its own "
                    "report.html")
@@ -38,9 +45,7 @@ def add_results_parsers(sub) -> None:
                         "PR-AUC per Table 2 column for safeguards)")
     lb.add_argument("--task", required=True, help="the task whose recorded runs are ranked, "
                     "as named to `localeval run --task`")
-    lb.add_argument("--store", metavar="PATH|URL", help="results store: a SQLite file or a "
-                    "postgresql:// URL (default $LOCALEVAL_STORE, else "
-                    "$XDG_DATA_HOME/localeval/results.sqlite)")
+    store_flag(lb, f"results store: a SQLite file or a postgresql:// URL {STORE_DEFAULT}")
     lb.add_argument("--format", choices=tuple(RENDER), help="print as Markdown, "
                     "LaTeX or CSV instead of a table")
     lb.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -55,8 +60,7 @@ def add_results_parsers(sub) -> None:
                    "digits, as `leaderboard --json` gives them) or run folders")
     f.add_argument("--missing", action="store_true", help="also every run recorded from this "
                    "machine whose folder is gone (a teammate's runs on a shared store stay)")
-    f.add_argument("--store", metavar="PATH|URL", help="the results store (default "
-                   "$LOCALEVAL_STORE, else $XDG_DATA_HOME/localeval/results.sqlite)")
+    store_flag(f, f"the results store {STORE_DEFAULT}")
     f.set_defaults(func=cmd_forget)
 
 

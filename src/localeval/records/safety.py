@@ -54,22 +54,26 @@ class Bounds(Record):
     high: Num
 
 
-class Table2Gap(Record):
+class Gap(Record):
+    """English against the local languages, for a task and subset."""
+
+    kind: str
+    subset: str
+    en: Num | None = None
+    sea: Num | None = None
+    gap: Num | None = Field(None, description="EN minus the local side")
+
+
+class Table2Gap(Gap):
+    """Table 2's EN cell minus its SEA cell, in points."""
+
     model: str
-    kind: str
-    subset: str
-    en: Num | None = None
-    sea: Num | None = None
-    gap: Num | None = Field(None, description="EN - SEA, points")
 
 
-class LanguageGap(Record):
-    kind: str
-    subset: str
+class LanguageGap(Gap):
+    """EN minus one local language on paired items (0-1), with its paired interval."""
+
     lang: str
-    en: Num | None = None
-    sea: Num | None = None
-    gap: Num | None = Field(None, description="EN - local on paired items (0-1)")
     low: Num | None = None
     high: Num | None = None
     n_pairs: int = 0

@@ -130,8 +130,11 @@ def _section(sid: str, title: str, inner: str) -> str:
 # ------------------------------------------------------------------------ one run
 def _run_sections(run: RunRecord, label: str, prefix: str, figures: Path | None) -> str:
     parts = [f'<h2 class="run-title">{escape(label)}</h2>'] if prefix else []
-    builders = {"summary": lambda r: _summary(r, prefix), "provenance": _provenance,
-                "tables": lambda r: _tables(r, prefix),
+    tables = run_tables(run.results)  # built once: the summary links to the headline ones
+    headline_count = view_for(run.results).headline(run.results)
+    builders = {"summary": lambda r: _summary(r, prefix, tables[:headline_count]),
+                "provenance": _provenance,
+                "tables": lambda r: _tables(tables, headline_count, prefix),
                 "figures": lambda r: _figures(r, figures), "failures": _failures,
                 "samples": lambda r: _samples(r, prefix)}
     for sid, title in SECTIONS:
@@ -140,13 +143,12 @@ def _run_sections(run: RunRecord, label: str, prefix: str, figures: Path | None)
         + "\n".join(parts) + "</div>"
 
 
-def _summary(run: RunRecord, prefix: str = "") -> str:
+def _summary(run: RunRecord, prefix: str, tables: list[DataTable]) -> str:
+    """The cards, then links to the figures and to the headline ``tables``."""
     cards = "".join(
         f'<div class="card{" bad" if bad else ""}"><div class="value">{escape(value)}</div>'
         f'<div class="label">{escape(what)}</div></div>' for value, what, bad in
         headline(run.results))
-    view = view_for(run.results)
-    tables = view.tables(run.results)[:view.headline(run.results)]
     links = [(f"{prefix}figures", "Figures")] + [(f"{prefix}table-{k}", t.title)
                                                  for k, t in enumerate(tables, start=1)]
     jump = "".join(f'<a href="#{escape(target)}">{escape(title)}</a>' for target, title in links)
@@ -191,10 +193,8 @@ def table_html(table: DataTable) -> str:
     return to_html(table)
 
 
-def _tables(run: RunRecord, prefix: str = "") -> str:
+def _tables(tables: list[DataTable], headline_count: int, prefix: str) -> str:
     """Every table, listed first; the headline ones open, the rest one click away, folded."""
-    view = view_for(run.results)
-    tables, headline_count = run_tables(run.results), view.headline(run.results)
     if not tables:
         return "<p>No tables.</p>"
     listed = "".join(f'<li><a href="#{escape(prefix)}table-{k}">{escape(t.title)}</a></li>'

@@ -57,14 +57,14 @@ class SafetyView(ResultsView):
     Results = SafetyResults
 
     def tables(self, results: SafetyResults) -> list[DataTable]:
-        return safety_tables(results)[0]
+        return safety_tables(results)
 
     def headline(self, results: SafetyResults) -> int:
         """Overall, then the paper's Table 2 (a table per task) where the run has it."""
         return (1 if results.overall else 0) + len(table2_tables(results))
 
     def notes(self, results: SafetyResults) -> list[RichText]:
-        return safety_notes(results, safety_tables(results)[1])
+        return safety_notes(results)
 
     def cards(self, results: SafetyResults) -> list[Card]:
         """Table 2's Avg per task first (the paper's headline), then PR-AUC with every

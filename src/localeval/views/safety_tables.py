@@ -9,7 +9,7 @@ from rich.text import Text as RichText
 from ..records.safety import AUPRCRow, SafetyResults
 from ..render.cells import short_model as _model
 from ..render.table import DataTable, Interval, Number, Spark, TableBuilder, columns
-from .threshold_tables import threshold_sweep_table, threshold_transfer_table
+from .threshold_tables import threshold_sweep_table, threshold_transfer_table, transfer_notes
 
 SUBSET_SHORT = {"general": "General", "cultural-itw": "ITW", "cultural-cg": "CG"}
 
@@ -236,20 +236,21 @@ def safety_comparison_table(comparison: dict) -> DataTable:
 
 
 def safety_tables(results: SafetyResults, contexts: tuple[str, ...] = (
-        "with_prompt", "without_prompt")) -> tuple[list[DataTable], list[str]]:
-    """Every table of a safety run, in report order, and the notes that go with them."""
-    transfer, notes = threshold_transfer_table(results)
+        "with_prompt", "without_prompt")) -> list[DataTable]:
+    """Every table of a safety run, in report order."""
+    transfer, _ = threshold_transfer_table(results)
     tables = (overall_table(results), *table2_tables(results),
               per_language_table(results, contexts), table2_gap_table(results),
               language_gap_table(results), cultural_gap_table(results),
               *pair_type_tables(results, contexts), score_distribution_table(results),
               threshold_sweep_table(results), transfer)
-    return [t for t in tables if t is not None], notes
+    return [t for t in tables if t is not None]
 
 
-def safety_notes(results: SafetyResults, notes: list[str]) -> list[RichText]:
+def safety_notes(results: SafetyResults) -> list[RichText]:
     """What the console prints after the tables: transfer notes, label policy, counts."""
-    lines = [*notes, *(f"Label policy: {line}" for line in results.label_policy.values())]
+    lines = [*transfer_notes(results),
+             *(f"Label policy: {line}" for line in results.label_policy.values())]
     fate = ("scored 1/#labels and kept: --on-failure neutral, the authors' rule"
             if results.n_neutral else "left out, never counted as safe")
     lines.append(f"{results.n_samples} samples; {results.n_failed} failed ({fate}); "

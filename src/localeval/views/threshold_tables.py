@@ -46,9 +46,8 @@ def threshold_transfer_table(results: SafetyResults) -> tuple[DataTable | None, 
     """A best-F1 threshold chosen on the calibration language, applied to every other
     language: two rows per language (0.5, then the calibrated threshold). Also the notes of
     the tasks that were skipped."""
-    blocks = results.threshold_transfer
-    notes = [f"Threshold transfer, {b.kind}: {b.note}" for b in blocks if b.note]
-    blocks = [b for b in blocks if b.languages]
+    notes = transfer_notes(results)
+    blocks = [b for b in results.threshold_transfer if b.languages]
     if not blocks:
         return None, notes
     cal = results.calibration or blocks[0].calibrate_on
@@ -63,6 +62,12 @@ def threshold_transfer_table(results: SafetyResults) -> tuple[DataTable | None, 
                      f"it is reported on ({cal} items: " + ", ".join(
                          f"{b.kind} n={b.n_calibration}" for b in blocks) + ").")
     return table.build(), notes
+
+
+def transfer_notes(results: SafetyResults) -> list[str]:
+    """Why a task's threshold transfer was skipped (one class only, no other language)."""
+    return [f"Threshold transfer, {b.kind}: {b.note}" for b in results.threshold_transfer
+            if b.note]
 
 
 def _transfer_block(table: TableBuilder, block: TransferBlock, task: str) -> None:
