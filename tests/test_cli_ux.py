@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from localeval.cli import main
-from localeval.cli.values import model_args as _model_args
+from localeval.declared import parse_declared
 
 CLI = [sys.executable, "-m", "localeval.cli"]
 
@@ -124,10 +124,11 @@ def test_tasks_command_for_safety_tasks_and_json(capsys):
 
 
 def test_model_args_are_typed():
-    assert _model_args("trust_remote_code=true,low_cpu_mem_usage=False,n=3,x=1.5,name=a") == {
+    text = "trust_remote_code=true,low_cpu_mem_usage=False,n=3,x=1.5,name=a"
+    assert parse_declared("dict | None", text, "--model-args") == {
         "trust_remote_code": True, "low_cpu_mem_usage": False, "n": 3, "x": 1.5, "name": "a"}
-    with pytest.raises(Exception, match="write KEY=VALUE"):
-        _model_args("oops")
+    with pytest.raises(Exception, match="--model-args='oops': expected KEY=VALUE"):
+        parse_declared("dict | None", "oops", "--model-args")
 
 
 # ------------------------------------------------------------------ run folders

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from localeval.cli import main
-from localeval.cli.values import key_values, model_args, typed
+from localeval.declared import parse_declared, plain_value
 from localeval.demo.mcq import SAMPLE_MCQ
 
 
@@ -92,9 +92,8 @@ def test_dash_t_sets_any_option_as_its_flag_would():
     assert options["auprc"] == "ap" and options["guard"] == "zero-shot"
 
 
-def test_one_typing_rule_for_key_values():
-    assert [typed(v) for v in ("none", "TRUE", "false", "3", "0.3", "1e-3", "a,b", " x ")] == \
-        [None, True, False, 3, 0.3, 0.001, "a,b", "x"]
-    assert key_values(["t=0.3", "max-tokens=64"], "--guard-option") == \
-        {"t": 0.3, "max_tokens": 64}
-    assert model_args("t=0.3,n=2") == {"t": 0.3, "n": 2}
+def test_undeclared_values_are_typed_as_lm_eval_types_them():
+    assert [plain_value(v) for v in ("none", "TRUE", "false", "3", "0.3", "1e-3", "a,b",
+                                     " x ")] == [None, True, False, 3, 0.3, 0.001, "a,b", "x"]
+    assert parse_declared("dict | None", "t=0.3,n=2,X-Team=a", "--model-args") == \
+        {"t": 0.3, "n": 2, "X-Team": "a"}  # keys as written

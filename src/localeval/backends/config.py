@@ -10,15 +10,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import LocalevalError
 from .secrets import redact_options, redact_url
 
-# Fields that change how fast a run goes, never its numbers (a run folder's settings leave them
-# out, so a rerun with another batch size still resumes).
-SPEED_ONLY = ("batch_size", "concurrency", "rate_limit", "timeout", "max_retries",
-              "padding_side", "prefix_reuse", "api_key_env", "max_reply_mb")
 MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: asyncio cannot wait for ever, nor should a request
 DEFAULT_MAX_REPLY_MB = 64.0  # a top-20 log-prob reply is a few kB; an echoed long text, ~1 MB
 DTYPES = ("auto", "float32", "bfloat16", "float16")
@@ -34,6 +30,10 @@ def flags(names) -> str:
 
 
 def _help(text: str, **cli: Any) -> Any:
+    """A field's declaration: its help text, argparse keywords, and ours: ``secret`` /
+    ``secret_keys`` (never recorded, :mod:`.secrets`), ``speed_only`` (changes how fast a run
+    goes, never its numbers: kept out of the run's identity, so a rerun with another batch size
+    still resumes)."""
     return {"help": text, **cli}
 
 
@@ -44,38 +44,39 @@ class BackendConfig:
     model_args: dict | None = field(default=None, metadata=_help(
         "more model-loading options, as lm-eval takes them: e.g. "
         "trust_remote_code=true,low_cpu_mem_usage=true", metavar="KEY=VALUE,...",
-        parse="model_args", secret_keys=HUB_SECRETS))
+        secret_keys=HUB_SECRETS))
     dtype: str = field(default="auto", metadata=_help(
         "auto (the checkpoint's on GPU, float32 on CPU), float32, bfloat16, float16"))
     device: str = field(default="auto", metadata=_help("auto, cpu, cuda, cuda:1, …"))
-    batch_size: int | str = field(default="auto", metadata=_help(
-        "'auto' (fits memory) or an integer", parse="batch_size"))
+    batch_size: int | Literal["auto"] = field(default="auto", metadata=_help(
+        "'auto' (fits memory) or an integer", speed_only=True))
     attn: str = field(default="eager", metadata=_help(
         "attention implementation (eager keeps results identical across batch sizes; sdpa is "
         "faster on GPUs)"))
     padding_side: str = field(default="right", metadata=_help(
-        "right or left (results are the same)"))
+        "right or left (results are the same)", speed_only=True))
     prefix_reuse: bool = field(default=True, metadata=_help(
         "forward every prompt whole (for comparison; results are the same)",
-        flag="--no-prefix-reuse", action="store_false"))
+        flag="--no-prefix-reuse", action="store_false", speed_only=True))
     base_url: str | None = field(default=None, metadata=_help(
         "OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1; several, comma-separated, "
         "spread the load over replicas (default $OPENAI_BASE_URL)", secret="url"))
     api_key_env: str = field(default="OPENAI_API_KEY", metadata=_help(
-        "name of the environment variable holding the API key"))
+        "name of the environment variable holding the API key", speed_only=True))
     concurrency: int = field(default=8, metadata=_help("requests in flight to a server",
-                                                       type=int))
+                                                       type=int, speed_only=True))
     rate_limit: float | None = field(default=None, metadata=_help(
         "at most this many requests started per second (default: no limit)", type=float,
-        metavar="PER_SECOND"))
+        metavar="PER_SECOND", speed_only=True))
     timeout: float = field(default=120.0, metadata=_help("seconds per request (server)",
-                                                         type=float))
+                                                         type=float, speed_only=True))
     max_retries: int = field(default=4, metadata=_help(
         "retries of a request on 408, 429, 5xx, timeouts, dropped connections and malformed "
-        "replies (server)", type=int))
+        "replies (server)", type=int, speed_only=True))
     max_reply_mb: float = field(default=DEFAULT_MAX_REPLY_MB, metadata=_help(
         "the largest reply read from a server, in MB; a longer one is a failed request "
-        "(memory stays bounded at --concurrency such replies)", type=float, metavar="MB"))
+        "(memory stays bounded at --concurrency such replies)", type=float, metavar="MB",
+        speed_only=True))
     top_logprobs: int = field(default=20, metadata=_help(
         "next-token log-probs asked of a server for likelihood scoring", type=int))
     tokenizer: str | None = field(default=None, metadata=_help(
@@ -145,6 +146,11 @@ class BackendConfig:
                                    dataclasses.fields(cls)))
 
     @classmethod
+    def speed_only(cls) -> frozenset[str]:
+        """The fields declared ``speed_only``: left out of the run's identity."""
+        return frozenset(f.name for f in dataclasses.fields(cls) if f.metadata.get("speed_only"))
+
+    @classmethod
     def redacted(cls, options: dict[str, Any]) -> dict[str, Any]:
         """Options by field name as they may be recorded: each field declared secret
         (``secret="url"``: each comma-separated URL; ``secret_keys``: those keys of a dict)
@@ -164,7 +170,7 @@ class BackendConfig:
         """The fields that can change a number (a run folder's settings). An unset
         ``tokenizer`` is left out, so run folders named before it existed keep their names."""
         out = self.redacted({k: v for k, v in dataclasses.asdict(self).items()
-                             if k not in SPEED_ONLY})
+                             if k not in self.speed_only()})
         for late in ("tokenizer", "chat_extensions"):  # added later: unset keeps the names
             if out.get(late) is None:
                 out.pop(late, None)

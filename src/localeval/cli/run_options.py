@@ -20,8 +20,9 @@ from typing import Any
 from ..backends.config import BackendConfig
 from ..errors import LocalevalError
 from ..records import Results
-from ..tasks.options import flag_of
-from .values import batch_size, comma_list, key_values, model_args, numbers
+from ..declared import parse_if_text
+from ..tasks.options import declared_value, flag_of
+from .values import comma_list
 
 SHORTCUT = "shortcut:"  # argparse dest prefix of a shortcut flag (it sets a key of a pairs option)
 
@@ -86,7 +87,7 @@ def add_backend_arguments(parser) -> None:
     for f in dataclasses.fields(BackendConfig):
         meta = dict(f.metadata)
         flag = meta.pop("flag", None) or "--" + f.name.replace("_", "-")
-        for declaration in ("parse", "secret", "secret_keys"):  # ours, not argparse's
+        for declaration in ("secret", "secret_keys", "speed_only"):  # ours, not argparse's
             meta.pop(declaration, None)
         text = meta.pop("help")
         if f.default not in (None, True) and "default" not in text:
@@ -178,49 +179,68 @@ def title_of(cls: type) -> str:
     return (cls.Options.__doc__ or cls.__name__).strip().split("\n")[0].rstrip(".")
 
 
-def _value(f: dataclasses.Field, raw: Any) -> Any:
-    parse = f.metadata.get("parse")
-    if parse == "list":
-        return comma_list(raw)
-    if parse == "numbers":
-        return numbers(raw, flag_of(f))
-    if parse == "pairs":
-        return key_values(raw, f.metadata.get("flag")) or None
+def _value(f: dataclasses.Field, raw: Any, name: str | None = None) -> Any:
+    """A flag's value: a repeated ``KEY=VALUE`` flag as a dict of texts (its receiver types
+    them), any other text as the field declares it (a list option's text comma-separated)."""
+    if f.metadata.get("parse") == "pairs":
+        return _pairs(raw, f.metadata.get("flag")) or None
+    if isinstance(raw, str):
+        return comma_list(raw) if "list[str]" in str(f.type) else declared_value(
+            f, raw, name or flag_of(f))
     return raw
 
 
+def _pairs(given: list[str], option: str) -> dict[str, str]:
+    """Repeated ``KEY=VALUE`` flags as a dict of texts, keys as written."""
+    out: dict[str, str] = {}
+    for pair in given:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise LocalevalError(f"{option} {pair!r}: write KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
 def _dash_t(name: str, fields: dict, pairs: list[str]) -> dict[str, Any]:
-    given = key_values(pairs, "-T")
-    unknown = sorted(set(given) - set(fields))
-    if unknown:
-        raise LocalevalError(f"-T {unknown[0]}: task {name!r} has no such option; it accepts: "
-                             f"{', '.join(fields)}")
-    # a list option's text is split as its flag's is (-T subsets=general,cultural-cg)
-    return {k: _value(fields[k], str(v)) if fields[k].metadata.get("parse") in ("list",
-                                                                                 "numbers")
-            else v for k, v in given.items()}
+    """-T KEY=VALUE by the option's Python name, each value parsed by the option's declared
+    type; a key that is no option is one line (with the name it may have meant)."""
+    out = {}
+    for key, text in _pairs(pairs, "-T").items():
+        if key not in fields:
+            near = key.replace("-", "_")
+            hint = f" (did you mean -T {near}=...?)" if near in fields else \
+                f"; it accepts: {', '.join(fields)}"
+            raise LocalevalError(f"-T {key}: task {name!r} has no such option{hint}")
+        out[key] = _value(fields[key], text, f"-T {key}")
+    return out
 
 
 def backend_options(args) -> BackendConfig:
-    """The backend flags as one validated config."""
-    parsers = {"model_args": model_args, "batch_size": lambda value: batch_size(str(value))}
-    return BackendConfig(**{f.name: parsers.get(f.metadata.get("parse"), _same)(
-        getattr(args, f.name)) for f in dataclasses.fields(BackendConfig)})
+    """The backend flags as one validated config, each text parsed by its field's declared
+    type (``--model-args a=1,b=x`` a dict, ``--batch-size`` 'auto' or an integer)."""
+    return BackendConfig(**{f.name: _backend_value(f, getattr(args, f.name), flag_of(f))
+                            for f in dataclasses.fields(BackendConfig)})
 
 
-def _same(value: Any) -> Any:
-    return value
+def _backend_value(f: dataclasses.Field, value: Any, name: str) -> Any:
+    return parse_if_text(f.type, value, name, f.metadata.get("choices"))
 
 
 def role_options(args) -> dict[str, dict[str, Any]]:
-    """--role-option ROLE.KEY=VALUE as {role: {key: value}}."""
+    """--role-option ROLE.KEY=VALUE as {role: {key: value}}, each value parsed by the type
+    BackendConfig declares for KEY."""
+    fields = {f.name: f for f in dataclasses.fields(BackendConfig)}
     out: dict[str, dict[str, Any]] = {}
-    for key, value in key_values(args.role_option, "--role-option").items():
+    for key, text in _pairs(args.role_option, "--role-option").items():
         role, dot, option = key.partition(".")
         if not dot or not option:
             raise LocalevalError(f"--role-option {key}: write ROLE.KEY=VALUE, e.g. "
                                  "judge.device=cpu")
-        out.setdefault(role, {})[option] = value
+        if option not in fields:
+            raise LocalevalError(f"--role-option {key}: no backend option {option!r}; they "
+                                 f"are: {', '.join(fields)}")
+        out.setdefault(role, {})[option] = _backend_value(fields[option], text,
+                                                          f"--role-option {key}")
     return out
 
 

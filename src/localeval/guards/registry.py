@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import inspect
 
+from ..declared import parse_if_text
 from ..errors import LocalevalError
 from .base import Guard
 
@@ -49,11 +50,15 @@ def get_guard(name: str, **options) -> Guard:
                              "embedding:<guard file>")
     module, cls_name = GUARDS[key]
     cls = getattr(importlib.import_module(f"{__package__}.{module}"), cls_name)
-    accepted = [p for p in inspect.signature(cls).parameters if p != "self"]
-    unknown = sorted(set(options) - set(accepted))
+    parameters = {n: p for n, p in inspect.signature(cls).parameters.items() if n != "self"}
+    unknown = sorted(set(options) - set(parameters))
     if unknown:
         raise LocalevalError(f"guard {key!r} has no option(s) {', '.join(unknown)}; it accepts: "
-                             f"{', '.join(accepted) or 'no options'}")
+                             f"{', '.join(parameters) or 'no options'}")
+    # text from the command line (--guard-option reasoning=true) as the parameter declares it
+    options = {k: v if parameters[k].annotation is inspect.Parameter.empty else
+               parse_if_text(parameters[k].annotation, v, f"guard option {k}")
+               for k, v in options.items()}
     guard = cls(**options)
     guard.options = dict(options)
     return guard

@@ -85,7 +85,7 @@ class ContaminationOptions:
         "'A. …'), or a JSONL/CSV of id + text; repeat for each dataset to compare",
         action="append")
     k: Sequence[float] = option(DEFAULT_K, "percentages of lowest-probability tokens, "
-                                "comma-separated", parse="numbers")
+                                "comma-separated")
     sample: int | None = option(None, "texts drawn per dataset (the paper: 2000)", type=int)
     seed: int = option(0, "seed of --sample", type=int)
     drop_longest: float = option(0.0, "drop this share of the longest texts within each "

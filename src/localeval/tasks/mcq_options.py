@@ -25,8 +25,7 @@ class MCQOptions:
     limit: int | None = option(None, "first N test questions per subject", type=int)
     dataset_revision: str | None = option(None, "dataset revision on the Hub (branch, tag, "
                                           "commit)")
-    subjects: list[str] | None = option(None, "comma-separated subject ids (default: all)",
-                                        parse="list")
+    subjects: list[str] | None = option(None, "comma-separated subject ids (default: all)")
     shots: int = option(5, "few-shot examples per question", type=int)
     method: str = option("likelihood", "likelihood or generation")
     cot: bool = option(False, "chain-of-thought (needs --method generation)",

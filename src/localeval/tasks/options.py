@@ -10,14 +10,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ..declared import parse_if_text
 from ..errors import LocalevalError
 
 
 def option(default: Any, help: str, *, flag: str | None = None, parse: str | None = None,
            shortcut: tuple[str, str, str] | None = None, **argparse: Any) -> Any:
     """One option of a task. ``flag``: its command-line flag (default ``--<name-with-dashes>``);
-    ``parse``: how the flag's text becomes the value — ``list`` (comma-separated), ``numbers``
-    (comma-separated floats) or ``pairs`` (repeated ``KEY=VALUE``, typed); ``shortcut``:
+    its text becomes a value of the field's declared type (:func:`declared_value`), except
+    ``parse="pairs"``: a repeated ``KEY=VALUE`` flag whose values the receiver types (a guard's
+    options, by its constructor's declaration); ``shortcut``:
     (flag, key, help) of a flag that sets ``key=True`` in a ``pairs`` option; ``argparse``:
     keywords for the flag (``type``, ``choices``, ``action``, ``metavar``)."""
     return dataclasses.field(default=default, metadata={
@@ -33,34 +35,27 @@ def flag_of(f: dataclasses.Field) -> str:
 
 
 def make_options(options_class: type, task: str, given: dict[str, Any]) -> Any:
-    """The task's options from ``given`` (names as in Python); defaults fill the rest."""
+    """The task's options from ``given`` (names as in Python); defaults fill the rest. A value
+    given as text becomes its declared type (:func:`declared_value`)."""
     names = [f.name for f in option_fields(options_class)]
     unknown = sorted(set(given) - set(names))
     if unknown:
         raise LocalevalError(f"task {task!r} has no option(s) {', '.join(unknown)}; it accepts: "
                              f"{', '.join(names)}")
     fields = {f.name: f for f in option_fields(options_class)}
-    return options_class(**{k: _as_list(fields[k], v) for k, v in given.items()})
+    return options_class(**{k: declared_value(fields[k], v, k) for k, v in given.items()})
 
 
-def _as_list(f: dataclasses.Field, value: Any) -> Any:
-    """A list option given one value, as its flag takes it: text is a comma list
-    (``subjects="arts"`` or ``"arts,virology"``, not the letters a, r, t, s), a number one
-    number, a path (repeatable ``--data``) one item."""
-    if not any(kind in str(f.type) for kind in ("list[", "Sequence[")) or \
-            isinstance(value, list | tuple) or value is None:
-        return value
-    parse = f.metadata.get("parse")
-    if isinstance(value, str) and parse in ("list", "numbers"):
-        parts = [v.strip() for v in value.split(",") if v.strip()]
-        if parse == "list":
-            return parts or None
-        try:
-            return [float(v) for v in parts]
-        except ValueError:
-            raise LocalevalError(f"{f.name} must be comma-separated numbers, not "
-                                 f"{value!r}") from None
-    if isinstance(value, str | int | float) or hasattr(value, "__fspath__"):
+def declared_value(f: dataclasses.Field, value: Any, name: str) -> Any:
+    """``value`` as option ``f`` declares it: text parsed by the field's type
+    (:func:`localeval.declared.parse_if_text`; a list option's text is a comma list,
+    ``subjects="arts"``, not the letters a, r, t, s), and one number or path given to a list
+    option as a list of one (repeatable ``--data``)."""
+    choices = f.metadata.get("argparse", {}).get("choices")
+    if isinstance(value, str):
+        return parse_if_text(f.type, value, name, choices)
+    listed = any(kind in str(f.type) for kind in ("list[", "Sequence["))
+    if listed and (isinstance(value, int | float) or hasattr(value, "__fspath__")):
         return [value]
     return value
 

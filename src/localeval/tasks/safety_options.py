@@ -46,9 +46,9 @@ class SafetySelection:
     dataset_revision: str | None = option(None, "dataset revision on the Hub (branch, tag, "
                                           "commit)")
     subsets: list[str] | None = option(None, "comma-separated: general, cultural-itw, "
-                                       "cultural-cg", flag="--subset", parse="list")
+                                       "cultural-cg", flag="--subset")
     langs: list[str] | None = option(None, "comma-separated language codes (default: all)",
-                                     flag="--lang", parse="list")
+                                     flag="--lang")
     sensitive: str | None = option(
         None, "how 'sensitive' labels count: " + ", ".join(SENSITIVE_CHOICES) + " (default "
         "iris, the authors' code: harmful, except prompts of cultural-cg, safe; paper: §3's "
@@ -87,8 +87,7 @@ class SafeguardOptions(SafetySelection):
                   "tell the zero-shot guard each item's country (paper Table 3); the same as "
                   "--guard-option cultural_awareness=true"))
     classify: list[str] | None = option(
-        None, "comma-separated: " + ", ".join(CLASSIFY) + " (default: the task's)",
-        parse="list")
+        None, "comma-separated: " + ", ".join(CLASSIFY) + " (default: the task's)")
     calibrate_on: str = option("en", "language whose best-F1 threshold is applied to the "
                                "others", metavar="LANG")
     auprc: str = option(PAPER_AUPRC, "PR-AUC of the tables: trapezoid under the PR curve (the "
