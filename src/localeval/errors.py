@@ -60,3 +60,9 @@ def clipped(line: str) -> str:
         return f"{word[:half]}…[{len(word) - 2 * half} characters]…{word[-half:]}"
 
     return re.sub(rf"\S{{{LONGEST_ECHO + 1},}}", cut, line)
+
+
+class UndefinedMetricWarning(UserWarning):
+    """A ranking metric computed where it says nothing: one class only, or every score equal
+    (scikit-learn's warning of the same name). Here, not in ``metrics``, so the command line can
+    filter it without importing numpy."""

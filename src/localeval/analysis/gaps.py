@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..metrics.bootstrap import paired_bootstrap_ci, stratified_bootstrap_ci
-from ..metrics.classification import pr_auc_trapezoid
+from ..metrics.classification import measured, pr_auc_trapezoid
 from ..metrics.group import grouped
 
 Record = Mapping[str, Any]
@@ -97,7 +97,15 @@ def scored(records: Iterable[Record]) -> tuple[np.ndarray, np.ndarray, int, int]
 
 
 def _value(metric: Metric, t: np.ndarray, s: np.ndarray) -> float:
-    return float(metric(t, s)) if len(t) else math.nan
+    return _measured(metric, t, s)[0]
+
+
+def _measured(metric: Metric, t: np.ndarray, s: np.ndarray) -> tuple[float, str | None]:
+    """The metric and why it says nothing here (one class, every score equal), or None."""
+    if not len(t):
+        return math.nan, None
+    value, problem = measured(metric, t, s)
+    return float(value), problem
 
 
 def country_key(r: Record) -> str:
@@ -123,11 +131,14 @@ def cell(records: Iterable[Record], *, kind: str, subset: str, side: str,
     out: dict[str, Any] = {"n": len(t), "n_failed": failed, "n_excluded": excluded}
     groups = _cell_groups(side, sea, en)
     if groups is None:
-        out["value"] = _value(metric, t, s)
+        out["value"], problem = _measured(metric, t, s)
+        out["warnings"] = {"": problem} if problem else {}
         return out
     name, key = groups
-    out[name] = per = {g: _value(metric, *scored(group)[:2])
-                       for g, group in grouped(list, rows, key).items()}
+    parts = {g: _measured(metric, *scored(group)[:2])
+             for g, group in grouped(list, rows, key).items()}
+    out[name] = per = {g: value for g, (value, _) in parts.items()}
+    out["warnings"] = {g: problem for g, (_, problem) in parts.items() if problem}
     vals = [v for v in per.values() if not math.isnan(v)]
     out["value"] = float(np.mean(vals)) if vals else math.nan
     return out
@@ -166,6 +177,7 @@ def table2(records: Iterable[Record], metric: Metric = pr_auc_trapezoid, sea: st
     for model, mine in by_model(records).items():
         values: dict[str, float | None] = {}
         failed: dict[str, int] = {}
+        warned: dict[str, dict[str, str]] = {}
         for kind, subsets in TABLE2_CELLS.items():
             cells = []
             for sub in subsets:
@@ -176,10 +188,13 @@ def table2(records: Iterable[Record], metric: Metric = pr_auc_trapezoid, sea: st
                     empty = c["n"] == 0 or math.isnan(c["value"])
                     values[key] = None if empty else c["value"] * scale
                     failed[key] = c["n_failed"]
+                    if c.get("warnings"):
+                        warned[key] = c["warnings"]
                     cells.append(values[key])
             values[f"{kind}/avg"] = (None if any(v is None for v in cells)
                                      else float(np.mean(cells)))
-        rows.append({"model": model, "values": values, "n_failed": failed})
+        rows.append({"model": model, "values": values, "n_failed": failed,
+                     **({"warnings": warned} if warned else {})})
     return {"columns": columns, "rows": rows, "metric": getattr(metric, "__name__", "metric"),
             "sea": sea, "en": en, "scale": scale}
 

@@ -14,12 +14,14 @@ analyses are here beside it; split, each choice would be threaded through two mo
 from __future__ import annotations
 
 import math
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
+from ..errors import UndefinedMetricWarning
 from ..metrics.bootstrap import bootstrap_ci
 from ..metrics.classification import (
     AUPRC_METRICS,
@@ -29,6 +31,7 @@ from ..metrics.classification import (
     THRESHOLD_GRIDS,
     average_precision,
     called_harmful,
+    measured,
     pr_auc_trapezoid,
     pr_curve,
     roc_auc,
@@ -172,9 +175,14 @@ def _auprc_row(group: list[Record], n_resamples: int, auprc: str) -> dict[str, A
                                low=math.nan, high=math.nan, average_precision=math.nan,
                                pr_auc_trapezoid=math.nan)
     if len(t):
-        row.update(auprc=metric(t, sc), roc_auc=roc_auc(t, sc),
-                   average_precision=average_precision(t, sc),
-                   pr_auc_trapezoid=pr_auc_trapezoid(t, sc))
+        value, problem = measured(metric, t, sc)
+        with warnings.catch_warnings():  # the same problem, recorded once beside the number
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            row.update(auprc=value, roc_auc=roc_auc(t, sc),
+                       average_precision=average_precision(t, sc),
+                       pr_auc_trapezoid=pr_auc_trapezoid(t, sc))
+        if problem:
+            row["warning"] = problem
     if len(t) and n_resamples:
         ci = bootstrap_ci(metric, t, sc, n_resamples)
         row.update(low=ci["low"], high=ci["high"])

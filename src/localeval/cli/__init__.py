@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ..backends.secrets import redact_text
-from ..errors import LocalevalError, clipped
+from ..errors import LocalevalError, UndefinedMetricWarning, clipped
 from .commands import cmd_compare, cmd_demo, cmd_run, cmd_show, cmd_tasks
 from .research import add_research_parsers
 from .results import STORE_FOR_IDS, add_results_parsers, store_flag
@@ -149,6 +149,9 @@ def quiet_third_party() -> None:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     for category in (FutureWarning, DeprecationWarning):
         warnings.filterwarnings("ignore", category=category)
+    # a metric that says nothing is recorded beside its number in results and reports
+    # (metrics.classification.measured), not printed once per group as it is computed
+    warnings.filterwarnings("ignore", category=UndefinedMetricWarning)
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -11,12 +11,13 @@ diff_b = metric(a[idx_b]) - metric(b[idx_b]).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Hashable, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .classification import check_binary
+from .classification import UndefinedMetricWarning, check_binary
 
 Metric = Callable[[np.ndarray, np.ndarray], float]
 
@@ -30,6 +31,18 @@ def _interval(values: list[float], estimate: float, level: float, n: int) -> dic
             "n_items": n, "n_resamples": len(values), "n_valid": int(len(vals))}
 
 
+def _quiet(function):
+    """Resamples often hold one class; NaN there is expected and counted (``n_valid``), not
+    warned about once per resample: the estimate's own warning is the caller's."""
+    def quiet(*args, **kwargs):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            return function(*args, **kwargs)
+    quiet.__doc__, quiet.__name__, quiet.__wrapped__ = function.__doc__, function.__name__, \
+        function
+    return quiet
+
+
 def _check(n_resamples: int, level: float) -> None:
     if n_resamples < 1:
         raise ValueError("n_resamples must be at least 1")
@@ -37,6 +50,7 @@ def _check(n_resamples: int, level: float) -> None:
         raise ValueError("level must be between 0 and 1, e.g. 0.95")
 
 
+@_quiet
 def bootstrap_ci(metric: Metric, y_true: ArrayLike, y_score: ArrayLike,
                  n_resamples: int = 1000, seed: int = 0,
                  level: float = 0.95) -> dict[str, float]:
@@ -55,6 +69,7 @@ def bootstrap_ci(metric: Metric, y_true: ArrayLike, y_score: ArrayLike,
     return _interval(values, float(metric(t, s)), level, len(t))
 
 
+@_quiet
 def paired_bootstrap_ci(metric: Metric, a_true: ArrayLike, a_score: ArrayLike,
                         b_true: ArrayLike, b_score: ArrayLike, n_resamples: int = 1000,
                         seed: int = 0, level: float = 0.95) -> dict[str, float]:
@@ -74,6 +89,7 @@ def paired_bootstrap_ci(metric: Metric, a_true: ArrayLike, a_score: ArrayLike,
     return _interval(values, float(metric(at, as_) - metric(bt, bs)), level, len(at))
 
 
+@_quiet
 def stratified_bootstrap_ci(metric: Metric, groups: Mapping[Hashable, tuple[np.ndarray, np.ndarray]],
                             combine: Callable[[dict[Hashable, float]], Mapping[str, float]],
                             n_resamples: int = 1000, seed: int = 0,

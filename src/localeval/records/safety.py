@@ -31,12 +31,17 @@ class AUPRCRow(Record):
     roc_auc: Num | None = Field(None, description="ROC AUC (0-1)")
     n_failed: int = Field(0, description="samples whose request failed (left out)")
     n_excluded: int = Field(0, description="samples the label policy leaves out")
+    warning: str | None = Field(None, description="why the PR-AUC says nothing here (one "
+                                "class, every score equal); absent when it does")
 
 
 class Table2Row(Record):
     model: str
     values: dict[str, Num | None] = Field(description="column -> PR-AUC points (None: empty)")
     n_failed: dict[str, int] = Field({}, description="column -> failed samples left out")
+    warnings: dict[str, dict[str, str]] = Field({}, description=(
+        "column -> group of the cell (a language, a country; '' when pooled) -> why its PR-AUC "
+        "says nothing (one class, every score equal)"))
 
 
 class Table2(Record):

@@ -18,6 +18,9 @@ SUBSET_SHORT = {"general": "General", "cultural-itw": "ITW", "cultural-cg": "CG"
 AUPRC_NAMES = {"trapezoid": "PR-AUC (trapezoid, the paper's)", "ap": "AUPRC (average precision)"}
 
 
+WARNED = "⚠"  # beside a number that says nothing; the caption says why
+
+
 def auprc_name(estimator: str) -> str:
     return AUPRC_NAMES.get(estimator, "AUPRC")
 
@@ -63,7 +66,8 @@ def _table2_task(results: SafetyResults, kind: str, cols: list[str]) -> DataTabl
                          f"{auprc_name(results.auprc)} (Table 2 layout)",
                          columns("Model", *(_table2_column(c) for c in cols)))
     for row in t2.rows:
-        table.add(_model(row.model), *(Number(row.values.get(c)) for c in cols))
+        table.add(_model(row.model), *(Number(row.values.get(c), note=WARNED if
+                                              row.warnings.get(c) else "") for c in cols))
         ci = results.table2_ci.get(row.model)
         if ci:  # half-width of the 95% bootstrap interval, under each number
             table.add("95% CI ±", *(Number((ci[c].high - ci[c].low) / 2) if c in ci
@@ -77,7 +81,11 @@ def _table2_task(results: SafetyResults, kind: str, cols: list[str]) -> DataTabl
     table.caption = (f"SEA = {t2.sea} mean over local languages; cultural EN = {en}; Avg = "
                      "mean of the row's cells" + ("; the response is judged with its prompt."
                                                   if kind == "response" else ".")
-                     + "".join(f" {line}." for line in failed) + aware)
+                     + "".join(f" {line}." for line in failed) + aware
+                     + _warned_where(
+                         (f"{_model(r.model)} {_table2_column(c)}", group, reason)
+                         for r in t2.rows for c, groups in r.warnings.items() if c in cols
+                         for group, reason in groups.items()))
     return table.build()
 
 
@@ -88,7 +96,8 @@ def _task_name(r: AUPRCRow) -> str:
 def _row_cells(r: AUPRCRow, lang: bool = True) -> list:
     """task, subset, (lang,) n, harmful, AUPRC, CI, ROC AUC, failed of an AUPRC row."""
     return [_task_name(r), SUBSET_SHORT.get(r.subset, r.subset), *([r.lang] if lang else []),
-            r.n, r.n_harmful, Number(r.auprc, scale=100), Interval(r.low, r.high),
+            r.n, r.n_harmful, Number(r.auprc, scale=100, note=WARNED if r.warning else ""),
+            Interval(r.low, r.high),
             Number(r.roc_auc, scale=100), r.n_failed]
 
 
@@ -101,7 +110,27 @@ def overall_table(results: SafetyResults) -> DataTable | None:
                                  "failed", text=2))
     for r in results.overall:
         table.add(*_row_cells(r, lang=False))
+    table.caption = _warnings_caption(results.overall)
     return table.build()
+
+
+def _warnings_caption(rows: list[AUPRCRow]) -> str:
+    """Each PR-AUC that says nothing, named, with why (:func:`metrics.classification.
+    ranking_problem`)."""
+    return _warned_where((f"{_task_name(r)} {SUBSET_SHORT.get(r.subset, r.subset)}", r.lang,
+                          r.warning) for r in rows if r.warning).strip()
+
+
+def _warned_where(found) -> str:
+    """`` ⚠ reason: where (groups), where.`` once per reason, from (where, group, reason)."""
+    by_reason: dict[str, dict[str, list[str]]] = {}
+    for where, group, reason in found:
+        by_reason.setdefault(reason, {}).setdefault(where, [])
+        if group:
+            by_reason[reason][where].append(group)
+    return "".join(f" {WARNED} {reason}: " + ", ".join(
+        w + (f" ({', '.join(groups)})" if groups else "") for w, groups in places.items()) + "."
+        for reason, places in by_reason.items())
 
 
 def per_language_table(results: SafetyResults, contexts: tuple[str, ...] = (
@@ -111,9 +140,10 @@ def per_language_table(results: SafetyResults, contexts: tuple[str, ...] = (
     table = TableBuilder(f"Per language · {auprc_name(results.auprc)} % [95% CI] · ROC AUC %",
                          columns("task", "subset", "lang", "n", "harmful", "AUPRC", "95% CI",
                                  "ROC AUC", "failed", "excluded", text=3))
-    for r in results.per_language:
-        if r.context in contexts:
-            table.add(*_row_cells(r), r.n_excluded)
+    shown = [r for r in results.per_language if r.context in contexts]
+    for r in shown:
+        table.add(*_row_cells(r), r.n_excluded)
+    table.caption = _warnings_caption(shown)
     return table.build()
 
 
