@@ -82,7 +82,7 @@ def test_speed_only_and_secret_follow_the_declaration():
 
 
 @pytest.mark.parametrize("declared,text,value", [
-    ("int | None", "-3", -3), ("float", "1e-3", 0.001), ("bool", "Yes", True),
+    ("int | None", "-3", -3), ("float", "1e-3", 0.001), ("bool", "TRUE", True),
     ("Sequence[float]", "0.1, 0.5", [0.1, 0.5]), ("str | Path | None", "none", None),
     ("int | Literal['auto']", "auto", "auto"), ("str | Backend | None", "x", "x")])
 def test_parse_declared(declared, text, value):
@@ -90,7 +90,8 @@ def test_parse_declared(declared, text, value):
 
 
 @pytest.mark.parametrize("declared,text", [("float", "nan"), ("float", "inf"), ("int", "1.0"),
-                                           ("Sequence[float]", "a,1"), ("bool", "2")])
+                                           ("Sequence[float]", "a,1"), ("bool", "2"),
+                                           ("bool", "yes")])
 def test_parse_declared_refuses(declared, text):
     with pytest.raises(OptionValueError, match=f"x={text!r}: expected"):
         parse_declared(declared, text, "x")

@@ -450,12 +450,15 @@ def test_guard_options_from_the_command_line():
     args = _parser().parse_args([
         "run", "--task", "sea-safeguard", "--model", "hf:x", "--guard", "shieldgemma",
         "--guard-option", "mode=per-policy", "--guard-option", "policies=hate,sexual",
-        "--guard-option", "translator=none", "--guard-option", "max-tokens=64",
+        "--guard-option", "translator=none", "--guard-option", "max_tokens=64",
         "--cultural-awareness"])
+    # texts, keys as written: the guard types each by its constructor's declaration
     assert _task_options(args)["guard_options"] == {
-        "mode": "per-policy", "policies": "hate,sexual", "translator": None, "max_tokens": 64,
-        "cultural_awareness": True}
+        "mode": "per-policy", "policies": "hate,sexual", "translator": "none",
+        "max_tokens": "64", "cultural_awareness": True}
     assert get_guard("shieldgemma", policies="hate,sexual").policies == ("hate", "sexual")
+    xguard = get_guard("xguard", translator="none", max_tokens="64")
+    assert (xguard.options["translator"], xguard.options["max_tokens"]) == (None, 64)
 
 
 def test_llama_guard_3_1b_categories():

@@ -104,7 +104,7 @@ def test_stages_batch_across_items_and_describe_the_position():
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"reasoning": "yes"}, "reasoning must be true or false, not 'yes'"),
+    ({"reasoning": "yes"}, "guard option reasoning='yes': expected true or false"),
     ({"reasoning": True, "reasoning_tokens": 0}, "must be a positive integer, not 0"),
     ({"reasoning": True, "reasoning_tokens": 8.5}, "must be a positive integer, not 8.5"),
     ({"reasoning": True, "reasoning_tokens": True}, "must be a positive integer, not True"),
@@ -121,8 +121,10 @@ def test_an_ill_typed_option_is_one_line_before_any_model_loads(capsys, no_model
                                                                 model_folder, tmp_path):
     data = tmp_path / "prompts.jsonl"
     data.write_text(json.dumps({"id": "1", "lang": "en", "prompt": "hi", "label": "safe"}))
-    for option, message in (("reasoning_tokens=many", "must be a positive integer"),
-                            ("reasoning=maybe", "must be true or false")):
+    for option, message in (("reasoning_tokens=many", "reasoning_tokens='many': expected an "
+                             "integer or none"),
+                            ("reasoning_tokens=0", "must be a positive integer"),
+                            ("reasoning=maybe", "reasoning='maybe': expected true or false")):
         assert main(["run", "--task", "safety-prompts", "--data", str(data), "--model",
                      model_folder, "--guard-option", "reasoning=true", "--guard-option", option,
                      "--no-store"]) == 2

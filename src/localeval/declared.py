@@ -23,8 +23,7 @@ from typing import Any
 
 from .errors import LocalevalError
 
-TRUE = ("true", "yes", "on", "1")
-FALSE = ("false", "no", "off", "0")
+TRUE, FALSE = ("true",), ("false",)  # any case; "yes" or "1" is a likelier typo than a choice
 _INTEGER = re.compile(r"[+-]?\d+")
 
 
@@ -53,7 +52,8 @@ def parse_if_text(declared: Any, value: Any, name: str, choices: tuple | list | 
     if not isinstance(value, str):
         return value
     members = _members(str(declared))
-    if _takes_text(members) and not choices:
+    if _takes_text(members) and not choices and not ("None" in members and
+                                                     value.strip().lower() == "none"):
         return value
     return parse_declared(declared, value, name, choices)
 

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterable
 
 from ..data.catalog import BUILTIN_TASKS, default_prompt_style
+from .prompt_styles import PROMPT_STYLES
 from ..errors import LocalevalError
 
 # difflib's ratio: "cmmu"/"cmmlu" 0.89 and "tmmlu"/"tmlu" 0.89 are typos; "mytmlu"/"tmlu" (0.80)
@@ -38,8 +39,8 @@ def check_custom_name(name: str, names: Iterable[str], has_data: bool) -> None:
 def custom_task_notice(name: str, prompt_style: str | None) -> str:
     """What a custom task runs, and how to choose otherwise (printed on stderr)."""
     style = prompt_style or default_prompt_style(name)
-    how = ("--prompt-style lm-eval for lm-evaluation-harness's format" if style == "tmlu"
-           else "--prompt-style tmlu for the TMLU paper's")
+    how = "; ".join(f"--prompt-style {other.name} for {other.title} format"
+                    for other in PROMPT_STYLES.values() if other.name != style)
     builtin = ", ".join(BUILTIN_TASKS)
     return (f"note: {name!r} is a custom task (not one of {builtin}): the prompt style is "
             f"{style} ({how}), and every subject is grouped under one discipline, Other; for a "

@@ -89,39 +89,22 @@ def plan(task: TaskSpec, subject: str, dev: list[MCQItem], test: list[MCQItem],
                 p = build_prompt(item, [shots[i] for i in indices], name, config.prompt)
                 return (count_tokens(p) or 0) + budget <= max_context
 
-            pick = _skip_each if config.prompt.style == "tmlu" else _drop_from_end
-            used = pick(len(shots), fits)
+            used = config.prompt.kind.keep_shots(len(shots), fits)
             prompt = build_prompt(item, [shots[i] for i in used], name, config.prompt)
         skipped = tuple(i for i in range(len(shots)) if i not in used)
         out.append(Planned(item, prompt, len(used), _request(item, prompt, config), skipped))
     return out
 
 
-def _skip_each(n: int, fits: Callable[[list[int]], bool]) -> list[int]:
-    """Each shot in order is kept if the prompt with it still fits."""
-    used: list[int] = []
-    for i in range(n):
-        if fits(used + [i]):
-            used.append(i)
-    return used
-
-
-def _drop_from_end(n: int, fits: Callable[[list[int]], bool]) -> list[int]:
-    while n > 0 and not fits(list(range(n))):
-        n -= 1
-    return list(range(n))
-
-
 def _request(item: MCQItem, prompt: Prompt, config: MCQConfig) -> Request:
     if config.method == "likelihood":
-        # The TMLU code tokenises without special tokens (no BOS): MiuLab/TMLU model.py,
-        # HFLM_transformers.encode / encode_pair. lm-eval style keeps the tokenizer's default.
+        # the style says whether the tokenizer adds its special tokens (the TMLU code does not)
         return ScoreNext(prompt, config.prompt.candidates(item),
-                         add_special_tokens=config.prompt.style != "tmlu")
+                         add_special_tokens=config.prompt.kind.likelihood_special_tokens)
     # MiuLab/TMLU model.py HFLM_vLLM.generate with --apply_chat_template: the user turn + the
     # cue, rendered to text, which vLLM tokenises with special tokens (a template that holds
     # BOS gets a second one)
-    miulab = (config.prompt.style == "tmlu" and config.prompt.chat == "single"
+    miulab = (config.prompt.kind.chat_special_tokens and config.prompt.chat == "single"
               and config.miulab_special_tokens)
     return Generate(prompt, config.generation_budget, config.stop,
                     add_special_tokens=True if miulab else None)

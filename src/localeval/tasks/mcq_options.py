@@ -9,7 +9,8 @@ from pathlib import Path
 
 from ..errors import LocalevalError
 from .options import option
-from .prompts import CHAT_MODES, STYLES, PromptConfig
+from .prompt_styles import PROMPT_STYLES
+from .prompts import CHAT_MODES, PromptConfig
 
 METHODS = ("likelihood", "generation")
 # How a generated answer becomes a letter: the TMLU code's rules, or our strict ones.
@@ -75,7 +76,7 @@ class MCQConfig:
     method: str = "likelihood"
     prompt: PromptConfig = PromptConfig()
     max_tokens: int | None = None  # generation budget; see generation_budget
-    extract: str | None = None  # None: "tmlu" for the tmlu prompt style, else "strict"
+    extract: str | None = None  # None: the prompt style's default_extraction
     # MiuLab tmlu_eval.py: format_problem budgets shots only with --reduce_few_shot (off by
     # default), and its vLLM path (HFLM_vLLM.generate) cuts nothing
     reduce_few_shot: bool = False
@@ -84,9 +85,9 @@ class MCQConfig:
     def __post_init__(self):
         if self.method not in METHODS:
             raise LocalevalError(f"unknown --method {self.method!r}; use one of {', '.join(METHODS)}")
-        if self.prompt.style not in STYLES:
+        if self.prompt.style not in PROMPT_STYLES:
             raise LocalevalError(f"unknown --prompt-style {self.prompt.style!r}; use one of "
-                                 f"{', '.join(STYLES)}")
+                                 f"{', '.join(PROMPT_STYLES)}")
         if self.prompt.lm_eval_choices not in ("fixed", "own"):
             raise LocalevalError(f"--lm-eval-choices must be fixed or own, not "
                                  f"{self.prompt.lm_eval_choices!r}")
@@ -98,8 +99,10 @@ class MCQConfig:
         if self.prompt.cot and self.method == "likelihood":
             raise LocalevalError("--cot needs --method generation: the answer comes after the "
                                  "reasoning, so there is no single position to score")
-        if self.prompt.cot and self.prompt.style != "tmlu":
-            raise LocalevalError("--cot uses the TMLU paper's CoT format; use --prompt-style tmlu")
+        if self.prompt.cot and not self.prompt.kind.supports_cot:
+            raise LocalevalError("--cot uses the TMLU paper's CoT format; use --prompt-style "
+                                 + " or ".join(n for n, s in PROMPT_STYLES.items()
+                                               if s.supports_cot))
         _check_api_layout(self.prompt, self.method)
         if self.max_tokens is not None and self.max_tokens < 1:
             raise LocalevalError(f"--max-tokens must be at least 1, not {self.max_tokens}")
@@ -109,7 +112,7 @@ class MCQConfig:
 
     @property
     def extraction(self) -> str:
-        return self.extract or ("tmlu" if self.prompt.style == "tmlu" else "strict")
+        return self.extract or self.prompt.kind.default_extraction
 
     @property
     def generation_budget(self) -> int:
@@ -137,7 +140,7 @@ def _check_api_layout(prompt: PromptConfig, method: str) -> None:
     (model.py ``HFLM_transformers``) scores the letter after a prefilled cue, our --chat single."""
     if prompt.chat != "api":
         return
-    if prompt.style != "tmlu":
+    if not prompt.kind.supports_api_layout:
         raise LocalevalError("--chat api is the TMLU code's layout for API models (the answer "
                              "cue ends the user message); use it with --prompt-style tmlu, or "
                              "use --chat single with lm-eval")

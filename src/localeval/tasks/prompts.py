@@ -1,6 +1,7 @@
-"""Prompt formats for multiple-choice questions.
+"""Prompt layouts for multiple-choice questions: plain text or a chat, around the texts of a
+prompt style (:mod:`.prompt_styles`: one object per style owns its decisions).
 
-Two styles:
+Two styles are built in:
 
 ``tmlu`` — the TMLU paper's format (Fig. 2 / Fig. 7), as in its evaluation code
 (github.com/MiuLab/TMLU, template.py and tmlu_eval.py): a topic line, then for each shot
@@ -34,30 +35,14 @@ from dataclasses import dataclass
 
 from ..backends.base import Message, Prompt
 from ..data.items import MCQItem
+from .prompt_styles import PROMPT_STYLES, PromptStyle
 
-STYLES = ("tmlu", "lm-eval")
 CHAT_MODES = ("none", "single", "multi", "api")
-
-TMLU_TOPIC = "以下選擇題為出自臺灣的考題，答案為其中一個選項。"
-TMLU_ANSWER_CUE = "\n正確答案：("
-TMLU_COT_CUE = "\n讓我們一步一步思考。\n"
-
-LM_EVAL_DESCRIPTION = {
-    "cmmlu": "以下是关于{name}的单项选择题，请直接给出正确答案的选项。\n\n",
-    "default": "以下為{name}的單選題，請提供正確答案的選項。\n\n",
-}
-LM_EVAL_ANSWER = {"cmmlu": "答案：", "default": "Answer:"}
-
-
-# lm-eval 0.4.13 tasks/tmlu/default: the subjects whose doc_to_choice is A-E (every other
-# tmlu_<subject>.yaml lists A-D)
-LM_EVAL_TMLU_FIVE_CHOICES = frozenset({"AST_chemistry", "GSAT_biology", "GSAT_chemistry",
-                                       "GSAT_earth_science"})
 
 
 @dataclass(frozen=True)
 class PromptConfig:
-    style: str = "tmlu"
+    style: str = "tmlu"  # a name in PROMPT_STYLES (recorded as text in the run's identity)
     shots: int = 5
     cot: bool = False
     chat: str = "none"
@@ -67,57 +52,27 @@ class PromptConfig:
     # question's own option letters ("own")
     lm_eval_choices: str = "fixed"
 
+    @property
+    def kind(self) -> PromptStyle:
+        """The style object that makes this config's decisions."""
+        return PROMPT_STYLES[self.style]
+
     def letters(self, item: MCQItem) -> str:
-        """The option letters scored for ``item``: its own, except with the lm-eval style on
-        tmlu, where lm-eval 0.4.13 ``tasks/tmlu/default/tmlu_<subject>.yaml`` gives every
-        subject a fixed ``doc_to_choice`` (A-D; A-E for four subjects), whatever the question's
-        own options (a gold letter outside it can never be predicted, lm-eval's -100)."""
-        if self.style == "lm-eval" and self.task == "tmlu" and self.lm_eval_choices == "fixed":
-            return "ABCDE" if item.subject in LM_EVAL_TMLU_FIVE_CHOICES else "ABCD"
-        return item.letters
+        """The option letters scored for ``item`` (:meth:`PromptStyle.letters`)."""
+        return self.kind.letters(item, self)
 
     def candidates(self, item: MCQItem) -> tuple[str, ...]:
         """The continuations scored at the answer position."""
-        if self.style == "lm-eval" and self.chat == "none":
-            return tuple(" " + letter for letter in self.letters(item))
-        return tuple(self.letters(item))
-
-
-def _tmlu_block(item: MCQItem) -> str:
-    # The TMLU code collapses blank lines inside questions and strips them.
-    question = item.question.replace("\n\n", "\n").strip()
-    options = "\n".join(f"({letter}) {text}" for letter, text in zip(item.letters, item.options))
-    return f"問題：{question}\n{options.strip()}"
-
-
-def _tmlu_shot(item: MCQItem, cot: bool) -> str:
-    if cot:
-        return f"{_tmlu_block(item)}{TMLU_COT_CUE}{(item.explanation or '').strip()}" \
-               f"\n正確答案：({item.answer})"
-    return f"{_tmlu_block(item)}{TMLU_ANSWER_CUE}{item.answer})"
-
-
-def _lm_eval_key(task: str) -> str:
-    return "cmmlu" if task == "cmmlu" else "default"
-
-
-def _lm_eval_block(item: MCQItem, task: str) -> str:
-    options = "".join(f"\n{letter}. {text}" for letter, text in zip(item.letters, item.options))
-    return f"{item.question.strip()}{options}\n{LM_EVAL_ANSWER[_lm_eval_key(task)]}"
+        return self.kind.candidates(item, self)
 
 
 def build_prompt(item: MCQItem, shots: list[MCQItem], subject_name: str,
                  config: PromptConfig) -> Prompt:
     """The prompt for ``item`` with ``shots`` as demonstrations (already chosen and trimmed)."""
-    if config.style == "lm-eval":
-        head = LM_EVAL_DESCRIPTION[_lm_eval_key(config.task)].format(name=subject_name)
-        shot_texts = [f"{_lm_eval_block(s, config.task)} {s.answer}" for s in shots]
-        query, cue = _lm_eval_block(item, config.task), ""
-    else:
-        head = TMLU_TOPIC + "\n\n"
-        shot_texts = [_tmlu_shot(s, config.cot) for s in shots]
-        query = _tmlu_block(item)
-        cue = TMLU_COT_CUE if config.cot else TMLU_ANSWER_CUE
+    style = config.kind
+    head = style.head(subject_name, config)
+    shot_texts = [style.shot(s, config) for s in shots]
+    query, cue = style.question(item, config), style.cue(config)
 
     if config.chat == "none":
         text = head + "".join(s + "\n\n" for s in shot_texts) + query + cue
@@ -126,10 +81,9 @@ def build_prompt(item: MCQItem, shots: list[MCQItem], subject_name: str,
         return text
 
     messages: list[Message] = []
-    if config.style == "lm-eval":  # the description is the system message, as lm-eval puts it
-        system = _join(config.system, head)
+    if style.instruction_in_system:  # the description is the system message (lm-eval)
+        messages.append({"role": "system", "content": _join(config.system, head)})
         head = ""
-        messages.append({"role": "system", "content": system})
     elif config.system:
         messages.append({"role": "system", "content": config.system})
     if config.chat in ("single", "api"):
@@ -166,8 +120,7 @@ def _multi_turn(head: str, shots: list[MCQItem], shot_texts: list[str], query: s
     the instruction rides on the first user turn."""
     messages: list[Message] = []
     for i, shot in enumerate(shots):
-        question = _lm_eval_block(shot, config.task) if config.style == "lm-eval" \
-            else _tmlu_block(shot)
+        question = config.kind.question(shot, config)
         answer = shot_texts[i][len(question):].strip()
         messages.append({"role": "user", "content": (head if i == 0 else "") + question})
         messages.append({"role": "assistant", "content": answer})
