@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .backends.base import Backend
+from .backends.base import Backend, with_defaults
 from .backends.config import BackendConfig
 from .backends.registry import load_backend, parse_backend_spec
 from .backends.roles import Model, preflight_models, resolve_models
@@ -181,7 +181,10 @@ def load_model(spec: str, config: BackendConfig | None = None, role: str = "mode
 
 
 def _load(model: Model) -> Backend:
-    return load_backend(model.spec, config=model.config) if model.named else model.spec
+    """The model's backend: loaded from its spec, or the caller's own object with the declared
+    defaults of what it does not offer (:class:`~localeval.backends.base.BackendBase`)."""
+    return with_defaults(load_backend(model.spec, config=model.config) if model.named
+                         else model.spec)
 
 
 class RoleModels:
@@ -249,7 +252,7 @@ def _timing(seconds: float, n: int, unit: str, backend: Backend) -> dict[str, An
     """The only part of results.json that changes from run to run."""
     return {"seconds": round(seconds, 3),
             f"{unit}_per_second": round(n / seconds, 3) if seconds else None,
-            **getattr(backend, "stats", {})}
+            **backend.stats}
 
 
 def run_provenance(command: list[str] | None) -> dict:

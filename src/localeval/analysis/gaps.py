@@ -126,7 +126,7 @@ def cell(records: Iterable[Record], *, kind: str, subset: str, side: str,
     A group whose metric is undefined (one class) is left out of a mean.
     """
     rows = [r for r in records if r["kind"] == kind and r["subset"] == subset and _main(r)
-            and (r["lang"] != "en" if side == "sea" else r["lang"] == side)]
+            and _on_side(r, side)]
     t, s, failed, excluded = scored(rows)
     out: dict[str, Any] = {"n": len(t), "n_failed": failed, "n_excluded": excluded}
     groups = _cell_groups(side, sea, en)
@@ -142,6 +142,10 @@ def cell(records: Iterable[Record], *, kind: str, subset: str, side: str,
     vals = [v for v in per.values() if not math.isnan(v)]
     out["value"] = float(np.mean(vals)) if vals else math.nan
     return out
+
+
+def _on_side(r: Record, side: str) -> bool:
+    return r["lang"] != "en" if side == "sea" else r["lang"] == side
 
 
 def _cell_groups(side: str, sea: str, en: str) -> tuple[str, Callable[[Record], str]] | None:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Protocol, TypedDict
+from types import MappingProxyType
+from typing import Any, Protocol, TypedDict
 
 
 class Message(TypedDict):
@@ -181,10 +182,8 @@ def candidate_problem(backend: Backend, requests: list[Request]) -> str | None:
     tokens), or None. The first request of each distinct candidate tuple is asked: candidates
     are the run's configuration, the same for every prompt, so a clash there is a clash
     everywhere; a later request that still fails alone is a failure marked ``permanent``. A
-    backend that can tell only by running (a server) has no ``check_candidates``: None."""
-    check = getattr(backend, "check_candidates", None)
-    if check is None:
-        return None
+    backend that can tell only by running (a server) says None to each."""
+    check = with_defaults(backend).check_candidates
     seen: set[tuple[str, ...]] = set()
     for request in requests:
         if isinstance(request, ScoreNext) and request.candidates not in seen:
@@ -210,6 +209,60 @@ class Backend(Protocol):
     def max_context(self) -> int | None: ...
 
     def count_tokens(self, prompt: Prompt) -> int: ...
+
+
+class BackendBase:
+    """What a backend may offer beyond :meth:`Backend.run`, declared once with its default (as
+    httpx's ``BaseTransport`` gives ``close()`` one), so no caller probes with ``hasattr``. The
+    built-in backends subclass it and override what they offer; a Python caller's own backend
+    object is wrapped in :class:`Adapted` where it enters a run."""
+
+    identity: dict
+    # plans over every request of a run at once (the hf prefix tree): a resumed run gets the
+    # same chunks as a clean one (store/executor.py)
+    plans_over_all: bool = False
+    stats: Mapping[str, Any] = MappingProxyType({})  # counters for the run's timing record
+
+    @classmethod
+    def preflight(cls, target: str, config: Any) -> None:
+        """Cheap checks of ``target`` and its options before any data or model loads (a model
+        folder's weights, a server URL's port); by default none."""
+
+    def max_context(self) -> int | None:
+        """The model's context length in tokens; None when unknown."""
+        return None
+
+    def count_tokens(self, prompt: Prompt) -> int | None:
+        """The prompt's length in tokens; None when the backend cannot count."""
+        return None
+
+    def check_candidates(self, request: ScoreNext) -> str | None:
+        """Why ``request``'s candidates can never be scored, seen in the tokenizer before any
+        forward pass; None when fine or when only running can tell (a server)."""
+        return None
+
+
+class Adapted(BackendBase):
+    """A Python caller's own backend object (anything with ``identity`` and ``run``), with
+    :class:`BackendBase`'s defaults for what it does not define: the one place that looks."""
+
+    def __init__(self, backend: Any):
+        if not callable(getattr(backend, "run", None)):
+            raise TypeError(f"a backend needs a run(requests) method; {backend!r} has none")
+        self.wrapped = backend
+        self.identity = backend.identity
+        for name in ("max_context", "count_tokens", "check_candidates", "plans_over_all",
+                     "stats"):
+            if hasattr(backend, name):
+                setattr(self, name, getattr(backend, name))
+
+    def run(self, requests: list[Request], progress=None, **kwargs) -> list[Response]:
+        return self.wrapped.run(requests, progress, **kwargs)
+
+
+def with_defaults(backend: Any) -> BackendBase:
+    """``backend`` as a :class:`BackendBase` (a built-in one as it is)."""
+    return backend if isinstance(backend, BackendBase) else Adapted(backend)
 
 
 # Runs requests (through the cache, with progress) and returns responses in the same order:

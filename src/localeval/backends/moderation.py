@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from ..errors import LocalevalError
 from .async_http import Call, JsonClient, public_url, scrub_secrets
-from .base import Moderate, Request, Response
+from .base import BackendBase, Moderate, Request, Response
 from .config import DEFAULT_MAX_REPLY_MB
 from .secrets import url_secrets
 
@@ -109,7 +109,7 @@ def _env(name: str) -> str:
     return value
 
 
-class ModerationBackend:
+class ModerationBackend(BackendBase):
     """One provider's API. Replies are kept whole; a reply that is not a JSON object is retried
     as malformed, and a request that still fails is an error response (never a verdict)."""
 

@@ -61,7 +61,7 @@ from .async_http import (
     public_url,
     scrub_secrets,
 )
-from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
+from .base import BackendBase, Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
 from .config import DEFAULT_MAX_REPLY_MB
 from .label_tokens import LabelTokenError, label_tokens
 from .reply_checks import response_problem
@@ -83,7 +83,13 @@ REPLICA_BLOCK = 8  # consecutive (prefix-sorted) requests sent to one replica
 NO_LOGPROBS = "the server returned no log-probs"
 
 
-class OpenAIBackend:
+class OpenAIBackend(BackendBase):
+    @classmethod
+    def preflight(cls, target: str, config) -> None:
+        """A bad port or scheme in --base-url: one line before anything loads."""
+        if config.base_url:
+            base_urls(config.base_url)
+
     def __init__(self, model: str, *, base_url: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", top_logprobs: int = 20,
                  concurrency: int = 8, timeout: float = 120.0, max_retries: int = 4,

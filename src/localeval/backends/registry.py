@@ -64,21 +64,9 @@ def preflight(spec: str, config: BackendConfig | None = None, role: str = "the m
     """Cheap checks of ``spec`` and its options before any data or model loads (see
     :mod:`.hub`)."""
     config = config or BackendConfig()
-    kind, target = parse_backend_spec(spec)
+    _, target = parse_backend_spec(spec)
     check_options(spec, config, role)
-    if kind == "openai" and config.base_url:
-        from .async_http import base_urls
-
-        base_urls(config.base_url)  # a bad port or scheme: one line before anything loads
-    if kind == "st":
-        from .embedding import PACKAGED
-
-        if target.removeprefix("sentence-transformers/") in PACKAGED:
-            return
-    if kind in ("hf", "hf-seq2seq", "st", "vllm"):
-        from .hub import check_model_source
-
-        check_model_source(target, config.revision, weights=kind != "st")
+    backend_class(spec).preflight(target, config)  # each kind declares its own checks
 
 
 def load_backend(spec: str, config: BackendConfig | None = None) -> Backend:

@@ -29,7 +29,7 @@ import hashlib
 import json
 
 from ..errors import LocalevalError
-from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
+from .base import BackendBase, Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
 from .config import BackendConfig
 from .prompt_tokens import generation_text, render, score_tokens
 
@@ -51,7 +51,14 @@ def _vllm():
     return vllm
 
 
-class VllmBackend:
+class VllmBackend(BackendBase):
+    @classmethod
+    def preflight(cls, target: str, config) -> None:
+        """The model folder or Hub repo exists, with config.json and weights."""
+        from .hub import check_model_source
+
+        check_model_source(target, config.revision, weights=True)
+
     def __init__(self, model: str, *, revision: str | None = None, dtype: str = "auto",
                  model_args: dict | None = None):
         import transformers

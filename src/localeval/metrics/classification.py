@@ -1,4 +1,5 @@
 """Binary classification metrics over scores, scikit-learn style: pure, validated, formulas here.
+(over 300 lines: most of it is the numpydoc docstrings, each with its formula and a doctest.)
 
 ``y_true`` holds 0/1 (1 = harmful), ``y_score`` P(harmful) or any score where higher means more
 harmful. NaN or infinite scores raise ValueError: a failed sample must be dropped (and counted)

@@ -99,7 +99,7 @@ def _chunks(backend: Backend, todo: list[int], n: int):
     every request (``plans_over_all``: the hf prefix tree) gets the same chunks of all of them
     as a clean run, each with the cached ones flagged not needed, so a resumed run computes
     what is left exactly as the clean run did; chunks with nothing left are skipped."""
-    if not getattr(backend, "plans_over_all", False):
+    if not backend.plans_over_all:
         for start in range(0, len(todo), CHUNK):
             yield todo[start : start + CHUNK], None
         return

@@ -14,6 +14,7 @@ from ..backends.base import (
     Response,
     ScoreNext,
     candidate_problem,
+    with_defaults,
 )
 from ..data.catalog import BUILTIN_TASKS, TaskSpec, default_prompt_style
 from ..data.items import MCQItem
@@ -213,8 +214,8 @@ class MCQTask(Task):
         return MCQData(spec, subjects)
 
     def plan(self, data: MCQData, backend: Backend) -> list[Planned]:
-        count = backend.count_tokens if hasattr(backend, "count_tokens") else None
-        context = backend.max_context() if hasattr(backend, "max_context") else None
+        backend = with_defaults(backend)
+        count, context = backend.count_tokens, backend.max_context()
         planned = [p for subject, dev, test in data.subjects
                    for p in plan(data.spec, subject, dev, test, self.config, count, context)]
         problem = candidate_problem(backend, [p.request for p in planned])

@@ -14,12 +14,9 @@ The texts of each style are documented in :mod:`.prompts`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from ..data.items import MCQItem
-
-if TYPE_CHECKING:
-    from .prompts import PromptConfig
 
 TMLU_TOPIC = "以下選擇題為出自臺灣的考題，答案為其中一個選項。"
 TMLU_ANSWER_CUE = "\n正確答案：("
@@ -160,6 +157,33 @@ class LmEvalStyle(PromptStyle):
 
 
 PROMPT_STYLES: dict[str, PromptStyle] = {}
+
+
+@dataclass(frozen=True)
+class PromptConfig:
+    style: str = "tmlu"  # a name in PROMPT_STYLES (recorded as text in the run's identity)
+    shots: int = 5
+    cot: bool = False
+    chat: str = "none"
+    system: str | None = None
+    task: str = "tmlu"  # which lm-eval task format to follow
+    # lm-eval style on tmlu: each subject's fixed doc_to_choice ("fixed", lm-eval's) or the
+    # question's own option letters ("own")
+    lm_eval_choices: str = "fixed"
+
+    @property
+    def kind(self) -> PromptStyle:
+        """The style object that makes this config's decisions."""
+        return PROMPT_STYLES[self.style]
+
+    def letters(self, item: MCQItem) -> str:
+        """The option letters scored for ``item`` (:meth:`PromptStyle.letters`)."""
+        return self.kind.letters(item, self)
+
+    def candidates(self, item: MCQItem) -> tuple[str, ...]:
+        """The continuations scored at the answer position."""
+        return self.kind.candidates(item, self)
+
 
 
 def register_style(style: PromptStyle) -> PromptStyle:

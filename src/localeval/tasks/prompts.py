@@ -31,39 +31,11 @@ and the candidates lose their leading space (``target_delimiter`` becomes "").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..backends.base import Message, Prompt
 from ..data.items import MCQItem
-from .prompt_styles import PROMPT_STYLES, PromptStyle
+from .prompt_styles import PromptConfig
 
 CHAT_MODES = ("none", "single", "multi", "api")
-
-
-@dataclass(frozen=True)
-class PromptConfig:
-    style: str = "tmlu"  # a name in PROMPT_STYLES (recorded as text in the run's identity)
-    shots: int = 5
-    cot: bool = False
-    chat: str = "none"
-    system: str | None = None
-    task: str = "tmlu"  # which lm-eval task format to follow
-    # lm-eval style on tmlu: each subject's fixed doc_to_choice ("fixed", lm-eval's) or the
-    # question's own option letters ("own")
-    lm_eval_choices: str = "fixed"
-
-    @property
-    def kind(self) -> PromptStyle:
-        """The style object that makes this config's decisions."""
-        return PROMPT_STYLES[self.style]
-
-    def letters(self, item: MCQItem) -> str:
-        """The option letters scored for ``item`` (:meth:`PromptStyle.letters`)."""
-        return self.kind.letters(item, self)
-
-    def candidates(self, item: MCQItem) -> tuple[str, ...]:
-        """The continuations scored at the answer position."""
-        return self.kind.candidates(item, self)
 
 
 def build_prompt(item: MCQItem, shots: list[MCQItem], subject_name: str,

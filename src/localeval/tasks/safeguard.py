@@ -25,7 +25,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from ..analysis.gaps import EN_CELLS
 from ..analysis.safety import analyses
@@ -35,6 +35,7 @@ from ..errors import LocalevalError
 from ..guards import Conversation, Guard, GuardVerdict, get_guard
 from ..metrics.classification import AUPRC_METRICS, THRESHOLD_GRIDS, THRESHOLD_RULES
 from ..records.safety import SCHEMA as SAFETY_SCHEMA
+from ..records.sample_kinds import Context, SampleKind
 from .base import PROTOCOL, Task
 from .label_policy import DEFAULT_SENSITIVE, binary_label, describe_policy
 from .options import make_options
@@ -54,33 +55,37 @@ class Planned:
     """One guard sample: an item, what is judged, and in which context."""
 
     item: SafetyItem
-    kind: Literal["prompt", "response"]
-    context: Literal["with_prompt", "without_prompt"]
+    kind: SampleKind
+    context: Context
     model: str = ""  # the run's model, as its backend names it (kept on each record)
+
+    def __post_init__(self):  # a caller's "prompt" or "with_prompt" as the types
+        object.__setattr__(self, "kind", SampleKind(self.kind))
+        object.__setattr__(self, "context", Context(self.context))
 
     def conversation(self) -> Conversation:
         """What the guard judges: the prompt alone, or the response with its prompt (or with an
         empty user turn), and the item's country for guards that use it."""
         meta = {"country": self.item.country} if self.item.country else {}
-        if self.kind == "prompt":
+        if not self.kind.judges_response:
             return Conversation(self.item.prompt, None, meta)
-        prompt = self.item.prompt if self.context == "with_prompt" else ""
+        prompt = self.item.prompt if self.context.shows_prompt else ""
         return Conversation(prompt, self.item.response, meta)
 
 
-def sample_kinds(classify: Iterable[str]) -> list[tuple[str, str]]:
+def sample_kinds(classify: Iterable[str]) -> list[tuple[SampleKind, Context]]:
     """The (kind, context) pairs for a ``classify`` list, in a fixed order, without repeats."""
-    out: list[tuple[str, str]] = []
+    out: list[tuple[SampleKind, Context]] = []
     for name in classify:
         if name not in CLASSIFY:
             raise LocalevalError(f"unknown classification {name!r}; use one of "
                                  f"{', '.join(CLASSIFY)}")
-        out += [k for k in CLASSIFY[name] if k not in out]
+        out += [(SampleKind(k), Context(c)) for k, c in CLASSIFY[name] if (k, c) not in out]
     return out
 
 
 def check_guard(guard: Guard, kinds: Iterable[tuple[str, str]]) -> None:
-    if not guard.supports_response and any(k == "response" for k, _ in kinds):
+    if not guard.supports_response and any(k.judges_response for k, _ in kinds):
         raise LocalevalError(f"guard {guard.name!r} classifies prompts only; pass "
                              "classify=('prompt',) or pick another guard")
 
@@ -93,7 +98,7 @@ def plan(items: Sequence[SafetyItem], classify: Iterable[str],
     if guard is not None:
         check_guard(guard, kinds)
     return [Planned(item, kind, context, model) for item in items for kind, context in kinds
-            if kind == "prompt" or item.response is not None]
+            if kind.exists_for(item)]
 
 
 @dataclass(frozen=True)
@@ -113,7 +118,7 @@ def record(p: Planned, verdict: GuardVerdict, *, guard: str, model: str,
     The record holds the text judged (or, without ``log_text``, its sha256) and the guard's raw
     output (``guard_output``: generated text, label log-probs), to debug a verdict."""
     item, verdict = p.item, verdict.checked()  # any guard's score: a probability, or a failure
-    raw = item.prompt_label if p.kind == "prompt" else item.response_label
+    raw = p.kind.raw_label(item)
     out = {
         "id": item.id, "lang": item.lang, "subset": item.subset, "kind": p.kind,
         "context": p.context, "raw_label": raw, "label": binary_label(raw, p.kind, sensitive,
@@ -132,7 +137,7 @@ def record(p: Planned, verdict: GuardVerdict, *, guard: str, model: str,
 
 def _texts(p: Planned, log_text: bool) -> dict[str, str]:
     texts = {"prompt": p.item.prompt}
-    if p.kind == "response" and p.item.response is not None:
+    if p.kind.judges_response and p.item.response is not None:
         texts["response"] = p.item.response
     if log_text:
         return texts
@@ -211,11 +216,11 @@ class SafeguardTask(Task):
         """Warnings about a requested kind no item can give; fails when there is nothing at
         all."""
         has_response = any(i.response is not None for i in items)
-        if not has_response and all(k == "response" for k, _ in self.kinds):
+        if not has_response and all(k.judges_response for k, _ in self.kinds):
             raise LocalevalError(f"nothing to classify: the {self.name} items have no "
                                  "responses; use classify=('prompt',)")
         return [f"no {kind} samples ({context}): no selected item has a response"
-                for kind, context in self.kinds if kind == "response" and not has_response]
+                for kind, context in self.kinds if kind.judges_response and not has_response]
 
     def plan(self, data: SafetyData, backend: Backend) -> list[Planned]:
         return plan(data.items, self.classify, self.guard,

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..records.safety import SafetyResults
+from ..records.sample_kinds import Context, SampleKind
 from ..render.figures import Figure, figure_panels, finish
 
 LABEL_COLOURS = {"safe": "#2b8a3e", "sensitive": "#e67700", "harmful": "#c92a2a"}
@@ -15,9 +16,9 @@ LABEL_LINES = {"safe": "-", "sensitive": "--", "harmful": ":"}  # tell overlappi
 
 
 def _panel_title(kind: str, context: str) -> str:
-    if kind == "prompt":
+    if not SampleKind(kind).judges_response:
         return "Prompt classification"
-    return "Response classification" + ("" if context == "with_prompt" else " (no prompt)")
+    return "Response classification" + Context(context).suffix
 
 
 def pr_figure(results: SafetyResults, folder: Path | None) -> Figure | None:

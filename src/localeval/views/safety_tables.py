@@ -7,6 +7,7 @@ from __future__ import annotations
 from rich.text import Text as RichText
 
 from ..records.safety import AUPRCRow, SafetyResults
+from ..records.sample_kinds import task_name
 from ..render.cells import short_model as _model
 from ..render.table import DataTable, Interval, Number, Spark, TableBuilder, columns
 from .threshold_tables import threshold_sweep_table, threshold_transfer_table, transfer_notes
@@ -66,12 +67,7 @@ def _table2_task(results: SafetyResults, kind: str, cols: list[str]) -> DataTabl
                          f"{auprc_name(results.auprc)} (Table 2 layout)",
                          columns("Model", *(_table2_column(c) for c in cols)))
     for row in t2.rows:
-        table.add(_model(row.model), *(Number(row.values.get(c), note=WARNED if
-                                              row.warnings.get(c) else "") for c in cols))
-        ci = results.table2_ci.get(row.model)
-        if ci:  # half-width of the 95% bootstrap interval, under each number
-            table.add("95% CI ±", *(Number((ci[c].high - ci[c].low) / 2) if c in ci
-                                    else Number(None) for c in cols), level=1)
+        _add_table2_row(table, row, results.table2_ci.get(row.model), cols)
     failed = [f"{_model(r.model)}: {n} failed samples left out" for r in t2.rows
               if (n := sum(v for c, v in r.n_failed.items() if c in cols))]
     en = "mean over countries" if t2.en == "per-country" else "pooled over countries"
@@ -82,15 +78,28 @@ def _table2_task(results: SafetyResults, kind: str, cols: list[str]) -> DataTabl
                      "mean of the row's cells" + ("; the response is judged with its prompt."
                                                   if kind == "response" else ".")
                      + "".join(f" {line}." for line in failed) + aware
-                     + _warned_where(
-                         (f"{_model(r.model)} {_table2_column(c)}", group, reason)
-                         for r in t2.rows for c, groups in r.warnings.items() if c in cols
-                         for group, reason in groups.items()))
+                     + _table2_warnings(t2.rows, cols))
     return table.build()
 
 
+def _add_table2_row(table: TableBuilder, row, ci: dict | None, cols: list[str]) -> None:
+    """A model's cells (⚠ where a cell's PR-AUC says nothing), then the half-width of each
+    cell's 95% bootstrap interval under it."""
+    table.add(_model(row.model), *(Number(row.values.get(c), note=WARNED if
+                                          row.warnings.get(c) else "") for c in cols))
+    if ci:
+        table.add("95% CI ±", *(Number((ci[c].high - ci[c].low) / 2) if c in ci
+                                else Number(None) for c in cols), level=1)
+
+
+def _table2_warnings(rows, cols: list[str]) -> str:
+    return _warned_where((f"{_model(r.model)} {_table2_column(c)}", group, reason)
+                         for r in rows for c, groups in r.warnings.items() if c in cols
+                         for group, reason in groups.items())
+
+
 def _task_name(r: AUPRCRow) -> str:
-    return r.kind + (" (no prompt)" if r.context == "without_prompt" else "")
+    return task_name(r.kind, r.context)
 
 
 def _row_cells(r: AUPRCRow, lang: bool = True) -> list:

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ...errors import LocalevalError
-from ..base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
+from ..base import BackendBase, Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
 from ..config import DTYPES, BackendConfig
 from ..prompt_tokens import render, score_tokens
 from .attention import NAME as GROUPED_EAGER
@@ -36,7 +36,14 @@ from .attention import implementation as attention_implementation
 from .tree import plan, walk
 
 
-class HFBackend:
+class HFBackend(BackendBase):
+    @classmethod
+    def preflight(cls, target: str, config) -> None:
+        """The model folder or Hub repo exists, with config.json and weights."""
+        from ..hub import check_model_source
+
+        check_model_source(target, config.revision, weights=True)
+
     def __init__(
         self,
         model: str,
