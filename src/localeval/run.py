@@ -139,6 +139,8 @@ def _run(task: Task, models: list[Model], place: RunPlace) -> RunRecord:
         raise
     timing = {**_timing(elapsed, len(samples), task.rate_unit, backend), **execute.counts}
     results["request_failures"] = dict(execute.failures)
+    if execute.failure_kinds:
+        results["request_failure_kinds"] = dict(sorted(execute.failure_kinds.items()))
     results["timing"], results["history"] = with_history(
         first, timing, {"started": record.started_at, "command": provenance["command"]})
     # typed as the folder will hold it (JSON, keys sorted), so what is printed and reported now

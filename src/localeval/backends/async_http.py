@@ -30,6 +30,16 @@ from email.utils import parsedate_to_datetime
 from ..errors import LocalevalError
 from .base import Response
 from .config import DEFAULT_MAX_REPLY_MB
+from .failures import (
+    BadReply,
+    ErrorReply,
+    HTTPStatus,
+    OverLimit,
+    RequestFailure,
+    Timeout,
+    Unclassified,
+    Unreachable,
+)
 from .secrets import redact_url
 
 RETRY_STATUS = {408, 409, 425, 429}  # and every 5xx
@@ -187,7 +197,6 @@ class Invalid(Exception):
 
 
 MALFORMED = "malformed reply"  # JSON of the wrong shape: a missing field, a list for an object
-UNREACHABLE = ("timeout after", "connection error with")  # how _attempt names a silent server
 
 
 def join_url(base: str, path: str) -> str:
@@ -283,7 +292,8 @@ class JsonClient:
 
     async def _one(self, client, call: Call, pace: Pacer) -> Response:
         content = json.dumps(call.body, ensure_ascii=False).encode()
-        urls, at, last = (call.url, *call.fallbacks), 0, ""
+        urls, at = (call.url, *call.fallbacks), 0
+        last: RequestFailure = Unclassified("no attempt")
         for attempt in range(self.max_retries + 1):
             await pace.wait()
             self.stats["http_calls"] += 1
@@ -295,20 +305,21 @@ class JsonClient:
                 return outcome
             last = outcome
             if wait is None:  # a 4xx other than 408/429: the server refuses this request
-                return Response(error=last, permanent=True)
+                return Response.failed(last)
             if attempt == self.max_retries:
                 break
             self.stats["retries"] += 1
-            if len(urls) > 1 and outcome.startswith(UNREACHABLE):
+            if len(urls) > 1 and isinstance(outcome, Timeout | Unreachable):
                 at = (at + 1) % len(urls)  # another replica, at once
                 continue
             await asyncio.sleep(wait if wait > 0 else backoff(attempt))
-        # a reply read but of the wrong shape on the last try: the server answers this way
-        return Response(error=last, permanent=True if last.startswith(MALFORMED) else None)
+        # a reply read but of the wrong shape on the last try (BadReply): the server answers
+        # this way; a timeout or a 5xx may pass later
+        return Response.failed(last)
 
     async def _attempt(self, client, call: Call, target: str,
-                       content: bytes) -> tuple[Response | str, float | None]:
-        """(the response, or the error text and how long to wait before a retry: 0 = the
+                       content: bytes) -> tuple[Response | RequestFailure, float | None]:
+        """(the response, or why it failed and how long to wait before a retry: 0 = the
         backoff, None = do not retry)."""
         import httpx
 
@@ -319,16 +330,18 @@ class JsonClient:
             status, headers, body = await asyncio.wait_for(
                 self._read(client, target, content), self.timeout)
         except (TimeoutError, httpx.TimeoutException):
-            return f"timeout after {self.timeout:g} s from {url}", 0
+            return Timeout(f"timeout after {self.timeout:g} s from {url}"), 0
         except TooLarge as e:  # the same request gets the same reply: do not ask again
-            return Response(error=f"the reply from {url} is {e}, over the limit of "
-                                  f"{self.max_reply_bytes / 2**20:g} MB; raise --max-reply-mb "
-                                  "if it is meant to be", permanent=True), None
+            return Response.failed(OverLimit(
+                f"the reply from {url} is {e}, over the limit of "
+                f"{self.max_reply_bytes / 2**20:g} MB; raise --max-reply-mb if it is meant to "
+                "be")), None
         except httpx.HTTPError as e:  # connection refused/reset, truncated body, protocol error
-            return f"connection error with {url}: {self.scrub(f'{type(e).__name__}: {e}')}", 0
+            return Unreachable(f"connection error with {url}: "
+                               f"{self.scrub(f'{type(e).__name__}: {e}')}"), 0
         text = body.decode("utf-8", errors="replace")
         if status != 200:
-            error = f"HTTP {status} from {url}: {self.scrub(text)}"
+            error = HTTPStatus(f"HTTP {status} from {url}: {self.scrub(text)}", status=status)
             if status in RETRY_STATUS or status >= 500:
                 return error, retry_after(headers.get("retry-after"))
             return error, None
@@ -349,20 +362,20 @@ class JsonClient:
             return resp.status_code, dict(resp.headers), bytes(body)
 
     def _parsed(self, call: Call, url: str, body: bytes,
-                text: str) -> tuple[Response | str, float | None]:
+                text: str) -> tuple[Response | RequestFailure, float | None]:
         try:
             reply = json.loads(body)
         except ValueError:  # truncated or not JSON: a broken transfer as often as not
-            return f"not JSON, a reply from {url}: {self.scrub(text)[:80]!r}", 0
+            return ErrorReply(f"not JSON, a reply from {url}: {self.scrub(text)[:80]!r}"), 0
         try:
             return call.parse(reply), None
         except Retry as e:
-            return str(e), 0
+            return ErrorReply(str(e)), 0
         except Invalid as e:
-            return Response(error=f"invalid reply from {url}: {self.scrub(str(e))}",
-                            permanent=True), None
+            return Response.failed(BadReply(f"invalid reply from {url}: "
+                                            f"{self.scrub(str(e))}")), None
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
             if isinstance(reply, dict) and "error" in reply:  # a 200 that says it failed:
-                return f"error reply from {url}: {self.scrub(text)}", 0  # may pass, like a 5xx
-            return (f"{MALFORMED} from {url} ({type(e).__name__}: {self.scrub(str(e))[:60]}): "
-                    f"{self.scrub(text)[:80]!r}"), 0
+                return ErrorReply(f"error reply from {url}: {self.scrub(text)}"), 0  # like a 5xx
+            return BadReply(f"{MALFORMED} from {url} ({type(e).__name__}: "
+                            f"{self.scrub(str(e))[:60]}): {self.scrub(text)[:80]!r}"), 0

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol, TypedDict
 
+from .failures import RequestFailure, failure_from
+
 
 class Message(TypedDict):
     role: str
@@ -134,6 +136,17 @@ class Response:
     # length), so a rerun cannot help; None when a rerun may succeed (a timeout, a dropped
     # connection, a server error) or the backend cannot tell.
     permanent: bool | None = None
+    failure: str | None = None  # with ``error``: its kind (backends/failures.py)
+
+    @classmethod
+    def failed(cls, reason: RequestFailure) -> Response:
+        """A failed request, by the type of its failure."""
+        return cls(error=reason.message, permanent=reason.permanent, failure=reason.kind)
+
+    @property
+    def reason(self) -> RequestFailure | None:
+        """Why the request failed, as its type (None when it did not)."""
+        return None if self.error is None else failure_from(self.error, self.failure)
 
     def to_json(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from ..errors import LocalevalError
 from .base import BackendBase, Generate, Request, Response
+from .failures import Unsupported
 
 
 class HFSeq2SeqBackend(BackendBase):
@@ -73,11 +74,12 @@ class HFSeq2SeqBackend(BackendBase):
 
     def _translate(self, request: Request) -> Response:
         if not isinstance(request, Generate) or not isinstance(request.prompt, str):
-            return Response(error="a seq2seq backend runs Generate requests on plain text",
-                            permanent=True)
+            return Response.failed(Unsupported("a seq2seq backend runs Generate requests on "
+                                               "plain text"))
         if request.sample is not None:
-            return Response(error="a seq2seq backend decodes as its generation config says; it "
-                                  "does not draw numbered samples", permanent=True)
+            return Response.failed(Unsupported("a seq2seq backend decodes as its generation "
+                                               "config says; it does not draw numbered "
+                                               "samples"))
         enc = encode_source(self.tokenizer, request.prompt, self.source_lang,
                             self.max_source_tokens).to(self.device)
         extra = {"forced_bos_token_id": self.forced_bos} if self.forced_bos is not None else {}

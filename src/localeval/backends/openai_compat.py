@@ -63,6 +63,7 @@ from .async_http import (
 )
 from .base import BackendBase, Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
 from .config import DEFAULT_MAX_REPLY_MB
+from .failures import ErrorReply, OverLimit, Unsupported
 from .label_tokens import LabelTokenError, label_tokens
 from .reply_checks import response_problem
 from .secrets import url_secrets
@@ -260,7 +261,8 @@ class OpenAIBackend(BackendBase):
                     continue
                 except NoPrefill as e:
                     problem = e
-            out[i] = Response(error=str(problem), permanent=problem.permanent)
+            kind = Unsupported if problem.permanent else ErrorReply  # a /tokenize that failed
+            out[i] = Response.failed(kind(str(problem)))
             if progress:
                 progress(i, out[i])
         rank = {i: k for k, i in enumerate(sent)}
@@ -330,9 +332,9 @@ class OpenAIBackend(BackendBase):
         # keyed by the candidate's full text (callers read by candidate), looked up by its name
         found = {c: top.get((names or {}).get(c, c)) for c in request.candidates}
         if all(v is None for v in found.values()):
-            return Response(error=f"no candidate among the top {self.top_logprobs} next tokens "
-                                  f"({', '.join(list(top)[:5])}, …); raise --top-logprobs",
-                            permanent=True)  # the reply is greedy: a rerun reads the same
+            return Response.failed(OverLimit(  # the reply is greedy: a rerun reads the same
+                f"no candidate among the top {self.top_logprobs} next tokens "
+                f"({', '.join(list(top)[:5])}, …); raise --top-logprobs"))
         return Response(logprobs=found)
 
 

@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 from .base import Embed, Generate, Moderate, Request, Response, ScoreNext, TextLogprobs
+from .failures import BadReply
 
 # A log-prob is log p <= 0; a backend that sums in low precision may land a hair above 0 for a
 # token of probability 1, which is rounding, not a wrong number.
@@ -110,4 +111,4 @@ def checked(request: Request, response: Response, source: str = "the backend") -
     problem = response_problem(request, response)
     if problem is None:
         return response
-    return Response(error=f"invalid reply from {source}: {problem}", permanent=True)
+    return Response.failed(BadReply(f"invalid reply from {source}: {problem}"))

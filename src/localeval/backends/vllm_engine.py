@@ -31,6 +31,7 @@ import json
 from ..errors import LocalevalError
 from .base import BackendBase, Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
 from .config import BackendConfig
+from .failures import Unsupported
 from .prompt_tokens import generation_text, render, score_tokens
 
 BLOCK = 512  # requests handed to the engine at once; their responses are stored together
@@ -137,7 +138,7 @@ class VllmBackend(BackendBase):
             try:
                 planned.append((i, *self._plan(request)))
             except LocalevalError as e:
-                done(i, Response(error=str(e), permanent=True))
+                done(i, Response.failed(Unsupported(str(e))))
         planned.sort(key=lambda p: p[1])  # shared prefixes back to back
         for start in range(0, len(planned), BLOCK):
             block = planned[start:start + BLOCK]

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.config import BackendConfig
+from ..declared import parse_if_text
 from ..errors import LocalevalError
 from ..records import Results
-from ..declared import parse_if_text
 from ..tasks.options import declared_value, flag_of
 from .values import comma_list
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..backends.base import Generate, Request, Response, ScoreNext
-from .base import Conversation, GuardVerdict
+from .base import Conversation, GuardVerdict, failure_of
 from .staged import StagedGuard, binary_verdict
 
 
@@ -60,11 +60,13 @@ class AnswerLinesGuard(StagedGuard):
     def score(self, responses: Sequence[Response]) -> GuardVerdict:
         if len(responses) == 1 and responses[0].text is not None:
             problem = self._stage0_problem(responses[0])
-            return GuardVerdict(None, problem or "the scoring stage was not run")
+            return GuardVerdict(None, problem or "the scoring stage was not run",
+                                failure=failure_of(responses[0]))
         if len(responses) == 1 and responses[0].error and responses[0].logprobs is None:
             # A failed stage 0 of response classification, or a failed prompt ScoreNext: both
             # carry the backend's message.
-            return GuardVerdict(None, f"backend error: {responses[0].error}")
+            return GuardVerdict(None, f"backend error: {responses[0].error}",
+                                failure=failure_of(responses[0]))
         if len(responses) not in (1, 2):
             return GuardVerdict(None, f"expected 1 or 2 responses, got {len(responses)}")
         return binary_verdict(responses, self.harmful, self.safe, expected=len(responses))

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..backends.base import Execute
+from ..backends.base import Execute, Response
 from ..backends.reply_checks import number_problem
 from ..errors import LocalevalError
 
@@ -44,6 +44,9 @@ class GuardVerdict:
     # What the guard read its verdict from (the generated text, the label tokens' log-probs),
     # kept on the sample so a misclassification can be debugged.
     raw: Any = None
+    # With ``error``: the kind of the request failure behind it (backends/failures.py), or
+    # None when the requests succeeded but gave no verdict (VERDICT_FAILURE)
+    failure: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -56,6 +59,17 @@ class GuardVerdict:
         if problem is None:
             return self
         return GuardVerdict(None, f"the guard's score {problem}, not a probability", self.raw)
+
+
+VERDICT_FAILURE = "no_verdict"  # the replies came, but held no readable verdict
+
+
+def failure_of(response: Response | None) -> str | None:
+    """The failure kind of a failed response (None when it did not fail): what a verdict made
+    from it says in ``failure``."""
+    if response is None or response.error is None:
+        return None
+    return response.failure or "unclassified"
 
 
 class Guard(ABC):

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..backends.base import Embed, Execute
 from ..errors import LocalevalError
-from .base import Conversation, Guard, GuardVerdict
+from .base import Conversation, Guard, GuardVerdict, failure_of
 
 FORMAT = "localeval.embedding-guard/1"
 HASH_DIGITS = 16  # 64 bits of SHA-256 per text: no collision in any realistic data set
@@ -89,7 +89,8 @@ class EmbeddingGuard(Guard):
         out = []
         for r in execute([Embed(t) for t in texts]):
             if r.error or r.embedding is None:
-                out.append(GuardVerdict(None, f"embedding failed: {r.error or 'no vector'}"))
+                out.append(GuardVerdict(None, f"embedding failed: {r.error or 'no vector'}",
+                                        failure=failure_of(r)))
             else:
                 out.append(GuardVerdict(self.probability(r.embedding)))
         return out

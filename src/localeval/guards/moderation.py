@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from ..backends.base import Execute, Moderate
 from ..backends.reply_checks import number_problem
 from ..errors import LocalevalError
-from .base import Conversation, Guard, GuardVerdict
+from .base import Conversation, Guard, GuardVerdict, failure_of
 
 
 class ModerationGuard(Guard):
@@ -59,7 +59,7 @@ class ModerationGuard(Guard):
         requests = [Moderate(c.prompt, "user", self.settings()) if c.response is None
                     else Moderate(c.response, "assistant", self.settings())
                     for c in conversations]
-        return [self._verdict(r.raw, r.error) for r in execute(requests)]
+        return [self._verdict(r.raw, r.error, failure_of(r)) for r in execute(requests)]
 
     def iris_failure_score(self, error: str) -> float | None:
         """IRIS's moderation wrappers (``guard_models/openai_moderation.py``,
@@ -68,9 +68,11 @@ class ModerationGuard(Guard):
         ``try``, so a failed call stops the script: no score."""
         return None if " call failed: " in error else 0.0
 
-    def _verdict(self, reply: dict | None, error: str | None) -> GuardVerdict:
+    def _verdict(self, reply: dict | None, error: str | None,
+                 failure: str | None = None) -> GuardVerdict:
         if error or reply is None:
-            return GuardVerdict(None, f"{self.name} call failed: {error or 'no reply'}")
+            return GuardVerdict(None, f"{self.name} call failed: {error or 'no reply'}",
+                                failure=failure)
         try:
             score = self.score(reply)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:

@@ -26,7 +26,7 @@ from dataclasses import replace
 
 from ..backends.base import Execute, Request, Response, distinct
 from ..errors import LocalevalError
-from .base import Conversation, Guard, GuardVerdict
+from .base import Conversation, Guard, GuardVerdict, failure_of
 
 
 class StagedGuard(Guard):
@@ -108,5 +108,5 @@ def binary_verdict(responses: Sequence[Response], harmful: str, safe: str,
         return GuardVerdict(None, f"expected {expected} response(s), got {len(responses)}")
     probs = label_probabilities(responses[-1], (harmful, safe))
     if isinstance(probs, str):
-        return GuardVerdict(None, probs)
+        return GuardVerdict(None, probs, failure=failure_of(responses[-1]))
     return GuardVerdict(probs[harmful])

@@ -39,7 +39,7 @@ from ..backends.base import (
     execute_on,
     execute_role,
 )
-from .base import Conversation, GuardVerdict, checked_decoding
+from .base import Conversation, GuardVerdict, checked_decoding, failure_of
 from .staged import StagedGuard, binary_verdict
 
 TRANSLATOR = "saillab/mbart-x-guard"
@@ -82,7 +82,8 @@ class XGuard(StagedGuard):
                                         for i in ok], execute))
         translated = set(ok)
         return [next(judged) if i in translated else
-                GuardVerdict(None, f"translation failed: {done[i].error or 'no text'}")
+                GuardVerdict(None, f"translation failed: {done[i].error or 'no text'}",
+                             failure=failure_of(done[i]))
                 for i in range(len(conversations))]
 
     def model_roles(self) -> dict[str, str]:
@@ -136,5 +137,6 @@ class XGuard(StagedGuard):
     def score(self, responses: Sequence[Response]) -> GuardVerdict:
         if len(responses) == 1:
             return GuardVerdict(None, self._stage0_problem(responses[0])
-                                or "the scoring stage was not run")
+                                or "the scoring stage was not run",
+                                failure=failure_of(responses[0]))
         return binary_verdict(responses, "unsafe", "safe", expected=2)

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 
 from ..backends.base import Generate, Request, Response, ScoreNext
 from ..errors import LocalevalError
-from .base import Conversation, GuardVerdict, checked_decoding
+from .base import Conversation, GuardVerdict, checked_decoding, failure_of
 from .final_label import candidates, find_final_label, generation_problem, label_request
 from .staged import StagedGuard, binary_verdict
 
@@ -134,7 +134,8 @@ class ZeroShotGuard(StagedGuard):
             return binary_verdict(responses, *LABELS)
         if len(responses) == 1:
             return GuardVerdict(None, self._problem(responses[0])
-                                or "the scoring stage was not run")
+                                or "the scoring stage was not run",
+                                failure=failure_of(responses[0]))
         if len(responses) != 2 or responses[0].text is None:
             return GuardVerdict(None, f"expected 2 responses, got {len(responses)}")
         spot = find_final_label(responses[0].text, LABELS)

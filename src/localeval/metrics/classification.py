@@ -25,7 +25,6 @@ from numpy.typing import ArrayLike
 
 from ..errors import UndefinedMetricWarning
 
-
 # The thresholds of the sweep (Fig. 5) and of best F1. IRIS `metrics/safeguard_metrics.py`
 # `SafeGuardMetric.update` starts best F1 at 0.01, then tries each t of
 # np.arange(0.02, 1.00, 0.01), keeping t only when F1 strictly improves (the lowest t wins a tie).

@@ -69,7 +69,10 @@ class Results(Record):
     timing: dict[str, Any] = Field({}, description="seconds, throughput and request counts of "
                                    "the run that made the numbers")
     history: list[dict[str, Any]] = Field([], description="each later invocation in the folder")
-    request_failures: dict[str, int] = Field({}, description="failed requests by kind")
+    request_failures: dict[str, int] = Field({}, description="failed requests by whether a "
+                                             "rerun may fix them (transient, permanent)")
+    request_failure_kinds: dict[str, int] = Field({}, description="failed requests by kind "
+                                                  "(timeout, http, bad_reply, over_limit …)")
 
 
 class RecordError(ValueError):

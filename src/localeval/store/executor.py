@@ -17,7 +17,14 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Protocol
 
-from ..backends.base import Backend, Request, Response, candidate_problem, distinct
+from ..backends.base import (
+    Backend,
+    Request,
+    Response,
+    candidate_problem,
+    distinct,
+    with_defaults,
+)
 from ..backends.reply_checks import checked
 from ..errors import LocalevalError, env_number
 from ..progress import progress_bar
@@ -41,17 +48,21 @@ class CachedExecutor:
 
     def __init__(self, backend: Backend, cache: RequestCache | None, quiet: bool, unit: str,
                  counts: dict[str, int] | None = None, roles: Roles | None = None,
-                 failures: dict[str, int] | None = None):
-        self.backend, self.cache, self.quiet, self.unit = backend, cache, quiet, unit
+                 failures: dict[str, int] | None = None,
+                 failure_kinds: dict[str, int] | None = None):
+        self.backend, self.cache, self.quiet, self.unit = with_defaults(backend), cache, quiet, \
+            unit
         # Requests read back from the cache, and run (on any backend): the run's timing.
         self.counts = counts if counts is not None else {"requests_cached": 0, "requests_run": 0}
         self.roles = roles  # the run's second models by role (a judge, a translator)
         # Requests that failed (on any backend), by whether a rerun may fix them.
         self.failures = failures if failures is not None else {"transient": 0, "permanent": 0}
+        # ... and by the kind of failure (backends/failures.py: timeout, http, bad_reply …)
+        self.failure_kinds = failure_kinds if failure_kinds is not None else {}
 
     def on(self, backend: Backend) -> CachedExecutor:
         return CachedExecutor(backend, self.cache, self.quiet, self.unit, self.counts,
-                              self.roles, self.failures)
+                              self.roles, self.failures, self.failure_kinds)
 
     def role(self, name: str) -> CachedExecutor | None:
         """``execute`` for the model of role ``name`` (None: the run has none)."""
@@ -81,6 +92,8 @@ class CachedExecutor:
         for i in todo:
             if responses[i].error is not None:
                 self.failures["permanent" if responses[i].permanent else "transient"] += 1
+                kind = responses[i].reason.kind
+                self.failure_kinds[kind] = self.failure_kinds.get(kind, 0) + 1
         return [responses[w] for w in where]
 
 

@@ -9,8 +9,8 @@ import sys
 from collections.abc import Iterable
 
 from ..data.catalog import BUILTIN_TASKS, default_prompt_style
-from .prompt_styles import PROMPT_STYLES
 from ..errors import LocalevalError
+from .prompt_styles import PROMPT_STYLES
 
 # difflib's ratio: "cmmu"/"cmmlu" 0.89 and "tmmlu"/"tmlu" 0.89 are typos; "mytmlu"/"tmlu" (0.80)
 # and "cmmlu-local"/"cmmlu" (0.63) are names of their own.

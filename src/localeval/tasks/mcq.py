@@ -138,6 +138,7 @@ def score(planned: Planned, response: Response, config: MCQConfig) -> dict:
     pred, error = None, response.error
     if error is not None:
         record["failed"] = True
+        record["failure"] = response.failure or "unclassified"  # its kind, for the tables
     elif config.method == "likelihood":
         scored = config.prompt.letters(item)
         letters = dict(zip(config.prompt.candidates(item), scored, strict=True))
@@ -245,6 +246,8 @@ class MCQTask(Task):
             "n_samples": len(samples),
             "n_failed": sum(1 for s in samples if s.get("failed")),
             "failed": [s["id"] for s in samples if s.get("failed")][:50],
+            "failures": [{k: s[k] for k in ("id", "subject", "failure", "error") if k in s}
+                         for s in samples if s.get("failed")][:50],
             "unanswered": [s["id"] for s in samples if s["pred"] is None and not s.get("failed")],
         }
 

@@ -33,6 +33,7 @@ from ..backends.base import Backend, Execute
 from ..data.safety import HUB_REPO, SafetyItem
 from ..errors import LocalevalError
 from ..guards import Conversation, Guard, GuardVerdict, get_guard
+from ..guards.base import VERDICT_FAILURE
 from ..metrics.classification import AUPRC_METRICS, THRESHOLD_GRIDS, THRESHOLD_RULES
 from ..records.safety import SCHEMA as SAFETY_SCHEMA
 from ..records.sample_kinds import Context, SampleKind
@@ -130,6 +131,7 @@ def record(p: Planned, verdict: GuardVerdict, *, guard: str, model: str,
         out["guard_output"] = verdict.raw
     if verdict.error is not None or verdict.score is None:
         out["error"] = verdict.error or "no score"
+        out["failure"] = verdict.failure or VERDICT_FAILURE
         if neutral is not None:
             out.update(score=neutral, neutral=True)
     return out
@@ -265,7 +267,8 @@ class SafeguardTask(Task):
             "on_failure": self.on_failure,
             "n_neutral": n_neutral,
             "n_excluded": sum(1 for s in samples if s["label"] is None),
-            "failures": [{k: s[k] for k in ("id", "lang", "subset", "kind", "context", "error")}
+            "failures": [{k: s[k] for k in ("id", "lang", "subset", "kind", "context", "failure",
+                                            "error") if k in s}
                          for s in failed[:50]],
             "warnings": warnings,
             **analyses(samples, self.n_resamples, self.calibrate_on, self.auprc,
@@ -273,7 +276,7 @@ class SafeguardTask(Task):
         }
 
     def _failure_warning(self, failed: list[dict], n: int, n_neutral: int) -> str:
-        reasons = Counter(s["error"].split(":")[0] for s in failed).most_common(3)
+        reasons = Counter(s.get("failure", "unclassified") for s in failed).most_common(3)
         if self.on_failure == "iris":
             fate = (f"were scored as IRIS scores them: {n_neutral} kept, "
                     f"{len(failed) - n_neutral} left out (IRIS has no score for them)")

@@ -30,6 +30,7 @@ from pathlib import Path
 from ...errors import LocalevalError
 from ..base import BackendBase, Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
 from ..config import DTYPES, BackendConfig
+from ..failures import Unsupported
 from ..prompt_tokens import render, score_tokens
 from .attention import NAME as GROUPED_EAGER
 from .attention import implementation as attention_implementation
@@ -207,7 +208,7 @@ class HFBackend(BackendBase):
             except LocalevalError as e:
                 encoded.append(None)
                 if needed[i]:
-                    yield i, Response(error=str(e), permanent=True)  # the same on every run
+                    yield i, Response.failed(Unsupported(str(e)))  # the same on every run
         ok = [i for i, e in enumerate(encoded) if e is not None]
         contexts = [encoded[i][0] for i in ok]
         for batch in walk(self, plan(self, contexts), contexts,

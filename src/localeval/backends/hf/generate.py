@@ -54,6 +54,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..base import GENERATION_CONFIG, Generate, Response
+from ..failures import OverLimit, Unsupported
 from ..prompt_tokens import generation_text
 from .prefix import NODE_COST, STEP_COST, PrefixNode, plan_prefix_tree
 from .row_blocks import ROW_BLOCK, full_row_blocks, gathered_cache
@@ -133,12 +134,12 @@ def _over_the_context(backend, requests: list[Generate], encoded: list[list[int]
     ok = []
     for i, (r, ids) in enumerate(zip(requests, encoded)):
         if not ids:
-            yield i, Response(error="prompt has no tokens; there is nothing to continue",
-                              permanent=True)
+            yield i, Response.failed(Unsupported("prompt has no tokens; there is nothing to "
+                                                 "continue"))
         elif limit and len(ids) + r.max_tokens > limit:
-            yield i, Response(error=f"prompt has {len(ids)} tokens; with {r.max_tokens} to "
-                              f"generate that is over the model's context of {limit}",
-                              permanent=True)
+            yield i, Response.failed(OverLimit(
+                f"prompt has {len(ids)} tokens; with {r.max_tokens} to generate that is over "
+                f"the model's context of {limit}"))
         else:
             ok.append(i)
     return ok

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..base import Response, TextLogprobs
+from ..failures import OverLimit
 from .row_blocks import padded as _padded
 
 LOGITS_BUDGET_BYTES = 1 << 30  # full-vocabulary log-probs held at once, in float32 terms
@@ -30,9 +31,9 @@ def run_text_logprobs(backend, requests: list[TextLogprobs]) -> Iterator[tuple[i
     ok = []
     for i, ids in enumerate(encoded):
         if limit and len(ids) > limit:
-            yield i, Response(error=f"text has {len(ids)} tokens, over the model's context of "
-                                    f"{limit} (not truncated: the score would be of another text)",
-                              permanent=True)
+            yield i, Response.failed(OverLimit(
+                f"text has {len(ids)} tokens, over the model's context of {limit} (not "
+                "truncated: the score would be of another text)"))
         elif len(ids) < 2:
             yield i, Response(token_logprobs=[], token_means=[], token_stds=[],
                               n_prompt_tokens=len(ids))

@@ -1,0 +1,109 @@
+"""Why a request failed, as types: a small hierarchy instead of an error string whose first
+words are parsed. Each kind says whether a rerun may help (``transient``) and how tables name
+it (``kind``).
+
+A failed :class:`~localeval.backends.base.Response` keeps its JSON fields (``error``, the
+message; ``permanent``) and adds ``failure``, the kind's name, so a cached failure reads back as
+the same type. Responses cached before the kinds existed read back as :class:`Unclassified`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+
+@dataclass(frozen=True)
+class RequestFailure:
+    """A failed request: its message (what a user reads) and its kind."""
+
+    message: str
+    kind: ClassVar[str] = "unclassified"
+    transient: ClassVar[bool | None] = None  # True: a rerun may pass; None: cannot tell
+
+    @property
+    def permanent(self) -> bool | None:
+        """The Response field: True when a rerun fails the same way, None when it may not."""
+        return None if self.transient in (True, None) else True
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class Unclassified(RequestFailure):
+    """A failure cached before kinds existed, or one a backend did not classify."""
+
+
+class Timeout(RequestFailure):
+    """The server did not answer within --timeout."""
+
+    kind, transient = "timeout", True
+
+
+class Unreachable(RequestFailure):
+    """The connection was refused, reset or cut off."""
+
+    kind, transient = "connection", True
+
+
+@dataclass(frozen=True)
+class HTTPStatus(RequestFailure):
+    """The server answered with an error status: 408, 429 and 5xx may pass on a rerun; any
+    other 4xx refuses this request."""
+
+    status: int = 0
+    kind: ClassVar[str] = "http"
+
+    @property
+    def permanent(self) -> bool | None:
+        return None if self.status in (408, 429) or self.status >= 500 else True
+
+
+class BadReply(RequestFailure):
+    """A reply of the wrong shape or with invalid values (not JSON, a missing field, a NaN)."""
+
+    kind, transient = "bad_reply", False
+
+
+class ErrorReply(RequestFailure):
+    """A 200 reply that says it failed, or one of the wrong shape that may pass on a retry."""
+
+    kind, transient = "error_reply", True
+
+
+class OverLimit(RequestFailure):
+    """Over a limit the request will always hit: the model's context, --max-reply-mb, the
+    server's top-k."""
+
+    kind, transient = "over_limit", False
+
+
+class Unsupported(RequestFailure):
+    """A request this backend cannot run, or candidates its tokenizer cannot score apart."""
+
+    kind, transient = "unsupported", False
+
+
+class ModelError(RequestFailure):
+    """The model raised while running the request (the same on every run)."""
+
+    kind, transient = "model_error", False
+
+
+FAILURE_KINDS: dict[str, type[RequestFailure]] = {
+    cls.kind: cls for cls in (Unclassified, Timeout, Unreachable, HTTPStatus, BadReply,
+                              ErrorReply, OverLimit, Unsupported, ModelError)}
+
+
+def failure_from(message: str, kind: str | None, status: int | None = None) -> RequestFailure:
+    """A failure read back from JSON (a cached response, a sample)."""
+    cls = FAILURE_KINDS.get(kind or "", Unclassified)
+    if cls is HTTPStatus:
+        return HTTPStatus(message, status=status or _status_in(message))
+    return cls(message)
+
+
+def _status_in(message: str) -> int:
+    """The status of an "HTTP 503 from …" message (0 when it names none)."""
+    word = message.removeprefix("HTTP ").split(" ", 1)[0]
+    return int(word) if word.isdigit() else 0
