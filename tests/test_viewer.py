@@ -34,7 +34,16 @@ def client(runs):
     catalog = Catalog(runs["store"], [runs["loose"].parent])
     client = TestClient(make_app(catalog), base_url="http://127.0.0.1")
     client.store_before = runs["store"].read_bytes()  # before the viewer read it at all
+    client.files_before = _files(runs)
     return client
+
+
+def _files(runs) -> dict[str, int]:
+    """Every file under the runs' folder with its size, but SQLite's -wal and -shm (a reader of
+    a store in WAL mode opens them)."""
+    root = runs["store"].parent
+    return {str(p.relative_to(root)): p.stat().st_size for p in root.rglob("*")
+            if p.is_file() and not p.name.endswith(("-wal", "-shm"))}
 
 
 def _ids(runs) -> dict[str, str]:
@@ -158,6 +167,7 @@ def test_it_only_reads(runs, client, pages):
     for url in ("/", "/leaderboard?task=my-exam", f"/runs/{ids['loose']}/samples"):
         client.get(url)
     assert runs["store"].read_bytes() == client.store_before
+    assert _files(runs) == client.files_before  # no report, figure or cache written
     with pytest.raises(StoreError) as e, opened(runs["store"], SCHEMA, read_only=True) as db:
         db.execute("DELETE FROM runs")  # the connection itself cannot write
     assert "readonly" in str(e.value)
@@ -205,3 +215,30 @@ def test_the_command_line_says_what_is_wrong_in_one_line(runs, tmp_path, capsys)
         assert err.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in err
     finally:
         taken.close()
+
+
+def test_the_command_serves_until_stopped(runs):
+    """`localeval view` as a user starts it: it says where it listens, answers there, and
+    Ctrl-C (SIGINT) or SIGTERM stops it with exit 0 and one line (no "rerun to resume")."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import httpx
+
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        server = subprocess.Popen(
+            [sys.executable, "-m", "localeval.cli", "view", "--port", "0", "--store",
+             str(runs["store"])], stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            first = server.stderr.readline()
+            url = re.search(r"http://127\.0\.0\.1:\d+/", first).group(0)
+            assert _count(httpx.get(url, timeout=30).text) == 3
+        finally:
+            server.send_signal(stop)
+            _, err = server.communicate(timeout=30)
+        assert server.returncode == 0 and err == "localeval view: stopped\n", (stop, err)

@@ -54,4 +54,7 @@ def cmd_view(args) -> None:
         print(f"localeval view: http://127.0.0.1:{port}/ ({catalog.label()}); Ctrl-C stops",
               file=sys.stderr, flush=True)
 
-    serve(catalog, args.port, ready)
+    try:
+        serve(catalog, args.port, ready)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the usual way a server stops; nothing to resume
+        print("localeval view: stopped", file=sys.stderr)

@@ -35,7 +35,7 @@ from ..report.leaderboard import leaderboard, leaderboard_tables
 from ..store.runs import RunRecord
 from ..views.registry import view_for
 from . import pages
-from .catalog import Catalog, NotFound, RunFilter
+from .catalog import KEPT, Catalog, NotFound, RunFilter
 from .samples import BadQuery, browse
 
 HOST = "127.0.0.1"
@@ -46,6 +46,7 @@ CSP = ("default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' dat
        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
            "Cache-Control": "no-store"}
+BACKLOG = 128
 DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 # matplotlib's pyplot (the figures) is not thread-safe, and Starlette runs routes in threads
 DRAWING = threading.Lock()
@@ -81,7 +82,10 @@ class Drawn:
         with DRAWING:
             kept = self.kept.get(key)
             if kept is None or any(a is not b for a, b in zip(kept[0], records)):
+                self.kept.pop(key, None)
                 kept = self.kept[key] = (records, make())
+                while len(self.kept) > KEPT:  # the page drawn longest ago goes first
+                    self.kept.pop(next(iter(self.kept)))
             return kept[1]
 
 
@@ -218,5 +222,6 @@ def make_server(catalog: Catalog, port: int):
         sock.close()
         raise LocalevalError(f"cannot listen on {HOST}:{port}: {e.strerror}; give another "
                              "--port") from None
+    sock.listen(BACKLOG)  # now: a browser opened at once waits in the queue, is not refused
     config = uvicorn.Config(make_app(catalog), log_level="warning", access_log=False)
     return uvicorn.Server(config), sock

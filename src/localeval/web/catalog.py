@@ -18,6 +18,7 @@ from ..store.runs import RunFolderError, RunRecord, load_run, read_config
 from ..views.registry import view_for, view_for_schema
 
 SCAN_DEPTH = 4  # how deep under a --runs folder run folders are looked for
+KEPT = 8  # runs kept read (samples and all); the one read longest ago goes first
 FILES = ("config.json", "results.json", "samples.jsonl")
 
 
@@ -75,7 +76,10 @@ class Catalog:
                 record = load_run(folder)
                 if record.status != "finished":
                     raise NotFound(f"{folder}: the run is {record.status}, not finished")
+                self._loaded.pop(run_id, None)
                 self._loaded[run_id] = kept = (stamp, record)
+                while len(self._loaded) > KEPT:
+                    self._loaded.pop(next(iter(self._loaded)))
             return kept[1]
 
 
