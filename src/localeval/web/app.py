@@ -105,7 +105,7 @@ def make_app(catalog: Catalog) -> Starlette:
             if value and not DATE.fullmatch(value):
                 raise BadQuery(f"{name}={value}: a date is YYYY-MM-DD")
         every = catalog.runs()
-        return page("Runs", pages.runs_page([r for r in every if f.keeps(r)], every, f, source))
+        return page("Runs", pages.runs_page([r for r in every if f.keeps(r)], every, f))
 
     def board(request: Request) -> HTMLResponse:
         every = catalog.runs()
@@ -115,12 +115,11 @@ def make_app(catalog: Catalog) -> Starlette:
         if task and task not in tasks:
             raise NotFound(f"task={task}: no recorded run of it (tasks: {', '.join(tasks)})")
         if not task:
-            return page("Leaderboard", pages.leaderboard_page("", tasks, False, "", None,
-                                                              source))
+            return page("Leaderboard", pages.leaderboard_page("", tasks, False, "", None))
         ranked = leaderboard(task, [r for r in every if r["task"] == task], any_protocol)
         tables = "".join(table_html(t) for t in leaderboard_tables(task, ranked))
         return page(f"{task} leaderboard", pages.leaderboard_page(
-            task, tasks, any_protocol, tables, ranked, source))
+            task, tasks, any_protocol, tables, ranked))
 
     def report(request: Request) -> HTMLResponse:
         run_id = request.path_params["run_id"]
@@ -137,7 +136,7 @@ def make_app(catalog: Catalog) -> Starlette:
         query = dict(request.query_params)
         shown = browse(record.samples, query)
         return page(f"Samples · {pages.run_label(entry)}",
-                    pages.samples_page(entry, shown, query, source))
+                    pages.samples_page(entry, shown, query))
 
     def compare(request: Request) -> HTMLResponse:
         every = catalog.runs()
@@ -146,7 +145,7 @@ def make_app(catalog: Catalog) -> Starlette:
         if a and b:
             records = (catalog.record(a), catalog.record(b))
             content = drawn.get(("compare", a, b), records, lambda: comparison(*records))
-        return page("Two runs compared", pages.compare_page(every, a, b, content, source))
+        return page("Two runs compared", pages.compare_page(every, a, b, content))
 
     def stylesheet(request: Request) -> Response:
         text = files(__package__).joinpath("assets", "viewer.css").read_text(encoding="utf-8")

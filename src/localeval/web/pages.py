@@ -53,7 +53,7 @@ def _input(name: str, value: str, kind: str = "search") -> str:
 
 
 # ------------------------------------------------------------------------ the runs
-def runs_page(shown: list[dict], every: list[dict], f: RunFilter, source: str) -> str:
+def runs_page(shown: list[dict], every: list[dict], f: RunFilter) -> str:
     tasks = sorted({r["task"] for r in every})
     form = ('<form class="filters" method="get" action="/">'
             + _label("task", _select("task", tasks, f.task))
@@ -91,7 +91,7 @@ def _run_row(run: dict[str, Any]) -> str:
 
 # ------------------------------------------------------------------------ a leaderboard
 def leaderboard_page(task: str, tasks: list[str], any_protocol: bool, tables_html: str,
-                     board: dict[str, Any] | None, source: str) -> str:
+                     board: dict[str, Any] | None) -> str:
     form = ('<form class="filters" method="get" action="/leaderboard">'
             + _label("task", _select("task", tasks, task, "choose a task"))
             + f'<label><input type="checkbox" name="any_protocol" value="1"'
@@ -106,8 +106,7 @@ def leaderboard_page(task: str, tasks: list[str], any_protocol: bool, tables_htm
 
 
 # ------------------------------------------------------------------------ the samples
-def samples_page(run: dict[str, Any], browsed: Browsed, query: dict[str, str],
-                 source: str) -> str:
+def samples_page(run: dict[str, Any], browsed: Browsed, query: dict[str, str]) -> str:
     rid = e(run["run_id"])
     controls = "".join(_label(c["title"], _select(c["key"], browsed.choices[c["key"]],
                                                    query.get(c["key"], "")))
@@ -152,7 +151,7 @@ def _pager(rid: str, browsed: Browsed, query: dict[str, str]) -> str:
 
 
 # ------------------------------------------------------------------------ two runs
-def compare_page(every: list[dict], a: str, b: str, content: str, source: str) -> str:
+def compare_page(every: list[dict], a: str, b: str, content: str) -> str:
     ids = [r["run_id"] for r in every]
     labels = {r["run_id"]: f"{run_label(r)} · {r['run_id'][:8]}" for r in every}
 
