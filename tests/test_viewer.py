@@ -242,3 +242,22 @@ def test_the_command_serves_until_stopped(runs):
             server.send_signal(stop)
             _, err = server.communicate(timeout=30)
         assert server.returncode == 0 and err == "localeval view: stopped\n", (stop, err)
+
+
+def test_a_run_recorded_elsewhere_is_listed_and_says_where_its_folder_is(runs, tmp_path):
+    from localeval.store.results_db import record_run
+    from localeval.store.runs import load_run
+    from localeval.views.registry import view_for
+
+    record = load_run(runs["mcq_b"])
+    record.folder = tmp_path / "on-a-teammates-machine"
+    store = tmp_path / "team.sqlite"
+    record_run(record, view_for(record.results).store_metrics(record.results), store)
+    client = TestClient(make_app(Catalog(store, [])), base_url="http://127.0.0.1")
+    rid = folder_id(record.folder)
+    assert f'data-run="{rid}"' in client.get("/").text
+    assert client.get("/leaderboard?task=my-exam").status_code == 200
+    for what in ("report", "samples"):
+        response = client.get(f"/runs/{rid}/{what}")
+        assert response.status_code == 404
+        assert "which is not on this machine" in response.text
