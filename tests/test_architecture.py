@@ -22,6 +22,7 @@ LAYERS = [
     {"render"},
     {"views"},
     {"report"},
+    {"web"},
     {"run"},
     {"api"},
     {"tools"},

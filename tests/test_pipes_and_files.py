@@ -177,6 +177,8 @@ def _missing_path_cases(tmp_path: Path, model_folder: str, run_folder: str
         "contamination --members": (["contamination", "--model", model_folder, "--data",
                                      str(texts), "--members", f"{gone}/members.csv",
                                      "--output", out], f"{gone}/members.csv"),
+        "view": (["view", "--store", f"{gone}/store.sqlite"], f"{gone}/store.sqlite"),
+        "view --runs": (["view", "--runs", f"{gone}/runs"], f"{gone}/runs"),
     }
 
 

@@ -25,6 +25,10 @@ READS_EARLIER_OUTPUT = {
     "localeval export runs/lg3 --format latex --output tables/": "test_export.py",
     "localeval run --task safety-prompts --data ../shared/data/jbb-multilingual/prompts.jsonl "
     "--guard embedding:guard.json": "test_embedding_tools.py",
+    # the viewer serves the runs recorded before it until stopped
+    "localeval view": "test_viewer.py",
+    "localeval view --store postgresql://me@db/evals --runs runs/ --port 8000":
+        "test_viewer_postgres.py",
 }
 # The demo makes its own model and data: nothing of the user's to check before it loads
 # (test_end_to_end.py runs it).

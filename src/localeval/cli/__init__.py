@@ -32,6 +32,7 @@ from .run_options import (
     title_of,
 )
 from .tools import add_tool_parsers
+from .viewer import add_view_parser
 
 __all__ = ["main", "parser", "task_options"]
 
@@ -136,6 +137,7 @@ def parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_compare)
     d.set_defaults(func=cmd_demo)
     add_results_parsers(sub)
+    add_view_parser(sub)
     add_tool_parsers(sub)
     add_research_parsers(sub)
     return p

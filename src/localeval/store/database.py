@@ -130,7 +130,13 @@ class Database:
         self.conn.close()
 
 
-def _connect_sqlite(path: Path) -> Database:
+def _connect_sqlite(path: Path, read_only: bool = False) -> Database:
+    if read_only:  # never created, migrated nor written: SQLite refuses every write itself
+        if not path.is_file():
+            raise StoreError(f"{path}: no such results store")
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                               timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        return Database(conn, postgres=False, target=path)
     if path.is_file() and path.stat().st_size:
         with path.open("rb") as f:
             if f.read(16) != b"SQLite format 3\x00":
@@ -144,14 +150,16 @@ def _connect_sqlite(path: Path) -> Database:
     return Database(conn, postgres=False, target=path)
 
 
-def _connect_postgres(url: str) -> Database:
+def _connect_postgres(url: str, read_only: bool = False) -> Database:
     try:
         import psycopg
     except ImportError:
         raise StoreError(f"the results store {shown(url)} is PostgreSQL, which needs psycopg 3: "
                          "pip install 'localeval[postgresql]'") from None
+    # read-only: the server refuses every write of the session, autocommit statements too
+    extra = {"options": "-c default_transaction_read_only=on"} if read_only else {}
     conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
-                           application_name="localeval")
+                           application_name="localeval", **extra)
     return Database(conn, postgres=True, target=url)
 
 
@@ -175,15 +183,19 @@ def one_line(error: BaseException, target: str | Path) -> str:
 
 @contextmanager
 def opened(target: str | Path, schema: tuple[str, ...],
-           columns: tuple[tuple[str, str, str], ...] = ()) -> Iterator[Database]:
+           columns: tuple[tuple[str, str, str], ...] = (),
+           read_only: bool = False) -> Iterator[Database]:
     """The store at ``target`` with its schema created and ``columns`` added where missing
     (:meth:`Database.add_columns`), closed after; a driver error is one :class:`StoreError`
-    line naming the store."""
+    line naming the store. ``read_only`` (``localeval view``): the store as it is, neither
+    created nor migrated, on a connection that cannot write."""
     db = None
     try:
-        db = _connect_postgres(str(target)) if is_url(target) else _connect_sqlite(Path(target))
-        db.create(schema)
-        db.add_columns(columns)
+        db = _connect_postgres(str(target), read_only) if is_url(target) else \
+            _connect_sqlite(Path(target), read_only)
+        if not read_only:
+            db.create(schema)
+            db.add_columns(columns)
         yield db
     except driver_errors() as e:
         raise StoreError(f"results store {shown(target)}: {one_line(e, target)}") from None

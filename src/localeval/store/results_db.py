@@ -59,9 +59,12 @@ def store_label(explicit: str | Path | None = None) -> str:
 
 
 def _run_id(record: RunRecord) -> str:
-    if record.folder:
-        return hashlib.sha256(str(Path(record.folder).resolve()).encode()).hexdigest()[:16]
-    return uuid.uuid4().hex[:16]
+    return folder_id(record.folder) if record.folder else uuid.uuid4().hex[:16]
+
+
+def folder_id(folder: str | Path) -> str:
+    """The id of the run in ``folder``: the store's id for it, whether or not it is recorded."""
+    return hashlib.sha256(str(Path(folder).resolve()).encode()).hexdigest()[:16]
 
 
 Metric = tuple[str, "float | None", "int | None"]  # (name, value, n)
@@ -107,6 +110,25 @@ def task_runs(task: str, path: str | Path | None = None) -> list[dict[str, Any]]
                         "config": _json_object(config),
                         "n_samples": _json_object(results).get("n_samples")})
         return out
+
+
+def recorded_runs(path: str | Path | None = None) -> list[dict[str, Any]]:
+    """Every recorded run, as :func:`task_runs` gives them plus ``task``, ``results_schema``
+    and ``started_at``; read on a connection that cannot write (``localeval view``), so the
+    store is neither created nor migrated: a column an older store lacks is None."""
+    with opened(store_path(path), SCHEMA, read_only=True) as db:
+        cursor = db.execute("SELECT * FROM runs ORDER BY finished_at DESC, run_id")
+        names = [d[0] for d in cursor.description]  # by name: a migrated store's order varies
+        rows = [dict(zip(names, row)) for row in cursor.fetchall()]
+        metrics: dict[str, dict[str, float | None]] = {}
+        for run_id, name, value in db.execute("SELECT run_id, name, value FROM metrics "
+                                              "ORDER BY run_id, name"):
+            metrics.setdefault(run_id, {})[name] = value
+    return [{"run_id": r["run_id"], "task": r["task"], "results_schema": r["results_schema"],
+             "model": r["model"], "folder": r["folder"], "started_at": r["started_at"],
+             "finished_at": r["finished_at"], "host": r.get("host"),
+             "metrics": metrics.get(r["run_id"], {}), "config": _json_object(r["config"]),
+             "n_samples": _json_object(r["results"]).get("n_samples")} for r in rows]
 
 
 def _json_object(text: str | None) -> dict[str, Any]:

@@ -1,0 +1,226 @@
+"""The viewer's Starlette application and its server.
+
+Starlette and uvicorn: the ASGI toolkit and server the Python web ecosystem is built on
+(FastAPI is Starlette served by uvicorn), both maintained, small, with no compiled parts
+needed, and Starlette's TestClient runs the whole app in a test without a socket. The app
+is a handful of GET routes and needs nothing more (no templates engine, no ORM).
+
+Read-only by construction: every method but GET and HEAD is answered 405 before any route
+runs, the store is opened on a connection that cannot write, and no route writes a file.
+Served on 127.0.0.1 only; a request whose Host header names another host is refused (400),
+so a page elsewhere cannot reach the app by pointing a name of its own at 127.0.0.1."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import re
+import socket
+import threading
+from importlib.resources import files
+
+from rich.console import Console
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from ..errors import LocalevalError
+from ..render.figures import Figure
+from ..report.html import figure_html, render, run_label, table_html
+from ..report.leaderboard import leaderboard, leaderboard_tables
+from ..store.runs import RunRecord
+from ..views.registry import view_for
+from . import pages
+from .catalog import KEPT, Catalog, NotFound, RunFilter
+from .samples import BadQuery, browse
+
+HOST = "127.0.0.1"
+ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+# The viewer's own pages: no script at all, styles from the app itself (and the style
+# attributes of figures and tables), images only inline.
+CSP = ("default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+           "Cache-Control": "no-store"}
+BACKLOG = 128
+DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+# matplotlib's pyplot (the figures) is not thread-safe, and Starlette runs routes in threads
+DRAWING = threading.Lock()
+
+
+class ReadOnly:
+    """ASGI middleware: GET and HEAD pass, every other method is 405, whatever the path."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["method"] not in ("GET", "HEAD"):
+            response = PlainTextResponse("localeval view is read-only: GET and HEAD only\n",
+                                         405, headers={"Allow": "GET, HEAD", **HEADERS})
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def html(text: str, status: int = 200, csp: str = CSP) -> HTMLResponse:
+    return HTMLResponse(text, status, headers={"Content-Security-Policy": csp, **HEADERS})
+
+
+class Drawn:
+    """Pages that draw figures, kept while the runs they show are the same records (the
+    catalog reads a run again when its files change): a reload costs nothing."""
+
+    def __init__(self):
+        self.kept: dict[tuple, tuple[tuple, str]] = {}
+
+    def get(self, key: tuple, records: tuple, make) -> str:
+        with DRAWING:
+            kept = self.kept.get(key)
+            if kept is None or any(a is not b for a, b in zip(kept[0], records)):
+                self.kept.pop(key, None)
+                kept = self.kept[key] = (records, make())
+                while len(self.kept) > KEPT:  # the page drawn longest ago goes first
+                    self.kept.pop(next(iter(self.kept)))
+            return kept[1]
+
+
+def make_app(catalog: Catalog) -> Starlette:
+    source = catalog.label()
+    drawn = Drawn()
+
+    def page(title: str, body: str, status: int = 200) -> HTMLResponse:
+        return html(pages.frame(title, body, source), status)
+
+    def runs(request: Request) -> HTMLResponse:
+        q = request.query_params
+        f = RunFilter(*(q.get(k, "").strip() for k in ("task", "model", "protocol", "since",
+                                                        "until")))
+        for name in ("since", "until"):
+            value = getattr(f, name)
+            if value and not DATE.fullmatch(value):
+                raise BadQuery(f"{name}={value}: a date is YYYY-MM-DD")
+        every = catalog.runs()
+        return page("Runs", pages.runs_page([r for r in every if f.keeps(r)], every, f))
+
+    def board(request: Request) -> HTMLResponse:
+        every = catalog.runs()
+        tasks = sorted({r["task"] for r in every})
+        task = request.query_params.get("task", "")
+        any_protocol = request.query_params.get("any_protocol") == "1"
+        if task and task not in tasks:
+            raise NotFound(f"task={task}: no recorded run of it (tasks: {', '.join(tasks)})")
+        if not task:
+            return page("Leaderboard", pages.leaderboard_page("", tasks, False, "", None))
+        ranked = leaderboard(task, [r for r in every if r["task"] == task], any_protocol)
+        tables = "".join(table_html(t) for t in leaderboard_tables(task, ranked))
+        return page(f"{task} leaderboard", pages.leaderboard_page(
+            task, tasks, any_protocol, tables, ranked))
+
+    def report(request: Request) -> HTMLResponse:
+        run_id = request.path_params["run_id"]
+        record = catalog.record(run_id)
+        text = drawn.get(("report", run_id), (record,), lambda: render([record], None))
+        back = (f'<nav style="padding:4px 12px;font:14px sans-serif"><a href="/">All runs</a> · '
+                f'<a href="/runs/{pages.e(run_id)}/samples">samples (searchable)</a></nav>\n')
+        text = text.replace("<body>\n", "<body>\n" + back, 1)
+        return html(text, csp=report_csp(text))
+
+    def samples(request: Request) -> HTMLResponse:
+        run_id = request.path_params["run_id"]
+        entry, record = catalog.entry(run_id), catalog.record(run_id)
+        query = dict(request.query_params)
+        shown = browse(record.samples, query)
+        return page(f"Samples · {pages.run_label(entry)}",
+                    pages.samples_page(entry, shown, query))
+
+    def compare(request: Request) -> HTMLResponse:
+        every = catalog.runs()
+        a, b = (request.query_params.get(k, "") for k in ("a", "b"))
+        content = ""
+        if a and b:
+            records = (catalog.record(a), catalog.record(b))
+            content = drawn.get(("compare", a, b), records, lambda: comparison(*records))
+        return page("Two runs compared", pages.compare_page(every, a, b, content))
+
+    def stylesheet(request: Request) -> Response:
+        text = files(__package__).joinpath("assets", "viewer.css").read_text(encoding="utf-8")
+        return Response(text, media_type="text/css", headers=HEADERS)
+
+    def no_icon(request: Request) -> Response:
+        return Response(status_code=204, headers=HEADERS)
+
+    async def refused(request: Request, error: Exception) -> HTMLResponse:
+        status = 404 if isinstance(error, NotFound) else 400 if isinstance(error, BadQuery) \
+            else 422
+        return page("Not shown", pages.message_page(str(error)), status)
+
+    async def missing(request: Request, error: Exception) -> HTMLResponse:
+        return page("Not found", pages.message_page(f"no page {request.url.path}"), 404)
+
+    routes = [Route("/", runs), Route("/leaderboard", board), Route("/compare", compare),
+              Route("/runs/{run_id:str}/report", report),
+              Route("/runs/{run_id:str}/samples", samples),
+              Route("/assets/viewer.css", stylesheet), Route("/favicon.ico", no_icon)]
+    return Starlette(routes=routes,
+                     middleware=[Middleware(ReadOnly),
+                                 Middleware(TrustedHostMiddleware, allowed_hosts=ALLOWED_HOSTS)],
+                     exception_handlers={LocalevalError: refused, 404: missing})
+
+
+def report_csp(text: str) -> str:
+    """The report page's policy: its own inline scripts, each by its hash, and nothing else
+    (a script injected into the page would not have one)."""
+    hashes = " ".join(
+        "'sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode() + "'"
+        for body in re.findall(r"<script>(.*?)</script>", text, re.S))
+    return (f"default-src 'none'; script-src {hashes or chr(39) + 'none' + chr(39)}; "
+            "style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
+            "form-action 'none'; frame-ancestors 'none'")
+
+
+def comparison(run_a: RunRecord, run_b: RunRecord) -> str:
+    """``localeval compare``'s comparison of runs A and B as text, then the runs side by side
+    (the report's tables and figures of several runs); the caller holds DRAWING."""
+    view_a, view_b = view_for(run_a.results), view_for(run_b.results)
+    if view_a.schema != view_b.schema:
+        raise LocalevalError(f"run A is a {view_a.kind} run and run B a {view_b.kind} run; "
+                             "compare two runs of the same kind")
+    console = Console(file=io.StringIO(), width=120, color_system=None, record=True)
+    view_a.print_comparison(view_a.compare(run_a, run_b), console)
+    labels = (run_label(run_a), run_label(run_b))
+    shown = view_a.side_by_side(list(zip(labels, (run_a.results, run_b.results))), None)
+    parts = [figure_html(p) for p in shown if isinstance(p, Figure)]
+    parts += [table_html(p) for p in shown if not isinstance(p, Figure)]
+    return pages.comparison_html(labels, console.export_text(), parts)
+
+
+def serve(catalog: Catalog, port: int, ready=None) -> None:
+    """Serve on 127.0.0.1:``port`` until interrupted; ``ready(port)`` once it listens."""
+    server, sock = make_server(catalog, port)
+    if ready is not None:
+        ready(sock.getsockname()[1])
+    server.run(sockets=[sock])
+
+
+def make_server(catalog: Catalog, port: int):
+    """The uvicorn server and its socket, bound here to 127.0.0.1 (``port`` 0: any free one),
+    so a port in use is one line before anything starts, and nothing can make the server
+    listen elsewhere. ``server.run(sockets=[sock])`` serves; ``server.should_exit`` stops."""
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((HOST, port))
+    except OSError as e:
+        sock.close()
+        raise LocalevalError(f"cannot listen on {HOST}:{port}: {e.strerror}; give another "
+                             "--port") from None
+    sock.listen(BACKLOG)  # now: a browser opened at once waits in the queue, is not refused
+    config = uvicorn.Config(make_app(catalog), log_level="warning", access_log=False)
+    return uvicorn.Server(config), sock

@@ -1,0 +1,177 @@
+"""The viewer's pages as HTML. Every text from a run, a store or a query goes through
+``escape`` (attributes quoted, quotes escaped); the pages hold no script and fetch only the
+app's own stylesheet. Forms use GET: a filter is a link one can share."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+from urllib.parse import urlencode
+
+from ..render.cells import short_model
+from ..version import __version__
+from .catalog import RunFilter, headline_metric, protocol_text
+from .samples import Browsed, shown_value
+
+TEXT_PREVIEW = 80  # characters of a long text shown before it is opened
+
+
+def e(value: Any) -> str:
+    return escape("" if value is None else str(value), quote=True)
+
+
+def frame(title: str, body: str, source: str) -> str:
+    return (
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        f"<title>{e(title)} · localeval view</title>\n"
+        "<link rel=\"stylesheet\" href=\"/assets/viewer.css\">\n</head>\n<body>\n"
+        "<header class=\"bar\"><nav><a href=\"/\">Runs</a><a href=\"/leaderboard\">Leaderboard"
+        "</a><a href=\"/compare\">Compare</a></nav>"
+        f"<span class=\"source\">localeval {e(__version__)} · {e(source)}</span></header>\n"
+        f"<main>\n<h1>{e(title)}</h1>\n{body}\n</main>\n</body>\n</html>\n")
+
+
+def run_label(run: dict[str, Any]) -> str:
+    return (f"{run['task']} · {short_model(str(run['model'] or ''))} · "
+            f"{(run['finished_at'] or '')[:16].replace('T', ' ')}")
+
+
+def _select(name: str, values: list[str], chosen: str, anything: str = "any") -> str:
+    options = [f'<option value="">{e(anything)}</option>'] + [
+        f'<option value="{e(v)}"{" selected" if v == chosen else ""}>{e(v)}</option>'
+        for v in values]
+    return f'<select name="{e(name)}" data-filter="{e(name)}">{"".join(options)}</select>'
+
+
+def _label(text: str, control: str) -> str:
+    return f"<label>{e(text)} {control}</label>"
+
+
+def _input(name: str, value: str, kind: str = "search") -> str:
+    return f'<input type="{kind}" name="{e(name)}" value="{e(value)}" data-role="{e(name)}">'
+
+
+# ------------------------------------------------------------------------ the runs
+def runs_page(shown: list[dict], every: list[dict], f: RunFilter) -> str:
+    tasks = sorted({r["task"] for r in every})
+    form = ('<form class="filters" method="get" action="/">'
+            + _label("task", _select("task", tasks, f.task))
+            + _label("model", _input("model", f.model))
+            + _label("protocol", _input("protocol", f.protocol))
+            + _label("finished from", _input("since", f.since, "date"))
+            + _label("to", _input("until", f.until, "date"))
+            + '<button type="submit">Filter</button></form>')
+    count = (f'<p class="count" data-matching="{len(shown)}">{len(shown)} of {len(every)} '
+             "runs</p>")
+    if not shown:
+        return form + count + "<p>No run matches.</p>"
+    head = ("<tr><th>A</th><th>B</th><th>finished</th><th>task</th><th>model</th>"
+            "<th>items</th><th>headline</th><th>protocol</th><th>open</th></tr>")
+    rows = "".join(_run_row(r) for r in shown)
+    table = (f'<form method="get" action="/compare"><div class="scroll"><table class="data runs">'
+             f"<thead>{head}</thead><tbody>{rows}</tbody></table></div>"
+             '<button type="submit">Compare A with B</button></form>')
+    return form + count + table
+
+
+def _run_row(run: dict[str, Any]) -> str:
+    rid = e(run["run_id"])
+    title, value = headline_metric(run)
+    links = (f'<a href="/runs/{rid}/report">report</a> · <a href="/runs/{rid}/samples">samples'
+             f'</a> · <a href="/leaderboard?{e(urlencode({"task": run["task"]}))}">'
+             "leaderboard</a>")
+    return (f'<tr data-run="{rid}"><td><input type="radio" name="a" value="{rid}" '
+            f'aria-label="A"></td><td><input type="radio" name="b" value="{rid}" '
+            f'aria-label="B"></td><td>{e((run["finished_at"] or "")[:19].replace("T", " "))}'
+            f'</td><td>{e(run["task"])}</td><td>{e(run["model"])}</td>'
+            f'<td class="num">{e(run["n_samples"])}</td><td>{e(title)} {e(value)}</td>'
+            f'<td class="small">{e(protocol_text(run))}</td><td>{links}</td></tr>')
+
+
+# ------------------------------------------------------------------------ a leaderboard
+def leaderboard_page(task: str, tasks: list[str], any_protocol: bool, tables_html: str,
+                     board: dict[str, Any] | None) -> str:
+    form = ('<form class="filters" method="get" action="/leaderboard">'
+            + _label("task", _select("task", tasks, task, "choose a task"))
+            + f'<label><input type="checkbox" name="any_protocol" value="1"'
+            f'{" checked" if any_protocol else ""}> every protocol</label>'
+            + '<button type="submit">Show</button></form>')
+    if board is None:
+        return form + "<p>Choose a task.</p>"
+    runs = "".join(f'<li><a href="/runs/{e(r["run_id"])}/report">{e(r["model"])}</a> '
+                   f'<span class="small">{e(r["finished_at"])}</span></li>'
+                   for r in board["rows"] + board["apart"])
+    return form + tables_html + f"<h2>The runs' reports</h2><ol>{runs}</ol>"
+
+
+# ------------------------------------------------------------------------ the samples
+def samples_page(run: dict[str, Any], browsed: Browsed, query: dict[str, str]) -> str:
+    rid = e(run["run_id"])
+    controls = "".join(_label(c["title"], _select(c["key"], browsed.choices[c["key"]],
+                                                   query.get(c["key"], "")))
+                       for c in browsed.columns if c["key"] in browsed.choices)
+    form = (f'<form class="filters" method="get" action="/runs/{rid}/samples">'
+            + _label("search", _input("q", query.get("q", ""))) + controls
+            + '<button type="submit">Filter</button></form>')
+    count = (f'<p class="count" data-matching="{browsed.matching}">{browsed.matching} of '
+             f"{browsed.total} samples · page {browsed.page} of {browsed.pages} · "
+             f'<a href="/runs/{rid}/report">report</a></p>')
+    head = "".join(f"<th>{e(c['title'])}</th>" for c in browsed.columns)
+    rows = "".join("<tr>" + "".join(_cell(c, v, k in warn) for k, (c, v) in
+                                    enumerate(zip(browsed.columns, cells))) + "</tr>"
+                   for cells, warn in browsed.rows)
+    table = (f'<div class="scroll"><table class="data samples"><thead><tr>{head}</tr></thead>'
+             f"<tbody>{rows}</tbody></table></div>")
+    return form + count + table + _pager(rid, browsed, query)
+
+
+def _cell(column: dict[str, Any], value: Any, warned: bool) -> str:
+    text = shown_value(value)
+    if column["type"] == "num" and isinstance(value, float):
+        text = f"{value:.4g}"
+    if warned and text:
+        return ('<td><details class="cw"><summary>content warning: labelled harmful or '
+                f'sensitive; open to read</summary><div class="text">{e(text)}</div>'
+                "</details></td>")
+    if column["type"] == "text" and len(text) > TEXT_PREVIEW:
+        return (f"<td><details><summary>{e(text[:TEXT_PREVIEW])}…</summary>"
+                f'<div class="text">{e(text)}</div></details></td>')
+    return f'<td class="{e(column["type"])}">{e(text)}</td>'
+
+
+def _pager(rid: str, browsed: Browsed, query: dict[str, str]) -> str:
+    links = []
+    for page, what in ((browsed.page - 1, "previous"), (browsed.page + 1, "next")):
+        if 1 <= page <= browsed.pages:
+            target = urlencode({**{k: v for k, v in query.items() if v}, "page": page})
+            links.append(f'<a href="/runs/{rid}/samples?{e(target)}" rel="{what[:4]}">'
+                         f"{what} page</a>")
+    return f'<nav class="pager">{" · ".join(links)}</nav>' if links else ""
+
+
+# ------------------------------------------------------------------------ two runs
+def compare_page(every: list[dict], a: str, b: str, content: str) -> str:
+    ids = [r["run_id"] for r in every]
+    labels = {r["run_id"]: f"{run_label(r)} · {r['run_id'][:8]}" for r in every}
+
+    def choose(name: str, chosen: str) -> str:
+        options = ['<option value="">choose a run</option>'] + [
+            f'<option value="{e(i)}"{" selected" if i == chosen else ""}>{e(labels[i])}'
+            "</option>" for i in ids]
+        return f'<select name="{name}" data-filter="{name}">{"".join(options)}</select>'
+
+    form = ('<form class="filters" method="get" action="/compare">'
+            + _label("run A", choose("a", a)) + _label("run B", choose("b", b))
+            + '<button type="submit">Compare</button></form>')
+    return form + (content or "<p>Choose two runs of the same kind.</p>")
+
+
+def comparison_html(labels: tuple[str, str], text: str, parts: list[str]) -> str:
+    """The comparison as ``localeval compare`` prints it, then the two runs side by side."""
+    return (f"<p>A: {e(labels[0])}<br>B: {e(labels[1])}</p>"
+            f'<pre class="comparison">{e(text)}</pre>' + "\n".join(parts))
+
+
+def message_page(message: str) -> str:
+    return f'<p class="error">{e(message)}</p>'
