@@ -158,6 +158,13 @@ def score(planned: Planned, response: Response, config: MCQConfig) -> dict:
     return record
 
 
+def _failures(samples: list[dict]) -> dict:
+    """The first 50 failed questions with their failure kind and error (absent when none)."""
+    rows = [{k: s[k] for k in ("id", "subject", "failure", "error") if k in s}
+            for s in samples if s.get("failed")][:50]
+    return {"failures": rows} if rows else {}
+
+
 def _extract(text: str, letters: str, config: MCQConfig) -> tuple[str | None, str, str | None]:
     """(letter or None, the rule that decided, error when there is no letter)."""
     if config.extraction == "tmlu":
@@ -246,8 +253,7 @@ class MCQTask(Task):
             "n_samples": len(samples),
             "n_failed": sum(1 for s in samples if s.get("failed")),
             "failed": [s["id"] for s in samples if s.get("failed")][:50],
-            "failures": [{k: s[k] for k in ("id", "subject", "failure", "error") if k in s}
-                         for s in samples if s.get("failed")][:50],
+            **_failures(samples),
             "unanswered": [s["id"] for s in samples if s["pred"] is None and not s.get("failed")],
         }
 
