@@ -22,7 +22,7 @@ LAYERS = [
     {"render"},
     {"views"},
     {"report"},
-    {"run"},
+    {"run", "rescore"},
     {"api"},
     {"tools"},
     {"demo"},

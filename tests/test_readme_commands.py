@@ -25,6 +25,9 @@ READS_EARLIER_OUTPUT = {
     "localeval export runs/lg3 --format latex --output tables/": "test_export.py",
     "localeval run --task safety-prompts --data ../shared/data/jbb-multilingual/prompts.jsonl "
     "--guard embedding:guard.json": "test_embedding_tools.py",
+    "localeval rescore runs/qwen-tmlu-gen --extract tmlu": "test_rescore.py",
+    "localeval rescore runs/lg3 --sensitive paper --threshold-rule ge --auprc ap --bootstrap 0":
+        "test_rescore.py",
 }
 # The demo makes its own model and data: nothing of the user's to check before it loads
 # (test_end_to_end.py runs it).

@@ -22,6 +22,7 @@ from ..backends.secrets import redact_text
 from ..errors import LocalevalError, clipped
 from .commands import cmd_compare, cmd_demo, cmd_run, cmd_show, cmd_tasks
 from .research import add_research_parsers
+from .rescore import add_rescore_parser
 from .results import STORE_FOR_IDS, add_results_parsers, store_flag
 from .run_options import (
     add_backend_arguments,
@@ -136,6 +137,7 @@ def parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_compare)
     d.set_defaults(func=cmd_demo)
     add_results_parsers(sub)
+    add_rescore_parser(sub)
     add_tool_parsers(sub)
     add_research_parsers(sub)
     return p
@@ -168,6 +170,9 @@ def _unknown_arguments(p: argparse.ArgumentParser, args, extra: list[str]):
     known = [o for action in command._actions for o in action.option_strings]
     close = difflib.get_close_matches(flag, known, n=2, cutoff=0.75) if word.startswith("-") \
         else []
+    hint = getattr(command, "unknown_hint", None)  # a command that says what it takes instead
+    if hint and word.startswith("-"):
+        command.error(hint(flag))
     what = f"unknown option {flag}" if word.startswith("-") else f"unexpected argument {word!r}"
     command.error(what + (f" (did you mean {' or '.join(close)}?)" if close else ""))
 
