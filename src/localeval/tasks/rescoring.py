@@ -55,7 +55,8 @@ def _mcq_options(c: dict) -> dict[str, Any]:
                "cot": prompt.get("cot", False), "chat": prompt.get("chat", "none"),
                "system": prompt.get("system"),
                "lm_eval_choices": prompt.get("lm_eval_choices", "fixed"),
-               "chat_special_tokens": c.get("chat_special_tokens", True)}
+               "chat_special_tokens": c.get("chat_special_tokens", True),
+               "permute_options": c.get("permute_options", 1), "repeats": c.get("repeats", 1)}
     if c.get("method") == "generation":  # the budget as run, so the requests key the cache
         options.update(max_tokens=c.get("max_tokens"), extract=c.get("extract"))
     return options
