@@ -130,6 +130,7 @@ def _rescore(record: RunRecord, base: dict, changed: dict, folder: Path, cache: 
     samples = [task.score(p, a) for p, a in zip(planned, answers, strict=True)]
     results = task.summarise(samples, data, backend.identity)
     results["request_failures"] = dict(execute.failures)
+    results["usage"] = execute.usage.data()  # every answer a cache hit: nothing sent
     results["timing"] = {"seconds": round(time.perf_counter() - begun, 3), **execute.counts}
     results["history"] = []
     provenance = run_provenance(command)

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 
 from ..backends.secrets import redact_text
 from ..errors import LocalevalError, clipped
+from .budget import add_budget_arguments
 from .commands import cmd_compare, cmd_demo, cmd_run, cmd_show, cmd_tasks
 from .research import add_research_parsers
 from .rescore import add_rescore_parser
@@ -105,6 +106,7 @@ def parser() -> argparse.ArgumentParser:
     add_task_option_flag(r)
     add_folder_arguments(r)
     add_backend_arguments(r)
+    add_budget_arguments(r)
     r.add_argument("--json", action="store_true", help="print results.json instead of tables")
     r.add_argument("--max-failed", type=float, default=0.0, metavar="SHARE",
                    help="exit with status 3 when more than this share of the samples failed "
