@@ -135,3 +135,26 @@ def test_repeats_need_generation_and_orders_a_sane_k(tmp_path, capsys):
         capsys.readouterr().err
     assert main([*base, "--permute-options", "9"]) == 2
     assert "--permute-options must be 1 to 6" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_orders_draws_and_tokens_on_a_real_hf_model(tmp_path):
+    """The random SmolLM2-shaped model on hf: every order and draw is a request the backend
+    runs once and the cache answers after; the backend's token counts reach results.json."""
+    from tiny_models import make_model
+
+    folder = make_model(tmp_path / "m", layers=2, tied=False)
+    kw = dict(task="my-exam", model=f"hf:{folder}", data=_exam(tmp_path), shots=0,
+              method="generation", extract="strict", max_tokens=4, permute_options=2,
+              repeats=2, output=tmp_path / "run", cache=tmp_path / "c.sqlite", quiet=True,
+              store=False)
+    first = evaluate(**kw)
+    r = first.results.robustness
+    assert len(r.permutation.accuracy) == 2 and len(r.draws.accuracy) == 2
+    assert first.results.timing["requests_run"] == 6 * 4  # 2 orders x 2 draws per question
+    u = first.results.usage["model"]
+    assert u.requests_run == 24 and u.prompt_tokens > 0 and 0 < u.completion_tokens <= 24 * 4
+    again = evaluate(**kw)
+    assert again.results.usage["model"].cache_hits == 24
+    assert again.results.usage["model"].sent_prompt_tokens == 0
+    assert again.results.robustness == r
