@@ -25,7 +25,6 @@ from .errors import LocalevalError
 from .records import read_results
 from .store.cache import check_cache_file
 from .store.executor import CachedExecutor, commit_interval, open_cache
-from .store.usage import Budget
 from .store.runs import (
     DATA_FILES,
     RunRecord,
@@ -40,6 +39,7 @@ from .store.runs import (
     with_history,
     write_config,
 )
+from .store.usage import Budget
 from .tasks.base import Task
 from .version import __version__
 

@@ -22,8 +22,8 @@ from ..backends.secrets import redact_text
 from ..errors import LocalevalError, clipped
 from .budget import add_budget_arguments
 from .commands import cmd_compare, cmd_demo, cmd_run, cmd_show, cmd_tasks
-from .research import add_research_parsers
 from .rescore import add_rescore_parser
+from .research import add_research_parsers
 from .results import STORE_FOR_IDS, add_results_parsers, store_flag
 from .run_options import (
     add_backend_arguments,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 
-
 def mean_std_interval(values: list[float], level: float = 0.95) -> dict[str, float | None]:
     """``mean``, ``std`` (sample standard deviation, n - 1: the runs are a sample of the runs
     one could make) and ``low``/``high``: Student's t interval of the mean (None with fewer
