@@ -115,7 +115,11 @@ def test_rescore_from_the_command_line_and_its_refusals(tmp_path, forbidden_load
     assert "\n" not in err and "cannot change --shots" in err and "--extract" in err
     # an option of another kind of task, and its own output folder: one line each
     assert main(["rescore", str(source), "--sensitive", "safe", "--no-store"]) == 2
-    assert "may change only extract" in capsys.readouterr().err
+    assert "may change only --extract" in capsys.readouterr().err
+    # nothing changed: what it may change, in one line
+    assert main(["rescore", str(source), "--extract", "strict", "--no-store"]) == 2
+    err = capsys.readouterr().err
+    assert "nothing to change" in err and "already has --extract strict" in err
     assert main(["rescore", str(source), "--extract", "tmlu", "--output", str(source)]) == 2
     assert "is the source run" in capsys.readouterr().err
 

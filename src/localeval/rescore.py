@@ -37,7 +37,8 @@ from .store.runs import (
     run_folder_lock,
     save_run,
 )
-from .tasks.registry import make_task, task_class
+from .tasks.options import flag_of, option_fields
+from .tasks.registry import make_task, task_class, task_kinds
 from .tasks.rescoring import check_change, rescorable, source_options
 
 MISSING = "not in the source run's request cache (rescore calls no model)"
@@ -84,6 +85,11 @@ def rescore_run(source: str | Path, changes: dict[str, Any], *, output: str | Pa
     base = source_options(cls, config, results)
     _check_changes(cls, base, changes)
     changed = {k: v for k, v in changes.items() if base.get(k) != v}
+    if not changed:
+        raise LocalevalError(f"nothing to change: {source} already has "
+                             + (", ".join(f"{_flag(cls, k)} {v}" for k, v in changes.items())
+                                if changes else "its options")
+                             + f"; a rescore of it may change {_flags(cls)}")
     folder = Path(output) if output else default_output(source, changed)
     if folder.resolve() == source.resolve():
         raise LocalevalError(f"--output {folder} is the source run; rescore writes a new folder")
@@ -96,12 +102,23 @@ def rescore_run(source: str | Path, changes: dict[str, Any], *, output: str | Pa
         return _rescore(record, base, changed, folder, cache, store, command, quiet)
 
 
+def _flag(cls, name: str) -> str:
+    """The flag of option ``name``, of this kind of task or any other."""
+    fields = [f for kind in (cls, *task_kinds()) for f in option_fields(kind.Options)]
+    field = next((f for f in fields if f.name == name), None)
+    return flag_of(field) if field else name
+
+
+def _flags(cls) -> str:
+    return ", ".join(_flag(cls, n) for n in rescorable(cls)) or "nothing"
+
+
 def _check_changes(cls, base: dict[str, Any], changes: dict[str, Any]) -> None:
-    allowed = rescorable(cls)
-    refused = sorted(set(changes) - set(allowed))
+    refused = sorted(set(changes) - set(rescorable(cls)))
     if refused:
-        raise LocalevalError(f"rescore cannot change {', '.join(refused)} of this run: it may "
-                             f"change only {', '.join(allowed)}")
+        raise LocalevalError(f"rescore cannot change {', '.join(_flag(cls, r) for r in refused)}"
+                             f" of this run (a "
+                             f"{cls.__name__}): it may change only {_flags(cls)}")
     for name in changes:
         check_change(cls, base, name)
 
