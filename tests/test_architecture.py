@@ -23,7 +23,7 @@ LAYERS = [
     {"views"},
     {"report"},
     {"web"},
-    {"run"},
+    {"run", "rescore"},
     {"api"},
     {"tools"},
     {"demo"},

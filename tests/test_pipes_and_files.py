@@ -159,6 +159,7 @@ def _missing_path_cases(tmp_path: Path, model_folder: str, run_folder: str
         "show": (["show", f"{gone}/run"], f"{gone}/run"),
         "export": (["export", f"{gone}/run"], f"{gone}/run"),
         "report": (["report", f"{gone}/run"], f"{gone}/run"),
+        "rescore": (["rescore", f"{gone}/run", "--no-store"], f"{gone}/run"),
         "leaderboard": (["leaderboard", "--task", "cmmlu", "--store", f"{gone}/store.sqlite"],
                         f"{gone}/store.sqlite"),
         "forget": (["forget", "--missing", "--store", f"{gone}/store.sqlite"],

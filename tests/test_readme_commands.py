@@ -29,6 +29,9 @@ READS_EARLIER_OUTPUT = {
     "localeval view": "test_viewer.py",
     "localeval view --store postgresql://me@db/evals --runs runs/ --port 8000":
         "test_viewer_postgres.py",
+    "localeval rescore runs/qwen-tmlu-gen --extract tmlu": "test_rescore.py",
+    "localeval rescore runs/lg3 --sensitive paper --threshold-rule ge --auprc ap --bootstrap 0":
+        "test_rescore.py",
 }
 # The demo makes its own model and data: nothing of the user's to check before it loads
 # (test_end_to_end.py runs it).

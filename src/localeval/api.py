@@ -16,6 +16,7 @@ from .backends.config import BackendConfig
 from .report import html
 from .run import run_task
 from .store.runs import RunRecord, check_report_output, load_run
+from .store.usage import Budget
 from .tasks.options import options_doc
 from .tasks.registry import make_task, task_kinds
 from .views.mcq import compare_mcq_runs
@@ -31,7 +32,7 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
              role_options: dict[str, BackendConfig | dict] | None = None, quiet: bool = False,
              command: list[str] | None = None, overwrite: bool = False,
              store: str | Path | bool | None = None, report: bool = False,
-             **options) -> RunRecord:
+             budget: Budget | None = None, **options) -> RunRecord:
     """Evaluate ``model`` on ``task`` and (with ``output``) write the run folder.
 
     ``model`` is a backend spec such as ``hf:Qwen/Qwen2.5-7B-Instruct``, ``hf:/path/to/model``
@@ -45,7 +46,9 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
     same settings the run resumes. A finished run with a folder is recorded in the results
     store (``store``: a path, else ``$LOCALEVAL_STORE`` or
     ``$XDG_DATA_HOME/localeval/results.sqlite``; False: not recorded). ``report``: the folder
-    also gets its HTML report, written before the run is marked finished.
+    also gets its HTML report, written before the run is marked finished. ``budget`` (a
+    :class:`~localeval.store.usage.Budget`): prices per million tokens, for the cost in
+    results.json, and ``max_spend`` / ``max_tokens``, which stop the run resumably.
 
     ``options`` are the task's own (``localeval tasks`` lists the tasks); a name the task does
     not have is an error. A list option takes a list, or text as its flag does: ``subjects=
@@ -55,7 +58,8 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
     """
     return run_task(make_task(task, **options), model, output=output, cache=cache,
                     backend_options=backend_options, role_options=role_options, quiet=quiet,
-                    command=command, overwrite=overwrite, store=store, report=report)
+                    command=command, overwrite=overwrite, store=store, report=report,
+                    budget=budget)
 
 
 def _options_doc() -> str:

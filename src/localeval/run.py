@@ -39,6 +39,7 @@ from .store.runs import (
     with_history,
     write_config,
 )
+from .store.usage import Budget
 from .tasks.base import Task
 from .version import __version__
 
@@ -49,7 +50,7 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
              role_options: dict[str, BackendConfig | dict] | None = None,
              quiet: bool = False, command: list[str] | None = None,
              overwrite: bool = False, store: str | Path | bool | None = None,
-             report: bool = False) -> RunRecord:
+             report: bool = False, budget: Budget | None = None) -> RunRecord:
     """Run ``task`` on ``model`` (a backend spec such as ``hf:/path`` or a backend object) and,
     with ``output``, keep the run folder; ``cache`` is the SQLite file of finished requests.
     ``model`` None: the task's own (an embedding guard's embedder). ``backend_options`` apply to
@@ -58,12 +59,15 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
     settings is refused unless ``overwrite``; with the same settings it is a rerun. Every check
     (model specs and options, folder, data, task options) comes before any model loads. A
     finished run with a folder is recorded in the results store (``store``: its path, None for
-    the default, False for none); with ``report``, the folder gets its report.html."""
+    the default, False for none); with ``report``, the folder gets its report.html.
+    ``budget``: prices per million tokens (the cost in results.json) and the limits that stop
+    the run, resumably (:mod:`.store.usage`)."""
     check_environment()
     target = choose_model(task, model)
     models = resolve_models(target, BackendConfig.of(backend_options), task.model_roles(),
                             role_options)
-    place = RunPlace(Path(output) if output else None, cache, overwrite, command, quiet, report)
+    place = RunPlace(Path(output) if output else None, cache, overwrite, command, quiet, report,
+                     budget)
     if place.folder:
         check_output_folder(place.folder)
     with run_folder_lock(place.folder):
@@ -89,6 +93,7 @@ class RunPlace:
     command: list[str] | None
     quiet: bool
     report: bool = False  # write <folder>/report.html before the run is marked finished
+    budget: Budget | None = None  # prices and the invocation's limits (store/usage.py)
 
 
 def _record_in_store(record: RunRecord, store: str | Path | None) -> None:
@@ -127,7 +132,7 @@ def _run(task: Task, models: list[Model], place: RunPlace) -> RunRecord:
         started = time.perf_counter()
         with open_cache(place.cache) as store:
             execute = CachedExecutor(backend, store, place.quiet, task.progress_unit,
-                                     roles=roles)
+                                     roles=roles, budget=place.budget)
             answers = task.respond(planned, execute)
         elapsed = time.perf_counter() - started
         if roles.loaded:
@@ -141,6 +146,7 @@ def _run(task: Task, models: list[Model], place: RunPlace) -> RunRecord:
     results["request_failures"] = dict(execute.failures)
     if execute.failure_kinds:
         results["request_failure_kinds"] = dict(sorted(execute.failure_kinds.items()))
+    results.update(execute.usage.results(place.budget))
     results["timing"], results["history"] = with_history(
         first, timing, {"started": record.started_at, "command": provenance["command"]})
     # typed as the folder will hold it (JSON, keys sorted), so what is printed and reported now

@@ -131,6 +131,8 @@ class Response:
     token_means: list[float] | None = None  # TextLogprobs: E[log p] per position, or None
     token_stds: list[float] | None = None  # TextLogprobs: its standard deviation, or None
     n_prompt_tokens: int | None = None
+    n_completion_tokens: int | None = None  # tokens generated, where the backend counts them
+    n_cached_tokens: int | None = None  # of the prompt's, served from the provider's own cache
     error: str | None = None
     # With ``error``: True when the request fails the same way every time (its candidates, its
     # length), so a rerun cannot help; None when a rerun may succeed (a timeout, a dropped

@@ -67,6 +67,7 @@ from .failures import ErrorReply, OverLimit, Unsupported
 from .label_tokens import LabelTokenError, label_tokens
 from .reply_checks import response_problem
 from .secrets import url_secrets
+from .usage import UsageError, with_usage
 
 PREFILL_REFUSED = ("the prompt ends with an assistant prefill, which only vLLM's "
                    "continue_final_message continues, and this server is not known to take it "
@@ -282,8 +283,8 @@ class OpenAIBackend(BackendBase):
                         tuple(join_url(u, "/completions") for u in others))
         path, body = self._request_body(request)
         return Call(join_url(url, path), body,
-                    lambda reply: _valid(request, self._parse(request, reply["choices"][0],
-                                                              names)),
+                    lambda reply: _valid(request, _counted(
+                        self._parse(request, reply["choices"][0], names), reply)),
                     tuple(join_url(u, path) for u in others))
 
     def _request_body(self, request: Request) -> tuple[str, dict]:
@@ -359,6 +360,14 @@ def served_models(reply: Any, url: str) -> list[dict]:
             raise bad(f"with max_model_len {length!r} for {m['id'][:40]!r} (a positive "
                       "integer)")
     return data
+
+
+def _counted(response: Response, reply: dict) -> Response:
+    """The reply's ``usage`` token counts on the response (:mod:`.usage`), checked."""
+    try:
+        return with_usage(response, reply)
+    except UsageError as e:
+        raise Invalid(str(e)) from None
 
 
 def _valid(request: Request, response: Response) -> Response:

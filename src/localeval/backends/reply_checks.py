@@ -85,11 +85,23 @@ def _text_logprobs_problem(response: Response) -> str | None:
     return None
 
 
+def _token_counts_problem(response: Response) -> str | None:
+    """Generated and provider-cached token counts (the prompt's is checked per kind)."""
+    for name in ("n_completion_tokens", "n_cached_tokens"):
+        n = getattr(response, name)
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+            return f"the token count {name} {n!r} is not a count"
+    return None
+
+
 def response_problem(request: Request, response: Response) -> str | None:
     """Why ``response`` is not a valid answer to ``request`` (None: it is). A failed response
     (``error`` set) is a failure already, not checked."""
     if response.error is not None:
         return None
+    problem = _token_counts_problem(response)
+    if problem:
+        return problem
     if isinstance(request, ScoreNext):
         return _score_problem(request, response)
     if isinstance(request, TextLogprobs):

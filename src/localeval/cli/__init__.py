@@ -20,7 +20,9 @@ from contextlib import contextmanager
 
 from ..backends.secrets import redact_text
 from ..errors import LocalevalError, UndefinedMetricWarning, clipped
+from .budget import add_budget_arguments
 from .commands import cmd_compare, cmd_demo, cmd_run, cmd_show, cmd_tasks
+from .rescore import add_rescore_parser
 from .research import add_research_parsers
 from .results import STORE_FOR_IDS, add_results_parsers, store_flag
 from .run_options import (
@@ -105,6 +107,7 @@ def parser() -> argparse.ArgumentParser:
     add_task_option_flag(r)
     add_folder_arguments(r)
     add_backend_arguments(r)
+    add_budget_arguments(r)
     r.add_argument("--json", action="store_true", help="print results.json instead of tables")
     r.add_argument("--max-failed", type=float, default=0.0, metavar="SHARE",
                    help="exit with status 3 when more than this share of the samples failed "
@@ -138,6 +141,7 @@ def parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_demo)
     add_results_parsers(sub)
     add_view_parser(sub)
+    add_rescore_parser(sub)
     add_tool_parsers(sub)
     add_research_parsers(sub)
     return p
@@ -173,6 +177,9 @@ def _unknown_arguments(p: argparse.ArgumentParser, args, extra: list[str]):
     known = [o for action in command._actions for o in action.option_strings]
     close = difflib.get_close_matches(flag, known, n=2, cutoff=0.75) if word.startswith("-") \
         else []
+    hint = getattr(command, "unknown_hint", None)  # a command that says what it takes instead
+    if hint and word.startswith("-"):
+        command.error(hint(flag))
     what = f"unknown option {flag}" if word.startswith("-") else f"unexpected argument {word!r}"
     command.error(what + (f" (did you mean {' or '.join(close)}?)" if close else ""))
 

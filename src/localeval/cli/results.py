@@ -23,9 +23,11 @@ def add_results_parsers(sub) -> None:
     e = sub.add_parser("export", help="a run's tables (the papers' layouts) as Markdown, LaTeX "
                        "(booktabs) or CSV, to paste into a paper")
     e.add_argument("folder", help="a run folder")
-    e.add_argument("--format", default="md", choices=tuple(RENDER), help="md (Markdown), "
-                   "latex (booktabs) or csv")
-    e.add_argument("--output", help="folder for one file per table (default: print them all)")
+    e.add_argument("--format", default="md", choices=(*RENDER, "parquet"), help="md "
+                   "(Markdown), latex (booktabs) or csv; parquet: the samples and results in "
+                   "the Hugging Face datasets layout (needs --output)")
+    e.add_argument("--output", help="folder for one file per table (default: print them all); "
+                   "with parquet, the dataset folder (samples/, results/, run/, README.md)")
     e.add_argument("--table", type=int, metavar="N", help="only the N-th table (1 = the first, "
                    "as `export` lists them); CSV to standard output needs it when a run has "
                    "several tables, as one CSV stream holds one table")
@@ -82,6 +84,9 @@ def cmd_export(args) -> None:
     if not record.results:
         raise LocalevalError(f"{args.folder} has no results.json yet (status: "
                              f"{record.status}); export reads a finished run")
+    if args.format == "parquet":
+        export_parquet(record, args)
+        return
     tables = chosen_tables(run_tables(record.results), args.table, args.format, args.output)
     render = RENDER[args.format]
     if not args.output:
@@ -94,6 +99,22 @@ def cmd_export(args) -> None:
         path = out / f"{n:02d}-{slug(table.title)}{SUFFIX[args.format]}"
         write_text_whole(path, render(table))  # never through a link
     print(f"wrote {len(tables)} tables to {out}/", file=sys.stderr)
+
+
+def export_parquet(record, args) -> None:
+    """The run as a dataset folder in the Hugging Face layout (report/parquet.py)."""
+    from ..report.parquet import write_parquet
+
+    if not args.output or args.table is not None:
+        raise LocalevalError("--format parquet writes a dataset folder: give --output DIR (and "
+                             "no --table: it holds the samples and every metric)")
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise LocalevalError(f"--output {out} is a file; give a folder (made if missing)")
+    written = write_parquet(record.config, record.results, record.samples, out,
+                            str(args.folder))
+    print(f"wrote {len(written)} files to {out}/ (load_dataset({str(out)!r}, 'samples'))",
+          file=sys.stderr)
 
 
 def chosen_tables(tables: list, number: int | None, fmt: str, output: str | None) -> list:

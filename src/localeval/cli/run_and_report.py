@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..errors import LocalevalError
+from .budget import budget_of
 from .run_options import backend_options, check_failures, default_output, role_options
 
 
@@ -32,7 +33,8 @@ def run_and_report(args, task: str, options: dict) -> None:
     result = evaluate(task=task, model=args.model, output=output, cache=cache,
                       backend_options=backend, role_options=roles, quiet=args.quiet,
                       command=getattr(args, "argv", sys.argv), overwrite=args.overwrite,
-                      store=store_option(args), report=not args.no_report, **options)
+                      store=store_option(args), report=not args.no_report,
+                      budget=budget_of(args), **options)
     left_out = 0
     if args.json:
         print_json(result.results.data())
@@ -43,6 +45,10 @@ def run_and_report(args, task: str, options: dict) -> None:
     if len(served) > 1:  # several replicas: how the load went, and whether one stopped early
         print("requests served by replica: " + ", ".join(f"{u} {n}" for u, n in served.items()),
               file=sys.stderr)
+    cost = result.results.cost
+    if cost is not None:  # stdout holds only the tables or JSON
+        print(f"cost: {cost.total:.4f} for the {cost.role}'s tokens ({cost.spent:.4f} sent by "
+              "this invocation); tokens per model role in results.json's usage", file=sys.stderr)
     check_failures(result.results, args.max_failed)
 
 

@@ -52,6 +52,32 @@ class Record(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
+class RoleUsage(Record):
+    """One model role's tokens (store/usage.py): each count named apart."""
+
+    requests_run: int = Field(0, description="requests sent to the model by this invocation")
+    cache_hits: int = Field(0, description="requests answered from localeval's request cache")
+    prompt_tokens: int = Field(0, description="prompt tokens of every answer, as counted when "
+                               "it was made (cached answers included)")
+    completion_tokens: int = Field(0, description="generated tokens of every answer")
+    provider_cached_tokens: int = Field(0, description="of the prompt tokens, those the server "
+                                        "reported serving from its own prompt cache")
+    sent_prompt_tokens: int = Field(0, description="prompt tokens this invocation sent")
+    sent_completion_tokens: int = Field(0, description="tokens generated for this invocation")
+    uncounted: int = Field(0, description="answers whose backend counts no tokens")
+
+
+class Cost(Record):
+    """--price applied to the run's model's tokens."""
+
+    role: str = Field("model", description="the model role priced")
+    price_in: Num | None = Field(None, description="per million prompt tokens")
+    price_out: Num | None = Field(None, description="per million completion tokens")
+    per: str = Field("million tokens", description="the unit of the prices")
+    total: Num = Field(description="every answer's tokens priced (cached answers included)")
+    spent: Num = Field(description="what this invocation sent, priced")
+
+
 class Results(Record):
     """What every results.json holds, whatever the task."""
 
@@ -73,6 +99,9 @@ class Results(Record):
                                              "rerun may fix them (transient, permanent)")
     request_failure_kinds: dict[str, int] = Field({}, description="failed requests by kind "
                                                   "(timeout, http, bad_reply, over_limit …)")
+    usage: dict[str, RoleUsage] = Field({}, description="tokens per model role (model, judge, "
+                                        "translator)")
+    cost: Cost | None = Field(None, description="the run's cost at --price")
 
 
 class RecordError(ValueError):

@@ -42,6 +42,32 @@ class MCQMetrics(Record):
     by_subject: dict[str, Accuracy] = Field({}, description="per subject")
 
 
+class Spread(Record):
+    """Accuracy (0-1) over option orders or sampled draws, one number each."""
+
+    accuracy: list[Num | None] = Field(description="accuracy per order (or per draw), in order")
+    mean: Num | None = Field(None, description="their mean")
+    std: Num | None = Field(None, description="their sample standard deviation (n - 1)")
+    low: Num | None = Field(None, description="Student's t 95% interval of the mean, lower")
+    high: Num | None = Field(None, description="Student's t 95% interval of the mean, upper")
+    n: int = Field(0, description="orders (or draws) with an accuracy")
+
+
+class OrderSpread(Spread):
+    same_option: Num | None = Field(None, description="share of questions answered with the "
+                                    "same (original) option in every order")
+    n_questions: int = Field(0, description="questions answered in every order")
+
+
+class Robustness(Record):
+    """--permute-options and --repeats (tasks/mcq_variants.py)."""
+
+    orders: int = Field(description="cyclic shifts of the options asked (1: none)")
+    repeats: int = Field(description="sampled draws per question (1: none)")
+    permutation: OrderSpread | None = Field(None, description="accuracy over the orders")
+    draws: Spread | None = Field(None, description="accuracy over the draws")
+
+
 class MCQResults(Results):
     method: str = Field(description="likelihood or generation")
     shots: int = Field(description="few-shot examples per question")
@@ -50,3 +76,5 @@ class MCQResults(Results):
     paper_table: str | None = Field(None, description="the paper table the layout follows")
     disciplines: list[str] = Field([], description="the task's discipline columns, in order")
     metrics: MCQMetrics
+    robustness: Robustness | None = Field(None, description="accuracy over option orders and "
+                                          "sampled draws, with --permute-options or --repeats")

@@ -31,5 +31,8 @@ class RunConfig(Record):
     backend: dict[str, Any] | None = Field(None, description="the backend's identity")
     command: list[str] | None = Field(None, description="the command line of the first run")
     localeval_version: str | None = None
+    rescored_from: dict[str, Any] | None = Field(
+        None, description="a run made by `localeval rescore`: the source run's folder and "
+        "finish time, and the options changed (its answers came from the source's cache)")
     run: Lifecycle | None = Field(None, description="where the run stands (folders from "
                                   "before it existed have none)")

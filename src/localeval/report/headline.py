@@ -17,4 +17,8 @@ def headline(results: Results) -> list[Card]:
                       "safe)", results.n_failed > 0))
     if results.unanswered:
         cards.append(Card(str(len(results.unanswered)), "no extractable answer (wrong)", True))
+    if results.cost is not None:
+        cards.append(Card(f"{results.cost.total:.4f}", f"cost of the {results.cost.role}'s "
+                          f"tokens at {results.cost.price_in or 0:g} in, {results.cost.price_out or 0:g}"
+                          f" out per {results.cost.per}"))
     return cards

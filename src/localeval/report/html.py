@@ -169,7 +169,9 @@ def provenance(run: RunRecord) -> list[tuple[str, Any]]:
     facts += [(k.replace("_", " "), v) for k, v in config.items() if k not in known]
     facts += _protocol_facts(config, results.data())
     facts += [("status", run.status), ("started", run.started_at), ("finished", run.finished_at),
-              ("timing", results.timing or None)]
+              ("timing", results.timing or None),
+              ("tokens", {role: u.data() for role, u in results.usage.items()} or None),
+              ("cost", results.cost.data() if results.cost else None)]
     if results.history:  # each later invocation of a rerun in this folder
         facts.append(("history", results.history))
     facts.append(("packages", config.get("packages")))

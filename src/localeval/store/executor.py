@@ -29,6 +29,7 @@ from ..backends.reply_checks import checked
 from ..errors import LocalevalError, env_number
 from ..progress import progress_bar
 from .cache import RequestCache
+from .usage import BUDGET_CHUNK, MODEL, Budget, Usage
 
 CHUNK = 512  # requests per backend call: big enough for prefix sharing, small enough to lose little
 
@@ -49,9 +50,12 @@ class CachedExecutor:
     def __init__(self, backend: Backend, cache: RequestCache | None, quiet: bool, unit: str,
                  counts: dict[str, int] | None = None, roles: Roles | None = None,
                  failures: dict[str, int] | None = None,
-                 failure_kinds: dict[str, int] | None = None):
+                 failure_kinds: dict[str, int] | None = None, budget: Budget | None = None,
+                 usage: Usage | None = None, role_name: str = MODEL):
         self.backend, self.cache, self.quiet, self.unit = with_defaults(backend), cache, quiet, \
             unit
+        # Tokens per model role (store/usage.py), and the invocation's budget, if any.
+        self.budget, self.usage, self.role_name = budget, usage or Usage(), role_name
         # Requests read back from the cache, and run (on any backend): the run's timing.
         self.counts = counts if counts is not None else {"requests_cached": 0, "requests_run": 0}
         self.roles = roles  # the run's second models by role (a judge, a translator)
@@ -60,14 +64,15 @@ class CachedExecutor:
         # ... and by the kind of failure (backends/failures.py: timeout, http, bad_reply …)
         self.failure_kinds = failure_kinds if failure_kinds is not None else {}
 
-    def on(self, backend: Backend) -> CachedExecutor:
+    def on(self, backend: Backend, role: str | None = None) -> CachedExecutor:
         return CachedExecutor(backend, self.cache, self.quiet, self.unit, self.counts,
-                              self.roles, self.failures, self.failure_kinds)
+                              self.roles, self.failures, self.failure_kinds, self.budget,
+                              self.usage, role or self.role_name)
 
     def role(self, name: str) -> CachedExecutor | None:
         """``execute`` for the model of role ``name`` (None: the run has none)."""
         backend = self.roles.get(name) if self.roles else None
-        return self.on(backend) if backend is not None else None
+        return self.on(backend, name) if backend is not None else None
 
     def __call__(self, requests: list[Request]) -> list[Response]:
         backend, cache = self.backend, self.cache
@@ -76,6 +81,9 @@ class CachedExecutor:
         responses = (cache.get_many(backend.identity, unique) if cache
                      else [None] * len(unique))
         todo = [i for i, r in enumerate(responses) if r is None]
+        for r in responses:
+            if r is not None:
+                self.usage.add(self.role_name, r, cached=True)
         problem = candidate_problem(backend, [unique[i] for i in todo])
         if problem:  # every request with these candidates would fail alone: say it once
             raise LocalevalError(f"{problem}: every request with these candidates would fail "
@@ -86,15 +94,28 @@ class CachedExecutor:
         with progress_bar(self.unit, total=len(unique), done=len(unique) - len(todo),
                           quiet=self.quiet) as advance, \
                 CacheWriter(cache, backend.identity) as writer:
-            for part, needed in _chunks(backend, todo, len(unique)):
+            for part, needed in _chunks(backend, todo, len(unique), self._chunk()):
+                self.usage.check(self.budget)  # between backend calls: nothing half-done
                 _run_part(backend, part, needed, _reporter(part, unique, responses, writer,
                                                            advance), unique, responses)
+                self._count(part, needed, responses)
         for i in todo:
             if responses[i].error is not None:
                 self.failures["permanent" if responses[i].permanent else "transient"] += 1
                 kind = responses[i].reason.kind
                 self.failure_kinds[kind] = self.failure_kinds.get(kind, 0) + 1
         return [responses[w] for w in where]
+
+
+    def _chunk(self) -> int:
+        """Requests per backend call: fewer under a budget, so it stops close to it."""
+        return BUDGET_CHUNK if self.budget is not None and self.budget.limits else CHUNK
+
+    def _count(self, part: list[int], needed: list[bool] | None, responses: list) -> None:
+        """The tokens of the responses a backend call just made."""
+        for k, i in enumerate(part):
+            if needed is None or needed[k]:
+                self.usage.add(self.role_name, responses[i], cached=False)
 
 
 def _run_part(backend: Backend, part: list[int], needed: list[bool] | None, report,
@@ -107,18 +128,18 @@ def _run_part(backend: Backend, part: list[int], needed: list[bool] | None, repo
             report(k, resp)  # a backend that did not report this one
 
 
-def _chunks(backend: Backend, todo: list[int], n: int):
+def _chunks(backend: Backend, todo: list[int], n: int, chunk: int = CHUNK):
     """(request indices, needed flags or None) per backend call. A backend that plans over
     every request (``plans_over_all``: the hf prefix tree) gets the same chunks of all of them
     as a clean run, each with the cached ones flagged not needed, so a resumed run computes
     what is left exactly as the clean run did; chunks with nothing left are skipped."""
     if not backend.plans_over_all:
-        for start in range(0, len(todo), CHUNK):
-            yield todo[start : start + CHUNK], None
+        for start in range(0, len(todo), chunk):
+            yield todo[start : start + chunk], None
         return
     left = set(todo)
-    for start in range(0, n, CHUNK):
-        part = list(range(start, min(start + CHUNK, n)))
+    for start in range(0, n, chunk):
+        part = list(range(start, min(start + chunk, n)))
         needed = [i in left for i in part]
         if any(needed):
             yield part, needed

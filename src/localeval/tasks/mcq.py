@@ -22,7 +22,7 @@ from ..data.mcq_loaders import load_mcq_data
 from ..errors import LocalevalError
 from ..metrics.mcq import aggregate
 from ..records.mcq import SCHEMA as MCQ_SCHEMA
-from . import extract
+from . import extract, mcq_variants
 from .base import PROTOCOL, Task
 from .custom import announce_custom_task
 from .mcq_options import MCQConfig, MCQOptions
@@ -45,6 +45,7 @@ class Planned:
     n_shots: int
     request: Request
     skipped: tuple[int, ...] = ()  # dev shots left out to fit the context (0-based)
+    variants: tuple = ()  # (Variant, Planned) of its other orders and draws (mcq_variants)
 
 
 def check_subject(subject: str, splits: dict[str, list[MCQItem]], config: MCQConfig,
@@ -200,6 +201,7 @@ class MCQTask(Task):
         o = make_options(MCQOptions, name, options)
         self.name, self.data, self.wanted = name, o.data, o.subjects
         self.limit, self.dataset_revision = o.limit, o.dataset_revision
+        self.orders, self.repeats = o.permute_options, o.repeats
         self.config = MCQConfig(
             method=o.method, max_tokens=o.max_tokens, extract=o.extract,
             reduce_few_shot=o.reduce_few_shot,
@@ -224,17 +226,26 @@ class MCQTask(Task):
     def plan(self, data: MCQData, backend: Backend) -> list[Planned]:
         backend = with_defaults(backend)
         count, context = backend.count_tokens, backend.max_context()
-        planned = [p for subject, dev, test in data.subjects
-                   for p in plan(data.spec, subject, dev, test, self.config, count, context)]
-        problem = candidate_problem(backend, [p.request for p in planned])
+
+        def plan_one(subject: str, dev: list[MCQItem], test: list[MCQItem]) -> list[Planned]:
+            return plan(data.spec, subject, dev, test, self.config, count, context)
+
+        planned = mcq_variants.plan_with_variants(data.subjects, plan_one, self.orders,
+                                                  self.repeats)
+        problem = candidate_problem(backend, [p.request for p in planned]
+                                    + [vp.request for p in planned for _, vp in p.variants])
         if problem:  # every question would fail alone, and every rerun again: one line now
             raise LocalevalError(f"--method likelihood cannot score this model: {problem}, so "
                                  "every question would fail the same way; use --method "
                                  "generation, or another --prompt-style")
         return planned
 
-    def score(self, planned: Planned, answer: Response) -> dict:
-        return score(planned, answer, self.config)
+    def respond(self, planned: list[Planned], execute) -> list:
+        return mcq_variants.respond_with_variants(planned, execute)
+
+    def score(self, planned: Planned, answer: Response | mcq_variants.WithVariants) -> dict:
+        return mcq_variants.score_with_variants(planned, answer,
+                                                lambda p, a: score(p, a, self.config))
 
     def summarise(self, samples: list[dict], data: MCQData, identity: dict) -> dict:
         prompt, spec = self.config.prompt, data.spec
@@ -255,6 +266,8 @@ class MCQTask(Task):
             "failed": [s["id"] for s in samples if s.get("failed")][:50],
             **_failures(samples),
             "unanswered": [s["id"] for s in samples if s["pred"] is None and not s.get("failed")],
+            **({"robustness": mcq_variants.robustness(samples, self.orders, self.repeats)}
+               if self.orders > 1 or self.repeats > 1 else {}),
         }
 
     def describe(self, data: MCQData) -> dict:
@@ -272,5 +285,6 @@ class MCQTask(Task):
             "prompt": asdict(self.config.prompt),
             "reduce_few_shot": self.config.reduce_few_shot,
             "chat_special_tokens": self.config.miulab_special_tokens,
+            **mcq_variants.robustness_settings(self.orders, self.repeats),
         }
 

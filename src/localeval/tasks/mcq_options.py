@@ -66,9 +66,27 @@ class MCQOptions:
         "list (fixed: lm-eval's doc_to_choice, A-D or A-E) or the question's own options (own)",
         choices=("fixed", "own"))
 
+    permute_options: int = option(
+        1, "robustness: ask each question again in K cyclic shifts of its options (K equal to "
+        "the number of options puts each option in each position once) and report accuracy "
+        "mean and std over the orders and the share answered with the same option every time",
+        type=int, metavar="K")
+    repeats: int = option(
+        1, "robustness, --method generation: N sampled draws per question (the model's own "
+        "sampling, seeded) and accuracy mean, std and 95% interval over the draws", type=int,
+        metavar="N")
+
     def __post_init__(self):
         if self.limit is not None and self.limit < 1:
             raise LocalevalError(f"--limit must be at least 1, not {self.limit}")
+        if not 1 <= self.permute_options <= 6:
+            raise LocalevalError(f"--permute-options must be 1 to 6 (the most options a "
+                                 f"question has), not {self.permute_options}")
+        if self.repeats < 1:
+            raise LocalevalError(f"--repeats must be at least 1, not {self.repeats}")
+        if self.repeats > 1 and self.method != "generation":
+            raise LocalevalError("--repeats draws sampled answers: it needs --method generation "
+                                 "(likelihood reads one distribution, the same every time)")
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from .base import (
     with_sample_fields,
 )
 from .mcq_figures import mcq_comparison_figure, mcq_figures
+from .mcq_robustness import robustness_metrics, robustness_tables
 from .mcq_tables import discipline_table, mcq_notes, mcq_tables, print_mcq_comparison
 
 
@@ -40,7 +41,7 @@ class MCQView(ResultsView):
     Results = MCQResults
 
     def tables(self, results: MCQResults) -> list[DataTable]:
-        return mcq_tables(results)
+        return [*mcq_tables(results), *robustness_tables(results)]
 
     def notes(self, results: MCQResults) -> list[RichText]:
         return mcq_notes(results)
@@ -70,7 +71,8 @@ class MCQView(ResultsView):
                 else m.micro.acc, m.micro.n),
                ("micro", m.micro.acc, m.micro.n),
                ("macro", m.macro.acc if m.macro else None, None)]
-        return out + [(f"subject/{s}", r.acc, r.n) for s, r in m.by_subject.items()]
+        return out + [(f"subject/{s}", r.acc, r.n) for s, r in m.by_subject.items()] + \
+            robustness_metrics(results)
 
     def ranking(self, names: list[str]) -> Ranking:
         return Ranking(["accuracy", "micro", "macro"], "accuracy",

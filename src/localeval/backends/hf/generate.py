@@ -338,7 +338,8 @@ def _response(backend, row: _Row) -> Response:
     backend.stats["requests"] += 1
     backend.stats["prompt_tokens"] += row.n_prompt
     return Response(text=cut_at_stops(backend.tokenizer.decode(row.new, skip_special_tokens=True),
-                                      row.request.stop), n_prompt_tokens=row.n_prompt)
+                                      row.request.stop), n_prompt_tokens=row.n_prompt,
+                    n_completion_tokens=len(row.new))
 
 
 def cut_at_stops(text: str, stop: tuple[str, ...]) -> str:
@@ -371,7 +372,8 @@ def generate_one(backend, request: Generate, ids: list[int], prefix_cache,
     backend.stats["prompt_tokens"] += len(ids)
     backend.stats["forwarded_tokens"] += len(ids) - cached + len(new)
     text = backend.tokenizer.decode(new, skip_special_tokens=True)
-    return Response(text=cut_at_stops(text, request.stop), n_prompt_tokens=len(ids))
+    return Response(text=cut_at_stops(text, request.stop), n_prompt_tokens=len(ids),
+                    n_completion_tokens=len(new))
 
 
 def draw_one(backend, request: Generate, ids: list[int]) -> Response:

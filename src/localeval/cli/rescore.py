@@ -1,0 +1,73 @@
+"""``localeval rescore RUN [options]``: a finished run scored again from its cached answers with
+another extraction rule, label policy, threshold rule or metric option (:mod:`..rescore`).
+Its flags are the rescorable task options' own (declared once, in each task's ``Options``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..tasks.options import flag_of, option_fields
+from ..tasks.registry import task_kinds
+from ..tasks.rescoring import rescorable
+
+
+def _rescorable_fields() -> list:
+    """(task kind title, field) of every option rescore may change, in declaration order."""
+    out = []
+    for cls in task_kinds():
+        names = rescorable(cls)
+        out += [f for f in option_fields(cls.Options) if f.name in names]
+    return out
+
+
+def rescorable_flags() -> list[str]:
+    return [flag_of(f) for f in _rescorable_fields()]
+
+
+def add_rescore_parser(sub) -> None:
+    p = sub.add_parser("rescore", help="score a finished run again from its cached answers "
+                       "with another extraction rule, label policy, threshold rule or metric "
+                       "option (no model is called); writes a new run folder")
+    p.add_argument("folder", help="the finished run folder to re-score (left as it is)")
+    for f in _rescorable_fields():
+        kw = {k: v for k, v in f.metadata["argparse"].items() if k != "action"}
+        p.add_argument(flag_of(f), dest=f.name, default=argparse.SUPPRESS,
+                       help=f.metadata["help"].replace("%", "%%"), **kw)
+    p.add_argument("--output", help="the new run folder (default <folder>.rescored-<hash of "
+                   "the changes>, beside the source)")
+    p.add_argument("--cache", help="the request cache to read (default <folder>/cache.sqlite)")
+    p.add_argument("--store", metavar="PATH|URL", help="results store the rescored run is "
+                   "recorded in (default $LOCALEVAL_STORE, else "
+                   "$XDG_DATA_HOME/localeval/results.sqlite)")
+    p.add_argument("--no-store", action="store_true", help="do not record it in the store")
+    p.add_argument("--no-report", action="store_true", help="do not write its report.html")
+    p.add_argument("--json", action="store_true", help="print results.json instead of tables")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    # an option that changes the requests is refused in one line naming those it may change
+    p.unknown_hint = lambda flag: (
+        f"rescore cannot change {flag}: it may change only {', '.join(rescorable_flags())} "
+        "(options that act on answers already given); anything else changes the requests, so "
+        "it needs `localeval run`")
+    p.set_defaults(func=cmd_rescore)
+
+
+def cmd_rescore(args) -> None:
+    from ..api import write_report
+    from ..report.console import make_console, print_json, print_results
+    from ..rescore import rescore_run
+
+    names = [f.name for f in _rescorable_fields()]
+    changes = {n: getattr(args, n) for n in names if hasattr(args, n)}
+    record = rescore_run(args.folder, changes, output=args.output, cache=args.cache,
+                         store=False if args.no_store else args.store, command=args.argv,
+                         quiet=args.quiet)
+    if not args.no_report:
+        write_report([record.folder])
+    if args.json:
+        print_json(record.results.data())
+    else:
+        print_results(record.results, make_console())
+    shown = ", ".join(f"{k}={v}" for k, v in record.config["rescored_from"]["options"].items())
+    print(f"wrote {record.folder}/ (rescored from {args.folder}: {shown or 'nothing changed'})",
+          file=sys.stderr)

@@ -1,0 +1,200 @@
+"""Re-score a finished run without re-running it: the source run's requests are planned again
+with its own options, so each keys the request cache exactly as it did, and the cached answers
+are scored with the changed options (another extraction rule, label policy, threshold rule or
+metric option; :mod:`.tasks.rescoring` says which). No model is loaded or called: the backend
+here only replays the cache, and a request it does not find there is a failed sample, allowed
+only where the source run's sample failed too.
+
+The result is a new run folder (default ``<source>.rescored-<hash of the changes>`` beside the
+source) whose config.json names its source (``rescored_from``: folder, finish time, the options
+changed); the source folder and its record in the results store stay as they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .backends.base import Request, Response
+from .data.rows import files_read, fingerprint
+from .errors import LocalevalError
+from .records import read_results
+from .run import run_provenance
+from .store.cache import RequestCache
+from .store.executor import CachedExecutor
+from .store.runs import (
+    DATA_FILES,
+    RunRecord,
+    as_stored,
+    check_output_folder,
+    finite,
+    load_run,
+    now,
+    run_folder_lock,
+    save_run,
+)
+from .tasks.options import flag_of, option_fields
+from .tasks.registry import make_task, task_class, task_kinds
+from .tasks.rescoring import check_change, rescorable, source_options
+
+MISSING = "not in the source run's request cache (rescore calls no model)"
+
+
+class CacheReplay:
+    """A backend that only has the cache: it answers nothing, so every request the cache lacks
+    comes back failed (and is counted in ``missed``). Its identity is the source run's
+    backend's, so the cache is read under the same keys."""
+
+    plans_over_all = False
+
+    def __init__(self, identity: dict):
+        self.identity = identity
+        self.missed = 0
+
+    def run(self, requests: list[Request], progress=None) -> list[Response]:
+        self.missed += len(requests)
+        return [Response(error=MISSING, permanent=True) for _ in requests]
+
+
+class ReplayRoles:
+    """The source run's second models (a judge, a translator), each replayed from the cache."""
+
+    def __init__(self, identities: dict[str, dict]):
+        self.loaded = {role: CacheReplay(i) for role, i in identities.items()}
+
+    def get(self, role: str) -> CacheReplay | None:
+        return self.loaded.get(role)
+
+
+def rescore_run(source: str | Path, changes: dict[str, Any], *, output: str | Path | None = None,
+                cache: str | Path | None = None, store: str | Path | bool | None = None,
+                command: list[str] | None = None, quiet: bool = False) -> RunRecord:
+    """The run of folder ``source`` scored again with ``changes`` (task options by their
+    Python name), written to ``output``; ``cache`` defaults to the source's cache.sqlite."""
+    source = Path(source)
+    record = load_run(source)
+    if record.status != "finished" or record.results is None:
+        raise LocalevalError(f"{source}: the run is {record.status}; rescore reads a finished "
+                             "run (rerun its command to finish it)")
+    config, results = record.config, record.results.data()
+    cls = task_class(str(config.get("task")))
+    base = source_options(cls, config, results)
+    _check_changes(cls, base, changes)
+    changed = {k: v for k, v in changes.items() if base.get(k) != v}
+    if not changed:
+        raise LocalevalError(f"nothing to change: {source} already has "
+                             + (", ".join(f"{_flag(cls, k)} {v}" for k, v in changes.items())
+                                if changes else "its options")
+                             + f"; a rescore of it may change {_flags(cls)}")
+    folder = Path(output) if output else default_output(source, changed)
+    if folder.resolve() == source.resolve():
+        raise LocalevalError(f"--output {folder} is the source run; rescore writes a new folder")
+    check_output_folder(folder)
+    cache = Path(cache) if cache else source / "cache.sqlite"
+    if not cache.is_file():
+        raise LocalevalError(f"{cache}: no request cache, so nothing to re-score (a run made "
+                             "with --no-cache keeps none; give --cache FILE)")
+    with run_folder_lock(folder):
+        return _rescore(record, base, changed, folder, cache, store, command, quiet)
+
+
+def _flag(cls, name: str) -> str:
+    """The flag of option ``name``, of this kind of task or any other."""
+    fields = [f for kind in (cls, *task_kinds()) for f in option_fields(kind.Options)]
+    field = next((f for f in fields if f.name == name), None)
+    return flag_of(field) if field else name
+
+
+def _flags(cls) -> str:
+    return ", ".join(_flag(cls, n) for n in rescorable(cls)) or "nothing"
+
+
+def _check_changes(cls, base: dict[str, Any], changes: dict[str, Any]) -> None:
+    refused = sorted(set(changes) - set(rescorable(cls)))
+    if refused:
+        raise LocalevalError(f"rescore cannot change {', '.join(_flag(cls, r) for r in refused)}"
+                             f" of this run (a "
+                             f"{cls.__name__}): it may change only {_flags(cls)}")
+    for name in changes:
+        check_change(cls, base, name)
+
+
+def default_output(source: Path, changed: dict[str, Any]) -> Path:
+    digest = hashlib.sha256(json.dumps(changed, sort_keys=True, default=str).encode())
+    return source.parent / f"{source.name}.rescored-{digest.hexdigest()[:8]}"
+
+
+def _rescore(record: RunRecord, base: dict, changed: dict, folder: Path, cache: Path,
+             store, command: list[str] | None, quiet: bool) -> RunRecord:
+    config, name = record.config, str(record.config["task"])
+    source_task, task = make_task(name, **base), make_task(name, **{**base, **changed})
+    with files_read() as files:
+        data = source_task.load()
+    _check_data(record, fingerprint(files) if files else {})
+    backend = CacheReplay(config.get("backend") or {})
+    roles = ReplayRoles(config.get("role_backends") or {})
+    started, begun = now(), time.perf_counter()
+    planned = source_task.plan(data, backend)
+    with RequestCache(cache) as requests:
+        execute = CachedExecutor(backend, requests, quiet, source_task.progress_unit, roles=roles)
+        answers = source_task.respond(planned, execute)
+    missed = backend.missed + sum(r.missed for r in roles.loaded.values())
+    _check_missed(record, missed, len(planned), cache)
+    samples = [task.score(p, a) for p, a in zip(planned, answers, strict=True)]
+    results = task.summarise(samples, data, backend.identity)
+    results["request_failures"] = dict(execute.failures)
+    results["usage"] = execute.usage.data()  # every answer a cache hit: nothing sent
+    results["timing"] = {"seconds": round(time.perf_counter() - begun, 3), **execute.counts}
+    results["history"] = []
+    provenance = run_provenance(command)
+    new_config = {**{k: v for k, v in config.items() if k != "command"}, **provenance,
+                  **task.describe(data),
+                  "rescored_from": {"folder": str(record.folder.resolve()),
+                                    "finished_at": record.finished_at,
+                                    "options": as_stored(changed)}}
+    out = RunRecord(new_config, folder=folder, started_at=started)
+    out.results, out.samples = read_results(as_stored(finite(results))), samples
+    out.status, out.finished_at = "finished", now()
+    save_run(out)
+    if store is not False:
+        _store(out, store if store is not True else None)
+    return out
+
+
+def _store(record: RunRecord, store) -> None:
+    """The rescored run in the results store, as a run of its own (its folder is its id)."""
+    from .store.database import StoreError
+    from .store.results_db import record_run
+    from .views.registry import view_for
+
+    try:
+        record_run(record, view_for(record.results).store_metrics(record.results), store)
+    except StoreError as e:
+        print(f"warning: the rescored run is complete in {record.folder}, but it is not "
+              f"recorded: {e}", file=sys.stderr)
+
+
+def _check_data(record: RunRecord, files: dict) -> None:
+    """The data must be the source run's: the same files, byte for byte."""
+    old = record.config.get(DATA_FILES)
+    if old is not None and as_stored(files) != old:
+        raise LocalevalError(f"{record.folder}: its data files changed since the run "
+                             f"({', '.join(sorted(set(old) | set(files)))}); rescore scores "
+                             "the same items the run answered")
+
+
+def _check_missed(record: RunRecord, missed: int, n: int, cache: Path) -> None:
+    """A request the cache lacks is allowed only as one the source run failed too (a failed
+    request is never cached)."""
+    failed = int(record.results.data().get("n_failed") or 0)
+    if missed > failed:
+        raise LocalevalError(f"{missed} of {n} requests are not in {cache} (the source run "
+                             f"failed {failed}); rescore reads answers from the source's cache "
+                             "and calls no model: give its --cache, or rerun the source")
+    if missed:
+        print(f"note: {missed} request(s) failed in the source run and stay failed",
+              file=sys.stderr)

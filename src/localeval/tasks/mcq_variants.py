@@ -1,0 +1,177 @@
+"""Robustness figures for multiple choice: each question asked again with its options in other
+orders (``--permute-options K``) and, for sampled generation, drawn again (``--repeats N``).
+
+Orders are the K cyclic shifts of the options, deterministic: shift k puts original option
+``(i + k) mod n`` at position i, so with K equal to the number of options each option sits in
+each position once (Twinkle Eval shuffles the options randomly instead). A question with fewer
+than K options is asked in its n orders only. Repeats ask for the r-th independent draw
+(``Generate.sample = r``, the model's own sampling, seeded): the first sample of a run with
+repeats is draw 0, not the greedy answer. Every variant is its own request through the run's
+cache, so a killed run resumes and a rerun asks nothing again.
+
+The question's own sample (order 0, draw 0) is the run's sample and its metrics are the run's
+headline; each other variant is a short record in its sample's ``variants`` (the prediction
+mapped back to the original option's letter), summarised in results.json's ``robustness``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..backends.base import Generate, Response
+from ..data.items import LETTERS, MCQItem
+from ..metrics.spread import mean_std_interval
+
+
+@dataclass(frozen=True)
+class Variant:
+    order: int  # the cyclic shift of the options
+    repeat: int | None  # the draw (None: greedy or likelihood)
+
+
+@dataclass(frozen=True)
+class WithVariants:
+    """A question's answer and the answers of its other variants, in its ``variants`` order."""
+
+    main: Response
+    others: tuple[Response, ...]
+
+
+def robustness_settings(orders: int, repeats: int) -> dict[str, int]:
+    """config.json's keys for them, only when asked for: the folders of runs without them keep
+    their settings (a rerun compares them)."""
+    return {**({"permute_options": orders} if orders > 1 else {}),
+            **({"repeats": repeats} if repeats > 1 else {})}
+
+
+def variants(orders: int, repeats: int) -> list[Variant]:
+    """Every variant but the question's own (order 0, the first draw)."""
+    draws: list[int | None] = list(range(repeats)) if repeats > 1 else [None]
+    return [Variant(k, r) for k in range(orders) for r in draws if (k, r) != (0, draws[0])]
+
+
+def shifted(item: MCQItem, k: int) -> MCQItem:
+    """The question with its options shifted by ``k``: position i holds option (i + k) mod n,
+    and the gold letter follows its option."""
+    n = len(item.options)
+    options = item.options[k:] + item.options[:k]
+    return replace(item, options=options, answer=LETTERS[(LETTERS.index(item.answer) - k) % n])
+
+
+def original_letter(letter: str | None, k: int, n: int) -> str | None:
+    """The original letter of the option at ``letter``'s position in order ``k`` (a letter past
+    the question's options, as a fixed letter list may score, stays as it is: wrong)."""
+    if letter is None or letter not in LETTERS[:n]:
+        return letter
+    return LETTERS[(LETTERS.index(letter) + k) % n]
+
+
+def _drawn(planned: Any, repeat: int | None) -> Any:
+    if repeat is None or not isinstance(planned.request, Generate):
+        return planned
+    return replace(planned, request=replace(planned.request, sample=repeat))
+
+
+def plan_with_variants(subjects: Sequence[tuple[str, list, list]],
+                       plan_one: Callable[[str, list, list[MCQItem]], list],
+                       orders: int, repeats: int) -> list:
+    """Each subject's planned questions (``plan_one(subject, dev, test)``), each carrying the
+    planned samples of its other variants (``variants``: (Variant, planned) pairs)."""
+    first = 0 if repeats > 1 else None
+    out = []
+    for subject, dev, test in subjects:
+        base = [_drawn(p, first) for p in plan_one(subject, dev, test)]
+        extra: list[list] = [[] for _ in base]
+        for v in variants(orders, repeats):
+            where = [i for i, item in enumerate(test) if v.order < len(item.options)]
+            again = plan_one(subject, dev, [shifted(test[i], v.order) for i in where])
+            for i, p in zip(where, again, strict=True):
+                extra[i].append((v, _drawn(p, v.repeat)))
+        out += [replace(p, variants=tuple(e)) for p, e in zip(base, extra, strict=True)]
+    return out
+
+
+def respond_with_variants(planned: Sequence[Any], execute) -> list:
+    """One call through the cache for every request; a question without variants gets its
+    response as it is."""
+    requests = [p.request for p in planned] + [vp.request for p in planned
+                                               for _, vp in p.variants]
+    responses = execute(requests)
+    rest, out = len(planned), []
+    for p, main in zip(planned, responses, strict=False):
+        if not p.variants:
+            out.append(main)
+            continue
+        out.append(WithVariants(main, tuple(responses[rest:rest + len(p.variants)])))
+        rest += len(p.variants)
+    return out
+
+
+def score_with_variants(planned: Any, answer: Response | WithVariants,
+                        scorer: Callable[[Any, Response], dict]) -> dict[str, Any]:
+    """The question's sample record, with a line per other variant (``variants``)."""
+    if not isinstance(answer, WithVariants):
+        return scorer(planned, answer)
+    record = scorer(planned, answer.main)
+    record["variants"] = [variant_record(v, scorer(vp, r), len(planned.item.options))
+                          for (v, vp), r in zip(planned.variants, answer.others, strict=True)]
+    return record
+
+
+def variant_record(variant: Variant, scored: dict[str, Any], n_options: int) -> dict[str, Any]:
+    """A variant's line in its sample's ``variants``: the prediction as the original option's
+    letter, and whether it is right (None: the request failed)."""
+    out = {"order": variant.order, "pred": original_letter(scored["pred"], variant.order,
+                                                           n_options),
+           "correct": scored["correct"]}
+    if variant.repeat is not None:
+        out["repeat"] = variant.repeat
+    return out
+
+
+def _entries(sample: dict[str, Any], first: int | None) -> list[dict[str, Any]]:
+    own = {"order": 0, "pred": sample["pred"], "correct": sample["correct"]}
+    if first is not None:
+        own["repeat"] = first
+    return [own, *sample.get("variants", [])]
+
+
+def _accuracy(entries: list[dict[str, Any]]) -> float | None:
+    scored = [e["correct"] for e in entries if e["correct"] is not None]
+    return sum(scored) / len(scored) if scored else None
+
+
+def _in(rows: list[list[dict[str, Any]]], order: int | None, repeat: int | None) -> list:
+    """Every entry of ``order`` (None: any) and draw ``repeat``."""
+    return [e for r in rows for e in r
+            if (order is None or e["order"] == order) and e.get("repeat") == repeat]
+
+
+def _permutation(rows: list[list[dict[str, Any]]], orders: int, first: int | None) -> dict:
+    per_order = [_accuracy(_in(rows, k, first)) for k in range(orders)]
+    preds = [[e["pred"] for e in r if e.get("repeat") == first] for r in rows]
+    answered = [p for p in preds if len(p) > 1 and None not in p]
+    same = sum(len(set(p)) == 1 for p in answered) / len(answered) if answered else None
+    return {"accuracy": per_order, **mean_std_interval([a for a in per_order if a is not None]),
+            "same_option": same, "n_questions": len(answered)}
+
+
+def _draws(rows: list[list[dict[str, Any]]], repeats: int) -> dict:
+    per_draw = [_accuracy(_in(rows, 0, d)) for d in range(repeats)]
+    return {"accuracy": per_draw, **mean_std_interval([a for a in per_draw if a is not None])}
+
+
+def robustness(samples: list[dict[str, Any]], orders: int, repeats: int) -> dict[str, Any]:
+    """results.json's ``robustness``: accuracy per order (first draws) with its mean and std,
+    and the share of questions answered with the same option in every order; accuracy per
+    draw (order 0) with its mean, std and 95% t interval."""
+    first = 0 if repeats > 1 else None
+    rows = [_entries(s, first) for s in samples]
+    out: dict[str, Any] = {"orders": orders, "repeats": repeats}
+    if orders > 1:
+        out["permutation"] = _permutation(rows, orders, first)
+    if repeats > 1:
+        out["draws"] = _draws(rows, repeats)
+    return out

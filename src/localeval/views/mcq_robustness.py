@@ -1,0 +1,53 @@
+"""The robustness table of a multiple-choice run made with ``--permute-options`` or
+``--repeats``: accuracy per option order and per sampled draw, their mean, standard deviation
+and 95% interval, and the share of questions answered with the same option in every order.
+It only reads results.json's ``robustness``."""
+
+from __future__ import annotations
+
+from ..records.mcq import MCQResults, Spread
+from ..render.table import Column, DataTable, Interval, Number, TableBuilder, Text
+
+
+def _rows(table: TableBuilder, spread: Spread, name: str, count: str) -> None:
+    for k, acc in enumerate(spread.accuracy):
+        table.add(Text(f"{name} {k}"), Number(acc, 2, 100), Text(""), Interval(None, None))
+    table.add(Text(f"mean over {spread.n} {count}"), Number(spread.mean, 2, 100),
+              Number(spread.std, 2, 100), Interval(spread.low, spread.high, digits=2))
+
+
+def robustness_tables(results: MCQResults) -> list[DataTable]:
+    r = results.robustness
+    if r is None or (r.permutation is None and r.draws is None):
+        return []
+    notes = []
+    table = TableBuilder(
+        f"{results.task} · robustness · accuracy %",
+        [Column("asked as"), Column("accuracy %", True), Column("std", True),
+         Column("95% CI (t, of the mean)", True)], "")
+    if r.permutation is not None:
+        _rows(table, r.permutation, "option order (cyclic shift)", "orders")
+        table.add(Text("same option in every order"), Number(r.permutation.same_option, 2, 100),
+                  Text(""), Interval(None, None))
+        notes.append(f"{r.orders} cyclic shifts of the options (deterministic; Twinkle Eval "
+                     f"shuffles randomly); same option: share of the {r.permutation.n_questions}"
+                     " questions answered in every order")
+    if r.draws is not None:
+        _rows(table, r.draws, "sampled draw", "draws")
+        notes.append(f"{r.repeats} sampled draws per question (order 0)")
+    table.caption = "; ".join(notes) + ". std: sample standard deviation (n - 1)."
+    return [table.build()]
+
+
+def robustness_metrics(results: MCQResults) -> list[tuple[str, float | None, int | None]]:
+    """The results store's (and the Parquet export's) robustness numbers."""
+    r, out = results.robustness, []
+    if r is not None and r.permutation is not None:
+        p = r.permutation
+        out += [("orders/mean", p.mean, p.n), ("orders/std", p.std, p.n),
+                ("orders/same_option", p.same_option, p.n_questions)]
+    if r is not None and r.draws is not None:
+        d = r.draws
+        out += [("draws/mean", d.mean, d.n), ("draws/std", d.std, d.n),
+                ("draws/low", d.low, d.n), ("draws/high", d.high, d.n)]
+    return out

@@ -1,0 +1,160 @@
+"""--permute-options K and --repeats N for multiple choice (issue 38 item 2): accuracy over
+cyclic shifts of the options and over sampled draws, through the cache, in results, tables,
+export and the report."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from pathlib import Path
+
+import pytest
+from offline_runs import AlwaysLetter
+from scipy import stats
+
+from localeval import evaluate
+from localeval.backends.base import Response
+from localeval.cli import main
+from localeval.data.items import MCQItem
+from localeval.report.tables import run_tables
+from localeval.tasks.mcq_variants import original_letter, shifted
+
+ANSWERS = "AAABCD"  # gold letters of the six questions
+
+
+def _exam(tmp_path: Path, right_text: bool = False) -> Path:
+    """Six questions; with ``right_text`` the gold option reads "right", the others "x1".."""
+    rows = []
+    for i, gold in enumerate(ANSWERS):
+        options = {c: ("right" if c == gold else f"x{j}") if right_text else c.lower()
+                   for j, c in enumerate("ABCD")}
+        rows.append({"id": str(i), "question": f"Q{i}?", **options, "answer": gold})
+    path = tmp_path / "exam.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+class ReadsTheOptions:
+    """Scores the letter whose option text is "right" highest, wherever it is."""
+
+    identity = {"backend": "reader", "model": "reader"}
+
+    def run(self, requests, progress=None):
+        out = []
+        for r in requests:
+            letter = re.search(r"\(([A-D])\) right", r.prompt).group(1)
+            out.append(Response(logprobs={c: 0.0 if c.strip() == letter else -5.0
+                                          for c in r.candidates}))
+        return out
+
+
+class Draws:
+    """Sampled generation: draws 0 and 1 answer A, draw 2 answers B; counts calls."""
+
+    identity = {"backend": "draws", "model": "draws"}
+
+    def __init__(self):
+        self.seen = []
+
+    def run(self, requests, progress=None):
+        self.seen += [r.sample for r in requests]
+        return [Response(text=f"答案是 ({'AAB'[r.sample]})") for r in requests]
+
+
+def test_each_option_sits_in_each_position_once_with_k_equal_to_the_options():
+    item = MCQItem("q", "s", "Q?", ("w", "x", "y", "z"), "C")
+    orders = [shifted(item, k) for k in range(4)]
+    for position in range(4):
+        assert sorted(o.options[position] for o in orders) == ["w", "x", "y", "z"]
+    for k, o in enumerate(orders):  # the gold letter follows its option, and maps back
+        assert o.options["ABCD".index(o.answer)] == "y"
+        assert original_letter(o.answer, k, 4) == "C"
+
+
+def test_a_position_biased_model_is_seen_through_the_orders(tmp_path):
+    run = evaluate(task="my-exam", model=AlwaysLetter("A"), data=_exam(tmp_path), shots=0,
+                   permute_options=4, output=tmp_path / "run", cache=tmp_path / "c.sqlite",
+                   quiet=True, store=False)
+    p = run.results.robustness.permutation
+    # always "A": order k is right exactly where the gold option was moved to A
+    assert p.accuracy == [ANSWERS.count(c) / 6 for c in "ABCD"]
+    assert p.mean == pytest.approx(0.25)
+    assert p.std == pytest.approx(statistics.stdev(p.accuracy))
+    assert p.same_option == 0 and p.n_questions == 6
+    assert run.results.metrics.micro.acc == 0.5  # the headline: the options as given
+    assert run.results.timing["requests_run"] == 24
+    # through the cache: the same command again asks nothing
+    again = evaluate(task="my-exam", model=AlwaysLetter("A"), data=_exam(tmp_path), shots=0,
+                     permute_options=4, output=tmp_path / "run", cache=tmp_path / "c.sqlite",
+                     quiet=True, store=False)
+    assert again.results.history[-1]["requests_run"] == 0
+    assert again.results.history[-1]["requests_cached"] == 24
+
+
+def test_a_model_that_reads_the_options_answers_the_same_every_time(tmp_path):
+    run = evaluate(task="my-exam", model=ReadsTheOptions(), data=_exam(tmp_path, True),
+                   shots=0, permute_options=4, quiet=True, store=False)
+    p = run.results.robustness.permutation
+    assert p.accuracy == [1, 1, 1, 1] and p.same_option == 1 and p.std == 0
+    first = run.samples[0]
+    assert [v["pred"] for v in first["variants"]] == ["A", "A", "A"]  # original letters
+
+
+def test_repeats_draw_n_samples_with_mean_std_and_interval(tmp_path):
+    model = Draws()
+    run = evaluate(task="my-exam", model=model, data=_exam(tmp_path), shots=0,
+                   method="generation", repeats=3, output=tmp_path / "run",
+                   cache=tmp_path / "c.sqlite", quiet=True, store=False)
+    assert sorted(set(model.seen)) == [0, 1, 2] and len(model.seen) == 18
+    d = run.results.robustness.draws
+    per = [ANSWERS.count(c) / 6 for c in "AAB"]
+    assert d.accuracy == per
+    assert d.mean == pytest.approx(statistics.mean(per))
+    assert d.std == pytest.approx(statistics.stdev(per))
+    low, high = stats.t.interval(0.95, 2, loc=statistics.mean(per),
+                                 scale=statistics.stdev(per) / 3 ** 0.5)
+    assert (d.low, d.high) == (pytest.approx(low), pytest.approx(high))
+    # in the tables (console, export, report) and the store's metrics
+    titles = [t.title for t in run_tables(run.results)]
+    assert "my-exam · robustness · accuracy %" in titles
+    out = tmp_path / "tables"
+    assert main(["export", str(tmp_path / "run"), "--format", "csv", "--output", str(out)]) == 0
+    (csv,) = [p for p in out.iterdir() if "robustness" in p.name]
+    assert "mean over 3 draws" in csv.read_text(encoding="utf-8")
+    assert main(["report", str(tmp_path / "run")]) == 0
+    assert "mean over 3 draws" in (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+
+
+def test_repeats_need_generation_and_orders_a_sane_k(tmp_path, capsys):
+    data = str(_exam(tmp_path))
+    base = ["run", "--task", "my-exam", "--data", data, "--model", "hf:/nowhere", "--shots",
+            "0", "--output", str(tmp_path / "o")]
+    assert main([*base, "--repeats", "3"]) == 2
+    assert "--repeats draws sampled answers: it needs --method generation" in \
+        capsys.readouterr().err
+    assert main([*base, "--permute-options", "9"]) == 2
+    assert "--permute-options must be 1 to 6" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_orders_draws_and_tokens_on_a_real_hf_model(tmp_path):
+    """The random SmolLM2-shaped model on hf: every order and draw is a request the backend
+    runs once and the cache answers after; the backend's token counts reach results.json."""
+    from tiny_models import make_model
+
+    folder = make_model(tmp_path / "m", layers=2, tied=False)
+    kw = dict(task="my-exam", model=f"hf:{folder}", data=_exam(tmp_path), shots=0,
+              method="generation", extract="strict", max_tokens=4, permute_options=2,
+              repeats=2, output=tmp_path / "run", cache=tmp_path / "c.sqlite", quiet=True,
+              store=False)
+    first = evaluate(**kw)
+    r = first.results.robustness
+    assert len(r.permutation.accuracy) == 2 and len(r.draws.accuracy) == 2
+    assert first.results.timing["requests_run"] == 6 * 4  # 2 orders x 2 draws per question
+    u = first.results.usage["model"]
+    assert u.requests_run == 24 and u.prompt_tokens > 0 and 0 < u.completion_tokens <= 24 * 4
+    again = evaluate(**kw)
+    assert again.results.usage["model"].cache_hits == 24
+    assert again.results.usage["model"].sent_prompt_tokens == 0
+    assert again.results.robustness == r
