@@ -93,6 +93,6 @@ def test_the_budget_flags_on_the_command_line(tmp_path, monkeypatch, capsys):
     assert main([*base, "--max-spend", "1"]) == 2
     assert "--max-spend needs --price" in capsys.readouterr().err
     assert main([*base, "--price", "in=abc"]) == 2
-    assert "--price in='abc': give a number" in capsys.readouterr().err
+    assert "--price in='abc': expected a finite number" in capsys.readouterr().err
     assert main([*base, "--price", "input=1"]) == 2
     assert "--price takes in=… and out=…" in capsys.readouterr().err

@@ -5,6 +5,9 @@ A prompt is a plain string (fed as is) or a list of chat messages, which the bac
 its own chat template. A final ``assistant`` message is a prefill: the backend renders the
 messages before it with the generation prompt and appends the prefill text, so the model continues
 it (the TMLU paper prefills ``正確答案：(`` this way).
+
+(over 300 lines: the request kinds, the response and what a backend declares it offers are the
+one contract between tasks and backends, read together.)
 """
 
 from __future__ import annotations

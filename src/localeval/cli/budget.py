@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
+from ..declared import key_value_pairs, parse_declared
 from ..errors import LocalevalError
 from ..store.usage import Budget
-from .values import comma_list, key_values
 
 PRICE_KEYS = ("in", "out")
 
@@ -27,14 +27,13 @@ def price(text: str | None) -> tuple[float | None, float | None]:
     """``in=X,out=Y`` as two numbers (either may be left out)."""
     if not text:
         return None, None
-    values = key_values(comma_list(text) or [], "--price")
-    unknown = sorted(set(values) - set(PRICE_KEYS))
+    texts = key_value_pairs(text, "--price")
+    unknown = sorted(set(texts) - set(PRICE_KEYS))
     if unknown:
         raise LocalevalError(f"--price takes in=… and out=… (per million tokens), not "
                              f"{', '.join(unknown)}")
-    for key, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise LocalevalError(f"--price {key}={value!r}: give a number (per million tokens)")
+    values = {key: parse_declared("float", value, f"--price {key}")
+              for key, value in texts.items()}  # a number per million tokens
     return values.get("in"), values.get("out")
 
 
