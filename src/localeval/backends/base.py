@@ -32,11 +32,15 @@ class ScoreNext:
     distinct. The log-probs are over the whole vocabulary (not renormalised over candidates).
     ``add_special_tokens``: whether a plain-string prompt gets the tokenizer's special tokens
     (its BOS); a chat prompt's template places them itself.
+    ``echo``: a server may read it from the echoed log-probs of prompt + candidate (the
+    ``--scoring`` mode decides, :mod:`.echo_scoring`); False keeps it to the next token's top
+    log-probs (guards: their authors' rule). How it is read, not what is asked: out of the key.
     """
 
     prompt: Prompt
     candidates: tuple[str, ...]
     add_special_tokens: bool = True
+    echo: bool = False
     kind: str = field(default="score_next", init=False)
 
 
@@ -133,6 +137,7 @@ class Response:
     # length), so a rerun cannot help; None when a rerun may succeed (a timeout, a dropped
     # connection, a server error) or the backend cannot tell.
     permanent: bool | None = None
+    scoring: str | None = None  # ScoreNext on a server: "top-k" or "echo" (how it was read)
 
     def to_json(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -147,6 +152,7 @@ def request_fields(request: Request) -> dict:
     ``add_special_tokens``: such a request keys the cache as it did before those fields
     existed."""
     fields = asdict(request)
+    fields.pop("echo", None)  # how a ScoreNext may be read, not what it asks
     for late in ("sample", "add_special_tokens", "decoding"):  # unset: the key before them
         if late in fields and fields[late] is None:
             del fields[late]

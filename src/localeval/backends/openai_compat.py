@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 import re
 import urllib.parse
 from typing import Any
@@ -63,6 +64,7 @@ from .async_http import (
 )
 from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
 from .config import DEFAULT_MAX_REPLY_MB
+from .echo_scoring import AUTO, ECHO, TOP_K, combine, echo_body, echo_texts, echoed, needs_echo
 from .label_tokens import LabelTokenError, label_tokens
 from .reply_checks import response_problem
 from .secrets import url_secrets
@@ -89,7 +91,7 @@ class OpenAIBackend:
                  concurrency: int = 8, timeout: float = 120.0, max_retries: int = 4,
                  rate_limit: float | None = None, tokenizer: str | None = None,
                  max_reply_mb: float = DEFAULT_MAX_REPLY_MB,
-                 chat_extensions: str | None = None):
+                 chat_extensions: str | None = None, scoring: str = AUTO):
         import httpx
 
         self.httpx = httpx
@@ -98,6 +100,7 @@ class OpenAIBackend:
         self.base_urls = base_urls(urls)
         self._api_key, self.api_key_env = os.environ.get(api_key_env, ""), api_key_env
         self.top_logprobs, self.timeout, self.max_retries = top_logprobs, timeout, max_retries
+        self.scoring = scoring  # multiple choice: top-k, echo or auto (.echo_scoring)
         self.client = JsonClient(headers=self._headers(), timeout=timeout,
                                  max_retries=max_retries, concurrency=concurrency,
                                  rate_limit=rate_limit, scrub=self.scrub,
@@ -115,7 +118,7 @@ class OpenAIBackend:
         self.identity = {"backend": "openai", "model": model,
                          "base_url": shown[0] if len(shown) == 1 else shown,
                          "top_logprobs": top_logprobs, "label_tokens": self.labels.source,
-                         "chat_extensions": self.chat_extensions}
+                         "chat_extensions": self.chat_extensions, "scoring": scoring}
 
     @property
     def base_url(self) -> str:
@@ -204,7 +207,22 @@ class OpenAIBackend:
         urls = [""] * len(requests)
         for rank, i in enumerate(order):
             urls[i] = self.base_urls[(rank // REPLICA_BLOCK) % len(self.base_urls)]
-        out = self._send(requests, urls, order, self._label_names(requests), progress)
+        # --scoring: echo sends multiple choice straight to echo; auto redoes in echo what the
+        # top-k cannot read, and such a top-k reply is never reported (so never cached)
+        later = {i for i, q in enumerate(requests) if self.scoring == ECHO
+                 and isinstance(q, ScoreNext) and q.echo}
+
+        def report(i: int, response: Response) -> None:
+            if progress and not needs_echo(requests[i], response, self.scoring):
+                progress(i, response)
+
+        out = self._send(requests, urls, order, self._label_names(requests), report, later)
+        redo = later | {i for i, r in enumerate(out)
+                        if r is not None and needs_echo(requests[i], r, self.scoring)}
+        rank = {i: k for k, i in enumerate(order)}
+        for i, response in self._echo(requests, sorted(redo, key=rank.get), urls,
+                                      progress).items():
+            out[i] = response
         self.counts["requests"] += len(requests)
         self.counts["failed"] += sum(1 for r in out if r.error)
         scores = [r for q, r in zip(requests, out, strict=True) if isinstance(q, ScoreNext)]
@@ -239,13 +257,57 @@ class OpenAIBackend:
                 out[i] = e
         return out
 
+    def _echo(self, requests: list[Request], which: list[int], urls: list[str],
+              progress) -> dict[int, Response]:
+        """The requests ``which`` scored in echo mode (:mod:`.echo_scoring`): 1 + #options
+        completions each, posted in this order; each request reported once all its replies
+        are in."""
+        done: dict[int, Response] = {}
+        calls, owner = [], []
+        for i in which:
+            texts = echo_texts(requests[i])
+            if isinstance(texts, str):
+                done[i] = Response(error=texts, permanent=True, scoring=ECHO)
+                if progress:
+                    progress(i, done[i])
+                continue
+            for text in texts:
+                body = echo_body(self.model, text, requests[i], self.labels.token_ids)
+                calls.append(Call(join_url(urls[i], "/completions"), body, echoed, tuple(
+                    join_url(u, "/completions") for u in self.base_urls if u != urls[i])))
+                owner.append(i)
+        parts: dict[int, dict[int, Response]] = {i: {} for i in set(owner)}
+        need = Counter(owner)
+
+        def finished(k: int, response: Response) -> None:
+            i = owner[k]
+            parts[i][k] = response
+            if len(parts[i]) == need[i]:
+                done[i] = self._combined(requests[i], [parts[i][j] for j in sorted(parts[i])])
+                if progress:
+                    progress(i, done[i])
+
+        self.client.post_all(calls, finished)
+        return done
+
+    def _combined(self, request: ScoreNext, parts: list[Response]) -> Response:
+        response = combine(request, parts)
+        problem = None if response.error else response_problem(request, response)
+        if problem:
+            return Response(error=f"invalid reply from the server: {problem}", permanent=True,
+                            scoring=ECHO)
+        return response
+
     def _send(self, requests: list[Request], urls: list[str], order: list[int],
-              names: dict[int, dict[str, str] | LabelTokenError], progress) -> list[Response]:
+              names: dict[int, dict[str, str] | LabelTokenError], progress,
+              later: set[int] = frozenset()) -> list[Response]:
         """Every request that can run, posted in ``order``; one that cannot (its ``names`` is
-        the reason) fails alone, as on the hf backend."""
+        the reason) fails alone, as on the hf backend. Those in ``later`` are left None."""
         out: list[Response | None] = [None] * len(requests)
         sent, calls = [], []
         for i, request in enumerate(requests):
+            if i in later:
+                continue
             problem = names.get(i)
             if not isinstance(problem, LabelTokenError):
                 try:
@@ -326,8 +388,8 @@ class OpenAIBackend:
         if all(v is None for v in found.values()):
             return Response(error=f"no candidate among the top {self.top_logprobs} next tokens "
                                   f"({', '.join(list(top)[:5])}, …); raise --top-logprobs",
-                            permanent=True)  # the reply is greedy: a rerun reads the same
-        return Response(logprobs=found)
+                            permanent=True, scoring=TOP_K)  # greedy: a rerun reads the same
+        return Response(logprobs=found, scoring=TOP_K)
 
 
 def served_models(reply: Any, url: str) -> list[dict]:

@@ -116,8 +116,9 @@ def _request(item: MCQItem, prompt: Prompt, config: MCQConfig) -> Request:
     if config.method == "likelihood":
         # The TMLU code tokenises without special tokens (no BOS): MiuLab/TMLU model.py,
         # HFLM_transformers.encode / encode_pair. lm-eval style keeps the tokenizer's default.
+        # echo: a server may read the options from prompt + option echoed (--scoring)
         return ScoreNext(prompt, config.prompt.candidates(item),
-                         add_special_tokens=config.prompt.style != "tmlu")
+                         add_special_tokens=config.prompt.style != "tmlu", echo=True)
     # MiuLab/TMLU model.py HFLM_vLLM.generate with --apply_chat_template: the user turn + the
     # cue, rendered to text, which vLLM tokenises with special tokens (a template that holds
     # BOS gets a second one)
@@ -160,6 +161,8 @@ def score(planned: Planned, response: Response, config: MCQConfig) -> dict:
         record["logprobs"] = {letters[c]: v for c, v in response.logprobs.items()}
         pred = extract.from_logprobs(response.logprobs, scored)
         record["extract"] = "likelihood: highest log-prob"
+        if response.scoring:  # a server's: read from its top-k, or from prompt + option echoed
+            record["scoring"] = response.scoring
     else:
         record["output"] = response.text
         pred, record["extract"], error = _extract(response.text or "", item.letters, config)
