@@ -59,6 +59,29 @@ def test_mcq_likelihood_agrees_with_hf(server, tiny_llama, shared, tmp_path):
     assert compared >= 20
 
 
+def test_mcq_at_the_default_top_k_is_scored_by_echo_and_agrees_with_hf(server, tiny_llama,
+                                                                        shared, tmp_path):
+    """No scoring flag, the default top 20: a random model's letters are outside it, so the
+    automatic mode reads every question from prompt + option echoed (``--logits_all`` on the
+    server), and the numbers are ``hf:``'s. Before --scoring, every question failed ("no
+    candidate among the top 20 next tokens")."""
+    common = ["run", "--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"), "--subjects",
+              "agronomy,arts", "--limit", "12", "--quiet"]
+    assert main([*common, "--model", "openai:tiny", "--base-url", server.url, "--output",
+                 str(tmp_path / "llama.cpp")]) == 0
+    assert main([*common, "--model", f"hf:{tiny_llama}", "--output", str(tmp_path / "hf")]) == 0
+    ours, hf = _samples(tmp_path / "llama.cpp"), _samples(tmp_path / "hf")
+    assert set(ours) == set(hf) and len(hf) == 24
+    for i, h in hf.items():
+        assert "error" not in ours[i] and ours[i]["scoring"] == "echo", ours[i]
+        assert max(abs(ours[i]["logprobs"][k] - v) for k, v in h["logprobs"].items()) < TOL, i
+        top = sorted(h["logprobs"].values(), reverse=True)
+        if top[0] - top[1] > TOL:
+            assert ours[i]["pred"] == h["pred"], i
+    config = json.loads((tmp_path / "llama.cpp" / "config.json").read_text())
+    assert config["backend"]["scoring"] == "auto"
+
+
 def test_guard_scores_agree_with_hf(server, tiny_llama, shared, tmp_path):
     """WildGuard's verdict tokens " yes" / " no" are single tokens of the tiny model's vocabulary
     (a server's top log-probs are looked up by token text; Llama Guard's "unsafe" is one token
