@@ -24,6 +24,7 @@ from .data.rows import field_limit, files_read, fingerprint
 from .errors import LocalevalError
 from .records import read_results
 from .store.cache import check_cache_file
+from .store.batches import BatchLedger
 from .store.executor import CachedExecutor, commit_interval, open_cache
 from .store.runs import (
     DATA_FILES,
@@ -110,6 +111,9 @@ def _run(task: Task, models: list[Model], place: RunPlace) -> RunRecord:
     if place.cache:
         check_cache_file(place.cache)  # before the model loads
     backend = _load(models[0])
+    keep = getattr(backend, "keep_batches", None)  # --batch: its batch ids in the run folder
+    if keep and place.folder:
+        keep(BatchLedger(place.folder))
     roles = RoleModels(models[1:])
     planned = task.plan(data, backend)
     provenance = run_provenance(place.command)

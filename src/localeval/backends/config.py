@@ -18,7 +18,7 @@ from .secrets import redact_options, redact_url
 # Fields that change how fast a run goes, never its numbers (a run folder's settings leave them
 # out, so a rerun with another batch size still resumes).
 SPEED_ONLY = ("batch_size", "concurrency", "rate_limit", "timeout", "max_retries",
-              "padding_side", "prefix_reuse", "api_key_env", "max_reply_mb")
+              "padding_side", "prefix_reuse", "api_key_env", "max_reply_mb", "batch")
 MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: asyncio cannot wait for ever, nor should a request
 DEFAULT_MAX_REPLY_MB = 64.0  # a top-20 log-prob reply is a few kB; an echoed long text, ~1 MB
 DTYPES = ("auto", "float32", "bfloat16", "float16")
@@ -85,6 +85,11 @@ class BackendConfig:
         "(prompt + each option echoed, exact at any top-k cap; 1 + #options requests) or auto "
         "(top-k, and echo for a question whose reply lacks an option or whose top-k the "
         "server refuses); guards always read the top-k", choices=SCORING))
+    batch: bool = field(default=False, metadata=_help(
+        "send the run's requests to the server's Batch API (/v1/files, /v1/batches: half the "
+        "price on api.openai.com) and wait for it; the batch ids are kept in the run folder "
+        "(batches.json), so a killed run re-attaches, and a rerun submits only what is "
+        "missing", action="store_true"))
     tokenizer: str | None = field(default=None, metadata=_help(
         "the served model's tokenizer (Hub name or folder): a server's answer options are read "
         "by their first token (default: the server's own /tokenize, else the whole option "

@@ -66,6 +66,7 @@ from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
 from .config import DEFAULT_MAX_REPLY_MB
 from .echo_scoring import AUTO, ECHO, TOP_K, combine, echo_body, echo_texts, echoed, needs_echo
 from .label_tokens import LabelTokenError, label_tokens
+from .openai_batch import BatchPoster
 from .reply_checks import response_problem
 from .secrets import url_secrets
 
@@ -82,6 +83,7 @@ class NoPrefill(LocalevalError):
 
 
 REPLICA_BLOCK = 8  # consecutive (prefix-sorted) requests sent to one replica
+BATCH_CHUNK = 50_000  # requests per backend call with --batch: the Batch API's most per batch
 NO_LOGPROBS = "the server returned no log-probs"
 
 
@@ -91,7 +93,8 @@ class OpenAIBackend:
                  concurrency: int = 8, timeout: float = 120.0, max_retries: int = 4,
                  rate_limit: float | None = None, tokenizer: str | None = None,
                  max_reply_mb: float = DEFAULT_MAX_REPLY_MB,
-                 chat_extensions: str | None = None, scoring: str = AUTO):
+                 chat_extensions: str | None = None, scoring: str = AUTO,
+                 batch: bool = False):
         import httpx
 
         self.httpx = httpx
@@ -106,6 +109,11 @@ class OpenAIBackend:
                                  rate_limit=rate_limit, scrub=self.scrub,
                                  max_reply_mb=max_reply_mb)
         self.counts = {"requests": 0, "failed": 0}
+        # --batch: the Batch API instead of one request each (not in the identity: the same
+        # numbers); executor.py hands it all of a run's requests at once
+        self.batches = BatchPoster(httpx, self.base_urls[0], self._headers(), self.scrub,
+                                   max_retries, timeout) if batch else None
+        self.chunk = BATCH_CHUNK if batch else None
         infos = [self._model_info(u) for u in self.base_urls]
         self._context = min((i.get("max_model_len") or 0 for i in infos), default=0) or None
         # vLLM's /models reports max_model_len; api.openai.com's does not (and refuses vLLM's
@@ -133,7 +141,21 @@ class OpenAIBackend:
     @property
     def stats(self) -> dict:
         """Requests and failures, and the client's HTTP calls and retries (for the timing)."""
-        return {**self.counts, **self.client.stats}
+        return {**self.counts, **self.client.stats, **(self.batches.stats if self.batches
+                                                       else {})}
+
+    def keep_batches(self, ledger) -> None:
+        """Where --batch keeps its batch ids (the run folder's batches.json): a killed run
+        re-attaches. Without one, they are kept in memory."""
+        if self.batches:
+            ledger.load()  # a damaged batches.json is one line now, not when a batch is due
+            self.batches.ledger = ledger
+
+    def _post(self, calls: list[Call], report=None, order=None) -> list[Response]:
+        """The calls directly (``concurrency`` in flight), or as Batch API jobs (--batch)."""
+        if self.batches:
+            return self.batches.post_all(calls, report)
+        return self.client.post_all(calls, report, order)
 
     # ---------------------------------------------------------------- setup
     def _headers(self) -> dict:
@@ -287,7 +309,7 @@ class OpenAIBackend:
                 if progress:
                     progress(i, done[i])
 
-        self.client.post_all(calls, finished)
+        self._post(calls, finished)
         return done
 
     def _combined(self, request: ScoreNext, parts: list[Response]) -> Response:
@@ -321,7 +343,7 @@ class OpenAIBackend:
                 progress(i, out[i])
         rank = {i: k for k, i in enumerate(sent)}
         report = (lambda k, response: progress(sent[k], response)) if progress else None
-        replies = self.client.post_all(calls, report, [rank[i] for i in order if i in rank])
+        replies = self._post(calls, report, [rank[i] for i in order if i in rank])
         for i, response in zip(sent, replies, strict=True):
             out[i] = response
         return out  # type: ignore[return-value]

@@ -100,8 +100,9 @@ def _chunks(backend: Backend, todo: list[int], n: int):
     as a clean run, each with the cached ones flagged not needed, so a resumed run computes
     what is left exactly as the clean run did; chunks with nothing left are skipped."""
     if not getattr(backend, "plans_over_all", False):
-        for start in range(0, len(todo), CHUNK):
-            yield todo[start : start + CHUNK], None
+        chunk = getattr(backend, "chunk", None) or CHUNK  # --batch: one batch for the lot
+        for start in range(0, len(todo), chunk):
+            yield todo[start : start + chunk], None
         return
     left = set(todo)
     for start in range(0, n, CHUNK):
