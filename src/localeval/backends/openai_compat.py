@@ -8,6 +8,11 @@
   endpoint, else the candidate's whole text; the identity records which). A candidate outside
   the top-k gets ``None`` (it is less likely than all of them); if no candidate is in the top-k
   the request fails with that reason, and so does one whose candidates share a first token.
+- ``scoring`` (``--scoring``): a multiple-choice ScoreNext (``echo`` set) whose top-k lacks a
+  candidate, or whose top-k the server refuses, is redone from prompt + option echoed (``auto``,
+  the default); ``echo`` always, ``top-k`` never (:mod:`.echo_scoring`). Guards: top-k only.
+- ``batch`` (``--batch``): every call goes to the server's Batch API instead
+  (:mod:`.openai_batch`), read back through the same parse and checks.
 - Requests are sent in the order of their prompt text, so prompts sharing a prefix (a subject's
   few-shot block, a guard's template) arrive back to back and a server with prefix caching
   (vLLM ``--enable-prefix-caching``, SGLang's radix cache) reuses it. With several base URLs
@@ -46,9 +51,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections import Counter
 import re
 import urllib.parse
+from collections import Counter
 from typing import Any
 
 from ..errors import LocalevalError
@@ -229,8 +234,18 @@ class OpenAIBackend:
         urls = [""] * len(requests)
         for rank, i in enumerate(order):
             urls[i] = self.base_urls[(rank // REPLICA_BLOCK) % len(self.base_urls)]
-        # --scoring: echo sends multiple choice straight to echo; auto redoes in echo what the
-        # top-k cannot read, and such a top-k reply is never reported (so never cached)
+        out = self._scored(requests, urls, order, progress)
+        self.counts["requests"] += len(requests)
+        self.counts["failed"] += sum(1 for r in out if r.error)
+        scores = [r for q, r in zip(requests, out, strict=True) if isinstance(q, ScoreNext)]
+        self._check_logprobs(scores)
+        return out
+
+    def _scored(self, requests: list[Request], urls: list[str], order: list[int],
+                progress) -> list[Response]:
+        """Every request, in the --scoring mode: echo sends multiple choice straight to echo;
+        auto redoes in echo what the top-k cannot read, and such a top-k reply is never
+        reported (so never cached)."""
         later = {i for i, q in enumerate(requests) if self.scoring == ECHO
                  and isinstance(q, ScoreNext) and q.echo}
 
@@ -245,10 +260,6 @@ class OpenAIBackend:
         for i, response in self._echo(requests, sorted(redo, key=rank.get), urls,
                                       progress).items():
             out[i] = response
-        self.counts["requests"] += len(requests)
-        self.counts["failed"] += sum(1 for r in out if r.error)
-        scores = [r for q, r in zip(requests, out, strict=True) if isinstance(q, ScoreNext)]
-        self._check_logprobs(scores)
         return out
 
     def _check_logprobs(self, scores: list[Response]) -> None:
