@@ -74,7 +74,7 @@ def test_top_k_mode_never_echoes_and_echo_mode_never_asks_the_top_k(capped):
     capped.received.clear()
     (out,) = OpenAIBackend("tiny", base_url=capped.url, scoring="echo").run([request])
     assert out.scoring == "echo" and out.error is None
-    assert capped.received == [PROMPT, PROMPT + "A", PROMPT + "B"]
+    assert sorted(capped.received) == sorted([PROMPT, PROMPT + "A", PROMPT + "B"])
 
 
 def test_a_chat_prompt_in_echo_mode_fails_alone_with_the_reason(capped):

@@ -17,7 +17,7 @@ from localeval.api import evaluate
 from localeval.backends.openai_compat import OpenAIBackend
 from localeval.cli import main
 
-QUESTIONS = dict(task="cmmlu", subjects=["arts"], limit=6, shots=1, quiet=True, store=False)
+QUESTIONS = dict(task="cmmlu", subjects=["arts"], limit=4, shots=1, quiet=True, store=False)
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +63,8 @@ def _lines_sent(batches) -> list[int]:
 def test_a_batch_equals_the_direct_run(batches, shared, direct, tmp_path):
     record = _run(batches, shared, tmp_path / "run")
     _same(record.samples, direct)
-    assert (batches.uploads, batches.creates) == (1, 1)  # one job: 6 questions x (1 + 4)
-    assert _lines_sent(batches) == [30]
+    assert (batches.uploads, batches.creates) == (1, 1)  # one job: 4 questions x (1 + 4)
+    assert _lines_sent(batches) == [20]
     assert record.results["timing"]["batches_submitted"] == 1
     assert json.loads((tmp_path / "run" / "batches.json").read_text()) == {"batches": []}
 
@@ -82,7 +82,7 @@ def test_half_the_rows_failing_are_failures_and_a_rerun_sends_only_those(batches
             assert s["logprobs"] == next(d for d in direct if d["id"] == s["id"])["logprobs"]
     batches.mode = "complete"
     _same(_run(batches, shared, tmp_path / "run").samples, direct)
-    assert _lines_sent(batches) == [30, 15]  # the 15 rows of the error file, nothing else
+    assert _lines_sent(batches) == [20, 10]  # the 10 rows of the error file, nothing else
 
 
 def test_an_expired_batch_fails_what_it_did_not_run_and_a_rerun_sends_only_that(
@@ -94,7 +94,7 @@ def test_an_expired_batch_fails_what_it_did_not_run_and_a_rerun_sends_only_that(
     assert len(failed) < len(record.samples)  # the first half of the rows came back
     batches.mode = "complete"
     _same(_run(batches, shared, tmp_path / "run").samples, direct)
-    assert _lines_sent(batches) == [30, 15]
+    assert _lines_sent(batches) == [20, 10]
 
 
 def test_a_run_killed_while_its_batch_is_in_flight_re_attaches(batches, shared, direct,
@@ -107,12 +107,12 @@ def test_a_run_killed_while_its_batch_is_in_flight_re_attaches(batches, shared, 
 
     monkeypatch.setattr(openai_batch.time, "sleep", killed)
     command = ["run", "--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"),
-               "--subjects", "arts", "--limit", "6", "--shots", "1", "--quiet", "--no-store",
+               "--subjects", "arts", "--limit", "4", "--shots", "1", "--quiet", "--no-store",
                "--model", "openai:tiny", "--base-url", batches.url, "--scoring", "echo",
                "--batch", "--output", str(tmp_path / "run")]
     assert main(command) == 130
     kept = json.loads((tmp_path / "run" / "batches.json").read_text())["batches"]
-    assert [b["id"] for b in kept] == list(batches.batches) and len(kept[0]["custom_ids"]) == 30
+    assert [b["id"] for b in kept] == list(batches.batches) and len(kept[0]["custom_ids"]) == 20
     monkeypatch.setattr(openai_batch.time, "sleep", real_sleep)
     batches.mode = "complete"
     assert main(command) == 0
