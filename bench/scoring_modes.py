@@ -81,9 +81,11 @@ def main() -> None:
     for name in MODES:
         out = work / name.replace(" ", "-").replace(",", "")
         timing = json.loads((out / "results.json").read_text())["timing"]
-        calls = sum(timing["served_by"].values())  # the run's requests, not the set-up probes
+        # every HTTP call, the set-up ones (/v1/models, the /tokenize probes) included; a top-k
+        # reply that lacks an option is a call but not a request served (served_by)
         print(f"{name:14s} wall median {statistics.median(walls[name]):6.1f} s  "
-              f"{calls:5d} requests  {timing['bytes_received'] / 2**20:8.1f} MiB received  "
+              f"{timing['http_calls']:5d} HTTP calls  "
+              f"{timing['bytes_received'] / 2**20:8.1f} MiB received  "
               f"{agreement(samples(out), hf)}")
 
 
