@@ -16,6 +16,7 @@ from localeval.api import evaluate
 from localeval.backends.base import Response, ScoreNext
 from localeval.backends.echo_scoring import CHAT, combine
 from localeval.backends.hf import HFBackend
+from localeval.backends.label_tokens import LabelTokenError
 from localeval.backends.openai_compat import OpenAIBackend
 from localeval.cli import main
 
@@ -63,6 +64,27 @@ def test_a_top_k_the_server_refuses_is_redone_in_echo(capped, hf):
     assert out.error is None and out.scoring == "echo"
     (want,) = hf.run([request])
     assert out.logprobs == pytest.approx(want.logprobs, abs=TOL)
+
+
+def test_options_the_top_k_cannot_name_are_read_in_context_by_echo(capped, hf, monkeypatch):
+    """llama.cpp's /extras/tokenize names " A", " B", … alike when each is tokenised alone (the
+    run's requests failed "share a first token" before reading anything): auto reads them in
+    context, where they differ, as hf: does; top-k mode still fails them with the reason."""
+    request = ScoreNext(PROMPT, (" A", " B"), echo=True)
+
+    def clash(candidates):
+        raise LabelTokenError(f"candidates {tuple(candidates)} share a first token; "
+                              "ScoreNext reads one position")
+
+    auto = OpenAIBackend("tiny", base_url=capped.url)
+    monkeypatch.setattr(auto.labels, "names", clash)
+    (out,) = auto.run([request])
+    assert out.error is None and out.scoring == "echo"
+    assert out.logprobs == pytest.approx(hf.run([request])[0].logprobs, abs=TOL)
+    top_k = OpenAIBackend("tiny", base_url=capped.url, scoring="top-k")
+    monkeypatch.setattr(top_k.labels, "names", clash)
+    (out,) = top_k.run([request])
+    assert "share a first token" in out.error
 
 
 def test_top_k_mode_never_echoes_and_echo_mode_never_asks_the_top_k(capped):

@@ -246,14 +246,18 @@ class OpenAIBackend:
         """Every request, in the --scoring mode: echo sends multiple choice straight to echo;
         auto redoes in echo what the top-k cannot read, and such a top-k reply is never
         reported (so never cached)."""
-        later = {i for i, q in enumerate(requests) if self.scoring == ECHO
-                 and isinstance(q, ScoreNext) and q.echo}
+        names = self._label_names(requests)
+        # auto: options the top-k cannot name (their first tokens, as the server tokenises
+        # them alone, clash) are read in context by echo, as hf: reads them
+        later = {i for i, q in enumerate(requests) if isinstance(q, ScoreNext) and q.echo and (
+            self.scoring == ECHO or (self.scoring == AUTO and isinstance(q.prompt, str)
+                                     and isinstance(names.get(i), LabelTokenError)))}
 
         def report(i: int, response: Response) -> None:
             if progress and not needs_echo(requests[i], response, self.scoring):
                 progress(i, response)
 
-        out = self._send(requests, urls, order, self._label_names(requests), report, later)
+        out = self._send(requests, urls, order, names, report, later)
         redo = later | {i for i, r in enumerate(out)
                         if r is not None and needs_echo(requests[i], r, self.scoring)}
         rank = {i: k for k, i in enumerate(order)}
