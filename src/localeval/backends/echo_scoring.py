@@ -30,10 +30,15 @@ from __future__ import annotations
 from .async_http import Invalid, Retry
 from .base import Response, ScoreNext
 from .config import SCORING
+from .label_tokens import LLAMA_CPP
 
 AUTO, TOP_K, ECHO = SCORING
 REFUSED = "greater than max allowed"  # vLLM's words for a top-k over its --max-logprobs
 NO_CANDIDATE = "no candidate among the top"
+MISALIGNED = ("llama-cpp-python's echo misaligns prompt log-probs for a model without a BOS token "
+              "(llama_cpp/llama.py Llama._create_completion reads each token's log-prob from the "
+              "distribution after it): use --scoring top-k with a --top-logprobs that holds the "
+              "options")
 CHAT = ("echo scoring needs a plain-text prompt (chat prompts go to /chat/completions, which "
         "has no echo); use --scoring top-k or drop --chat")
 
@@ -69,19 +74,20 @@ def echo_body(model: str, text: str, request: ScoreNext, token_ids: bool) -> dic
 
 
 def echoed(reply: dict) -> Response:
-    """One echo reply's prompt tokens and their log-probs (the generated token cut off by
-    ``usage.completion_tokens``; llama-cpp-python drops a BOS from both lists, and generates
-    nothing after an end-of-text), in ``raw``; malformed is :class:`Invalid`."""
+    """One echo reply's prompt tokens and their log-probs, in ``raw``; malformed is
+    :class:`Invalid`."""
     lp = reply["choices"][0]["logprobs"] or {}
     tokens, values = lp.get("tokens"), lp.get("token_logprobs")
-    made = (reply.get("usage") or {}).get("completion_tokens")
+    n_prompt = (reply.get("usage") or {}).get("prompt_tokens")
     if not isinstance(tokens, list) or not isinstance(values, list) \
             or len(tokens) != len(values) or not all(isinstance(t, str) for t in tokens):
         raise Retry("the server echoed no tokens with log-probs; does it support echo with "
                     "logprobs on /v1/completions? (llama.cpp: start it with --logits_all)")
-    if isinstance(made, bool) or not isinstance(made, int) or not 0 <= made < len(tokens):
-        raise Invalid(f"usage.completion_tokens is {made!r} for {len(tokens)} echoed tokens")
-    n = len(tokens) - made
+    if isinstance(n_prompt, bool) or not isinstance(n_prompt, int) or n_prompt < 1:
+        raise Invalid(f"usage.prompt_tokens is {n_prompt!r}, not a count of tokens")
+    # vLLM echoes the prompt then the generated token; llama-cpp-python 0.3 the prompt alone,
+    # less a BOS it drops (usage still counts it): the prompt's part is the shorter
+    n = min(len(tokens), n_prompt)
     return Response(raw={"tokens": tokens[:n], "logprobs": values[:n]})
 
 
@@ -108,3 +114,14 @@ def combine(request: ScoreNext, parts: list[Response]) -> Response:
         return Response(error=f"candidates {request.candidates} share a first token; "
                               "ScoreNext reads one position", permanent=True, scoring=ECHO)
     return Response(logprobs=found, scoring=ECHO)
+
+
+def llama_cpp_without_bos(labels) -> str | None:
+    """Why echo cannot be trusted on this server, or None: llama-cpp-python (found by its
+    /extras/tokenize, :mod:`.label_tokens`) serving a model whose prompts get no BOS. With a BOS
+    it drops it and reads each log-prob from the distribution before the token, as it should;
+    without one, from the distribution after it (measured: every value near 0)."""
+    api, lead = getattr(labels, "api", None), getattr(labels, "lead", None)
+    if api is LLAMA_CPP and lead == []:
+        return MISALIGNED
+    return None

@@ -69,7 +69,17 @@ from .async_http import (
 )
 from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
 from .config import DEFAULT_MAX_REPLY_MB
-from .echo_scoring import AUTO, ECHO, TOP_K, combine, echo_body, echo_texts, echoed, needs_echo
+from .echo_scoring import (
+    AUTO,
+    ECHO,
+    TOP_K,
+    combine,
+    echo_body,
+    echo_texts,
+    echoed,
+    llama_cpp_without_bos,
+    needs_echo,
+)
 from .label_tokens import LabelTokenError, label_tokens
 from .openai_batch import BatchPoster
 from .reply_checks import response_problem
@@ -247,19 +257,22 @@ class OpenAIBackend:
         auto redoes in echo what the top-k cannot read, and such a top-k reply is never
         reported (so never cached)."""
         names = self._label_names(requests)
+        # auto on a server whose echo cannot be trusted: the top-k alone, as before
+        mode = TOP_K if self.scoring == AUTO and llama_cpp_without_bos(self.labels) \
+            else self.scoring
         # auto: options the top-k cannot name (their first tokens, as the server tokenises
         # them alone, clash) are read in context by echo, as hf: reads them
         later = {i for i, q in enumerate(requests) if isinstance(q, ScoreNext) and q.echo and (
-            self.scoring == ECHO or (self.scoring == AUTO and isinstance(q.prompt, str)
-                                     and isinstance(names.get(i), LabelTokenError)))}
+            mode == ECHO or (mode == AUTO and isinstance(q.prompt, str)
+                             and isinstance(names.get(i), LabelTokenError)))}
 
         def report(i: int, response: Response) -> None:
-            if progress and not needs_echo(requests[i], response, self.scoring):
+            if progress and not needs_echo(requests[i], response, mode):
                 progress(i, response)
 
         out = self._send(requests, urls, order, names, report, later)
         redo = later | {i for i, r in enumerate(out)
-                        if r is not None and needs_echo(requests[i], r, self.scoring)}
+                        if r is not None and needs_echo(requests[i], r, mode)}
         rank = {i: k for k, i in enumerate(order)}
         for i, response in self._echo(requests, sorted(redo, key=rank.get), urls,
                                       progress).items():
@@ -301,8 +314,9 @@ class OpenAIBackend:
         are in."""
         done: dict[int, Response] = {}
         calls, owner = [], []
+        refused = llama_cpp_without_bos(self.labels)
         for i in which:
-            texts = echo_texts(requests[i])
+            texts = refused or echo_texts(requests[i])
             if isinstance(texts, str):
                 done[i] = Response(error=texts, permanent=True, scoring=ECHO)
                 if progress:
