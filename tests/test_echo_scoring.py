@@ -67,9 +67,9 @@ def test_a_top_k_the_server_refuses_is_redone_in_echo(capped, hf):
 
 
 def test_options_the_top_k_cannot_name_are_read_in_context_by_echo(capped, hf, monkeypatch):
-    """llama.cpp's /extras/tokenize names " A", " B", … alike when each is tokenised alone (the
-    run's requests failed "share a first token" before reading anything): auto reads them in
-    context, where they differ, as hf: does; top-k mode still fails them with the reason."""
+    """Options whose first tokens, each tokenised alone by the server, clash (the label-token
+    lookup, simulated here) failed before anything was read: auto reads them in context, where
+    they differ, as hf: does; top-k mode still fails them with the reason."""
     request = ScoreNext(PROMPT, (" A", " B"), echo=True)
 
     def clash(candidates):
