@@ -54,7 +54,8 @@ def _in_tmp_dir(tmp_path, monkeypatch):
 
 # Test files that need a third-party engine, each selectable with -m NAME (see README): they
 # are all slow too.
-ENGINE_MARKERS = {"test_vllm.py": "vllm", "test_postgres_store.py": "postgres",
+ENGINE_MARKERS = {"test_vllm.py": "vllm", "test_vllm_defaults.py": "vllm",
+                  "test_postgres_store.py": "postgres",
                   "test_llama_cpp_server.py": "llama_cpp", "test_lm_eval_parity.py": "lm_eval"}
 
 

@@ -35,7 +35,7 @@ OPENAI_ARGS = {
 
 class ModelServer:
     def __init__(self, model_dir, name="tiny", api_key=None, fail_first=0, tokenize=True,
-                 openai_strict=False):
+                 openai_strict=False, max_logprobs=None):
         import torch
         import transformers
 
@@ -44,6 +44,7 @@ class ModelServer:
         self.model = transformers.AutoModelForCausalLM.from_pretrained(model_dir).eval()
         self.name, self.api_key, self.fail_left = name, api_key, fail_first
         self.strict = openai_strict
+        self.max_logprobs = max_logprobs  # vLLM's --max-logprobs: more is refused, as vLLM does
         self.paths = {"/v1/completions", "/v1/chat/completions"} | (
             {"/tokenize", "/detokenize"} if tokenize and not openai_strict else set())
         self.received: list[str] = []
@@ -86,6 +87,9 @@ class ModelServer:
                     return self._send(400, {"error": {
                         "message": f"Unrecognized request argument supplied: {unknown[0]}",
                         "type": "invalid_request_error", "param": None, "code": None}})
+                refused = server.refusal(body)
+                if refused:
+                    return self._send(400, refused)
                 with server.lock:
                     if server.fail_left > 0:
                         server.fail_left -= 1
@@ -98,6 +102,17 @@ class ModelServer:
         self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
         threading.Thread(target=self.http.serve_forever, daemon=True).start()
+
+    def refusal(self, body):
+        """vLLM's HTTP 400 for a top-k over its cap (vllm ``sampling_params.py``
+        ``SamplingParams._validate_logprobs``), or None."""
+        k = body.get("top_logprobs", body.get("logprobs"))
+        if self.max_logprobs is None or isinstance(k, bool) or not isinstance(k, int) \
+                or k <= self.max_logprobs:
+            return None
+        return {"error": {"message": f"Requested sample logprobs of {k}, which is greater "
+                                     f"than max allowed: {self.max_logprobs}",
+                          "type": "BadRequestError", "code": 400}}
 
     def _piece(self, token_id: int) -> str:
         """The text of one token (decoded once: full-vocabulary top-k replies stay fast)."""

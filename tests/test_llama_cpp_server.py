@@ -59,6 +59,23 @@ def test_mcq_likelihood_agrees_with_hf(server, tiny_llama, shared, tmp_path):
     assert compared >= 20
 
 
+def test_echo_is_refused_where_llama_cpp_python_misaligns_it(server, shared, tmp_path):
+    """llama-cpp-python 0.3's echo reads each prompt token's log-prob from the distribution
+    after it when the prompt has no BOS, as this GGUF's (measured on one question: A -0.0004,
+    D -0.00001 against hf:'s -24.1 and -16.9). So ``--scoring echo`` fails each question with
+    that reason, never a number, and auto keeps the top-k (the default top 20 holds none of a
+    random model's letters: failed, as before)."""
+    common = ["run", "--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"), "--subjects",
+              "arts", "--limit", "2", "--shots", "0", "--quiet", "--model", "openai:tiny",
+              "--base-url", server.url]
+    assert main([*common, "--scoring", "echo", "--output", str(tmp_path / "echo")]) == 3
+    for s in _samples(tmp_path / "echo").values():
+        assert s["error"].startswith("llama-cpp-python's echo misaligns"), s
+    assert main([*common, "--output", str(tmp_path / "auto")]) == 3
+    for s in _samples(tmp_path / "auto").values():
+        assert "no candidate among the top 20" in s["error"], s
+
+
 def test_guard_scores_agree_with_hf(server, tiny_llama, shared, tmp_path):
     """WildGuard's verdict tokens " yes" / " no" are single tokens of the tiny model's vocabulary
     (a server's top log-probs are looked up by token text; Llama Guard's "unsafe" is one token

@@ -23,6 +23,7 @@ from .backends.secrets import redact_command
 from .data.rows import field_limit, files_read, fingerprint
 from .errors import LocalevalError
 from .records import read_results
+from .store.batches import BatchLedger
 from .store.cache import check_cache_file
 from .store.executor import CachedExecutor, commit_interval, open_cache
 from .store.runs import (
@@ -115,6 +116,7 @@ def _run(task: Task, models: list[Model], place: RunPlace) -> RunRecord:
     if place.cache:
         check_cache_file(place.cache)  # before the model loads
     backend = _load(models[0])
+    _keep_batches(backend, place)
     roles = RoleModels(models[1:])
     planned = task.plan(data, backend)
     provenance = run_provenance(place.command)
@@ -158,6 +160,12 @@ def _run(task: Task, models: list[Model], place: RunPlace) -> RunRecord:
     if record.folder:
         _save(record, place.report)
     return record
+
+
+def _keep_batches(backend: Backend, place: RunPlace) -> None:
+    """--batch: the backend keeps its batch ids in the run folder (a killed run re-attaches)."""
+    if place.folder:
+        backend.keep_batches(BatchLedger(place.folder))
 
 
 def _save(record: RunRecord, report: bool) -> None:

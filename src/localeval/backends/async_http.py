@@ -241,7 +241,8 @@ class JsonClient:
             raise LocalevalError(f"--max-retries must be 0 or more, not {max_retries}")
         self.headers, self.timeout, self.max_retries = headers, timeout, max_retries
         self.concurrency, self.rate_limit, self.scrub = concurrency, rate_limit, scrub
-        self.stats: dict = {"http_calls": 0, "retries": 0, "served_by": {}}
+        self.stats: dict = {"http_calls": 0, "retries": 0, "bytes_received": 0,
+                            "served_by": {}}
 
     def post_all(self, calls: list[Call], progress=None,
                  order: list[int] | None = None) -> list[Response]:
@@ -359,6 +360,7 @@ class JsonClient:
                 body += chunk
                 if len(body) > self.max_reply_bytes:
                     raise TooLarge(f"more than {self.max_reply_bytes:,} bytes")
+            self.stats["bytes_received"] += len(body)  # what a scoring mode costs (bench/)
             return resp.status_code, dict(resp.headers), bytes(body)
 
     def _parsed(self, call: Call, url: str, body: bytes,

@@ -38,11 +38,15 @@ class ScoreNext:
     distinct. The log-probs are over the whole vocabulary (not renormalised over candidates).
     ``add_special_tokens``: whether a plain-string prompt gets the tokenizer's special tokens
     (its BOS); a chat prompt's template places them itself.
+    ``echo``: a server may read it from the echoed log-probs of prompt + candidate (the
+    ``--scoring`` mode decides, :mod:`.echo_scoring`); False keeps it to the next token's top
+    log-probs (guards: their authors' rule). How it is read, not what is asked: out of the key.
     """
 
     prompt: Prompt
     candidates: tuple[str, ...]
     add_special_tokens: bool = True
+    echo: bool = False
     kind: str = field(default="score_next", init=False)
 
 
@@ -142,6 +146,7 @@ class Response:
     # connection, a server error) or the backend cannot tell.
     permanent: bool | None = None
     failure: str | None = None  # with ``error``: its kind (backends/failures.py)
+    scoring: str | None = None  # ScoreNext on a server: "top-k" or "echo" (how it was read)
 
     @classmethod
     def failed(cls, reason: RequestFailure) -> Response:
@@ -166,6 +171,7 @@ def request_fields(request: Request) -> dict:
     ``add_special_tokens``: such a request keys the cache as it did before those fields
     existed."""
     fields = asdict(request)
+    fields.pop("echo", None)  # how a ScoreNext may be read, not what it asks
     for late in ("sample", "add_special_tokens", "decoding"):  # unset: the key before them
         if late in fields and fields[late] is None:
             del fields[late]
@@ -240,6 +246,7 @@ class BackendBase:
     # same chunks as a clean one (store/executor.py)
     plans_over_all: bool = False
     stats: Mapping[str, Any] = MappingProxyType({})  # counters for the run's timing record
+    chunk: int | None = None  # requests per call it wants (--batch: all of them), else the run's
 
     @classmethod
     def preflight(cls, target: str, config: Any) -> None:
@@ -259,6 +266,10 @@ class BackendBase:
         forward pass; None when fine or when only running can tell (a server)."""
         return None
 
+    def keep_batches(self, ledger: Any) -> None:
+        """Where a backend that sends provider batches (``--batch``) keeps their ids: the run
+        folder's ledger, so a killed run re-attaches; by default it sends none."""
+
 
 class Adapted(BackendBase):
     """A Python caller's own backend object (anything with ``identity`` and ``run``), with
@@ -270,7 +281,7 @@ class Adapted(BackendBase):
         self.wrapped = backend
         self.identity = backend.identity
         for name in ("max_context", "count_tokens", "check_candidates", "plans_over_all",
-                     "stats"):
+                     "stats", "chunk", "keep_batches"):
             if hasattr(backend, name):
                 setattr(self, name, getattr(backend, name))
 

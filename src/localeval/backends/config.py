@@ -20,6 +20,8 @@ DEFAULT_MAX_REPLY_MB = 64.0  # a top-20 log-prob reply is a few kB; an echoed lo
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 # what an OpenAI-compatible chat server is sent to continue an assistant prefill
 CHAT_EXTENSIONS = ("vllm", "none")
+# how a server scores multiple choice (backends/echo_scoring.py): the default first
+SCORING = ("auto", "top-k", "echo")
 # Keys of --model-args that hold a credential (from_pretrained's token and its old names).
 HUB_SECRETS = frozenset({"token", "use_auth_token", "hf_token", "api_key", "password"})
 
@@ -79,6 +81,16 @@ class BackendConfig:
         speed_only=True))
     top_logprobs: int = field(default=20, metadata=_help(
         "next-token log-probs asked of a server for likelihood scoring", type=int))
+    scoring: str = field(default=SCORING[0], metadata=_help(
+        "how a server scores multiple choice: top-k (the next token's top log-probs), echo "
+        "(prompt + each option echoed, exact at any top-k cap; 1 + #options requests) or auto "
+        "(top-k, and echo for a question whose reply lacks an option or whose top-k the "
+        "server refuses); guards always read the top-k", choices=SCORING))
+    batch: bool = field(default=False, metadata=_help(
+        "send the run's requests to the server's Batch API (/v1/files, /v1/batches: half the "
+        "price on api.openai.com) and wait for it; the batch ids are kept in the run folder "
+        "(batches.json), so a killed run re-attaches, and a rerun submits only what is "
+        "missing", action="store_true", speed_only=True))
     tokenizer: str | None = field(default=None, metadata=_help(
         "the served model's tokenizer (Hub name or folder): a server's answer options are read "
         "by their first token (default: the server's own /tokenize, else the whole option "
@@ -106,6 +118,8 @@ class BackendConfig:
             low = 0 if name == "max_retries" else 1
             if getattr(self, name) < low:
                 return f"{flags([name])} must be at least {low}, not {getattr(self, name)}"
+        if self.scoring not in SCORING:
+            return f"--scoring must be one of {', '.join(SCORING)}, not {self.scoring!r}"
         if self.chat_extensions not in (None, *CHAT_EXTENSIONS):
             return (f"--chat-extensions must be one of {', '.join(CHAT_EXTENSIONS)}, not "
                     f"{self.chat_extensions!r}")

@@ -8,6 +8,11 @@
   endpoint, else the candidate's whole text; the identity records which). A candidate outside
   the top-k gets ``None`` (it is less likely than all of them); if no candidate is in the top-k
   the request fails with that reason, and so does one whose candidates share a first token.
+- ``scoring`` (``--scoring``): a multiple-choice ScoreNext (``echo`` set) whose top-k lacks a
+  candidate, or whose top-k the server refuses, is redone from prompt + option echoed (``auto``,
+  the default); ``echo`` always, ``top-k`` never (:mod:`.echo_scoring`). Guards: top-k only.
+- ``batch`` (``--batch``): every call goes to the server's Batch API instead
+  (:mod:`.openai_batch`), read back through the same parse and checks.
 - Requests are sent in the order of their prompt text, so prompts sharing a prefix (a subject's
   few-shot block, a guard's template) arrive back to back and a server with prefix caching
   (vLLM ``--enable-prefix-caching``, SGLang's radix cache) reuses it. With several base URLs
@@ -44,10 +49,12 @@ terms; httpx gives async connection pools and leaves the retry policy to us.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 import urllib.parse
+from collections import Counter
 from typing import Any
 
 from ..errors import LocalevalError
@@ -63,8 +70,20 @@ from .async_http import (
 )
 from .base import BackendBase, Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
 from .config import DEFAULT_MAX_REPLY_MB
+from .echo_scoring import (
+    AUTO,
+    ECHO,
+    TOP_K,
+    combine,
+    echo_body,
+    echo_texts,
+    echoed,
+    llama_cpp_without_bos,
+    needs_echo,
+)
 from .failures import ErrorReply, OverLimit, Unsupported
 from .label_tokens import LabelTokenError, label_tokens
+from .openai_batch import BatchPoster
 from .reply_checks import response_problem
 from .secrets import url_secrets
 from .usage import UsageError, with_usage
@@ -82,6 +101,7 @@ class NoPrefill(LocalevalError):
 
 
 REPLICA_BLOCK = 8  # consecutive (prefix-sorted) requests sent to one replica
+BATCH_CHUNK = 50_000  # requests per backend call with --batch: the Batch API's most per batch
 NO_LOGPROBS = "the server returned no log-probs"
 
 
@@ -97,7 +117,8 @@ class OpenAIBackend(BackendBase):
                  concurrency: int = 8, timeout: float = 120.0, max_retries: int = 4,
                  rate_limit: float | None = None, tokenizer: str | None = None,
                  max_reply_mb: float = DEFAULT_MAX_REPLY_MB,
-                 chat_extensions: str | None = None):
+                 chat_extensions: str | None = None, scoring: str = AUTO,
+                 batch: bool = False):
         import httpx
 
         self.httpx = httpx
@@ -106,11 +127,17 @@ class OpenAIBackend(BackendBase):
         self.base_urls = base_urls(urls)
         self._api_key, self.api_key_env = os.environ.get(api_key_env, ""), api_key_env
         self.top_logprobs, self.timeout, self.max_retries = top_logprobs, timeout, max_retries
+        self.scoring = scoring  # multiple choice: top-k, echo or auto (.echo_scoring)
         self.client = JsonClient(headers=self._headers(), timeout=timeout,
                                  max_retries=max_retries, concurrency=concurrency,
                                  rate_limit=rate_limit, scrub=self.scrub,
                                  max_reply_mb=max_reply_mb)
         self.counts = {"requests": 0, "failed": 0}
+        # --batch: the Batch API instead of one request each (not in the identity: the same
+        # numbers); executor.py hands it all of a run's requests at once
+        self.batches = BatchPoster(httpx, self.base_urls[0], self._headers(), self.scrub,
+                                   max_retries, timeout) if batch else None
+        self.chunk = BATCH_CHUNK if batch else None
         infos = [self._model_info(u) for u in self.base_urls]
         self._context = min((i.get("max_model_len") or 0 for i in infos), default=0) or None
         # vLLM's /models reports max_model_len; api.openai.com's does not (and refuses vLLM's
@@ -123,7 +150,7 @@ class OpenAIBackend(BackendBase):
         self.identity = {"backend": "openai", "model": model,
                          "base_url": shown[0] if len(shown) == 1 else shown,
                          "top_logprobs": top_logprobs, "label_tokens": self.labels.source,
-                         "chat_extensions": self.chat_extensions}
+                         "chat_extensions": self.chat_extensions, "scoring": scoring}
 
     @property
     def base_url(self) -> str:
@@ -138,7 +165,21 @@ class OpenAIBackend(BackendBase):
     @property
     def stats(self) -> dict:
         """Requests and failures, and the client's HTTP calls and retries (for the timing)."""
-        return {**self.counts, **self.client.stats}
+        return {**self.counts, **self.client.stats, **(self.batches.stats if self.batches
+                                                       else {})}
+
+    def keep_batches(self, ledger) -> None:
+        """Where --batch keeps its batch ids (the run folder's batches.json): a killed run
+        re-attaches. Without one, they are kept in memory."""
+        if self.batches:
+            ledger.load()  # a damaged batches.json is one line now, not when a batch is due
+            self.batches.ledger = ledger
+
+    def _post(self, calls: list[Call], report=None, order=None) -> list[Response]:
+        """The calls directly (``concurrency`` in flight), or as Batch API jobs (--batch)."""
+        if self.batches:
+            return self.batches.post_all(calls, report)
+        return self.client.post_all(calls, report, order)
 
     # ---------------------------------------------------------------- setup
     def _headers(self) -> dict:
@@ -212,11 +253,39 @@ class OpenAIBackend(BackendBase):
         urls = [""] * len(requests)
         for rank, i in enumerate(order):
             urls[i] = self.base_urls[(rank // REPLICA_BLOCK) % len(self.base_urls)]
-        out = self._send(requests, urls, order, self._label_names(requests), progress)
+        out = self._scored(requests, urls, order, progress)
         self.counts["requests"] += len(requests)
         self.counts["failed"] += sum(1 for r in out if r.error)
         scores = [r for q, r in zip(requests, out, strict=True) if isinstance(q, ScoreNext)]
         self._check_logprobs(scores)
+        return out
+
+    def _scored(self, requests: list[Request], urls: list[str], order: list[int],
+                progress) -> list[Response]:
+        """Every request, in the --scoring mode: echo sends multiple choice straight to echo;
+        auto redoes in echo what the top-k cannot read, and such a top-k reply is never
+        reported (so never cached)."""
+        names = self._label_names(requests)
+        # auto on a server whose echo cannot be trusted: the top-k alone, as before
+        mode = TOP_K if self.scoring == AUTO and llama_cpp_without_bos(self.labels) \
+            else self.scoring
+        # auto: options the top-k cannot name (their first tokens, as the server tokenises
+        # them alone, clash) are read in context by echo, as hf: reads them
+        later = {i for i, q in enumerate(requests) if isinstance(q, ScoreNext) and q.echo and (
+            mode == ECHO or (mode == AUTO and isinstance(q.prompt, str)
+                             and isinstance(names.get(i), LabelTokenError)))}
+
+        def report(i: int, response: Response) -> None:
+            if progress and not needs_echo(requests[i], response, mode):
+                progress(i, response)
+
+        out = self._send(requests, urls, order, names, report, later)
+        redo = later | {i for i, r in enumerate(out)
+                        if r is not None and needs_echo(requests[i], r, mode)}
+        rank = {i: k for k, i in enumerate(order)}
+        for i, response in self._echo(requests, sorted(redo, key=rank.get), urls,
+                                      progress).items():
+            out[i] = response
         return out
 
     def _check_logprobs(self, scores: list[Response]) -> None:
@@ -247,13 +316,58 @@ class OpenAIBackend(BackendBase):
                 out[i] = e
         return out
 
+    def _echo(self, requests: list[Request], which: list[int], urls: list[str],
+              progress) -> dict[int, Response]:
+        """The requests ``which`` scored in echo mode (:mod:`.echo_scoring`): 1 + #options
+        completions each, posted in this order; each request reported once all its replies
+        are in."""
+        done: dict[int, Response] = {}
+        calls, owner = [], []
+        refused = llama_cpp_without_bos(self.labels)
+        for i in which:
+            texts = refused or echo_texts(requests[i])
+            if isinstance(texts, str):
+                done[i] = Response(error=texts, permanent=True, scoring=ECHO)
+                if progress:
+                    progress(i, done[i])
+                continue
+            for text in texts:
+                body = echo_body(self.model, text, requests[i], self.labels.token_ids)
+                calls.append(Call(join_url(urls[i], "/completions"), body, echoed, tuple(
+                    join_url(u, "/completions") for u in self.base_urls if u != urls[i])))
+                owner.append(i)
+        parts: dict[int, dict[int, Response]] = {i: {} for i in set(owner)}
+        need = Counter(owner)
+
+        def finished(k: int, response: Response) -> None:
+            i = owner[k]
+            parts[i][k] = response
+            if len(parts[i]) == need[i]:
+                done[i] = self._combined(requests[i], [parts[i][j] for j in sorted(parts[i])])
+                if progress:
+                    progress(i, done[i])
+
+        self._post(calls, finished)
+        return done
+
+    def _combined(self, request: ScoreNext, parts: list[Response]) -> Response:
+        response = combine(request, parts)
+        problem = None if response.error else response_problem(request, response)
+        if problem:
+            return Response(error=f"invalid reply from the server: {problem}", permanent=True,
+                            scoring=ECHO)
+        return response
+
     def _send(self, requests: list[Request], urls: list[str], order: list[int],
-              names: dict[int, dict[str, str] | LabelTokenError], progress) -> list[Response]:
+              names: dict[int, dict[str, str] | LabelTokenError], progress,
+              later: set[int] = frozenset()) -> list[Response]:
         """Every request that can run, posted in ``order``; one that cannot (its ``names`` is
-        the reason) fails alone, as on the hf backend."""
+        the reason) fails alone, as on the hf backend. Those in ``later`` are left None."""
         out: list[Response | None] = [None] * len(requests)
         sent, calls = [], []
         for i, request in enumerate(requests):
+            if i in later:
+                continue
             problem = names.get(i)
             if not isinstance(problem, LabelTokenError):
                 try:
@@ -268,7 +382,7 @@ class OpenAIBackend(BackendBase):
                 progress(i, out[i])
         rank = {i: k for k, i in enumerate(sent)}
         report = (lambda k, response: progress(sent[k], response)) if progress else None
-        replies = self.client.post_all(calls, report, [rank[i] for i in order if i in rank])
+        replies = self._post(calls, report, [rank[i] for i in order if i in rank])
         for i, response in zip(sent, replies, strict=True):
             out[i] = response
         return out  # type: ignore[return-value]
@@ -333,10 +447,10 @@ class OpenAIBackend(BackendBase):
         # keyed by the candidate's full text (callers read by candidate), looked up by its name
         found = {c: top.get((names or {}).get(c, c)) for c in request.candidates}
         if all(v is None for v in found.values()):
-            return Response.failed(OverLimit(  # the reply is greedy: a rerun reads the same
+            return dataclasses.replace(Response.failed(OverLimit(  # greedy: a rerun reads the same
                 f"no candidate among the top {self.top_logprobs} next tokens "
-                f"({', '.join(list(top)[:5])}, …); raise --top-logprobs"))
-        return Response(logprobs=found)
+                f"({', '.join(list(top)[:5])}, …); raise --top-logprobs")), scoring=TOP_K)
+        return Response(logprobs=found, scoring=TOP_K)
 
 
 def served_models(reply: Any, url: str) -> list[dict]:

@@ -84,7 +84,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"localeval {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     # --debug is accepted after the command too (localeval run ... --debug)
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="show tracebacks")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
@@ -162,7 +162,13 @@ def quiet_third_party() -> None:
 
 class OneLineParser(argparse.ArgumentParser):
     """A mistake on the command line is one line naming the fix, not the whole usage (`run`'s
-    is 25 lines, and a forgotten --task scrolled away under it)."""
+    is 25 lines, and a forgotten --task scrolled away under it). No abbreviations: `--batch`
+    is its own flag, never a prefix of `--batch-size`, and a mistyped flag gets its
+    did-you-mean."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message}; `{self.prog} --help` shows the "

@@ -134,6 +134,7 @@ def _chunks(backend: Backend, todo: list[int], n: int, chunk: int = CHUNK):
     as a clean run, each with the cached ones flagged not needed, so a resumed run computes
     what is left exactly as the clean run did; chunks with nothing left are skipped."""
     if not backend.plans_over_all:
+        chunk = backend.chunk or chunk  # --batch: one batch for the lot
         for start in range(0, len(todo), chunk):
             yield todo[start : start + chunk], None
         return

@@ -100,9 +100,11 @@ def plan(task: TaskSpec, subject: str, dev: list[MCQItem], test: list[MCQItem],
 
 def _request(item: MCQItem, prompt: Prompt, config: MCQConfig) -> Request:
     if config.method == "likelihood":
-        # the style says whether the tokenizer adds its special tokens (the TMLU code does not)
+        # the style says whether the tokenizer adds its special tokens (the TMLU code does not);
+        # echo: a server may read the options from prompt + option echoed (--scoring)
         return ScoreNext(prompt, config.prompt.candidates(item),
-                         add_special_tokens=config.prompt.kind.likelihood_special_tokens)
+                         add_special_tokens=config.prompt.kind.likelihood_special_tokens,
+                         echo=True)
     # MiuLab/TMLU model.py HFLM_vLLM.generate with --apply_chat_template: the user turn + the
     # cue, rendered to text, which vLLM tokenises with special tokens (a template that holds
     # BOS gets a second one)
@@ -146,6 +148,8 @@ def score(planned: Planned, response: Response, config: MCQConfig) -> dict:
         record["logprobs"] = {letters[c]: v for c, v in response.logprobs.items()}
         pred = extract.from_logprobs(response.logprobs, scored)
         record["extract"] = "likelihood: highest log-prob"
+        if response.scoring:  # a server's: read from its top-k, or from prompt + option echoed
+            record["scoring"] = response.scoring
     else:
         record["output"] = response.text
         pred, record["extract"], error = _extract(response.text or "", item.letters, config)

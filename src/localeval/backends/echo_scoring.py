@@ -1,0 +1,127 @@
+"""Exact likelihood on any completions server: a multiple-choice ``ScoreNext`` read from the
+echoed log-probs of prompt + option, whatever top-k the server caps.
+
+lm-evaluation-harness's ``local-completions`` way (EleutherAI/lm-evaluation-harness
+``lm_eval/models/openai_completions.py``: ``LocalCompletionsAPI._create_payload`` with
+``generate=False`` posts the context + continuation to ``/v1/completions`` with ``echo``,
+``logprobs`` 1, ``max_tokens`` 1, temperature 0; ``parse_logprobs`` reads
+``token_logprobs[ctxlen:-1]``, the last entry being the one generated token). lm-eval counts
+``ctxlen`` with its own tokenizer (``api_models.py`` ``TemplateAPI.batch_loglikelihood_requests``);
+a server has none we can trust to match, so the server counts it: the context alone is echoed
+too, and each option's reply must start with exactly those tokens.
+
+What is read is the log-prob of the option's **first token** at the position after the
+context: the rule of ``hf:`` (:func:`.prompt_tokens.score_tokens`: trailing spaces move from
+the context to the option) and of the top-k mode, so one run never mixes rules. Per question,
+1 + #options requests; ``max_tokens`` 1 because llama-cpp-python takes 0 or less as "up to the
+context" (and it needs ``--logits_all`` for echo at all). An option whose first token merges
+with the context's last one (the option's reply does not start with the context's tokens), two
+options sharing a first token, and a chat prompt (``/chat/completions`` has no echo) fail alone,
+with the reason.
+
+Modes (``--scoring``): ``top-k`` (the next token's top log-probs only), ``echo``, and ``auto``
+(the default): top-k, and in echo any request whose reply lacks an option or whose top-k the
+server refuses (vLLM: "greater than max allowed"). Only requests marked ``ScoreNext.echo`` (the
+multiple-choice task's) are ever echoed: guards keep their authors' top-k rule.
+"""
+
+from __future__ import annotations
+
+from .async_http import Invalid, Retry
+from .base import Response, ScoreNext
+from .config import SCORING
+from .label_tokens import LLAMA_CPP
+
+AUTO, TOP_K, ECHO = SCORING
+REFUSED = "greater than max allowed"  # vLLM's words for a top-k over its --max-logprobs
+NO_CANDIDATE = "no candidate among the top"
+MISALIGNED = ("llama-cpp-python's echo misaligns prompt log-probs for a model without a BOS token "
+              "(llama_cpp/llama.py Llama._create_completion reads each token's log-prob from the "
+              "distribution after it): use --scoring top-k with a --top-logprobs that holds the "
+              "options")
+CHAT = ("echo scoring needs a plain-text prompt (chat prompts go to /chat/completions, which "
+        "has no echo); use --scoring top-k or drop --chat")
+
+
+def needs_echo(request, response: Response, mode: str) -> bool:
+    """Whether ``auto`` redoes this top-k reply in echo: a multiple-choice request on a plain
+    prompt whose reply lacks an option, or whose top-k the server refused."""
+    if mode != AUTO or not isinstance(request, ScoreNext) or not request.echo \
+            or not isinstance(request.prompt, str):
+        return False
+    if response.error:
+        return NO_CANDIDATE in response.error or REFUSED in response.error
+    return any(v is None for v in (response.logprobs or {}).values())
+
+
+def echo_texts(request: ScoreNext) -> list[str] | str:
+    """The texts echoed for one request: the context alone (trailing spaces and tabs moved to
+    the options, as ``hf:`` splits them), then context + each option; or why it cannot be."""
+    if not isinstance(request.prompt, str):
+        return CHAT
+    stripped = request.prompt.rstrip(" \t")
+    return [stripped] + [request.prompt + c for c in request.candidates]
+
+
+def echo_body(model: str, text: str, request: ScoreNext, token_ids: bool) -> dict:
+    body = {"model": model, "prompt": text, "temperature": 0.0, "max_tokens": 1,
+            "echo": True, "logprobs": 1}
+    if not request.add_special_tokens:
+        body["add_special_tokens"] = False  # vLLM's extra parameter: no BOS
+    if token_ids:
+        body["return_tokens_as_token_ids"] = True  # vLLM: echoed tokens compared by id
+    return body
+
+
+def echoed(reply: dict) -> Response:
+    """One echo reply's prompt tokens and their log-probs, in ``raw``; malformed is
+    :class:`Invalid`."""
+    lp = reply["choices"][0]["logprobs"] or {}
+    tokens, values = lp.get("tokens"), lp.get("token_logprobs")
+    n_prompt = (reply.get("usage") or {}).get("prompt_tokens")
+    if not isinstance(tokens, list) or not isinstance(values, list) \
+            or len(tokens) != len(values) or not all(isinstance(t, str) for t in tokens):
+        raise Retry("the server echoed no tokens with log-probs; does it support echo with "
+                    "logprobs on /v1/completions? (llama.cpp: start it with --logits_all)")
+    if isinstance(n_prompt, bool) or not isinstance(n_prompt, int) or n_prompt < 1:
+        raise Invalid(f"usage.prompt_tokens is {n_prompt!r}, not a count of tokens")
+    # vLLM echoes the prompt then the generated token; llama-cpp-python 0.3 the prompt alone,
+    # less a BOS it drops (usage still counts it): the prompt's part is the shorter
+    n = min(len(tokens), n_prompt)
+    return Response(raw={"tokens": tokens[:n], "logprobs": values[:n]})
+
+
+def combine(request: ScoreNext, parts: list[Response]) -> Response:
+    """The request's response from its echo replies (context first, then each option)."""
+    failed = next((p for p in parts if p.error), None)
+    if failed:
+        return Response(error=failed.error, permanent=failed.permanent, scoring=ECHO)
+    context = parts[0].raw["tokens"]
+    n = len(context)
+    found, firsts = {}, []
+    for c, part in zip(request.candidates, parts[1:], strict=True):
+        tokens, values = part.raw["tokens"], part.raw["logprobs"]
+        if n < 1 or len(tokens) <= n or tokens[:n] != context:
+            return Response(error=f"option {c!r} merges with the prompt's last token on the "
+                                  "server's tokenizer: echo cannot read it after the prompt; "
+                                  "use --scoring top-k", permanent=True, scoring=ECHO)
+        if values[n] is None:  # a null is "outside the top-k" to the checks: never here
+            return Response(error=f"invalid reply from the server: a null log-prob echoed for "
+                                  f"option {c!r}", permanent=True, scoring=ECHO)
+        firsts.append(tokens[n])
+        found[c] = values[n]
+    if len(set(firsts)) < len(firsts):
+        return Response(error=f"candidates {request.candidates} share a first token; "
+                              "ScoreNext reads one position", permanent=True, scoring=ECHO)
+    return Response(logprobs=found, scoring=ECHO)
+
+
+def llama_cpp_without_bos(labels) -> str | None:
+    """Why echo cannot be trusted on this server, or None: llama-cpp-python (found by its
+    /extras/tokenize, :mod:`.label_tokens`) serving a model whose prompts get no BOS. With a BOS
+    it drops it and reads each log-prob from the distribution before the token, as it should;
+    without one, from the distribution after it (measured: every value near 0)."""
+    api, lead = getattr(labels, "api", None), getattr(labels, "lead", None)
+    if api is LLAMA_CPP and lead == []:
+        return MISALIGNED
+    return None

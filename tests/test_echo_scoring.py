@@ -1,0 +1,164 @@
+"""``--scoring`` on ``openai:``: multiple choice read from prompt + option echoed (lm-eval's
+``local-completions`` way), against a loopback server running a real model
+(:mod:`openai_server`, vLLM's reply shapes; its ``max_logprobs`` refuses a larger top-k as vLLM
+does). The real vLLM and llama.cpp servers: ``test_vllm_defaults.py``,
+``test_llama_cpp_server.py``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from openai_server import ModelServer
+from scripted_server import ScriptedServer
+
+from localeval.api import evaluate
+from localeval.backends.base import Response, ScoreNext
+from localeval.backends.echo_scoring import CHAT, combine
+from localeval.backends.hf import HFBackend
+from localeval.backends.label_tokens import LabelTokenError
+from localeval.backends.openai_compat import OpenAIBackend
+from localeval.cli import main
+
+TOL = 1e-4  # the loopback server runs the same weights through transformers (float32)
+PROMPT = "問題：一加一等於幾？\nA. 一\nB. 二\n答案："
+
+
+@pytest.fixture(scope="module")
+def capped(tiny_llama):
+    """A server that refuses more than 5 top log-probs, as vLLM started with
+    ``--max-logprobs 5`` does."""
+    s = ModelServer(tiny_llama, max_logprobs=5)
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def hf(tiny_llama):
+    return HFBackend(str(tiny_llama))
+
+
+def test_auto_redoes_in_echo_what_the_top_k_lacks_and_equals_hf(capped, hf):
+    """Top 2 of a random model's vocabulary holds no option: the request is redone in echo
+    (1 + 2 completions), reported once, and its log-probs are ``hf:``'s. A guard's request
+    (``echo`` False) keeps the top-k rule and fails as before."""
+    backend = OpenAIBackend("tiny", base_url=capped.url, top_logprobs=2)
+    mcq = ScoreNext(PROMPT, ("A", "B"), echo=True)
+    guard = ScoreNext(PROMPT, ("A", "B"))
+    reported: list[tuple[int, Response]] = []
+    capped.received.clear()
+    out = backend.run([mcq, guard], lambda i, r: reported.append((i, r)))
+    assert sorted(i for i, _ in reported) == [0, 1]  # each once: the top-k miss never reported
+    assert out[0].scoring == "echo" and out[0].error is None
+    (want,) = hf.run([mcq])
+    assert out[0].logprobs == pytest.approx(want.logprobs, abs=TOL)
+    assert "no candidate among the top 2" in out[1].error and out[1].scoring == "top-k"
+    assert len(capped.received) == 2 + 3  # two top-k requests, then the echo of one
+    assert backend.identity["scoring"] == "auto"
+
+
+def test_a_top_k_the_server_refuses_is_redone_in_echo(capped, hf):
+    backend = OpenAIBackend("tiny", base_url=capped.url, top_logprobs=20)  # over its 5
+    request = ScoreNext(PROMPT + " ", ("A", "B"), echo=True)  # its space moves to " A"
+    (out,) = backend.run([request])
+    assert out.error is None and out.scoring == "echo"
+    (want,) = hf.run([request])
+    assert out.logprobs == pytest.approx(want.logprobs, abs=TOL)
+
+
+def test_options_the_top_k_cannot_name_are_read_in_context_by_echo(capped, hf, monkeypatch):
+    """Options whose first tokens, each tokenised alone by the server, clash (the label-token
+    lookup, simulated here) failed before anything was read: auto reads them in context, where
+    they differ, as hf: does; top-k mode still fails them with the reason."""
+    request = ScoreNext(PROMPT, (" A", " B"), echo=True)
+
+    def clash(candidates):
+        raise LabelTokenError(f"candidates {tuple(candidates)} share a first token; "
+                              "ScoreNext reads one position")
+
+    auto = OpenAIBackend("tiny", base_url=capped.url)
+    monkeypatch.setattr(auto.labels, "names", clash)
+    (out,) = auto.run([request])
+    assert out.error is None and out.scoring == "echo"
+    assert out.logprobs == pytest.approx(hf.run([request])[0].logprobs, abs=TOL)
+    top_k = OpenAIBackend("tiny", base_url=capped.url, scoring="top-k")
+    monkeypatch.setattr(top_k.labels, "names", clash)
+    (out,) = top_k.run([request])
+    assert "share a first token" in out.error
+
+
+def test_top_k_mode_never_echoes_and_echo_mode_never_asks_the_top_k(capped):
+    request = ScoreNext(PROMPT, ("A", "B"), echo=True)
+    capped.received.clear()
+    (out,) = OpenAIBackend("tiny", base_url=capped.url, top_logprobs=2,
+                           scoring="top-k").run([request])
+    assert out.error and "top 2" in out.error and len(capped.received) == 1
+    capped.received.clear()
+    (out,) = OpenAIBackend("tiny", base_url=capped.url, scoring="echo").run([request])
+    assert out.scoring == "echo" and out.error is None
+    assert sorted(capped.received) == sorted([PROMPT, PROMPT + "A", PROMPT + "B"])
+
+
+def test_a_chat_prompt_in_echo_mode_fails_alone_with_the_reason(capped):
+    chat = ScoreNext([{"role": "user", "content": "一加一？"}], ("A", "B"), echo=True)
+    plain = ScoreNext(PROMPT, ("A", "B"), echo=True)
+    out = OpenAIBackend("tiny", base_url=capped.url, scoring="echo").run([chat, plain])
+    assert out[0].error == CHAT and out[0].permanent
+    assert out[1].error is None
+
+
+def test_a_whole_run_at_the_default_top_k_equals_hf_and_records_the_mode(capped, tiny_llama,
+                                                                       shared, tmp_path):
+    common = dict(task="cmmlu", data=shared / "data" / "cmmlu", subjects=["arts"], limit=4,
+                  shots=1, quiet=True, store=False)
+    ours = evaluate(model=OpenAIBackend("tiny", base_url=capped.url, top_logprobs=5),
+                    output=tmp_path / "remote", **common)
+    theirs = evaluate(model=f"hf:{tiny_llama}", output=tmp_path / "hf", **common)
+    assert ours.results["n_failed"] == 0
+    for a, b in zip(ours.samples, theirs.samples, strict=True):
+        assert a["scoring"] == "echo" and a["pred"] == b["pred"]
+        assert a["logprobs"] == pytest.approx(b["logprobs"], abs=TOL)
+    config = json.loads((tmp_path / "remote" / "config.json").read_text())
+    assert config["backend"]["scoring"] == "auto"
+
+
+def _echo_reply(tokens: list[str], values: list) -> bytes:
+    return json.dumps({"choices": [{"text": "".join(tokens), "logprobs": {
+        "tokens": tokens + ["x"], "token_logprobs": values + [-1.0]}}],
+        "usage": {"prompt_tokens": len(tokens), "completion_tokens": 1}}).encode()
+
+
+@pytest.mark.parametrize("value", [float("nan"), 0.5, "-1"])
+def test_an_invalid_echoed_log_prob_fails_the_request_never_a_score(value):
+    def reply(path, body):
+        if body["prompt"] == "Q:":
+            return _echo_reply(["Q", ":"], [None, -1.0])
+        return _echo_reply(["Q", ":", body["prompt"][2:]], [None, -1.0, value])
+
+    with ScriptedServer(reply) as server:
+        (out,) = OpenAIBackend("m", base_url=server.url, scoring="echo",
+                               max_retries=0).run([ScoreNext("Q:", ("A", "B"), echo=True)])
+    assert out.error and "invalid reply" in out.error and out.permanent, out
+    assert out.logprobs is None
+
+
+def test_combine_refuses_what_one_position_cannot_read():
+    context = Response(raw={"tokens": ["Q", ":"], "logprobs": [None, -1.0]})
+    request = ScoreNext("Q:", ("A", "B"), echo=True)
+    merged = Response(raw={"tokens": ["Q", ":A"], "logprobs": [None, -2.0]})
+    b = Response(raw={"tokens": ["Q", ":", "B"], "logprobs": [None, -1.0, -3.0]})
+    assert "merges with the prompt's last token" in combine(request, [context, merged, b]).error
+    same = Response(raw={"tokens": ["Q", ":", "B", "x"], "logprobs": [None, -1.0, -3.0, -1.0]})
+    assert "share a first token" in combine(request, [context, same, b]).error
+    a = Response(raw={"tokens": ["Q", ":", "A"], "logprobs": [None, -1.0, -2.5]})
+    assert combine(request, [context, a, b]).logprobs == {"A": -2.5, "B": -3.0}
+
+
+def test_scoring_flag_is_checked_and_is_the_servers_alone(tmp_path, capsys):
+    data = ["run", "--task", "cmmlu", "--data", "../shared/data/cmmlu", "--subjects", "arts",
+            "--output", str(tmp_path / "x")]
+    assert main([*data, "--model", "hf:/nowhere", "--scoring", "echo"]) == 2
+    assert "--scoring" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*data, "--model", "openai:tiny", "--scoring", "exact"])
+    assert "invalid choice: 'exact'" in capsys.readouterr().err
