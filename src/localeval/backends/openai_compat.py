@@ -323,6 +323,8 @@ class OpenAIBackend:
                         "use --method generation otherwise")
         # keyed by the candidate's full text (callers read by candidate), looked up by its name
         found = {c: top.get((names or {}).get(c, c)) for c in request.candidates}
+        if request.top is not None:
+            return _ranked(request, found, top, self.top_logprobs)
         if all(v is None for v in found.values()):
             return Response(error=f"no candidate among the top {self.top_logprobs} next tokens "
                                   f"({', '.join(list(top)[:5])}, …); raise --top-logprobs",
@@ -387,6 +389,21 @@ def _echoed_logprobs(reply: dict) -> Response:
     if any(v is None for v in prompt):
         raise Retry("the server echoed a null log-prob inside the prompt")
     return Response(token_logprobs=prompt, n_prompt_tokens=n_prompt)  # checked by _valid
+
+
+def _ranked(request: ScoreNext, found: dict[str, float | None], top: dict[str, float],
+            asked: int) -> Response:
+    """The candidates' log-probs with their ranks among the server's top log-probs (sorted by
+    value: the completions API keys them in a dict), None beyond ``request.top``; a candidate
+    absent from the list is outside the top k only when the list holds k tokens at least."""
+    if len(top) < request.top:
+        return Response(error=f"the server returned {len(top)} top log-probs, fewer than the "
+                              f"{request.top} the guard reads (--top-logprobs is {asked})",
+                        permanent=True)
+    ranks = {c: None if v is None else 1 + sum(1 for w in top.values() if w > v)
+             for c, v in found.items()}
+    ranks = {c: r if r is not None and r <= request.top else None for c, r in ranks.items()}
+    return Response(logprobs=found, ranks=ranks)
 
 
 def _top_logprobs(choice: dict) -> dict[str, float] | None:

@@ -7,6 +7,7 @@ import inspect
 
 from ..errors import LocalevalError
 from .base import Guard
+from .staged import StagedGuard
 
 # name -> (module under localeval.guards, class name)
 GUARDS: dict[str, tuple[str, str]] = {
@@ -49,11 +50,19 @@ def get_guard(name: str, **options) -> Guard:
                              "embedding:<guard file>")
     module, cls_name = GUARDS[key]
     cls = getattr(importlib.import_module(f"{__package__}.{module}"), cls_name)
+    given, options = dict(options), dict(options)
+    label_scores = options.pop("label_scores", None)  # every guard on a language model's
+    if label_scores is not None and not issubclass(cls, StagedGuard):
+        raise LocalevalError(f"guard {key!r} reads no label log-probs: label_scores is an "
+                             "option of the guards on a language model")
     accepted = [p for p in inspect.signature(cls).parameters if p != "self"]
+    staged = ["label_scores"] if issubclass(cls, StagedGuard) else []
     unknown = sorted(set(options) - set(accepted))
     if unknown:
         raise LocalevalError(f"guard {key!r} has no option(s) {', '.join(unknown)}; it accepts: "
-                             f"{', '.join(accepted) or 'no options'}")
+                             f"{', '.join(accepted + staged) or 'no options'}")
     guard = cls(**options)
-    guard.options = dict(options)
+    if label_scores is not None:
+        guard.set_label_scores(label_scores)
+    guard.options = given
     return guard

@@ -224,6 +224,7 @@ class LLMSafetyTask(Task):
                 "data": str(self.data) if self.data else None,
                 "judge": self.guard.name, "judge_options": dict(self.guard.options),
                 "judge_template_source": self.guard.template_source,
+                "judge_label_scores": self.guard.label_scores_used,
                 "judge_model": _model_name(self.judge_model), "refusal": self.refusal,
                 "refusal_judge_model": _model_name(self.refusal_judge_model),
                 "responses": self.responses, "greedy": self.greedy,

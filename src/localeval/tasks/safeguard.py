@@ -302,10 +302,12 @@ class SafeguardTask(Task):
             "threshold_rule": self.threshold_rule,
             "threshold_grid": self.threshold_grid,
             "on_failure": self.on_failure,
+            "label_scores": guard.label_scores_used,  # issue 34 item 2: top-k by default
             "log_samples": self.log_samples,
             "guard": {"name": guard.name, "options": dict(guard.options),
                       "template_source": guard.template_source,
-                      "verdict_position": guard.verdict_position},
+                      "verdict_position": guard.verdict_position,
+                      "label_top": guard.label_top},
         }
 
 

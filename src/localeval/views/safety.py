@@ -110,8 +110,10 @@ class SafetyView(ResultsView):
 
     def protocol(self, config: dict[str, Any]) -> dict[str, str]:
         keys = ("subsets", "langs", "classify", "sensitive", "cultural_awareness", "auprc",
-                "en_cell", "threshold_rule")
+                "en_cell", "threshold_rule", "label_scores")
         facts = {key.replace("_", " "): shown(config.get(key)) for key in keys}
+        if "label_scores" in config and config["label_scores"] is None:
+            facts["label scores"] = "top-k"  # a guard that reads no log-probs truncates none
         return {**super().protocol(config), **facts, "data": shown(config.get("data"))}
 
     def paper_protocol(self, task: str) -> dict[str, str] | None:
@@ -123,7 +125,7 @@ class SafetyView(ResultsView):
                 "subsets": ",".join(sorted(SUBSETS)), "langs": ",".join(sorted(("en", *SEA_LANGS))),
                 "classify": "prompt,response", "sensitive": DEFAULT_SENSITIVE,
                 "cultural awareness": "no", "auprc": PAPER_AUPRC, "en cell": PAPER_EN_CELL,
-                "threshold rule": PAPER_THRESHOLD_RULE}
+                "threshold rule": PAPER_THRESHOLD_RULE, "label scores": "top-k"}
 
     def compare(self, run_a: Run, run_b: Run) -> dict[str, Any]:
         a, b = safety_run(run_a), safety_run(run_b)
