@@ -181,6 +181,9 @@ class SafetyResults(Results):
     table2_alternative: dict[str, Any] | None = Field(None, description="Table 2 under the "
                                                       "other PR-AUC estimator")
     table2_language_gap: list[Table2Gap] = []
+    table_d5: dict[str, Table2] = Field({}, description="App. D.5: 'f1' and 'fpr' (points) at "
+                                        "each file's own best-F1 threshold, in Table 2's layout "
+                                        "(runs before issue 35: none)")
     per_language: list[AUPRCRow] = []
     language_gap: list[LanguageGap] = []
     cultural_gap: list[CulturalGap] = []

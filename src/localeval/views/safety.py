@@ -38,6 +38,7 @@ from .base import (
     shown,
     with_sample_fields,
 )
+from .d5_tables import d5_tables
 from .safety_figures import SAFETY_FIGURES
 from .safety_tables import (
     SUBSET_SHORT,
@@ -57,7 +58,11 @@ class SafetyView(ResultsView):
     Results = SafetyResults
 
     def tables(self, results: SafetyResults) -> list[DataTable]:
-        return safety_tables(results)
+        """Every table, App. D.5's F1 and FPR after the per-language table (which follows the
+        headline: the overall table and Table 2's)."""
+        tables = safety_tables(results)
+        at = self.headline(results) + 1
+        return [*tables[:at], *d5_tables(results), *tables[at:]]
 
     def headline(self, results: SafetyResults) -> int:
         """Overall, then the paper's Table 2 (a table per task) where the run has it."""
