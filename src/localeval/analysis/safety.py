@@ -49,6 +49,7 @@ from .gaps import (
     table2_ci,
     table2_language_gap,
 )
+from .severity import severity_metrics
 from .thresholds import DEFAULT_THRESHOLD, threshold_curve, threshold_transfer
 
 N_RESAMPLES = 1000  # bootstrap resamples for the CIs
@@ -249,6 +250,7 @@ def analyses(samples: list[Record], n_resamples: int = N_RESAMPLES, calibrate_on
         "overall": overall(samples, n_resamples, auprc),
         **_table2_block(samples, table, metric, auprc, n_resamples, en_cell),
         "table_d5": _d5_tables(samples, en_cell, grid, threshold_rule),
+        "severity": severity_metrics(samples),
         "per_language": per_language(samples, n_resamples, auprc),
         "n_resamples": n_resamples,
         "language_gap": _language_gaps(samples, kinds, n_resamples, metric),

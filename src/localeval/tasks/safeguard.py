@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from ..analysis.gaps import EN_CELLS
 from ..analysis.safety import analyses
+from ..analysis.severity import gold_severity
 from ..backends.base import Backend, Execute
 from ..data.safety import HUB_REPO, SafetyItem
 from ..errors import LocalevalError
@@ -118,6 +119,8 @@ def record(p: Planned, verdict: GuardVerdict, *, guard: str, model: str,
         "id": item.id, "lang": item.lang, "subset": item.subset, "kind": p.kind,
         "context": p.context, "raw_label": raw, "label": binary_label(raw, p.kind, sensitive,
                                                                item.subset),
+        # Parallax-AI's gold severity (analysis.severity): the annotators' mean, else the label
+        "severity": gold_severity(raw, item.annotations.get(p.kind)),
         "score": verdict.score, "country": item.country, "guard": guard, "model": model,
         **_texts(p, log_text),
     }

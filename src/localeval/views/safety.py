@@ -40,6 +40,7 @@ from .base import (
 )
 from .d5_tables import d5_tables
 from .safety_figures import SAFETY_FIGURES
+from .severity_tables import severity_table
 from .safety_tables import (
     SUBSET_SHORT,
     awareness_delta_table,
@@ -58,11 +59,13 @@ class SafetyView(ResultsView):
     Results = SafetyResults
 
     def tables(self, results: SafetyResults) -> list[DataTable]:
-        """Every table, App. D.5's F1 and FPR after the per-language table (which follows the
-        headline: the overall table and Table 2's)."""
+        """Every table, App. D.5's F1 and FPR and the severity table after the per-language
+        table (which follows the headline: the overall table and Table 2's)."""
         tables = safety_tables(results)
         at = self.headline(results) + 1
-        return [*tables[:at], *d5_tables(results), *tables[at:]]
+        severity = severity_table(results)
+        return [*tables[:at], *d5_tables(results), *([severity] if severity else []),
+                *tables[at:]]
 
     def headline(self, results: SafetyResults) -> int:
         """Overall, then the paper's Table 2 (a table per task) where the run has it."""
