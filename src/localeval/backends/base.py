@@ -23,6 +23,12 @@ class Message(TypedDict):
 
 Prompt = str | list[Message]
 
+# A last message of this role is text appended after the messages before it, rendered by the
+# model's chat template without a generation prompt: a guard whose authors add a header of
+# their own after the template (IRIS sealion_guard.py SealionGuard._apply_safeguard_template
+# appends "<|start_header_id|>model<|end_header_id|>\n\n"). Local backends only.
+AFTER_TEMPLATE = "after-template"
+
 
 @dataclass(frozen=True)
 class ScoreNext:

@@ -61,7 +61,7 @@ from .async_http import (
     public_url,
     scrub_secrets,
 )
-from .base import Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
+from .base import AFTER_TEMPLATE, Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
 from .config import DEFAULT_MAX_REPLY_MB
 from .label_tokens import LabelTokenError, label_tokens
 from .reply_checks import response_problem
@@ -71,6 +71,10 @@ PREFILL_REFUSED = ("the prompt ends with an assistant prefill, which only vLLM's
                    "continue_final_message continues, and this server is not known to take it "
                    "(an OpenAI server refuses unknown arguments); pass --chat-extensions vllm "
                    "if it does, or use a prompt without a prefill (--chat api for TMLU)")
+
+AFTER_TEMPLATE_REFUSED = ("the guard appends text after the model's chat template (SEA-LION "
+                          "Guard's model header), which a chat server cannot be sent: run it "
+                          "on hf: or vllm:")
 
 
 class NoPrefill(LocalevalError):
@@ -304,6 +308,8 @@ class OpenAIBackend:
         if isinstance(prompt, str):
             return "/completions", {**body, "prompt": prompt}
         body["messages"] = list(prompt)
+        if prompt and prompt[-1]["role"] == AFTER_TEMPLATE:
+            raise NoPrefill(AFTER_TEMPLATE_REFUSED)
         if prompt and prompt[-1]["role"] == "assistant" and prompt[-1]["content"]:
             if self.chat_extensions != "vllm":
                 raise NoPrefill(PREFILL_REFUSED)

@@ -20,6 +20,7 @@ GUARDS: dict[str, tuple[str, str]] = {
     "polyguard": ("polyguard", "PolyGuard"),
     "wildguard": ("wildguard", "WildGuard"),
     "xguard": ("xguard", "XGuard"),
+    "sealion-guard": ("sealionguard", "SealionGuard"),
     # moderation APIs: keys and endpoints from environment variables (guards/moderation.py)
     "openai-moderation": ("moderation", "OpenAIModeration"),
     "azure-content-safety": ("moderation", "AzureContentSafety"),

@@ -63,6 +63,7 @@ class Planned:
         """What the guard judges: the prompt alone, or the response with its prompt (or with an
         empty user turn), and the item's country for guards that use it."""
         meta = {"country": self.item.country} if self.item.country else {}
+        meta["subset"] = self.item.subset  # SEA-LION Guard's Sensitive weight depends on it
         if self.kind == "prompt":
             return Conversation(self.item.prompt, None, meta)
         prompt = self.item.prompt if self.context == "with_prompt" else ""
