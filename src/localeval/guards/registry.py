@@ -21,6 +21,7 @@ GUARDS: dict[str, tuple[str, str]] = {
     "wildguard": ("wildguard", "WildGuard"),
     "xguard": ("xguard", "XGuard"),
     "sealion-guard": ("sealionguard", "SealionGuard"),
+    "lionguard2": ("lionguard2", "LionGuard2"),  # its head on an openai-embed: embedder
     # moderation APIs: keys and endpoints from environment variables (guards/moderation.py)
     "openai-moderation": ("moderation", "OpenAIModeration"),
     "azure-content-safety": ("moderation", "AzureContentSafety"),
