@@ -3,10 +3,9 @@ the answer ends with, score that position; options checked before any model load
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import json
 import math
+from dataclasses import replace
 
 import pytest
 

@@ -16,7 +16,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from .gaps import Record, model_of
 
@@ -27,13 +26,21 @@ def gold_severity(label: str | None, annotations: Sequence[str] | None = None) -
     """The annotators' mean severity where they are given, else the gold label's; None without
     either (labels already checked by the loader: safe, sensitive, harmful)."""
     if annotations:
-        return float(np.mean([SEVERITY[a] for a in annotations]))
-    return SEVERITY.get(label) if label is not None else None
+        return float(np.mean([SEVERITY[_name(a)] for a in annotations]))
+    return SEVERITY.get(_name(label)) if label is not None else None
+
+
+def _name(label: str) -> str:
+    """An annotator's label as the loader accepted it ("Harmful", "unsafe") in our words."""
+    text = str(label).strip().lower()
+    return "harmful" if text == "unsafe" else text
 
 
 def severity_agreement(t: np.ndarray, s: np.ndarray) -> dict[str, float | None]:
     """MSE = mean((severity - score)^2) and Spearman's rho (None when either side is constant,
     where scipy returns NaN)."""
+    from scipy import stats  # only when a run is summarised: the command line starts light
+
     if not len(t):
         return {"mse": None, "spearman": None}
     rho = float(stats.spearmanr(t, s).statistic) if len(t) > 1 else math.nan

@@ -113,10 +113,12 @@ def _annotations(value: Any, file: str, row: int, name: str) -> Any:
     if name not in ("prompt_annotations", "response_annotations"):
         return value
     if isinstance(value, str):
-        value = [v for v in value.split(",") if v.strip()]
+        value = [v.strip() for v in value.split(",") if v.strip()]
     if not isinstance(value, list | tuple):
         raise DataError(file, row, name, f"expected a list of labels, not {value!r}")
-    return [label for v in value if (label := _label(v, file, row, name)) is not None]
+    for v in value:
+        _label(v, file, row, name)  # each a label (as written, kept as the source has it)
+    return [v for v in value if _text(v) is not None]
 
 
 def _lang(value: Any, file: str, row: int | None, name: str = "lang") -> str:

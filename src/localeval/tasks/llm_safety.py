@@ -22,8 +22,8 @@ sample, counted and left out of the rates, never "safe" or "refused"; only App. 
 ``get_llm_safe_response_eval_result.py`` does.
 
 App. D.2's variants with a safeguard (``safeguard``, ``refine``) are in :mod:`.llm_safeguarded`.
-Over 300 lines because those variants run between the generation and judging steps of
-:meth:`LLMSafetyTask.respond`, which share the task's model roles and options.
+The module is over 300 lines because those variants run between the generation and judging
+steps of :meth:`LLMSafetyTask.respond`, which share the task's model roles and options.
 """
 
 from __future__ import annotations
@@ -136,8 +136,6 @@ class LLMSafetyOptions(SafetySelection):
         if self.refusal not in REFUSAL_CHOICES:
             raise LocalevalError(f"--refusal must be one of {', '.join(REFUSAL_CHOICES)}, not "
                                  f"{self.refusal!r}")
-        if self.refine != "none" and self.safeguard is None:
-            raise LocalevalError("--refine reads the safeguard's prompt labels: add --safeguard")
         if self.refusal == "judge" and self.refusal_judge_model is None:
             raise LocalevalError("the refusal judge runs on a model: give --refusal-judge-model "
                                  "(the authors': google/gemma-3-27b-it), or use --refusal "
@@ -168,6 +166,8 @@ class LLMSafetyTask(Task):
         self.d2 = o.d2
         self.safeguard_mode, self.refine = o.safeguard_mode, o.refine
         self.safeguard, self.safeguard_model = None, None
+        if o.refine != "none" and o.safeguard is None:
+            raise LocalevalError("--refine reads the safeguard's prompt labels: add --safeguard")
         if o.safeguard is not None:
             self.safeguard = make_guard(o.safeguard, o.safeguard_options)
             check_guard(self.safeguard, [("prompt", "with_prompt")])

@@ -40,7 +40,6 @@ from .base import (
 )
 from .d5_tables import d5_tables
 from .safety_figures import SAFETY_FIGURES
-from .severity_tables import severity_table
 from .safety_tables import (
     SUBSET_SHORT,
     awareness_delta_table,
@@ -51,6 +50,7 @@ from .safety_tables import (
     table2_column_order,
     table2_tables,
 )
+from .severity_tables import severity_table
 
 
 class SafetyView(ResultsView):
