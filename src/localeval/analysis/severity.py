@@ -43,7 +43,8 @@ def severity_agreement(t: np.ndarray, s: np.ndarray) -> dict[str, float | None]:
 
     if not len(t):
         return {"mse": None, "spearman": None}
-    rho = float(stats.spearmanr(t, s).statistic) if len(t) > 1 else math.nan
+    constant = len(t) < 2 or np.ptp(t) == 0 or np.ptp(s) == 0  # scipy: NaN and a warning
+    rho = math.nan if constant else float(stats.spearmanr(t, s).statistic)
     return {"mse": float(np.mean((t - s) ** 2)), "spearman": None if math.isnan(rho) else rho}
 
 
