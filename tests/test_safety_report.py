@@ -111,7 +111,8 @@ def runs(tmp_path_factory):
     model = f"hf:{build_safety_demo_model(root / 'model')}"
     for name, aware in (("plain", False), ("aware", True)):
         evaluate(task="sea-safeguard", model=model, data=str(SAMPLE_SAFETY), limit=2,
-                 guard_options={"cultural_awareness": aware}, output=root / name, quiet=True,
+                 guard_options={"cultural_awareness": aware, "label_scores": "full"},
+                 output=root / name, quiet=True,
                  n_resamples=10)
     return root, model
 
