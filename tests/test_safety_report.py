@@ -228,6 +228,7 @@ def test_cli_calibrate_on(runs, tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["run", "--task", "sea-safeguard", "--data", str(SAMPLE_SAFETY), "--model",
                  model, "--limit", "2", "--bootstrap", "0", "--calibrate-on", "th",
+                 "--guard-option", "label_scores=full",  # the demo's random model: not top 2
                  "--output", str(out), "--quiet", "--all"]) == 0
     results = json.loads((out / "results.json").read_text())
     config = json.loads((out / "config.json").read_text())
