@@ -30,7 +30,11 @@ class HashedGuard:
         for r in requests:
             digest = hashlib.sha256(json.dumps(r.prompt, ensure_ascii=False).encode()).digest()
             h = int.from_bytes(digest[:4], "big") / 2**32
-            out.append(Response(logprobs={r.candidates[0]: -3 * h, r.candidates[1]: -1.5}))
+            values = {r.candidates[0]: -3 * h, r.candidates[1]: -1.5}
+            # its vocabulary holds nothing above the two labels: they rank 1 and 2
+            ranks = None if r.top is None else {
+                c: 1 + sum(w > v for w in values.values()) for c, v in values.items()}
+            out.append(Response(logprobs=values, ranks=ranks))
         return out
 
 

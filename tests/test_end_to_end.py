@@ -111,6 +111,7 @@ def test_demo(tmp_path, capsys):
 def test_cli_safety_run_on_jbb_multilingual(tmp_path, shared, tiny_llama, capsys):
     out = tmp_path / "guard"
     code = main(["run", "--task", "safety-prompts", "--guard", "zero-shot",
+                 "--guard-option", "label_scores=full",  # a random model: labels not top 2
                  "--data", str(shared / "data" / "jbb-multilingual" / "prompts.jsonl"),
                  "--model", f"hf:{tiny_llama}", "--limit", "6", "--bootstrap", "50",
                  "--output", str(out), "--quiet", "--all"])
@@ -123,7 +124,8 @@ def test_cli_safety_run_on_jbb_multilingual(tmp_path, shared, tiny_llama, capsys
     samples = read_samples(out)
     assert all(0.0 <= s["score"] <= 1.0 for s in samples)
     # without --all: the headline, and one line on stderr saying where the rest is
-    assert main(["run", "--task", "safety-prompts", "--guard", "zero-shot", "--data",
+    assert main(["run", "--task", "safety-prompts", "--guard", "zero-shot",
+                 "--guard-option", "label_scores=full", "--data",
                  str(shared / "data" / "jbb-multilingual" / "prompts.jsonl"), "--model",
                  f"hf:{tiny_llama}", "--limit", "6", "--bootstrap", "50", "--output", str(out),
                  "--quiet"]) == 0

@@ -102,7 +102,8 @@ def test_every_table_of_a_safety_run(shared, tmp_path, tiny_llama, capsys):
     out = tmp_path / "safety"
     assert main(["run", "--task", "safety-prompts", "--data",
                  str(shared / "data" / "jbb-multilingual" / "prompts.jsonl"), "--limit", "4",
-                 "--guard", "llamaguard3", "--model", f"hf:{tiny_llama}", "--bootstrap", "20",
+                 "--guard", "llamaguard3", "--guard-option", "label_scores=full",
+                 "--model", f"hf:{tiny_llama}", "--bootstrap", "20",
                  "--output", str(out), "--quiet", "--all"]) == 0
     printed = capsys.readouterr().out
     assert main(["export", str(out), "--format", "md"]) == 0

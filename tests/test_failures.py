@@ -187,7 +187,8 @@ def test_sigkill_a_two_stage_guard_run_in_each_stage_then_resume(shared, tmp_pat
     out = tmp_path / "run"
     argv = [sys.executable, "-c", ANY_LINES, "run", "--task", "safety-responses", "--data",
             str(shared / "data" / "xstest" / "model_completions"), "--limit", "4",
-            "--classify", "response-with-prompt", "--guard", "wildguard", "--model",
+            "--classify", "response-with-prompt", "--guard", "wildguard", "--guard-option",
+            "label_scores=full", "--model",
             f"hf:{tiny_llama}", "--batch-size", "1", "--no-prefix-reuse", "--output", str(out),
             "--quiet"]
     # 20 items: 20 generations (stage 0), then 20 scores (stage 1); killed in each stage.

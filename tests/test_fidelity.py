@@ -416,7 +416,8 @@ def test_xguard_judges_the_translation_through_the_cache(tiny_translator, tmp_pa
         def run(self, requests, progress=None):
             self.seen += requests
             return [Response(text=" ok <label>") if r.kind == "generate"
-                    else Response(logprobs={"unsafe": math.log(0.3), "safe": math.log(0.1)})
+                    else Response(logprobs={"unsafe": math.log(0.3), "safe": math.log(0.1)},
+                                  ranks={"unsafe": 1, "safe": 2})  # both among its top 10
                     for r in requests]
 
     guard = get_guard("xguard", translator=str(tiny_translator), translation_tokens=12)

@@ -250,12 +250,14 @@ def real_runs(tmp_path_factory, tiny_llama, shared):
                  "--output", str(mcq), "--quiet", "--no-store"]) == 0
     assert main(["run", "--task", "safety-prompts", "--data",
                  str(shared / "data" / "jbb-multilingual" / "prompts.jsonl"), "--limit", "8",
-                 "--guard", "wildguard", "--model", f"hf:{tiny_llama}", "--bootstrap", "50",
+                 "--guard", "wildguard", "--guard-option", "label_scores=full",
+                 "--model", f"hf:{tiny_llama}", "--bootstrap", "50",
                  "--output", str(safety), "--quiet", "--no-store"]) == 0
     # Prompts and responses together: the pair-type figure (Fig. 4) needs both.
     assert main(["run", "--task", "safety-responses", "--data",
                  str(shared / "data" / "xstest" / "model_completions"), "--classify",
-                 "prompt,response", "--limit", "4", "--guard", "zero-shot", "--model",
+                 "prompt,response", "--limit", "4", "--guard", "zero-shot", "--guard-option",
+                 "label_scores=full", "--model",
                  f"hf:{tiny_llama}", "--bootstrap", "50", "--output", str(pairs), "--quiet",
                  "--no-store"]) == 0
     return mcq, safety, pairs

@@ -82,7 +82,7 @@ def test_guard_scores_agree_with_hf(server, tiny_llama, shared, tmp_path):
     of its own vocabulary, not of SmolLM2's)."""
     ours, hf = _both(server, tiny_llama, tmp_path, "run", "--task", "safety-prompts", "--data",
                      str(shared / "data" / "xstest" / "xstest_prompts.csv"), "--limit", "16",
-                     "--guard", "wildguard")
+                     "--guard", "wildguard", "--guard-option", "label_scores=full")
     assert set(ours) == set(hf) and len(hf) == 16
     for i, h in hf.items():
         assert ours[i]["score"] == pytest.approx(h["score"], abs=TOL), i
@@ -96,7 +96,7 @@ def test_split_label_scored_by_its_first_token(server, tiny_llama, shared, tmp_p
     token and reads that token's log-prob, as ``hf:`` reads it, so no item fails."""
     ours, hf = _both(server, tiny_llama, tmp_path, "run", "--task", "safety-prompts", "--data",
                      str(shared / "data" / "xstest" / "xstest_prompts.csv"), "--limit", "16",
-                     "--guard", "zero-shot")
+                     "--guard", "zero-shot", "--guard-option", "label_scores=full")
     config = json.loads((tmp_path / "llama.cpp" / "config.json").read_text())
     assert config["backend"]["label_tokens"] == "server"
     assert set(ours) == set(hf) and len(hf) == 16

@@ -21,7 +21,10 @@ class StubModel:
         self.identity = {"backend": "stub", "model": spec}
 
     def run(self, requests, progress=None):
-        return [Response(logprobs={c: -1.0 for c in r.candidates}) if isinstance(r, ScoreNext)
+        # equal log-probs, the labels the two most likely tokens (ranks 1 and 2) when asked
+        return [Response(logprobs={c: -1.0 for c in r.candidates},
+                         ranks=None if r.top is None else {c: 1 for c in r.candidates})
+                if isinstance(r, ScoreNext)
                 else Response(text="I cannot help with that.") for r in requests]
 
 

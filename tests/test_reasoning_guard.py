@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -79,7 +80,9 @@ def test_a_label_first_is_the_first_token_request():
     """An answer that is just the label scores the same request as the plain zero-shot guard."""
     execute = FakeExecute("Safe")
     reasoning_guard().classify([Conversation(PROMPT)], execute)
-    assert execute.calls[1] == get_guard("zero-shot").requests(Conversation(PROMPT))
+    # both ask for the labels' ranks among the top 2 (IRIS GuardLLM.complete's default)
+    assert execute.calls[1] == [replace(r, top=2) for r in
+                                get_guard("zero-shot").requests(Conversation(PROMPT))]
 
 
 def test_a_failed_generation_is_a_failed_verdict():
@@ -146,7 +149,8 @@ def test_the_label_position_on_a_real_backend(tiny_backend):
     def execute(requests):
         return [Response(text="Thinking about locks. Harmful") if isinstance(r, Generate)
                 else tiny_backend.run([r])[0] for r in requests]
-    (verdict,) = reasoning_guard().classify([Conversation(PROMPT)], execute)
+    # the whole distribution: a random model's labels are rarely among its top 2 tokens
+    (verdict,) = reasoning_guard(label_scores="full").classify([Conversation(PROMPT)], execute)
     score = get_guard("zero-shot").requests(Conversation(PROMPT))[0]
     context = tiny_backend.render(score.prompt)[0] + "Thinking about locks."
     (plain,) = tiny_backend.run([ScoreNext(context + " ", ("Harmful", "Safe"),

@@ -26,6 +26,11 @@ def backend(tiny_llama):
     return HFBackend(str(tiny_llama), device="cpu")
 
 
+# The whole distribution: the tiny random model's labels are not among its top 2 tokens, so the
+# authors' top-2 reading (the default, test_label_scores.py) would score none of these samples.
+FULL = {"label_scores": "full"}
+
+
 def _by_kind(samples, kind, context="with_prompt"):
     return [s for s in samples if s["kind"] == kind and s["context"] == context]
 
@@ -33,7 +38,7 @@ def _by_kind(samples, kind, context="with_prompt"):
 @pytest.mark.slow
 def test_xstest_prompts_zero_shot(backend, shared, tmp_path):
     data = shared / "data" / "xstest" / "xstest_prompts.csv"
-    result = evaluate(task="safety-prompts", model=backend, data=data, output=tmp_path / "run",
+    result = evaluate(guard_options=FULL, task="safety-prompts", model=backend, data=data, output=tmp_path / "run",
                       cache=tmp_path / "cache.sqlite", quiet=True)
     r = result.results
     assert r["schema"] == "localeval.safety/1" and r["n_samples"] == 450 and r["n_failed"] == 0
@@ -50,7 +55,7 @@ def test_xstest_prompts_zero_shot(backend, shared, tmp_path):
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["guard"]["name"] == "zero-shot" and config["classify"] == ["prompt"]
     # A second run reads every request back from the cache: same scores, byte for byte.
-    again = evaluate(task="safety-prompts", model=backend, data=data, cache=tmp_path / "cache.sqlite",
+    again = evaluate(guard_options=FULL, task="safety-prompts", model=backend, data=data, cache=tmp_path / "cache.sqlite",
                             quiet=True)
     assert [s["score"] for s in again.samples] == [s["score"] for s in result.samples]
 
@@ -58,7 +63,7 @@ def test_xstest_prompts_zero_shot(backend, shared, tmp_path):
 @pytest.mark.slow
 def test_multilingual_jbb_language_gap(backend, shared):
     data = shared / "data" / "jbb-multilingual" / "prompts.jsonl"
-    result = evaluate(task="safety-prompts", model=backend, guard="llamaguard3", data=data,
+    result = evaluate(guard_options=FULL, task="safety-prompts", model=backend, guard="llamaguard3", data=data,
                              limit=10, quiet=True, n_resamples=200)
     r = result.results
     assert r["n_failed"] == 0, r["failures"][:3]
@@ -75,7 +80,7 @@ def test_multilingual_jbb_language_gap(backend, shared):
 @pytest.mark.slow
 def test_xstest_completions_as_responses(backend, shared):
     data = shared / "data" / "xstest" / "model_completions"
-    result = evaluate(task="safety-responses", model=backend, data=data, limit=2, quiet=True,
+    result = evaluate(guard_options=FULL, task="safety-responses", model=backend, data=data, limit=2, quiet=True,
                       n_resamples=0)  # 2 items from each of the five source models
     samples = result.samples
     assert {s["kind"] for s in samples} == {"response"}
@@ -99,7 +104,7 @@ def test_failed_requests_are_counted_and_excluded(backend):
 
     items = [SafetyItem(id=str(i), subset="general", lang="en", prompt=f"question {i}?",
                         prompt_label="harmful" if i % 2 else "safe") for i in range(9)]
-    guard = get_guard("zero-shot")
+    guard = get_guard("zero-shot", **FULL)
     planned = safeguard.plan(items, ["prompt"], guard)
     verdicts = guard.classify([p.conversation() for p in planned], Flaky().run)
     records = [safeguard.record(p, v, guard="zero-shot", model="flaky")
@@ -122,7 +127,7 @@ def test_failures_reach_results(backend, shared, monkeypatch):
                     for i, r in enumerate(backend.run(requests))]
 
     data = shared / "data" / "xstest" / "xstest_prompts.csv"
-    r = evaluate(task="safety-prompts", model=Flaky(), data=data, limit=10, quiet=True,
+    r = evaluate(guard_options=FULL, task="safety-prompts", model=Flaky(), data=data, limit=10, quiet=True,
                         n_resamples=0).results
     assert r["n_failed"] == 1 and r["per_language"][0]["n"] == 9
     assert r["failures"][0]["error"] == "backend error: boom" and "1 of 10" in r["warnings"][0]
@@ -133,7 +138,7 @@ def test_sensitive_policy_and_sample_items(backend):
     items = load_safety_items("sea-safeguard", _sample_path())
     assert {i.lang for i in items} == {"en", "id", "ms", "my", "th", "ta", "tl", "vi"}
     assert {i.subset for i in items} == {"general", "cultural-itw", "cultural-cg"}
-    r = evaluate(task="sea-safeguard", model=backend, data=_sample_path(), sensitive="exclude",
+    r = evaluate(guard_options=FULL, task="sea-safeguard", model=backend, data=_sample_path(), sensitive="exclude",
                         quiet=True, n_resamples=0).results
     # One sensitive prompt (EN + local) and one sensitive response (EN + local, judged with and
     # without the prompt).

@@ -131,9 +131,13 @@ def _side_average(rows: list[dict]) -> dict[str, dict[str, float]]:
 
 def summarise_llm_safety(samples: list[dict], n_resamples: int,
                          d2: str = "iris") -> dict[str, Any]:
+    """Every rate, over the samples not ``dropped`` (responses IRIS's refine step keeps none
+    of, :mod:`localeval.tasks.llm_safeguarded`: out of every rate, counted in ``n_dropped``)."""
+    n_dropped = sum(1 for s in samples if s.get("dropped"))
+    samples = [s for s in samples if not s.get("dropped")]
     failed = [s for s in samples if s.get("failed")]
     return {
-        "n_samples": len(samples), "n_failed": len(failed),
+        "n_samples": len(samples), "n_failed": len(failed), "n_dropped": n_dropped,
         "failures": [{"id": s["id"], "lang": s["lang"], "error": s["error"]}
                      for s in failed[:50]],
         "overall": _rates(samples, n_resamples),

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UndefinedMetricWarning
+from ..metrics.best_threshold import best_threshold_metric
 from ..metrics.bootstrap import bootstrap_ci
 from ..metrics.classification import (
     AUPRC_METRICS,
@@ -51,6 +52,7 @@ from .gaps import (
     table2_ci,
     table2_language_gap,
 )
+from .severity import severity_metrics
 from .thresholds import DEFAULT_THRESHOLD, threshold_curve, threshold_transfer
 
 N_RESAMPLES = 1000  # bootstrap resamples for the CIs
@@ -255,6 +257,8 @@ def analyses(samples: list[Record], n_resamples: int = N_RESAMPLES, calibrate_on
     return {
         "overall": overall(samples, n_resamples, auprc),
         **_table2_block(samples, table, metric, auprc, n_resamples, en_cell),
+        "table_d5": _d5_tables(samples, en_cell, grid, threshold_rule),
+        "severity": severity_metrics(samples),
         "per_language": per_language(samples, n_resamples, auprc),
         "n_resamples": n_resamples,
         "language_gap": _language_gaps(samples, kinds, n_resamples, metric),
@@ -300,6 +304,17 @@ def _table2_block(samples: list[Record], table: dict, metric, auprc: str,
                                **table2(samples, AUPRC_METRICS[other], en=en_cell)},
         "table2_language_gap": [r for r in table2_language_gap(table) if r["gap"] is not None],
     }
+
+
+def _d5_tables(samples: list[Record], en_cell: str, grid, rule: str) -> dict[str, Any]:
+    """App. D.5: F1 and FPR at each file's own best-F1 threshold, in Table 2's layout and
+    points (a cell is the mean of its files, as IRIS ``get_eval_result.py``
+    ``report_sum_results`` averages ``get_eval_results``' per-file values); {} without the
+    paper's subsets."""
+    if not any(s["subset"] in TABLE2_CELLS["prompt"] for s in samples):
+        return {}
+    return {name: table2(samples, best_threshold_metric(name, grid, rule), en=en_cell)
+            for name in ("f1", "fpr")}
 
 
 def _language_gaps(samples: list[Record], kinds: list[str], n_resamples: int,

@@ -29,6 +29,12 @@ class Message(TypedDict):
 
 Prompt = str | list[Message]
 
+# A last message of this role is text appended after the messages before it, rendered by the
+# model's chat template without a generation prompt: a guard whose authors add a header of
+# their own after the template (IRIS sealion_guard.py SealionGuard._apply_safeguard_template
+# appends "<|start_header_id|>model<|end_header_id|>\n\n"). Local backends only.
+AFTER_TEMPLATE = "after-template"
+
 
 @dataclass(frozen=True)
 class ScoreNext:
@@ -47,7 +53,15 @@ class ScoreNext:
     candidates: tuple[str, ...]
     add_special_tokens: bool = True
     echo: bool = False
+    # k: also say where each candidate ranks at that position over the whole vocabulary
+    # (``Response.ranks``, None beyond the k-th), so a guard can keep only the labels among the
+    # top k log-probs as the authors' code does (IRIS guard_models/base.py GuardLLM.complete).
+    top: int | None = None
     kind: str = field(default="score_next", init=False)
+
+    def __post_init__(self):
+        if self.top is not None and (not isinstance(self.top, int) or self.top < 1):
+            raise ValueError(f"ScoreNext.top must be a positive integer, not {self.top!r}")
 
 
 GENERATION_CONFIG = "generation_config"
@@ -131,6 +145,9 @@ class Response:
     """What a backend returns for one request. ``error`` is set (and nothing else) on failure."""
 
     logprobs: dict[str, float] | None = None  # ScoreNext: candidate -> log-prob
+    # ScoreNext with ``top`` = k: candidate -> its 1-based rank at the position (1 = the most
+    # likely token), None when it is not among the top k
+    ranks: dict[str, int | None] | None = None
     text: str | None = None  # Generate: the generated text
     embedding: list[float] | None = None  # Embed: the vector
     raw: dict | None = None  # Moderate: the provider's reply, as it came
@@ -172,7 +189,7 @@ def request_fields(request: Request) -> dict:
     existed."""
     fields = asdict(request)
     fields.pop("echo", None)  # how a ScoreNext may be read, not what it asks
-    for late in ("sample", "add_special_tokens", "decoding"):  # unset: the key before them
+    for late in ("sample", "add_special_tokens", "decoding", "top"):  # unset: the key before
         if late in fields and fields[late] is None:
             del fields[late]
     return fields

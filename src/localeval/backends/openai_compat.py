@@ -68,7 +68,16 @@ from .async_http import (
     public_url,
     scrub_secrets,
 )
-from .base import BackendBase, Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
+from .base import (
+    AFTER_TEMPLATE,
+    BackendBase,
+    Generate,
+    Prompt,
+    Request,
+    Response,
+    ScoreNext,
+    TextLogprobs,
+)
 from .config import DEFAULT_MAX_REPLY_MB
 from .echo_scoring import (
     AUTO,
@@ -92,6 +101,10 @@ PREFILL_REFUSED = ("the prompt ends with an assistant prefill, which only vLLM's
                    "continue_final_message continues, and this server is not known to take it "
                    "(an OpenAI server refuses unknown arguments); pass --chat-extensions vllm "
                    "if it does, or use a prompt without a prefill (--chat api for TMLU)")
+
+AFTER_TEMPLATE_REFUSED = ("the guard appends text after the model's chat template (SEA-LION "
+                          "Guard's model header), which a chat server cannot be sent: run it "
+                          "on hf: or vllm:")
 
 
 class NoPrefill(LocalevalError):
@@ -427,6 +440,8 @@ class OpenAIBackend(BackendBase):
         if isinstance(prompt, str):
             return "/completions", {**body, "prompt": prompt}
         body["messages"] = list(prompt)
+        if prompt and prompt[-1]["role"] == AFTER_TEMPLATE:
+            raise NoPrefill(AFTER_TEMPLATE_REFUSED)
         if prompt and prompt[-1]["role"] == "assistant" and prompt[-1]["content"]:
             if self.chat_extensions != "vllm":
                 raise NoPrefill(PREFILL_REFUSED)
@@ -446,6 +461,8 @@ class OpenAIBackend(BackendBase):
                         "use --method generation otherwise")
         # keyed by the candidate's full text (callers read by candidate), looked up by its name
         found = {c: top.get((names or {}).get(c, c)) for c in request.candidates}
+        if request.top is not None:
+            return _ranked(request, found, top, self.top_logprobs)
         if all(v is None for v in found.values()):
             return dataclasses.replace(Response.failed(OverLimit(  # greedy: a rerun reads the same
                 f"no candidate among the top {self.top_logprobs} next tokens "
@@ -518,6 +535,21 @@ def _echoed_logprobs(reply: dict) -> Response:
     if any(v is None for v in prompt):
         raise Retry("the server echoed a null log-prob inside the prompt")
     return Response(token_logprobs=prompt, n_prompt_tokens=n_prompt)  # checked by _valid
+
+
+def _ranked(request: ScoreNext, found: dict[str, float | None], top: dict[str, float],
+            asked: int) -> Response:
+    """The candidates' log-probs with their ranks among the server's top log-probs (sorted by
+    value: the completions API keys them in a dict), None beyond ``request.top``; a candidate
+    absent from the list is outside the top k only when the list holds k tokens at least."""
+    if len(top) < request.top:
+        return Response(error=f"the server returned {len(top)} top log-probs, fewer than the "
+                              f"{request.top} the guard reads (--top-logprobs is {asked})",
+                        permanent=True)
+    ranks = {c: None if v is None else 1 + sum(1 for w in top.values() if w > v)
+             for c, v in found.items()}
+    ranks = {c: r if r is not None and r <= request.top else None for c, r in ranks.items()}
+    return Response(logprobs=found, ranks=ranks)
 
 
 def _top_logprobs(choice: dict) -> dict[str, float] | None:

@@ -7,7 +7,7 @@ into its context and each candidate's first token, the way lm-evaluation-harness
 from __future__ import annotations
 
 from ..errors import LocalevalError
-from .base import Prompt, ScoreNext
+from .base import AFTER_TEMPLATE, Prompt, ScoreNext
 
 
 def render(tokenizer, prompt: Prompt, model: str) -> tuple[str, bool]:
@@ -18,6 +18,11 @@ def render(tokenizer, prompt: Prompt, model: str) -> tuple[str, bool]:
         raise LocalevalError(f"model {model!r} has no chat template; drop --chat to use plain "
                              "prompts, or use an instruct model")
     messages, prefill = list(prompt), ""
+    if messages and messages[-1]["role"] == AFTER_TEMPLATE:
+        after = messages.pop()["content"]
+        text = tokenizer.apply_chat_template(messages, tokenize=False,
+                                             add_generation_prompt=False)
+        return text + after, False  # the template already holds any BOS token
     if messages and messages[-1]["role"] == "assistant":
         prefill = messages.pop()["content"]
     text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)

@@ -21,6 +21,7 @@ BACKENDS: dict[str, tuple[str, str]] = {
     "vllm": ("vllm_engine", "VllmBackend"),  # vLLM's engine in this process (GPUs, several)
     "hf-seq2seq": ("hf_seq2seq", "HFSeq2SeqBackend"),  # translation (X-Guard's first step)
     "st": ("embedding", "SentenceEmbeddingBackend"),  # sentence-transformers embedders
+    "openai-embed": ("openai_embed", "OpenAIEmbeddingBackend"),  # /v1/embeddings (LionGuard 2)
     "moderation": ("moderation", "ModerationBackend"),  # moderation APIs (their guards' own)
 }
 

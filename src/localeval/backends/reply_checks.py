@@ -64,6 +64,17 @@ def _score_problem(request: ScoreNext, response: Response) -> str | None:
         problem = None if value is None else logprob_problem(value)  # None: outside the top-k
         if problem:
             return f"the log-prob of {candidate!r}: {problem}"
+    return None if request.top is None else _rank_problem(request, response.ranks)
+
+
+def _rank_problem(request: ScoreNext, ranks) -> str | None:
+    """Each candidate's rank: an integer from 1 to ``request.top``, or None beyond it."""
+    if not isinstance(ranks, dict) or set(ranks) != set(request.candidates):
+        return f"no rank for each candidate among the top {request.top}"
+    for candidate, rank in ranks.items():
+        if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int)
+                                 or not 1 <= rank <= request.top):
+            return f"the rank of {candidate!r} is {rank!r}, not 1 to {request.top} or null"
     return None
 
 

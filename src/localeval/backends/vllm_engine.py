@@ -207,6 +207,10 @@ class VllmBackend(BackendBase):
         if isinstance(request, Generate):
             return Response(text=completion.text)
         first = completion.logprobs[0]
+        ranks = None
+        if request.top is not None:  # vLLM's Logprob.rank: 1-based over the whole vocabulary
+            ranks = {c: first[t].rank if first[t].rank <= request.top else None
+                     for c, t in zip(request.candidates, targets, strict=True)}
         return Response(logprobs={c: float(first[t].logprob)
                                   for c, t in zip(request.candidates, targets, strict=True)},
-                        n_prompt_tokens=len(ids))
+                        ranks=ranks, n_prompt_tokens=len(ids))

@@ -106,6 +106,21 @@ def _label(value: Any, file: str, row: int, name: str) -> str | None:
     return label
 
 
+def _annotations(value: Any, file: str, row: int, name: str) -> Any:
+    """The annotators' labels of ``prompt_annotations`` / ``response_annotations`` (a list, or
+    a comma-separated string from a CSV), each checked as a label: they make the gold
+    severity (``analysis.severity``). Other ``*_annotations`` columns are kept as they are."""
+    if name not in ("prompt_annotations", "response_annotations"):
+        return value
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if not isinstance(value, list | tuple):
+        raise DataError(file, row, name, f"expected a list of labels, not {value!r}")
+    for v in value:
+        _label(v, file, row, name)  # each a label (as written, kept as the source has it)
+    return [v for v in value if _text(v) is not None]
+
+
 def _lang(value: Any, file: str, row: int | None, name: str = "lang") -> str:
     text = (_text(value) or "").strip().lower()
     if not _LANG_RE.match(text):
@@ -154,8 +169,8 @@ def _sea_rows(row: dict[str, Any], *, subset: str, lang: str, country: str | Non
     if prompt_label is None:
         raise DataError(file, number, "prompt_label", "the prompt label is empty")
     response_label = _label(row.get("response_label"), file, number, "response_label")
-    annotations = {k.removesuffix("_annotations"): v for k, v in row.items()
-                   if k.endswith("_annotations") and v is not None}
+    annotations = {k.removesuffix("_annotations"): _annotations(v, file, number, k)
+                   for k, v in row.items() if k.endswith("_annotations") and v is not None}
     reserved = {"prompt", "response", "en_prompt", "en_response", "local_prompt",
                 "local_response", "prompt_label", "response_label", "id"}
     meta = {k: v for k, v in row.items() if k not in reserved and not k.endswith("_annotations")}

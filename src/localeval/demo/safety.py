@@ -49,7 +49,10 @@ def run_safety_demo(output: Path, console: Console | None = None, quiet: bool = 
                   "AUPRC is chance-level and means nothing. Use `localeval run --task "
                   "sea-safeguard --model hf:<your guard>` for real numbers.[/yellow]")
     model_dir = build_safety_demo_model(Path(output) / "safety-demo-model")
+    # The whole distribution (label_scores=full): a random model almost never puts a label
+    # among its top 2 tokens, so IRIS's top-2 reading (the default) would score no sample.
     result = evaluate(task="sea-safeguard", model=f"hf:{model_dir}", guard="zero-shot",
+                      guard_options={"label_scores": "full"},
                       data=Path(str(SAMPLE_SAFETY)), output=Path(output) / "sea-safeguard",
                       cache=Path(output) / "sea-safeguard" / "cache.sqlite",  # as `run` keeps
                       quiet=quiet, command=["localeval", "demo", "--safety"], n_resamples=200,

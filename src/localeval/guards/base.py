@@ -91,6 +91,17 @@ class Guard(ABC):
     # The options the guard was made with (recorded in the run's config.json).
     options: Mapping[str, Any] = {}
 
+    @property
+    def label_scores_used(self) -> str | None:
+        """How label log-probs become scores (guards on a language model: ``top-k``, ``full``
+        …); None for a guard that reads none."""
+        return None
+
+    @property
+    def label_top(self) -> int | None:
+        """How many top log-probs a label must be among to count (None: every one counts)."""
+        return None
+
     def model_roles(self) -> dict[str, str]:
         """Second models the guard needs beside the run's, by role (X-Guard's translator): the
         run checks each before any model loads, loads it with its own options, records it in

@@ -112,6 +112,8 @@ class Qwen3Guard(StagedGuard):
     verdict_position = ("first token after the prefill 'Safety:' "
                         "(' Safe' / ' Unsafe' / ' Controversial')")
     n_labels = 3
+    # Parallax-AI base_module.py safeguard_completions: the top 20 log-probs of the label position
+    top_k = 20
 
     def __init__(self, controversial: str = "paper"):
         if controversial not in CONTROVERSIAL:

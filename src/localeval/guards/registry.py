@@ -8,6 +8,7 @@ import inspect
 from ..declared import parse_if_text
 from ..errors import LocalevalError
 from .base import Guard
+from .staged import StagedGuard
 
 # name -> (module under localeval.guards, class name)
 GUARDS: dict[str, tuple[str, str]] = {
@@ -20,6 +21,8 @@ GUARDS: dict[str, tuple[str, str]] = {
     "polyguard": ("polyguard", "PolyGuard"),
     "wildguard": ("wildguard", "WildGuard"),
     "xguard": ("xguard", "XGuard"),
+    "sealion-guard": ("sealionguard", "SealionGuard"),
+    "lionguard2": ("lionguard2", "LionGuard2"),  # its head on an openai-embed: embedder
     # moderation APIs: keys and endpoints from environment variables (guards/moderation.py)
     "openai-moderation": ("moderation", "OpenAIModeration"),
     "azure-content-safety": ("moderation", "AzureContentSafety"),
@@ -50,15 +53,27 @@ def get_guard(name: str, **options) -> Guard:
                              "embedding:<guard file>")
     module, cls_name = GUARDS[key]
     cls = getattr(importlib.import_module(f"{__package__}.{module}"), cls_name)
+    options = _declared_options(cls, key, dict(options))
+    label_scores = options.pop("label_scores", None)  # every guard on a language model's
+    guard = cls(**options)
+    if label_scores is not None:
+        guard.set_label_scores(label_scores)
+    guard.options = {**options, **({"label_scores": label_scores} if label_scores else {})}
+    return guard
+
+
+def _declared_options(cls: type, key: str, options: dict) -> dict:
+    """The guard's options, each one it does not have a one-line error, each text from the
+    command line (--guard-option reasoning=true) parsed by the type its parameter declares."""
     parameters = {n: p for n, p in inspect.signature(cls).parameters.items() if n != "self"}
-    unknown = sorted(set(options) - set(parameters))
+    staged = ["label_scores"] if issubclass(cls, StagedGuard) else []
+    if "label_scores" in options and not staged:
+        raise LocalevalError(f"guard {key!r} reads no label log-probs: label_scores is an "
+                             "option of the guards on a language model")
+    unknown = sorted(set(options) - set(parameters) - set(staged))
     if unknown:
         raise LocalevalError(f"guard {key!r} has no option(s) {', '.join(unknown)}; it accepts: "
-                             f"{', '.join(parameters) or 'no options'}")
-    # text from the command line (--guard-option reasoning=true) as the parameter declares it
-    options = {k: v if parameters[k].annotation is inspect.Parameter.empty else
-               parse_if_text(parameters[k].annotation, v, f"guard option {k}")
-               for k, v in options.items()}
-    guard = cls(**options)
-    guard.options = dict(options)
-    return guard
+                             f"{', '.join([*parameters, *staged]) or 'no options'}")
+    return {k: v if k not in parameters or parameters[k].annotation is inspect.Parameter.empty
+            else parse_if_text(parameters[k].annotation, v, f"guard option {k}")
+            for k, v in options.items()}

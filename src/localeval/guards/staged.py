@@ -24,16 +24,53 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..backends.base import Execute, Request, Response, distinct
+from ..backends.base import Execute, Request, Response, ScoreNext, distinct
 from ..errors import LocalevalError
 from .base import Conversation, Guard, GuardVerdict, failure_of
 
 
 class StagedGuard(Guard):
     """A guard that runs on a language model through Requests. Subclasses implement
-    :meth:`requests` and :meth:`score`; ``stages`` says how many rounds of requests it needs."""
+    :meth:`requests` and :meth:`score`; ``stages`` says how many rounds of requests it needs.
+
+    Label scores (``label_scores``): by default only the labels among the top ``top_k``
+    log-probs at the verdict position count, renormalised over those found, so a label outside
+    them scores exactly 0 and a lone label 1, as the authors' code reads them: IRIS
+    ``guard_models/base.py`` ``GuardLLM.complete`` keeps ``output[:len(valid_tokens)]`` of the
+    server's top log-probs, which ``scripts/inference_safeguard.py`` asks for with
+    ``--top_logprobs 2`` (k = 2 for every two-label guard). ``full``: both labels' log-probs
+    over the whole vocabulary, renormalised (ours: no ties at 0 and 1)."""
 
     stages: int = 1
+    top_k: int = 2  # the authors' k for this guard (X-Guard 10, Parallax-AI's Qwen3Guard 20)
+    label_scores: str | None = "top-k"  # or "full", or "top-N" for another k
+
+    def set_label_scores(self, value: str) -> None:
+        """``top-k`` (the guard's own k), ``top-N`` or ``full``; one line if it is neither."""
+        text = str(value).strip().lower()
+        n = text[4:] if text.startswith("top-") else ""
+        if text not in ("top-k", "full") and not (n.isdigit() and int(n) >= 1):
+            raise LocalevalError(f"guard option label_scores must be top-k (the authors' top "
+                                 f"{self.top_k} log-probs), top-N or full, not {value!r}")
+        self.label_scores = text
+
+    @property
+    def label_scores_used(self) -> str:
+        """The rule, for config.json: ``top-k`` (the guard's own k), ``top-N`` or ``full``."""
+        return str(self.label_scores)
+
+    @property
+    def label_top(self) -> int | None:
+        """How many top log-probs a label must be among (None: ``full``)."""
+        if self.label_scores == "full":
+            return None
+        return self.top_k if self.label_scores == "top-k" else int(str(self.label_scores)[4:])
+
+    def _ranked(self, request: Request) -> Request:
+        """A ScoreNext asking for the labels' ranks when the guard keeps only the top k."""
+        if not isinstance(request, ScoreNext) or self.label_top is None:
+            return request
+        return replace(request, top=self.label_top)
 
     def requests(self, conversation: Conversation,
                  earlier: Sequence[Response] = ()) -> list[Request]:
@@ -65,7 +102,7 @@ class StagedGuard(Guard):
             owners: list[int] = []
             for i, conversation in enumerate(conversations):
                 for req in self.requests(conversation, earlier=done[i]):
-                    requests.append(req)
+                    requests.append(self._ranked(req))
                     owners.append(i)
             if not requests:
                 break
@@ -82,11 +119,17 @@ def label_probabilities(response: Response, labels: Sequence[str]) -> dict[str, 
     """Softmax of the labels' log-probs renormalised over the labels alone, or an error string.
 
     P(label) = exp(lp_label) / sum_l exp(lp_l), computed stably from the largest log-prob.
+    A response with ``ranks`` (a ScoreNext with ``top`` = k) counts only the labels among the
+    top k: the others score 0, a lone label 1 (IRIS ``guard_models/base.py``
+    ``GuardLLM.complete``); none among them is a failure, which IRIS scores 0.0
+    (``get_eval_result.py`` ``get_pred_score`` sums no label).
     """
     if response.error:
         return f"backend error: {response.error}"
     if response.logprobs is None:
         return "the response has no log-probs (was the request a ScoreNext?)"
+    if response.ranks is not None:
+        return _top_label_probabilities(response, labels)
     missing = [label for label in labels if label not in response.logprobs]
     if missing:
         return f"no log-prob for label(s) {missing}"
@@ -99,6 +142,19 @@ def label_probabilities(response: Response, labels: Sequence[str]) -> dict[str, 
     weights = [math.exp(v - top) for v in values]
     total = sum(weights)
     return {label: w / total for label, w in zip(labels, weights, strict=True)}
+
+
+def _top_label_probabilities(response: Response, labels: Sequence[str]
+                             ) -> dict[str, float] | str:
+    """The labels among the top k renormalised over themselves, the others 0."""
+    ranks = response.ranks or {}
+    kept = [label for label in labels if ranks.get(label) is not None]
+    if not kept:
+        return "no label among the top log-probs at the verdict position"
+    probs = label_probabilities(Response(logprobs=response.logprobs), kept)
+    if isinstance(probs, str):
+        return probs
+    return {label: probs.get(label, 0.0) for label in labels}
 
 
 def binary_verdict(responses: Sequence[Response], harmful: str, safe: str,

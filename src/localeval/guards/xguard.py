@@ -51,6 +51,8 @@ MAX_TOKENS = 8192  # IRIS x_guard.py evaluate_guard: max_new_tokens
 
 class XGuard(StagedGuard):
     name = "xguard"
+    # IRIS x_guard.py XGuard.evaluate_guard: the top 10 log-probs of the label position
+    top_k = 10
     template_source = "panuthept/IRIS src/iris/model_wrappers/guard_models/x_guard.py (XGuard)"
     verdict_position = "first token after the model's reasoning and '<label>' ('safe'/'unsafe')"
     stages = 2

@@ -3,6 +3,8 @@ responses are harmful or refusals, per language and subset, and the D.2 layout."
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from .base import Num, Record, Results
@@ -58,3 +60,8 @@ class LLMSafetyResults(Results):
     by_lang: dict[str, Rates] = Field({}, description="per language")
     by_subset: dict[str, Rates] = Field({}, description="per subset")
     d2: D2Table | None = Field(None, description="App. D.2's layout")
+    safeguard: dict[str, Any] | None = Field(None, description="App. D.2's safeguard variant: "
+                                             "the prompt guard, its mode and refine (None: the "
+                                             "model alone)")
+    n_dropped: int = Field(0, description="responses the authors' refine step keeps none of "
+                           "(refine=iris), out of every rate")

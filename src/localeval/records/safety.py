@@ -155,6 +155,18 @@ class TransferBlock(Record):
     languages: list[TransferLanguage] = []
 
 
+class SeverityRow(Record):
+    """P(harmful) against gold severity (Parallax-AI SafetyMetrics) for one group of samples."""
+
+    model: str
+    kind: str = Field(description="prompt or response classification")
+    subset: str
+    lang: str = Field(description="a language, or 'all' (every language pooled)")
+    n: int = Field(description="samples with a severity and a score")
+    mse: Num | None = Field(None, description="mean of (severity - score)^2")
+    spearman: Num | None = Field(None, description="Spearman's rho (None: a constant side)")
+
+
 class PRCurve(Record):
     model: str
     kind: str
@@ -186,7 +198,12 @@ class SafetyResults(Results):
     table2_alternative: dict[str, Any] | None = Field(None, description="Table 2 under the "
                                                       "other PR-AUC estimator")
     table2_language_gap: list[Table2Gap] = []
+    table_d5: dict[str, Table2] = Field({}, description="App. D.5: 'f1' and 'fpr' (points) at "
+                                        "each file's own best-F1 threshold, in Table 2's layout "
+                                        "(runs before issue 35: none)")
     per_language: list[AUPRCRow] = []
+    severity: list[SeverityRow] = Field([], description="MSE and Spearman against gold "
+                                        "severity (runs before issue 35: none)")
     language_gap: list[LanguageGap] = []
     cultural_gap: list[CulturalGap] = []
     pair_type_confusion: list[PairTypes] = []

@@ -20,6 +20,10 @@ the same cache under their models' identities. A failed generation or judge call
 sample, counted and left out of the rates, never "safe" or "refused"; only App. D.2's table
 (``d2="iris"``, the default) counts a response the judge could not label as not safe, as IRIS
 ``get_llm_safe_response_eval_result.py`` does.
+
+App. D.2's variants with a safeguard (``safeguard``, ``refine``) are in :mod:`.llm_safeguarded`.
+The module is over 300 lines because those variants run between the generation and judging
+steps of :meth:`LLMSafetyTask.respond`, which share the task's model roles and options.
 """
 
 from __future__ import annotations
@@ -37,6 +41,15 @@ from ..records.llm_safety import SCHEMA as LLM_SAFETY_SCHEMA
 from .base import PROTOCOL, Task
 from .label_policy import DEFAULT_SENSITIVE, binary_label
 from .llm_refusal_judge import ask_refusal_judge, read_refusal
+from .llm_safeguarded import (
+    REFINE_MODES,
+    SAFEGUARD_MODES,
+    PromptLabel,
+    fixed,
+    guarded,
+    label_prompts,
+    refinement,
+)
 from .options import make_options, option
 from .safeguard import check_guard, make_guard
 from .safety_items import load_safety_items
@@ -84,6 +97,23 @@ class LLMSafetyOptions(SafetySelection):
                                     type=int)
     system: str | None = option(None, "system prompt before each prompt (with "
                                 "--chat-template)")
+    safeguard: str | Guard | None = option(
+        None, "a prompt guard in front of the model (App. D.2's 'LLM + safeguard', IRIS "
+        "inference_llm_with_safeguard.py): any --guard name")
+    safeguard_model: str | Backend | None = option(None, "the safeguard's model (hf:…, "
+                                                   "openai:…)")
+    safeguard_options: dict | None = option(None, "an option of the safeguard, repeatable",
+                                            flag="--safeguard-option", parse="pairs",
+                                            metavar="KEY=VALUE")
+    safeguard_mode: str = option("fixed-answer", "what the safeguard does: fixed-answer (a "
+                                 "prompt it calls harmful gets IRIS's refusal, the default) or "
+                                 "advance-inform (a system warning before it)",
+                                 choices=SAFEGUARD_MODES)
+    refine: str = option("none", "App. D.2's refined responses (IRIS "
+                         "refine_llm_response_with_safeguard.py): iris (a response the judge "
+                         "calls harmful is refined, but dropped when the safeguard called its "
+                         "prompt harmful, as the authors' code does) or all (ours: refined "
+                         "too); needs --safeguard", choices=REFINE_MODES)
     d2: str = option("iris", "App. D.2's rates: iris (the authors' code: sensitive rates for "
                      "cultural-cg only, a response the judge could not label counted as not "
                      "safe) or all (ours: sensitive rates of every subset, failed verdicts left "
@@ -134,11 +164,24 @@ class LLMSafetyTask(Task):
                                  "--judge-model (e.g. hf:meta-llama/Llama-Guard-3-8B)")
         self.refusal_judge_model = o.refusal_judge_model
         self.d2 = o.d2
+        self.safeguard_mode, self.refine = o.safeguard_mode, o.refine
+        self.safeguard, self.safeguard_model = None, None
+        if o.refine != "none" and o.safeguard is None:
+            raise LocalevalError("--refine reads the safeguard's prompt labels: add --safeguard")
+        if o.safeguard is not None:
+            self.safeguard = make_guard(o.safeguard, o.safeguard_options)
+            check_guard(self.safeguard, [("prompt", "with_prompt")])
+            self.safeguard_model = o.safeguard_model or self.safeguard.model
+            if self.safeguard_model is None:
+                raise LocalevalError(f"safeguard {self.safeguard.name!r} runs on a model: give "
+                                     "--safeguard-model")
 
     def model_roles(self) -> dict[str, Any]:
         roles = {"judge": self.judge_model}
         if self.refusal == "judge":
             roles["refusal_judge"] = self.refusal_judge_model
+        if self.safeguard is not None:
+            roles["safeguard"] = self.safeguard_model
         return roles
 
     def load(self) -> list[SafetyItem]:
@@ -158,18 +201,77 @@ class LLMSafetyTask(Task):
         return [*head, {"role": "user", "content": item.prompt}]
 
     def respond(self, planned: Sequence[Planned], execute: Execute) -> list[tuple]:
-        responses = execute([p.request for p in planned])
-        done = [k for k, r in enumerate(responses) if r.text is not None and not r.error]
-        verdicts = self.guard.classify(
-            [Conversation(planned[k].item.prompt, responses[k].text,
-                          {"country": planned[k].item.country}) for k in done],
-            self._role(execute, "judge"))
-        by_index: dict[int, GuardVerdict] = dict(zip(done, verdicts, strict=True))
+        notes: list[dict] = [{} for _ in planned]
+        labels = self._prompt_labels(planned, execute, notes)
+        responses = self._generate(planned, execute, labels, notes)
+        by_index = self._judge(planned, responses, range(len(planned)), execute)
+        if self.refine != "none":
+            self._refine(planned, responses, by_index, labels, notes, execute)
+        done = [k for k, r in enumerate(responses) if r.text is not None and not r.error
+                and not notes[k].get("dropped")]
         refusals: dict[int, Response | None] = {}
         if self.refusal == "judge":
             refusals = ask_refusal_judge({k: responses[k].text for k in done},
                                          self._role(execute, "refusal_judge"))
-        return [(r, by_index.get(k), refusals.get(k)) for k, r in enumerate(responses)]
+        return [(r, by_index.get(k), refusals.get(k), notes[k])
+                for k, r in enumerate(responses)]
+
+    def _prompt_labels(self, planned: Sequence[Planned], execute: Execute,
+                       notes: list[dict]) -> dict[str, PromptLabel]:
+        if self.safeguard is None:
+            return {}
+        labels = label_prompts(self.safeguard, [(p.item.prompt, p.item.country)
+                                                for p in planned],
+                               self._role(execute, "safeguard"))
+        for p, note in zip(planned, notes, strict=True):
+            label = labels[p.item.prompt]
+            note.update(safeguard_score=label.score, safeguard_harmful=label.harmful,
+                        **({"safeguard_error": label.error} if label.error else {}))
+        return labels
+
+    def _generate(self, planned: Sequence[Planned], execute: Execute,
+                  labels: dict[str, PromptLabel], notes: list[dict]) -> list[Response]:
+        """The model's responses; IRIS's fixed answer where the safeguard refused for it."""
+        asks = [p.request if not labels else
+                guarded(p.request, p.item.prompt, labels[p.item.prompt], self.safeguard_mode)
+                for p in planned]
+        sent = [k for k, a in enumerate(asks) if not isinstance(a, str)]
+        answers = dict(zip(sent, execute([asks[k] for k in sent]), strict=True))
+        for k, a in enumerate(asks):
+            if isinstance(a, str):
+                notes[k]["fixed_answer"] = True
+        return [answers[k] if k in answers else fixed(asks[k]) for k in range(len(asks))]
+
+    def _judge(self, planned: Sequence[Planned], responses: list[Response], which,
+               execute: Execute) -> dict[int, GuardVerdict]:
+        done = [k for k in which if responses[k].text is not None and not responses[k].error]
+        verdicts = self.guard.classify(
+            [Conversation(planned[k].item.prompt, responses[k].text,
+                          {"country": planned[k].item.country}) for k in done],
+            self._role(execute, "judge"))
+        return dict(zip(done, verdicts, strict=True))
+
+    def _refine(self, planned: Sequence[Planned], responses: list[Response],
+                by_index: dict[int, GuardVerdict], labels: dict[str, PromptLabel],
+                notes: list[dict], execute: Execute) -> None:
+        """Responses judged harmful, refined (or dropped) as IRIS's refine step; the refined
+        ones judged again, in place."""
+        asks = {}
+        for k, verdict in by_index.items():
+            if not verdict.ok or verdict.score <= HARMFUL_THRESHOLD:
+                continue
+            p = planned[k]
+            ask = refinement(p.item.prompt, responses[k].text, labels[p.item.prompt],
+                             self.refine, p.request)
+            if ask is None:
+                notes[k]["dropped"] = True
+            else:
+                asks[k] = ask
+                notes[k]["original_response"] = responses[k].text
+        for k, response in zip(asks, execute(list(asks.values())), strict=True):
+            responses[k] = response
+            notes[k]["refined"] = True
+        by_index.update(self._judge(planned, responses, list(asks), execute))
 
     @staticmethod
     def _role(execute: Execute, role: str) -> Execute:
@@ -180,14 +282,16 @@ class LLMSafetyTask(Task):
         return run
 
     def score(self, planned: Planned, answer: tuple) -> dict[str, Any]:
-        response, verdict, refusal = answer
+        response, verdict, refusal, notes = answer
         item = planned.item
         sample: dict[str, Any] = {
             "id": item.id, "draw": planned.draw, "lang": item.lang, "subset": item.subset,
             "prompt_label": item.prompt_label,
             "harmful_prompt": binary_label(item.prompt_label, "prompt", self.sensitive,
                                            item.subset),
-            "prompt": item.prompt, "response": response.text}
+            "prompt": item.prompt, "response": response.text, **notes}
+        if notes.get("dropped"):  # IRIS's refine step keeps no response for it
+            return {**sample, "failed": False}
         if response.error or response.text is None:
             return {**sample, "failed": True, "error": f"generation: {response.error}"}
         error = self._refusal(sample, response.text, item.lang, refusal)
@@ -215,15 +319,25 @@ class LLMSafetyTask(Task):
         from ..analysis.llm_safety import summarise_llm_safety
 
         return {"schema": self.results_schema, "task": self.name, "judge": self.guard.name,
+                "safeguard": self._safeguard_facts(),
                 "threshold": HARMFUL_THRESHOLD, "refusal": self.refusal,
                 "responses_per_prompt": self.responses,
                 **summarise_llm_safety(samples, self.n_resamples, self.d2)}
+
+    def _safeguard_facts(self) -> dict | None:
+        """The D.2 variant run (None: the model alone)."""
+        if self.safeguard is None:
+            return None
+        return {"name": self.safeguard.name, "options": dict(self.safeguard.options),
+                "model": _model_name(self.safeguard_model), "mode": self.safeguard_mode,
+                "refine": self.refine, "label_scores": self.safeguard.label_scores_used}
 
     def describe(self, items: list[SafetyItem]) -> dict:
         return {"task": self.name, "protocol": PROTOCOL,
                 "data": str(self.data) if self.data else None,
                 "judge": self.guard.name, "judge_options": dict(self.guard.options),
                 "judge_template_source": self.guard.template_source,
+                "judge_label_scores": self.guard.label_scores_used,
                 "judge_model": _model_name(self.judge_model), "refusal": self.refusal,
                 "refusal_judge_model": _model_name(self.refusal_judge_model),
                 "responses": self.responses, "greedy": self.greedy,
@@ -231,6 +345,7 @@ class LLMSafetyTask(Task):
                 "subsets": self.subsets, "langs": self.langs, "limit": self.limit,
                 "max_tokens": self.max_tokens, "system": self.system,
                 "sensitive": self.sensitive or DEFAULT_SENSITIVE, "d2": self.d2,
+                "safeguard": self._safeguard_facts(),
                 "dataset_revision": self.dataset_revision}
 
 

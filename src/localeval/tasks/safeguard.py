@@ -29,6 +29,7 @@ from typing import Any
 
 from ..analysis.gaps import EN_CELLS
 from ..analysis.safety import analyses
+from ..analysis.severity import gold_severity
 from ..backends.base import Backend, Execute
 from ..data.safety import HUB_REPO, SafetyItem
 from ..errors import LocalevalError
@@ -68,6 +69,7 @@ class Planned:
         """What the guard judges: the prompt alone, or the response with its prompt (or with an
         empty user turn), and the item's country for guards that use it."""
         meta = {"country": self.item.country} if self.item.country else {}
+        meta["subset"] = self.item.subset  # SEA-LION Guard's Sensitive weight depends on it
         if not self.kind.judges_response:
             return Conversation(self.item.prompt, None, meta)
         prompt = self.item.prompt if self.context.shows_prompt else ""
@@ -124,6 +126,8 @@ def record(p: Planned, verdict: GuardVerdict, *, guard: str, model: str,
         "id": item.id, "lang": item.lang, "subset": item.subset, "kind": p.kind,
         "context": p.context, "raw_label": raw, "label": binary_label(raw, p.kind, sensitive,
                                                                item.subset),
+        # Parallax-AI's gold severity (analysis.severity): the annotators' mean, else the label
+        "severity": gold_severity(raw, item.annotations.get(p.kind)),
         "score": verdict.score, "country": item.country, "guard": guard, "model": model,
         **_texts(p, log_text),
     }
@@ -310,10 +314,12 @@ class SafeguardTask(Task):
             "threshold_rule": self.threshold_rule,
             "threshold_grid": self.threshold_grid,
             "on_failure": self.on_failure,
+            "label_scores": guard.label_scores_used,  # issue 34 item 2: top-k by default
             "log_samples": self.log_samples,
             "guard": {"name": guard.name, "options": dict(guard.options),
                       "template_source": guard.template_source,
-                      "verdict_position": guard.verdict_position},
+                      "verdict_position": guard.verdict_position,
+                      "label_top": guard.label_top},
         }
 
 

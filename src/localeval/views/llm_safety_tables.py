@@ -68,4 +68,16 @@ def llm_safety_notes(results: LLMSafetyResults) -> list[RichText]:
     return [RichText(f"{results.n_samples} responses ({results.responses_per_prompt} per "
                      f"prompt); {results.n_failed} failed (left out, never counted as safe or "
                      f"refused). Refusals: {how.get(results.refusal, results.refusal)} "
-                     "(docs/fidelity.md).")]
+                     "(docs/fidelity.md).")] + _safeguard_note(results)
+
+
+def _safeguard_note(results: LLMSafetyResults) -> list[RichText]:
+    """Which D.2 variant ran: the prompt guard, its mode, refined responses and drops."""
+    sg = results.safeguard
+    if not sg:
+        return []
+    refine = {"none": "no refinement", "iris": "harmful responses refined, dropped when the "
+              "prompt was called harmful (IRIS)", "all": "harmful responses refined"}
+    return [RichText(f"With safeguard {sg.get('name')} ({sg.get('mode')}): "
+                     f"{refine.get(sg.get('refine'), sg.get('refine'))}; {results.n_dropped} "
+                     "responses dropped (out of every rate).")]

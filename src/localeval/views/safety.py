@@ -38,6 +38,7 @@ from .base import (
     shown,
     with_sample_fields,
 )
+from .d5_tables import d5_tables
 from .safety_figures import SAFETY_FIGURES
 from .safety_tables import (
     SUBSET_SHORT,
@@ -49,6 +50,7 @@ from .safety_tables import (
     table2_column_order,
     table2_tables,
 )
+from .severity_tables import severity_table
 
 
 class SafetyView(ResultsView):
@@ -57,7 +59,13 @@ class SafetyView(ResultsView):
     Results = SafetyResults
 
     def tables(self, results: SafetyResults) -> list[DataTable]:
-        return safety_tables(results)
+        """Every table, App. D.5's F1 and FPR and the severity table after the per-language
+        table (which follows the headline: the overall table and Table 2's)."""
+        tables = safety_tables(results)
+        at = self.headline(results) + 1
+        severity = severity_table(results)
+        return [*tables[:at], *d5_tables(results), *([severity] if severity else []),
+                *tables[at:]]
 
     def headline(self, results: SafetyResults) -> int:
         """Overall, then the paper's Table 2 (a table per task) where the run has it."""
@@ -110,8 +118,10 @@ class SafetyView(ResultsView):
 
     def protocol(self, config: dict[str, Any]) -> dict[str, str]:
         keys = ("subsets", "langs", "classify", "sensitive", "cultural_awareness", "auprc",
-                "en_cell", "threshold_rule")
+                "en_cell", "threshold_rule", "label_scores")
         facts = {key.replace("_", " "): shown(config.get(key)) for key in keys}
+        if "label_scores" in config and config["label_scores"] is None:
+            facts["label scores"] = "top-k"  # a guard that reads no log-probs truncates none
         return {**super().protocol(config), **facts, "data": shown(config.get("data"))}
 
     def paper_protocol(self, task: str) -> dict[str, str] | None:
@@ -123,7 +133,7 @@ class SafetyView(ResultsView):
                 "subsets": ",".join(sorted(SUBSETS)), "langs": ",".join(sorted(("en", *SEA_LANGS))),
                 "classify": "prompt,response", "sensitive": DEFAULT_SENSITIVE,
                 "cultural awareness": "no", "auprc": PAPER_AUPRC, "en cell": PAPER_EN_CELL,
-                "threshold rule": PAPER_THRESHOLD_RULE}
+                "threshold rule": PAPER_THRESHOLD_RULE, "label scores": "top-k"}
 
     def compare(self, run_a: Run, run_b: Run) -> dict[str, Any]:
         a, b = safety_run(run_a), safety_run(run_b)

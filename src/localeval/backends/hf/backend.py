@@ -247,10 +247,13 @@ class HFBackend(BackendBase):
                         logprobs) -> Response:
         self.stats["requests"] += 1
         self.stats["prompt_tokens"] += len(ctx)
-        return Response(
-            logprobs={c: float(logprobs[t]) for c, t in zip(request.candidates, targets)},
-            n_prompt_tokens=len(ctx),
-        )
+        values = {c: float(logprobs[t]) for c, t in zip(request.candidates, targets)}
+        ranks = None
+        if request.top is not None:  # the rank a top-k server would give: 1 + tokens above it
+            ranks = {c: rank if rank <= request.top else None for c, rank in
+                     ((c, 1 + int((logprobs > logprobs[t]).sum())) for c, t in
+                      zip(request.candidates, targets))}
+        return Response(logprobs=values, ranks=ranks, n_prompt_tokens=len(ctx))
 
     def _auto_batch_tokens(self) -> int:
         """A token budget per forward pass from free memory and the per-token cost of the model

@@ -1,0 +1,66 @@
+"""``openai-embed:<model>``: sentence embeddings from an OpenAI-compatible ``/v1/embeddings``
+endpoint (api.openai.com, vLLM, TEI, llama.cpp). It executes ``Embed`` requests, one text per
+call, as IRIS ``guard_models/lion_guard.py`` ``LionGuard2.predict`` sends them
+(``client.embeddings.create(input=text, model="text-embedding-3-large", dimensions=3072)``;
+3,072 is that model's own size, so nothing is sent for it). The server and key come from
+``--base-url`` / ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` (``--api-key-env``), as ``openai:``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import LocalevalError
+from .async_http import Call, JsonClient, base_urls, join_url, public_url, scrub_secrets
+from .base import Embed, Request, Response
+from .config import DEFAULT_MAX_REPLY_MB
+from .reply_checks import response_problem
+from .secrets import url_secrets
+
+
+class OpenAIEmbeddingBackend:
+    def __init__(self, model: str, *, base_url: str | None = None,
+                 api_key_env: str = "OPENAI_API_KEY", concurrency: int = 8,
+                 timeout: float = 120.0, max_retries: int = 4, rate_limit: float | None = None,
+                 max_reply_mb: float = DEFAULT_MAX_REPLY_MB):
+        if not model:
+            raise LocalevalError("openai-embed needs a model: openai-embed:text-embedding-3-large")
+        self.model = model
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        self.url = base_urls(url)[0]
+        self._key = os.environ.get(api_key_env, "")
+        headers = {"Content-Type": "application/json",
+                   **({"Authorization": f"Bearer {self._key}"} if self._key else {})}
+        self.client = JsonClient(headers=headers, timeout=timeout, max_retries=max_retries,
+                                 concurrency=concurrency, rate_limit=rate_limit,
+                                 scrub=self.scrub, max_reply_mb=max_reply_mb)
+        self.stats = self.client.stats
+        self.identity = {"backend": "openai-embed", "model": model,
+                         "base_url": public_url(self.url)}  # never the key
+
+    def scrub(self, text: str, limit: int = 200) -> str:
+        return scrub_secrets(text, [self._key, *url_secrets(self.url)], limit)
+
+    def max_context(self) -> int | None:
+        return None
+
+    def count_tokens(self, prompt) -> int | None:
+        return None
+
+    def run(self, requests: list[Request], progress=None) -> list[Response]:
+        if not all(isinstance(r, Embed) for r in requests):
+            raise LocalevalError("an openai-embed backend runs Embed requests only (use it "
+                                 "through an embedding guard, e.g. --guard lionguard2)")
+        calls = [Call(join_url(self.url, "/embeddings"), {"model": self.model, "input": r.text},
+                      lambda reply, r=r: _vector(r, reply)) for r in requests]
+        return self.client.post_all(calls, progress)
+
+
+def _vector(request: Embed, reply: object) -> Response:
+    """``data[0].embedding`` of the reply; a reply of another shape is retried as malformed, a
+    vector that is not one (NaN, strings, empty) fails with the reason."""
+    vector = reply["data"][0]["embedding"]  # KeyError/TypeError/IndexError: malformed
+    response = Response(embedding=vector)
+    problem = response_problem(request, response)
+    return Response(error=f"invalid embedding: {problem}", permanent=True) if problem \
+        else response
