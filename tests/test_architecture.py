@@ -213,3 +213,13 @@ def test_the_layers_are_the_ones_docs_architecture_draws():
     drawn = next(line for line in text.splitlines() if line.startswith("cli ─"))
     layers = [set(part.replace(" ", "").split(",")) for part in drawn.split("─")]
     assert layers[::-1] == [layer - {"__init__"} for layer in LAYERS if layer != {"__init__"}]
+
+
+def test_every_backend_declares_its_features_on_backend_base():
+    """Each backend kind subclasses BackendBase, so what it offers beyond run() (preflight,
+    max_context, count_tokens …) is declared with a default, never probed with hasattr."""
+    from localeval.backends.base import BackendBase
+    from localeval.backends.registry import BACKENDS, backend_class
+
+    loose = [kind for kind in BACKENDS if not issubclass(backend_class(f"{kind}:x"), BackendBase)]
+    assert not loose

@@ -12,13 +12,19 @@ import os
 
 from ..errors import LocalevalError
 from .async_http import Call, JsonClient, base_urls, join_url, public_url, scrub_secrets
-from .base import Embed, Request, Response
+from .base import BackendBase, Embed, Request, Response
 from .config import DEFAULT_MAX_REPLY_MB
 from .reply_checks import response_problem
 from .secrets import url_secrets
 
 
-class OpenAIEmbeddingBackend:
+class OpenAIEmbeddingBackend(BackendBase):
+    @classmethod
+    def preflight(cls, target: str, config) -> None:
+        """A bad port or scheme in --base-url: one line before anything loads."""
+        if config.base_url:
+            base_urls(config.base_url)
+
     def __init__(self, model: str, *, base_url: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", concurrency: int = 8,
                  timeout: float = 120.0, max_retries: int = 4, rate_limit: float | None = None,
