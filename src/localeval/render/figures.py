@@ -50,15 +50,15 @@ def finish(fig, name: str, title: str, caption: str, folder: Path | None) -> Fig
     fig.tight_layout()
     if any([fit_tick_labels(ax) for ax in fig.axes]):  # every axes, then lay out again
         fig.tight_layout()
+    svg_file = io.BytesIO()  # drawn once: the SVG file and the report's inlined copy
+    fig.savefig(svg_file, format="svg", metadata={"Date": None})
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
-        for suffix, kw in (("png", {"dpi": 150}), ("svg", {"metadata": {"Date": None}})):
-            image = io.BytesIO()  # never written through a link (store/files.py)
-            fig.savefig(image, format=suffix, **kw)
-            write_bytes_whole(folder / f"{name}.{suffix}", image.getvalue())
-    buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", metadata={"Date": None})
-    svg = buffer.getvalue()
+        png = io.BytesIO()  # never written through a link (store/files.py)
+        fig.savefig(png, format="png", dpi=150)
+        write_bytes_whole(folder / f"{name}.png", png.getvalue())
+        write_bytes_whole(folder / f"{name}.svg", svg_file.getvalue())
+    svg = svg_file.getvalue().decode("utf-8")
     return Figure(name, title, caption, svg[svg.index("<svg"):])  # drop the XML prolog
 
 
