@@ -101,20 +101,29 @@ def ensure_lm_eval(wheels: Path | None, python: str = sys.executable) -> str:
 
 
 def make_wheels(folder: Path, have: Path | None) -> None:
-    """Download lm-eval and its dependencies as wheels (this machine's Python and platform:
-    run it with the target's), dropping the distributions the target's ``pip freeze`` lists."""
+    """Wheels of lm-eval and of each dependency the target lacks: pip resolves the whole set
+    for this Python and platform (run it with the target's; ``--dry-run --report`` reads
+    metadata only, so torch's wheel is never fetched), the distributions the target's ``pip
+    freeze`` lists are dropped, and the rest are downloaded, dependencies not followed."""
+    import tempfile
+
     folder.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "--only-binary=:all:", "-d",
-                    str(folder), LM_EVAL], check=True)
     installed = set()
     if have is not None:
         installed = {_project(line.split("==")[0]) for line in have.read_text().splitlines()
                      if "==" in line}
-    for wheel in folder.glob("*.whl"):
-        if _project(wheel.name.split("-")[0]) in installed:
-            wheel.unlink()
-    size = sum(w.stat().st_size for w in folder.glob("*")) / 2**20
-    print(f"{folder}: {len(list(folder.glob('*.whl')))} wheels, {size:.1f} MiB")
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--quiet",
+                        "--ignore-installed", "--report", str(report), LM_EVAL], check=True)
+        resolved = [(i["metadata"]["name"], i["metadata"]["version"])
+                    for i in json.loads(report.read_text())["install"]]
+    wanted = [f"{n}=={v}" for n, v in resolved if _project(n) not in installed]
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                    "--only-binary=:all:", "-d", str(folder), *wanted], check=True)
+    size = sum(w.stat().st_size for w in folder.glob("*.whl")) / 2**20
+    print(f"{folder}: {len(wanted)} of {len(resolved)} distributions the target lacks, "
+          f"{size:.1f} MiB")
 
 
 def _project(name: str) -> str:

@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from lm_eval_peer import write_task_configs  # noqa: E402
 from tiny_models import SHARED, make_model  # noqa: E402
-from whole_process import timed  # noqa: E402
+from whole_process import timed, trie_tokens  # noqa: E402
 
 BIN = Path(sys.executable).parent
 
@@ -160,6 +160,12 @@ def main() -> None:
     print(f"unique-token lower bound per question {bound:.1f} (each subject's common prefix once "
           f"+ each question's own tokens); localeval / bound = {forwarded / bound:.3f} "
           f"({padded / bound:.3f} counting batch padding)")
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model)
+    trie = trie_tokens([tok(s["prompt"])["input_ids"] for s in samples]) / n
+    print(f"unique tokens per question (the prompts' token trie: every distinct prefix once) "
+          f"{trie:.1f}; localeval / trie = {forwarded / trie:.3f}")
     print(f"peak RSS  localeval {peak['localeval']:.0f} MiB   lm-eval {peak['lm-eval']:.0f} MiB")
     print(f"agreement  identical predicted letters {same}/{n}, max |Δ log-prob| {worst:.2e}")
     if args.bare:

@@ -17,3 +17,19 @@ def timed(cmd: list[str], env: dict) -> tuple[float, float]:
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"command failed: {' '.join(cmd)}\n{stderr[-3000:]}")
     return wall, usage.ru_maxrss / 1024
+
+
+def trie_tokens(token_lists: list[list[int]]) -> int:
+    """The node count of the token trie of these sequences: every distinct token prefix once,
+    the fewest tokens any harness can forward to score them all (sorted, each sequence adds
+    what it does not share with the one before it)."""
+    total, previous = 0, []
+    for ids in sorted(map(list, token_lists)):
+        shared = 0
+        for a, b in zip(ids, previous):
+            if a != b:
+                break
+            shared += 1
+        total += len(ids) - shared
+        previous = ids
+    return total
