@@ -104,7 +104,9 @@ def make_wheels(folder: Path, have: Path | None) -> None:
     """Wheels of lm-eval and of each dependency the target lacks: pip resolves the whole set
     for this Python and platform (run it with the target's; ``--dry-run --report`` reads
     metadata only, so torch's wheel is never fetched), the distributions the target's ``pip
-    freeze`` lists are dropped, and the rest are downloaded, dependencies not followed."""
+    freeze`` lists are dropped, and the rest are fetched (or built), dependencies not
+    followed. Prints the folder's size: lm-eval's own dependencies (datasets with pyarrow and
+    pandas, scipy, scikit-learn) are most of it."""
     import tempfile
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -119,8 +121,10 @@ def make_wheels(folder: Path, have: Path | None) -> None:
         resolved = [(i["metadata"]["name"], i["metadata"]["version"])
                     for i in json.loads(report.read_text())["install"]]
     wanted = [f"{n}=={v}" for n, v in resolved if _project(n) not in installed]
-    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                    "--only-binary=:all:", "-d", str(folder), *wanted], check=True)
+    # pip wheel: each distribution's wheel, or one built from its sdist (rouge-score has no
+    # wheel on PyPI)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w",
+                    str(folder), *wanted], check=True)
     size = sum(w.stat().st_size for w in folder.glob("*.whl")) / 2**20
     print(f"{folder}: {len(wanted)} of {len(resolved)} distributions the target lacks, "
           f"{size:.1f} MiB")

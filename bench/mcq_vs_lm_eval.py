@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from lm_eval_peer import write_task_configs  # noqa: E402
 from tiny_models import SHARED, make_model  # noqa: E402
-from whole_process import timed, trie_tokens  # noqa: E402
+from whole_process import timed_usage, trie_tokens  # noqa: E402
 
 BIN = Path(sys.executable).parent
 
@@ -114,14 +114,17 @@ def main() -> None:
                   "--output_path", str(work / "theirs")]
 
     runs: dict[str, list[tuple[float, float]]] = {"localeval": [], "lm-eval": []}
+    cpus: dict[str, list[float]] = {"localeval": [], "lm-eval": []}
     if args.timings:  # re-analyse the outputs of an earlier invocation
         for name, text in zip(runs, args.timings.split(";")):
             runs[name] = [tuple(map(float, pair.split("/"))) for pair in text.split(",")]
     for rep in range(0 if args.timings else args.repeats):
         for name, cmd in (("localeval", ours_cmd), ("lm-eval", theirs_cmd)):
-            wall, rss = timed(cmd, env)
+            wall, rss, cpu = timed_usage(cmd, env)
             runs[name].append((wall, rss))
-            print(f"rep {rep + 1} {name:9s} {wall:7.1f} s  peak RSS {rss:7.0f} MiB", flush=True)
+            cpus[name].append(cpu)
+            print(f"rep {rep + 1} {name:9s} {wall:7.1f} s  CPU {cpu:7.1f} s  peak RSS "
+                  f"{rss:7.0f} MiB", flush=True)
 
     results = json.loads((work / "ours" / "results.json").read_text())
     samples = [json.loads(x) for x in (work / "ours" / "samples.jsonl").read_text().splitlines()]
@@ -152,6 +155,10 @@ def main() -> None:
           f"float32, CPU threads: {os.cpu_count()}")
     print(f"wall median  localeval {med['localeval']:.1f} s   lm-eval {med['lm-eval']:.1f} s   "
           f"speed-up {med['lm-eval'] / med['localeval']:.2f}x")
+    if cpus["localeval"]:
+        cpu = {k: statistics.median(v) for k, v in cpus.items()}
+        print(f"CPU seconds median  localeval {cpu['localeval']:.1f}   lm-eval "
+              f"{cpu['lm-eval']:.1f}   ratio {cpu['lm-eval'] / cpu['localeval']:.2f}x")
     print(f"tokens forwarded per question  localeval {forwarded:.1f}   lm-eval {prompt_tokens:.1f} "
           f"(whole prompt; its one-token continuations share one forward pass per question)")
     bound = unique_token_bound(model, [s["prompt"] for s in samples],
