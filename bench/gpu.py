@@ -27,11 +27,13 @@ sides (localeval ``--prompt-style lm-eval``; lm-eval reads the same CSV files th
 configs of tests/lm_eval_peer.py). ``--tiny``: 3 subjects, 4 questions each.
 
 Machine without internet: PyTorch and transformers installed, no lm-eval (nor vLLM). Make the
-wheel folder on a machine with internet and the same Python (``--make-wheels DIR``: lm-eval's
-version pinned to the one tests ran against, its dependencies, less those the target already
-has when ``--have`` gives the target's ``pip freeze``), copy it over, and pass ``--wheels``:
-the script installs from it with pip ``--no-index`` (nothing is fetched) when lm-eval does not
-import, and says which it did.
+wheel folder on a machine with internet and the same Python (``--make-wheels DIR``: lm-eval at
+the version the tests ran against and localeval's own dependencies, with theirs, less those the
+target already has when ``--have`` gives the target's ``pip freeze``), copy it over, and pass
+``--wheels``: the script installs what is missing from it with pip ``--no-index`` (nothing is
+fetched), and says what it did. Measured for a target with only torch 2.13 + transformers 5.24
+(CPython 3.11, x86-64): lm-eval's dependencies alone came to 130 MiB (pyarrow 53, scipy 34,
+pandas 12, scikit-learn 9, lm-eval itself 9), over the 64 MiB a device run may carry.
 """
 
 from __future__ import annotations
@@ -87,21 +89,47 @@ def install_from_folder(folder: Path, requirements: list[str], python: str = sys
                          f"{done.stdout[-2000:]}{done.stderr[-2000:]}")
 
 
+def requirements() -> list[str]:
+    """What the benchmark needs beside torch and transformers: lm-eval at the tested version
+    and localeval's own dependencies (pyproject.toml; localeval itself runs from this
+    checkout's src/)."""
+    import tomllib
+
+    deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    return [LM_EVAL, *(d for d in deps if _project(re.split(r"[<>=!~ \[;]", d)[0])
+                       not in {"torch", "transformers"})]
+
+
+def missing(specs: list[str], python: str = sys.executable) -> list[str]:
+    """The requirements whose distribution is not installed in that Python (by name)."""
+    names = [re.split(r"[<>=!~ \[;]", s)[0] for s in specs]
+    probe = ("import importlib.metadata as m, json, sys\n"
+             "def has(n):\n"
+             "    try:\n        m.version(n)\n        return True\n"
+             "    except m.PackageNotFoundError:\n        return False\n"
+             f"print(json.dumps([has(n) for n in {names!r}]))")
+    found = json.loads(subprocess.run([python, "-c", probe], capture_output=True, text=True,
+                                      check=True).stdout)
+    return [s for s, ok in zip(specs, found) if not ok]
+
+
 def ensure_lm_eval(wheels: Path | None, python: str = sys.executable) -> str:
-    """'present' when lm_eval imports; else installs it from ``wheels`` ('installed')."""
-    if importable("lm_eval", python):
+    """'present' when lm-eval and localeval's dependencies are installed; else installs what
+    is missing from ``wheels`` ('installed ...')."""
+    lacking = missing(requirements(), python)
+    if not lacking:
         return "present"
     if wheels is None:
-        raise SystemExit("lm-eval does not import here: pass --wheels DIR (a folder made with "
-                         "--make-wheels on a machine with internet)")
-    install_from_folder(wheels, [LM_EVAL], python)
+        raise SystemExit(f"not installed here: {', '.join(lacking)}; pass --wheels DIR (a "
+                         "folder made with --make-wheels on a machine with internet)")
+    install_from_folder(wheels, lacking, python)
     if not importable("lm_eval", python):
         raise SystemExit(f"lm-eval installed from {wheels} but does not import")
-    return "installed"
+    return f"installed {', '.join(lacking)} from {wheels}"
 
 
 def make_wheels(folder: Path, have: Path | None) -> None:
-    """Wheels of lm-eval and of each dependency the target lacks: pip resolves the whole set
+    """Wheels of lm-eval, localeval's dependencies and theirs, each the target lacks: pip resolves the whole set
     for this Python and platform (run it with the target's; ``--dry-run --report`` reads
     metadata only, so torch's wheel is never fetched), the distributions the target's ``pip
     freeze`` lists are dropped, and the rest are fetched (or built), dependencies not
@@ -117,7 +145,8 @@ def make_wheels(folder: Path, have: Path | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
         subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--quiet",
-                        "--ignore-installed", "--report", str(report), LM_EVAL], check=True)
+                        "--ignore-installed", "--report", str(report), *requirements()],
+                       check=True)
         resolved = [(i["metadata"]["name"], i["metadata"]["version"])
                     for i in json.loads(report.read_text())["install"]]
     wanted = [f"{n}=={v}" for n, v in resolved if _project(n) not in installed]

@@ -76,3 +76,10 @@ def test_tiny_run_prints_the_table(tmp_path):
         assert wall > 0 and rate > 0 and ratio > 0
         assert t[5] == "12/12"  # the same letters as lm-eval's hf backend
     assert "localeval vllm   skipped" in out and "lm-eval vllm     skipped" in out
+
+
+def test_what_is_missing_is_named_by_requirement():
+    assert gpu.missing(["nopkg39>=1", "pytest"]) == ["nopkg39>=1"]
+    needed = gpu.requirements()  # lm-eval at the tested version, and localeval's own
+    assert needed[0] == gpu.LM_EVAL and "pydantic>=2.6" in needed
+    assert not any(r.startswith(("torch", "transformers")) for r in needed)
