@@ -39,8 +39,14 @@ def lm_eval_samples(folder: Path) -> dict[str, list[float]]:
         for line in f.read_text(encoding="utf-8").splitlines():
             s = json.loads(line)
             # the CLI writes log-likelihoods as strings
-            out[s["doc"]["Question"] + "|" + s["doc"]["A"]] = [float(r[0][0]) for r in s["resps"]]
+            out[_key(s["doc"])] = [float(r[0][0]) for r in s["resps"]]
     return out
+
+
+def _key(row: dict) -> str:
+    """A question by its text and all four options (CMMLU repeats a question and its A
+    with other options: keyed by question and A alone, 4 of issue 39's 558 collided)."""
+    return "|".join(row[k] for k in ("Question", "A", "B", "C", "D"))
 
 
 def unique_token_bound(model: Path, prompts: list[str], subjects: list[str]) -> int:
@@ -135,7 +141,7 @@ def main() -> None:
 
         with open(data / "test" / f"{s}.csv", encoding="utf-8") as f:
             for r in csv.DictReader(f):
-                rows[f"{s}/{r['']}"] = r["Question"] + "|" + r["A"]
+                rows[f"{s}/{r['']}"] = _key(r)
     same, worst = 0, 0.0
     for s in samples:
         theirs = peer[rows[s["id"]]]
