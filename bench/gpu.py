@@ -32,8 +32,9 @@ the version the tests ran against and localeval's own dependencies, with theirs,
 target already has when ``--have`` gives the target's ``pip freeze``), copy it over, and pass
 ``--wheels``: the script installs what is missing from it with pip ``--no-index`` (nothing is
 fetched), and says what it did. Measured for a target with only torch 2.13 + transformers 5.24
-(CPython 3.11, x86-64): lm-eval's dependencies alone came to 130 MiB (pyarrow 53, scipy 34,
-pandas 12, scikit-learn 9, lm-eval itself 9), over the 64 MiB a device run may carry.
+(CPython 3.11, x86-64): 64 wheels, 165.5 MiB with localeval's own dependencies (lm-eval's
+alone: 130 MiB; pyarrow 53, scipy 34, pandas 12, scikit-learn 9, lm-eval itself 9), over the
+64 MiB a device run may carry.
 
 Why this file is over 300 lines: it is one command to copy to a machine that has nothing else
 of ours set up (the wheel folder, the model, the workload, both harnesses, the table).
