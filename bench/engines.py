@@ -11,6 +11,11 @@ reply is ~2,500 times smaller). Prints wall-time medians, peak RSS of the locale
 and the agreement of each engine's log-probs with ``hf:``'s.
 
     python bench/engines.py --subjects arts,virology --layers 4 --repeats 3
+    python bench/engines.py --scoring top-k,echo   # one openai→vLLM row per scoring mode
+
+``--scoring`` passes ``--scoring MODE`` to each ``openai:`` run, one row per mode (for a
+localeval whose ``openai:`` backend has that flag); without it the ``openai:`` run uses the
+backend's default (top-k log-probs) and no flag is passed.
 """
 
 from __future__ import annotations
@@ -38,6 +43,10 @@ def samples(folder: Path) -> dict[str, dict]:
     return {s["id"]: s for s in map(json.loads, lines)}
 
 
+def folder_of(work: Path, engine: str) -> Path:
+    return work / engine.replace("→", "-").replace(" ", "-")
+
+
 def agreement(ours: dict[str, dict], hf: dict[str, dict]) -> str:
     worst = max(abs(ours[i]["logprobs"][k] - v) for i, s in hf.items()
                 for k, v in s["logprobs"].items())
@@ -52,6 +61,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--limit", help="questions per subject (default: all)")
     p.add_argument("--work", default=str(HERE / "out" / "engines"))
+    p.add_argument("--scoring", help="comma-separated openai: scoring modes, a row each")
     args = p.parse_args()
 
     work = Path(args.work)
@@ -72,14 +82,17 @@ def main() -> None:
                "--dtype", "float32"],
         "vllm": [str(python), "-m", "localeval.cli", *common, "--model", f"vllm:{model}",
                  "--dtype", "float32", "--model-args", "enforce_eager=true,max_model_len=4096"],
-        "openai→vLLM": [str(BIN / "localeval"), *common, "--model", "openai:tiny",
-                        "--base-url", server.url, "--top-logprobs", "49152"],
     }
+    openai = [str(BIN / "localeval"), *common, "--model", "openai:tiny", "--base-url",
+              server.url, "--top-logprobs", "49152"]
+    for mode in args.scoring.split(",") if args.scoring else [None]:
+        name = f"openai→vLLM {mode}" if mode else "openai→vLLM"
+        commands[name] = [*openai, *(["--scoring", mode] if mode else [])]
     runs: dict[str, list[tuple[float, float]]] = {k: [] for k in commands}
     try:
         for rep in range(args.repeats):
             for name, cmd in commands.items():
-                out = work / name.replace("→", "-")
+                out = folder_of(work, name)
                 wall, rss = timed([*cmd, "--output", str(out)], env)
                 runs[name].append((wall, rss))
                 print(f"rep {rep + 1} {name:12s} {wall:7.1f} s  peak RSS {rss:7.0f} MiB",
@@ -95,8 +108,7 @@ def main() -> None:
     base = statistics.median(w for w, _ in runs["hf"])
     for name, timings in runs.items():
         med = statistics.median(w for w, _ in timings)
-        note = "" if name == "hf" else "  " + agreement(samples(work / name.replace("→", "-")),
-                                                        hf)
+        note = "" if name == "hf" else "  " + agreement(samples(folder_of(work, name)), hf)
         print(f"{name:12s} wall median {med:6.1f} s ({base / med:4.2f}x hf's speed)  "
               f"peak RSS {max(r for _, r in timings):6.0f} MiB{note}")
 

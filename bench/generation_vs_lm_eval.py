@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from lm_eval_peer import LOCAL_JSONL  # noqa: E402
 from tiny_models import SHARED, make_model  # noqa: E402
-from whole_process import timed  # noqa: E402
+from whole_process import timed, trie_tokens  # noqa: E402
 
 BIN = Path(sys.executable).parent
 EXPLANATION = "逐一比較各選項，({answer}) 最符合題意。"
@@ -175,6 +175,15 @@ def main() -> None:
         print(f"  localeval {name}: decode steps {t.get('decode_steps')}, tokens forwarded "
               f"{t['forwarded_tokens']}, padding {t['padding_tokens']}, prompt tokens "
               f"{t['prompt_tokens']}")
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model)
+    trie = trie_tokens([tok(prompt)["input_ids"] for prompt, _ in batched.values()])
+    for name, t in (("bs16", timing16), ("bs1", timing1)):
+        prompt_forwarded = t["forwarded_tokens"] - t.get("decode_tokens", 0)
+        print(f"  localeval {name}: prompt tokens forwarded {prompt_forwarded} vs unique "
+              f"(the prompts' token trie) {trie}: {prompt_forwarded / trie:.3f}x; decode "
+              f"tokens {t.get('decode_tokens')} (each forwarded once, none shared)")
     print(f"  prompts identical to lm-eval's: {same_prompts}/{n}")
     for label, (a, b) in (("localeval bs16 vs bs1", (batched, single)),
                           ("localeval bs16 vs lm-eval bs1", (batched, peer)),

@@ -1,13 +1,22 @@
-"""Start-up time of the command line (issue: under one second before any model loads): the
-median wall time of ``localeval --help`` and of ``localeval tasks`` as whole processes, and of
-a run against an unreachable HTTP server, which loads its data and stops before any model.
+"""Start-up time of the command line, whole processes: ``localeval --help``, ``localeval tasks``,
+a run against an unreachable HTTP server (it loads its data and stops before any model), and
+(issue 39) a one-question ``hf:`` run of the CMMLU likelihood command on a 6-layer, hidden-384
+random Llama, with the time from the command to its first forward pass, next to a bare
+``import torch, transformers`` in the same venv.
+
+``--baseline SRC`` times another checkout's ``src`` folder too (before/after a change), each
+command alternating between the two, so a busy machine slows both alike; medians are printed,
+with their ratio.
 
     python bench/startup.py --repeats 7
+    python bench/startup.py --repeats 5 --baseline /path/to/other/checkout/src
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import statistics
 import subprocess
 import sys
@@ -18,36 +27,95 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from tiny_models import SHARED  # noqa: E402
+from tiny_models import SHARED, make_model  # noqa: E402
 
+OURS = str(HERE.parent / "src")
 CLI = [sys.executable, "-m", "localeval.cli"]
+# The CLI, with the time from the process's start to the first forward pass of the prefix
+# tree printed to stderr (bench only: a wrapper around backends/hf/tree.py's _forward).
+FIRST_FORWARD = """
+import os, sys, time
+start = float(os.environ["BENCH_T0"])
+import localeval.backends.hf.tree as tree
+forward = tree._forward
+def first(*args, **kwargs):
+    if not getattr(first, "seen", False):
+        first.seen = True
+        print(f"first-forward {time.time() - start:.3f}", file=sys.stderr)
+    return forward(*args, **kwargs)
+tree._forward = first
+from localeval.cli import main
+main(sys.argv[1:])
+"""
 
 
-def seconds(argv: list[str]) -> float:
+def seconds(argv: list[str], src: str | None) -> tuple[float, float | None]:
+    """(wall seconds, seconds to the first forward pass or None)."""
+    env = {**os.environ, "BENCH_T0": repr(time.time()), "HF_HUB_OFFLINE": "1"}
+    if src:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))
     start = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          env=env)
+    wall = time.perf_counter() - start
+    first = re.search(r"first-forward ([\d.]+)", done.stderr)
+    return wall, float(first.group(1)) if first else None
+
+
+def commands(tmp: Path) -> dict[str, tuple[list[str], bool]]:
+    """name -> (argv, whether it runs localeval: timed with each checkout)."""
+    model = make_model(tmp / "llama-6x384", layers=6, hidden=384, chat=False)
+    cmmlu = ["--task", "cmmlu", "--data", str(SHARED / "data" / "cmmlu")]
+    return {
+        "localeval --help": ([*CLI, "--help"], True),
+        "localeval tasks": ([*CLI, "tasks"], True),
+        "run up to the model (openai:, 2 CMMLU questions)": ([
+            *CLI, "run", *cmmlu, "--subjects", "agronomy", "--limit", "2", "--model",
+            "openai:x", "--base-url", "http://127.0.0.1:9/v1", "--no-cache", "--no-store",
+            "--output", str(tmp / "run")], True),
+        "one-question hf: run (6x384 Llama, report written)": ([
+            sys.executable, "-c", FIRST_FORWARD, "run", *cmmlu, "--subjects", "sociology",
+            "--limit", "1", "--model", f"hf:{model}", "--shots", "5", "--method", "likelihood",
+            "--prompt-style", "lm-eval", "--dtype", "float32", "--device", "cpu", "--no-cache",
+            "--no-store", "--quiet", "--overwrite", "--output", str(tmp / "one")], True),
+        "bare: python -c 'import torch, transformers'": (
+            [sys.executable, "-c", "import torch, transformers"], False),
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--baseline", help="another checkout's src folder, timed alternately")
     args = ap.parse_args()
+    sides = {"ours": OURS, **({"baseline": args.baseline} if args.baseline else {})}
     with tempfile.TemporaryDirectory() as tmp:
-        commands = {
-            "localeval --help": [*CLI, "--help"],
-            "localeval tasks": [*CLI, "tasks"],
-            "run up to the model (openai:, 2 CMMLU questions)": [
-                *CLI, "run", "--task", "cmmlu", "--data", str(SHARED / "data" / "cmmlu"),
-                "--subjects", "agronomy", "--limit", "2", "--model", "openai:x", "--base-url",
-                "http://127.0.0.1:9/v1", "--no-cache", "--no-store", "--output",
-                str(Path(tmp) / "run")],
-        }
-        print(f"median wall seconds of {args.repeats} runs each (whole process)")
-        for name, argv in commands.items():
-            times = [seconds(argv) for _ in range(args.repeats)]
-            print(f"  {name:<52} {statistics.median(times):6.3f} s "
-                  f"(min {min(times):.3f}, max {max(times):.3f})")
+        cmds = commands(Path(tmp))
+        walls = {(n, s): [] for n in cmds for s in sides}
+        firsts = {(n, s): [] for n in cmds for s in sides}
+        for _ in range(args.repeats):
+            for name, (argv, ours) in cmds.items():
+                for side, src in sides.items():  # alternating: the same load for both
+                    wall, first = seconds(argv, src if ours else None)
+                    walls[name, side].append(wall)
+                    if first is not None:
+                        firsts[name, side].append(first)
+        print(f"median wall seconds of {args.repeats} runs each (whole processes, "
+              f"{' and '.join(sides)} alternating)")
+        med = {k: statistics.median(v) for k, v in walls.items()}
+        for name in cmds:
+            row = "  ".join(f"{side} {med[name, side]:6.3f} s" for side in sides)
+            if args.baseline:
+                row += f"  ours/baseline {med[name, 'ours'] / med[name, 'baseline']:.2f}"
+            print(f"  {name:<52} {row}")
+            for side in sides:
+                if firsts[name, side]:
+                    print(f"  {'':<52} {side}: command to first forward pass "
+                          f"{statistics.median(firsts[name, side]):.3f} s")
+        bare = med["bare: python -c 'import torch, transformers'", "ours"]
+        for side in sides:
+            one = med["one-question hf: run (6x384 Llama, report written)", side]
+            print(f"one-question run / bare import ({side}): {one / bare:.2f}x")
 
 
 if __name__ == "__main__":

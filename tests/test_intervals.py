@@ -106,3 +106,20 @@ def test_figure_error_bars_are_the_tables_wilson_interval():
     below, above = interval_arms(groups, list(groups), [0.0, 100.0, 50.0])
     assert below == pytest.approx([0.0, 43.45, 10.0])
     assert above == pytest.approx([56.15, 0.0, 10.0])
+
+
+def test_wilson_interval_is_scipys_to_the_last_bit():
+    """Computed without scipy at the 95% level (start-up), with scipy's operations in its order:
+    every k of every n up to 300 equals scipy's, bit for bit; other levels ask scipy."""
+    from scipy.stats import binomtest
+    from scipy.stats._binomtest import _binom_wilson_conf_int
+
+    for n in range(1, 301):
+        for k in range(n + 1):
+            low, high = _binom_wilson_conf_int(k, n, 0.95, "two-sided", False)
+            assert wilson_interval(k, n) == (max(0.0, float(low)), min(1.0, float(high)))
+    ci = binomtest(7, 20).proportion_ci(confidence_level=0.9, method="wilson")
+    assert wilson_interval(7, 20, level=0.9) == (float(ci.low), float(ci.high))
+    for k, n in ((3, 1000), (999, 1000), (1234, 2981)):
+        ci = binomtest(k, n).proportion_ci(method="wilson")
+        assert wilson_interval(k, n) == (float(ci.low), float(ci.high))

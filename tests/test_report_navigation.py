@@ -49,15 +49,14 @@ def _tmlu_results():
 
 
 def test_figures_follow_the_tables_discipline_order_and_html_says_it_in_full(monkeypatch):
-    import matplotlib.pyplot as plt
-
     from localeval.render.formats import to_html
+    from localeval.views import mcq_figures as module
 
     results = _tmlu_results()
     table = discipline_table(results)
     assert table.header == ["Model", "STEM", "Humanities", "Taiwan Spe.", "Other", "Average"]
-    kept = []
-    monkeypatch.setattr(plt, "close", kept.append)  # keep the figures the report closes
+    kept, finish = [], module.finish
+    monkeypatch.setattr(module, "finish", lambda fig, *a: kept.append(fig) or finish(fig, *a))
     names = [f.name for f in mcq_figures(results, None)]
     ax = kept[names.index("accuracy_by_discipline")].axes[0]
     ticks = [t.get_text().replace("\n", " ") for t in ax.get_xticklabels()]

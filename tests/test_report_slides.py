@@ -40,9 +40,16 @@ def _results(groups: list[str]) -> dict:
 
 
 def _drawn(results: dict, monkeypatch) -> list:
-    """The matplotlib figures behind mcq_figures(results), kept when the report closes them."""
-    kept = []
-    monkeypatch.setattr(plt, "close", kept.append)
+    """The matplotlib figures behind mcq_figures(results), kept as each is finished."""
+    from localeval.views import mcq_figures as module
+
+    kept, finish = [], module.finish
+
+    def keep(fig, *args):
+        kept.append(fig)
+        return finish(fig, *args)
+
+    monkeypatch.setattr(module, "finish", keep)
     assert len(list(mcq_figures(results, None))) == 2
     return kept
 

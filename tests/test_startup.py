@@ -37,3 +37,37 @@ def test_an_http_run_never_imports_torch(shared, tmp_path):
             f"'http://127.0.0.1:9/v1', '--no-cache', '--output', {str(tmp_path / 'r')!r}])")
     heavy = _imported(code)  # the run fails (no server there) after loading its data
     assert "torch" not in heavy and "transformers" not in heavy and "datasets" not in heavy
+
+
+def test_a_run_scores_its_questions_without_scipy():
+    """The accuracy's Wilson interval is computed in the run (scipy.stats' import cost a
+    one-question run 0.3-0.6 s); test_intervals.py checks it equals scipy's bit for bit."""
+    code = ("from localeval.metrics.mcq import aggregate\n"
+            "aggregate([{'subject': 's', 'correct': 1, 'pred': 'A'}] * 3, {}, ())")
+    assert "scipy" not in _imported(code)
+
+
+def test_the_attention_layout_is_known_without_importing_transformers():
+    """The hf backend's identity names its attention layout before any weights load: a look
+    at the config (it imported transformers' modeling code: a second of start-up)."""
+    code = ("from types import SimpleNamespace as C\n"
+            "from localeval.backends.hf.attention import grouped\n"
+            "assert grouped('eager', C(model_type='llama'))\n"
+            "assert not grouped('sdpa', C(model_type='llama'))\n"
+            "assert not grouped('eager', C(model_type='llama', auto_map={'x': 'y'}))\n"
+            "assert not grouped('eager', C(model_type='gpt2'))")
+    assert _imported(code) == []
+
+
+def test_the_report_figures_draw_without_pyplot():
+    """Figures are bare matplotlib Figures on an Agg canvas: pyplot (its backend machinery) is
+    never imported by a run's report."""
+    code = ("from localeval.render.figures import figure_panels, finish\n"
+            "with figure_panels(1) as (fig, (ax,)):\n"
+            "    ax.bar([0, 1], [40, 60])\n"
+            "    ax.set_xticks([0, 1], ['一個很長的學科名稱' * 3, 'Social Science' * 3])\n"
+            "    figure = finish(fig, 'n', 't', 'c', None)\n"
+            "assert figure.svg.startswith('<svg')\n"
+            "import sys\n"
+            "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot imported'")
+    assert "matplotlib" in _imported(code)

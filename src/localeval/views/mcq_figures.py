@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..records.mcq import Accuracy, MCQResults
-from ..render.figures import Figure, figure_panels, finish, pyplot
+from ..render.figures import Figure, colormap, figure_panels, finish
 
 BARS_NOTE = "Bars: Wilson score 95% interval."
 
@@ -72,7 +72,7 @@ def mcq_comparison_figure(runs: list[tuple[str, MCQResults]],
                    if all(d in r.metrics.by_discipline for _, r in runs)]
     if not disciplines:
         return None
-    colours = pyplot().get_cmap("tab10")
+    colours = colormap("tab10")
     width = 0.8 / len(runs)
     with figure_panels(1, width=max(6.0, 1.4 * len(disciplines) + 2)) as (fig, (ax,)):
         for k, (label, results) in enumerate(runs):

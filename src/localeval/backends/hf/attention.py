@@ -28,10 +28,20 @@ GROUPED = {"llama", "mistral", "qwen2", "qwen3", "gemma2"}
 _own: dict[type, object] = {}
 
 
+def grouped(attn: str, config) -> bool:
+    """Whether a model loads with our attention for the user's ``--attn``: ``eager`` on the
+    architectures above (never for remote code, which may test the name). A look at the
+    config, nothing imported: the backend's identity (its ``layout``) asks before any weights
+    load, and a rerun served from the cache never imports transformers' modeling code."""
+    return attn == "eager" and config.model_type in GROUPED and not getattr(config, "auto_map",
+                                                                          None)
+
+
 def implementation(attn: str, config) -> str:
-    """The attn_implementation to load a model with for the user's ``--attn``: ours for
-    ``eager`` on the architectures above (never for remote code, which may test the name)."""
-    if attn != "eager" or config.model_type not in GROUPED or getattr(config, "auto_map", None):
+    """The attn_implementation to load a model with (ours registered with transformers when
+    :func:`grouped`); called as the weights load, when transformers' modeling code is needed
+    anyway."""
+    if not grouped(attn, config):
         return attn
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface, eager_mask

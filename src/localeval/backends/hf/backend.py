@@ -32,7 +32,7 @@ from ..base import BackendBase, Generate, Prompt, Request, Response, ScoreNext, 
 from ..config import DTYPES, BackendConfig
 from ..failures import Unsupported
 from ..prompt_tokens import render, score_tokens
-from .attention import NAME as GROUPED_EAGER
+from .attention import grouped as grouped_attention
 from .attention import implementation as attention_implementation
 from .tree import plan, walk
 
@@ -113,7 +113,7 @@ class HFBackend(BackendBase):
         """How rows are laid out and attended. Each way gives the same results to the last few
         bits, not bit for bit, so the cache keeps them apart."""
         parts = ["prefix-tree" if self.prefix_reuse else "whole-prompts", f"pad-{self.padding_side}"]
-        if attention_implementation(self.attn, self.config) == GROUPED_EAGER:
+        if grouped_attention(self.attn, self.config):
             parts.append("grouped-eager")
         return "+".join(parts)
 

@@ -1,0 +1,85 @@
+"""bench/gpu.py, the GPU benchmark made ready before a GPU is lent: its --tiny run on CPU (the
+whole flow: model, TMLU-sized workload, both harnesses, the table), the offline install from a
+wheel folder (with a wheel built here, nothing fetched), and the workload's size."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+
+import gpu  # noqa: E402
+
+
+def _tiny_wheel(tmp_path: Path) -> Path:
+    """A wheel of a one-module project, built offline (setuptools, no build isolation)."""
+    project = tmp_path / "project"
+    (project / "tinypkg39").mkdir(parents=True)
+    (project / "tinypkg39" / "__init__.py").write_text("ANSWER = 39\n")
+    (project / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "tinypkg39"\nversion = "1.0"\n'
+        '[tool.setuptools]\npackages = ["tinypkg39"]\n')
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps",
+                    "--no-index", "-q", "-w", str(wheels), str(project)], check=True)
+    assert [w.name for w in wheels.glob("*.whl")] == ["tinypkg39-1.0-py3-none-any.whl"]
+    return wheels
+
+
+def test_installs_from_a_wheel_folder_with_no_index(tmp_path):
+    wheels = _tiny_wheel(tmp_path)
+    site = tmp_path / "site"
+    gpu.install_from_folder(wheels, ["tinypkg39==1.0"], pip_args=("--target", str(site)))
+    env = {"PYTHONPATH": str(site)}
+    assert gpu.importable("tinypkg39", env=env)
+    done = subprocess.run([sys.executable, "-c", "import tinypkg39; print(tinypkg39.ANSWER)"],
+                          capture_output=True, text=True, env=env)
+    assert done.stdout.strip() == "39"
+
+
+def test_a_package_missing_from_the_folder_is_one_error_naming_it(tmp_path):
+    wheels = _tiny_wheel(tmp_path)
+    with pytest.raises(SystemExit, match="installing tinypkg39==2.0 from .* failed"):
+        gpu.install_from_folder(wheels, ["tinypkg39==2.0"],
+                                pip_args=("--target", str(tmp_path / "site")))
+    with pytest.raises(SystemExit, match="no such folder"):
+        gpu.install_from_folder(tmp_path / "nowhere", ["tinypkg39"])
+
+
+def test_the_workload_is_tmlu_sized(tmp_path):
+    subjects = gpu.write_workload(tmp_path, tiny=False)
+    rows = {s: len(gpu._rows(tmp_path / "test" / f"{s}.csv")) for s in subjects}
+    assert len(rows) == 37 and sum(rows.values()) == 2981
+    assert all((tmp_path / "dev" / f"{s}.csv").exists() for s in subjects)
+
+
+@pytest.mark.slow
+@pytest.mark.lm_eval
+def test_tiny_run_prints_the_table(tmp_path):
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "gpu.py"), "--tiny", "--work",
+                           str(tmp_path)], capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert "lm-eval: present" in out  # installed in the test venv: the wheel step is skipped
+    assert "12 questions in 3 subjects" in out
+    table = [line.split() for line in out.splitlines()
+             if line.startswith(("localeval hf ", "lm-eval hf "))]
+    assert [t[0] for t in table] == ["localeval", "lm-eval"]
+    for t in table:
+        wall, rate, ratio = map(float, t[2:5])
+        assert wall > 0 and rate > 0 and ratio > 0
+        assert t[5] == "12/12"  # the same letters as lm-eval's hf backend
+    assert "localeval vllm   skipped" in out and "lm-eval vllm     skipped" in out
+
+
+def test_what_is_missing_is_named_by_requirement():
+    assert gpu.missing(["nopkg39>=1", "pytest"]) == ["nopkg39>=1"]
+    needed = gpu.requirements()  # lm-eval at the tested version, and localeval's own
+    assert needed[0] == gpu.LM_EVAL and "pydantic>=2.6" in needed
+    assert not any(r.startswith(("torch", "transformers")) for r in needed)
