@@ -16,7 +16,9 @@ import itertools
 import json
 import threading
 from email.parser import BytesParser
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+from quiet_handler import QuietHandler
 
 
 class BatchServer:
@@ -29,17 +31,9 @@ class BatchServer:
         self.lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
+        class Handler(QuietHandler):
             def _send(self, code: int, body, raw: bool = False):
-                data = body if raw else json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_bytes(code, body if raw else json.dumps(body).encode())
 
             def do_GET(self):
                 path = self.path.partition("?")[0]

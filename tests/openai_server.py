@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+from quiet_handler import QuietHandler
 
 OPENAI_ARGS = {
     "/v1/chat/completions": {
@@ -53,17 +55,9 @@ class ModelServer:
         self.lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep test output clean
-                pass
-
+        class Handler(QuietHandler):
             def _send(self, code, body):
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_bytes(code, json.dumps(body).encode())
 
             def do_GET(self):
                 if self.path.partition("?")[0] == "/v1/models" and server.strict:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+from quiet_handler import QuietHandler
 
 
 def top_logprobs_reply(top: dict | str) -> bytes:
@@ -27,16 +29,9 @@ class ScriptedServer:
         self.posts: list[tuple[str, dict]] = []
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
+        class Handler(QuietHandler):
             def _send(self, code: int, data: bytes) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_bytes(code, data)
 
             def do_GET(self):
                 if self.path != "/v1/models":

@@ -9,9 +9,10 @@ import json
 import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
+from quiet_handler import QuietHandler
 
 from localeval import evaluate
 from localeval.backends.async_http import Call, Invalid, JsonClient
@@ -43,11 +44,8 @@ SCRIPT = {
 
 @pytest.fixture(scope="module")
 def scripted():
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args):
-            pass
 
         def do_POST(self):
             self.rfile.read(int(self.headers.get("Content-Length", 0)))
@@ -57,10 +55,7 @@ def scripted():
                 self.connection.shutdown(socket.SHUT_RDWR)
                 self.close_connection = True
                 return
-            self.send_response(status)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.send_bytes(status, body)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
