@@ -89,6 +89,12 @@ def test_parse_declared(declared, text, value):
     assert parse_declared(declared, text, "x") == value
 
 
+def test_a_type_object_is_read_as_its_name():
+    from localeval.declared import parse_if_text
+
+    assert parse_if_text(int, "3", "x") == 3 and parse_if_text(str, "3", "x") == "3"
+
+
 @pytest.mark.parametrize("declared,text", [("float", "nan"), ("float", "inf"), ("int", "1.0"),
                                            ("Sequence[float]", "a,1"), ("bool", "2"),
                                            ("bool", "yes")])

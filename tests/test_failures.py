@@ -143,8 +143,12 @@ def _resume_equals_clean(argv: list[str], out, clean, total: int, kills: list) -
     assert uninterrupted.returncode == 0, uninterrupted.stderr
     assert (out / "samples.jsonl").read_bytes() == (clean / "samples.jsonl").read_bytes()
     clean_results = json.loads((clean / "results.json").read_text())
-    assert {k: v for k, v in results.items() if k != "timing"} == \
-        {k: v for k, v in clean_results.items() if k != "timing"}
+    # timing and usage count what each invocation ran and read from the cache
+    per_invocation = ("timing", "usage")
+    assert {k: v for k, v in results.items() if k not in per_invocation} == \
+        {k: v for k, v in clean_results.items() if k not in per_invocation}
+    assert results["usage"]["model"]["prompt_tokens"] == \
+        clean_results["usage"]["model"]["prompt_tokens"]  # the answers' own counts: the same
 
 
 def _cli(*args) -> list[str]:

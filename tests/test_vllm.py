@@ -30,6 +30,10 @@ TOL = 1e-3
 pytestmark = pytest.mark.slow
 MCQ = ["run", "--task", "cmmlu", "--subjects", "agronomy,arts", "--limit", "12"]
 GUARD = ["run", "--task", "safety-prompts", "--limit", "16", "--guard", "zero-shot"]
+# the labels' scores from the whole distribution: a random model rarely ranks a label in the
+# top 2, so the default (IRIS's top-k) would leave nothing to compare; "guard_topk" checks the
+# default's ranks apart (every engine must fail, or score, the same samples)
+FULL = ["--guard-option", "label_scores=full"]
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +77,10 @@ def _jobs(shared, texts_dir) -> dict[str, list[str]]:
                                         "The quick brown fox jumps over the lazy dog.",
                                         "ประเทศไทยมีเจ็ดสิบเจ็ดจังหวัด"])))
     return {"mcq": [*MCQ, "--data", str(shared / "data" / "cmmlu")],
-            "guard": [*GUARD, "--data", str(shared / "data" / "xstest" / "xstest_prompts.csv")],
+            "guard": [*GUARD, *FULL, "--data", str(shared / "data" / "xstest" /
+                                                   "xstest_prompts.csv")],
+            "guard_topk": [*GUARD, "--max-failed", "1", "--data",
+                           str(shared / "data" / "xstest" / "xstest_prompts.csv")],
             "mink": ["contamination", "--data", str(texts), "--k", "20,50"],
             "gen": [*MCQ, "--method", "generation", "--max-tokens", "8", "--data",
                     str(shared / "data" / "cmmlu")]}
@@ -101,6 +108,12 @@ def _agree(ours_dir, hf_dir) -> None:
     for i, h in hf.items():  # "Harmful" is "Harm" + "ful": read by its first token, by id
         assert "error" not in guard[i], guard[i]
         assert guard[i]["score"] == pytest.approx(h["score"], abs=TOL), i
+    topk, hf = _samples(ours_dir / "guard_topk"), _samples(hf_dir / "guard_topk")
+    assert set(topk) == set(hf)
+    for i, h in hf.items():  # a label outside the top 2 on hf: outside it here too
+        assert ("error" in topk[i]) == ("error" in h), (topk[i], h)
+        if "error" not in h:
+            assert topk[i]["score"] == pytest.approx(h["score"], abs=TOL), i
     mink, hf = _samples(ours_dir / "mink"), _samples(hf_dir / "mink")
     assert set(mink) == set(hf) == {"t0", "t1", "t2"}
     for i, h in hf.items():
@@ -125,7 +138,8 @@ def test_openai_backend_against_vllms_server_agrees_with_hf(server, model, share
 
 def test_top_logprobs_over_the_servers_cap_is_one_line(server, shared, tmp_path, capsys):
     assert main([*MCQ, "--data", str(shared / "data" / "cmmlu"), "--model", "openai:tiny",
-                 "--base-url", server.url, "--top-logprobs", "50000", "--output",
+                 "--base-url", server.url, "--top-logprobs", "50000", "--scoring", "top-k",
+                 "--output",
                  str(tmp_path / "cap"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "gives at most 49152 top log-probs" in err[0], err
@@ -146,7 +160,10 @@ cmmlu = dict(task="cmmlu", data=str(shared / "data" / "cmmlu"), subjects=["agron
              limit=12)
 jobs = {"mcq": cmmlu, "gen": dict(cmmlu, method="generation", max_tokens=8),
         "guard": dict(task="safety-prompts", guard="zero-shot", limit=16,
+                      guard_options={"label_scores": "full"},
                       data=str(shared / "data" / "xstest" / "xstest_prompts.csv")),
+        "guard_topk": dict(task="safety-prompts", guard="zero-shot", limit=16,
+                           data=str(shared / "data" / "xstest" / "xstest_prompts.csv")),
         "mink": dict(task="contamination", data=[str(out / "texts.jsonl")], k=[20.0, 50.0])}
 for name, options in jobs.items():
     evaluate(model=backend, output=out / name, quiet=True, store=False, **options)

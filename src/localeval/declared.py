@@ -36,7 +36,7 @@ def parse_declared(declared: Any, text: str, name: str,
     """``text`` as a value of the type ``declared`` (an annotation, as text or a type);
     ``name`` says where it came from in the error (``-T shots``); ``choices``: the values
     allowed, checked after parsing."""
-    members = _members(str(declared) if not isinstance(declared, type) else declared.__name__)
+    members = _members(_text_of(declared))
     value = _parse(members, text.strip())
     if value is _NO:
         raise OptionValueError(f"{name}={text!r}: expected {_wanted(members)}")
@@ -51,7 +51,7 @@ def parse_if_text(declared: Any, value: Any, name: str, choices: tuple | list | 
     something else (a Python caller's typed value passes as it is)."""
     if not isinstance(value, str):
         return value
-    members = _members(str(declared))
+    members = _members(_text_of(declared))
     if _takes_text(members) and not choices and not ("None" in members and
                                                      value.strip().lower() == "none"):
         return value
@@ -88,6 +88,11 @@ def plain_value(text: str) -> Any:
 # ------------------------------------------------------------------ reading the annotation
 _NO = object()
 _TEXT = {"str", "Path", "os.PathLike", "PathLike"}
+
+
+def _text_of(declared: Any) -> str:
+    """An annotation as its source text: ``int`` (a type) as "int"."""
+    return declared.__name__ if isinstance(declared, type) else str(declared)
 
 
 def _members(declared: str) -> list[str]:
