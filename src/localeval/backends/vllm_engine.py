@@ -160,6 +160,9 @@ class VllmBackend(BackendBase):
         if isinstance(request, ScoreNext):
             ids, targets = score_tokens(self.tokenizer, request, self.name)
             self._fits(ids, 1)
+            if request.top is not None:  # the top k, ranked over the vocabulary, as a server
+                return ids, SamplingParams(max_tokens=1, temperature=0.0, detokenize=False,
+                                           logprobs=request.top), targets
             return ids, SamplingParams(max_tokens=1, temperature=0.0, detokenize=False,
                                        logprob_token_ids=targets), targets
         if isinstance(request, TextLogprobs):
@@ -207,10 +210,23 @@ class VllmBackend(BackendBase):
         if isinstance(request, Generate):
             return Response(text=completion.text)
         first = completion.logprobs[0]
-        ranks = None
-        if request.top is not None:  # vLLM's Logprob.rank: 1-based over the whole vocabulary
-            ranks = {c: first[t].rank if first[t].rank <= request.top else None
-                     for c, t in zip(request.candidates, targets, strict=True)}
+        if request.top is not None:
+            return _top_k_response(request, targets, first, len(ids))
         return Response(logprobs={c: float(first[t].logprob)
                                   for c, t in zip(request.candidates, targets, strict=True)},
-                        ranks=ranks, n_prompt_tokens=len(ids))
+                        n_prompt_tokens=len(ids))
+
+
+def _top_k_response(request: ScoreNext, targets: list[int], first: dict, n_prompt: int
+                    ) -> Response:
+    """The candidates among the position's top ``request.top`` log-probs (``logprobs=k``), each
+    with its rank over the vocabulary (1 + tokens more likely, as ``hf:`` and a top-k server
+    count it); a candidate outside them has no log-prob and no rank. ``logprob_token_ids``
+    cannot give ranks: vLLM numbers only the tokens asked for (1, 2), whatever their place."""
+    top = {t: float(v.logprob) for t, v in first.items()}
+    found = {c: top.get(t) for c, t in zip(request.candidates, targets, strict=True)}
+    ranks = {c: None if v is None else 1 + sum(1 for w in top.values() if w > v)
+             for c, v in found.items()}
+    return Response(logprobs=found, ranks={c: r if r is not None and r <= request.top else None
+                                            for c, r in ranks.items()}, n_prompt_tokens=n_prompt)
+
