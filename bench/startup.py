@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -44,22 +45,27 @@ def first(*args, **kwargs):
         print(f"first-forward {time.time() - start:.3f}", file=sys.stderr)
     return forward(*args, **kwargs)
 tree._forward = first
-from localeval.cli import main
-main(sys.argv[1:])
+import localeval.cli as cli
+# the console script's entry (an older checkout's: main)
+sys.exit(cli.console() if hasattr(cli, "console") else cli.main(sys.argv[1:]))
 """
 
 
-def seconds(argv: list[str], src: str | None) -> tuple[float, float | None]:
-    """(wall seconds, seconds to the first forward pass or None)."""
+def seconds(argv: list[str], src: str | None) -> tuple[float, float, float | None]:
+    """(wall seconds, CPU seconds (user + system: less sensitive than wall time to other work
+    on the machine), seconds to the first forward pass or None)."""
     env = {**os.environ, "BENCH_T0": repr(time.time()), "HF_HUB_OFFLINE": "1"}
     if src:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                           env=env)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     first = re.search(r"first-forward ([\d.]+)", done.stderr)
-    return wall, float(first.group(1)) if first else None
+    return wall, cpu, float(first.group(1)) if first else None
 
 
 def commands(tmp: Path) -> dict[str, tuple[list[str], bool]]:
@@ -92,12 +98,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cmds = commands(Path(tmp))
         walls = {(n, s): [] for n in cmds for s in sides}
+        cpus = {(n, s): [] for n in cmds for s in sides}
         firsts = {(n, s): [] for n in cmds for s in sides}
         for _ in range(args.repeats):
             for name, (argv, ours) in cmds.items():
                 for side, src in sides.items():  # alternating: the same load for both
-                    wall, first = seconds(argv, src if ours else None)
+                    wall, cpu, first = seconds(argv, src if ours else None)
                     walls[name, side].append(wall)
+                    cpus[name, side].append(cpu)
                     if first is not None:
                         firsts[name, side].append(first)
         print(f"median wall seconds of {args.repeats} runs each (whole processes, "
@@ -108,14 +116,19 @@ def main() -> None:
             if args.baseline:
                 row += f"  ours/baseline {med[name, 'ours'] / med[name, 'baseline']:.2f}"
             print(f"  {name:<52} {row}")
+            print(f"  {'':<52} CPU " + "  ".join(
+                f"{side} {statistics.median(cpus[name, side]):6.3f} s" for side in sides))
             for side in sides:
                 if firsts[name, side]:
                     print(f"  {'':<52} {side}: command to first forward pass "
                           f"{statistics.median(firsts[name, side]):.3f} s")
-        bare = med["bare: python -c 'import torch, transformers'", "ours"]
+        bare_name = "bare: python -c 'import torch, transformers'"
+        one_name = "one-question hf: run (6x384 Llama, report written)"
+        bare_cpu = statistics.median(cpus[bare_name, "ours"])
         for side in sides:
-            one = med["one-question hf: run (6x384 Llama, report written)", side]
-            print(f"one-question run / bare import ({side}): {one / bare:.2f}x")
+            print(f"one-question run / bare import ({side}): wall "
+                  f"{med[one_name, side] / med[bare_name, 'ours']:.2f}x, CPU "
+                  f"{statistics.median(cpus[one_name, side]) / bare_cpu:.2f}x")
 
 
 if __name__ == "__main__":

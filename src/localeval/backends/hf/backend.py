@@ -81,10 +81,11 @@ class HFBackend(BackendBase):
         self.model_args = dict(model_args or {})
         shared = {k: v for k, v in self.model_args.items() if k == "trust_remote_code"}
         try:
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(model, revision=revision,
-                                                                        **shared)
             self.config = transformers.AutoConfig.from_pretrained(model, revision=revision,
                                                                   **shared)
+            # given the config, the tokenizer does not read it again to find its class
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(
+                model, revision=revision, config=self.config, **shared)
         except (OSError, ValueError) as e:
             raise _load_error(model, e) from None
         self.dtype = self._torch_dtype(dtype)
