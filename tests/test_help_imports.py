@@ -56,8 +56,8 @@ def test_each_kind_in_the_registry_is_its_class():
 
 
 def test_the_choice_names_are_the_keys_of_their_values():
-    from localeval.analysis import gaps, llm_safety, safety
     from localeval.analysis import choices as analysis_choices
+    from localeval.analysis import gaps, llm_safety, safety
     from localeval.metrics import choices, classification
     from localeval.render.format_names import FORMATS
     from localeval.render.formats import RENDER, SUFFIX
