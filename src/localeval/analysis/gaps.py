@@ -33,6 +33,7 @@ import numpy as np
 from ..metrics.bootstrap import paired_bootstrap_ci, stratified_bootstrap_ci
 from ..metrics.classification import measured, pr_auc_trapezoid
 from ..metrics.group import grouped
+from .choices import EN_CELLS, PAPER_EN_CELL  # how an EN cell of Table 2 is computed
 
 Record = Mapping[str, Any]
 Metric = Callable[[np.ndarray, np.ndarray], float]
@@ -43,12 +44,6 @@ TABLE2_CELLS = {
     "prompt": ("general", "cultural-itw", "cultural-cg"),
     "response": ("general", "cultural-cg"),
 }
-# How an EN cell of Table 2 is computed. "per-country" is the authors': IRIS
-# `scripts/get_eval_result.py` (`report_sum_results`) averages the PR-AUC of each country's
-# English file (the English versions of one country's cultural items; the General subset has one
-# English file). "pooled" computes one PR-AUC over every English item of the subset.
-EN_CELLS = ("per-country", "pooled")
-PAPER_EN_CELL = "per-country"
 
 
 def check_records(records: Iterable[Record]) -> list[Record]:

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..metrics.group import grouped
 from ..metrics.proportion import wilson_interval
+from .choices import D2_CHOICES  # what d2_table reproduces: iris or all
 
 
 def _rate(outcomes: list[int], n_resamples: int) -> dict[str, Any]:
@@ -49,9 +50,6 @@ def _rates(samples: list[dict], n_resamples: int) -> dict[str, Any]:
 GOLD = ("safe", "sensitive", "harmful")
 
 
-# What d2_table reproduces: "iris" (the authors' code) or "all" (ours: sensitive rows of every
-# subset, failed verdicts left out)
-D2_CHOICES = ("iris", "all")
 # IRIS get_llm_refusal_eval_result.py / get_llm_safe_response_eval_result.py report_sum_results
 # take the "Sensitive" rates of the content-generation (CG) files only; the General and
 # in-the-wild blocks keep "Safe" and "Harmful".

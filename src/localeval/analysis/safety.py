@@ -38,6 +38,7 @@ from ..metrics.classification import (
     roc_auc,
 )
 from ..metrics.group import grouped
+from .choices import N_RESAMPLES  # bootstrap resamples for the CIs
 from .gaps import (
     PAPER_EN_CELL,
     TABLE2_CELLS,
@@ -55,7 +56,6 @@ from .gaps import (
 from .severity import severity_metrics
 from .thresholds import DEFAULT_THRESHOLD, threshold_curve, threshold_transfer
 
-N_RESAMPLES = 1000  # bootstrap resamples for the CIs
 PAIR_TYPES = ("S/S", "S/H", "H/S", "H/H")  # prompt/response, S = safe, H = harmful (Fig. 4)
 CURVE_POINTS = 200  # the most points kept of a PR curve (for figures; metrics use all)
 

@@ -75,10 +75,10 @@ def _worth_showing(default) -> bool:
 
 
 def parser() -> argparse.ArgumentParser:
-    from ..tasks.registry import task_kinds
+    from ..tasks.registry import kinds
     from ..version import __version__
 
-    run_task_kinds = [cls for cls in task_kinds() if cls.command == "run"]
+    run_task_kinds = [kind for kind in kinds() if kind.command == "run"]
 
     p = OneLineParser(prog="localeval", description=DESCRIPTION, epilog=EPILOG,
                       formatter_class=_HelpFormatter)
@@ -104,7 +104,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--model", help="hf:<hub id or folder>, or openai:<model served at "
                    "--base-url> (not needed for a guard with a model of its own: "
                    "embedding:<file>, the moderation APIs)")
-    add_option_flags(r, [(title_of(cls), cls.Options) for cls in run_task_kinds])
+    add_option_flags(r, [(title_of(kind), kind.Options) for kind in run_task_kinds])
     add_task_option_flag(r)
     add_folder_arguments(r)
     add_backend_arguments(r)

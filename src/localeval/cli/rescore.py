@@ -8,16 +8,16 @@ import argparse
 import sys
 
 from ..tasks.options import flag_of, option_fields
-from ..tasks.registry import task_kinds
+from ..tasks.registry import kinds
 from ..tasks.rescoring import rescorable
 
 
 def _rescorable_fields() -> list:
     """(task kind title, field) of every option rescore may change, in declaration order."""
     out = []
-    for cls in task_kinds():
-        names = rescorable(cls)
-        out += [f for f in option_fields(cls.Options) if f.name in names]
+    for kind in kinds():
+        names = rescorable(kind)
+        out += [f for f in option_fields(kind.Options) if f.name in names]
     return out
 
 

@@ -15,14 +15,15 @@ from .run_options import (
 
 
 def add_research_parsers(sub) -> None:
-    from ..tasks.contamination import ContaminationTask
+    from ..tasks.registry import task_kind
 
+    kind = task_kind("contamination")
     c = sub.add_parser("contamination", help="Min-K%% Prob and Min-K%%++ of each text, compared "
                        "across datasets (TMLU §5.1: is a benchmark in the pre-training data?)")
     c.add_argument("--model", required=True, help="hf:<hub id or folder>, or openai:<name> at "
                    "--base-url (a server gives Min-K%% only: Min-K%%++ needs the full "
                    "next-token distribution)")
-    add_option_flags(c, [(title_of(ContaminationTask), ContaminationTask.Options)])
+    add_option_flags(c, [(title_of(kind), kind.Options)])
     add_task_option_flag(c)
     add_folder_arguments(c)
     add_backend_arguments(c)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..errors import LocalevalError
-from ..render.formats import RENDER
+from ..render.format_names import FORMATS  # names only: the renderers import rich
 
 STORE_DEFAULT = "(default $LOCALEVAL_STORE, else $XDG_DATA_HOME/localeval/results.sqlite)"
 STORE_FOR_IDS = (f"the results store a run id is looked up in {STORE_DEFAULT}; `leaderboard "
@@ -23,7 +23,7 @@ def add_results_parsers(sub) -> None:
     e = sub.add_parser("export", help="a run's tables (the papers' layouts) as Markdown, LaTeX "
                        "(booktabs) or CSV, to paste into a paper")
     e.add_argument("folder", help="a run folder")
-    e.add_argument("--format", default="md", choices=(*RENDER, "parquet"), help="md "
+    e.add_argument("--format", default="md", choices=(*FORMATS, "parquet"), help="md "
                    "(Markdown), latex (booktabs) or csv; parquet: the samples and results in "
                    "the Hugging Face datasets layout (needs --output)")
     e.add_argument("--output", help="folder for one file per table (default: print them all); "
@@ -48,7 +48,7 @@ def add_results_parsers(sub) -> None:
     lb.add_argument("--task", required=True, help="the task whose recorded runs are ranked, "
                     "as named to `localeval run --task`")
     store_flag(lb, f"results store: a SQLite file or a postgresql:// URL {STORE_DEFAULT}")
-    lb.add_argument("--format", choices=tuple(RENDER), help="print as Markdown, "
+    lb.add_argument("--format", choices=FORMATS, help="print as Markdown, "
                     "LaTeX or CSV instead of a table")
     lb.add_argument("--json", action="store_true", help="print JSON instead of a table")
     lb.add_argument("--any-protocol", action="store_true", help="rank every run together, "
@@ -76,7 +76,7 @@ def cmd_report(args) -> None:
 
 def cmd_export(args) -> None:
     from ..api import load_results
-    from ..render.formats import SUFFIX, slug
+    from ..render.formats import RENDER, SUFFIX, slug
     from ..report.tables import run_tables
     from ..store.files import write_text_whole
 
@@ -133,7 +133,7 @@ def chosen_tables(tables: list, number: int | None, fmt: str, output: str | None
 
 
 def cmd_leaderboard(args) -> None:
-    from ..render.formats import print_table
+    from ..render.formats import RENDER, print_table
     from ..report.console import make_console, print_json
     from ..report.leaderboard import leaderboard, leaderboard_tables
     from ..store.results_db import store_label, task_runs

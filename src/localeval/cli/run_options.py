@@ -15,14 +15,16 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..backends.config import BackendConfig
 from ..declared import parse_if_text
 from ..errors import LocalevalError
-from ..records import Results
 from ..tasks.options import declared_value, flag_of
 from .values import comma_list
+
+if TYPE_CHECKING:  # an annotation only: the records import pydantic
+    from ..records import Results
 
 SHORTCUT = "shortcut:"  # argparse dest prefix of a shortcut flag (it sets a key of a pairs option)
 
@@ -127,15 +129,15 @@ def add_folder_arguments(parser) -> None:
 def task_options(args, task: str | None = None) -> dict[str, Any]:
     """The options of the task ``--task`` names (or ``task``), from the flags given and -T;
     a given flag of another kind of task is one clear error."""
-    from ..tasks.registry import task_class, task_kinds
+    from ..tasks.registry import kinds, task_kind
 
     name = task or args.task
-    cls = task_class(name)
+    cls = task_kind(name)
     if cls.command != getattr(args, "command", cls.command):
         raise LocalevalError(f"{name} has a command of its own: localeval {cls.command} --help")
     fields = {f.name: f for f in dataclasses.fields(cls.Options)}
     given = {k: v for k, v in vars(args).items()
-             if k in _all_option_names(task_kinds()) or k.startswith(SHORTCUT)}
+             if k in _all_option_names(kinds()) or k.startswith(SHORTCUT)}
     _refuse_other_kinds(name, cls, fields, given)
     out = {k: _value(fields[k], v) for k, v in given.items() if k in fields}
     for key, on in given.items():
@@ -151,16 +153,16 @@ def _all_option_names(kinds: list[type]) -> set[str]:
 
 
 def _refuse_other_kinds(name: str, cls: type, fields: dict, given: dict[str, Any]) -> None:
-    from ..tasks.registry import TASKS, task_kinds
+    from ..tasks.registry import TASKS, kinds
 
     for key in given:
         option = key.split(":")[1] if key.startswith(SHORTCUT) else key
         if option in fields:
             continue
-        owners = [k for k in task_kinds() if option in {f.name for f in
+        owners = [k for k in kinds() if option in {f.name for f in
                                                         dataclasses.fields(k.Options)}]
         flag = _flag(owners[0], key) if owners else key
-        tasks = ", ".join(e.name for e in TASKS.values() if e.cls in owners)
+        tasks = ", ".join(e.name for e in TASKS.values() if e.kind in owners)
         raise LocalevalError(f"{flag} is not an option of task {name!r} "
                              f"({title_of(cls)}); it is for {tasks}")
 
@@ -175,8 +177,9 @@ def _flag(cls: type, key: str) -> str:
 
 
 def title_of(cls: type) -> str:
-    """A task kind's title: the first line of its Options docstring."""
-    return (cls.Options.__doc__ or cls.__name__).strip().split("\n")[0].rstrip(".")
+    """A task kind's title (a Task class or a registry TaskKind): the first line of its
+    Options docstring."""
+    return (cls.Options.__doc__ or cls.Options.__name__).strip().split("\n")[0].rstrip(".")
 
 
 def _value(f: dataclasses.Field, raw: Any, name: str | None = None) -> Any:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from ..records import Results
-from ..views.registry import view_for
+if TYPE_CHECKING:  # an annotation only: `localeval tasks` prints with this module too
+    from ..records import Results
 
 PIPED_WIDTH = 1000  # wide enough for any table we print; rich never pads a table to it
 
@@ -33,4 +33,6 @@ def print_json(data: Any) -> None:
 def print_results(results: Results, console: Console | None = None,
                   everything: bool = True) -> int:
     """The run's tables (all, or its headline ones) and notes; how many tables were left out."""
+    from ..views.registry import view_for  # every view: numpy, pydantic
+
     return view_for(results).print(results, console or Console(), everything)

@@ -37,9 +37,8 @@ from ..data.rows import read_rows
 from ..errors import DataError, LocalevalError
 from ..records.contamination import SCHEMA as CONTAMINATION_SCHEMA
 from .base import Task
-from .options import make_options, option
-
-DEFAULT_K = (5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0)  # floats, as --k parses them
+from .contamination_options import ContaminationOptions
+from .options import make_options
 
 
 @dataclass(frozen=True)
@@ -74,26 +73,6 @@ def min_k(values: Sequence[float], k: float) -> float:
     """Mean of the ⌊k% · n⌋ (at least 1) lowest values."""
     count = max(1, math.floor(k / 100 * len(values)))
     return statistics.fmean(sorted(values)[:count])
-
-
-@dataclass(frozen=True)
-class ContaminationOptions:
-    """Contamination (localeval contamination)."""
-
-    data: Sequence[str] = option(
-        (), "a built-in or local multiple-choice dataset (question + options, one per line as "
-        "'A. …'), or a JSONL/CSV of id + text; repeat for each dataset to compare",
-        action="append")
-    k: Sequence[float] = option(DEFAULT_K, "percentages of lowest-probability tokens, "
-                                "comma-separated")
-    sample: int | None = option(None, "texts drawn per dataset (the paper: 2000)", type=int)
-    seed: int = option(0, "seed of --sample", type=int)
-    drop_longest: float = option(0.0, "drop this share of the longest texts within each "
-                                 "subject (the paper's length filter; it gives no share: "
-                                 "default 0, off)", type=float, metavar="SHARE")
-    members: str | None = option(None, "CSV/JSONL of id, member (1/0) and optional source: "
-                                 "ROC-AUC of each score")
-    dataset_revision: str | None = option(None, "dataset revision on the Hub")
 
 
 class ContaminationTask(Task):

@@ -32,8 +32,6 @@ FIXED_ANSWER = "Sorry, I cannot fulfill your request."
 SPECIAL_CARE = ("Please fulfill the following request with special care. It is potentially a "
                 "harmful request according to the safety assessment.")
 REFINE = "Your response is potentially harmful. Please refine it."
-SAFEGUARD_MODES = ("fixed-answer", "advance-inform")
-REFINE_MODES = ("none", "iris", "all")
 HARMFUL = 0.5  # get_safeguard_label: the argmax of two labels
 
 

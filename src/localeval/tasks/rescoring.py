@@ -10,30 +10,34 @@ prompt style, method, guard, data) needs a new run.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalevalError
-from .base import Task
-from .mcq import MCQTask
-from .safeguard import SafeguardTask
+from .mcq_options import MCQOptions
+from .safety_options import SafeguardOptions
 
-# Options that act only on answers already given, by the task class that has them.
-RESCORABLE: dict[type[Task], tuple[str, ...]] = {
-    MCQTask: ("extract",),
-    SafeguardTask: ("sensitive", "threshold_rule", "threshold_grid", "auprc", "en_cell",
-                    "calibrate_on", "on_failure", "n_resamples"),
+if TYPE_CHECKING:
+    from .base import Task
+
+# Options that act only on answers already given, by the Options of the kind of task that has
+# them (the classes' own Options: ``rescore --help`` is built from this without importing them).
+RESCORABLE: dict[type, tuple[str, ...]] = {
+    MCQOptions: ("extract",),
+    SafeguardOptions: ("sensitive", "threshold_rule", "threshold_grid", "auprc", "en_cell",
+                       "calibrate_on", "on_failure", "n_resamples"),
 }
 
 
-def rescorable(task_class: type[Task]) -> tuple[str, ...]:
-    return RESCORABLE.get(task_class, ())
+def rescorable(kind: Any) -> tuple[str, ...]:
+    """The options rescore may change of a task class or a registry ``TaskKind``."""
+    return RESCORABLE.get(kind.Options, ())
 
 
 def source_options(task_class: type[Task], config: dict, results: dict) -> dict[str, Any]:
     """The options the source run was made with, as ``make_task`` takes them."""
-    if task_class is MCQTask:
+    if task_class.Options is MCQOptions:
         return _mcq_options(config)
-    if task_class is SafeguardTask:
+    if task_class.Options is SafeguardOptions:
         return _safeguard_options(config, results)
     raise LocalevalError(f"rescore handles multiple-choice and safeguard runs; this one is "
                          f"task {config.get('task')!r}")
@@ -79,6 +83,6 @@ def _safeguard_options(c: dict, results: dict) -> dict[str, Any]:
 
 def check_change(task_class: type[Task], base: dict[str, Any], name: str) -> None:
     """One line when an option that may change cannot act on this run."""
-    if task_class is MCQTask and name == "extract" and base.get("method") != "generation":
+    if task_class.Options is MCQOptions and name == "extract" and base.get("method") != "generation":
         raise LocalevalError("--extract reads generated answers, and this run used --method "
                              f"{base.get('method')}: there is no text to extract from")

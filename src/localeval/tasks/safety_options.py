@@ -7,21 +7,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..analysis.gaps import EN_CELLS, PAPER_EN_CELL
-from ..analysis.safety import N_RESAMPLES
+# names and defaults only (no numpy): the command line builds its flags from these options
+from ..analysis.choices import EN_CELLS, N_RESAMPLES, PAPER_EN_CELL
 from ..errors import LocalevalError
-from ..guards import Guard
-from ..metrics.classification import (
-    AUPRC_METRICS,
+from ..metrics.choices import (
+    AUPRC_NAMES,
     PAPER_AUPRC,
     PAPER_THRESHOLD_GRID,
     PAPER_THRESHOLD_RULE,
-    THRESHOLD_GRIDS,
+    THRESHOLD_GRID_NAMES,
     THRESHOLD_RULES,
 )
 from .label_policy import SENSITIVE_CHOICES
 from .options import option
+
+if TYPE_CHECKING:  # an annotation only: the guards import the backends
+    from ..guards import Guard
 
 # What a failed guard verdict becomes: left out and counted (ours), 1/#labels (Parallax-AI's
 # default output), or what IRIS scores that kind of failure (Guard.iris_failure_score)
@@ -92,7 +95,7 @@ class SafeguardOptions(SafetySelection):
                                "others", metavar="LANG")
     auprc: str = option(PAPER_AUPRC, "PR-AUC of the tables: trapezoid under the PR curve (the "
                         "paper's code) or ap (average precision); results.json holds both",
-                        choices=tuple(AUPRC_METRICS))
+                        choices=AUPRC_NAMES)
     en_cell: str = option(PAPER_EN_CELL, "Table 2's EN cells of the cultural subsets: "
                           "per-country (the mean of each country's English PR-AUC, the "
                           "authors' code) or pooled (one PR-AUC over every English item)",
@@ -103,7 +106,7 @@ class SafeguardOptions(SafetySelection):
     threshold_grid: str = option(PAPER_THRESHOLD_GRID, "thresholds of the sweep (Fig. 5) and of "
                                  "best F1: iris (0.01, then numpy.arange(0.02, 1.00, 0.01) with "
                                  "its float values, the authors' code) or decimal (0.01 .. 0.99 "
-                                 "exactly)", choices=tuple(THRESHOLD_GRIDS))
+                                 "exactly)", choices=THRESHOLD_GRID_NAMES)
     on_failure: str = option("exclude", "a failed guard sample: exclude (left out and counted), "
                              "neutral (scored 1/#labels and kept, as Parallax-AI) or iris (as "
                              "IRIS per kind of failure: an HTTP 400 1/#labels, no label found "

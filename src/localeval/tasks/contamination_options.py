@@ -1,0 +1,32 @@
+"""The options of ``localeval contamination`` (TMLU §5.1), declared once: the command line's
+flags and ``evaluate``'s documentation come from them. Apart from :mod:`.contamination` so that
+building the command line imports no task machinery (pydantic)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .options import option
+
+DEFAULT_K = (5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0)  # floats, as --k parses them
+
+
+@dataclass(frozen=True)
+class ContaminationOptions:
+    """Contamination (localeval contamination)."""
+
+    data: Sequence[str] = option(
+        (), "a built-in or local multiple-choice dataset (question + options, one per line as "
+        "'A. …'), or a JSONL/CSV of id + text; repeat for each dataset to compare",
+        action="append")
+    k: Sequence[float] = option(DEFAULT_K, "percentages of lowest-probability tokens, "
+                                "comma-separated")
+    sample: int | None = option(None, "texts drawn per dataset (the paper: 2000)", type=int)
+    seed: int = option(0, "seed of --sample", type=int)
+    drop_longest: float = option(0.0, "drop this share of the longest texts within each "
+                                 "subject (the paper's length filter; it gives no share: "
+                                 "default 0, off)", type=float, metavar="SHARE")
+    members: str | None = option(None, "CSV/JSONL of id, member (1/0) and optional source: "
+                                 "ROC-AUC of each score")
+    dataset_revision: str | None = option(None, "dataset revision on the Hub")
