@@ -45,9 +45,11 @@ def first(*args, **kwargs):
         print(f"first-forward {time.time() - start:.3f}", file=sys.stderr)
     return forward(*args, **kwargs)
 tree._forward = first
-import localeval.cli as cli
-# the console script's entry (an older checkout's: main)
-sys.exit(cli.console() if hasattr(cli, "console") else cli.main(sys.argv[1:]))
+try:  # the console script's entry (an older checkout's: main)
+    from localeval.cli.process import console
+except ImportError:
+    from localeval.cli import main as console
+sys.exit(console())
 """
 
 

@@ -80,11 +80,12 @@ def test_the_command_as_a_process_freezes_the_heap_after_its_command(monkeypatch
     import gc
 
     import localeval.cli as cli
+    from localeval.cli.process import console
 
     events = []
     monkeypatch.setattr(cli, "main", lambda: events.append("main") or 3)
     monkeypatch.setattr(gc, "freeze", lambda: events.append("freeze"))
-    assert cli.console() == 3
+    assert console() == 3
     assert events == ["main", "freeze"]
     out = subprocess.run([sys.executable, "-c", "import gc\nfrom localeval.cli import main\n"
                           "main(['tasks'])\nprint(gc.get_freeze_count())"],

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import gc
 import os
 import signal
 import sys
@@ -194,20 +193,6 @@ def _unknown_arguments(p: argparse.ArgumentParser, args, extra: list[str]):
 def _with(add_parser, **defaults):
     """``add_parser`` with keyword defaults (each subcommand gets --debug and our help format)."""
     return lambda name, **kw: add_parser(name, **{**defaults, **kw})
-
-
-def console() -> int:
-    """The ``localeval`` command as a process of its own (the console script, ``python -m
-    localeval.cli``): :func:`main`, then every object is frozen out of the collector's reach.
-
-    Why: a run imports torch and transformers, a few million objects, and the interpreter's
-    last collection at exit walks them all to free nothing that matters (files and the cache
-    are closed by then): 1-1.5 s of CPU on a one-question ``hf:`` run (bench/startup.py). Only
-    for a process that ends here: a caller of :func:`main` keeps its collector as it was."""
-    try:
-        return main()
-    finally:
-        gc.freeze()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,6 +2,6 @@
 
 import sys
 
-from . import console
+from .process import console
 
 sys.exit(console())
