@@ -27,14 +27,23 @@ sides (localeval ``--prompt-style lm-eval``; lm-eval reads the same CSV files th
 configs of tests/lm_eval_peer.py). ``--tiny``: 3 subjects, 4 questions each.
 
 Machine without internet: PyTorch and transformers installed, no lm-eval (nor vLLM). Make the
-wheel folder on a machine with internet and the same Python (``--make-wheels DIR``: lm-eval at
-the version the tests ran against and localeval's own dependencies, with theirs, less those the
-target already has when ``--have`` gives the target's ``pip freeze``), copy it over, and pass
-``--wheels``: the script installs what is missing from it with pip ``--no-index`` (nothing is
-fetched), and says what it did. Measured for a target with only torch 2.13 + transformers 5.24
-(CPython 3.11, x86-64): 64 wheels, 165.5 MiB with localeval's own dependencies (lm-eval's
-alone: 130 MiB; pyarrow 53, scipy 34, pandas 12, scikit-learn 9, lm-eval itself 9), over the
-64 MiB a device run may carry.
+wheel folder on a machine with internet and the same Python (``--make-wheels DIR``), copy it
+over, and pass ``--wheels``: the script installs what is missing from it with pip
+``--no-index`` (nothing is fetched), and says what it did. ``--have`` gives the target's ``pip
+freeze``: what it lists is left out of the folder.
+
+- ``--make-wheels DIR``: lm-eval at the version the tests ran against, localeval's declared
+  dependencies, and theirs. For a target with only torch 2.13 + transformers 5.24 (CPython
+  3.11, x86-64): 64 wheels, 165.5 MiB (lm-eval's own dependencies 130: pyarrow 53, scipy 34,
+  pandas 12, scikit-learn 9), over the 64 MiB a device run may carry.
+- ``--make-wheels DIR --lean``: lm-eval without its dependencies, the two its model classes
+  import (accelerate, dill), and what a localeval run imports (``LEAN``), with theirs. lm-eval's
+  task pipeline (``datasets``, ``pyarrow``) is then absent, so its rows run its model classes
+  on the same requests (bench/lm_eval_engine.py: ``HFLM``/``VLLM.loglikelihood``, the
+  contexts checked equal to its CLI's in tests/test_gpu_bench.py) and the table says so. Which
+  mode runs is decided by whether ``datasets`` imports (``--lm-eval-engine``: engine mode
+  always). For the same target: 19 wheels, 33.8 MiB; installed offline into a fresh venv of
+  torch + transformers alone, ``--tiny`` ran there with 12/12 letters equal.
 
 Why this file is over 300 lines: it is one command to copy to a machine that has nothing else
 of ours set up (the wheel folder, the model, the workload, both harnesses, the table).
@@ -57,11 +66,17 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(REPO / "src"))  # localeval runs from this checkout, installed or not
 
+from lm_eval_engine import requests_from_samples  # noqa: E402
 from lm_eval_peer import write_task_configs  # noqa: E402
 from tiny_models import SHARED, save_tokenizer  # noqa: E402
 
 LM_EVAL = "lm-eval==0.4.13"  # the version the parity tests run against
+# --lean: what lm-eval's model classes import beyond torch and transformers (accelerate, dill,
+# requests), and what a localeval hf:/vllm: run imports (its report's matplotlib among them)
+LEAN = ["accelerate", "dill", "requests", "numpy", "rich", "httpx", "pydantic", "matplotlib"]
+# lm-eval's hf model class imports accelerate, which its wheel declares only in an extra
 SHAPES = {
     "llama3-8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
                       num_attention_heads=32, num_key_value_heads=8, rope_theta=500000.0,
@@ -100,8 +115,8 @@ def requirements() -> list[str]:
     import tomllib
 
     deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    return [LM_EVAL, *(d for d in deps if _project(re.split(r"[<>=!~ \[;]", d)[0])
-                       not in {"torch", "transformers"})]
+    return [LM_EVAL, "accelerate", *(d for d in deps if _project(re.split(r"[<>=!~ \[;]", d)[0])
+                                     not in {"torch", "transformers"})]
 
 
 def missing(specs: list[str], python: str = sys.executable) -> list[str]:
@@ -118,21 +133,30 @@ def missing(specs: list[str], python: str = sys.executable) -> list[str]:
 
 
 def ensure_lm_eval(wheels: Path | None, python: str = sys.executable) -> str:
-    """'present' when lm-eval and localeval's dependencies are installed; else installs what
-    is missing from ``wheels`` ('installed ...')."""
-    lacking = missing(requirements(), python)
-    if not lacking:
+    """'present' when lm-eval and what the runs need are installed (everything, or the lean
+    set); else installs what is missing from ``wheels`` ('installed ...'): lm-eval with its
+    dependencies from a full folder, without them from a lean one (no ``datasets`` wheel)."""
+    full = missing(requirements(), python)
+    lacking = missing([LM_EVAL, *LEAN], python)
+    if not full or not lacking:
         return "present"
     if wheels is None:
         raise SystemExit(f"not installed here: {', '.join(lacking)}; pass --wheels DIR (a "
                          "folder made with --make-wheels on a machine with internet)")
-    install_from_folder(wheels, lacking, python)
+    if any(wheels.glob("datasets-*.whl")):
+        install_from_folder(wheels, full, python)
+        lacking = full
+    else:
+        if LM_EVAL in lacking:
+            install_from_folder(wheels, [LM_EVAL], python, ("--no-deps",))
+        if rest := [r for r in lacking if r != LM_EVAL]:
+            install_from_folder(wheels, rest, python)
     if not importable("lm_eval", python):
         raise SystemExit(f"lm-eval installed from {wheels} but does not import")
     return f"installed {', '.join(lacking)} from {wheels}"
 
 
-def make_wheels(folder: Path, have: Path | None) -> None:
+def make_wheels(folder: Path, have: Path | None, lean: bool = False) -> None:
     """Wheels of lm-eval, localeval's dependencies and theirs, each the target lacks: pip resolves the whole set
     for this Python and platform (run it with the target's; ``--dry-run --report`` reads
     metadata only, so torch's wheel is never fetched), the distributions the target's ``pip
@@ -142,18 +166,20 @@ def make_wheels(folder: Path, have: Path | None) -> None:
     import tempfile
 
     folder.mkdir(parents=True, exist_ok=True)
-    installed = set()
+    installed = {"torch", "transformers"}  # the premise: the target has both
     if have is not None:
-        installed = {_project(line.split("==")[0]) for line in have.read_text().splitlines()
-                     if "==" in line}
+        installed |= {_project(line.split("==")[0]) for line in have.read_text().splitlines()
+                      if "==" in line}
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
         subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--quiet",
-                        "--ignore-installed", "--report", str(report), *requirements()],
-                       check=True)
-        resolved = [(i["metadata"]["name"], i["metadata"]["version"])
-                    for i in json.loads(report.read_text())["install"]]
-    wanted = [f"{n}=={v}" for n, v in resolved if _project(n) not in installed]
+                        "--ignore-installed", "--report", str(report),
+                        *(LEAN if lean else requirements())], check=True)
+        items = json.loads(report.read_text())["install"]
+    roots = LEAN if lean else requirements()
+    resolved = lacked(items, [re.split(r"[<>=!~ \[;]", r)[0] for r in roots], installed)
+    resolved += [tuple(LM_EVAL.split("=="))] if lean else []  # lm-eval alone, --no-deps
+    wanted = [f"{n}=={v}" for n, v in resolved]
     # pip wheel: each distribution's wheel, or one built from its sdist (rouge-score has no
     # wheel on PyPI)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w",
@@ -161,6 +187,26 @@ def make_wheels(folder: Path, have: Path | None) -> None:
     size = sum(w.stat().st_size for w in folder.glob("*.whl")) / 2**20
     print(f"{folder}: {len(wanted)} of {len(resolved)} distributions the target lacks, "
           f"{size:.1f} MiB")
+
+
+def lacked(items: list[dict], roots: list[str], installed: set[str]) -> list[tuple[str, str]]:
+    """(name, version) of each resolved distribution the target lacks, reached from ``roots``
+    through distributions it lacks only: what the target has brings its own dependencies (its
+    torch its CUDA libraries, which pip would otherwise resolve anew from the index)."""
+    from packaging.requirements import Requirement
+
+    by_name = {_project(i["metadata"]["name"]): i["metadata"] for i in items}
+    seen, todo = set(), [_project(r) for r in roots]
+    while todo:
+        name = todo.pop()
+        if name in seen or name in installed or name not in by_name:
+            continue
+        seen.add(name)
+        for text in by_name[name].get("requires_dist") or []:
+            req = Requirement(text)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(_project(req.name))
+    return [(by_name[n]["name"], by_name[n]["version"]) for n in sorted(seen)]
 
 
 def _project(name: str) -> str:
@@ -230,6 +276,8 @@ def _rows(path: Path) -> list[dict]:
 # ------------------------------------------------------------------ engines
 def commands(args, model: Path, data: Path, subjects: list[str], tasks: list[str],
              vllm: bool) -> dict[str, list[str]]:
+    if args.engine_mode:
+        return engine_commands(args, model, data, subjects, vllm)
     py, work = sys.executable, Path(args.work)
     ours = [py, "-m", "localeval.cli", "run", "--task", "cmmlu", "--data", str(data),
             "--subjects", ",".join(subjects), "--shots", "5", "--method", "likelihood",
@@ -252,6 +300,29 @@ def commands(args, model: Path, data: Path, subjects: list[str], tasks: list[str
     return out
 
 
+def engine_commands(args, model: Path, data: Path, subjects: list[str],
+                    vllm: bool) -> dict[str, list[str]]:
+    """Engine mode: lm-eval's rows run its model classes on the requests of localeval's first
+    hf: run (bench/lm_eval_engine.py), its task pipeline not being installed."""
+    py, work = sys.executable, Path(args.work)
+    ours = commands(argparse.Namespace(**{**vars(args), "engine_mode": False}), model, data,
+                    subjects, [], vllm)
+    theirs = [py, str(HERE / "lm_eval_engine.py"), "--model", str(model), "--requests",
+              str(work / "requests.jsonl")]
+    out = {"localeval hf": ours["localeval hf"],
+           "lm-eval hf": [*theirs, "--engine", "hf", "--device", args.device, "--model-args",
+                          f"dtype={args.dtype}", "--batch-size", args.batch_size, "--out",
+                          str(work / "lm-eval-hf" / "scores.jsonl")]}
+    if vllm:
+        out["localeval vllm"] = ours["localeval vllm"]
+        out["lm-eval vllm"] = [*theirs, "--engine", "vllm", "--model-args",
+                               f"dtype={args.dtype}", "--batch-size", "auto", "--out",
+                               str(work / "lm-eval-vllm" / "scores.jsonl")]
+    for name in out:
+        (work / name.replace(" ", "-")).mkdir(parents=True, exist_ok=True)
+    return out
+
+
 def run_timed(name: str, cmd: list[str], env: dict, log: Path) -> float:
     start = time.perf_counter()
     with open(log, "w") as f:
@@ -270,6 +341,9 @@ def letters(work: Path, name: str, data: Path) -> dict[str, str]:
         lines = (folder / "samples.jsonl").read_text(encoding="utf-8").splitlines()
         return {s["id"]: s["pred"] for s in map(json.loads, lines)}
     out = {}
+    if (folder / "scores.jsonl").exists():  # engine mode (bench/lm_eval_engine.py)
+        for s in map(json.loads, (folder / "scores.jsonl").read_text().splitlines()):
+            out[s["id"]] = "ABCD"[s["logprobs"].index(max(s["logprobs"]))]
     for f in folder.rglob("samples_*.jsonl"):
         subject = re.search(r"samples_local_cmmlu_(.+?)_\d{4}-", f.name).group(1)
         for line in f.read_text(encoding="utf-8").splitlines():
@@ -303,15 +377,24 @@ def main() -> None:
     ap.add_argument("--no-vllm", action="store_true", help="skip the vLLM engines")
     ap.add_argument("--make-wheels", type=Path, metavar="DIR")
     ap.add_argument("--have", type=Path, help="with --make-wheels: the target's pip freeze")
+    ap.add_argument("--lean", action="store_true", help="with --make-wheels: lm-eval without "
+                    "its task pipeline (under 64 MiB; its rows then run in engine mode)")
+    ap.add_argument("--lm-eval-engine", action="store_true",
+                    help="lm-eval's rows run its model classes on localeval's requests even "
+                    "where its CLI could run (engine mode; default: only without datasets)")
     args = ap.parse_args()
     if args.make_wheels:
-        return make_wheels(args.make_wheels, args.have)
+        return make_wheels(args.make_wheels, args.have, args.lean)
     args.device = "cpu" if args.tiny else "cuda"
     args.dtype = "float32" if args.tiny else "bfloat16"
     args.batch_size = args.batch_size or ("8" if args.tiny else "auto")
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     print(f"lm-eval: {ensure_lm_eval(args.wheels)}", flush=True)
+    args.engine_mode = args.lm_eval_engine or not importable("datasets")
+    if args.engine_mode:
+        print("lm-eval engine mode: its model classes on the same requests (its task pipeline "
+              "is not run: bench/lm_eval_engine.py)", flush=True)
     vllm = not args.no_vllm and not args.tiny and importable("vllm")
     shape = "tiny" if args.tiny else "llama3-8b"
     model = build_model(work / f"model-{shape}", shape, args.dtype, args.device)
@@ -327,13 +410,18 @@ def main() -> None:
     for rep in range(args.repeats):  # engines in turn, each repetition
         for name, cmd in cmds.items():
             runs[name].append(run_timed(name, cmd, env, work / f"{name.replace(' ', '-')}.log"))
+            if name == "localeval hf" and args.engine_mode and rep == 0:
+                requests_from_samples(work / "localeval-hf" / "samples.jsonl",
+                                      work / "requests.jsonl")
             print(f"rep {rep + 1} {name:16s} {runs[name][-1]:8.1f} s", flush=True)
     walls = {name: sorted(w)[len(w) // 2] for name, w in runs.items()}
     picks = {name: letters(work, name, data) for name in cmds}
     timing = json.loads((work / "localeval-hf" / "results.json").read_text())["timing"]
     print(f"\n{shape}, {args.dtype}, {args.device}; {len(picks['localeval hf'])} questions in "
           f"{len(subjects)} subjects; workload {timing['prompt_tokens']} prompt tokens, "
-          f"localeval hf forwarded {timing['forwarded_tokens']}; median of {args.repeats}")
+          f"localeval hf forwarded {timing['forwarded_tokens']}; median of {args.repeats}"
+          + ("; lm-eval rows: its model classes on the same requests (engine mode)"
+             if args.engine_mode else ""))
     table(walls, picks, timing["prompt_tokens"],
           [] if vllm else ["localeval vllm", "lm-eval vllm"])
 

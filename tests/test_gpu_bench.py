@@ -4,6 +4,8 @@ wheel folder (with a wheel built here, nothing fetched), and the workload's size
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -52,6 +54,20 @@ def test_a_package_missing_from_the_folder_is_one_error_naming_it(tmp_path):
         gpu.install_from_folder(tmp_path / "nowhere", ["tinypkg39"])
 
 
+def test_the_wheels_follow_dependencies_only_through_what_the_target_lacks():
+    """pip resolves accelerate's torch anew (CUDA libraries and all) when asked with
+    --ignore-installed; the target's own torch brings its own, so none of them is fetched."""
+    def item(name, *requires):
+        return {"metadata": {"name": name, "version": "1", "requires_dist": list(requires)}}
+
+    items = [item("accelerate", "torch>=2", "psutil", "pytest; extra == 'dev'"),
+             item("torch", "nvidia-cublas; platform_system == 'Linux'", "triton"),
+             item("nvidia-cublas"), item("triton"), item("psutil"), item("pytest"),
+             item("Matplotlib", "pillow"), item("pillow")]
+    got = gpu.lacked(items, ["accelerate", "matplotlib"], {"torch", "transformers"})
+    assert got == [("accelerate", "1"), ("Matplotlib", "1"), ("pillow", "1"), ("psutil", "1")]
+
+
 def test_the_workload_is_tmlu_sized(tmp_path):
     subjects = gpu.write_workload(tmp_path, tiny=False)
     rows = {s: len(gpu._rows(tmp_path / "test" / f"{s}.csv")) for s in subjects}
@@ -83,3 +99,33 @@ def test_what_is_missing_is_named_by_requirement():
     needed = gpu.requirements()  # lm-eval at the tested version, and localeval's own
     assert needed[0] == gpu.LM_EVAL and "pydantic>=2.6" in needed
     assert not any(r.startswith(("torch", "transformers")) for r in needed)
+
+
+@pytest.mark.slow
+@pytest.mark.lm_eval
+def test_engine_mode_scores_the_requests_lm_evals_cli_makes(tmp_path):
+    """Engine mode (a lean wheel folder: lm-eval without its task pipeline) feeds lm-eval's
+    model class the contexts of localeval's run: each is, string for string, the context
+    lm-eval's own CLI builds for that question, and its letters are the CLI's."""
+    bench = [sys.executable, str(REPO / "bench" / "gpu.py"), "--tiny", "--work", str(tmp_path)]
+    for extra in ([], ["--lm-eval-engine"]):
+        done = subprocess.run([*bench, *extra], capture_output=True, text=True, timeout=1800)
+        assert done.returncode == 0, done.stderr[-3000:]
+        if not extra:
+            cli = gpu.letters(tmp_path, "lm-eval hf", tmp_path / "data")
+            contexts = {}
+            for f in (tmp_path / "lm-eval-hf").rglob("samples_*.jsonl"):
+                subject = re.search(r"samples_local_cmmlu_(.+?)_\d{4}-", f.name).group(1)
+                for s in map(json.loads, f.read_text(encoding="utf-8").splitlines()):
+                    index = s["doc"].get("Unnamed: 0", s["doc"].get(""))
+                    args = [a for a in s["arguments"].values()]
+                    assert [a["arg_1"] for a in args] == [" A", " B", " C", " D"]
+                    contexts[f"{subject}/{index}"] = args[0]["arg_0"]
+            for f in (tmp_path / "lm-eval-hf").rglob("samples_*.jsonl"):
+                f.unlink()  # the engine's scores are read next
+    assert "engine mode" in done.stdout
+    requests = [json.loads(line) for line in
+                (tmp_path / "requests.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(requests) == len(contexts) == 12
+    assert {r["id"]: r["context"] for r in requests} == contexts
+    assert gpu.letters(tmp_path, "lm-eval hf", tmp_path / "data") == cli
