@@ -91,3 +91,25 @@ def test_the_command_as_a_process_freezes_the_heap_after_its_command(monkeypatch
                           "main(['tasks'])\nprint(gc.get_freeze_count())"],
                          capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "0"
+
+
+def test_figures_wait_for_their_imports_begun_while_the_model_runs(monkeypatch):
+    """A run that writes its report imports matplotlib on a thread while the model runs; the
+    first figure waits for that thread, however long it takes."""
+    import threading
+
+    import localeval.render.figures as figures
+
+    order, release = [], threading.Event()
+
+    def slow_import():
+        release.wait(5)
+        order.append("imported")
+
+    monkeypatch.setattr(figures, "_import_drawing", slow_import)
+    monkeypatch.setattr(figures, "_importing", [])
+    figures.import_in_background()
+    threading.Timer(0.2, release.set).start()
+    with figures.figure_panels(1):
+        order.append("drawing")
+    assert order == ["imported", "drawing"]

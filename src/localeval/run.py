@@ -130,6 +130,10 @@ def _run(task: Task, models: list[Model], place: RunPlace) -> RunRecord:
     record = RunRecord(config, folder=place.folder, started_at=now())
     if record.folder:
         write_config(record)
+    if place.report:
+        from .render.figures import import_in_background
+
+        import_in_background()  # while the model runs
     try:
         started = time.perf_counter()
         with open_cache(place.cache) as store:

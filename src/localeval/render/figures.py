@@ -14,7 +14,8 @@ from __future__ import annotations
 import io
 import math
 import textwrap
-from contextlib import contextmanager
+import threading
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,12 +63,35 @@ def finish(fig, name: str, title: str, caption: str, folder: Path | None) -> Fig
     return Figure(name, title, caption, svg[svg.index("<svg"):])  # drop the XML prolog
 
 
+_importing: list[threading.Thread] = []
+
+
+def import_in_background() -> None:
+    """Import what drawing a figure needs on a thread of its own, while the model runs (its
+    matrix products leave the interpreter free): matplotlib is ~0.4 s of a one-question run's
+    0.7 s report (bench/startup.py). :func:`figure_panels` waits for it."""
+    if not _importing:
+        # not a daemon: a process that ends before drawing waits for the import to finish
+        _importing.append(threading.Thread(target=_import_drawing,
+                                           name="localeval-figure-imports"))
+        _importing[0].start()
+
+
+def _import_drawing() -> None:
+    with suppress(Exception):  # an import that fails here fails again, named, when drawing
+        import matplotlib.backends.backend_agg
+        import matplotlib.figure
+        import matplotlib.ticker  # noqa: F401
+
+
 @contextmanager
 def figure_panels(n: int, width: float = 5.2, height: float = 4.0):
     """(figure, its ``n`` axes side by side) drawn in the report's style; one panel gets the
     room of a slide. A bare ``Figure`` on an Agg canvas, not pyplot's: no figure manager nor
     backend to start (pyplot's import is a tenth of a second of every report), nothing to
     close, and the same drawing."""
+    for thread in _importing:
+        thread.join()
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure as MplFigure
