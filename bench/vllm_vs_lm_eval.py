@@ -21,7 +21,7 @@ for lm-eval's rows. The server's start-up is not in the times.
 
     python bench/vllm_vs_lm_eval.py --subjects arts --limit 5 --repeats 1   # a smoke run
     # issue 39's workload
-    python bench/vllm_vs_lm_eval.py --subjects sociology,journalism,world_religions --repeats 3
+    python bench/vllm_vs_lm_eval.py --subjects sociology,journalism,world_religions --repeats 2
 """
 
 from __future__ import annotations
