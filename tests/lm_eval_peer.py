@@ -2,11 +2,14 @@
 
 lm-eval's built-in ``cmmlu_<subject>`` task reads ``haonan-li/cmmlu`` from the Hub; with no
 network we write the same task config (its ``_default_template_yaml`` and description, version
-0.4.13) pointing at the local CSV files instead.
+0.4.13) pointing at the local CSV files instead, and read its logged samples back by our
+sample ids (``read_samples``).
 """
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 from localeval.data.subject_tables import CMMLU_SUBJECTS
@@ -73,3 +76,23 @@ def write_tmmluplus_config(folder: Path, data: Path, subject: str, name: str) ->
     text = TMMLUPLUS_YAML.format(subject=subject, data=data.resolve(), name=name)
     (folder / f"local_tmmluplus_{subject}.yaml").write_text(text, encoding="utf-8")
     return f"local_tmmluplus_{subject}"
+
+
+def read_samples(folder: Path) -> dict[str, list[float]]:
+    """lm-eval's ``--log_samples`` files of the ``local_cmmlu_*`` tasks under ``folder``, read
+    back: each question's option log-likelihoods (A-D) by localeval's sample id, ``subject/row``
+    with the row index of the CSV's unnamed first column. lm-eval writes the log-likelihoods as
+    strings; a question met twice (the files of two runs) is an error, not a silent pick."""
+    out: dict[str, list[float]] = {}
+    for f in sorted(folder.rglob("samples_local_cmmlu_*.jsonl")):
+        subject = re.fullmatch(r"samples_local_cmmlu_(.+?)_\d{4}-\d\d-\d\dT.+\.jsonl", f.name)
+        if subject is None:
+            raise ValueError(f"{f}: not an lm-eval samples file name")
+        for line in f.read_text(encoding="utf-8").splitlines():
+            s = json.loads(line)
+            # datasets' CSV reader names the header's empty first column "Unnamed: 0"
+            key = f"{subject[1]}/{s['doc'].get('Unnamed: 0', s['doc'].get(''))}"
+            if key in out:
+                raise ValueError(f"{f}: question {key} is in more than one samples file")
+            out[key] = [float(r[0][0]) for r in s["resps"]]
+    return out
