@@ -22,11 +22,12 @@ import subprocess
 
 import pytest
 from tiny_models import make_model
+from vllm_agreement import TOL, assert_mcq_agrees
+from vllm_agreement import samples as _samples
 from vllm_server import VllmServer, vllm_env, vllm_python
 
 from localeval.cli import main
 
-TOL = 1e-3
 pytestmark = pytest.mark.slow
 MCQ = ["run", "--task", "cmmlu", "--subjects", "agronomy,arts", "--limit", "12"]
 GUARD = ["run", "--task", "safety-prompts", "--limit", "16", "--guard", "zero-shot"]
@@ -86,23 +87,9 @@ def _jobs(shared, texts_dir) -> dict[str, list[str]]:
                     str(shared / "data" / "cmmlu")]}
 
 
-def _samples(folder):
-    return {s["id"]: s for s in map(json.loads, (folder / "samples.jsonl").open())}
-
-
 def _agree(ours_dir, hf_dir) -> None:
     """Each of the four runs of ``ours_dir`` equals ``hf:``'s within TOL."""
-    mcq, hf = _samples(ours_dir / "mcq"), _samples(hf_dir / "mcq")
-    assert set(mcq) == set(hf) and len(hf) == 24
-    compared = 0
-    for i, h in hf.items():
-        assert "error" not in mcq[i], mcq[i]
-        assert max(abs(mcq[i]["logprobs"][k] - v) for k, v in h["logprobs"].items()) < TOL, i
-        top = sorted(h["logprobs"].values(), reverse=True)
-        if top[0] - top[1] > TOL:
-            assert mcq[i]["pred"] == h["pred"], i
-            compared += 1
-    assert compared >= 20
+    assert_mcq_agrees(_samples(ours_dir / "mcq"), _samples(hf_dir / "mcq"))
     guard, hf = _samples(ours_dir / "guard"), _samples(hf_dir / "guard")
     assert set(guard) == set(hf) and len(hf) == 16
     for i, h in hf.items():  # "Harmful" is "Harm" + "ful": read by its first token, by id
