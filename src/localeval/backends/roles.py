@@ -98,8 +98,8 @@ def closed_with(run: ExitStack, model: Model, backend: BackendBase) -> BackendBa
 
 
 def _close(backend: BackendBase) -> None:
-    """A failure to close is one warning line: the run folder is written by then, and the run's
-    own error, if any, must not be hidden by it."""
+    """A failure to close is one warning line: the run folder's status (finished, or failed
+    with its error) is written by then, and the run's own error must not be hidden by it."""
     try:
         backend.close()
     except Exception as e:  # noqa: BLE001 - any engine's shutdown error
