@@ -20,63 +20,31 @@ backend's default (top-k log-probs) and no flag is passed.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
-
-from tiny_models import SHARED, make_model  # noqa: E402
-from vllm_server import VllmServer, vllm_env, vllm_python  # noqa: E402
-from whole_process import timed  # noqa: E402
+from vllm_bench import agreement, bench_env, bench_model, cmmlu_run, parser, samples, start_server
+from vllm_server import vllm_python
+from whole_process import timed
 
 BIN = Path(sys.executable).parent
-
-
-def samples(folder: Path) -> dict[str, dict]:
-    lines = (folder / "samples.jsonl").read_text(encoding="utf-8").splitlines()
-    return {s["id"]: s for s in map(json.loads, lines)}
 
 
 def folder_of(work: Path, engine: str) -> Path:
     return work / engine.replace("→", "-").replace(" ", "-")
 
 
-def agreement(ours: dict[str, dict], hf: dict[str, dict]) -> str:
-    worst = max(abs(ours[i]["logprobs"][k] - v) for i, s in hf.items()
-                for k, v in s["logprobs"].items())
-    same = sum(ours[i]["pred"] == s["pred"] for i, s in hf.items())
-    return f"letters equal {same}/{len(hf)}, max |Δ log-prob| {worst:.1e}"
-
-
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--subjects", default="arts,virology")
-    p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--limit", help="questions per subject (default: all)")
-    p.add_argument("--work", default=str(HERE / "out" / "engines"))
+    p = parser("engines")
     p.add_argument("--scoring", help="comma-separated openai: scoring modes, a row each")
     args = p.parse_args()
 
-    work = Path(args.work)
-    model = make_model(work / f"smollm2-135m-{args.layers}l", arch="smollm2-135m",
-                       layers=args.layers, chat=False)
-    common = ["run", "--task", "cmmlu", "--data", str(SHARED / "data" / "cmmlu"), "--subjects",
-              args.subjects, "--shots", "5", "--method", "likelihood",
-              "--no-cache", "--no-store", "--no-report", "--quiet", "--overwrite",
-              *(["--limit", args.limit] if args.limit else [])]
-    env = {**vllm_env(), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    work, model = Path(args.work), bench_model(args)
+    common, env = cmmlu_run(args), bench_env()
     python = vllm_python()
-    server_log = work / "vllm-server.log"
-    started = time.perf_counter()
-    server = VllmServer(model, server_log, "--max-logprobs", "49152")
-    server_start = time.perf_counter() - started
+    server, server_start = start_server(model, work)
     commands = {
         "hf": [str(BIN / "localeval"), *common, "--model", f"hf:{model}", "--device", "cpu",
                "--dtype", "float32"],

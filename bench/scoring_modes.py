@@ -18,21 +18,14 @@ real SmolLM2 tokenizer; vLLM is the CPU build (tests/vllm_server.py), started on
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
-
-from engines import agreement, samples  # noqa: E402
-from tiny_models import SHARED, make_model  # noqa: E402
-from vllm_server import VllmServer, vllm_env  # noqa: E402
-from whole_process import timed  # noqa: E402
+from vllm_bench import agreement, bench_env, bench_model, cmmlu_run, parser, samples, start_server
+from whole_process import timed
 
 BIN = Path(sys.executable).parent
 MODES = {"top-k 49152": ["--scoring", "top-k", "--top-logprobs", "49152"],
@@ -41,27 +34,12 @@ MODES = {"top-k 49152": ["--scoring", "top-k", "--top-logprobs", "49152"],
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--subjects", default="arts,virology")
-    p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--limit", help="questions per subject (default: all)")
-    p.add_argument("--work", default=str(HERE / "out" / "scoring_modes"))
-    args = p.parse_args()
-
-    work = Path(args.work)
-    model = make_model(work / f"smollm2-135m-{args.layers}l", arch="smollm2-135m",
-                       layers=args.layers, chat=False)
-    common = [str(BIN / "localeval"), "run", "--task", "cmmlu", "--data",
-              str(SHARED / "data" / "cmmlu"), "--subjects", args.subjects, "--shots", "5",
-              "--method", "likelihood", "--no-cache", "--no-store", "--no-report", "--quiet",
-              "--overwrite", *(["--limit", args.limit] if args.limit else [])]
-    env = {**vllm_env(), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    args = parser("scoring_modes").parse_args()
+    work, model = Path(args.work), bench_model(args)
+    common, env = [str(BIN / "localeval"), *cmmlu_run(args)], bench_env()
     timed([*common, "--model", f"hf:{model}", "--dtype", "float32", "--output",
            str(work / "hf")], env)
-    started = time.perf_counter()
-    server = VllmServer(model, work / "vllm-server.log", "--max-logprobs", "49152")
-    server_start = time.perf_counter() - started
+    server, server_start = start_server(model, work)
     walls: dict[str, list[float]] = {k: [] for k in MODES}
     try:
         for rep in range(args.repeats):

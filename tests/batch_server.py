@@ -16,12 +16,11 @@ import itertools
 import json
 import threading
 from email.parser import BytesParser
-from http.server import ThreadingHTTPServer
 
-from quiet_handler import QuietHandler
+from quiet_handler import LoopbackServer, QuietHandler
 
 
-class BatchServer:
+class BatchServer(LoopbackServer):
     def __init__(self, model_server, name: str = "tiny", mode: str = "complete"):
         self.model, self.name, self.mode = model_server, name, mode
         self.files: dict[str, bytes] = {}
@@ -58,13 +57,7 @@ class BatchServer:
                         return self._send(200, server.create(json.loads(data)))
                 self._send(404, {"error": {"message": "not found"}})
 
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
-
-    def stop(self):
-        self.http.shutdown()
-        self.http.server_close()
+        self.url = self.serve(Handler) + "/v1"
 
     def _new_file(self, data: bytes) -> str:
         file_id = f"file-{next(self.ids)}"

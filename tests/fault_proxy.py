@@ -11,12 +11,14 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from quiet_handler import LoopbackServer
 
 FAULTS = ("drop", "429", "500", "slow", "truncated", "non_json", "no_logprobs", "echo_key")
 
 
-class FaultProxy:
+class FaultProxy(LoopbackServer):
     def __init__(self, upstream: str, schedule: list[str] | None = None, slow_s: float = 2.0,
                  once_per_request: bool = False):
         """``once_per_request``: a request already hit by a fault is forwarded normally when it
@@ -80,10 +82,7 @@ class FaultProxy:
                     data = json.dumps(reply).encode()
                 self._reply(code, data)
 
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.http.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+        self.url = self.serve(Handler) + "/v1"
 
     def next_fault(self, body: bytes) -> str:
         with self.lock:
@@ -104,7 +103,3 @@ class FaultProxy:
                 return resp.status, resp.read()
         except urllib.error.HTTPError as e:
             return e.code, e.read()
-
-    def stop(self) -> None:
-        self.http.shutdown()
-        self.http.server_close()

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from quiet_handler import LoopbackServer, QuietHandler
 
 
 def level(text: str) -> int:
@@ -84,7 +85,7 @@ def lakera_reply(text: str) -> dict:
          "detector_type": "moderated_content/crime", "result": content}]}
 
 
-class ModerationServer:
+class ModerationServer(LoopbackServer):
     """Serves all four APIs on 127.0.0.1; ``calls`` records (path, headers, body) of each."""
 
     def __init__(self, key: str, fail_first: int = 0):
@@ -92,32 +93,16 @@ class ModerationServer:
         self.lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with server.lock:
                     server.calls.append((self.path, dict(self.headers), body))
                     n = len(server.calls)
                 status, reply, extra = server.answer(self.path, self.headers, body, n)
-                data = json.dumps(reply).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in extra.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_bytes(status, json.dumps(reply).encode(), headers=extra)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def stop(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.url = self.serve(Handler)
 
     def answer(self, path: str, headers, body: dict, n: int) -> tuple[int, dict, dict]:
         credential = headers.get("Authorization") or headers.get("Ocp-Apim-Subscription-Key")

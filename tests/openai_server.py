@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import ThreadingHTTPServer
 
-from quiet_handler import QuietHandler
+from quiet_handler import LoopbackServer, QuietHandler
 
 OPENAI_ARGS = {
     "/v1/chat/completions": {
@@ -35,7 +34,7 @@ OPENAI_ARGS = {
 }
 
 
-class ModelServer:
+class ModelServer(LoopbackServer):
     def __init__(self, model_dir, name="tiny", api_key=None, fail_first=0, tokenize=True,
                  openai_strict=False, max_logprobs=None):
         import torch
@@ -93,9 +92,7 @@ class ModelServer:
                     except KeyError as e:
                         self._send(400, {"error": f"missing {e}"})
 
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+        self.url = self.serve(Handler) + "/v1"
 
     def refusal(self, body):
         """vLLM's HTTP 400 for a top-k over its cap (vllm ``sampling_params.py``
@@ -114,9 +111,6 @@ class ModelServer:
             self._pieces = [self.tok.decode([i]) for i in range(len(self.tok))]
         return self._pieces[token_id]
 
-    def stop(self):
-        self.http.shutdown()
-        self.http.server_close()
 
     def _text(self, path, body):
         if path.endswith("/chat/completions") or "messages" in body:

@@ -7,11 +7,9 @@ so candidates are looked up by their whole text."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
-from http.server import ThreadingHTTPServer
 
-from quiet_handler import QuietHandler
+from quiet_handler import LoopbackServer, QuietHandler
 
 
 def top_logprobs_reply(top: dict | str) -> bytes:
@@ -23,7 +21,7 @@ def top_logprobs_reply(top: dict | str) -> bytes:
             + text + ']}}]}').encode()
 
 
-class ScriptedServer:
+class ScriptedServer(LoopbackServer):
     def __init__(self, reply: Callable[[str, dict], bytes], models: bytes | None = None):
         self.reply, self.models = reply, models
         self.posts: list[tuple[str, dict]] = []
@@ -46,14 +44,7 @@ class ScriptedServer:
                 server.posts.append((self.path, body))
                 self._send(200, server.reply(self.path, body))
 
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.http.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.http.shutdown()
-        self.http.server_close()
+        self.url = self.serve(Handler) + "/v1"
 
     def __enter__(self) -> ScriptedServer:
         return self

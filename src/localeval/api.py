@@ -36,8 +36,9 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
     """Evaluate ``model`` on ``task`` and (with ``output``) write the run folder.
 
     ``model`` is a backend spec such as ``hf:Qwen/Qwen2.5-7B-Instruct``, ``hf:/path/to/model``
-    or ``openai:<served name>``, or a backend object; None only for a task with a model of its
-    own (a safeguard task with ``guard="embedding:<file>"``). ``backend_options`` (a
+    or ``openai:<served name>``, or a backend object (which stays open: a run closes only the
+    backends it builds); None only for a task with a model of its own (a safeguard task with
+    ``guard="embedding:<file>"``). ``backend_options`` (a
     :class:`~localeval.backends.config.BackendConfig` or a dict of its fields) apply to every
     model of the run whose backend takes them; ``role_options`` override them for one second
     model, by role (``{"judge": {"device": "cuda:1"}}``; the judge of ``llm-safety``, X-Guard's

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from .errors import LocalevalError
@@ -61,11 +62,17 @@ def parse_if_text(declared: Any, value: Any, name: str, choices: tuple | list | 
 def key_value_pairs(text: str, name: str) -> dict[str, str]:
     """``KEY=VALUE,KEY=VALUE`` as a dict of texts; keys as written (``X-Team`` stays
     ``X-Team``)."""
+    return pairs_of([p for p in text.split(",") if p.strip()], name)
+
+
+def pairs_of(pairs: Iterable[str], name: str, shape: str = "KEY=VALUE") -> dict[str, str]:
+    """Each ``KEY=VALUE`` (a repeated flag's values, say) as a dict of texts, keys stripped and
+    as written, values as given; one without ``=`` or a key is one line naming ``name``."""
     out: dict[str, str] = {}
-    for pair in (p for p in text.split(",") if p.strip()):
+    for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise OptionValueError(f"{name} {pair!r}: write KEY=VALUE")
+            raise OptionValueError(f"{name} {pair!r}: write {shape}")
         out[key.strip()] = value
     return out
 

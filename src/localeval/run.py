@@ -10,15 +10,15 @@ from __future__ import annotations
 import platform
 import sys
 import time
-from contextlib import suppress
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .backends.base import Backend, with_defaults
+from .backends.base import Backend, BackendBase, with_defaults
 from .backends.config import BackendConfig
 from .backends.registry import load_backend, parse_backend_spec
-from .backends.roles import Model, preflight_models, resolve_models
+from .backends.roles import Model, closed_with, preflight_models, resolve_models
 from .backends.secrets import redact_command
 from .data.rows import field_limit, files_read, fingerprint
 from .errors import LocalevalError
@@ -71,8 +71,8 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
                      budget)
     if place.folder:
         check_output_folder(place.folder)
-    with run_folder_lock(place.folder):
-        record = _run(task, models, place)
+    with run_folder_lock(place.folder), ExitStack() as built:
+        record = _run(task, models, place, built)
     if record.folder and store is not False:
         _record_in_store(record, store if store is not True else None)
     return record
@@ -111,13 +111,13 @@ def _record_in_store(record: RunRecord, store: str | Path | None) -> None:
               file=sys.stderr)
 
 
-def _run(task: Task, models: list[Model], place: RunPlace) -> RunRecord:
+def _run(task: Task, models: list[Model], place: RunPlace, built: ExitStack) -> RunRecord:
     data, files_used = checked_data(task, models, place)
     if place.cache:
         check_cache_file(place.cache)  # before the model loads
-    backend = _load(models[0])
+    backend = closed_with(built, models[0], _load(models[0]))
     _keep_batches(backend, place)
-    roles = RoleModels(models[1:])
+    roles = RoleModels(models[1:], built)
     planned = task.plan(data, backend)
     provenance = run_provenance(place.command)
     first = first_run(place.folder) if place.folder and not place.overwrite else None
@@ -192,9 +192,10 @@ def _save(record: RunRecord, report: bool) -> None:
         raise
 
 
-def load_model(spec: str, config: BackendConfig | None = None, role: str = "model") -> Backend:
+def load_model(spec: str, config: BackendConfig | None = None,
+               role: str = "model") -> BackendBase:
     """A model outside a task's run (the dataset tools' embedder and response model), with the
-    same checks before it loads as a run's models."""
+    same checks before it loads as a run's models; the caller closes it (``with``)."""
     (model,) = resolve_models(spec, config or BackendConfig(), {})
     preflight_models([replace(model, role=role)])
     return _load(model)
@@ -210,10 +211,10 @@ def _load(model: Model) -> Backend:
 class RoleModels:
     """The run's second models, each loaded when the task first asks for it (a rerun whose
     judge or translator requests are all cached may still load it: its identity keys the
-    cache, as the run's own model's does)."""
+    cache, as the run's own model's does), and closed with the run (``built``)."""
 
-    def __init__(self, models: list[Model]):
-        self.models = models
+    def __init__(self, models: list[Model], built: ExitStack):
+        self.models, self.built = models, built
         self.loaded: dict[str, Backend] = {}
 
     def get(self, role: str) -> Backend | None:
@@ -221,7 +222,7 @@ class RoleModels:
             model = next((m for m in self.models if m.role == role), None)
             if model is None:
                 return None
-            self.loaded[role] = _load(model)
+            self.loaded[role] = closed_with(self.built, model, _load(model))
         return self.loaded[role]
 
 

@@ -287,6 +287,17 @@ class BackendBase:
         """Where a backend that sends provider batches (``--batch``) keeps their ids: the run
         folder's ledger, so a killed run re-attaches; by default it sends none."""
 
+    def close(self) -> None:
+        """Let go of what the backend holds (an engine and its processes) now, not at
+        interpreter exit; a run calls it for each backend it built when it ends, finished or
+        not. By default nothing; a second call does nothing."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
 
 class Adapted(BackendBase):
     """A Python caller's own backend object (anything with ``identity`` and ``run``), with
@@ -298,7 +309,7 @@ class Adapted(BackendBase):
         self.wrapped = backend
         self.identity = backend.identity
         for name in ("max_context", "count_tokens", "check_candidates", "plans_over_all",
-                     "stats", "chunk", "keep_batches"):
+                     "stats", "chunk", "keep_batches", "close"):
             if hasattr(backend, name):
                 setattr(self, name, getattr(backend, name))
 

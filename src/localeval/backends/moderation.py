@@ -30,10 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import LocalevalError
-from .async_http import Call, JsonClient, public_url, scrub_secrets
-from .base import BackendBase, Moderate, Request, Response
+from .api_access import ApiBackend
+from .async_http import Call, public_url
+from .base import Moderate, Request, Response
 from .config import DEFAULT_MAX_REPLY_MB
-from .secrets import url_secrets
 
 AZURE_API_VERSION = "2024-09-01"
 
@@ -109,7 +109,7 @@ def _env(name: str) -> str:
     return value
 
 
-class ModerationBackend(BackendBase):
+class ModerationBackend(ApiBackend):
     """One provider's API. Replies are kept whole; a reply that is not a JSON object is retried
     as malformed, and a request that still fails is an error response (never a verdict)."""
 
@@ -120,31 +120,20 @@ class ModerationBackend(BackendBase):
             raise LocalevalError(f"unknown moderation API {provider!r}; available: "
                                  f"{', '.join(PROVIDERS)}")
         self.provider = PROVIDERS[provider]
-        self._key = _env(self.provider.key_env)
+        key = _env(self.provider.key_env)
         endpoint = os.environ.get(self.provider.endpoint_env, "").strip() or \
             self.provider.default_endpoint
         if provider == "model-armor":
             endpoint = _model_armor_url(endpoint)
         self.endpoint = (endpoint or _env(self.provider.endpoint_env)).rstrip("/")
-        self.client = JsonClient(headers={"Content-Type": "application/json",
-                                          **self.provider.auth(self._key)},
-                                 timeout=timeout, max_retries=max_retries,
-                                 concurrency=concurrency, rate_limit=rate_limit,
-                                 scrub=self.scrub, max_reply_mb=max_reply_mb)
+        self.connect(key, [self.endpoint], self.provider.auth(key), timeout=timeout,
+                     max_retries=max_retries, concurrency=concurrency, rate_limit=rate_limit,
+                     max_reply_mb=max_reply_mb)
         self.stats = self.client.stats
         # The endpoint is part of the identity (another deployment may answer differently);
         # the key never is.
         self.identity = {"backend": "moderation", "provider": provider,
                          "endpoint": self.scrub(public_url(self.endpoint), 500)}
-
-    def scrub(self, text: str, limit: int = 200) -> str:
-        return scrub_secrets(text, [self._key, *url_secrets(self.endpoint)], limit)
-
-    def max_context(self) -> int | None:
-        return None
-
-    def count_tokens(self, prompt) -> int | None:
-        return None
 
     def run(self, requests: list[Request], progress=None) -> list[Response]:
         if not all(isinstance(r, Moderate) for r in requests):

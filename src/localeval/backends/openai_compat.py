@@ -58,19 +58,16 @@ from collections import Counter
 from typing import Any
 
 from ..errors import LocalevalError
+from .api_access import ApiBackend, bearer, check_base_url, openai_urls
 from .async_http import (
     Call,
     Invalid,
-    JsonClient,
     Retry,
-    base_urls,
     join_url,
     public_url,
-    scrub_secrets,
 )
 from .base import (
     AFTER_TEMPLATE,
-    BackendBase,
     Generate,
     Prompt,
     Request,
@@ -94,7 +91,6 @@ from .failures import ErrorReply, OverLimit, Unsupported
 from .label_tokens import LabelTokenError, label_tokens
 from .openai_batch import BatchPoster
 from .reply_checks import response_problem
-from .secrets import url_secrets
 from .usage import UsageError, with_usage
 
 PREFILL_REFUSED = ("the prompt ends with an assistant prefill, which only vLLM's "
@@ -118,12 +114,8 @@ BATCH_CHUNK = 50_000  # requests per backend call with --batch: the Batch API's 
 NO_LOGPROBS = "the server returned no log-probs"
 
 
-class OpenAIBackend(BackendBase):
-    @classmethod
-    def preflight(cls, target: str, config) -> None:
-        """A bad port or scheme in --base-url: one line before anything loads."""
-        if config.base_url:
-            base_urls(config.base_url)
+class OpenAIBackend(ApiBackend):
+    preflight = classmethod(check_base_url)
 
     def __init__(self, model: str, *, base_url: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", top_logprobs: int = 20,
@@ -136,19 +128,16 @@ class OpenAIBackend(BackendBase):
 
         self.httpx = httpx
         self.model = model
-        urls = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        self.base_urls = base_urls(urls)
-        self._api_key, self.api_key_env = os.environ.get(api_key_env, ""), api_key_env
+        self.base_urls, self.api_key_env = openai_urls(base_url), api_key_env
         self.top_logprobs, self.timeout, self.max_retries = top_logprobs, timeout, max_retries
         self.scoring = scoring  # multiple choice: top-k, echo or auto (.echo_scoring)
-        self.client = JsonClient(headers=self._headers(), timeout=timeout,
-                                 max_retries=max_retries, concurrency=concurrency,
-                                 rate_limit=rate_limit, scrub=self.scrub,
-                                 max_reply_mb=max_reply_mb)
+        key = os.environ.get(api_key_env, "")
+        self.connect(key, self.base_urls, bearer(key), timeout=timeout, max_retries=max_retries,
+                     concurrency=concurrency, rate_limit=rate_limit, max_reply_mb=max_reply_mb)
         self.counts = {"requests": 0, "failed": 0}
         # --batch: the Batch API instead of one request each (not in the identity: the same
         # numbers); executor.py hands it all of a run's requests at once
-        self.batches = BatchPoster(httpx, self.base_urls[0], self._headers(), self.scrub,
+        self.batches = BatchPoster(httpx, self.base_urls[0], self.headers, self.scrub,
                                    max_retries, timeout) if batch else None
         self.chunk = BATCH_CHUNK if batch else None
         infos = [self._model_info(u) for u in self.base_urls]
@@ -195,15 +184,9 @@ class OpenAIBackend(BackendBase):
         return self.client.post_all(calls, report, order)
 
     # ---------------------------------------------------------------- setup
-    def _headers(self) -> dict:
-        headers = {"Content-Type": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        return headers
-
     def _model_info(self, base_url: str) -> dict:
         try:
-            resp = self.httpx.get(join_url(base_url, "/models"), headers=self._headers(),
+            resp = self.httpx.get(join_url(base_url, "/models"), headers=self.headers,
                                   timeout=min(self.timeout, 30.0))
             if resp.status_code in (401, 403):
                 raise LocalevalError(f"the server at {public_url(base_url)} rejected the API key "
@@ -237,10 +220,6 @@ class OpenAIBackend(BackendBase):
                                     for k, (url, body) in enumerate(posts)])
         return [r.error if r.error else replies[k] for k, r in enumerate(out)]
 
-    def scrub(self, text: str, limit: int = 200) -> str:
-        return scrub_secrets(text, [self._api_key, *(s for u in self.base_urls
-                                                    for s in url_secrets(u))], limit)
-
     # ---------------------------------------------------------------- protocol
     def max_context(self) -> int | None:
         return self._context
@@ -251,7 +230,7 @@ class OpenAIBackend(BackendBase):
         body.update({"prompt": prompt} if isinstance(prompt, str) else {"messages": prompt})
         try:
             resp = self.httpx.post(join_url(self._root, "/tokenize"), json=body,
-                                   headers=self._headers(), timeout=self.timeout)
+                                   headers=self.headers, timeout=self.timeout)
             resp.raise_for_status()
             return int(resp.json()["count"])
         except (self.httpx.HTTPError, KeyError, ValueError, TypeError):

@@ -11,19 +11,15 @@ from __future__ import annotations
 import os
 
 from ..errors import LocalevalError
-from .async_http import Call, JsonClient, base_urls, join_url, public_url, scrub_secrets
-from .base import BackendBase, Embed, Request, Response
+from .api_access import ApiBackend, bearer, check_base_url, openai_urls
+from .async_http import Call, join_url, public_url
+from .base import Embed, Request, Response
 from .config import DEFAULT_MAX_REPLY_MB
 from .reply_checks import response_problem
-from .secrets import url_secrets
 
 
-class OpenAIEmbeddingBackend(BackendBase):
-    @classmethod
-    def preflight(cls, target: str, config) -> None:
-        """A bad port or scheme in --base-url: one line before anything loads."""
-        if config.base_url:
-            base_urls(config.base_url)
+class OpenAIEmbeddingBackend(ApiBackend):
+    preflight = classmethod(check_base_url)
 
     def __init__(self, model: str, *, base_url: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", concurrency: int = 8,
@@ -32,26 +28,13 @@ class OpenAIEmbeddingBackend(BackendBase):
         if not model:
             raise LocalevalError("openai-embed needs a model: openai-embed:text-embedding-3-large")
         self.model = model
-        url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        self.url = base_urls(url)[0]
-        self._key = os.environ.get(api_key_env, "")
-        headers = {"Content-Type": "application/json",
-                   **({"Authorization": f"Bearer {self._key}"} if self._key else {})}
-        self.client = JsonClient(headers=headers, timeout=timeout, max_retries=max_retries,
-                                 concurrency=concurrency, rate_limit=rate_limit,
-                                 scrub=self.scrub, max_reply_mb=max_reply_mb)
+        self.url = openai_urls(base_url)[0]
+        key = os.environ.get(api_key_env, "")
+        self.connect(key, [self.url], bearer(key), timeout=timeout, max_retries=max_retries,
+                     concurrency=concurrency, rate_limit=rate_limit, max_reply_mb=max_reply_mb)
         self.stats = self.client.stats
         self.identity = {"backend": "openai-embed", "model": model,
                          "base_url": public_url(self.url)}  # never the key
-
-    def scrub(self, text: str, limit: int = 200) -> str:
-        return scrub_secrets(text, [self._key, *url_secrets(self.url)], limit)
-
-    def max_context(self) -> int | None:
-        return None
-
-    def count_tokens(self, prompt) -> int | None:
-        return None
 
     def run(self, requests: list[Request], progress=None) -> list[Response]:
         if not all(isinstance(r, Embed) for r in requests):

@@ -4,16 +4,19 @@
 A role's options are the run's backend options that its backend takes, overridden by the
 role's own (``--role-option judge.device=cpu``). An option set on the command line that no model
 of the run takes, a role option its backend does not take, and options for a role the task does
-not have are each one clear error, before any model loads.
+not have are each one clear error, before any model loads. A backend a run builds from its spec
+is closed when the run ends (:func:`closed_with`).
 """
 
 from __future__ import annotations
 
+import sys
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import LocalevalError
-from .base import Backend
+from .base import Backend, BackendBase
 from .config import BackendConfig, flags
 from .registry import check_options, parse_backend_spec, preflight, taken_options
 
@@ -83,3 +86,22 @@ def _check_stray(config: BackendConfig, specs: list[str | Backend]) -> None:
         kinds = ", ".join(f"{parse_backend_spec(s)[0]} ({s})" for s in named)
         raise LocalevalError(f"{flags(stray)}: not an option of the backend of any model of this run "
                              f"({kinds}); `localeval run --help` lists each backend's options")
+
+
+def closed_with(run: ExitStack, model: Model, backend: BackendBase) -> BackendBase:
+    """``backend``, loaded for ``model``; built from its spec, it is closed when ``run`` ends,
+    finished or not (a vLLM engine shut down before interpreter exit); a caller's own object
+    stays open."""
+    if model.named:
+        run.callback(_close, backend)
+    return backend
+
+
+def _close(backend: BackendBase) -> None:
+    """A failure to close is one warning line: the run folder's status (finished, or failed
+    with its error) is written by then, and the run's own error must not be hidden by it."""
+    try:
+        backend.close()
+    except Exception as e:  # noqa: BLE001 - any engine's shutdown error
+        print(f"warning: closing the {backend.identity.get('backend', 'model')} backend "
+              f"failed: {type(e).__name__}: {e}", file=sys.stderr)

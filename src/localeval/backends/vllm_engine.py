@@ -21,10 +21,13 @@ Every request kind a causal LM serves, on the same token ids as ``hf:``
 Requests go to the engine in blocks of ``BLOCK`` (sorted by prompt, so shared prefixes arrive
 together), and each block's responses are reported when it finishes: a killed run loses one
 block at most. The engine starts on first use, so a rerun answered from the cache starts none.
+:meth:`VllmBackend.close` (the run calls it when it ends) shuts the engine and its processes
+down then, not in vLLM's finalizers at interpreter exit.
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 
@@ -100,6 +103,20 @@ class VllmBackend(BackendBase):
                 raise LocalevalError(f"vllm: cannot start the engine for {self.name!r} with "
                                      f"{self.engine_args}: {reason}") from None
         return self._llm
+
+    def close(self) -> None:
+        """Shut the engine down now: its core client's ``shutdown()`` (vLLM 0.32
+        ``v1/engine/core_client.py``: ``MPClient.shutdown`` stops the engine-core process and
+        closes its sockets, ``InprocClient.shutdown`` the in-process core), the call vLLM's own
+        finalizer makes; then the last reference dropped and collected (as
+        ``cleanup_dist_env_and_memory`` in vLLM 0.32 ``distributed/parallel_state.py`` ends
+        with ``gc.collect()``). The engine starts again on next use."""
+        llm, self._llm = self._llm, None
+        if llm is None:
+            return
+        llm.llm_engine.engine_core.shutdown()
+        del llm
+        gc.collect()
 
     # ---------------------------------------------------------------- prompts and tokens
     def render(self, prompt: Prompt) -> tuple[str, bool]:

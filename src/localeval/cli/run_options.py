@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..backends.config import BackendConfig
-from ..declared import parse_if_text
+from ..declared import pairs_of, parse_if_text
 from ..errors import LocalevalError
 from ..tasks.options import declared_value, flag_of
 from .values import comma_list
@@ -186,29 +186,18 @@ def _value(f: dataclasses.Field, raw: Any, name: str | None = None) -> Any:
     """A flag's value: a repeated ``KEY=VALUE`` flag as a dict of texts (its receiver types
     them), any other text as the field declares it (a list option's text comma-separated)."""
     if f.metadata.get("parse") == "pairs":
-        return _pairs(raw, f.metadata.get("flag")) or None
+        return pairs_of(raw, f.metadata.get("flag")) or None
     if isinstance(raw, str):
         return comma_list(raw) if "list[str]" in str(f.type) else declared_value(
             f, raw, name or flag_of(f))
     return raw
 
 
-def _pairs(given: list[str], option: str) -> dict[str, str]:
-    """Repeated ``KEY=VALUE`` flags as a dict of texts, keys as written."""
-    out: dict[str, str] = {}
-    for pair in given:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise LocalevalError(f"{option} {pair!r}: write KEY=VALUE")
-        out[key.strip()] = value
-    return out
-
-
 def _dash_t(name: str, fields: dict, pairs: list[str]) -> dict[str, Any]:
     """-T KEY=VALUE by the option's Python name, each value parsed by the option's declared
     type; a key that is no option is one line (with the name it may have meant)."""
     out = {}
-    for key, text in _pairs(pairs, "-T").items():
+    for key, text in pairs_of(pairs, "-T").items():
         if key not in fields:
             near = key.replace("-", "_")
             hint = f" (did you mean -T {near}=...?)" if near in fields else \
@@ -234,7 +223,7 @@ def role_options(args) -> dict[str, dict[str, Any]]:
     BackendConfig declares for KEY."""
     fields = {f.name: f for f in dataclasses.fields(BackendConfig)}
     out: dict[str, dict[str, Any]] = {}
-    for key, text in _pairs(args.role_option, "--role-option").items():
+    for key, text in pairs_of(args.role_option, "--role-option").items():
         role, dot, option = key.partition(".")
         if not dot or not option:
             raise LocalevalError(f"--role-option {key}: write ROLE.KEY=VALUE, e.g. "

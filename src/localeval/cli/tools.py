@@ -7,6 +7,7 @@ import json
 import sys
 
 from ..backends.embedding import DEFAULT_EMBEDDER
+from ..declared import pairs_of
 from ..errors import LocalevalError
 from .values import comma_list
 
@@ -194,21 +195,16 @@ def _fmt(value) -> str:
     return "-" if value is None else f"{value * 100:.1f}"
 
 
-def _pairs(values: list[str], option: str) -> dict[str, str]:
-    out = {}
-    for pair in values:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise LocalevalError(f"{option} {pair!r}: write COLUMN=VALUE")
-        out[key.strip()] = value.strip()
-    return out
+def _where(values: list[str]) -> dict[str, str]:
+    """--where COLUMN=VALUE, repeated: the rows kept (values stripped)."""
+    return {k: v.strip() for k, v in pairs_of(values, "--where", "COLUMN=VALUE").items()}
 
 
 def cmd_diversity(args) -> None:
     from ..tools.diversity import diversity_map
 
     summary = diversity_map(args.data, args.output, by=args.by, text_column=args.text_column,
-                            where=_pairs(args.where, "--where"), embedder=args.embedder,
+                            where=_where(args.where), embedder=args.embedder,
                             perplexity=args.perplexity, seed=args.seed, cache=_cache(args),
                             quiet=args.quiet, embedder_options=_embedder_options(args))
     names = list(summary["groups"])

@@ -190,11 +190,12 @@ def _respond(records: list[dict], model: str, max_tokens: int, system: str | Non
     from ..run import load_model
     from ..store.executor import CachedExecutor, open_cache
 
-    backend = load_model(model, BackendConfig.of(backend_options))
     head = [{"role": "system", "content": system}] if system else []
     requests = [Generate(head + [{"role": "user", "content": r["prompt"]}], max_tokens)
                 for r in records]
-    with open_cache(cache) as store:
+    # the model closed when its answers are in (a vLLM engine shut down, not left to exit)
+    with load_model(model, BackendConfig.of(backend_options)) as backend, \
+            open_cache(cache) as store:
         execute = CachedExecutor(backend, store, quiet, "responses")
         responses = execute(requests)
     for r, resp in zip(records, responses, strict=True):
