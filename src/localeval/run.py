@@ -7,7 +7,6 @@ requests through the cache with a progress bar, score, summarise, and keep the t
 
 from __future__ import annotations
 
-import platform
 import sys
 import time
 from contextlib import ExitStack, suppress
@@ -19,15 +18,16 @@ from .backends.base import Backend, BackendBase, with_defaults
 from .backends.config import BackendConfig
 from .backends.registry import load_backend, parse_backend_spec
 from .backends.roles import Model, closed_with, preflight_models, resolve_models
-from .backends.secrets import redact_command
 from .data.rows import field_limit, files_read, fingerprint
 from .errors import LocalevalError
 from .records import read_results
 from .store.batches import BatchLedger
 from .store.cache import check_cache_file
 from .store.executor import CachedExecutor, commit_interval, open_cache
+from .store.provenance import run_provenance
 from .store.runs import (
     DATA_FILES,
+    FirstRun,
     RunRecord,
     as_stored,
     check_output_folder,
@@ -42,7 +42,6 @@ from .store.runs import (
 )
 from .store.usage import Budget
 from .tasks.base import Task
-from .version import __version__
 
 
 def run_task(task: Task, model: str | Backend | None, *, output: str | Path | None = None,
@@ -121,15 +120,8 @@ def _run(task: Task, models: list[Model], place: RunPlace, built: ExitStack) -> 
     planned = task.plan(data, backend)
     provenance = run_provenance(place.command)
     first = first_run(place.folder) if place.folder and not place.overwrite else None
-    config = {**provenance, **task.describe(data), **files_used,
-              "model": models[0].named, "backend": backend.identity}
-    if first is not None:  # a rerun: the command that made the run stays; this one is history
-        config["command"] = first.command
-    if roles.models:
-        config["model_roles"] = {m.role: m.settings() for m in roles.models}
-    record = RunRecord(config, folder=place.folder, started_at=now())
-    if record.folder:
-        write_config(record)
+    record = _new_record({**provenance, **task.describe(data), **files_used}, models, backend,
+                         place, first)
     if place.report:
         from .render.figures import import_in_background
 
@@ -163,6 +155,21 @@ def _run(task: Task, models: list[Model], place: RunPlace, built: ExitStack) -> 
         print(f"warning: {warning}", file=sys.stderr)
     if record.folder:
         _save(record, place.report)
+    return record
+
+
+def _new_record(config: dict, models: list[Model], backend: Backend, place: RunPlace,
+                first: FirstRun | None) -> RunRecord:
+    """The run's record, its config.json written (a rerun keeps the command that made the
+    run: this one goes to the history)."""
+    config = {**config, "model": models[0].named, "backend": backend.identity}
+    if first is not None:
+        config["command"] = first.command
+    if len(models) > 1:
+        config["model_roles"] = {m.role: m.settings() for m in models[1:]}
+    record = RunRecord(config, folder=place.folder, started_at=now())
+    if record.folder:
+        write_config(record)
     return record
 
 
@@ -274,24 +281,3 @@ def _timing(seconds: float, n: int, unit: str, backend: Backend) -> dict[str, An
     return {"seconds": round(seconds, 3),
             f"{unit}_per_second": round(n / seconds, 3) if seconds else None,
             **backend.stats}
-
-
-def run_provenance(command: list[str] | None) -> dict:
-    """What every config.json starts with: versions and the command line, every secret on it
-    redacted: URLs' user information and secret query parameters, secret keys of dict options
-    (:mod:`.backends.secrets`, declared in :class:`BackendConfig`)."""
-    shown = redact_command(command, BackendConfig.secret_keys()) if command else command
-    return {"localeval_version": __version__, "python": platform.python_version(),
-            "packages": _package_versions(), "command": shown}
-
-
-def _package_versions() -> dict:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for name in ("torch", "transformers", "tokenizers", "datasets"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            pass
-    return out
