@@ -13,6 +13,7 @@ import sys
 import time
 
 import pytest
+from child_signals import default_stop_signals
 
 from localeval.cli import stop_signals_interrupt
 
@@ -41,7 +42,7 @@ def _rows(path) -> int:
 def _stop_at(argv, env, finished_file, rows: int, signum: int):
     """Run the command, send ``signum`` once ``rows`` responses have finished."""
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=default_stop_signals)
     deadline = time.monotonic() + 240
     while _finished(finished_file) < rows and proc.poll() is None and \
             time.monotonic() < deadline:

@@ -227,13 +227,15 @@ def test_the_command_serves_until_stopped(runs):
     from pathlib import Path
 
     import httpx
+    from child_signals import default_stop_signals
 
     src = str(Path(__file__).resolve().parents[1] / "src")
     env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
     for stop in (signal.SIGINT, signal.SIGTERM):
         server = subprocess.Popen(
             [sys.executable, "-m", "localeval.cli", "view", "--port", "0", "--store",
-             str(runs["store"])], stderr=subprocess.PIPE, text=True, env=env)
+             str(runs["store"])], stderr=subprocess.PIPE, text=True, env=env,
+            preexec_fn=default_stop_signals)
         try:
             first = server.stderr.readline()
             url = re.search(r"http://127\.0\.0\.1:\d+/", first).group(0)
