@@ -318,8 +318,6 @@ def engine_commands(args, model: Path, data: Path, subjects: list[str],
         out["lm-eval vllm"] = [*theirs, "--engine", "vllm", "--model-args",
                                f"dtype={args.dtype}", "--batch-size", "auto", "--out",
                                str(work / "lm-eval-vllm" / "scores.jsonl")]
-    for name in out:
-        (work / name.replace(" ", "-")).mkdir(parents=True, exist_ok=True)
     return out
 
 
@@ -340,10 +338,10 @@ def letters(work: Path, name: str, data: Path) -> dict[str, str]:
     if name.startswith("localeval"):
         lines = (folder / "samples.jsonl").read_text(encoding="utf-8").splitlines()
         return {s["id"]: s["pred"] for s in map(json.loads, lines)}
-    out = {}
     if (folder / "scores.jsonl").exists():  # engine mode (bench/lm_eval_engine.py)
-        for s in map(json.loads, (folder / "scores.jsonl").read_text().splitlines()):
-            out[s["id"]] = "ABCD"[s["logprobs"].index(max(s["logprobs"]))]
+        rows = map(json.loads, (folder / "scores.jsonl").read_text().splitlines())
+        return {s["id"]: "ABCD"[s["logprobs"].index(max(s["logprobs"]))] for s in rows}
+    out = {}
     for f in folder.rglob("samples_*.jsonl"):
         subject = re.search(r"samples_local_cmmlu_(.+?)_\d{4}-", f.name).group(1)
         for line in f.read_text(encoding="utf-8").splitlines():
@@ -406,6 +404,9 @@ def main() -> None:
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"),
                                                        os.environ.get("PYTHONPATH")]))}
     cmds = commands(args, model, data, subjects, tasks, vllm)
+    for name in cmds:  # an earlier invocation's answers there would be read with this one's
+        if name.startswith("lm-eval"):
+            shutil.rmtree(work / name.replace(" ", "-"), ignore_errors=True)
     runs: dict[str, list[float]] = {name: [] for name in cmds}
     for rep in range(args.repeats):  # engines in turn, each repetition
         for name, cmd in cmds.items():

@@ -62,6 +62,7 @@ def main() -> None:
                           idx=i) for q in questions for i, c in enumerate(CHOICES)]
     lm = model_of(args.engine, args.model, args.model_args, args.device, args.batch_size)
     scores = [logprob for logprob, _greedy in lm.loglikelihood(instances)]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as f:
         for n, q in enumerate(questions):
             f.write(json.dumps({"id": q["id"], "logprobs": scores[4 * n: 4 * n + 4]}) + "\n")
