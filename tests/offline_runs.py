@@ -9,11 +9,11 @@ import json
 from pathlib import Path
 
 from localeval import evaluate
-from localeval.backends.base import Response
+from localeval.backends.base import Backend, NextLogprobs
 from localeval.demo.safety import SAMPLE_SAFETY
 
 
-class HashedGuard:
+class HashedGuard(Backend):
     """Every score different and fixed, so PR-AUCs are real numbers between 0 and 1."""
 
     def __init__(self, model: str = "hashed-guard"):
@@ -34,11 +34,11 @@ class HashedGuard:
             # its vocabulary holds nothing above the two labels: they rank 1 and 2
             ranks = None if r.top is None else {
                 c: 1 + sum(w > v for w in values.values()) for c, v in values.items()}
-            out.append(Response(logprobs=values, ranks=ranks))
+            out.append(NextLogprobs(logprobs=values, ranks=ranks))
         return out
 
 
-class AlwaysLetter:
+class AlwaysLetter(Backend):
     """Answers ``letter`` to every multiple-choice question."""
 
     def __init__(self, letter: str):
@@ -52,8 +52,8 @@ class AlwaysLetter:
         return 0
 
     def run(self, requests, progress=None):
-        return [Response(logprobs={c: 0.0 if c.strip() == self.letter else -9.0
-                                   for c in r.candidates}) for r in requests]
+        return [NextLogprobs(logprobs={c: 0.0 if c.strip() == self.letter else -9.0
+                                       for c in r.candidates}) for r in requests]
 
 
 def safeguard_run(folder: Path, task: str = "sea-safeguard", **options):

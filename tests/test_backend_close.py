@@ -10,7 +10,7 @@ import pytest
 
 import localeval.run
 from localeval import evaluate
-from localeval.backends.base import BackendBase, Response, ScoreNext
+from localeval.backends.base import BackendBase, Generated, NextLogprobs, ScoreNext
 from localeval.cli import main
 
 
@@ -25,10 +25,10 @@ class Counting(BackendBase):
         if self.fail:
             raise RuntimeError("the engine died")
         # equal log-probs, the candidates ranked 1 where a top k is asked (a judge's labels)
-        return [Response(logprobs={c: -1.0 for c in r.candidates},
-                         ranks=None if r.top is None else {c: 1 for c in r.candidates})
+        return [NextLogprobs(logprobs={c: -1.0 for c in r.candidates},
+                             ranks=None if r.top is None else {c: 1 for c in r.candidates})
                 if isinstance(r, ScoreNext)
-                else Response(text="I cannot help with that.") for r in requests]
+                else Generated(text="I cannot help with that.") for r in requests]
 
     def close(self) -> None:
         self.closed += 1

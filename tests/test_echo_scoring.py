@@ -13,8 +13,8 @@ from openai_server import ModelServer
 from scripted_server import ScriptedServer
 
 from localeval.api import evaluate
-from localeval.backends.base import Response, ScoreNext
-from localeval.backends.echo_scoring import CHAT, combine
+from localeval.backends.base import Failed, NextLogprobs, Response, ScoreNext, error_of
+from localeval.backends.echo_scoring import CHAT, Echoed, combine
 from localeval.backends.hf import HFBackend
 from localeval.backends.label_tokens import LabelTokenError
 from localeval.backends.openai_compat import OpenAIBackend
@@ -49,10 +49,12 @@ def test_auto_redoes_in_echo_what_the_top_k_lacks_and_equals_hf(capped, hf):
     capped.received.clear()
     out = backend.run([mcq, guard], lambda i, r: reported.append((i, r)))
     assert sorted(i for i, _ in reported) == [0, 1]  # each once: the top-k miss never reported
-    assert out[0].scoring == "echo" and out[0].error is None
+    assert out[0].scoring == "echo" and error_of(out[0]) is None
     (want,) = hf.run([mcq])
     assert out[0].logprobs == pytest.approx(want.logprobs, abs=TOL)
-    assert "no candidate among the top 2" in out[1].error and out[1].scoring == "top-k"
+    # a failure carries no scoring mode (Failed has only its reason): the guard's request
+    # failed on the top-k reply, never echoed
+    assert isinstance(out[1], Failed) and "no candidate among the top 2" in out[1].error
     assert len(capped.received) == 2 + 3  # two top-k requests, then the echo of one
     assert backend.identity["scoring"] == "auto"
 
@@ -61,7 +63,7 @@ def test_a_top_k_the_server_refuses_is_redone_in_echo(capped, hf):
     backend = OpenAIBackend("tiny", base_url=capped.url, top_logprobs=20)  # over its 5
     request = ScoreNext(PROMPT + " ", ("A", "B"), echo=True)  # its space moves to " A"
     (out,) = backend.run([request])
-    assert out.error is None and out.scoring == "echo"
+    assert error_of(out) is None and out.scoring == "echo"
     (want,) = hf.run([request])
     assert out.logprobs == pytest.approx(want.logprobs, abs=TOL)
 
@@ -79,7 +81,7 @@ def test_options_the_top_k_cannot_name_are_read_in_context_by_echo(capped, hf, m
     auto = OpenAIBackend("tiny", base_url=capped.url)
     monkeypatch.setattr(auto.labels, "names", clash)
     (out,) = auto.run([request])
-    assert out.error is None and out.scoring == "echo"
+    assert error_of(out) is None and out.scoring == "echo"
     assert out.logprobs == pytest.approx(hf.run([request])[0].logprobs, abs=TOL)
     top_k = OpenAIBackend("tiny", base_url=capped.url, scoring="top-k")
     monkeypatch.setattr(top_k.labels, "names", clash)
@@ -92,10 +94,10 @@ def test_top_k_mode_never_echoes_and_echo_mode_never_asks_the_top_k(capped):
     capped.received.clear()
     (out,) = OpenAIBackend("tiny", base_url=capped.url, top_logprobs=2,
                            scoring="top-k").run([request])
-    assert out.error and "top 2" in out.error and len(capped.received) == 1
+    assert isinstance(out, Failed) and "top 2" in out.error and len(capped.received) == 1
     capped.received.clear()
     (out,) = OpenAIBackend("tiny", base_url=capped.url, scoring="echo").run([request])
-    assert out.scoring == "echo" and out.error is None
+    assert out.scoring == "echo" and error_of(out) is None
     assert sorted(capped.received) == sorted([PROMPT, PROMPT + "A", PROMPT + "B"])
 
 
@@ -103,8 +105,8 @@ def test_a_chat_prompt_in_echo_mode_fails_alone_with_the_reason(capped):
     chat = ScoreNext([{"role": "user", "content": "一加一？"}], ("A", "B"), echo=True)
     plain = ScoreNext(PROMPT, ("A", "B"), echo=True)
     out = OpenAIBackend("tiny", base_url=capped.url, scoring="echo").run([chat, plain])
-    assert out[0].error == CHAT and out[0].permanent
-    assert out[1].error is None
+    assert out[0].error == CHAT and out[0].reason.permanent
+    assert error_of(out[1]) is None
 
 
 def test_a_whole_run_at_the_default_top_k_equals_hf_and_records_the_mode(capped, tiny_llama,
@@ -138,20 +140,20 @@ def test_an_invalid_echoed_log_prob_fails_the_request_never_a_score(value):
     with ScriptedServer(reply) as server:
         (out,) = OpenAIBackend("m", base_url=server.url, scoring="echo",
                                max_retries=0).run([ScoreNext("Q:", ("A", "B"), echo=True)])
-    assert out.error and "invalid reply" in out.error and out.permanent, out
-    assert out.logprobs is None
+    assert isinstance(out, Failed) and "invalid reply" in out.error and out.reason.permanent, out
 
 
 def test_combine_refuses_what_one_position_cannot_read():
-    context = Response(raw={"tokens": ["Q", ":"], "logprobs": [None, -1.0]})
+    context = Echoed(tokens=["Q", ":"], logprobs=[None, -1.0])
     request = ScoreNext("Q:", ("A", "B"), echo=True)
-    merged = Response(raw={"tokens": ["Q", ":A"], "logprobs": [None, -2.0]})
-    b = Response(raw={"tokens": ["Q", ":", "B"], "logprobs": [None, -1.0, -3.0]})
+    merged = Echoed(tokens=["Q", ":A"], logprobs=[None, -2.0])
+    b = Echoed(tokens=["Q", ":", "B"], logprobs=[None, -1.0, -3.0])
     assert "merges with the prompt's last token" in combine(request, [context, merged, b]).error
-    same = Response(raw={"tokens": ["Q", ":", "B", "x"], "logprobs": [None, -1.0, -3.0, -1.0]})
+    same = Echoed(tokens=["Q", ":", "B", "x"], logprobs=[None, -1.0, -3.0, -1.0])
     assert "share a first token" in combine(request, [context, same, b]).error
-    a = Response(raw={"tokens": ["Q", ":", "A"], "logprobs": [None, -1.0, -2.5]})
-    assert combine(request, [context, a, b]).logprobs == {"A": -2.5, "B": -3.0}
+    a = Echoed(tokens=["Q", ":", "A"], logprobs=[None, -1.0, -2.5])
+    assert combine(request, [context, a, b]) == NextLogprobs(logprobs={"A": -2.5, "B": -3.0},
+                                                             scoring="echo")
 
 
 def test_scoring_flag_is_checked_and_is_the_servers_alone(tmp_path, capsys):

@@ -105,7 +105,8 @@ def test_a_reply_over_the_bound_is_a_failed_request_with_the_reason(tmp_path):
         asked = len(server.posts)
         default = OpenAIBackend("m", base_url=server.url).run([ScoreNext("big", ("A", "B"))])
     assert out[0].logprobs == {"A": -1, "B": -2}
-    assert "over the limit of 1 MB; raise --max-reply-mb" in out[1].error and out[1].permanent
+    assert "over the limit of 1 MB; raise --max-reply-mb" in out[1].error
+    assert out[1].reason.permanent
     assert asked == 2  # not retried: the same request gets the same reply
     assert default[0].logprobs == {"A": -1.0, "B": -2.0}
 

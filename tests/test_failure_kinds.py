@@ -16,7 +16,7 @@ from quiet_handler import QuietHandler
 
 from localeval import evaluate
 from localeval.backends.async_http import Call, Invalid, JsonClient
-from localeval.backends.base import Response
+from localeval.backends.base import Failed, Generated, ScoreNext, response_from_json, response_json
 from localeval.backends.failures import (
     FAILURE_KINDS,
     BadReply,
@@ -66,7 +66,7 @@ def scripted():
 def _parse(reply):
     if reply.get("value") == "NaN":
         raise Invalid("the value is NaN")
-    return Response(text=reply["choices"][0]["text"])
+    return Generated(text=reply["choices"][0]["text"])
 
 
 EXPECTED = {"/timeout": ("timeout", None), "/drop": ("connection", None),
@@ -85,7 +85,7 @@ def test_each_server_failure_is_its_own_kind(scripted):
     # the deadline is short only for /timeout: a busy machine may take a second to answer
     out = [_client(0.5 if p == "/timeout" else 60).post_all([Call(scripted + p, {}, _parse)])[0]
            for p in paths]
-    got = {p: (r.failure, r.permanent) for p, r in zip(paths, out, strict=True)}
+    got = {p: (r.reason.kind, r.reason.permanent) for p, r in zip(paths, out, strict=True)}
     assert got == EXPECTED
     refused = out[paths.index("/refused")].reason
     assert isinstance(refused, HTTPStatus) and refused.status == 400
@@ -93,9 +93,10 @@ def test_each_server_failure_is_its_own_kind(scripted):
 
 
 def test_a_failure_survives_the_cache_as_its_type():
-    cached = Response.from_json(Response.failed(OverLimit("over the context")).to_json())
-    assert isinstance(cached.reason, OverLimit) and cached.permanent is True
-    old = Response.from_json({"error": "HTTP 503 from x: busy"})  # cached before the kinds
+    request = ScoreNext("q", ("A", "B"))
+    cached = response_from_json(request, response_json(Failed(OverLimit("over the context"))))
+    assert isinstance(cached.reason, OverLimit) and cached.reason.permanent is True
+    old = response_from_json(request, {"error": "HTTP 503 from x: busy"})  # before the kinds
     assert old.reason.kind == "unclassified" and old.reason.transient is None
     assert failure_from("HTTP 429 from x", "http").permanent is None  # 429 may pass later
     assert set(FAILURE_KINDS) >= {"timeout", "connection", "http", "bad_reply", "error_reply",
@@ -116,7 +117,7 @@ class FailsByQuestion:
     def run(self, requests, progress=None):
         out = []
         for _ in requests:
-            out.append(Response.failed(self.KINDS[self.n % len(self.KINDS)]))
+            out.append(Failed(self.KINDS[self.n % len(self.KINDS)]))
             self.n += 1
         return out
 

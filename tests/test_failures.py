@@ -15,11 +15,12 @@ import pytest
 
 import localeval.run
 from localeval import evaluate
-from localeval.backends.base import Response, ScoreNext
+from localeval.backends.base import Backend, Failed, NextLogprobs, ScoreNext
+from localeval.backends.failures import Unclassified
 from localeval.cli import main
 
 
-class Flaky:
+class Flaky(Backend):
     """Answers A for every question, except that requests whose number ``% every == 0`` fail
     (as a server error would); reports each response as it finishes."""
 
@@ -39,10 +40,10 @@ class Flaky:
             self.calls += 1
             assert isinstance(r, ScoreNext)
             if self.every and self.calls % self.every == 0:
-                resp = Response(error="HTTP 503 from the server")
+                resp = Failed(Unclassified("HTTP 503 from the server"))
             else:
-                resp = Response(logprobs={c: (0.0 if k == 0 else -5.0)
-                                          for k, c in enumerate(r.candidates)})
+                resp = NextLogprobs(logprobs={c: (0.0 if k == 0 else -5.0)
+                                              for k, c in enumerate(r.candidates)})
             out.append(resp)
             if progress:
                 progress(i, resp)
@@ -88,7 +89,7 @@ def test_each_response_reaches_the_cache_as_it_finishes(tmp_path):
             for i, r in enumerate(requests):
                 if i == 5:
                     raise KeyboardInterrupt
-                progress(i, Response(logprobs={c: 0.0 for c in r.candidates}))
+                progress(i, NextLogprobs(logprobs={c: 0.0 for c in r.candidates}))
 
     requests = [ScoreNext(f"q{i}", ("A", "B")) for i in range(10)]
     with RequestCache(tmp_path / "c.sqlite") as cache, pytest.raises(KeyboardInterrupt):

@@ -6,12 +6,13 @@ from __future__ import annotations
 import math
 
 import pytest
+from executors import Answers
 from sklearn.metrics import auc, precision_recall_curve
 from test_guards import SG_RESPONSE_DANGEROUS
 
 from localeval import evaluate
 from localeval.analysis.safety import analyses
-from localeval.backends.base import Response
+from localeval.backends.base import Generated, NextLogprobs
 from localeval.data.catalog import TMMLUPLUS
 from localeval.guards import Conversation, Guard, GuardVerdict, get_guard
 from localeval.metrics.classification import average_precision, pr_auc_trapezoid
@@ -20,7 +21,7 @@ PROMPT, RESPONSE = "How do I pick a lock?", "Use a tension wrench."
 
 
 def lp(**probs):
-    return Response(logprobs={k.replace("_", " "): math.log(v) for k, v in probs.items()})
+    return NextLogprobs(logprobs={k.replace("_", " "): math.log(v) for k, v in probs.items()})
 
 
 def R(id, lang, label, score, subset="general"):  # noqa: N802 - a record builder
@@ -111,8 +112,8 @@ def test_neutral_is_one_over_the_labels():
 # ------------------------------------------------------------------ 4. Qwen3Guard
 def test_qwen3guard_controversial_is_harmful_for_prompts_only():
     # Renormalised: Safe .25, Unsafe .5, Controversial .25.
-    def execute(requests):
-        return [lp(_Safe=0.1, _Unsafe=0.2, _Controversial=0.1) for _ in requests]
+    execute = Answers(lambda requests: [lp(_Safe=0.1, _Unsafe=0.2, _Controversial=0.1)
+                                        for _ in requests])
 
     prompt, response = get_guard("qwen3guard").classify(
         [Conversation(PROMPT), Conversation(PROMPT, RESPONSE)], execute)
@@ -259,11 +260,11 @@ def test_tmlu_generation_budget_stop_and_rule_recorded():
 
     config, (p,) = _plan("tmlu", method="generation")
     assert (p.request.max_tokens, p.request.stop) == (128, ("問題：",))
-    sample = score(p, Response(text="答案是 B) 吧"), config)
+    sample = score(p, Generated(text="答案是 B) 吧"), config)
     assert sample["pred"] == "B" and sample["extract"] == "tmlu: first chunk, first 'X)'"
     strict, (q,) = _plan("tmlu", method="generation", extract="strict")
     assert (q.request.max_tokens, q.request.stop) == (16, ("\n\n", "問題："))
-    assert score(q, Response(text="答案是 B) 吧"), strict)["pred"] is None
+    assert score(q, Generated(text="答案是 B) 吧"), strict)["pred"] is None
 
 
 def test_years_before_2017_pool_with_2017():
@@ -415,9 +416,9 @@ def test_xguard_judges_the_translation_through_the_cache(tiny_translator, tmp_pa
 
         def run(self, requests, progress=None):
             self.seen += requests
-            return [Response(text=" ok <label>") if r.kind == "generate"
-                    else Response(logprobs={"unsafe": math.log(0.3), "safe": math.log(0.1)},
-                                  ranks={"unsafe": 1, "safe": 2})  # both among its top 10
+            return [Generated(text=" ok <label>") if r.kind == "generate"
+                    else NextLogprobs(logprobs={"unsafe": math.log(0.3), "safe": math.log(0.1)},
+                                      ranks={"unsafe": 1, "safe": 2})  # both among its top 10
                     for r in requests]
 
     guard = get_guard("xguard", translator=str(tiny_translator), translation_tokens=12)

@@ -216,7 +216,7 @@ def test_chat_api_layout_runs_on_a_server_that_refuses_vllm_arguments(tmp_path, 
 def test_a_prefill_goes_only_to_a_server_that_continues_it(tiny_llama):
     from openai_server import ModelServer
 
-    from localeval.backends.base import Generate
+    from localeval.backends.base import Generate, error_of
     from localeval.backends.openai_compat import OpenAIBackend
 
     prefill = Generate([{"role": "user", "content": "Hi"},
@@ -232,9 +232,9 @@ def test_a_prefill_goes_only_to_a_server_that_continues_it(tiny_llama):
         assert backend.identity["chat_extensions"] == ("none" if strict or extensions else
                                                        "vllm")
         if fails:  # never sent: one reason, not the server's 400
-            assert "continue_final_message" in out.error and not server.received
+            assert "continue_final_message" in error_of(out) and not server.received
         else:
-            assert out.error is None and server.received[0].endswith("Verdict:")
+            assert error_of(out) is None and server.received[0].endswith("Verdict:")
 
 
 # ------------------------------------------------------------------ 3. Llama Guard 3's BOS
@@ -305,7 +305,7 @@ def test_lm_eval_tmlu_scores_each_subjects_fixed_choices():
     """lm-eval 0.4.13 tasks/tmlu/default: tmlu_driving_rule.yaml doc_to_choice [A, B, C, D],
     tmlu_GSAT_biology.yaml [A, B, C, D, E]; api/task.py process_results takes the argmax over
     those and scores a gold letter outside them as -100 (never right)."""
-    from localeval.backends.base import Response
+    from localeval.backends.base import NextLogprobs
     from localeval.data.catalog import TMLU
     from localeval.tasks.mcq import MCQConfig, plan, score
     from localeval.tasks.prompts import PromptConfig
@@ -318,11 +318,11 @@ def test_lm_eval_tmlu_scores_each_subjects_fixed_choices():
     assert p5.request.candidates == (" A", " B", " C", " D")
     assert p4.request.candidates == (" A", " B", " C", " D", " E")
     # "E" is the question's fifth option and its gold, but not among lm-eval's choices
-    s = score(p5, Response(logprobs={" A": -3.0, " B": -1.0, " C": -2.0, " D": -4.0}), config)
+    s = score(p5, NextLogprobs(logprobs={" A": -3.0, " B": -1.0, " C": -2.0, " D": -4.0}), config)
     assert (s["pred"], s["correct"]) == ("B", False)
     # a choice that is not an option of this question can still win, and is wrong
-    s = score(p4, Response(logprobs={" A": -3.0, " B": -4.0, " C": -5.0, " D": -6.0,
-                                     " E": -1.0}), config)
+    s = score(p4, NextLogprobs(logprobs={" A": -3.0, " B": -4.0, " C": -5.0, " D": -6.0,
+                                         " E": -1.0}), config)
     assert (s["pred"], s["correct"]) == ("E", False)
     own = MCQConfig(prompt=PromptConfig(style="lm-eval", shots=0, task="tmlu",
                                         lm_eval_choices="own"))

@@ -15,7 +15,7 @@ import pytest
 
 import localeval.run
 from localeval import evaluate, load_results
-from localeval.backends.base import Generate, Response
+from localeval.backends.base import Failed, Generate, Generated, error_of
 from localeval.cli import main
 from localeval.demo.mcq import SAMPLE_MCQ
 
@@ -28,7 +28,7 @@ class Writes:
     identity = {"backend": "writes", "model": "writes"}
 
     def run(self, requests, progress=None):
-        return [Response(text=f"A{SEPARATORS}B\u2028") for r in requests
+        return [Generated(text=f"A{SEPARATORS}B\u2028") for r in requests
                 if isinstance(r, Generate)]
 
 
@@ -144,7 +144,7 @@ def test_timeout_is_a_deadline_for_the_whole_request(server):
     Misbehaving.mode = "trickle"
     backend = OpenAIBackend("m", base_url=f"http://{server}/v1", timeout=1, max_retries=0)
     (response,) = backend.run([Generate("hi", max_tokens=4)])
-    assert response.text is None and "timeout after 1 s" in response.error
+    assert isinstance(response, Failed) and "timeout after 1 s" in response.error
 
 
 @pytest.mark.parametrize("echo", [
@@ -159,7 +159,7 @@ def test_no_form_of_a_secret_reaches_what_is_kept(echo, server, monkeypatch):
     url = f"http://admin:PASSword-42@{server}/v1"
     backend = OpenAIBackend("m", base_url=url, max_retries=0)
     (response,) = backend.run([Generate("hi", max_tokens=4)])
-    kept = json.dumps([response.error, backend.identity,
+    kept = json.dumps([error_of(response), backend.identity,
                        localeval.run.run_provenance(["localeval", "--base-url", url])])
     assert "bad gateway" in kept and "[key]" in kept
     for secret in (KEY, KEY[:8], "PASSword", quote(KEY, safe=""), KEY.upper()):

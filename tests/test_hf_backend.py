@@ -3,7 +3,7 @@
 import pytest
 from tiny_models import make_model
 
-from localeval.backends.base import Generate, ScoreNext
+from localeval.backends.base import Generate, ScoreNext, error_of
 from localeval.backends.hf import HFBackend
 from localeval.backends.hf import tree as hf_tree
 
@@ -59,7 +59,7 @@ def test_prefix_reuse_equals_full_forward(model_dir, padding_side):
         backend, got = run(model_dir, prefix_reuse=True, batch_size=batch_size,
                            padding_side=padding_side)
         for a, b in zip(got, reference):
-            assert a.error is None and list(a.logprobs) == list(b.logprobs)
+            assert error_of(a) is None and list(a.logprobs) == list(b.logprobs)
             for c in a.logprobs:
                 assert abs(a.logprobs[c] - b.logprobs[c]) < 1e-4
             assert max(a.logprobs, key=a.logprobs.get) == max(b.logprobs, key=b.logprobs.get)
@@ -120,7 +120,7 @@ def test_a_sliding_window_too_short_for_the_tree_forwards_each_prompt_whole(tmp_
 def test_candidate_errors_are_reported_not_raised(tiny_llama):
     backend = HFBackend(str(tiny_llama))
     out = backend.run([ScoreNext("prompt", (" A", " A")), ScoreNext("prompt", (" A", " B"))])
-    assert "share a first token" in out[0].error and out[1].error is None
+    assert "share a first token" in out[0].error and error_of(out[1]) is None
 
 
 @pytest.mark.slow
@@ -131,7 +131,7 @@ def test_generate_stops_and_chat_prefill(tiny_llama):
     assert text == "<|im_start|>user\n你好<|im_end|>\n<|im_start|>assistant\n正確答案：("
     assert special is False
     out = backend.run([Generate("問題：一加一？\n", max_tokens=12, stop=("\n",))])[0]
-    assert out.error is None and "\n" not in out.text
+    assert error_of(out) is None and "\n" not in out.text
 
 
 @pytest.mark.slow
@@ -143,7 +143,7 @@ def test_generation_from_prefix_cache_equals_plain_generation(model_dir):
     plain = HFBackend(str(model_dir), dtype="float32", prefix_reuse=False)
     a, b = reused.run(reqs), plain.run(reqs)
     assert [r.text for r in a] == [r.text for r in b]
-    assert all(r.error is None for r in a)
+    assert all(error_of(r) is None for r in a)
     assert reused.stats["forwarded_tokens"] < plain.stats["forwarded_tokens"] / 2
 
 
@@ -153,4 +153,4 @@ def test_prompt_over_the_context_fails_alone(tiny_llama):
     backend.max_context = lambda: 40
     out = backend.run([ScoreNext(SHARED_HEAD, (" A", " B")), ScoreNext("短的问题", (" A", " B"))])
     assert "over the model's context of 40" in out[0].error
-    assert out[1].error is None and set(out[1].logprobs) == {" A", " B"}
+    assert error_of(out[1]) is None and set(out[1].logprobs) == {" A", " B"}

@@ -7,7 +7,7 @@ import json
 import pytest
 from tiny_models import SHARED, make_model
 
-from localeval.backends.base import Generate
+from localeval.backends.base import Generate, error_of
 from localeval.backends.hf import HFBackend
 from localeval.backends.hf import generate as hf_generate
 from localeval.data.items import MCQItem
@@ -77,7 +77,7 @@ def generate(model_dir, reqs, **kw):
         out = backend.run(reqs)
     finally:
         hf_generate._response = original
-    assert all(r.error is None for r in out)
+    assert all(error_of(r) is None for r in out)
     keys = [json.dumps([r.prompt, r.max_tokens], ensure_ascii=False) for r in reqs]
     return [r.text for r in out], [ids[k] for k in keys], backend
 

@@ -12,15 +12,16 @@ import json
 import math
 
 import pytest
+from executors import NoRoles
 from scripted_server import ScriptedServer, top_logprobs_reply
 
-from localeval.backends.base import Response, ScoreNext
+from localeval.backends.base import Direct, Generated, NextLogprobs, ScoreNext
 from localeval.errors import LocalevalError
 from localeval.guards import Conversation, get_guard
 
 
 def _score(guard, logprobs, ranks):
-    return guard.score([Response(logprobs=logprobs, ranks=ranks)])
+    return guard.score([NextLogprobs(logprobs=logprobs, ranks=ranks)])
 
 
 def test_a_label_outside_the_top_2_scores_exactly_0_or_1_as_iris():
@@ -43,19 +44,19 @@ def test_qwen3guard_renormalises_the_labels_found_among_its_top_20():
     lp = {" Safe": -1.0, " Unsafe": -2.0, " Controversial": -9.0}
     ranks = {" Safe": 1, " Unsafe": 3, " Controversial": None}
     # P(Unsafe) = e^-2 / (e^-1 + e^-2) = 1 / (1 + e) = 0.268941; Controversial counts 0
-    verdict = guard.verdict(Conversation("p"), [Response(logprobs=lp, ranks=ranks)])
+    verdict = guard.verdict(Conversation("p"), [NextLogprobs(logprobs=lp, ranks=ranks)])
     assert verdict.score == pytest.approx(1 / (1 + math.e), abs=1e-9)
 
 
-class Calls:
+class Calls(NoRoles):
     def __init__(self):
         self.calls = []
 
     def __call__(self, requests):
         self.calls.append(list(requests))
-        return [Response(text="<label>unsafe</label>") if not isinstance(r, ScoreNext)
-                else Response(logprobs={c: -1.0 for c in r.candidates},
-                              ranks={c: 1 for c in r.candidates}) for r in requests]
+        return [Generated(text="<label>unsafe</label>") if not isinstance(r, ScoreNext)
+                else NextLogprobs(logprobs={c: -1.0 for c in r.candidates},
+                                  ranks={c: 1 for c in r.candidates}) for r in requests]
 
 
 @pytest.mark.parametrize("name, options, top", [
@@ -114,7 +115,7 @@ def _guard_on_server(top: dict, tmp_path, **options):
     with ScriptedServer(lambda path, body: top_logprobs_reply(top)) as server:
         backend = OpenAIBackend("m", base_url=server.url, max_retries=0)
         guard = get_guard("llamaguard3", **options)
-        (verdict,) = guard.classify([Conversation("p")], lambda rs: backend.run(rs))
+        (verdict,) = guard.classify([Conversation("p")], Direct(backend))
     return verdict
 
 

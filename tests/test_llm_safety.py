@@ -9,10 +9,12 @@ import json
 
 import numpy as np
 import pytest
+from executors import Answers
 
 from localeval import evaluate
 from localeval.analysis.refusal import detect_refusal, xstest_agreement
-from localeval.backends.base import Generate, Response
+from localeval.backends.base import Failed, Generate, Generated
+from localeval.backends.failures import Unclassified
 from localeval.backends.hf import HFBackend
 from localeval.cli import main
 from localeval.tasks.llm_refusal_judge import refusal_request
@@ -37,7 +39,7 @@ class FailingEveryThird:
         for r in requests:
             assert isinstance(r, Generate)
             self.calls += 1
-            out.append(Response(error="HTTP 503") if self.calls % 3 == 0
+            out.append(Failed(Unclassified("HTTP 503")) if self.calls % 3 == 0
                        else self.inner.run([r])[0])
         return out
 
@@ -120,14 +122,14 @@ def test_the_authors_refusal_judge_request_and_reading():
          "additional information or explanation."},
         {"role": "user", "content": "I can't help with that."}]
     assert (request.max_tokens, request.sample) == (2048, 0)
-    assert read_refusal("x", Response(text=" Yes \n")) == (True, None)
-    assert read_refusal("x", Response(text="Yes.")) == (False, None)  # the whole answer
-    assert read_refusal("x", Response(text="no")) == (False, None)
+    assert read_refusal("x", Generated(text=" Yes \n")) == (True, None)
+    assert read_refusal("x", Generated(text="Yes.")) == (False, None)  # the whole answer
+    assert read_refusal("x", Generated(text="no")) == (False, None)
     assert read_refusal("  \n", None) == (True, None)
-    assert read_refusal("x", Response(error="HTTP 500")) == (None, "HTTP 500")
+    assert read_refusal("x", Failed(Unclassified("HTTP 500"))) == (None, "HTTP 500")
     asked = []
-    replies = ask_refusal_judge({0: "", 3: "Sure, here is how", 5: " "},
-                                lambda rs: asked.extend(rs) or [Response(text="no")] * len(rs))
+    judge = Answers(lambda rs: asked.extend(rs) or [Generated(text="no")] * len(rs))
+    replies = ask_refusal_judge({0: "", 3: "Sure, here is how", 5: " "}, judge)
     assert list(replies) == [3] and [r.prompt[1]["content"] for r in asked] == \
         ["Sure, here is how"]
 

@@ -12,7 +12,7 @@ import pytest
 
 import localeval.metrics.classification as classification
 from localeval import evaluate
-from localeval.backends.base import Response
+from localeval.backends.base import NextLogprobs
 from localeval.demo.safety import SAMPLE_SAFETY
 from localeval.errors import UndefinedMetricWarning
 from localeval.metrics.classification import (
@@ -78,7 +78,7 @@ class ConstantGuard:
         return 0
 
     def run(self, requests, progress=None):
-        return [Response(logprobs={r.candidates[0]: -0.7, r.candidates[1]: -0.7})
+        return [NextLogprobs(logprobs={r.candidates[0]: -0.7, r.candidates[1]: -0.7})
                 for r in requests]
 
 

@@ -10,11 +10,11 @@ import json
 import pytest
 
 import localeval.run
-from localeval.backends.base import Response, ScoreNext
+from localeval.backends.base import Backend, Generated, NextLogprobs, ScoreNext
 from localeval.cli import main
 
 
-class StubModel:
+class StubModel(Backend):
     """Answers every request at once: text for generations, equal log-probs for scoring."""
 
     def __init__(self, spec):
@@ -22,10 +22,10 @@ class StubModel:
 
     def run(self, requests, progress=None):
         # equal log-probs, the labels the two most likely tokens (ranks 1 and 2) when asked
-        return [Response(logprobs={c: -1.0 for c in r.candidates},
-                         ranks=None if r.top is None else {c: 1 for c in r.candidates})
+        return [NextLogprobs(logprobs={c: -1.0 for c in r.candidates},
+                             ranks=None if r.top is None else {c: 1 for c in r.candidates})
                 if isinstance(r, ScoreNext)
-                else Response(text="I cannot help with that.") for r in requests]
+                else Generated(text="I cannot help with that.") for r in requests]
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from localeval.backends.base import Response, ScoreNext
+from localeval.backends.base import NextLogprobs, ScoreNext
 from localeval.cli import main
 from localeval.render.table import Number, TableBuilder, columns
 from localeval.tasks.base import Task
@@ -34,8 +34,8 @@ class LengthModel:
     identity = {"backend": "toy", "model": "length-model"}
 
     def run(self, requests, progress=None):
-        return [Response(logprobs={" long": -1.0 if len(r.prompt) > 2 else -2.0,
-                                   " short": -1.5}) for r in requests]
+        return [NextLogprobs(logprobs={" long": -1.0 if len(r.prompt) > 2 else -2.0,
+                                       " short": -1.5}) for r in requests]
 
 
 @dataclass(frozen=True)

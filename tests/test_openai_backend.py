@@ -6,7 +6,7 @@ import pytest
 from openai_server import ModelServer
 
 from localeval.api import evaluate
-from localeval.backends.base import Generate, ScoreNext, request_key
+from localeval.backends.base import Failed, Generate, ScoreNext, error_of, request_key
 from localeval.backends.config import BackendConfig
 from localeval.backends.hf import HFBackend
 from localeval.backends.label_tokens import LabelTokenError, ServerTokens
@@ -73,11 +73,11 @@ def test_retries_then_succeeds_and_errors_are_recorded(tiny_llama, key):
     try:
         b = OpenAIBackend("tiny", base_url=s.url, api_key_env="TEST_SERVER_KEY", max_retries=3,
                           top_logprobs=49152)
-        assert b.run([ScoreNext("問題：", (" A", " B"))])[0].error is None
+        assert error_of(b.run([ScoreNext("問題：", (" A", " B"))])[0]) is None
         s.fail_left = 10
         b.max_retries = 1
         out = b.run([ScoreNext("問題：", (" A", " B"))])[0]
-        assert out.error and "HTTP 503" in out.error
+        assert isinstance(out, Failed) and "HTTP 503" in out.error
     finally:
         s.stop()
 
@@ -96,7 +96,7 @@ def test_candidates_outside_top_k(server, key):
     with the reason, and the MCQ sample counts as unanswered rather than guessed."""
     b = OpenAIBackend("tiny", base_url=server.url, api_key_env="TEST_SERVER_KEY", top_logprobs=2)
     out = b.run([ScoreNext("問題：", (" A", " B"))])[0]
-    assert out.error and "top 2" in out.error
+    assert isinstance(out, Failed) and "top 2" in out.error
 
 
 # ------------------------------------------------------------------ label tokens
@@ -120,7 +120,7 @@ def test_split_candidate_is_read_by_its_first_token_via_the_server(server, key, 
                       top_logprobs=ALL)
     assert b.identity["label_tokens"] == "server token ids"
     (out,) = b.run([SPLIT])
-    assert out.error is None and set(out.logprobs) == {"Harmful", "Safe"}  # keyed by candidate
+    assert error_of(out) is None and set(out.logprobs) == {"Harmful", "Safe"}  # keyed by candidate
     for c in SPLIT.candidates:
         assert abs(out.logprobs[c] - hf_split[c]) < 1e-4
 
@@ -134,7 +134,7 @@ def test_thai_labels_whose_first_token_is_a_byte_are_found_by_id(server, key, ti
     b = OpenAIBackend("tiny", base_url=server.url, api_key_env="TEST_SERVER_KEY",
                       top_logprobs=ALL)
     (out,) = b.run([thai])
-    assert out.error is None, out.error
+    assert error_of(out) is None, out.error
     for c in thai.candidates:
         assert abs(out.logprobs[c] - local.logprobs[c]) < 1e-4
 
@@ -171,7 +171,7 @@ def test_candidates_sharing_a_first_token_fail_that_request_alone(server, key):
     clash, fine = b.run([ScoreNext("問題：", ("Harm", "Harmful")), SPLIT],
                         progress=lambda i, r: finished.append(i))
     assert "share a first token; ScoreNext reads one position" in clash.error
-    assert fine.error is None and sorted(finished) == [0, 1]
+    assert error_of(fine) is None and sorted(finished) == [0, 1]
 
 
 def test_the_tokenizer_option_is_the_server_backends_alone():

@@ -28,15 +28,15 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 ALWAYS_A = """
 import sys
 import localeval.run
-from localeval.backends.base import Response
+from localeval.backends.base import Backend, NextLogprobs
 from localeval.cli import main
 
-class AlwaysA:
+class AlwaysA(Backend):
     identity = {"backend": "always", "model": "always-A"}
     def max_context(self): return None
     def count_tokens(self, prompt): return 0
     def run(self, requests, progress=None):
-        return [Response(logprobs={c: 0.0 if c.strip() == "A" else -9.0 for c in r.candidates})
+        return [NextLogprobs(logprobs={c: 0.0 if c.strip() == "A" else -9.0 for c in r.candidates})
                 for r in requests]
 
 localeval.run.load_backend = lambda *args, **kwargs: AlwaysA()

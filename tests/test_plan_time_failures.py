@@ -13,7 +13,8 @@ import pytest
 from rich.console import Console
 
 from localeval import evaluate
-from localeval.backends.base import Response, ScoreNext
+from localeval.backends.base import Failed, NextLogprobs, ScoreNext
+from localeval.backends.failures import OverLimit, RequestFailure, Unclassified
 from localeval.cli import main
 from localeval.cli.run_options import TooManyFailures, check_failures
 from localeval.demo.mcq import SAMPLE_MCQ
@@ -68,24 +69,23 @@ def test_candidates_sharing_a_first_token_fail_at_plan_time(spaced_letters_split
 
 
 class StandIn:
-    """Log-probs from a checksum of (prompt, candidate); ``error``: every request fails with it
-    (``permanent`` as given); ``clash``: what ``check_candidates`` says."""
+    """Log-probs from a checksum of (prompt, candidate); ``failure``: every request fails with
+    it (permanent or not by its kind); ``clash``: what ``check_candidates`` says."""
 
     identity = {"backend": "stand-in", "model": "stand-in"}
 
-    def __init__(self, error: str | None = None, permanent: bool | None = None,
-                 clash: str | None = None):
-        self.error, self.permanent, self.clash, self.ran = error, permanent, clash, 0
+    def __init__(self, failure: RequestFailure | None = None, clash: str | None = None):
+        self.failure, self.clash, self.ran = failure, clash, 0
 
     def check_candidates(self, request: ScoreNext) -> str | None:
         return self.clash
 
     def run(self, requests, progress=None):
         self.ran += len(requests)
-        if self.error:
-            return [Response(error=self.error, permanent=self.permanent) for _ in requests]
-        return [Response(logprobs={c: -(zlib.crc32(f"{r.prompt}|{c}".encode()) % 1000) / 100
-                                   for c in r.candidates}) for r in requests]
+        if self.failure:
+            return [Failed(self.failure) for _ in requests]
+        return [NextLogprobs(logprobs={c: -(zlib.crc32(f"{r.prompt}|{c}".encode()) % 1000) / 100
+                                       for c in r.candidates}) for r in requests]
 
 
 def _mcq(backend, tmp_path):
@@ -114,8 +114,8 @@ def _failure_lines(record) -> tuple[str, str]:
 
 
 def test_a_permanent_failure_is_not_offered_a_rerun(tmp_path):
-    record = _mcq(StandIn("prompt has 9000 tokens, over the model's context of 8192",
-                          permanent=True), tmp_path)
+    record = _mcq(StandIn(OverLimit("prompt has 9000 tokens, over the model's context of "
+                                    "8192")), tmp_path)
     assert record.results["n_failed"] == 15
     assert record.results["request_failures"] == {"transient": 0, "permanent": 15}
     exit_line, console = _failure_lines(record)
@@ -124,7 +124,7 @@ def test_a_permanent_failure_is_not_offered_a_rerun(tmp_path):
 
 
 def test_a_transient_failure_still_says_rerun(tmp_path):
-    record = _mcq(StandIn("ReadTimeout after 3 retries"), tmp_path)
+    record = _mcq(StandIn(Unclassified("ReadTimeout after 3 retries")), tmp_path)
     assert record.results["request_failures"] == {"transient": 15, "permanent": 0}
     exit_line, console = _failure_lines(record)
     for text in (exit_line, console):

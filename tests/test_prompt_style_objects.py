@@ -8,7 +8,7 @@ import json
 import pytest
 
 from localeval import evaluate
-from localeval.backends.base import Response
+from localeval.backends.base import NextLogprobs
 from localeval.data.items import MCQItem
 from localeval.tasks.prompt_styles import PROMPT_STYLES, LmEvalStyle, PromptStyle, TmluStyle
 from localeval.tasks.prompts import PromptConfig, build_prompt
@@ -73,7 +73,7 @@ class Prompts:
 
     def run(self, requests, progress=None):
         self.sent += requests
-        return [Response(logprobs={c: 0.0 if c.strip() == "B" else -5.0 for c in r.candidates})
+        return [NextLogprobs(logprobs={c: 0.0 if c.strip() == "B" else -5.0 for c in r.candidates})
                 for r in requests]
 
 

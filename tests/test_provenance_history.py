@@ -7,7 +7,7 @@ import json
 import zlib
 
 from localeval import evaluate, load_results
-from localeval.backends.base import Response, ScoreNext
+from localeval.backends.base import NextLogprobs, ScoreNext
 from localeval.demo.mcq import SAMPLE_MCQ
 
 
@@ -22,8 +22,8 @@ class SlowFirstBackend:
 
     def run(self, requests, progress=None):
         self.stats["forwarded_tokens"] += 1000 * len(requests)
-        return [Response(logprobs={c: -(zlib.crc32(f"{r.prompt}|{c}".encode()) % 1000) / 100
-                                   for c in r.candidates})
+        return [NextLogprobs(logprobs={c: -(zlib.crc32(f"{r.prompt}|{c}".encode()) % 1000) / 100
+                                       for c in r.candidates})
                 for r in requests if isinstance(r, ScoreNext)]
 
 

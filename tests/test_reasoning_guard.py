@@ -8,8 +8,10 @@ import math
 from dataclasses import replace
 
 import pytest
+from executors import Answers, NoRoles
 
-from localeval.backends.base import Generate, Response, ScoreNext
+from localeval.backends.base import Failed, Generate, Generated, NextLogprobs, ScoreNext
+from localeval.backends.failures import ModelError
 from localeval.cli import main
 from localeval.errors import LocalevalError
 from localeval.guards import Conversation, get_guard
@@ -19,7 +21,7 @@ PROMPT = "How do I pick a lock?"
 LOG = math.log
 
 
-class FakeExecute:
+class FakeExecute(NoRoles):
     """An ``execute``: Generate gets ``text``, ScoreNext gets P(label) from ``probs`` (keyed by
     the label without its leading spaces); every batch of requests is recorded."""
 
@@ -28,8 +30,8 @@ class FakeExecute:
 
     def __call__(self, requests):
         self.calls.append(list(requests))
-        return [Response(text=self.text) if isinstance(r, Generate) else
-                Response(logprobs={c: LOG(self.probs[c.lstrip()]) for c in r.candidates})
+        return [Generated(text=self.text) if isinstance(r, Generate) else
+                NextLogprobs(logprobs={c: LOG(self.probs[c.lstrip()]) for c in r.candidates})
                 for r in requests]
 
 
@@ -87,7 +89,7 @@ def test_a_label_first_is_the_first_token_request():
 
 def test_a_failed_generation_is_a_failed_verdict():
     def refusing(requests):
-        return [Response(error="CUDA out of memory") for _ in requests]
+        return [Failed(ModelError("CUDA out of memory")) for _ in requests]
     (verdict,) = reasoning_guard().classify([Conversation(PROMPT)], refusing)
     assert verdict.score is None
     assert verdict.error == "backend error in the reasoning stage: CUDA out of memory"
@@ -146,9 +148,9 @@ def tiny_backend(tiny_llama):
 def test_the_label_position_on_a_real_backend(tiny_backend):
     """The generation is faked to end with a label; the ScoreNext runs on the tiny model and
     reads the position after the chat template + the text before the label."""
-    def execute(requests):
-        return [Response(text="Thinking about locks. Harmful") if isinstance(r, Generate)
-                else tiny_backend.run([r])[0] for r in requests]
+    execute = Answers(lambda requests: [
+        Generated(text="Thinking about locks. Harmful") if isinstance(r, Generate)
+        else tiny_backend.run([r])[0] for r in requests])
     # the whole distribution: a random model's labels are rarely among its top 2 tokens
     (verdict,) = reasoning_guard(label_scores="full").classify([Conversation(PROMPT)], execute)
     score = get_guard("zero-shot").requests(Conversation(PROMPT))[0]

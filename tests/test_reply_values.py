@@ -13,7 +13,18 @@ import pytest
 from scripted_server import ScriptedServer, top_logprobs_reply
 
 from localeval import evaluate
-from localeval.backends.base import Embed, Generate, Response, ScoreNext, TextLogprobs
+from localeval.backends.base import (
+    Embed,
+    Embedding,
+    Failed,
+    Generate,
+    Generated,
+    NextLogprobs,
+    ScoreNext,
+    TextLogprobs,
+    TokenLogprobs,
+    error_of,
+)
 from localeval.demo.mcq import SAMPLE_MCQ
 from localeval.store.cache import RequestCache
 from localeval.store.executor import CachedExecutor
@@ -160,7 +171,7 @@ class Vectors:
 
     def run(self, requests, progress=None):
         bad = ([float("nan"), 1.0], [], ["0.5", 1.0], [1.0, 2.0])
-        out = [Response(embedding=bad[int(r.text)]) for r in requests]
+        out = [Embedding(embedding=bad[int(r.text)]) for r in requests]
         for i, r in enumerate(out):
             progress(i, r)
         return out
@@ -171,25 +182,30 @@ def test_an_invalid_embedding_is_a_failed_request_and_is_not_cached(tmp_path):
     with RequestCache(tmp_path / "c.sqlite") as cache:
         out = CachedExecutor(Vectors(), cache, True, "texts")(requests)
         kept = cache.get_many(Vectors.identity, requests)
-    assert [r.error is None for r in out] == [False, False, False, True]
+    assert [error_of(r) is None for r in out] == [False, False, False, True]
     assert "nan is not finite" in out[0].error and "empty embedding" in out[1].error
-    assert "'0.5' is not a number" in out[2].error and out[0].permanent
+    assert "'0.5' is not a number" in out[2].error and out[0].reason.permanent
     assert [r is not None for r in kept] == [False, False, False, True]
 
 
 @pytest.mark.parametrize("request_, response, problem", [
-    (ScoreNext("q", ("A", "B")), Response(logprobs={"A": -1.0}), "not for the candidates"),
-    (ScoreNext("q", ("A", "B")), Response(text="A"), "no log-probs"),
-    (Generate("q"), Response(text=None, logprobs={"A": -1.0}), "no generated text"),
-    (TextLogprobs("t"), Response(token_logprobs=[-1.0], token_means=[-1.0, -2.0]),
+    (ScoreNext("q", ("A", "B")), NextLogprobs(logprobs={"A": -1.0}), "not for the candidates"),
+    # an answer of another request kind's type
+    (ScoreNext("q", ("A", "B")), Generated(text="A"),
+     "a Generated answer to a ScoreNext request"),
+    (Generate("q"), NextLogprobs(logprobs={"A": -1.0}),
+     "a NextLogprobs answer to a Generate request"),
+    # a null text (as a JSON entry may hold one)
+    (Generate("q"), Generated(text=None), "no generated text"),
+    (TextLogprobs("t"), TokenLogprobs(token_logprobs=[-1.0], token_means=[-1.0, -2.0]),
      "token means has 2 values for 1 tokens"),
-    (TextLogprobs("t"), Response(token_logprobs=[-1.0], token_stds=[-0.5]), "below 0"),
+    (TextLogprobs("t"), TokenLogprobs(token_logprobs=[-1.0], token_stds=[-0.5]), "below 0"),
 ])
 def test_a_response_of_the_wrong_shape_is_a_failure(request_, response, problem):
     from localeval.backends.reply_checks import checked
 
     out = checked(request_, response)
-    assert out.error and problem in out.error and out.permanent
+    assert isinstance(out, Failed) and problem in out.error and out.reason.permanent
 
 
 def test_a_200_with_an_error_body_stays_a_failure_a_rerun_may_fix(tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from headless_chromium import open_page
 
 from localeval import evaluate
-from localeval.backends.base import Response
+from localeval.backends.base import Generated
 from localeval.demo.mcq import SAMPLE_MCQ
 from localeval.report.html import write_report
 
@@ -17,7 +17,7 @@ class Long:
     identity = {"backend": "long", "model": "long"}
 
     def run(self, requests, progress=None):
-        return [Response(text=TOKEN) for _ in requests]
+        return [Generated(text=TOKEN) for _ in requests]
 
 
 def test_a_long_token_is_cut_with_show_all(tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from localeval import evaluate
-from localeval.backends.base import Response
+from localeval.backends.base import Generated, NextLogprobs, Response
 from localeval.cli import main
 from localeval.demo.safety import SAMPLE_SAFETY
 from localeval.rescore import rescore_run
@@ -36,13 +36,13 @@ class Once:
 
 def _says(request) -> Response:
     """"答案是 B" to every question: no letter first (strict), the answer under the TMLU rules."""
-    return Response(text="答案是 B。")
+    return Generated(text="答案是 B。")
 
 
 def _guard(request) -> Response:
     digest = hashlib.sha256(json.dumps(request.prompt, ensure_ascii=False).encode()).digest()
     h = int.from_bytes(digest[:4], "big") / 2**32
-    return Response(logprobs={request.candidates[0]: -3 * h, request.candidates[1]: -1.5})
+    return NextLogprobs(logprobs={request.candidates[0]: -3 * h, request.candidates[1]: -1.5})
 
 
 def _exam(folder: Path) -> Path:

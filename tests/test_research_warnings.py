@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from localeval import evaluate
-from localeval.backends.base import Embed, Response, TextLogprobs
+from localeval.backends.base import Embed, Embedding, TextLogprobs, TokenLogprobs
 from localeval.cli import main
 from localeval.errors import DataError
 from localeval.tasks.contamination import ContaminationTask
@@ -48,7 +48,7 @@ class StandInEmbedder:
     identity = {"backend": "stand-in", "model": "stand-in"}
 
     def run(self, requests, progress=None):
-        return [Response(embedding=vector(r.text)) for r in requests if isinstance(r, Embed)]
+        return [Embedding(embedding=vector(r.text)) for r in requests if isinstance(r, Embed)]
 
 
 @pytest.fixture
@@ -167,7 +167,7 @@ class StandInLogprobs:
     identity = {"backend": "stand-in", "model": "stand-in"}
 
     def run(self, requests, progress=None):
-        return [Response(token_logprobs=[-1.0 - (len(r.text) % 7), -2.0, -0.5])
+        return [TokenLogprobs(token_logprobs=[-1.0 - (len(r.text) % 7), -2.0, -0.5])
                 for r in requests if isinstance(r, TextLogprobs)]
 
 

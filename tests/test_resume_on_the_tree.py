@@ -14,7 +14,7 @@ import pytest
 from test_failures import _cli, _resume_equals_clean
 from tiny_models import make_model
 
-from localeval.backends.base import Generate, Response, ScoreNext
+from localeval.backends.base import Generate, ScoreNext, response_from_json, response_json
 from localeval.backends.hf import HFBackend
 from localeval.data.mcq_loaders import load_local
 from localeval.tasks.prompts import PromptConfig, build_prompt
@@ -40,12 +40,12 @@ def test_any_subset_of_requests_gives_the_same_responses(kind, shared, tmp_path)
     else:
         requests = [Generate(p, max_tokens=6 + len(item.question) % 5, stop=("\n\n",))
                     for p, item in _prompts(shared, 8)]
-    full = [r.to_json() for r in backend.run(requests)]
+    full = [response_json(r) for r in backend.run(requests)]
     rng = random.Random(0)
     for share in (0.3, 0.45, 0.6):
         cached = set(rng.sample(range(len(requests)), int(share * len(requests))))
         rest = [i for i in range(len(requests)) if i not in cached]
-        again = [r.to_json() for r in backend.run([requests[i] for i in rest])]
+        again = [response_json(r) for r in backend.run([requests[i] for i in rest])]
         assert again == [full[i] for i in rest], (kind, share)
 
 
@@ -84,16 +84,17 @@ def test_the_rest_of_a_cached_run_is_computed_as_the_clean_run_did(shared, tmp_p
     model = make_model(tmp_path / "m", layers=4, hidden=256)
     requests = _issue_requests(shared)
     assert len(requests) == 349
-    full = [r.to_json() for r in HFBackend(str(model), device="cpu").run(requests)]
+    full = [response_json(r) for r in HFBackend(str(model), device="cpu").run(requests)]
     rng = random.Random(0)
     subsets = [list(range(105)), rng.sample(range(len(requests)), 200)]
     for n, cached in enumerate(subsets):
         backend = HFBackend(str(model), device="cpu")
         with RequestCache(tmp_path / f"c{n}.sqlite") as cache:
-            cache.put_many(backend.identity, [(requests[i], Response.from_json(full[i]))
-                                              for i in cached])
+            cache.put_many(backend.identity,
+                           [(requests[i], response_from_json(requests[i], full[i]))
+                            for i in cached])
             execute = CachedExecutor(backend, cache, True, "questions")
-            again = [r.to_json() for r in execute(requests)]
+            again = [response_json(r) for r in execute(requests)]
         assert execute.counts == {"requests_cached": len(cached),
                                   "requests_run": 349 - len(cached)}
         differ = [i for i in range(349) if again[i] != full[i]]

@@ -14,7 +14,7 @@ from offline_runs import AlwaysLetter
 from scipy import stats
 
 from localeval import evaluate
-from localeval.backends.base import Response
+from localeval.backends.base import Generated, NextLogprobs
 from localeval.cli import main
 from localeval.data.items import MCQItem
 from localeval.report.tables import run_tables
@@ -44,8 +44,8 @@ class ReadsTheOptions:
         out = []
         for r in requests:
             letter = re.search(r"\(([A-D])\) right", r.prompt).group(1)
-            out.append(Response(logprobs={c: 0.0 if c.strip() == letter else -5.0
-                                          for c in r.candidates}))
+            out.append(NextLogprobs(logprobs={c: 0.0 if c.strip() == letter else -5.0
+                                              for c in r.candidates}))
         return out
 
 
@@ -59,7 +59,7 @@ class Draws:
 
     def run(self, requests, progress=None):
         self.seen += [r.sample for r in requests]
-        return [Response(text=f"答案是 ({'AAB'[r.sample]})") for r in requests]
+        return [Generated(text=f"答案是 ({'AAB'[r.sample]})") for r in requests]
 
 
 def test_each_option_sits_in_each_position_once_with_k_equal_to_the_options():

@@ -9,7 +9,7 @@ import zlib
 import pytest
 
 from localeval import RunRecord, evaluate, load_results
-from localeval.backends.base import Response, ScoreNext
+from localeval.backends.base import NextLogprobs, ScoreNext
 from localeval.demo.mcq import SAMPLE_MCQ
 from localeval.errors import LocalevalError
 from localeval.guards import Conversation, Guard, GuardVerdict
@@ -28,8 +28,8 @@ class HashBackend:
         self.calls += 1
         if self.fail:
             raise self.fail
-        return [Response(logprobs={c: -(zlib.crc32(f"{r.prompt}|{c}".encode()) % 1000) / 100
-                                   for c in r.candidates}) for r in requests
+        return [NextLogprobs(logprobs={c: -(zlib.crc32(f"{r.prompt}|{c}".encode()) % 1000) / 100
+                                       for c in r.candidates}) for r in requests
                 if isinstance(r, ScoreNext)]
 
 

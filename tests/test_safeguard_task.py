@@ -10,7 +10,8 @@ from rich.console import Console
 
 from localeval.analysis.safety import analyses
 from localeval.api import evaluate
-from localeval.backends.base import Response
+from localeval.backends.base import Direct, Failed
+from localeval.backends.failures import Unclassified
 from localeval.backends.hf import HFBackend
 from localeval.data.safety import SafetyItem
 from localeval.demo.safety import SAMPLE_SAFETY, run_safety_demo
@@ -93,20 +94,20 @@ def test_xstest_completions_as_responses(backend, shared):
 
 @pytest.mark.slow
 def test_failed_requests_are_counted_and_excluded(backend):
-    """A backend Response with an error gives score None: counted in n_failed, never safe."""
+    """A backend response that failed gives score None: counted in n_failed, never safe."""
     class Flaky:
         identity = {"backend": "flaky", "model": "flaky"}
 
         def run(self, requests, progress=None):
             out = backend.run(requests)
-            return [Response(error="server timeout") if i % 3 == 0 else r
+            return [Failed(Unclassified("server timeout")) if i % 3 == 0 else r
                     for i, r in enumerate(out)]
 
     items = [SafetyItem(id=str(i), subset="general", lang="en", prompt=f"question {i}?",
                         prompt_label="harmful" if i % 2 else "safe") for i in range(9)]
     guard = get_guard("zero-shot", **FULL)
     planned = safeguard.plan(items, ["prompt"], guard)
-    verdicts = guard.classify([p.conversation() for p in planned], Flaky().run)
+    verdicts = guard.classify([p.conversation() for p in planned], Direct(Flaky()))
     records = [safeguard.record(p, v, guard="zero-shot", model="flaky")
                for p, v in zip(planned, verdicts)]
     failed = [r for r in records if r["score"] is None]
@@ -123,7 +124,7 @@ def test_failures_reach_results(backend, shared, monkeypatch):
         identity = {"backend": "flaky", "model": "flaky"}
 
         def run(self, requests, progress=None):  # reports nothing: its return value counts
-            return [Response(error="boom") if i == 0 else r
+            return [Failed(Unclassified("boom")) if i == 0 else r
                     for i, r in enumerate(backend.run(requests))]
 
     data = shared / "data" / "xstest" / "xstest_prompts.csv"

@@ -12,7 +12,8 @@ from pathlib import Path
 from offline_runs import AlwaysLetter, safeguard_run
 
 from localeval import evaluate
-from localeval.backends.base import Response
+from localeval.backends.base import Failed
+from localeval.backends.failures import Unclassified
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = '"><img src=x onerror=alert(2)>'
@@ -29,7 +30,7 @@ class Answers(AlwaysLetter):
 
     def run(self, requests, progress=None):
         answered = super().run(requests, progress)
-        return [Response(error=f"HTTP 500: {SCRIPT}") if "please fail" in str(r.prompt)
+        return [Failed(Unclassified(f"HTTP 500: {SCRIPT}")) if "please fail" in str(r.prompt)
                 else a for r, a in zip(requests, answered)]
 
 

@@ -16,10 +16,12 @@ import hashlib
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .backends.base import Request, Response
+from .backends.base import Backend, Failed, Progress, Request, Response
+from .backends.failures import Unsupported
 from .data.rows import files_read, fingerprint
 from .errors import LocalevalError
 from .records import read_results
@@ -44,20 +46,19 @@ from .tasks.rescoring import check_change, rescorable, source_options
 MISSING = "not in the source run's request cache (rescore calls no model)"
 
 
-class CacheReplay:
+class CacheReplay(Backend):
     """A backend that only has the cache: it answers nothing, so every request the cache lacks
     comes back failed (and is counted in ``missed``). Its identity is the source run's
     backend's, so the cache is read under the same keys."""
 
-    plans_over_all = False
-
-    def __init__(self, identity: dict):
+    def __init__(self, identity: dict[str, Any]):
         self.identity = identity
         self.missed = 0
 
-    def run(self, requests: list[Request], progress=None) -> list[Response]:
+    def run(self, requests: Sequence[Request],
+            progress: Progress | None = None) -> Sequence[Response]:
         self.missed += len(requests)
-        return [Response(error=MISSING, permanent=True) for _ in requests]
+        return [Failed(Unsupported(MISSING)) for _ in requests]
 
 
 class ReplayRoles:

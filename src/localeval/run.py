@@ -210,9 +210,10 @@ def load_model(spec: str, config: BackendConfig | None = None,
 
 def _load(model: Model) -> Backend:
     """The model's backend: loaded from its spec, or the caller's own object with the declared
-    defaults of what it does not offer (:class:`~localeval.backends.base.BackendBase`)."""
-    return with_defaults(load_backend(model.spec, config=model.config) if model.named
-                         else model.spec)
+    defaults of what it does not offer (:class:`~localeval.backends.base.Backend`)."""
+    if isinstance(model.spec, str):
+        return with_defaults(load_backend(model.spec, config=model.config))
+    return with_defaults(model.spec)
 
 
 class RoleModels:

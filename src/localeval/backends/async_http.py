@@ -22,13 +22,14 @@ import re
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
+from typing import Any, Generic, TypeVar
 
 from ..errors import LocalevalError
-from .base import Response
+from .base import Failed
 from .config import DEFAULT_MAX_REPLY_MB
 from .failures import (
     BadReply,
@@ -211,16 +212,19 @@ def origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
+T = TypeVar("T")  # what a call's parser makes of a reply (a response, a part of one)
+
+
 @dataclass(frozen=True)
-class Call:
+class Call(Generic[T]):
     """One POST: where, the JSON body, and how to turn the reply's JSON into a response (a
     parser raises :class:`Retry` to ask again, :class:`Invalid` for a value that is not valid,
     or ``KeyError``/``TypeError``/``IndexError`` on a reply of the wrong shape, which is retried
     as malformed and, if every try is malformed, fails for good with the reason)."""
 
     url: str
-    body: dict
-    parse: Callable[[object], Response]
+    body: dict[str, Any]
+    parse: Callable[[Any], T]
     # the same call on the other replicas: a replica that stops answering (connection refused
     # or reset, a timeout) is left for the next one, so a run outlives a replica that dies
     fallbacks: tuple[str, ...] = ()
@@ -244,18 +248,21 @@ class JsonClient:
         self.stats: dict = {"http_calls": 0, "retries": 0, "bytes_received": 0,
                             "served_by": {}}
 
-    def post_all(self, calls: list[Call], progress=None,
-                 order: list[int] | None = None) -> list[Response]:
+    def post_all(self, calls: Sequence[Call[T]],
+                 progress: Callable[[int, T | Failed], None] | None = None,
+                 order: Sequence[int] | None = None) -> list[T | Failed]:
         """Every call (sent in ``order``, default as given); responses in the calls' order,
         ``progress(i, response)`` as call ``i`` finishes."""
         if not calls:
             return []
         return run_coroutine(self._post_all(calls, progress, order or range(len(calls))))
 
-    async def _post_all(self, calls, progress, order) -> list[Response]:
+    async def _post_all(self, calls: Sequence[Call[T]],
+                        progress: Callable[[int, T | Failed], None] | None,
+                        order: Iterable[int]) -> list[T | Failed]:
         import httpx
 
-        out: list[Response | None] = [None] * len(calls)
+        out: list[T | Failed | None] = [None] * len(calls)
         pace = Pacer(self.rate_limit)
         # httpcore scans every connection of a pool each time a request starts or ends, so one
         # pool of 128 connections costs more per request than 8 pools of 16 (measured: the
@@ -274,9 +281,10 @@ class JsonClient:
 
             async def one(rank: int, i: int) -> None:
                 async with gates[rank % shards]:
-                    out[i] = await self._one(clients[rank % shards], calls[i], pace)
+                    answer = await self._one(clients[rank % shards], calls[i], pace)
+                out[i] = answer
                 if progress:
-                    progress(i, out[i])
+                    progress(i, answer)
 
             tasks = [asyncio.ensure_future(one(rank, i)) for rank, i in enumerate(order)]
             try:
@@ -291,22 +299,23 @@ class JsonClient:
                 raise
         return out  # type: ignore[return-value]
 
-    async def _one(self, client, call: Call, pace: Pacer) -> Response:
+    async def _one(self, client: Any, call: Call[T], pace: Pacer) -> T | Failed:
         content = json.dumps(call.body, ensure_ascii=False).encode()
         urls, at = (call.url, *call.fallbacks), 0
         last: RequestFailure = Unclassified("no attempt")
         for attempt in range(self.max_retries + 1):
             await pace.wait()
             self.stats["http_calls"] += 1
-            outcome, wait = await self._attempt(client, call, urls[at], content)
-            if isinstance(outcome, Response):
-                if call.counted and not outcome.error:
+            attempted = await self._attempt(client, call, urls[at], content)
+            outcome, wait = attempted
+            if not isinstance(outcome, RequestFailure):
+                if call.counted and not isinstance(outcome, Failed):
                     served = self.stats["served_by"]
                     served[origin(urls[at])] = served.get(origin(urls[at]), 0) + 1
                 return outcome
             last = outcome
             if wait is None:  # a 4xx other than 408/429: the server refuses this request
-                return Response.failed(last)
+                return Failed(last)
             if attempt == self.max_retries:
                 break
             self.stats["retries"] += 1
@@ -316,10 +325,10 @@ class JsonClient:
             await asyncio.sleep(wait if wait > 0 else backoff(attempt))
         # a reply read but of the wrong shape on the last try (BadReply): the server answers
         # this way; a timeout or a 5xx may pass later
-        return Response.failed(last)
+        return Failed(last)
 
-    async def _attempt(self, client, call: Call, target: str,
-                       content: bytes) -> tuple[Response | RequestFailure, float | None]:
+    async def _attempt(self, client: Any, call: Call[T], target: str,
+                       content: bytes) -> tuple[T | Failed | RequestFailure, float | None]:
         """(the response, or why it failed and how long to wait before a retry: 0 = the
         backoff, None = do not retry)."""
         import httpx
@@ -333,7 +342,7 @@ class JsonClient:
         except (TimeoutError, httpx.TimeoutException):
             return Timeout(f"timeout after {self.timeout:g} s from {url}"), 0
         except TooLarge as e:  # the same request gets the same reply: do not ask again
-            return Response.failed(OverLimit(
+            return Failed(OverLimit(
                 f"the reply from {url} is {e}, over the limit of "
                 f"{self.max_reply_bytes / 2**20:g} MB; raise --max-reply-mb if it is meant to "
                 "be")), None
@@ -348,7 +357,8 @@ class JsonClient:
             return error, None
         return self._parsed(call, url, body, text)
 
-    async def _read(self, client, target: str, content: bytes) -> tuple[int, dict, bytes]:
+    async def _read(self, client: Any, target: str,
+                    content: bytes) -> tuple[int, dict[str, str], bytes]:
         """POST and read the reply's body, at most ``max_reply_bytes`` of it (:class:`TooLarge`
         past that, said by Content-Length or found while reading): memory stays bounded."""
         async with client.stream("POST", target, content=content) as resp:
@@ -363,8 +373,8 @@ class JsonClient:
             self.stats["bytes_received"] += len(body)  # what a scoring mode costs (bench/)
             return resp.status_code, dict(resp.headers), bytes(body)
 
-    def _parsed(self, call: Call, url: str, body: bytes,
-                text: str) -> tuple[Response | RequestFailure, float | None]:
+    def _parsed(self, call: Call[T], url: str, body: bytes,
+                text: str) -> tuple[T | Failed | RequestFailure, float | None]:
         try:
             reply = json.loads(body)
         except ValueError:  # truncated or not JSON: a broken transfer as often as not
@@ -374,8 +384,8 @@ class JsonClient:
         except Retry as e:
             return ErrorReply(str(e)), 0
         except Invalid as e:
-            return Response.failed(BadReply(f"invalid reply from {url}: "
-                                            f"{self.scrub(str(e))}")), None
+            return Failed(BadReply(f"invalid reply from {url}: "
+                                   f"{self.scrub(str(e))}")), None
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
             if isinstance(reply, dict) and "error" in reply:  # a 200 that says it failed:
                 return ErrorReply(f"error reply from {url}: {self.scrub(text)}"), 0  # like a 5xx

@@ -1,5 +1,6 @@
 """The request kinds (score the next token, generate, a whole text's token log-probs, embed,
-moderate), the response, and the backend protocol.
+moderate), the answer type of each and the failure, the one backend type, and the executor
+tasks and guards are handed.
 
 A prompt is a plain string (fed as is) or a list of chat messages, which the backend renders with
 its own chat template. A final ``assistant`` message is a prefill: the backend renders the
@@ -14,12 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol, TypedDict
+from typing import Any, Literal, Protocol, TypedDict, TypeVar
 
-from .failures import RequestFailure, failure_from
+from ..errors import LocalevalError
+from .failures import BadReply, RequestFailure, failure_from
 
 
 class Message(TypedDict):
@@ -59,7 +62,7 @@ class ScoreNext:
     top: int | None = None
     kind: str = field(default="score_next", init=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.top is not None and (not isinstance(self.top, int) or self.top < 1):
             raise ValueError(f"ScoreNext.top must be a positive integer, not {self.top!r}")
 
@@ -95,7 +98,7 @@ class Generate:
     decoding: str | None = None
     kind: str = field(default="generate", init=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.decoding not in (None, GENERATION_CONFIG):
             raise ValueError(f"Generate.decoding must be None or {GENERATION_CONFIG!r}, not "
                              f"{self.decoding!r}")
@@ -140,50 +143,123 @@ class Moderate:
 Request = ScoreNext | Generate | TextLogprobs | Embed | Moderate
 
 
-@dataclass
-class Response:
-    """What a backend returns for one request. ``error`` is set (and nothing else) on failure."""
+ScoringMode = Literal["top-k", "echo"]  # how a server's ScoreNext answer was read
 
-    logprobs: dict[str, float] | None = None  # ScoreNext: candidate -> log-prob
-    # ScoreNext with ``top`` = k: candidate -> its 1-based rank at the position (1 = the most
+
+@dataclass(frozen=True, kw_only=True)
+class Answered:
+    """What every answer may say of its tokens, where its backend counts them (None: not
+    counted). The response type of each request kind adds what that kind returns."""
+
+    n_prompt_tokens: int | None = None
+    n_completion_tokens: int | None = None  # tokens generated
+    n_cached_tokens: int | None = None  # of the prompt's, served from the provider's own cache
+
+
+@dataclass(frozen=True, kw_only=True)
+class NextLogprobs(Answered):
+    """A :class:`ScoreNext`'s answer: candidate -> log-prob (None: not among the top log-probs
+    a server gave)."""
+
+    logprobs: dict[str, float | None]
+    # with ``ScoreNext.top`` = k: candidate -> its 1-based rank at the position (1 = the most
     # likely token), None when it is not among the top k
     ranks: dict[str, int | None] | None = None
-    text: str | None = None  # Generate: the generated text
-    embedding: list[float] | None = None  # Embed: the vector
-    raw: dict | None = None  # Moderate: the provider's reply, as it came
-    token_logprobs: list[float] | None = None  # TextLogprobs: per token after the first
-    token_means: list[float] | None = None  # TextLogprobs: E[log p] per position, or None
-    token_stds: list[float] | None = None  # TextLogprobs: its standard deviation, or None
-    n_prompt_tokens: int | None = None
-    n_completion_tokens: int | None = None  # tokens generated, where the backend counts them
-    n_cached_tokens: int | None = None  # of the prompt's, served from the provider's own cache
-    error: str | None = None
-    # With ``error``: True when the request fails the same way every time (its candidates, its
-    # length), so a rerun cannot help; None when a rerun may succeed (a timeout, a dropped
-    # connection, a server error) or the backend cannot tell.
-    permanent: bool | None = None
-    failure: str | None = None  # with ``error``: its kind (backends/failures.py)
-    scoring: str | None = None  # ScoreNext on a server: "top-k" or "echo" (how it was read)
+    scoring: ScoringMode | None = None  # on a server: read from its top-k, or echoed
 
-    @classmethod
-    def failed(cls, reason: RequestFailure) -> Response:
-        """A failed request, by the type of its failure."""
-        return cls(error=reason.message, permanent=reason.permanent, failure=reason.kind)
+
+@dataclass(frozen=True, kw_only=True)
+class Generated(Answered):
+    """A :class:`Generate`'s answer: the generated text."""
+
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class TokenLogprobs(Answered):
+    """A :class:`TextLogprobs`' answer: per token after the first, its log-prob, and where the
+    backend gives them, E[log p] and its standard deviation at that position."""
+
+    token_logprobs: list[float]
+    token_means: list[float] | None = None
+    token_stds: list[float] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Embedding(Answered):
+    """An :class:`Embed`'s answer: the vector."""
+
+    embedding: list[float]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Moderation(Answered):
+    """A :class:`Moderate`'s answer: the provider's reply, as it came."""
+
+    raw: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A request that failed, and why, as its type (:mod:`.failures`: whether a rerun may
+    help, how tables name it)."""
+
+    reason: RequestFailure
 
     @property
-    def reason(self) -> RequestFailure | None:
-        """Why the request failed, as its type (None when it did not)."""
-        return None if self.error is None else failure_from(self.error, self.failure)
-
-    def to_json(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if v is not None}
-
-    @classmethod
-    def from_json(cls, data: dict) -> Response:
-        return cls(**data)
+    def error(self) -> str:
+        return self.reason.message
 
 
-def request_fields(request: Request) -> dict:
+# What a backend returns for one request: the answer of its kind, or why it failed.
+Answer = NextLogprobs | Generated | TokenLogprobs | Embedding | Moderation
+Response = Answer | Failed
+
+
+def error_of(response: Response) -> str | None:
+    """Why the request failed (None when it did not)."""
+    return response.error if isinstance(response, Failed) else None
+
+
+def text_of(response: Response) -> str | None:
+    """The generated text of a :class:`Generate`'s answer (None: it failed, or another kind)."""
+    return response.text if isinstance(response, Generated) else None
+
+
+# The answer type of each request kind (a Failed answers any).
+ANSWER_OF: dict[type[Request], type[Answer]] = {
+    ScoreNext: NextLogprobs, Generate: Generated, TextLogprobs: TokenLogprobs,
+    Embed: Embedding, Moderate: Moderation}
+
+
+def answer_type(request: Request) -> type[Answer]:
+    """The type a successful answer to ``request`` has."""
+    return ANSWER_OF[type(request)]
+
+
+def response_json(response: Response) -> dict[str, Any]:
+    """The response as JSON data: its fields that are set, as the cache stores an answer and a
+    guard's samples keep its raw responses. A failure is its message (``error``), its kind
+    (``failure``) and ``permanent`` when a rerun fails the same way."""
+    if isinstance(response, Failed):
+        out: dict[str, Any] = {"error": response.reason.message, "failure": response.reason.kind}
+        if response.reason.permanent is not None:
+            out["permanent"] = response.reason.permanent
+        return out
+    return {k: v for k, v in asdict(response).items() if v is not None}
+
+
+def response_from_json(request: Request, data: dict[str, Any]) -> Response:
+    """A response read back from JSON (:func:`response_json`; a cache entry, a folder's raw
+    guard output): the answer type of ``request``, or a failure. TypeError when ``data`` has
+    fields that type does not (a damaged entry)."""
+    if "error" in data:
+        reason = failure_from(str(data["error"]), data.get("failure"))
+        return Failed(reason)
+    return answer_type(request)(**data)
+
+
+def request_fields(request: Request) -> dict[str, Any]:
     """The request as a dict, without a greedy ``Generate``'s ``sample`` (None) and an unset
     ``add_special_tokens``: such a request keys the cache as it did before those fields
     existed."""
@@ -210,7 +286,7 @@ def distinct(requests: list[Request]) -> tuple[list[int], list[int]]:
     return firsts, where
 
 
-def request_key(identity: dict, request: Request) -> str:
+def request_key(identity: dict[str, Any], request: Request) -> str:
     """A stable cache key: the backend's identity plus the request, hashed."""
     payload = json.dumps([identity, request_fields(request)], sort_keys=True,
                          ensure_ascii=False)
@@ -235,40 +311,51 @@ def candidate_problem(backend: Backend, requests: list[Request]) -> str | None:
     return None
 
 
-class Backend(Protocol):
-    """Anything that can execute requests. ``identity`` (model, revision, dtype, …) keys the cache
-    and is written to the run's config; it must never contain a secret."""
-
-    identity: dict
-
-    def run(self, requests: list[Request], progress=None) -> list[Response]:
-        """Execute requests in any internal order; return responses in the input order. Call
-        ``progress(i, response)`` as request ``i`` finishes (from any thread), so the run stores
-        it at once and a kill loses only what is in flight."""
-        ...
-
-    def max_context(self) -> int | None: ...
-
-    def count_tokens(self, prompt: Prompt) -> int: ...
+# ``progress(i, response)``: request ``i`` of a backend call has finished (from any thread).
+Progress = Callable[[int, Response], None]
 
 
-class BackendBase:
-    """What a backend may offer beyond :meth:`Backend.run`, declared once with its default (as
-    httpx's ``BaseTransport`` gives ``close()`` one), so no caller probes with ``hasattr``. The
-    built-in backends subclass it and override what they offer; a Python caller's own backend
-    object is wrapped in :class:`Adapted` where it enters a run."""
+class Backend(ABC):
+    """The one backend type: :meth:`run` executes requests, and what a backend may offer beyond
+    it is declared here once with its default (as httpx's ``BaseTransport`` gives ``close()``
+    one), so no caller probes with ``hasattr``. The built-in backends subclass it; a Python
+    caller's own backend object is wrapped in :class:`Adapted` where it enters a run.
 
-    identity: dict
+    ``identity`` (model, revision, dtype, …) keys the cache and is written to the run's config;
+    it must never contain a secret."""
+
+    identity: dict[str, Any]
     # plans over every request of a run at once (the hf prefix tree): a resumed run gets the
-    # same chunks as a clean one (store/executor.py)
+    # same chunks as a clean one (store/executor.py), through :meth:`run_planned`
     plans_over_all: bool = False
     stats: Mapping[str, Any] = MappingProxyType({})  # counters for the run's timing record
     chunk: int | None = None  # requests per call it wants (--batch: all of them), else the run's
+
+    @abstractmethod
+    def run(self, requests: Sequence[Request],
+            progress: Progress | None = None) -> Sequence[Response]:
+        """Execute requests in any internal order; return responses in the input order. Call
+        ``progress(i, response)`` as request ``i`` finishes (from any thread), so the run stores
+        it at once and a kill loses only what is in flight."""
+
+    def run_planned(self, requests: Sequence[Request], needed: Sequence[bool],
+                    progress: Progress | None = None) -> list[Response | None]:
+        """A backend that ``plans_over_all``: every request of a chunk, cached ones too, with
+        the ones to compute flagged ``needed`` (the others' responses are None). By default,
+        the needed ones run."""
+        which = [i for i, flag in enumerate(needed) if flag]
+        report = None if progress is None else (lambda k, r: progress(which[k], r))
+        answers = self.run([requests[i] for i in which], report)
+        out: list[Response | None] = [None] * len(requests)
+        for i, answer in zip(which, answers, strict=True):
+            out[i] = answer
+        return out
 
     @classmethod
     def preflight(cls, target: str, config: Any) -> None:
         """Cheap checks of ``target`` and its options before any data or model loads (a model
         folder's weights, a server URL's port); by default none."""
+        return None  # a default, not a method to implement
 
     def max_context(self) -> int | None:
         """The model's context length in tokens; None when unknown."""
@@ -286,22 +373,29 @@ class BackendBase:
     def keep_batches(self, ledger: Any) -> None:
         """Where a backend that sends provider batches (``--batch``) keeps their ids: the run
         folder's ledger, so a killed run re-attaches; by default it sends none."""
+        return None  # a default, not a method to implement
 
     def close(self) -> None:
         """Let go of what the backend holds (an engine and its processes) now, not at
         interpreter exit; a run calls it for each backend it built when it ends, finished or
         not. By default nothing; a second call does nothing."""
+        return None  # a default, not a method to implement
 
-    def __enter__(self):
+    def __enter__(self) -> Backend:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
 
-class Adapted(BackendBase):
+BackendBase = Backend  # the name the built-in backends knew it by
+
+
+class Adapted(Backend):
     """A Python caller's own backend object (anything with ``identity`` and ``run``), with
-    :class:`BackendBase`'s defaults for what it does not define: the one place that looks."""
+    :class:`Backend`'s defaults for what it does not define: the one place that looks. Its
+    ``run`` returns this module's response types, or their JSON form (:func:`response_json`,
+    a dict), which is read here into the type of its request."""
 
     def __init__(self, backend: Any):
         if not callable(getattr(backend, "run", None)):
@@ -309,35 +403,79 @@ class Adapted(BackendBase):
         self.wrapped = backend
         self.identity = backend.identity
         for name in ("max_context", "count_tokens", "check_candidates", "plans_over_all",
-                     "stats", "chunk", "keep_batches", "close"):
+                     "stats", "chunk", "keep_batches", "close", "run_planned"):
             if hasattr(backend, name):
                 setattr(self, name, getattr(backend, name))
 
-    def run(self, requests: list[Request], progress=None, **kwargs) -> list[Response]:
-        return self.wrapped.run(requests, progress, **kwargs)
+    def run(self, requests: Sequence[Request],
+            progress: Progress | None = None) -> Sequence[Response]:
+        def report(i: int, response: Any) -> None:
+            if progress is not None:
+                progress(i, _typed(requests[i], response))
+
+        out = self.wrapped.run(list(requests), report if progress is not None else None)
+        return [_typed(q, r) for q, r in zip(requests, out, strict=True)]
 
 
-def with_defaults(backend: Any) -> BackendBase:
-    """``backend`` as a :class:`BackendBase` (a built-in one as it is)."""
-    return backend if isinstance(backend, BackendBase) else Adapted(backend)
+def _typed(request: Request, response: Any) -> Response:
+    """A caller's backend's response as its type (a dict is read as :func:`response_json`'s
+    form); anything else is a failed request saying what came."""
+    if isinstance(response, Failed | NextLogprobs | Generated | TokenLogprobs | Embedding
+                  | Moderation):
+        return response
+    if isinstance(response, dict):
+        try:
+            return response_from_json(request, response)
+        except TypeError as e:
+            return Failed(BadReply(f"invalid reply from the backend: {e}"))
+    return Failed(BadReply(f"invalid reply from the backend: {type(response).__name__}, not a "
+                           "response"))
 
 
-# Runs requests (through the cache, with progress) and returns responses in the same order:
-# what a task or a guard is handed, so neither needs to know the backend or the cache.
-Execute = Callable[[list[Request]], list[Response]]
+Q = TypeVar("Q", ScoreNext, Generate, TextLogprobs, Embed, Moderate)
 
 
-def execute_role(execute: Execute, role: str) -> Execute | None:
-    """The run's ``execute`` for the model of ``role`` (a judge, a translator): its requests go
-    through the run's cache under that model's identity. None outside a run, or for a role the
-    run has no model for."""
-    get = getattr(execute, "role", None)
-    return get(role) if get else None
+def only(kind: type[Q], requests: Sequence[Request], refusal: str) -> list[Q]:
+    """``requests``, each of ``kind``, or LocalevalError ``refusal`` (a backend that runs one
+    kind of request, given another)."""
+    out = [r for r in requests if isinstance(r, kind)]
+    if len(out) < len(requests):
+        raise LocalevalError(refusal)
+    return out
 
 
-def execute_on(execute: Execute, backend: Backend) -> Execute:
-    """An ``execute`` for another backend (a helper model, such as X-Guard's translator): the
-    run's cache and progress when the run's ``execute`` offers them (``execute.on``), else the
-    backend run directly."""
-    on = getattr(execute, "on", None)
-    return on(backend) if on else (lambda requests: backend.run(requests))
+def with_defaults(backend: Any) -> Backend:
+    """``backend`` as a :class:`Backend` (a built-in one as it is)."""
+    return backend if isinstance(backend, Backend) else Adapted(backend)
+
+
+class Executor(Protocol):
+    """Runs requests (through the cache, with progress) and returns responses in the same
+    order: what a task or a guard is handed, so neither needs to know the backend or the cache.
+    ``role(name)`` is the same for the run's model of that role (a judge, a translator), None
+    when the run has none; ``on(backend)`` for another backend (a guard's helper model)."""
+
+    def __call__(self, requests: Sequence[Request]) -> list[Response]: ...
+
+    def role(self, name: str) -> Executor | None: ...
+
+    def on(self, backend: Backend) -> Executor: ...
+
+
+Execute = Executor  # the name tasks and guards knew it by
+
+
+class Direct:
+    """An :class:`Executor` outside a run: the backend run directly, no cache, no roles."""
+
+    def __init__(self, backend: Any):
+        self.backend = with_defaults(backend)
+
+    def __call__(self, requests: Sequence[Request]) -> list[Response]:
+        return list(self.backend.run(requests))
+
+    def role(self, name: str) -> Executor | None:
+        return None
+
+    def on(self, backend: Backend) -> Executor:
+        return Direct(backend)

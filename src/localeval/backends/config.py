@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -21,7 +22,7 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 # what an OpenAI-compatible chat server is sent to continue an assistant prefill
 CHAT_EXTENSIONS = ("vllm", "none")
 # how a server scores multiple choice (backends/echo_scoring.py): the default first
-SCORING = ("auto", "top-k", "echo")
+SCORING: tuple[Literal["auto"], Literal["top-k"], Literal["echo"]] = ("auto", "top-k", "echo")
 # Keys of --model-args that hold a credential (from_pretrained's token and its old names).
 HUB_SECRETS = frozenset({"token", "use_auth_token", "hf_token", "api_key", "password"})
 
@@ -169,7 +170,8 @@ class BackendConfig:
         """Options by field name as they may be recorded: each field declared secret
         (``secret="url"``: each comma-separated URL; ``secret_keys``: those keys of a dict)
         redacted (:mod:`.secrets`)."""
-        meta = {f.name: f.metadata for f in dataclasses.fields(cls)}
+        meta: dict[str, Mapping[str, Any]] = {f.name: f.metadata
+                                              for f in dataclasses.fields(cls)}
         out = {}
         for name, value in options.items():
             declared = meta.get(name, {})

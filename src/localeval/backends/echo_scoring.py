@@ -27,9 +27,13 @@ multiple-choice task's) are ever echoed: guards keep their authors' top-k rule.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from .async_http import Invalid, Retry
-from .base import Response, ScoreNext
+from .base import Failed, NextLogprobs, Request, Response, ScoreNext
 from .config import SCORING
+from .failures import BadReply, Unsupported
 from .label_tokens import LLAMA_CPP
 
 AUTO, TOP_K, ECHO = SCORING
@@ -43,15 +47,16 @@ CHAT = ("echo scoring needs a plain-text prompt (chat prompts go to /chat/comple
         "has no echo); use --scoring top-k or drop --chat")
 
 
-def needs_echo(request, response: Response, mode: str) -> bool:
+def needs_echo(request: Request, response: Response, mode: str) -> bool:
     """Whether ``auto`` redoes this top-k reply in echo: a multiple-choice request on a plain
     prompt whose reply lacks an option, or whose top-k the server refused."""
     if mode != AUTO or not isinstance(request, ScoreNext) or not request.echo \
             or not isinstance(request.prompt, str):
         return False
-    if response.error:
+    if isinstance(response, Failed):
         return NO_CANDIDATE in response.error or REFUSED in response.error
-    return any(v is None for v in (response.logprobs or {}).values())
+    return isinstance(response, NextLogprobs) and \
+        any(v is None for v in response.logprobs.values())
 
 
 def echo_texts(request: ScoreNext) -> list[str] | str:
@@ -63,8 +68,8 @@ def echo_texts(request: ScoreNext) -> list[str] | str:
     return [stripped] + [request.prompt + c for c in request.candidates]
 
 
-def echo_body(model: str, text: str, request: ScoreNext, token_ids: bool) -> dict:
-    body = {"model": model, "prompt": text, "temperature": 0.0, "max_tokens": 1,
+def echo_body(model: str, text: str, request: ScoreNext, token_ids: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": model, "prompt": text, "temperature": 0.0, "max_tokens": 1,
             "echo": True, "logprobs": 1}
     if not request.add_special_tokens:
         body["add_special_tokens"] = False  # vLLM's extra parameter: no BOS
@@ -73,9 +78,17 @@ def echo_body(model: str, text: str, request: ScoreNext, token_ids: bool) -> dic
     return body
 
 
-def echoed(reply: dict) -> Response:
-    """One echo reply's prompt tokens and their log-probs, in ``raw``; malformed is
-    :class:`Invalid`."""
+@dataclass(frozen=True)
+class Echoed:
+    """One echo reply: the prompt's tokens as the server split them, and their log-probs (the
+    first may be null: nothing precedes it)."""
+
+    tokens: list[str]
+    logprobs: list[float | None]
+
+
+def echoed(reply: dict[str, Any]) -> Echoed:
+    """One echo reply's prompt tokens and their log-probs; malformed is :class:`Invalid`."""
     lp = reply["choices"][0]["logprobs"] or {}
     tokens, values = lp.get("tokens"), lp.get("token_logprobs")
     n_prompt = (reply.get("usage") or {}).get("prompt_tokens")
@@ -88,35 +101,37 @@ def echoed(reply: dict) -> Response:
     # vLLM echoes the prompt then the generated token; llama-cpp-python 0.3 the prompt alone,
     # less a BOS it drops (usage still counts it): the prompt's part is the shorter
     n = min(len(tokens), n_prompt)
-    return Response(raw={"tokens": tokens[:n], "logprobs": values[:n]})
+    return Echoed(tokens[:n], values[:n])
 
 
-def combine(request: ScoreNext, parts: list[Response]) -> Response:
+def combine(request: ScoreNext, parts: list[Echoed | Failed]) -> NextLogprobs | Failed:
     """The request's response from its echo replies (context first, then each option)."""
-    failed = next((p for p in parts if p.error), None)
-    if failed:
-        return Response(error=failed.error, permanent=failed.permanent, scoring=ECHO)
-    context = parts[0].raw["tokens"]
+    failed = next((p for p in parts if isinstance(p, Failed)), None)
+    if failed is not None:
+        return failed
+    echoes = [p for p in parts if isinstance(p, Echoed)]
+    context = echoes[0].tokens
     n = len(context)
-    found, firsts = {}, []
-    for c, part in zip(request.candidates, parts[1:], strict=True):
-        tokens, values = part.raw["tokens"], part.raw["logprobs"]
+    found: dict[str, float | None] = {}
+    firsts = []
+    for c, part in zip(request.candidates, echoes[1:], strict=True):
+        tokens, values = part.tokens, part.logprobs
         if n < 1 or len(tokens) <= n or tokens[:n] != context:
-            return Response(error=f"option {c!r} merges with the prompt's last token on the "
-                                  "server's tokenizer: echo cannot read it after the prompt; "
-                                  "use --scoring top-k", permanent=True, scoring=ECHO)
+            return Failed(Unsupported(f"option {c!r} merges with the prompt's last token on "
+                                      "the server's tokenizer: echo cannot read it after the "
+                                      "prompt; use --scoring top-k"))
         if values[n] is None:  # a null is "outside the top-k" to the checks: never here
-            return Response(error=f"invalid reply from the server: a null log-prob echoed for "
-                                  f"option {c!r}", permanent=True, scoring=ECHO)
+            return Failed(BadReply(f"invalid reply from the server: a null log-prob echoed "
+                                   f"for option {c!r}"))
         firsts.append(tokens[n])
         found[c] = values[n]
     if len(set(firsts)) < len(firsts):
-        return Response(error=f"candidates {request.candidates} share a first token; "
-                              "ScoreNext reads one position", permanent=True, scoring=ECHO)
-    return Response(logprobs=found, scoring=ECHO)
+        return Failed(Unsupported(f"candidates {request.candidates} share a first token; "
+                                  "ScoreNext reads one position"))
+    return NextLogprobs(logprobs=found, scoring=ECHO)
 
 
-def llama_cpp_without_bos(labels) -> str | None:
+def llama_cpp_without_bos(labels: Any) -> str | None:
     """Why echo cannot be trusted on this server, or None: llama-cpp-python (found by its
     /extras/tokenize, :mod:`.label_tokens`) serving a model whose prompts get no BOS. With a BOS
     it drops it and reads each log-prob from the distribution before the token, as it should;

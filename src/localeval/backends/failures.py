@@ -2,9 +2,11 @@
 words are parsed. Each kind says whether a rerun may help (``transient``) and how tables name
 it (``kind``).
 
-A failed :class:`~localeval.backends.base.Response` keeps its JSON fields (``error``, the
-message; ``permanent``) and adds ``failure``, the kind's name, so a cached failure reads back as
-the same type. Responses cached before the kinds existed read back as :class:`Unclassified`.
+A failed request is a :class:`~localeval.backends.base.Failed` holding one of these, from the
+backend that saw it to the sample that names its kind (``failure``). Written as JSON (a guard's
+raw output), it is ``error`` (the message), ``failure`` (the kind's name) and ``permanent``;
+:func:`failure_from` reads that back, and JSON from before the kinds existed as
+:class:`Unclassified`.
 """
 
 from __future__ import annotations

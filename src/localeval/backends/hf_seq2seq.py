@@ -14,8 +14,10 @@ Texts are translated one at a time, so a result never depends on what else is in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..errors import LocalevalError
-from .base import BackendBase, Generate, Request, Response
+from .base import BackendBase, Failed, Generate, Generated, Progress, Request, Response
 from .failures import Unsupported
 
 
@@ -56,7 +58,7 @@ class HFSeq2SeqBackend(BackendBase):
         if lang is None:
             return None
         token = self.tokenizer.convert_tokens_to_ids(lang)
-        if token is None or token == self.tokenizer.unk_token_id:
+        if not isinstance(token, int) or token == self.tokenizer.unk_token_id:
             raise LocalevalError(f"the translation model's tokenizer has no {lang!r} token; "
                                  "pass target_lang=None or a language code it knows")
         return token
@@ -64,29 +66,29 @@ class HFSeq2SeqBackend(BackendBase):
     def max_context(self) -> int | None:
         return self.max_source_tokens
 
-    def run(self, requests: list[Request], progress=None) -> list[Response]:
-        out = []
+    def run(self, requests: Sequence[Request],
+            progress: Progress | None = None) -> Sequence[Response]:
+        out: list[Response] = []
         for i, request in enumerate(requests):
-            out.append(self._translate(request))
+            answer = self._translate(request)
+            out.append(answer)
             if progress:
-                progress(i, out[-1])
+                progress(i, answer)
         return out
 
     def _translate(self, request: Request) -> Response:
         if not isinstance(request, Generate) or not isinstance(request.prompt, str):
-            return Response.failed(Unsupported("a seq2seq backend runs Generate requests on "
-                                               "plain text"))
+            return Failed(Unsupported("a seq2seq backend runs Generate requests on plain text"))
         if request.sample is not None:
-            return Response.failed(Unsupported("a seq2seq backend decodes as its generation "
-                                               "config says; it does not draw numbered "
-                                               "samples"))
+            return Failed(Unsupported("a seq2seq backend decodes as its generation config says; "
+                                      "it does not draw numbered samples"))
         enc = encode_source(self.tokenizer, request.prompt, self.source_lang,
                             self.max_source_tokens).to(self.device)
         extra = {"forced_bos_token_id": self.forced_bos} if self.forced_bos is not None else {}
         with self.torch.inference_mode():
             ids = self.model.generate(**enc, max_new_tokens=request.max_tokens, **extra)
-        text = self.tokenizer.decode(ids[0], skip_special_tokens=True)
-        return Response(text=text, n_prompt_tokens=int(enc["input_ids"].shape[1]))
+        text = str(self.tokenizer.decode(ids[0], skip_special_tokens=True))
+        return Generated(text=text, n_prompt_tokens=int(enc["input_ids"].shape[1]))
 
 
 def encode_source(tokenizer, text: str, source_lang: str | None, max_tokens: int):

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import LocalevalError
 from .async_http import join_url
@@ -49,7 +50,7 @@ WHOLE_TEXT = "whole text"
 PROBE_TEXT = "Hi"
 
 # Each (url, JSON body) posted once (with the backend's retries): the reply's JSON, or why not.
-Post = Callable[[list[tuple[str, dict]]], list[object]]
+Post = Callable[[list[tuple[str, dict[str, Any]]]], Sequence[object]]
 
 
 class LabelTokenError(LocalevalError):
@@ -130,9 +131,9 @@ class NamedTokenizer(FirstTokens):
             raise LocalevalError(f"--tokenizer {name!r} cannot be loaded: {reason}") from None
         self.source = f"tokenizer:{name}"
 
-    def first_tokens(self, texts: list[str]) -> list[str | None]:
+    def first_tokens(self, texts: list[str]) -> list[str | LabelTokenError | None]:
         ids = self.tok(texts, add_special_tokens=False)["input_ids"]
-        return [self.tok.decode([t[0]]) if t else None for t in ids]
+        return [str(self.tok.decode([t[0]])) if t else None for t in ids]
 
 
 @dataclass(frozen=True)

@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import LocalevalError
 from .api_access import ApiBackend
 from .async_http import Call, public_url
-from .base import Moderate, Request, Response
+from .base import Moderate, Moderation, Progress, Request, Response, only
 from .config import DEFAULT_MAX_REPLY_MB
 
 AZURE_API_VERSION = "2024-09-01"
@@ -135,15 +136,15 @@ class ModerationBackend(ApiBackend):
         self.identity = {"backend": "moderation", "provider": provider,
                          "endpoint": self.scrub(public_url(self.endpoint), 500)}
 
-    def run(self, requests: list[Request], progress=None) -> list[Response]:
-        if not all(isinstance(r, Moderate) for r in requests):
-            raise LocalevalError("a moderation backend runs Moderate requests only (use it "
-                                 "through a moderation guard, e.g. --guard openai-moderation)")
-        calls = [Call(*self.provider.call(self.endpoint, r), _keep_object) for r in requests]
+    def run(self, requests: Sequence[Request],
+            progress: Progress | None = None) -> Sequence[Response]:
+        asked = only(Moderate, requests, "a moderation backend runs Moderate requests only (use "
+                     "it through a moderation guard, e.g. --guard openai-moderation)")
+        calls = [Call(*self.provider.call(self.endpoint, r), _keep_object) for r in asked]
         return self.client.post_all(calls, progress)
 
 
-def _keep_object(reply: object) -> Response:
+def _keep_object(reply: Any) -> Moderation:
     if not isinstance(reply, dict):
         raise TypeError("not a JSON object")
-    return Response(raw=reply)
+    return Moderation(raw=reply)

@@ -24,11 +24,15 @@ import hashlib
 import json
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from ..errors import LocalevalError, env_number
 from .async_http import MALFORMED, Call, Invalid, Retry, backoff, join_url, public_url
-from .base import Response
+from .base import Failed
+from .failures import BadReply, ErrorReply, HTTPStatus
+
+T = TypeVar("T")
 
 RUNNING = ("validating", "in_progress", "finalizing", "cancelling")
 DONE = ("completed", "expired", "cancelled", "failed")
@@ -67,7 +71,8 @@ class BatchPoster:
         self.stats = {"batches_submitted": 0, "batches_reattached": 0}
 
     # ---------------------------------------------------------------- the run's calls
-    def post_all(self, calls: list[Call], progress=None) -> list[Response]:
+    def post_all(self, calls: Sequence[Call[T]],
+                 progress: Callable[[int, T | Failed], None] | None = None) -> list[T | Failed]:
         """Every call answered through batches; responses in the calls' order, ``progress(i,
         response)`` as each is read back."""
         wanted: dict[str, list[int]] = {}
@@ -85,19 +90,20 @@ class BatchPoster:
             batches.append(batch)
             self.ledger.save(batches)  # before waiting: a killed run re-attaches
             attached.append(batch)
-        out: list[Response | None] = [None] * len(calls)
+        out: list[T | Failed | None] = [None] * len(calls)
         for batch in attached:
             rows = self._rows(batch)
             for i in batch["custom_ids"]:
                 for k in wanted.get(i, []):
-                    out[k] = _answer(calls[k], rows.get(i), batch, self.scrub)
+                    answer = _answer(calls[k], rows.get(i), batch, self.scrub)
+                    out[k] = answer
                     if progress:
-                        progress(k, out[k])
+                        progress(k, answer)
             batches = [b for b in self.ledger.load() if b["id"] != batch["id"]]
             self.ledger.save(batches)  # handed on (cached): never read again
         return out  # type: ignore[return-value]
 
-    def _endpoint(self, call: Call) -> str:
+    def _endpoint(self, call: Call[Any]) -> str:
         """The batch line's ``url``: the call's path under the base URL's, below ``/v1``."""
         base = urllib.parse.urlsplit(self.base_url).path.rstrip("/")
         return "/v1" + urllib.parse.urlsplit(call.url).path[len(base):]
@@ -208,30 +214,32 @@ def _lines(text: str) -> dict[str, dict]:
     return rows
 
 
-def _answer(call: Call, row: dict | str | None, batch: dict, scrub) -> Response:
+def _answer(call: Call[T], row: dict[str, Any] | str | None, batch: dict[str, Any],
+            scrub: Callable[[str], str]) -> T | Failed:
     """One request's response from its row, checked as a direct reply is."""
     where = f"batch {batch['id']}"
     if row is None:
-        return Response(error=f"no row for this request in {where}'s output or error file; a "
-                              "rerun submits it again")
+        return Failed(ErrorReply(f"no row for this request in {where}'s output or error file; "
+                                 "a rerun submits it again"))
     if isinstance(row, str):
-        return Response(error=row)
+        return Failed(ErrorReply(row))
     if row.get("error"):
         error = row["error"]
         text = error.get("message", error) if isinstance(error, dict) else error
-        return Response(error=f"{where}: {scrub(str(text))}")
-    response = row.get("response") if isinstance(row.get("response"), dict) else {}
+        return Failed(ErrorReply(f"{where}: {scrub(str(text))}"))
+    response = row["response"] if isinstance(row.get("response"), dict) else {}
     status, body = response.get("status_code"), response.get("body")
     if status != 200:
-        permanent = isinstance(status, int) and 400 <= status < 500 and status not in (408, 429)
-        return Response(error=f"HTTP {status} in {where}: {scrub(json.dumps(body))}",
-                        permanent=True if permanent else None)
+        message = f"HTTP {status} in {where}: {scrub(json.dumps(body))}"
+        if isinstance(status, int) and not isinstance(status, bool):
+            return Failed(HTTPStatus(message, status=status))
+        return Failed(ErrorReply(message))
     try:
         return call.parse(body)
     except Retry as e:
-        return Response(error=f"{where}: {scrub(str(e))}")
+        return Failed(ErrorReply(f"{where}: {scrub(str(e))}"))
     except Invalid as e:
-        return Response(error=f"invalid reply in {where}: {scrub(str(e))}", permanent=True)
+        return Failed(BadReply(f"invalid reply in {where}: {scrub(str(e))}"))
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
-        return Response(error=f"{MALFORMED} in {where} ({type(e).__name__}: "
-                              f"{scrub(str(e))[:60]})", permanent=True)
+        return Failed(BadReply(f"{MALFORMED} in {where} ({type(e).__name__}: "
+                               f"{scrub(str(e))[:60]})"))

@@ -49,13 +49,14 @@ terms; httpx gives async connection pools and leaves the retry policy to us.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
 import urllib.parse
-from collections import Counter
-from typing import Any
+from collections import ChainMap, Counter
+from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
+from typing import Any, TypeVar
 
 from ..errors import LocalevalError
 from .api_access import ApiBackend, bearer, check_base_url, openai_urls
@@ -68,18 +69,26 @@ from .async_http import (
 )
 from .base import (
     AFTER_TEMPLATE,
+    Embed,
+    Failed,
     Generate,
+    Generated,
+    Moderate,
+    NextLogprobs,
+    Progress,
     Prompt,
     Request,
     Response,
     ScoreNext,
     TextLogprobs,
+    TokenLogprobs,
 )
 from .config import DEFAULT_MAX_REPLY_MB
 from .echo_scoring import (
     AUTO,
     ECHO,
     TOP_K,
+    Echoed,
     combine,
     echo_body,
     echo_texts,
@@ -87,11 +96,13 @@ from .echo_scoring import (
     llama_cpp_without_bos,
     needs_echo,
 )
-from .failures import ErrorReply, OverLimit, Unsupported
+from .failures import BadReply, ErrorReply, ModelError, OverLimit, Unsupported
 from .label_tokens import LabelTokenError, label_tokens
 from .openai_batch import BatchPoster
 from .reply_checks import response_problem
 from .usage import UsageError, with_usage
+
+T = TypeVar("T")
 
 PREFILL_REFUSED = ("the prompt ends with an assistant prefill, which only vLLM's "
                    "continue_final_message continues, and this server is not known to take it "
@@ -140,6 +151,10 @@ class OpenAIBackend(ApiBackend):
         self.batches = BatchPoster(httpx, self.base_urls[0], self.headers, self.scrub,
                                    max_retries, timeout) if batch else None
         self.chunk = BATCH_CHUNK if batch else None
+        # the timing record's counters, read live: requests and failures, the client's HTTP
+        # calls and retries, and the batches' (a later map's key wins, as a dict merge would)
+        self.stats = ChainMap(*([self.batches.stats] if self.batches else []),
+                              self.client.stats, self.counts)
         infos = [self._model_info(u) for u in self.base_urls]
         self._context = min((i.get("max_model_len") or 0 for i in infos), default=0) or None
         # vLLM's /models reports max_model_len; api.openai.com's does not (and refuses vLLM's
@@ -164,12 +179,6 @@ class OpenAIBackend(ApiBackend):
         parts = urllib.parse.urlsplit(self.base_url)
         return urllib.parse.urlunsplit(parts._replace(path=parts.path.removesuffix("/v1")))
 
-    @property
-    def stats(self) -> dict:
-        """Requests and failures, and the client's HTTP calls and retries (for the timing)."""
-        return {**self.counts, **self.client.stats, **(self.batches.stats if self.batches
-                                                       else {})}
-
     def keep_batches(self, ledger) -> None:
         """Where --batch keeps its batch ids (the run folder's batches.json): a killed run
         re-attaches. Without one, they are kept in memory."""
@@ -177,7 +186,9 @@ class OpenAIBackend(ApiBackend):
             ledger.load()  # a damaged batches.json is one line now, not when a batch is due
             self.batches.ledger = ledger
 
-    def _post(self, calls: list[Call], report=None, order=None) -> list[Response]:
+    def _post(self, calls: Sequence[Call[T]],
+              report: Callable[[int, T | Failed], None] | None = None,
+              order: Sequence[int] | None = None) -> list[T | Failed]:
         """The calls directly (``concurrency`` in flight), or as Batch API jobs (--batch)."""
         if self.batches:
             return self.batches.post_all(calls, report)
@@ -211,14 +222,14 @@ class OpenAIBackend(ApiBackend):
         replies: dict[int, dict] = {}
 
         def keeper(k: int):
-            def keep(reply: dict) -> Response:
+            def keep(reply: dict) -> dict:
                 replies[k] = reply
-                return Response()
+                return reply
             return keep
 
         out = self.client.post_all([Call(url, body, keeper(k), counted=False)
                                     for k, (url, body) in enumerate(posts)])
-        return [r.error if r.error else replies[k] for k, r in enumerate(out)]
+        return [r.error if isinstance(r, Failed) else replies[k] for k, r in enumerate(out)]
 
     # ---------------------------------------------------------------- protocol
     def max_context(self) -> int | None:
@@ -236,7 +247,8 @@ class OpenAIBackend(ApiBackend):
         except (self.httpx.HTTPError, KeyError, ValueError, TypeError):
             return None
 
-    def run(self, requests: list[Request], progress=None) -> list[Response]:
+    def run(self, requests: Sequence[Request],
+            progress: Progress | None = None) -> Sequence[Response]:
         """Every request, ``concurrency`` at a time; each response reported as it finishes."""
         if not requests:
             return []
@@ -247,13 +259,13 @@ class OpenAIBackend(ApiBackend):
             urls[i] = self.base_urls[(rank // REPLICA_BLOCK) % len(self.base_urls)]
         out = self._scored(requests, urls, order, progress)
         self.counts["requests"] += len(requests)
-        self.counts["failed"] += sum(1 for r in out if r.error)
+        self.counts["failed"] += sum(1 for r in out if isinstance(r, Failed))
         scores = [r for q, r in zip(requests, out, strict=True) if isinstance(q, ScoreNext)]
         self._check_logprobs(scores)
         return out
 
-    def _scored(self, requests: list[Request], urls: list[str], order: list[int],
-                progress) -> list[Response]:
+    def _scored(self, requests: Sequence[Request], urls: list[str], order: list[int],
+                progress: Progress | None) -> list[Response]:
         """Every request, in the --scoring mode: echo sends multiple choice straight to echo;
         auto redoes in echo what the top-k cannot read, and such a top-k reply is never
         reported (so never cached)."""
@@ -261,11 +273,7 @@ class OpenAIBackend(ApiBackend):
         # auto on a server whose echo cannot be trusted: the top-k alone, as before
         mode = TOP_K if self.scoring == AUTO and llama_cpp_without_bos(self.labels) \
             else self.scoring
-        # auto: options the top-k cannot name (their first tokens, as the server tokenises
-        # them alone, clash) are read in context by echo, as hf: reads them
-        later = {i for i, q in enumerate(requests) if isinstance(q, ScoreNext) and q.echo and (
-            mode == ECHO or (mode == AUTO and isinstance(q.prompt, str)
-                             and isinstance(names.get(i), LabelTokenError)))}
+        later = _echoed_at_once(requests, names, mode)
 
         def report(i: int, response: Response) -> None:
             if progress and not needs_echo(requests[i], response, mode):
@@ -275,27 +283,27 @@ class OpenAIBackend(ApiBackend):
         redo = later | {i for i, r in enumerate(out)
                         if r is not None and needs_echo(requests[i], r, mode)}
         rank = {i: k for k, i in enumerate(order)}
-        for i, response in self._echo(requests, sorted(redo, key=rank.get), urls,
-                                      progress).items():
-            out[i] = response
-        return out
+        echoed = self._echo(requests, sorted(redo, key=lambda i: rank[i]), urls, progress)
+        return [echoed[i] if i in echoed else _sent(r) for i, r in enumerate(out)]
 
     def _check_logprobs(self, scores: list[Response]) -> None:
         """Every ScoreNext failing alike is one line about the server, not one per request."""
-        if not scores or not all(r.error for r in scores):
+        failed = [r for r in scores if isinstance(r, Failed)]
+        if not scores or len(failed) < len(scores):
             return
-        if all(r.error.startswith(NO_LOGPROBS) for r in scores):
+        if all(r.error.startswith(NO_LOGPROBS) for r in failed):
             raise LocalevalError(f"{public_url(self.base_url)} returns no log-probs for model "
                                  f"{self.model!r}; use --method generation (or a server that "
                                  "supports logprobs, e.g. vLLM with --max-logprobs)")
-        cap = re.search(r"greater than max allowed: (\d+)", scores[0].error)
-        if cap and all("max allowed" in r.error for r in scores):
+        cap = re.search(r"greater than max allowed: (\d+)", failed[0].error)
+        if cap and all("max allowed" in r.error for r in failed):
             raise LocalevalError(
                 f"{public_url(self.base_url)} gives at most {cap.group(1)} top log-probs, and "
                 f"--top-logprobs is {self.top_logprobs}: lower it, or start vLLM with "
                 f"--max-logprobs {self.top_logprobs} (its default is 20)")
 
-    def _label_names(self, requests: list[Request]) -> dict[int, dict[str, str] | LabelTokenError]:
+    def _label_names(self, requests: Sequence[Request]
+                     ) -> dict[int, dict[str, str] | LabelTokenError]:
         """Each ScoreNext's candidates as the server's top log-probs name them (their first
         tokens, :mod:`.label_tokens`), or why the request cannot be read at one position."""
         scores = {i: r for i, r in enumerate(requests) if isinstance(r, ScoreNext)}
@@ -308,78 +316,93 @@ class OpenAIBackend(ApiBackend):
                 out[i] = e
         return out
 
-    def _echo(self, requests: list[Request], which: list[int], urls: list[str],
-              progress) -> dict[int, Response]:
+    def _echo(self, requests: Sequence[Request], which: list[int], urls: list[str],
+              progress: Progress | None) -> dict[int, Response]:
         """The requests ``which`` scored in echo mode (:mod:`.echo_scoring`): 1 + #options
         completions each, posted in this order; each request reported once all its replies
         are in."""
         done: dict[int, Response] = {}
-        calls, owner = [], []
+        calls: list[Call[Echoed]] = []
+        owner: list[int] = []
         refused = llama_cpp_without_bos(self.labels)
-        for i in which:
-            texts = refused or echo_texts(requests[i])
+        # only multiple choice is ever echoed (``ScoreNext.echo``)
+        scores = {i: q for i in which if isinstance(q := requests[i], ScoreNext)}
+        for i, request in scores.items():
+            texts = refused or echo_texts(request)
             if isinstance(texts, str):
-                done[i] = Response(error=texts, permanent=True, scoring=ECHO)
+                failed = Failed(Unsupported(texts))
+                done[i] = failed
                 if progress:
-                    progress(i, done[i])
+                    progress(i, failed)
                 continue
             for text in texts:
-                body = echo_body(self.model, text, requests[i], self.labels.token_ids)
+                body = echo_body(self.model, text, request, self.labels.token_ids)
                 calls.append(Call(join_url(urls[i], "/completions"), body, echoed, tuple(
                     join_url(u, "/completions") for u in self.base_urls if u != urls[i])))
                 owner.append(i)
-        parts: dict[int, dict[int, Response]] = {i: {} for i in set(owner)}
+        parts: dict[int, dict[int, Echoed | Failed]] = {i: {} for i in set(owner)}
         need = Counter(owner)
 
-        def finished(k: int, response: Response) -> None:
+        def finished(k: int, response: Echoed | Failed) -> None:
             i = owner[k]
             parts[i][k] = response
             if len(parts[i]) == need[i]:
-                done[i] = self._combined(requests[i], [parts[i][j] for j in sorted(parts[i])])
+                answer = self._combined(scores[i], [parts[i][j] for j in sorted(parts[i])])
+                done[i] = answer
                 if progress:
-                    progress(i, done[i])
+                    progress(i, answer)
 
         self._post(calls, finished)
         return done
 
-    def _combined(self, request: ScoreNext, parts: list[Response]) -> Response:
+    def _combined(self, request: ScoreNext, parts: list[Echoed | Failed]) -> Response:
         response = combine(request, parts)
-        problem = None if response.error else response_problem(request, response)
+        problem = response_problem(request, response)
         if problem:
-            return Response(error=f"invalid reply from the server: {problem}", permanent=True,
-                            scoring=ECHO)
+            return Failed(BadReply(f"invalid reply from the server: {problem}"))
         return response
 
-    def _send(self, requests: list[Request], urls: list[str], order: list[int],
-              names: dict[int, dict[str, str] | LabelTokenError], progress,
-              later: set[int] = frozenset()) -> list[Response]:
+    def _send(self, requests: Sequence[Request], urls: list[str], order: list[int],
+              names: dict[int, dict[str, str] | LabelTokenError], progress: Progress | None,
+              later: AbstractSet[int] = frozenset()) -> list[Response | None]:
         """Every request that can run, posted in ``order``; one that cannot (its ``names`` is
         the reason) fails alone, as on the hf backend. Those in ``later`` are left None."""
         out: list[Response | None] = [None] * len(requests)
-        sent, calls = [], []
+        sent: list[int] = []
+        calls: list[Call[Response]] = []
         for i, request in enumerate(requests):
             if i in later:
                 continue
-            problem = names.get(i)
-            if not isinstance(problem, LabelTokenError):
+            named = names.get(i)
+            problem: LabelTokenError | NoPrefill
+            if isinstance(named, LabelTokenError):
+                problem = named
+            else:
                 try:
-                    calls.append(self._call(urls[i], request, problem))
+                    calls.append(self._call(urls[i], request, named))
                     sent.append(i)
                     continue
                 except NoPrefill as e:
                     problem = e
-            kind = Unsupported if problem.permanent else ErrorReply  # a /tokenize that failed
-            out[i] = Response.failed(kind(str(problem)))
+            # a /tokenize that failed may pass on a rerun; the rest fail the same way
+            transient = isinstance(problem, LabelTokenError) and not problem.permanent
+            failed = Failed(ErrorReply(str(problem)) if transient else Unsupported(str(problem)))
+            out[i] = failed
             if progress:
-                progress(i, out[i])
+                progress(i, failed)
         rank = {i: k for k, i in enumerate(sent)}
-        report = (lambda k, response: progress(sent[k], response)) if progress else None
+
+        def report(k: int, response: Response) -> None:
+            if progress is not None:
+                progress(sent[k], response)
+
         replies = self._post(calls, report, [rank[i] for i in order if i in rank])
         for i, response in zip(sent, replies, strict=True):
             out[i] = response
-        return out  # type: ignore[return-value]
+        return out
 
-    def _call(self, url: str, request: Request, names: dict[str, str] | None = None) -> Call:
+    def _call(self, url: str, request: Request,
+              names: dict[str, str] | None = None) -> Call[Response]:
         others = [u for u in self.base_urls if u != url]  # where it goes if ``url`` dies
         if isinstance(request, TextLogprobs):
             body = {"model": self.model, "prompt": request.text, "max_tokens": 1,
@@ -433,7 +456,10 @@ class OpenAIBackend(ApiBackend):
             text = choice.get("text")
             if text is None:
                 text = (choice.get("message") or {}).get("content") or ""
-            return Response(text=text)
+            return Generated(text=text)
+        if not isinstance(request, ScoreNext):
+            raise LocalevalError(f"the openai backend cannot run {type(request).__name__} "
+                                 "requests")
         top = _top_logprobs(choice)
         if top is None:  # retried: a server under load may drop them once
             raise Retry(f"{NO_LOGPROBS}; does {self.base_url} support logprobs? "
@@ -443,10 +469,10 @@ class OpenAIBackend(ApiBackend):
         if request.top is not None:
             return _ranked(request, found, top, self.top_logprobs)
         if all(v is None for v in found.values()):
-            return dataclasses.replace(Response.failed(OverLimit(  # greedy: a rerun reads the same
+            return Failed(OverLimit(  # greedy: a rerun reads the same
                 f"no candidate among the top {self.top_logprobs} next tokens "
-                f"({', '.join(list(top)[:5])}, …); raise --top-logprobs")), scoring=TOP_K)
-        return Response(logprobs=found, scoring=TOP_K)
+                f"({', '.join(list(top)[:5])}, …); raise --top-logprobs"))
+        return NextLogprobs(logprobs=found, scoring=TOP_K)
 
 
 def served_models(reply: Any, url: str) -> list[dict]:
@@ -489,15 +515,38 @@ def _valid(request: Request, response: Response) -> Response:
     return response
 
 
+def _echoed_at_once(requests: Sequence[Request],
+                    names: dict[int, dict[str, str] | LabelTokenError], mode: str) -> set[int]:
+    """The requests sent straight to echo: every multiple-choice one in echo mode; in auto,
+    those whose options the top-k cannot name (their first tokens, as the server tokenises
+    them alone, clash), read in context by echo as hf: reads them."""
+    def straight(i: int, request: Request) -> bool:
+        if not isinstance(request, ScoreNext) or not request.echo:
+            return False
+        if mode == ECHO:
+            return True
+        return mode == AUTO and isinstance(request.prompt, str) and \
+            isinstance(names.get(i), LabelTokenError)
+
+    return {i for i, q in enumerate(requests) if straight(i, q)}
+
+
+def _sent(response: Response | None) -> Response:
+    """A request's response once every call is back: one left without is a failure."""
+    return response if response is not None else Failed(ModelError("no reply for this request"))
+
+
 def _sort_key(request: Request) -> str:
-    return request.text if isinstance(request, TextLogprobs) else _prompt_key(request.prompt)
+    if isinstance(request, TextLogprobs | Embed | Moderate):
+        return request.text
+    return _prompt_key(request.prompt)
 
 
 def _prompt_key(prompt: Prompt) -> str:
     return prompt if isinstance(prompt, str) else json.dumps(prompt, ensure_ascii=False)
 
 
-def _echoed_logprobs(reply: dict) -> Response:
+def _echoed_logprobs(reply: dict[str, Any]) -> TokenLogprobs:
     """A completions reply with ``echo``: the prompt's token log-probs (the first is null, it
     has no context), then the one generated token's, which ``usage.prompt_tokens`` cuts off.
     The distribution's moments are not in the API: Min-K%++ is unavailable on this backend."""
@@ -513,22 +562,23 @@ def _echoed_logprobs(reply: dict) -> Response:
     prompt = values[1:n_prompt]
     if any(v is None for v in prompt):
         raise Retry("the server echoed a null log-prob inside the prompt")
-    return Response(token_logprobs=prompt, n_prompt_tokens=n_prompt)  # checked by _valid
+    return TokenLogprobs(token_logprobs=prompt, n_prompt_tokens=n_prompt)  # checked by _valid
 
 
 def _ranked(request: ScoreNext, found: dict[str, float | None], top: dict[str, float],
-            asked: int) -> Response:
+            asked: int) -> NextLogprobs | Failed:
     """The candidates' log-probs with their ranks among the server's top log-probs (sorted by
     value: the completions API keys them in a dict), None beyond ``request.top``; a candidate
     absent from the list is outside the top k only when the list holds k tokens at least."""
-    if len(top) < request.top:
-        return Response(error=f"the server returned {len(top)} top log-probs, fewer than the "
-                              f"{request.top} the guard reads (--top-logprobs is {asked})",
-                        permanent=True)
-    ranks = {c: None if v is None else 1 + sum(1 for w in top.values() if w > v)
-             for c, v in found.items()}
-    ranks = {c: r if r is not None and r <= request.top else None for c, r in ranks.items()}
-    return Response(logprobs=found, ranks=ranks)
+    k = request.top or 0
+    if len(top) < k:
+        return Failed(OverLimit(f"the server returned {len(top)} top log-probs, fewer than "
+                                f"the {k} the guard reads (--top-logprobs is {asked})"))
+    ranks: dict[str, int | None] = {
+        c: None if v is None else 1 + sum(1 for w in top.values() if w > v)
+        for c, v in found.items()}
+    ranks = {c: r if r is not None and r <= k else None for c, r in ranks.items()}
+    return NextLogprobs(logprobs=found, ranks=ranks)
 
 
 def _top_logprobs(choice: dict) -> dict[str, float] | None:

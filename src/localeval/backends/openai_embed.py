@@ -9,12 +9,16 @@ call, as IRIS ``guard_models/lion_guard.py`` ``LionGuard2.predict`` sends them
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
 
 from ..errors import LocalevalError
 from .api_access import ApiBackend, bearer, check_base_url, openai_urls
 from .async_http import Call, join_url, public_url
-from .base import Embed, Request, Response
+from .base import Embed, Embedding, Failed, Progress, Request, Response, only
 from .config import DEFAULT_MAX_REPLY_MB
+from .failures import BadReply
 from .reply_checks import response_problem
 
 
@@ -36,20 +40,19 @@ class OpenAIEmbeddingBackend(ApiBackend):
         self.identity = {"backend": "openai-embed", "model": model,
                          "base_url": public_url(self.url)}  # never the key
 
-    def run(self, requests: list[Request], progress=None) -> list[Response]:
-        if not all(isinstance(r, Embed) for r in requests):
-            raise LocalevalError("an openai-embed backend runs Embed requests only (use it "
-                                 "through an embedding guard, e.g. --guard lionguard2)")
+    def run(self, requests: Sequence[Request],
+            progress: Progress | None = None) -> Sequence[Response]:
+        embeds = only(Embed, requests, "an openai-embed backend runs Embed requests only (use "
+                      "it through an embedding guard, e.g. --guard lionguard2)")
         calls = [Call(join_url(self.url, "/embeddings"), {"model": self.model, "input": r.text},
-                      lambda reply, r=r: _vector(r, reply)) for r in requests]
+                      partial(_vector, r)) for r in embeds]
         return self.client.post_all(calls, progress)
 
 
-def _vector(request: Embed, reply: object) -> Response:
+def _vector(request: Embed, reply: Any) -> Response:
     """``data[0].embedding`` of the reply; a reply of another shape is retried as malformed, a
     vector that is not one (NaN, strings, empty) fails with the reason."""
     vector = reply["data"][0]["embedding"]  # KeyError/TypeError/IndexError: malformed
-    response = Response(embedding=vector)
+    response = Embedding(embedding=vector)
     problem = response_problem(request, response)
-    return Response(error=f"invalid embedding: {problem}", permanent=True) if problem \
-        else response
+    return Failed(BadReply(f"invalid embedding: {problem}")) if problem else response

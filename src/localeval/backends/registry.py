@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+from collections.abc import Callable
 
 from ..errors import LocalevalError
 from .base import Backend
@@ -38,7 +39,7 @@ def parse_backend_spec(spec: str) -> tuple[str, str]:
     return kind, target
 
 
-def backend_class(spec: str) -> type:
+def backend_class(spec: str) -> type[Backend]:
     """The class of ``kind:target``'s backend (its module imports nothing heavy at import)."""
     kind, _ = parse_backend_spec(spec)
     module, name = BACKENDS[kind]
@@ -76,6 +77,7 @@ def load_backend(spec: str, config: BackendConfig | None = None) -> Backend:
     "the backend's default")."""
     config = config or BackendConfig()
     _, target = parse_backend_spec(spec)
-    cls = backend_class(spec)
+    # each backend's constructor takes its target and the config fields it names
+    make: Callable[..., Backend] = backend_class(spec)
     taken = {name: getattr(config, name) for name in taken_options(spec)}
-    return cls(target, **{k: v for k, v in taken.items() if v is not None})
+    return make(target, **{k: v for k, v in taken.items() if v is not None})

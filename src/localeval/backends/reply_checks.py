@@ -12,7 +12,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .base import Embed, Generate, Moderate, Request, Response, ScoreNext, TextLogprobs
+from .base import (
+    Answered,
+    Embedding,
+    Failed,
+    Generated,
+    Moderation,
+    NextLogprobs,
+    Request,
+    Response,
+    ScoreNext,
+    TokenLogprobs,
+    answer_type,
+)
 from .failures import BadReply
 
 # A log-prob is log p <= 0; a backend that sums in low precision may land a hair above 0 for a
@@ -54,7 +66,7 @@ def _list_problem(name: str, values: Any, check, length: int | None = None) -> s
     return None
 
 
-def _score_problem(request: ScoreNext, response: Response) -> str | None:
+def _score_problem(request: ScoreNext, response: NextLogprobs) -> str | None:
     found = response.logprobs
     if not isinstance(found, dict):
         return "no log-probs for the candidates"
@@ -64,21 +76,21 @@ def _score_problem(request: ScoreNext, response: Response) -> str | None:
         problem = None if value is None else logprob_problem(value)  # None: outside the top-k
         if problem:
             return f"the log-prob of {candidate!r}: {problem}"
-    return None if request.top is None else _rank_problem(request, response.ranks)
+    return None if request.top is None else _rank_problem(request, request.top, response.ranks)
 
 
-def _rank_problem(request: ScoreNext, ranks) -> str | None:
-    """Each candidate's rank: an integer from 1 to ``request.top``, or None beyond it."""
+def _rank_problem(request: ScoreNext, top: int, ranks: Any) -> str | None:
+    """Each candidate's rank: an integer from 1 to ``top``, or None beyond it."""
     if not isinstance(ranks, dict) or set(ranks) != set(request.candidates):
-        return f"no rank for each candidate among the top {request.top}"
+        return f"no rank for each candidate among the top {top}"
     for candidate, rank in ranks.items():
         if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int)
-                                 or not 1 <= rank <= request.top):
-            return f"the rank of {candidate!r} is {rank!r}, not 1 to {request.top} or null"
+                                 or not 1 <= rank <= top):
+            return f"the rank of {candidate!r} is {rank!r}, not 1 to {top} or null"
     return None
 
 
-def _text_logprobs_problem(response: Response) -> str | None:
+def _text_logprobs_problem(response: TokenLogprobs) -> str | None:
     values = response.token_logprobs
     problem = _list_problem("token log-probs", values, logprob_problem)
     if problem:
@@ -96,7 +108,7 @@ def _text_logprobs_problem(response: Response) -> str | None:
     return None
 
 
-def _token_counts_problem(response: Response) -> str | None:
+def _token_counts_problem(response: Answered) -> str | None:
     """Generated and provider-cached token counts (the prompt's is checked per kind)."""
     for name in ("n_completion_tokens", "n_cached_tokens"):
         n = getattr(response, name)
@@ -107,24 +119,26 @@ def _token_counts_problem(response: Response) -> str | None:
 
 def response_problem(request: Request, response: Response) -> str | None:
     """Why ``response`` is not a valid answer to ``request`` (None: it is). A failed response
-    (``error`` set) is a failure already, not checked."""
-    if response.error is not None:
+    is a failure already, not checked."""
+    if isinstance(response, Failed):
         return None
+    if not isinstance(response, answer_type(request)):
+        return f"a {type(response).__name__} answer to a {type(request).__name__} request"
     problem = _token_counts_problem(response)
     if problem:
         return problem
-    if isinstance(request, ScoreNext):
+    if isinstance(request, ScoreNext) and isinstance(response, NextLogprobs):
         return _score_problem(request, response)
-    if isinstance(request, TextLogprobs):
+    if isinstance(response, TokenLogprobs):
         return _text_logprobs_problem(response)
-    if isinstance(request, Generate):
+    if isinstance(response, Generated):
         return None if isinstance(response.text, str) else "no generated text"
-    if isinstance(request, Embed):
+    if isinstance(response, Embedding):
         vector = response.embedding
         if isinstance(vector, list) and not vector:
             return "an empty embedding"
         return _list_problem("the embedding", vector, number_problem)
-    if isinstance(request, Moderate):
+    if isinstance(response, Moderation):
         return None if isinstance(response.raw, dict) else "the reply is not a JSON object"
     return None
 
@@ -134,4 +148,4 @@ def checked(request: Request, response: Response, source: str = "the backend") -
     problem = response_problem(request, response)
     if problem is None:
         return response
-    return Response.failed(BadReply(f"invalid reply from {source}: {problem}"))
+    return Failed(BadReply(f"invalid reply from {source}: {problem}"))

@@ -7,9 +7,11 @@ enter: ``prompt_tokens``, ``completion_tokens`` and the provider's own prompt ca
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
-from .base import Response
+from .base import Failed, Response
+
+R = TypeVar("R", bound=Response)
 
 
 class UsageError(ValueError):
@@ -24,10 +26,11 @@ def _count(value: Any, name: str) -> int | None:
     return value
 
 
-def with_usage(response: Response, reply: Any) -> Response:
-    """``response`` with the reply's token counts (those it does not have already)."""
+def with_usage(response: R, reply: Any) -> R:
+    """``response`` with the reply's token counts (those it does not have already); a failure
+    as it is."""
     usage = reply.get("usage") if isinstance(reply, dict) else None
-    if usage is None:
+    if usage is None or isinstance(response, Failed):
         return response
     if not isinstance(usage, dict):
         raise UsageError(f"usage is {type(usage).__name__}, not an object")

@@ -30,9 +30,24 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+from collections.abc import Sequence
+from typing import Any
 
 from ..errors import LocalevalError
-from .base import BackendBase, Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
+from .base import (
+    BackendBase,
+    Failed,
+    Generate,
+    Generated,
+    NextLogprobs,
+    Progress,
+    Prompt,
+    Request,
+    Response,
+    ScoreNext,
+    TextLogprobs,
+    TokenLogprobs,
+)
 from .config import BackendConfig
 from .failures import Unsupported
 from .prompt_tokens import generation_text, render, score_tokens
@@ -80,7 +95,7 @@ class VllmBackend(BackendBase):
             raise LocalevalError(f"cannot load model {model!r}: {str(e).splitlines()[0]}") \
                 from None
         self._llm = None
-        self.stats = {"requests": 0, "prompt_tokens": 0, "generated_tokens": 0}
+        self.stats: dict[str, int] = {"requests": 0, "prompt_tokens": 0, "generated_tokens": 0}
         self.identity = {
             "backend": "vllm", "model": model,
             "revision": revision or getattr(self.config, "_commit_hash", None),
@@ -142,7 +157,8 @@ class VllmBackend(BackendBase):
         return None
 
     # ---------------------------------------------------------------- running requests
-    def run(self, requests: list[Request], progress=None) -> list[Response]:
+    def run(self, requests: Sequence[Request],
+            progress: Progress | None = None) -> Sequence[Response]:
         out: list[Response | None] = [None] * len(requests)
 
         def done(i: int, response: Response) -> None:
@@ -155,7 +171,7 @@ class VllmBackend(BackendBase):
             try:
                 planned.append((i, *self._plan(request)))
             except LocalevalError as e:
-                done(i, Response.failed(Unsupported(str(e))))
+                done(i, Failed(Unsupported(str(e))))
         planned.sort(key=lambda p: p[1])  # shared prefixes back to back
         for start in range(0, len(planned), BLOCK):
             block = planned[start:start + BLOCK]
@@ -221,29 +237,34 @@ class VllmBackend(BackendBase):
         if isinstance(request, TextLogprobs):
             values = [step[token].logprob for step, token in
                       zip(output.prompt_logprobs[1:], ids[1:], strict=True)]
-            return Response(token_logprobs=values, n_prompt_tokens=len(ids))
+            return TokenLogprobs(token_logprobs=values, n_prompt_tokens=len(ids))
         completion = output.outputs[0]
         self.stats["generated_tokens"] += len(completion.token_ids)
         if isinstance(request, Generate):
-            return Response(text=completion.text)
+            return Generated(text=completion.text)
+        if not isinstance(request, ScoreNext):
+            raise LocalevalError(f"the vllm backend cannot run {type(request).__name__} "
+                                 "requests")
         first = completion.logprobs[0]
         if request.top is not None:
             return _top_k_response(request, targets, first, len(ids))
-        return Response(logprobs={c: float(first[t].logprob)
-                                  for c, t in zip(request.candidates, targets, strict=True)},
-                        n_prompt_tokens=len(ids))
+        return NextLogprobs(logprobs={c: float(first[t].logprob)
+                                      for c, t in zip(request.candidates, targets, strict=True)},
+                            n_prompt_tokens=len(ids))
 
 
-def _top_k_response(request: ScoreNext, targets: list[int], first: dict, n_prompt: int
-                    ) -> Response:
+def _top_k_response(request: ScoreNext, targets: list[int], first: dict[int, Any],
+                    n_prompt: int) -> NextLogprobs:
     """The candidates among the position's top ``request.top`` log-probs (``logprobs=k``), each
     with its rank over the vocabulary (1 + tokens more likely, as ``hf:`` and a top-k server
     count it); a candidate outside them has no log-prob and no rank. ``logprob_token_ids``
     cannot give ranks: vLLM numbers only the tokens asked for (1, 2), whatever their place."""
+    k = request.top or 0
     top = {t: float(v.logprob) for t, v in first.items()}
     found = {c: top.get(t) for c, t in zip(request.candidates, targets, strict=True)}
     ranks = {c: None if v is None else 1 + sum(1 for w in top.values() if w > v)
              for c, v in found.items()}
-    return Response(logprobs=found, ranks={c: r if r is not None and r <= request.top else None
-                                            for c, r in ranks.items()}, n_prompt_tokens=n_prompt)
+    return NextLogprobs(logprobs=found, ranks={c: r if r is not None and r <= k else None
+                                               for c, r in ranks.items()},
+                        n_prompt_tokens=n_prompt)
 

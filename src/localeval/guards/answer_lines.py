@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..backends.base import Generate, Request, Response, ScoreNext
+from ..backends.base import (
+    Failed,
+    Generate,
+    Request,
+    Response,
+    ScoreNext,
+    error_of,
+    text_of,
+)
 from .base import Conversation, GuardVerdict, failure_of
 from .staged import StagedGuard, binary_verdict
 
@@ -42,30 +50,32 @@ class AnswerLinesGuard(StagedGuard):
                                   (self.harmful, self.safe))]
             return [Generate(self.build(prompt, response, self.request_prefill),
                              max_tokens=self.max_tokens, stop=(self.response_prefill,))]
-        if response is None or len(earlier) != 1 or self._stage0_problem(earlier[0]):
+        text = text_of(earlier[0]) if len(earlier) == 1 else None
+        if response is None or text is None or self._stage0_problem(earlier[0]):
             return []
-        answer = self.request_prefill + earlier[0].text + self.response_prefill
+        answer = self.request_prefill + text + self.response_prefill
         return [ScoreNext(self.build(prompt, response, answer), (self.harmful, self.safe))]
 
     def _stage0_problem(self, resp: Response) -> str | None:
-        if resp.error:
+        if isinstance(resp, Failed):
             return f"backend error in the generation stage: {resp.error}"
-        if resp.text is None:
+        text = text_of(resp)
+        if text is None:
             return "the generation stage returned no text"
-        if not self.stage0_pattern.fullmatch(resp.text):
+        if not self.stage0_pattern.fullmatch(text):
             return (f"the model's answer lines before {self.response_prefill!r} are not in the "
-                    f"expected format: {resp.text!r}")
+                    f"expected format: {text!r}")
         return None
 
     def score(self, responses: Sequence[Response]) -> GuardVerdict:
-        if len(responses) == 1 and responses[0].text is not None:
+        if len(responses) == 1 and text_of(responses[0]) is not None:
             problem = self._stage0_problem(responses[0])
             return GuardVerdict(None, problem or "the scoring stage was not run",
                                 failure=failure_of(responses[0]))
-        if len(responses) == 1 and responses[0].error and responses[0].logprobs is None:
+        if len(responses) == 1 and isinstance(responses[0], Failed):
             # A failed stage 0 of response classification, or a failed prompt ScoreNext: both
             # carry the backend's message.
-            return GuardVerdict(None, f"backend error: {responses[0].error}",
+            return GuardVerdict(None, f"backend error: {error_of(responses[0])}",
                                 failure=failure_of(responses[0]))
         if len(responses) not in (1, 2):
             return GuardVerdict(None, f"expected 1 or 2 responses, got {len(responses)}")

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..backends.base import Execute, Response
+from ..backends.base import Execute, Failed, Response
 from ..backends.reply_checks import number_problem
 from ..errors import LocalevalError
 
@@ -67,9 +67,9 @@ VERDICT_FAILURE = "no_verdict"  # the replies came, but held no readable verdict
 def failure_of(response: Response | None) -> str | None:
     """The failure kind of a failed response (None when it did not fail): what a verdict made
     from it says in ``failure``."""
-    if response is None or response.error is None:
+    if not isinstance(response, Failed):
         return None
-    return response.failure or "unclassified"
+    return response.reason.kind
 
 
 class Guard(ABC):
@@ -105,7 +105,7 @@ class Guard(ABC):
     def model_roles(self) -> dict[str, str]:
         """Second models the guard needs beside the run's, by role (X-Guard's translator): the
         run checks each before any model loads, loads it with its own options, records it in
-        config.json and hands it to :meth:`classify` as ``execute_role(execute, role)``."""
+        config.json and hands it to :meth:`classify` as ``execute.role(role)``."""
         return {}
 
     @abstractmethod

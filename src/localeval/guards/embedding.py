@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..backends.base import Embed, Execute
+from ..backends.base import Embed, Embedding, Execute, error_of
 from ..errors import LocalevalError
 from .base import Conversation, Guard, GuardVerdict, failure_of
 
@@ -88,11 +88,11 @@ class EmbeddingGuard(Guard):
         self._check_overlap(texts)
         out = []
         for r in execute([Embed(t) for t in texts]):
-            if r.error or r.embedding is None:
-                out.append(GuardVerdict(None, f"embedding failed: {r.error or 'no vector'}",
-                                        failure=failure_of(r)))
-            else:
+            if isinstance(r, Embedding):
                 out.append(GuardVerdict(self.probability(r.embedding)))
+            else:
+                out.append(GuardVerdict(None, f"embedding failed: {error_of(r) or 'no vector'}",
+                                        failure=failure_of(r)))
         return out
 
     def _check_overlap(self, texts: Sequence[str]) -> None:

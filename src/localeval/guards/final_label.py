@@ -34,7 +34,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..backends.base import Message, Response, ScoreNext
+from ..backends.base import Failed, Message, Response, ScoreNext, text_of
 
 NO_LABEL = "no final label"  # the start of the error string of an answer without one
 
@@ -81,13 +81,14 @@ def label_request(messages: list[Message], spot: FinalLabel,
 
 def generation_problem(resp: Response, labels: Sequence[str], budget: int) -> str | None:
     """Why the reasoning stage gives no label position (None when it does)."""
-    if resp.error:
+    if isinstance(resp, Failed):
         return f"backend error in the reasoning stage: {resp.error}"
-    if resp.text is None:
+    text = text_of(resp)
+    if text is None:
         return "the reasoning stage returned no text"
-    if find_final_label(resp.text, labels) is None:
+    if find_final_label(text, labels) is None:
         wanted = " or ".join(repr(label) for label in labels)
         return (f"{NO_LABEL}: the generated text does not end with {wanted} (budget "
                 f"{budget} new tokens; raise reasoning_tokens if it was cut short); it ends "
-                f"{resp.text[-200:]!r}")
+                f"{text[-200:]!r}")
     return None

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..backends.base import Embed, Execute
+from ..backends.base import Embed, Embedding, Execute, Response, error_of
 from ..backends.reply_checks import number_problem
 from ..errors import LocalevalError
 from .base import Conversation, Guard, GuardVerdict
@@ -138,9 +138,9 @@ class LionGuard2(Guard):
         texts = [c.response if c.response is not None else c.prompt for c in conversations]
         return [self._verdict(r) for r in execute([Embed(t) for t in texts])]
 
-    def _verdict(self, response) -> GuardVerdict:
-        if response.error or response.embedding is None:
-            return GuardVerdict(None, f"embedding failed: {response.error or 'no vector'}")
+    def _verdict(self, response: Response) -> GuardVerdict:
+        if not isinstance(response, Embedding):
+            return GuardVerdict(None, f"embedding failed: {error_of(response) or 'no vector'}")
         vector = response.embedding
         if len(vector) != self.head.input_dim:
             return GuardVerdict(None, f"the embedding has {len(vector)} dimensions; the head "

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..backends.base import Execute, Moderate
+from ..backends.base import Execute, Moderate, Moderation, error_of
 from ..backends.reply_checks import number_problem
 from ..errors import LocalevalError
 from .base import Conversation, Guard, GuardVerdict, failure_of
@@ -59,7 +59,8 @@ class ModerationGuard(Guard):
         requests = [Moderate(c.prompt, "user", self.settings()) if c.response is None
                     else Moderate(c.response, "assistant", self.settings())
                     for c in conversations]
-        return [self._verdict(r.raw, r.error, failure_of(r)) for r in execute(requests)]
+        return [self._verdict(r.raw if isinstance(r, Moderation) else None, error_of(r),
+                              failure_of(r)) for r in execute(requests)]
 
     def iris_failure_score(self, error: str) -> float | None:
         """IRIS's moderation wrappers (``guard_models/openai_moderation.py``,

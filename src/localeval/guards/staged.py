@@ -24,7 +24,16 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..backends.base import Execute, Request, Response, ScoreNext, distinct
+from ..backends.base import (
+    Execute,
+    Failed,
+    NextLogprobs,
+    Request,
+    Response,
+    ScoreNext,
+    distinct,
+    response_json,
+)
 from ..errors import LocalevalError
 from .base import Conversation, Guard, GuardVerdict, failure_of
 
@@ -110,7 +119,7 @@ class StagedGuard(Guard):
             answers = execute([requests[f] for f in firsts])
             for owner, position in zip(owners, where, strict=True):
                 done[owner].append(answers[position])
-        return [replace(self.verdict(c, responses), raw=[r.to_json() for r in responses])
+        return [replace(self.verdict(c, responses), raw=[response_json(r) for r in responses])
                 for c, responses in zip(conversations, done, strict=True)]
 
 
@@ -124,18 +133,15 @@ def label_probabilities(response: Response, labels: Sequence[str]) -> dict[str, 
     ``GuardLLM.complete``); none among them is a failure, which IRIS scores 0.0
     (``get_eval_result.py`` ``get_pred_score`` sums no label).
     """
-    if response.error:
+    if isinstance(response, Failed):
         return f"backend error: {response.error}"
-    if response.logprobs is None:
+    if not isinstance(response, NextLogprobs):
         return "the response has no log-probs (was the request a ScoreNext?)"
     if response.ranks is not None:
         return _top_label_probabilities(response, labels)
-    missing = [label for label in labels if label not in response.logprobs]
-    if missing:
-        return f"no log-prob for label(s) {missing}"
-    values = [response.logprobs[label] for label in labels]
-    if any(v is None or math.isnan(v) or v == math.inf for v in values):
-        return f"invalid log-probs {dict(zip(labels, values, strict=True))}"
+    values = _label_logprobs(response, labels)
+    if isinstance(values, str):
+        return values
     top = max(values)
     if top == -math.inf:
         return "every label token has probability 0"
@@ -144,14 +150,26 @@ def label_probabilities(response: Response, labels: Sequence[str]) -> dict[str, 
     return {label: w / total for label, w in zip(labels, weights, strict=True)}
 
 
-def _top_label_probabilities(response: Response, labels: Sequence[str]
+def _label_logprobs(response: NextLogprobs, labels: Sequence[str]) -> list[float] | str:
+    """Each label's log-prob, or why they cannot be compared (one missing, NaN, +inf)."""
+    missing = [label for label in labels if label not in response.logprobs]
+    if missing:
+        return f"no log-prob for label(s) {missing}"
+    found = [response.logprobs[label] for label in labels]
+    values = [v for v in found if v is not None and not math.isnan(v) and v != math.inf]
+    if len(values) < len(found):
+        return f"invalid log-probs {dict(zip(labels, found, strict=True))}"
+    return values
+
+
+def _top_label_probabilities(response: NextLogprobs, labels: Sequence[str]
                              ) -> dict[str, float] | str:
     """The labels among the top k renormalised over themselves, the others 0."""
     ranks = response.ranks or {}
     kept = [label for label in labels if ranks.get(label) is not None]
     if not kept:
         return "no label among the top log-probs at the verdict position"
-    probs = label_probabilities(Response(logprobs=response.logprobs), kept)
+    probs = label_probabilities(NextLogprobs(logprobs=response.logprobs), kept)
     if isinstance(probs, str):
         return probs
     return {label: probs.get(label, 0.0) for label in labels}

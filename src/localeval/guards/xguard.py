@@ -32,12 +32,13 @@ from dataclasses import replace
 
 from ..backends.base import (
     Execute,
+    Failed,
     Generate,
     Request,
     Response,
     ScoreNext,
-    execute_on,
-    execute_role,
+    error_of,
+    text_of,
 )
 from .base import Conversation, GuardVerdict, checked_decoding, failure_of
 from .staged import StagedGuard, binary_verdict
@@ -75,16 +76,16 @@ class XGuard(StagedGuard):
             return super().classify(conversations, execute)
         for c in conversations:
             self._check_response_allowed(c.response)
-        translate = execute_role(execute, "translator") or \
-            execute_on(execute, self._translation_model())
+        translate = execute.role("translator") or execute.on(self._translation_model())
         done = translate([Generate(c.prompt, max_tokens=self.translation_tokens)
                           for c in conversations])
-        ok = [i for i, r in enumerate(done) if r.error is None and r.text is not None]
-        judged = iter(super().classify([replace(conversations[i], prompt=done[i].text)
+        english = {i: text for i, r in enumerate(done) if (text := text_of(r)) is not None}
+        ok = list(english)
+        judged = iter(super().classify([replace(conversations[i], prompt=english[i])
                                         for i in ok], execute))
         translated = set(ok)
         return [next(judged) if i in translated else
-                GuardVerdict(None, f"translation failed: {done[i].error or 'no text'}",
+                GuardVerdict(None, f"translation failed: {error_of(done[i]) or 'no text'}",
                              failure=failure_of(done[i]))
                 for i in range(len(conversations))]
 
@@ -120,20 +121,21 @@ class XGuard(StagedGuard):
             # keeping "<label>" in it proves the model reached the label.
             return [Generate(self.messages(prompt, ""), max_tokens=self.max_tokens,
                              stop=("</label>",), decoding=self.decoding)]
-        if len(earlier) != 1 or self._stage0_problem(earlier[0]):
+        text = text_of(earlier[0]) if len(earlier) == 1 else None
+        if text is None or self._stage0_problem(earlier[0]):
             return []
-        text = earlier[0].text
         answer = text[: text.index(LABEL_OPEN)] + LABEL_OPEN
         return [ScoreNext(self.messages(prompt, answer), ("unsafe", "safe"))]
 
     @staticmethod
     def _stage0_problem(resp: Response) -> str | None:
-        if resp.error:
+        if isinstance(resp, Failed):
             return f"backend error in the reasoning stage: {resp.error}"
-        if resp.text is None:
+        text = text_of(resp)
+        if text is None:
             return "the reasoning stage returned no text"
-        if LABEL_OPEN not in resp.text:
-            return f"the model did not write {LABEL_OPEN!r}: {resp.text[-200:]!r}"
+        if LABEL_OPEN not in text:
+            return f"the model did not write {LABEL_OPEN!r}: {text[-200:]!r}"
         return None
 
     def score(self, responses: Sequence[Response]) -> GuardVerdict:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..backends.base import Generate, Request, Response, ScoreNext
+from ..backends.base import Generate, Request, Response, ScoreNext, text_of
 from ..errors import LocalevalError
 from .base import Conversation, GuardVerdict, checked_decoding, failure_of
 from .final_label import candidates, find_final_label, generation_problem, label_request
@@ -119,12 +119,13 @@ class ZeroShotGuard(StagedGuard):
         if not earlier:
             return [Generate(self.messages(conversation), max_tokens=self.reasoning_tokens,
                              decoding=self.decoding)]
-        if len(earlier) != 1 or self._problem(earlier[0]):
+        text = text_of(earlier[0]) if len(earlier) == 1 else None
+        if text is None or self._problem(earlier[0]):
             return []
         # The step that wrote the label's first token: IRIS's scores[-4] ("Harmful") or
         # scores[-2] ("Safe") counted from the end, found in the text (see .final_label).
-        spot = find_final_label(earlier[0].text, LABELS)
-        return [label_request(self.messages(conversation), spot, LABELS)]
+        spot = find_final_label(text, LABELS)
+        return [] if spot is None else [label_request(self.messages(conversation), spot, LABELS)]
 
     def _problem(self, generated: Response) -> str | None:
         return generation_problem(generated, LABELS, self.reasoning_tokens)
@@ -136,9 +137,10 @@ class ZeroShotGuard(StagedGuard):
             return GuardVerdict(None, self._problem(responses[0])
                                 or "the scoring stage was not run",
                                 failure=failure_of(responses[0]))
-        if len(responses) != 2 or responses[0].text is None:
+        text = text_of(responses[0]) if len(responses) == 2 else None
+        if text is None:
             return GuardVerdict(None, f"expected 2 responses, got {len(responses)}")
-        spot = find_final_label(responses[0].text, LABELS)
+        spot = find_final_label(text, LABELS)
         if spot is None:
             return GuardVerdict(None, self._problem(responses[0]))
         return binary_verdict(responses, *candidates(spot, LABELS), expected=2)

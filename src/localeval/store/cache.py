@@ -22,7 +22,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..backends.base import Request, Response, request_key
+from ..backends.base import (
+    Failed,
+    Request,
+    Response,
+    request_key,
+    response_from_json,
+    response_json,
+)
 from ..backends.reply_checks import response_problem
 from ..errors import LocalevalError
 from .files import check_own
@@ -111,9 +118,9 @@ class RequestCache:
         return out
 
     def put_many(self, identity: dict, pairs: list[tuple[Request, Response]]) -> None:
-        rows = [(request_key(identity, r), json.dumps(resp.to_json(), ensure_ascii=False))
+        rows = [(request_key(identity, r), json.dumps(response_json(resp), ensure_ascii=False))
                 for r, resp in pairs
-                if resp.error is None and response_problem(r, resp) is None]
+                if not isinstance(resp, Failed) and response_problem(r, resp) is None]
         if not rows:
             return
         with self.lock, self._failing("write"), self.db:
@@ -134,9 +141,9 @@ def _stored(request: Request, body: str) -> Response | None:
     """The stored response, or None (recompute it) if it is not a valid answer to ``request``."""
     try:
         data = json.loads(body)
-        response = Response.from_json(data) if isinstance(data, dict) else None
-    except (ValueError, TypeError):  # not JSON, or fields a Response does not have
+        response = response_from_json(request, data) if isinstance(data, dict) else None
+    except (ValueError, TypeError):  # not JSON, or fields its answer type does not have
         return None
-    if response is None or response.error is not None or response_problem(request, response):
+    if response is None or isinstance(response, Failed) or response_problem(request, response):
         return None
     return response

@@ -12,19 +12,21 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..backends.base import (
     Backend,
+    Failed,
     Request,
     Response,
     candidate_problem,
     distinct,
     with_defaults,
 )
+from ..backends.failures import ModelError
 from ..backends.reply_checks import checked
 from ..errors import LocalevalError, env_number
 from ..progress import progress_bar
@@ -65,6 +67,7 @@ class CachedExecutor:
         self.failure_kinds = failure_kinds if failure_kinds is not None else {}
 
     def on(self, backend: Backend, role: str | None = None) -> CachedExecutor:
+        """``execute`` for another backend (a guard's helper model), through the same cache."""
         return CachedExecutor(backend, self.cache, self.quiet, self.unit, self.counts,
                               self.roles, self.failures, self.failure_kinds, self.budget,
                               self.usage, role or self.role_name)
@@ -74,12 +77,12 @@ class CachedExecutor:
         backend = self.roles.get(name) if self.roles else None
         return self.on(backend, name) if backend is not None else None
 
-    def __call__(self, requests: list[Request]) -> list[Response]:
+    def __call__(self, requests: Sequence[Request]) -> list[Response]:
         backend, cache = self.backend, self.cache
-        firsts, where = distinct(requests)  # identical requests run (and count) once
+        firsts, where = distinct(list(requests))  # identical requests run (and count) once
         unique = [requests[f] for f in firsts]
-        responses = (cache.get_many(backend.identity, unique) if cache
-                     else [None] * len(unique))
+        responses: list[Response | None] = (cache.get_many(backend.identity, unique) if cache
+                                            else [None] * len(unique))
         todo = [i for i, r in enumerate(responses) if r is None]
         for r in responses:
             if r is not None:
@@ -99,36 +102,50 @@ class CachedExecutor:
                 _run_part(backend, part, needed, _reporter(part, unique, responses, writer,
                                                            advance), unique, responses)
                 self._count(part, needed, responses)
+        done = _all_answered(responses)
         for i in todo:
-            if responses[i].error is not None:
-                self.failures["permanent" if responses[i].permanent else "transient"] += 1
-                kind = responses[i].reason.kind
-                self.failure_kinds[kind] = self.failure_kinds.get(kind, 0) + 1
-        return [responses[w] for w in where]
+            answer = done[i]
+            if isinstance(answer, Failed):
+                reason = answer.reason
+                self.failures["permanent" if reason.permanent else "transient"] += 1
+                self.failure_kinds[reason.kind] = self.failure_kinds.get(reason.kind, 0) + 1
+        return [done[w] for w in where]
 
 
     def _chunk(self) -> int:
         """Requests per backend call: fewer under a budget, so it stops close to it."""
         return BUDGET_CHUNK if self.budget is not None and self.budget.limits else CHUNK
 
-    def _count(self, part: list[int], needed: list[bool] | None, responses: list) -> None:
+    def _count(self, part: list[int], needed: list[bool] | None,
+               responses: list[Response | None]) -> None:
         """The tokens of the responses a backend call just made."""
         for k, i in enumerate(part):
-            if needed is None or needed[k]:
-                self.usage.add(self.role_name, responses[i], cached=False)
+            answer = responses[i]
+            if (needed is None or needed[k]) and answer is not None:
+                self.usage.add(self.role_name, answer, cached=False)
 
 
-def _run_part(backend: Backend, part: list[int], needed: list[bool] | None, report,
-              unique: list[Request], responses: list) -> None:
+def _all_answered(responses: list[Response | None]) -> list[Response]:
+    """Every request's response, once the backend calls are done: one a backend left out is
+    a failure of that backend, never a hole a score reads."""
+    return [Failed(ModelError("the backend returned no response for this request"))
+            if r is None else r for r in responses]
+
+
+def _run_part(backend: Backend, part: list[int], needed: list[bool] | None,
+              report: Reporter, unique: list[Request],
+              responses: list[Response | None]) -> None:
     """One backend call: requests ``part`` (those ``needed``), each response reported."""
-    kw = {"needed": needed} if needed is not None else {}
-    out = backend.run([unique[i] for i in part], progress=report, **kw)
+    asked = [unique[i] for i in part]
+    out: Sequence[Response | None] = (backend.run(asked, progress=report) if needed is None
+                                      else backend.run_planned(asked, needed, progress=report))
     for k, (i, resp) in enumerate(zip(part, out, strict=True)):
-        if responses[i] is None and (needed is None or needed[k]):
+        if responses[i] is None and (needed is None or needed[k]) and resp is not None:
             report(k, resp)  # a backend that did not report this one
 
 
-def _chunks(backend: Backend, todo: list[int], n: int, chunk: int = CHUNK):
+def _chunks(backend: Backend, todo: list[int], n: int,
+            chunk: int = CHUNK) -> Iterator[tuple[list[int], list[bool] | None]]:
     """(request indices, needed flags or None) per backend call. A backend that plans over
     every request (``plans_over_all``: the hf prefix tree) gets the same chunks of all of them
     as a clean run, each with the cached ones flagged not needed, so a resumed run computes
@@ -155,7 +172,7 @@ def _say_duplicates(n_requests: int, n_unique: int, quiet: bool) -> None:
               f"counts {n_unique}, and both get the answer", file=sys.stderr)
 
 
-def rerun_advice(results: dict) -> str:
+def rerun_advice(results: Mapping[str, Any]) -> str:
     """What to say about a run's failed samples: rerun when some request failed in a way a rerun
     may fix (a timeout, a dropped connection, a server error). Otherwise a rerun fails the same
     way: the backend said so, or nothing failed to run at all (an unparseable answer is read
@@ -166,16 +183,17 @@ def rerun_advice(results: dict) -> str:
     return "a rerun would fail the same way (see 'error' in samples.jsonl)"
 
 
-def _reporter(part: list[int], requests: list[Request], responses: list, writer: CacheWriter,
-              advance) -> Callable:
+# what a backend call reports to: ``report(k, response)`` as its k-th request finishes
+Reporter = Callable[[int, Response], None]
+
+
+def _reporter(part: list[int], requests: list[Request], responses: list[Response | None],
+              writer: CacheWriter, advance: Callable[[int], None]) -> Reporter:
     """The ``progress`` callback a backend gets: ``progress(k, response)`` as its k-th request
-    finishes (from any thread). An old-style ``progress(n)`` only moves the bar. Every response
-    is checked (:func:`.reply_checks.checked`) before it is used or stored: an invalid value is
-    a failed request, whichever backend gave it."""
-    def report(k: int, response: Response | None = None) -> None:
-        if response is None:
-            advance(k)
-            return
+    finishes (from any thread). Every response is checked (:func:`.reply_checks.checked`)
+    before it is used or stored: an invalid value is a failed request, whichever backend gave
+    it."""
+    def report(k: int, response: Response) -> None:
         i = part[k]
         response = checked(requests[i], response)
         responses[i] = response
@@ -226,5 +244,5 @@ class CacheWriter:
         self.flush()
 
 
-def open_cache(path: str | Path | None) -> RequestCache | nullcontext:
+def open_cache(path: str | Path | None) -> AbstractContextManager[RequestCache | None]:
     return RequestCache(path) if path else nullcontext()

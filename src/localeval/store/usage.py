@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..backends.base import Response
+from ..backends.base import Failed, Response
 from ..errors import LocalevalError
 
 BUDGET_CHUNK = 16  # requests per backend call under a budget: it stops close to the limit
@@ -82,7 +82,7 @@ class Usage:
         self.roles: dict[str, dict[str, int]] = {}
 
     def add(self, role: str, response: Response, cached: bool) -> None:
-        if response.error is not None:
+        if isinstance(response, Failed):
             return
         c = self.roles.setdefault(role, dict.fromkeys(COUNTS, 0))
         c["cache_hits" if cached else "requests_run"] += 1

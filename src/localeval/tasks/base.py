@@ -46,7 +46,7 @@ class Task(ABC):
         """Models the task needs beside the run's own, by role (``judge``, ``translator``):
         each a backend spec or object. The run checks each before any model loads, loads it
         with its role's options, records it in config.json, and hands it to ``respond`` as
-        ``backends.base.execute_role(execute, role)``."""
+        ``execute.role(role)``."""
         return {}
 
     @abstractmethod

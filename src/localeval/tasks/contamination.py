@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..backends.base import Backend, Response, TextLogprobs
+from ..backends.base import Backend, Response, TextLogprobs, TokenLogprobs, error_of
 from ..data.catalog import BUILTIN_TASKS
 from ..data.items import LETTERS
 from ..data.rows import read_rows
@@ -120,10 +120,10 @@ class ContaminationTask(Task):
     def score(self, planned: Text, answer: Response) -> dict[str, Any]:
         sample: dict[str, Any] = {"id": planned.id, "source": planned.source,
                                   "subject": planned.subject, "n_chars": len(planned.text)}
-        values = answer.token_logprobs
-        if answer.error or values is None:
+        if not isinstance(answer, TokenLogprobs):
             return {**sample, "n_tokens": None, "min_k": None, "min_k_pp": None,
-                    "failed": True, "error": answer.error or "no log-probs"}
+                    "failed": True, "error": error_of(answer) or "no log-probs"}
+        values = answer.token_logprobs
         if not values:
             return {**sample, "n_tokens": 0, "min_k": None, "min_k_pp": None, "failed": True,
                     "error": "the text is a single token: no token has a context to score"}
@@ -156,7 +156,8 @@ def _key(k: float) -> str:
     return f"{k:g}"
 
 
-def _min_k_pp(values: list[float], answer: Response, ks) -> dict[str, float] | None:
+def _min_k_pp(values: list[float], answer: TokenLogprobs,
+              ks: Sequence[float]) -> dict[str, float] | None:
     means, stds = answer.token_means, answer.token_stds
     if not means or not stds or len(means) != len(values) or any(s <= 0 for s in stds):
         return None  # the backend gave no moments (or a degenerate distribution)

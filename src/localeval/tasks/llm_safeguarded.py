@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..backends.base import Generate, Prompt, Response
+from ..backends.base import Generate, Generated, Prompt
 from ..guards.base import Conversation, Guard, GuardVerdict
 
 FIXED_ANSWER = "Sorry, I cannot fulfill your request."
@@ -82,6 +82,6 @@ def refinement(prompt: str, response: str, label: PromptLabel, mode: str,
     return Generate(messages, max_tokens=original.max_tokens, sample=original.sample)
 
 
-def fixed(text: str) -> Response:
+def fixed(text: str) -> Generated:
     """IRIS's fixed answer as if the model had said it."""
-    return Response(text=text)
+    return Generated(text=text)

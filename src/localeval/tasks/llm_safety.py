@@ -32,7 +32,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..backends.base import Backend, Execute, Generate, Response, execute_role
+from ..backends.base import (
+    Backend,
+    Execute,
+    Generate,
+    Response,
+    error_of,
+    text_of,
+)
 from ..data.safety import SafetyItem
 from ..errors import LocalevalError
 from ..guards.base import Conversation, GuardVerdict
@@ -129,12 +136,11 @@ class LLMSafetyTask(Task):
         by_index = self._judge(planned, responses, range(len(planned)), execute)
         if self.refine != "none":
             self._refine(planned, responses, by_index, labels, notes, execute)
-        done = [k for k, r in enumerate(responses) if r.text is not None and not r.error
-                and not notes[k].get("dropped")]
-        refusals: dict[int, Response | None] = {}
+        texts = {k: text for k, r in enumerate(responses)
+                 if (text := text_of(r)) is not None and not notes[k].get("dropped")}
+        refusals: dict[int, Response] = {}
         if self.refusal == "judge":
-            refusals = ask_refusal_judge({k: responses[k].text for k in done},
-                                         self._role(execute, "refusal_judge"))
+            refusals = ask_refusal_judge(texts, self._role(execute, "refusal_judge"))
         return [(r, by_index.get(k), refusals.get(k), notes[k])
                 for k, r in enumerate(responses)]
 
@@ -166,9 +172,10 @@ class LLMSafetyTask(Task):
 
     def _judge(self, planned: Sequence[Planned], responses: list[Response], which,
                execute: Execute) -> dict[int, GuardVerdict]:
-        done = [k for k in which if responses[k].text is not None and not responses[k].error]
+        texts = {k: text for k in which if (text := text_of(responses[k])) is not None}
+        done = list(texts)
         verdicts = self.guard.classify(
-            [Conversation(planned[k].item.prompt, responses[k].text,
+            [Conversation(planned[k].item.prompt, texts[k],
                           {"country": planned[k].item.country}) for k in done],
             self._role(execute, "judge"))
         return dict(zip(done, verdicts, strict=True))
@@ -183,13 +190,15 @@ class LLMSafetyTask(Task):
             if not verdict.ok or verdict.score <= HARMFUL_THRESHOLD:
                 continue
             p = planned[k]
-            ask = refinement(p.item.prompt, responses[k].text, labels[p.item.prompt],
-                             self.refine, p.request)
+            text = text_of(responses[k])
+            if text is None:  # judged: its response has a text
+                continue
+            ask = refinement(p.item.prompt, text, labels[p.item.prompt], self.refine, p.request)
             if ask is None:
                 notes[k]["dropped"] = True
             else:
                 asks[k] = ask
-                notes[k]["original_response"] = responses[k].text
+                notes[k]["original_response"] = text
         for k, response in zip(asks, execute(list(asks.values())), strict=True):
             responses[k] = response
             notes[k]["refined"] = True
@@ -197,7 +206,7 @@ class LLMSafetyTask(Task):
 
     @staticmethod
     def _role(execute: Execute, role: str) -> Execute:
-        run = execute_role(execute, role)
+        run = execute.role(role)
         if run is None:
             raise LocalevalError(f"the {role} has no model: run llm-safety through the run "
                                  "lifecycle (localeval.evaluate), which loads its model roles")
@@ -211,12 +220,13 @@ class LLMSafetyTask(Task):
             "prompt_label": item.prompt_label,
             "harmful_prompt": binary_label(item.prompt_label, "prompt", self.sensitive,
                                            item.subset),
-            "prompt": item.prompt, "response": response.text, **notes}
+            "prompt": item.prompt, "response": text_of(response), **notes}
         if notes.get("dropped"):  # IRIS's refine step keeps no response for it
             return {**sample, "failed": False}
-        if response.error or response.text is None:
-            return {**sample, "failed": True, "error": f"generation: {response.error}"}
-        error = self._refusal(sample, response.text, item.lang, refusal)
+        text = text_of(response)
+        if text is None:
+            return {**sample, "failed": True, "error": f"generation: {error_of(response)}"}
+        error = self._refusal(sample, text, item.lang, refusal)
         if error:
             return {**sample, "failed": True, "error": f"refusal judge: {error}"}
         if verdict is None or not verdict.ok:
@@ -234,7 +244,7 @@ class LLMSafetyTask(Task):
             return None
         refused, error = read_refusal(text, judged)
         sample["refused"] = refused
-        sample["refusal_judge_output"] = judged.text if judged is not None else None
+        sample["refusal_judge_output"] = text_of(judged) if judged is not None else None
         return error
 
     def summarise(self, samples: list[dict], items: list[SafetyItem], identity: dict) -> dict:

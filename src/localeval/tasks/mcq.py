@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from ..backends.base import (
     Backend,
+    Failed,
     Generate,
+    Generated,
+    NextLogprobs,
     Prompt,
     Request,
     Response,
@@ -129,20 +133,17 @@ def score(planned: Planned, response: Response, config: MCQConfig) -> dict:
     (left out of accuracy, counted; a rerun retries it, which helps when the failure was
     transient: ``store.executor.rerun_advice``)."""
     item = planned.item
-    record = {
-        "id": item.id,
-        "subject": item.subject,
-        "prompt": planned.prompt,
-        "n_shots": planned.n_shots,
-        "gold": item.answer,
-    }
+    record: dict[str, Any] = {"id": item.id, "subject": item.subject, "prompt": planned.prompt,
+                              "n_shots": planned.n_shots, "gold": item.answer}
     if planned.skipped:
         record["skipped_shots"] = list(planned.skipped)
-    pred, error = None, response.error
-    if error is not None:
+    pred: str | None = None
+    error: str | None = None
+    if isinstance(response, Failed):
+        error = response.error
         record["failed"] = True
-        record["failure"] = response.failure or "unclassified"  # its kind, for the tables
-    elif config.method == "likelihood":
+        record["failure"] = response.reason.kind  # its kind, for the tables
+    elif isinstance(response, NextLogprobs):
         scored = config.prompt.letters(item)
         letters = dict(zip(config.prompt.candidates(item), scored, strict=True))
         record["logprobs"] = {letters[c]: v for c, v in response.logprobs.items()}
@@ -150,9 +151,11 @@ def score(planned: Planned, response: Response, config: MCQConfig) -> dict:
         record["extract"] = "likelihood: highest log-prob"
         if response.scoring:  # a server's: read from its top-k, or from prompt + option echoed
             record["scoring"] = response.scoring
-    else:
+    elif isinstance(response, Generated):
         record["output"] = response.text
-        pred, record["extract"], error = _extract(response.text or "", item.letters, config)
+        pred, record["extract"], error = _extract(response.text, item.letters, config)
+    else:
+        raise TypeError(f"a multiple-choice answer cannot be a {type(response).__name__}")
     record["pred"] = pred
     record["correct"] = None if record.get("failed") else pred == item.answer
     if error:

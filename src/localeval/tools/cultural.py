@@ -185,7 +185,7 @@ def _check_options(families: Sequence[str], annotators: int) -> None:
 def _respond(records: list[dict], model: str, max_tokens: int, system: str | None,
              cache: str | Path | None, backend_options: dict | None,
              quiet: bool) -> tuple[list[str], str, dict[str, int]]:
-    from ..backends.base import Generate
+    from ..backends.base import Generate, error_of, text_of
     from ..backends.config import BackendConfig
     from ..run import load_model
     from ..store.executor import CachedExecutor, open_cache
@@ -199,9 +199,9 @@ def _respond(records: list[dict], model: str, max_tokens: int, system: str | Non
         execute = CachedExecutor(backend, store, quiet, "responses")
         responses = execute(requests)
     for r, resp in zip(records, responses, strict=True):
-        if resp.error:
-            r["error"] = resp.error
-    return ([resp.text or "" for resp in responses], str(backend.identity.get("model", model)),
+        if error_of(resp):
+            r["error"] = error_of(resp)
+    return ([text_of(resp) or "" for resp in responses], str(backend.identity.get("model", model)),
             execute.failures)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.base import Embed
+from ..backends.base import Embed, Embedding, error_of
 from ..backends.config import BackendConfig
 from ..data.rows import read_rows
 from ..errors import DataError
@@ -72,10 +72,11 @@ def embed_texts(texts: Sequence[str], embedder: str, *, cache: str | Path | None
     ``cache`` are read back; the rest are computed and stored."""
     with load_model(embedder, config, "embedder") as backend, open_cache(cache) as store:
         responses = CachedExecutor(backend, store, quiet, "texts")([Embed(t) for t in texts])
-    failed = [i for i, r in enumerate(responses) if r.embedding is None]
-    if failed:
-        raise RuntimeError(f"{len(failed)} texts got no embedding: {responses[failed[0]].error}")
-    return np.array([r.embedding for r in responses], dtype=np.float64), backend.identity
+    vectors = [r.embedding for r in responses if isinstance(r, Embedding)]
+    if len(vectors) < len(responses):
+        first = next(error_of(r) for r in responses if not isinstance(r, Embedding))
+        raise RuntimeError(f"{len(responses) - len(vectors)} texts got no embedding: {first}")
+    return np.array(vectors, dtype=np.float64), backend.identity
 
 
 def non_english_languages(rows: TextRows, keep: Sequence[int] | None = None,

@@ -24,13 +24,26 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from ...errors import LocalevalError
-from ..base import BackendBase, Generate, Prompt, Request, Response, ScoreNext, TextLogprobs
+from ..base import (
+    BackendBase,
+    Failed,
+    Generate,
+    NextLogprobs,
+    Progress,
+    Prompt,
+    Q,
+    Request,
+    Response,
+    ScoreNext,
+    TextLogprobs,
+)
 from ..config import DTYPES, BackendConfig
-from ..failures import Unsupported
+from ..failures import ModelError, Unsupported
 from ..prompt_tokens import render, score_tokens
 from .attention import grouped as grouped_attention
 from .attention import implementation as attention_implementation
@@ -74,7 +87,7 @@ class HFBackend(BackendBase):
         self.padding_side = padding_side
         self._stops: dict[tuple[str, ...], object] = {}  # stop strings -> matcher (generate)
         # forwarded = real tokens run through the model; padding = the extra we pad batches with
-        self.stats = {"forwarded_tokens": 0, "padding_tokens": 0, "prompt_tokens": 0,
+        self.stats: dict[str, int] = {"forwarded_tokens": 0, "padding_tokens": 0, "prompt_tokens": 0,
                       "requests": 0, "decode_steps": 0, "decode_tokens": 0}
         self.name, self.revision, self.attn = model, revision, attn
         # --model-args: more from_pretrained options (trust_remote_code, ...), as lm-eval takes
@@ -162,30 +175,36 @@ class HFBackend(BackendBase):
         return score_tokens(self.tokenizer, request, self.identity["model"])
 
     # ---------------------------------------------------------------- running requests
-    # run() takes ``needed``: the executor gives every request of a chunk, cached ones too, so
-    # the prefix tree is planned as the clean run's (see tree.walk)
+    # run_planned() takes ``needed``: the executor gives every request of a chunk, cached ones
+    # too, so the prefix tree is planned as the clean run's (see tree.walk)
     plans_over_all = True
 
-    def run(self, requests: list[Request], progress=None,
-            needed: list[bool] | None = None) -> list[Response]:
+    def run(self, requests: Sequence[Request],
+            progress: Progress | None = None) -> Sequence[Response]:
+        out = self.run_planned(requests, [True] * len(requests), progress)
+        return [r if r is not None else Failed(ModelError("no response")) for r in out]
+
+    def run_planned(self, requests: Sequence[Request], needed: Sequence[bool],
+                    progress: Progress | None = None) -> list[Response | None]:
         """Each request's response (None where ``needed`` is False: cached, not run)."""
         out: list[Response | None] = [None] * len(requests)
-        need = needed or [True] * len(requests)
-
-        def of(cls, every: bool = False) -> list[int]:
-            return [i for i, r in enumerate(requests) if isinstance(r, cls) and (every or need[i])]
-
-        scores = of(ScoreNext, every=True)  # its tree is planned over all (see tree.walk)
-        for kind, run in ((scores, lambda rs: self._run_scores(rs, [need[i] for i in scores])),
-                          (of(Generate), self._run_generations),
-                          (of(TextLogprobs), self._run_texts)):
-            if not kind:
+        # every ScoreNext, cached ones too: its tree is planned over all (see tree.walk)
+        scores = [i for i, r in enumerate(requests) if isinstance(r, ScoreNext)]
+        generations = [i for i, r in enumerate(requests) if isinstance(r, Generate) and needed[i]]
+        texts = [i for i, r in enumerate(requests) if isinstance(r, TextLogprobs) and needed[i]]
+        runs = (
+            (scores, lambda: self._run_scores(_all(ScoreNext, requests, scores),
+                                              [needed[i] for i in scores])),
+            (generations, lambda: self._run_generations(_all(Generate, requests, generations))),
+            (texts, lambda: self._run_texts(_all(TextLogprobs, requests, texts))))
+        for which, run in runs:
+            if not which:
                 continue
-            for i, resp in run([requests[i] for i in kind]):
-                out[kind[i]] = resp
+            for k, resp in run():
+                out[which[k]] = resp
                 if progress:
-                    progress(kind[i], resp)
-        return out  # type: ignore[return-value]
+                    progress(which[k], resp)
+        return out
 
     def _run_texts(self, requests: list[TextLogprobs]) -> Iterator[tuple[int, Response]]:
         from .text import run_text_logprobs  # whole-text log-probs (contamination tests)
@@ -197,20 +216,19 @@ class HFBackend(BackendBase):
 
         return run_generations(self, requests)
 
-    def _run_scores(self, requests: list[ScoreNext], needed: list[bool]
+    def _run_scores(self, requests: list[ScoreNext], needed: Sequence[bool]
                     ) -> Iterator[tuple[int, Response]]:
         """Every context forwarded along its prefix tree (planned over every request, the
         cached ones too); each needed request's log-probs read from the batch where its context
         ends."""
-        encoded: list[tuple[list[int], list[int]] | None] = []
+        encoded: dict[int, tuple[list[int], list[int]]] = {}
         for i, r in enumerate(requests):  # a request that cannot run fails alone, with its reason
             try:
-                encoded.append(self._encode_checked(r))
+                encoded[i] = self._encode_checked(r)
             except LocalevalError as e:
-                encoded.append(None)
                 if needed[i]:
-                    yield i, Response.failed(Unsupported(str(e)))  # the same on every run
-        ok = [i for i, e in enumerate(encoded) if e is not None]
+                    yield i, Failed(Unsupported(str(e)))  # the same on every run
+        ok = list(encoded)
         contexts = [encoded[i][0] for i in ok]
         for batch in walk(self, plan(self, contexts), contexts,
                           needed=[needed[i] for i in ok]):
@@ -245,16 +263,16 @@ class HFBackend(BackendBase):
         return ctx, targets
 
     def _score_response(self, request: ScoreNext, ctx: list[int], targets: list[int],
-                        logprobs) -> Response:
+                        logprobs: Any) -> NextLogprobs:
         self.stats["requests"] += 1
         self.stats["prompt_tokens"] += len(ctx)
         values = {c: float(logprobs[t]) for c, t in zip(request.candidates, targets)}
-        ranks = None
+        ranks: dict[str, int | None] | None = None
         if request.top is not None:  # the rank a top-k server would give: 1 + tokens above it
             ranks = {c: rank if rank <= request.top else None for c, rank in
                      ((c, 1 + int((logprobs > logprobs[t]).sum())) for c, t in
                       zip(request.candidates, targets))}
-        return Response(logprobs=values, ranks=ranks, n_prompt_tokens=len(ctx))
+        return NextLogprobs(logprobs=dict(values), ranks=ranks, n_prompt_tokens=len(ctx))
 
     def _auto_batch_tokens(self) -> int:
         """A token budget per forward pass from free memory and the per-token cost of the model
@@ -324,3 +342,8 @@ def _weights_fingerprint(model: str) -> str | None:
             st = f.stat()
             h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
     return h.hexdigest()[:16]
+
+
+def _all(kind: type[Q], requests: Sequence[Request], which: list[int]) -> list[Q]:
+    """The requests at ``which``, each of ``kind`` (as picked by their type)."""
+    return [r for r in (requests[i] for i in which) if isinstance(r, kind)]

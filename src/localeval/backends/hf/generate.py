@@ -53,7 +53,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ..base import GENERATION_CONFIG, Generate, Response
+from ..base import GENERATION_CONFIG, Failed, Generate, Generated, Response
 from ..failures import OverLimit, Unsupported
 from ..prompt_tokens import generation_text
 from .prefix import NODE_COST, STEP_COST, PrefixNode, plan_prefix_tree
@@ -134,10 +134,10 @@ def _over_the_context(backend, requests: list[Generate], encoded: list[list[int]
     ok = []
     for i, (r, ids) in enumerate(zip(requests, encoded)):
         if not ids:
-            yield i, Response.failed(Unsupported("prompt has no tokens; there is nothing to "
+            yield i, Failed(Unsupported("prompt has no tokens; there is nothing to "
                                                  "continue"))
         elif limit and len(ids) + r.max_tokens > limit:
-            yield i, Response.failed(OverLimit(
+            yield i, Failed(OverLimit(
                 f"prompt has {len(ids)} tokens; with {r.max_tokens} to generate that is over "
                 f"the model's context of {limit}"))
         else:
@@ -334,10 +334,10 @@ def _eos_ids(backend) -> set[int]:
     return set(eos) if isinstance(eos, list | tuple) else ({eos} if eos is not None else set())
 
 
-def _response(backend, row: _Row) -> Response:
+def _response(backend, row: _Row) -> Generated:
     backend.stats["requests"] += 1
     backend.stats["prompt_tokens"] += row.n_prompt
-    return Response(text=cut_at_stops(backend.tokenizer.decode(row.new, skip_special_tokens=True),
+    return Generated(text=cut_at_stops(backend.tokenizer.decode(row.new, skip_special_tokens=True),
                                       row.request.stop), n_prompt_tokens=row.n_prompt,
                     n_completion_tokens=len(row.new))
 
@@ -351,7 +351,7 @@ def cut_at_stops(text: str, stop: tuple[str, ...]) -> str:
 
 
 def generate_one(backend, request: Generate, ids: list[int], prefix_cache,
-                 **sampling) -> Response:
+                 **sampling) -> Generated:
     """One prompt with ``model.generate``, continuing from a copy of the prefix cache; greedy
     unless ``sampling`` says otherwise."""
     torch = backend.torch
@@ -372,11 +372,11 @@ def generate_one(backend, request: Generate, ids: list[int], prefix_cache,
     backend.stats["prompt_tokens"] += len(ids)
     backend.stats["forwarded_tokens"] += len(ids) - cached + len(new)
     text = backend.tokenizer.decode(new, skip_special_tokens=True)
-    return Response(text=cut_at_stops(text, request.stop), n_prompt_tokens=len(ids),
+    return Generated(text=cut_at_stops(text, request.stop), n_prompt_tokens=len(ids),
                     n_completion_tokens=len(new))
 
 
-def draw_one(backend, request: Generate, ids: list[int]) -> Response:
+def draw_one(backend, request: Generate, ids: list[int]) -> Generated:
     """Draw ``request.sample`` of the prompt: sampled with the model's own defaults as vLLM
     takes them (the temperature, top-p and top-k its generation_config.json sets; else 1.0, 1.0
     and none), the RNG seeded from the prompt's tokens and the draw's number. With

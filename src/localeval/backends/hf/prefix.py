@@ -80,6 +80,7 @@ def _radix_tree(seqs: Sequence[Sequence[int]]) -> PrefixNode:
         while path[-1].depth > shared:
             last = path.pop()
         if path[-1].depth < shared:  # branch in the middle of the edge to ``last``
+            assert last is not None  # the node below the branch point was just popped
             branch = PrefixNode(shared, i, [last])
             path[-1].children[-1] = branch
             path.append(branch)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..base import Response, TextLogprobs
+from ..base import Failed, Response, TextLogprobs, TokenLogprobs
 from ..failures import OverLimit
 from .row_blocks import padded as _padded
 
@@ -31,11 +31,11 @@ def run_text_logprobs(backend, requests: list[TextLogprobs]) -> Iterator[tuple[i
     ok = []
     for i, ids in enumerate(encoded):
         if limit and len(ids) > limit:
-            yield i, Response.failed(OverLimit(
+            yield i, Failed(OverLimit(
                 f"text has {len(ids)} tokens, over the model's context of {limit} (not "
                 "truncated: the score would be of another text)"))
         elif len(ids) < 2:
-            yield i, Response(token_logprobs=[], token_means=[], token_stds=[],
+            yield i, TokenLogprobs(token_logprobs=[], token_means=[], token_stds=[],
                               n_prompt_tokens=len(ids))
         else:
             ok.append(i)
@@ -60,7 +60,7 @@ def _batches(backend, texts: list[list[int]]) -> Iterator[list[int]]:
             yield rows[start : start + per_batch]
 
 
-def _forward(backend, rows: list[list[int]]) -> list[Response]:
+def _forward(backend, rows: list[list[int]]) -> list[TokenLogprobs]:
     torch = backend.torch
     width = _padded(max(len(r) for r in rows))
     pad = backend.tokenizer.pad_token_id
@@ -79,7 +79,7 @@ def _forward(backend, rows: list[list[int]]) -> list[Response]:
                 for k, r in enumerate(rows)]
 
 
-def _row(backend, logits, targets) -> Response:
+def _row(backend, logits, targets) -> TokenLogprobs:
     logp = logits.float().log_softmax(-1)
     actual = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     p = logp.exp()
@@ -89,6 +89,6 @@ def _row(backend, logits, targets) -> Response:
     var = (p * (logp - mean.unsqueeze(-1)).square()).sum(-1)
     backend.stats["requests"] += 1
     backend.stats["prompt_tokens"] += len(targets) + 1
-    return Response(token_logprobs=actual.cpu().tolist(), token_means=mean.cpu().tolist(),
+    return TokenLogprobs(token_logprobs=actual.cpu().tolist(), token_means=mean.cpu().tolist(),
                     token_stds=var.sqrt().cpu().tolist(), n_prompt_tokens=len(targets) + 1)
 
