@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .errors import LocalevalError
@@ -33,7 +33,7 @@ class OptionValueError(LocalevalError):
 
 
 def parse_declared(declared: Any, text: str, name: str,
-                   choices: tuple | list | None = None) -> Any:
+                   choices: Sequence[object] | None = None) -> Any:
     """``text`` as a value of the type ``declared`` (an annotation, as text or a type);
     ``name`` says where it came from in the error (``-T shots``); ``choices``: the values
     allowed, checked after parsing."""
@@ -46,8 +46,8 @@ def parse_declared(declared: Any, text: str, name: str,
     return value
 
 
-def parse_if_text(declared: Any, value: Any, name: str, choices: tuple | list | None = None
-                  ) -> Any:
+def parse_if_text(declared: Any, value: Any, name: str,
+                  choices: Sequence[object] | None = None) -> Any:
     """``value`` parsed by :func:`parse_declared` when it is text and the option takes
     something else (a Python caller's typed value passes as it is)."""
     if not isinstance(value, str):

@@ -16,13 +16,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .classification import (
-    DEFAULT_THRESHOLDS,
-    PAPER_THRESHOLD_RULE,
-    best_f1_threshold,
-    check_binary,
-    confusion_at,
-)
+from .choices import PAPER_THRESHOLD_RULE
+from .classification import DEFAULT_THRESHOLDS, best_f1_threshold, check_binary, confusion_at
 
 
 def at_best_threshold(y_true: ArrayLike, y_score: ArrayLike,

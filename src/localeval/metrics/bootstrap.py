@@ -10,16 +10,22 @@ diff_b = metric(a[idx_b]) - metric(b[idx_b]).
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable, Hashable, Mapping
+from typing import ParamSpec, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .classification import UndefinedMetricWarning, check_binary
+from ..errors import UndefinedMetricWarning
+from .classification import check_binary
 
 Metric = Callable[[np.ndarray, np.ndarray], float]
+P = ParamSpec("P")
+T = TypeVar("T")
+G = TypeVar("G", bound=Hashable)  # a group's key (stratified_bootstrap_ci)
 
 
 def _interval(values: list[float], estimate: float, level: float, n: int) -> dict[str, float]:
@@ -31,15 +37,14 @@ def _interval(values: list[float], estimate: float, level: float, n: int) -> dic
             "n_items": n, "n_resamples": len(values), "n_valid": int(len(vals))}
 
 
-def _quiet(function):
+def _quiet(function: Callable[P, T]) -> Callable[P, T]:
     """Resamples often hold one class; NaN there is expected and counted (``n_valid``), not
     warned about once per resample: the estimate's own warning is the caller's."""
-    def quiet(*args, **kwargs):
+    @functools.wraps(function)  # the wrapped function's name, docstring and signature
+    def quiet(*args: P.args, **kwargs: P.kwargs) -> T:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             return function(*args, **kwargs)
-    quiet.__doc__, quiet.__name__, quiet.__wrapped__ = function.__doc__, function.__name__, \
-        function
     return quiet
 
 
@@ -62,7 +67,7 @@ def bootstrap_ci(metric: Metric, y_true: ArrayLike, y_score: ArrayLike,
     _check(n_resamples, level)
     t, s = check_binary(y_true, y_score)
     rng = np.random.default_rng(seed)
-    values = []
+    values: list[float] = []
     for _ in range(n_resamples):
         idx = rng.integers(0, len(t), len(t))
         values.append(float(metric(t[idx], s[idx])))
@@ -82,7 +87,7 @@ def paired_bootstrap_ci(metric: Metric, a_true: ArrayLike, a_score: ArrayLike,
     if len(at) != len(bt):
         raise ValueError(f"paired inputs differ in length: {len(at)} and {len(bt)} items")
     rng = np.random.default_rng(seed)
-    values = []
+    values: list[float] = []
     for _ in range(n_resamples):
         idx = rng.integers(0, len(at), len(at))
         values.append(float(metric(at[idx], as_[idx]) - metric(bt[idx], bs[idx])))
@@ -90,8 +95,8 @@ def paired_bootstrap_ci(metric: Metric, a_true: ArrayLike, a_score: ArrayLike,
 
 
 @_quiet
-def stratified_bootstrap_ci(metric: Metric, groups: Mapping[Hashable, tuple[np.ndarray, np.ndarray]],
-                            combine: Callable[[dict[Hashable, float]], Mapping[str, float]],
+def stratified_bootstrap_ci(metric: Metric, groups: Mapping[G, tuple[np.ndarray, np.ndarray]],
+                            combine: Callable[[dict[G, float]], Mapping[str, float]],
                             n_resamples: int = 1000, seed: int = 0,
                             level: float = 0.95) -> dict[str, tuple[float, float]]:
     """Percentile CIs of statistics built from a metric on several groups of items at once.
@@ -106,14 +111,14 @@ def stratified_bootstrap_ci(metric: Metric, groups: Mapping[Hashable, tuple[np.n
     rng = np.random.default_rng(seed)
     draws: dict[str, list[float]] = {}
     for _ in range(n_resamples):
-        values = {}
+        by_group: dict[G, float] = {}
         for key, (t, s) in groups.items():
             idx = rng.integers(0, len(t), len(t))
-            values[key] = float(metric(t[idx], s[idx])) if len(t) else math.nan
-        for name, value in combine(values).items():
+            by_group[key] = float(metric(t[idx], s[idx])) if len(t) else math.nan
+        for name, value in combine(by_group).items():
             draws.setdefault(name, []).append(value)
     alpha = (1 - level) / 2
-    out = {}
+    out: dict[str, tuple[float, float]] = {}
     for name, values in draws.items():
         ok = np.array([v for v in values if not math.isnan(v)])
         if len(ok):

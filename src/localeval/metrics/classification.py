@@ -21,13 +21,20 @@ import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 from numpy.typing import ArrayLike
 
 from ..errors import UndefinedMetricWarning
 
 # The names (light, for the command line) are declared in .choices; the values behind them here.
+# Re-exported ("as"): the analyses import the names with the values from this module.
 from .choices import PAPER_AUPRC as PAPER_AUPRC
-from .choices import PAPER_THRESHOLD_GRID, PAPER_THRESHOLD_RULE, THRESHOLD_RULES
+from .choices import PAPER_THRESHOLD_GRID as PAPER_THRESHOLD_GRID
+from .choices import PAPER_THRESHOLD_RULE as PAPER_THRESHOLD_RULE
+from .choices import THRESHOLD_RULES as THRESHOLD_RULES
+
+Labels = npt.NDArray[np.int_]  # y_true once checked: 0/1, 1 = harmful
+Scores = npt.NDArray[np.float64]  # y_score once checked: finite floats
 
 # The thresholds of the sweep (Fig. 5) and of best F1. IRIS `metrics/safeguard_metrics.py`
 # `SafeGuardMetric.update` starts best F1 at 0.01, then tries each t of
@@ -58,7 +65,8 @@ def _checked_grid(thresholds: Sequence[float]) -> Sequence[float]:
     return thresholds
 
 
-def called_harmful(y_score: np.ndarray, threshold: float, rule: str = PAPER_THRESHOLD_RULE):
+def called_harmful(y_score: np.ndarray, threshold: float, rule: str = PAPER_THRESHOLD_RULE
+                   ) -> npt.NDArray[np.bool_]:
     """A boolean array: which scores are called harmful at ``threshold`` under ``rule``."""
     if rule == "gt":
         return y_score > threshold
@@ -67,7 +75,7 @@ def called_harmful(y_score: np.ndarray, threshold: float, rule: str = PAPER_THRE
     raise ValueError(f"threshold rule must be one of {', '.join(THRESHOLD_RULES)}, not {rule!r}")
 
 
-def check_binary(y_true: ArrayLike, y_score: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+def check_binary(y_true: ArrayLike, y_score: ArrayLike) -> tuple[Labels, Scores]:
     """Validate and return ``(y_true as int array, y_score as float array)``."""
     t = np.asarray(y_true)
     s = np.asarray(y_score, dtype=float)
@@ -137,15 +145,15 @@ def measured(metric: Callable[[ArrayLike, ArrayLike], float], y_true: ArrayLike,
     return value, (found[0] if found else None)
 
 
-def _one_class(t: np.ndarray, s: np.ndarray) -> bool:
+def _one_class(t: Labels, s: Scores) -> bool:
     """Warns when the metric says nothing here; True when it is undefined (one class)."""
     problem = ranking_problem(t, s)
     if problem:
         warnings.warn(problem, UndefinedMetricWarning, stacklevel=3)
-    return t.min() == t.max()
+    return bool(t.min() == t.max())
 
 
-def _curve(t: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _curve(t: Labels, s: Scores) -> tuple[Scores, Scores]:
     """Cumulative true and false positives at each distinct score, highest score first."""
     order = np.argsort(-s, kind="mergesort")
     s, t = s[order], t[order]

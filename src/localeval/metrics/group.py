@@ -8,10 +8,20 @@ None belong to no group (a question without a year is in no year row).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-R = TypeVar("R")
+
+class SortableKey(Hashable, Protocol):
+    """A group's key as :func:`grouped` needs it: a dict key, and ordered (its default order
+    is ``sorted``)."""
+
+    def __lt__(self, other: Any, /) -> bool: ...
+
+
+R = TypeVar("R")  # a record
+V = TypeVar("V")  # a metric's value
 K = TypeVar("K", bound=Hashable)
+SK = TypeVar("SK", bound=SortableKey)
 
 
 def group_by(records: Iterable[R], key: Callable[[R], K | None]) -> dict[K, list[R]]:
@@ -24,9 +34,9 @@ def group_by(records: Iterable[R], key: Callable[[R], K | None]) -> dict[K, list
     return groups
 
 
-def grouped(metric: Callable[[list[R]], Any], records: Iterable[R],
-            key: Callable[[R], K | None],
-            order: Callable[[Iterable[K]], list[K]] = sorted) -> dict[K, Any]:
+def grouped(metric: Callable[[list[R]], V], records: Iterable[R],
+            key: Callable[[R], SK | None],
+            order: Callable[[Iterable[SK]], list[SK]] = sorted) -> dict[SK, V]:
     """``metric(group)`` for each group of ``records`` by ``key``, keys in ``order`` (sorted)."""
     groups = group_by(records, key)
     return {k: metric(groups[k]) for k in order(groups)}

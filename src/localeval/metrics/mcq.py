@@ -19,25 +19,40 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
 
 from .group import grouped
 from .proportion import wilson_interval
 
+Sample = dict[str, Any]  # one line of samples.jsonl, as JSON data
+Row = dict[str, Any]  # one row of numbers in results.json ("acc", "stderr", "n" ...)
 
-def accuracy(correct: Iterable[bool]) -> dict:
+
+class SubjectMeta(Protocol):
+    """What :func:`aggregate` reads of a subject (data.catalog.SubjectInfo has it)."""
+
+    @property
+    def discipline(self) -> str: ...
+    @property
+    def level(self) -> str | None: ...
+
+
+def accuracy(correct: Iterable[bool]) -> Row:
     values = [1.0 if c else 0.0 for c in correct]
     n = len(values)
     if n == 0:
         return {"n": 0, "correct": 0, "acc": None, "stderr": None, "low": None, "high": None}
     p = sum(values) / n
     stderr = math.sqrt(p * (1 - p) / (n - 1)) if n > 1 else None
-    low, high = wilson_interval(int(sum(values)), n)
+    interval = wilson_interval(int(sum(values)), n)
+    assert interval is not None  # n > 0 here: Wilson's interval exists
+    low, high = interval
     return {"n": n, "correct": int(sum(values)), "acc": p, "stderr": stderr,
             "low": low, "high": high}
 
 
-def _answered(members: list[dict]) -> dict:
+def _answered(members: list[Sample]) -> Row:
     """Accuracy over the questions the model answered or failed to answer; a question whose
     request failed (``failed``: the server or backend, not the model) is left out and counted
     in ``n_failed``, never scored as wrong."""
@@ -48,16 +63,16 @@ def _answered(members: list[dict]) -> dict:
     return row
 
 
-def _group(samples: list[dict], key) -> dict[str, dict]:
+def _group(samples: list[Sample], key: Callable[[Sample], object]) -> dict[str, Row]:
     """Accuracy per value of ``key`` (as a string, sorted); samples whose key is None skipped."""
-    def name(s: dict) -> str | None:
+    def name(s: Sample) -> str | None:
         k = key(s)
         return None if k is None else str(k)
 
     return grouped(_answered, samples, name)
 
 
-def _macro(by_subject: dict[str, dict]) -> dict | None:
+def _macro(by_subject: dict[str, Row]) -> Row | None:
     """Mean of subject accuracies; its standard error sqrt(sum se_s^2) / S."""
     subject_accs = [r for r in by_subject.values() if r["acc"] is not None]
     if not subject_accs:
@@ -70,7 +85,7 @@ def _macro(by_subject: dict[str, dict]) -> dict | None:
     }
 
 
-def _year_group(year, floor: int | None) -> str | None:
+def _year_group(year: str | int | None, floor: int | None) -> str | None:
     if year is None:
         return None
     if floor is not None and str(year).isdigit() and int(year) <= floor:
@@ -78,10 +93,10 @@ def _year_group(year, floor: int | None) -> str | None:
     return str(year)
 
 
-def aggregate(samples: list[dict], subject_info: dict, disciplines: tuple[str, ...],
-              year_floor: int | None = None) -> dict:
+def aggregate(samples: list[Sample], subject_info: Mapping[str, SubjectMeta],
+              disciplines: tuple[str, ...], year_floor: int | None = None) -> dict[str, Any]:
     """All the numbers a results.json holds. ``subject_info`` maps subject id -> SubjectInfo."""
-    def info(s, attr):
+    def info(s: Sample, attr: str) -> object:
         meta = subject_info.get(s["subject"])
         return getattr(meta, attr, None) if meta else None
 

@@ -16,23 +16,26 @@ RESULTS_TYPES: dict[str, type[Results]] = {
 }
 
 
-def read_results(data, file: str = "results.json") -> Results:
+def read_results(data: object, file: str = "results.json") -> Results:
     """results.json's data as the record of its schema; RecordError naming the field (or the
     schema, when no task kind this localeval knows wrote it and it is not even plain Results)."""
     if not isinstance(data, dict):
         raise RecordError(f"{file}: should be a JSON object, not {json_type(data)}")
     schema = data.get("schema")
+    # a schema that is not text (a hand edit: a list, a number) is of no known kind, like an
+    # unknown name (a list used to be a TypeError from the dict lookup)
+    known = RESULTS_TYPES.get(schema) if isinstance(schema, str) else None
     try:
-        return validated(RESULTS_TYPES.get(schema, Results), data, file)
+        return validated(known or Results, data, file)
     except RecordError:
-        if schema in RESULTS_TYPES:
+        if known:
             raise
         raise RecordError(f"{file}: results with schema {schema!r} are of no task kind this "
                           f"localeval knows ({', '.join(RESULTS_TYPES)}); were they written by "
                           "another version?") from None
 
 
-def json_type(value) -> str:
+def json_type(value: object) -> str:
     """How a JSON value is named in a message ("an array", "null")."""
     names = {list: "an array", str: "a string", int: "a number", float: "a number",
              bool: "true/false", type(None): "null", dict: "an object"}

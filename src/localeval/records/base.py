@@ -13,7 +13,7 @@ way they read JSON keep working: ``results["metrics"]["micro"]["acc"]`` reads th
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -104,11 +104,14 @@ class Results(Record):
     cost: Cost | None = Field(None, description="the run's cost at --price")
 
 
+RecordT = TypeVar("RecordT", bound=Record)  # validated() returns the record type it was given
+
+
 class RecordError(ValueError):
     """A file of a run folder that does not hold what it should: one line, file and field."""
 
 
-def validated(model: type[Record], data: Any, file: str) -> Any:
+def validated(model: type[RecordT], data: Any, file: str) -> RecordT:
     """``data`` as a ``model``, or RecordError naming ``file`` and the first wrong field."""
     try:
         return model.model_validate(data)

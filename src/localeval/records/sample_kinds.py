@@ -23,7 +23,8 @@ class SampleKind(StrEnum):
 
     def raw_label(self, item: Any) -> str | None:
         """The item's gold label for this kind (``prompt_label`` or ``response_label``)."""
-        return getattr(item, f"{self.value}_label")
+        label: str | None = getattr(item, f"{self.value}_label")
+        return label
 
     def exists_for(self, item: Any) -> bool:
         """Whether ``item`` has something of this kind to judge."""
