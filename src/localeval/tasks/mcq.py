@@ -70,7 +70,7 @@ def check_subject(subject: str, splits: dict[str, list[MCQItem]], config: MCQCon
 
 
 def plan(task: TaskSpec, subject: str, dev: list[MCQItem], test: list[MCQItem],
-         config: MCQConfig, count_tokens: Callable[[Prompt], int] | None,
+         config: MCQConfig, count_tokens: Callable[[Prompt], int | None] | None,
          max_context: int | None) -> list[Planned]:
     """Requests for one subject (checked by :func:`check_subject`). Shots are the first k dev
     items, in order (as the TMLU code and lm-evaluation-harness's first_n sampler take them).
