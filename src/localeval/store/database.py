@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,9 +146,35 @@ def _connect_sqlite(path: Path, read_only: bool = False) -> Database:
                                  "another --store")
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
     conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+    until_unlocked(lambda: _switch_to_wal(conn))
     return Database(conn, postgres=False, target=path)
+
+
+def _switch_to_wal(conn: sqlite3.Connection) -> None:
+    """WAL mode, or "database is locked" to try again: a switch that another process's lock
+    prevented leaves the file in rollback mode, where SQLite answers some lock contention at
+    once instead of waiting (its busy handler is not called where waiting could deadlock)."""
+    (mode,) = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+    if str(mode).lower() != "wal":
+        raise sqlite3.OperationalError("database is locked (still in rollback mode)")
+
+
+def until_unlocked(step: Callable[[], None], seconds: float = BUSY_TIMEOUT_S) -> None:
+    """``step()`` again until no "database is locked" stops it, for at most ``seconds``. For
+    the idempotent set-up of a SQLite store (WAL mode, the schema, its columns), where two
+    processes opening a new store at the same moment meet the cases SQLite does not wait out
+    itself: a statement that read the schema before the other process wrote it cannot upgrade
+    to a write (SQLITE_BUSY_SNAPSHOT), and rollback mode's deadlock guard."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+        time.sleep(0.02)
 
 
 def _connect_postgres(url: str, read_only: bool = False) -> Database:
@@ -194,8 +221,9 @@ def opened(target: str | Path, schema: tuple[str, ...],
         db = _connect_postgres(str(target), read_only) if is_url(target) else \
             _connect_sqlite(Path(target), read_only)
         if not read_only:
-            db.create(schema)
-            db.add_columns(columns)
+            ready = db
+            until_unlocked(lambda: ready.create(schema))
+            until_unlocked(lambda: ready.add_columns(columns))
         yield db
     except driver_errors() as e:
         raise StoreError(f"results store {shown(target)}: {one_line(e, target)}") from None
