@@ -31,7 +31,7 @@ from typing import Any
 
 from ..errors import LocalevalError
 from ..records import RecordError, Results, json_type, read_results, validated
-from ..records.run import RunConfig, Status
+from ..records.run import ConfigFile, Status
 from .files import open_own, write_text_whole
 
 try:
@@ -139,7 +139,7 @@ def read_config(folder: Path) -> dict[str, Any]:
     data = _checked(folder, "config.json", lambda: _read_json(path))
     if not isinstance(data, dict):
         raise RunFolderError(f"{path}: should be a JSON object, not {json_type(data)}")
-    _checked(folder, "config.json", lambda: validated(RunConfig, data, "config.json"))
+    _checked(folder, "config.json", lambda: validated(ConfigFile, data, "config.json"))
     return data
 
 
