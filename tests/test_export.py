@@ -11,7 +11,7 @@ import re
 import pytest
 
 from localeval.cli import main
-from localeval.store.runs import RunRecord, save_run
+from localeval.store.runs import finished_record, save_run
 
 RESULTS = {
     "schema": "localeval.mcq/1", "task": "tmlu", "method": "likelihood", "shots": 5,
@@ -71,8 +71,7 @@ CSV_MAIN = "Model,STEM,Social Sci.,Average\ntiny,100.00,0.00,50.00\n"
 def _folder(tmp_path):
     folder = tmp_path / "run"
     folder.mkdir()
-    save_run(RunRecord({"task": "tmlu"}, folder=folder, results=RESULTS, samples=[],
-                       status="finished"))
+    save_run(finished_record({"task": "tmlu"}, RESULTS, [], folder=folder))
     return folder
 
 
@@ -122,7 +121,8 @@ def test_export_needs_a_finished_run(tmp_path, capsys):
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"run": {"status": "running"}}))
     assert main(["export", str(folder)]) == 2
-    assert "no results.json" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{folder}: the run is running, not finished" in err
 
 
 def test_csv_is_data_a_spreadsheet_can_read():

@@ -14,7 +14,7 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 import localeval.run
-from localeval import evaluate, load_results
+from localeval import evaluate, load_results, load_run_state
 from localeval.backends.base import Failed, Generate, Generated, error_of
 from localeval.cli import main
 from localeval.demo.mcq import SAMPLE_MCQ
@@ -310,8 +310,9 @@ def test_a_run_is_finished_only_when_every_file_is_written(tmp_path, monkeypatch
                    output=tmp_path / "run", quiet=True, store=False, report=True)
     with pytest.raises(OSError, match="No space"):
         evaluate(**options)
-    record = load_results(tmp_path / "run")
-    assert record.status == "failed" and "No space left on device" in record.error
+    state = load_run_state(tmp_path / "run")
+    assert state.lifecycle.status == "failed"
+    assert "No space left on device" in str(state.lifecycle.error)
     assert not list((tmp_path / "run").glob("*.tmp"))
     monkeypatch.setattr(localeval.report.html, "render", real)
     again = evaluate(**options)

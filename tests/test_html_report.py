@@ -17,7 +17,7 @@ from localeval.analysis.safety import analyses
 from localeval.cli import main
 from localeval.render.browser import browser_data
 from localeval.report.html import SECTIONS, render, write_report
-from localeval.store.runs import RunRecord, save_run
+from localeval.store.runs import RunRecord, finished_record, save_run
 
 EVIL = "</script><script>window.pwned=1</script><!-- & <b>bold</b>"
 
@@ -52,10 +52,12 @@ def _safety_run(folder) -> RunRecord:
                              "error": "request failed: 500"}],
                "warnings": ["1 of 96 guard samples failed and are left out"],
                **analyses(samples, n_resamples=20)}
-    record = RunRecord({"task": "sea-safeguard", "model": "hf:tiny", "localeval_version": "x",
-                        "backend": {"backend": "hf", "model": "tiny", "dtype": "float32"}},
-                       results=results, samples=samples, status="finished", folder=folder,
-                       started_at="2026-11-23T10:00:00Z", finished_at="2026-11-23T10:01:00Z")
+    record = finished_record({"task": "sea-safeguard", "model": "hf:tiny",
+                              "localeval_version": "x",
+                              "backend": {"backend": "hf", "model": "tiny", "dtype": "float32"}},
+                             results, samples, folder=folder,
+                             started_at="2026-11-23T10:00:00Z",
+                             finished_at="2026-11-23T10:01:00Z")
     folder.mkdir(parents=True)
     save_run(record)
     return record
@@ -82,8 +84,8 @@ def _mcq_run(folder, cot: bool = True) -> RunRecord:
                 "output": f"thinking… answer {p}", "year": "2023", "level": "high school"}
                for i, p in ((1, "A"), (2, "B"), (3, None))]
     results = {**MCQ_RESULTS, "cot": cot, "method": "generation" if cot else "likelihood"}
-    record = RunRecord({"task": "tmlu", "model": "hf:org/tiny"}, results=results,
-                       samples=samples, status="finished", folder=folder)
+    record = finished_record({"task": "tmlu", "model": "hf:org/tiny"}, results, samples,
+                             folder=folder)
     folder.mkdir(parents=True)
     save_run(record)
     return record
@@ -165,9 +167,9 @@ def test_provenance_is_readable(tmp_path):
                 "requests_run": 0, "requests_cached": 15, "seconds": 0.4}]
     timing = {"requests_run": 15, "seconds": 1.5}
     prompt = {"style": "tmlu", "shots": 5, "system": None}
-    record = RunRecord({**run.config, "prompt": prompt},
-                       results={**run.results.data(), "timing": timing, "history": history},
-                       samples=run.samples, status="finished", folder=run.folder)
+    record = finished_record({**run.config.data(), "prompt": prompt},
+                             {**run.results.data(), "timing": timing, "history": history},
+                             run.samples, folder=run.folder)
     html = render([record])
     facts = html[html.index('data-section="provenance"'):html.index('data-section="samples"')]
     assert '{"' not in facts and "&quot;" not in facts  # no raw JSON left
@@ -176,8 +178,8 @@ def test_provenance_is_readable(tmp_path):
     history_table = facts[facts.index("<dt>history</dt>"):]
     assert "<th>requests cached</th>" in history_table and "<td>15</td>" in history_table
     assert "<code>localeval run &#x27;x y&#x27;</code>" in history_table  # quoted as a shell would
-    without = render([RunRecord(record.config, results=run.results, samples=run.samples,
-                                status="finished", folder=run.folder)])
+    without = render([RunRecord(config=record.config, results=run.results, samples=run.samples,
+                                folder=run.folder)])
     assert "<dt>history</dt>" not in without  # an older run has none: nothing to show
 
 

@@ -65,7 +65,7 @@ WRITER = """
 import sys
 from pathlib import Path
 from localeval.store.results_db import record_run
-from localeval.store.runs import RunRecord
+from localeval.store.runs import finished_record
 from localeval.views.mcq import MCQView
 results = {"schema": "localeval.mcq/1", "task": "t", "n_samples": 40, "method": "likelihood",
            "shots": 0, "metrics": {
@@ -74,8 +74,7 @@ results = {"schema": "localeval.mcq/1", "task": "t", "n_samples": 40, "method": 
 for i in range(40):
     folder = Path(sys.argv[1]) / f"{sys.argv[2]}-{i}"
     folder.mkdir(parents=True)
-    record = RunRecord({"task": "t", "model": sys.argv[2]}, folder=folder, results=results,
-                       status="finished")
+    record = finished_record({"task": "t", "model": sys.argv[2]}, results, [], folder=folder)
     record_run(record, MCQView().store_metrics(record.results), sys.argv[3])
 """
 
@@ -116,17 +115,17 @@ def test_compare_mcq_runs_by_hand(shared, tmp_path, capsys):
 
 
 def _safety_run(folder, guard, scores):
-    from localeval.store.runs import RunRecord, save_run
+    from localeval.store.runs import finished_record, save_run
 
     folder.mkdir()
     samples = [{"id": f"q{i}", "lang": lang, "kind": "prompt", "context": "with_prompt",
                 "label": label, "score": score}
                for i, (lang, label, score) in enumerate(scores)]
-    save_run(RunRecord({"task": "safety-prompts"}, folder=folder, samples=samples,
-                       results={"schema": "localeval.safety/1", "guard": guard,
-                                "n_samples": len(samples),
-                                "auprc": "trapezoid", "sensitive": None},
-                       status="finished"))
+    save_run(finished_record({"task": "safety-prompts"},
+                             {"schema": "localeval.safety/1", "guard": guard,
+                              "n_samples": len(samples), "auprc": "trapezoid",
+                              "sensitive": None},
+                             samples, folder=folder))
 
 
 def test_compare_safety_runs_by_hand(tmp_path, capsys):

@@ -8,12 +8,14 @@ import zlib
 
 import pytest
 
-from localeval import RunRecord, evaluate, load_results
+from localeval import RunRecord, evaluate, load_results, load_run_state
 from localeval.backends.base import NextLogprobs, ScoreNext
 from localeval.demo.mcq import SAMPLE_MCQ
 from localeval.errors import LocalevalError
 from localeval.guards import Conversation, Guard, GuardVerdict
-from localeval.store.runs import write_config
+from localeval.records.mcq import MCQResults
+from localeval.records.run import RunConfig
+from localeval.store.runs import NotFinished, RunInProgress, write_config
 
 
 class HashBackend:
@@ -51,26 +53,75 @@ def test_finished_run_record_round_trips(tmp_path):
     assert "run" not in loaded.config and loaded.config["task"] == "tmlu"
 
 
+def test_a_loaded_run_is_whole_and_typed(tmp_path):
+    _mcq(tmp_path, HashBackend())
+    loaded = load_results(tmp_path / "run")
+    assert isinstance(loaded.config, RunConfig) and loaded.config.task == "tmlu"
+    assert loaded.config["backend"] == loaded.config.backend == {"backend": "hash",
+                                                                 "model": "hash"}
+    assert isinstance(loaded.results, MCQResults) and loaded.results.n_samples == 15
+    assert loaded.started_at is not None and loaded.finished_at is not None
+    # written back, the config is the file's JSON, key for key and in the same order
+    stored = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert list(loaded.config.data()) == [k for k in stored if k != "run"]
+    assert {**loaded.config.data(), "run": loaded.lifecycle().data()} == stored
+
+
 def test_failed_run_is_marked_and_keeps_no_results(tmp_path):
     with pytest.raises(RuntimeError, match="GPU fell off"):
         _mcq(tmp_path, HashBackend(fail=RuntimeError("GPU fell off")))
-    record = load_results(tmp_path / "run")
-    assert record.status == "failed" and record.error == "RuntimeError: GPU fell off"
-    assert record.results is None and record.samples == []
+    state = load_run_state(tmp_path / "run")
+    assert state.lifecycle.status == "failed"
+    assert state.lifecycle.error == "RuntimeError: GPU fell off"
+    assert state.config.task == "tmlu" and state.folder == tmp_path / "run"
     assert not (tmp_path / "run" / "results.json").exists()
+
+
+def test_an_unfinished_run_is_refused_where_a_finished_one_is_read(tmp_path):
+    with pytest.raises(RuntimeError):
+        _mcq(tmp_path, HashBackend(fail=RuntimeError("GPU fell off\nsecond line")))
+    with pytest.raises(NotFinished) as refused:
+        load_results(tmp_path / "run")
+    assert str(refused.value) == (f"{tmp_path / 'run'}: the run is failed, not finished "
+                                  "(RuntimeError: GPU fell off second line); rerun its command "
+                                  "to finish it")
+
+
+def test_the_readers_of_unfinished_folders_still_read_them(tmp_path, capsys):
+    """The commands that need a finished run refuse a failed one in one line; what takes a
+    folder whatever its status still reads it: a rerun checks its settings and resumes it, and
+    the viewer's scan leaves it out of the runs it lists."""
+    from localeval.cli import main
+    from localeval.web.catalog import folder_entry
+
+    with pytest.raises(RuntimeError):
+        _mcq(tmp_path, HashBackend(fail=RuntimeError("GPU fell off")))
+    folder = tmp_path / "run"
+    for command in (["show", str(folder)], ["export", str(folder)], ["report", str(folder)],
+                    ["compare", str(folder), str(folder)]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{folder}: the run is failed, not finished" in err, err
+    assert folder_entry(folder) is None
+    with pytest.raises(LocalevalError, match="holds a run with other settings.*shots"):
+        _mcq(tmp_path, HashBackend(), shots=1)
+    record = _mcq(tmp_path, HashBackend())  # the same settings: the rerun finishes it
+    assert record.status == "finished" and folder_entry(folder)["n_samples"] == 15
 
 
 def test_interrupted_run_says_so(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         _mcq(tmp_path, HashBackend(fail=KeyboardInterrupt()))
-    assert load_results(tmp_path / "run").error == "interrupted"
+    assert load_run_state(tmp_path / "run").lifecycle.error == "interrupted"
 
 
 def test_killed_and_old_folders_load(tmp_path):
-    killed = RunRecord({"task": "tmlu"}, folder=tmp_path / "killed", started_at="t0")
+    killed = RunInProgress({"task": "tmlu"}, folder=tmp_path / "killed", started_at="t0")
     write_config(killed)  # what a run leaves when it is killed before the end
-    record = load_results(tmp_path / "killed")
-    assert record.status == "running" and record.results is None
+    state = load_run_state(tmp_path / "killed")
+    assert state.lifecycle.status == "running" and state.lifecycle.started_at == "t0"
+    with pytest.raises(NotFinished, match="killed: the run is running, not finished"):
+        load_results(tmp_path / "killed")
     old = tmp_path / "old"  # written before config.json had a "run" block
     old.mkdir()
     (old / "config.json").write_text(json.dumps({"task": "tmlu"}))
@@ -80,6 +131,14 @@ def test_killed_and_old_folders_load(tmp_path):
     (old / "samples.jsonl").write_text('{"id": "1"}\n')
     record = load_results(old)
     assert record.status == "finished" and record.samples == [{"id": "1"}]
+    assert record.started_at is None and record.finished_at is None
+    assert load_run_state(old).lifecycle.status == "finished"
+    no_results = tmp_path / "older"  # before the lifecycle, and no results: it never finished
+    no_results.mkdir()
+    (no_results / "config.json").write_text(json.dumps({"task": "tmlu"}))
+    assert load_run_state(no_results).lifecycle.status == "running"
+    with pytest.raises(NotFinished, match="older: the run is running, not finished"):
+        load_results(no_results)
     with pytest.raises(LocalevalError, match="is not a run folder"):
         load_results(tmp_path / "nowhere")
 

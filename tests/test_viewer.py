@@ -247,12 +247,13 @@ def test_the_command_serves_until_stopped(runs):
 
 
 def test_a_run_recorded_elsewhere_is_listed_and_says_where_its_folder_is(runs, tmp_path):
+    from dataclasses import replace
+
     from localeval.store.results_db import record_run
     from localeval.store.runs import load_run
     from localeval.views.registry import view_for
 
-    record = load_run(runs["mcq_b"])
-    record.folder = tmp_path / "on-a-teammates-machine"
+    record = replace(load_run(runs["mcq_b"]), folder=tmp_path / "on-a-teammates-machine")
     store = tmp_path / "team.sqlite"
     record_run(record, view_for(record.results).store_metrics(record.results), store)
     client = TestClient(make_app(Catalog(store, [])), base_url="http://127.0.0.1")

@@ -1,15 +1,16 @@
 """localeval: evaluate LLMs and safeguards in the languages and cultures English benchmarks miss.
 
-``evaluate``, ``load_results`` and ``RunRecord`` are imported when first used, so the command
-line (which imports this package first) starts without the API's imports."""
+``evaluate``, ``load_results``, ``load_run_state`` and ``RunRecord`` are imported when first
+used, so the command line (which imports this package first) starts without the API's
+imports."""
 
 from .version import __version__
 
-__all__ = ["RunRecord", "evaluate", "load_results", "__version__"]
+__all__ = ["RunRecord", "evaluate", "load_results", "load_run_state", "__version__"]
 
 
 def __getattr__(name: str):
-    if name in ("evaluate", "load_results"):
+    if name in ("evaluate", "load_results", "load_run_state"):
         from . import api
 
         return getattr(api, name)

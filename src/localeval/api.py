@@ -1,5 +1,6 @@
 """Python entry points: ``evaluate(task=..., model=..., **options)`` runs any task end to end;
-``load_results(folder)`` reads a run folder back; ``compare_runs`` is the paper's Table 3;
+``load_results(folder)`` reads a finished run folder back (``load_run_state(folder)``: any
+run's config and status); ``compare_runs`` is the paper's Table 3;
 ``write_report(folders)`` writes the HTML report (``localeval run`` does it after every run).
 
 The flow, one direction (see docs/architecture.md): the task loads and checks its items -> plans
@@ -15,7 +16,7 @@ from .backends.base import Backend
 from .backends.config import BackendConfig
 from .report import html
 from .run import run_task
-from .store.runs import RunRecord, check_report_output, load_run
+from .store.runs import RunRecord, check_report_output, load_run, load_run_state
 from .store.usage import Budget
 from .tasks.options import options_doc
 from .tasks.registry import make_task, task_kinds
@@ -23,7 +24,7 @@ from .views.mcq import compare_mcq_runs
 from .views.safety import compare_runs, compare_safety_runs
 
 __all__ = ["compare_mcq_runs", "compare_runs", "compare_safety_runs", "evaluate",
-           "load_results", "write_report"]
+           "load_results", "load_run_state", "write_report"]
 
 
 def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
@@ -77,7 +78,9 @@ evaluate.__doc__ = evaluate.__doc__.replace("{options}", _options_doc())
 
 
 def load_results(folder: str | Path) -> RunRecord:
-    """The run record of a folder: config, results, samples and its status."""
+    """The finished run of a folder: its config, results and samples, every file validated. A
+    run that has not finished (still running, killed, failed) is refused in one line
+    (:class:`~localeval.store.runs.NotFinished`); :func:`load_run_state` reads its status."""
     return load_run(folder)
 
 

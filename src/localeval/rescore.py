@@ -24,7 +24,6 @@ from .backends.base import Backend, Failed, Progress, Request, Response
 from .backends.failures import Unsupported
 from .data.rows import files_read, fingerprint
 from .errors import LocalevalError
-from .records import read_results
 from .run import run_provenance
 from .store.cache import RequestCache
 from .store.executor import CachedExecutor
@@ -33,6 +32,7 @@ from .store.runs import (
     RunRecord,
     as_stored,
     check_output_folder,
+    finished_record,
     finite,
     load_run,
     now,
@@ -77,11 +77,9 @@ def rescore_run(source: str | Path, changes: dict[str, Any], *, output: str | Pa
     """The run of folder ``source`` scored again with ``changes`` (task options by their
     Python name), written to ``output``; ``cache`` defaults to the source's cache.sqlite."""
     source = Path(source)
-    record = load_run(source)
-    if record.status != "finished" or record.results is None:
-        raise LocalevalError(f"{source}: the run is {record.status}; rescore reads a finished "
-                             "run (rerun its command to finish it)")
-    config, results = record.config, record.results.data()
+    record = load_run(source)  # a run that has not finished is refused here, in one line
+    config = record.config.data()
+    results = record.results.data()
     cls = task_class(str(config.get("task")))
     base = source_options(cls, config, results)
     _check_changes(cls, base, changes)
@@ -131,7 +129,8 @@ def default_output(source: Path, changed: dict[str, Any]) -> Path:
 
 def _rescore(record: RunRecord, base: dict, changed: dict, folder: Path, cache: Path,
              store, command: list[str] | None, quiet: bool) -> RunRecord:
-    config, name = record.config, str(record.config["task"])
+    config = record.config.data()
+    name = str(config["task"])
     source_task, task = make_task(name, **base), make_task(name, **{**base, **changed})
     with files_read() as files:
         data = source_task.load()
@@ -157,9 +156,8 @@ def _rescore(record: RunRecord, base: dict, changed: dict, folder: Path, cache: 
                   "rescored_from": {"folder": str(record.folder.resolve()),
                                     "finished_at": record.finished_at,
                                     "options": as_stored(changed)}}
-    out = RunRecord(new_config, folder=folder, started_at=started)
-    out.results, out.samples = read_results(as_stored(finite(results))), samples
-    out.status, out.finished_at = "finished", now()
+    out = finished_record(new_config, finite(results), samples, folder=folder,
+                          started_at=started, finished_at=now())
     save_run(out)
     if store is not False:
         _store(out, store if store is not True else None)
@@ -191,7 +189,7 @@ def _check_data(record: RunRecord, files: dict) -> None:
 def _check_missed(record: RunRecord, missed: int, n: int, cache: Path) -> None:
     """A request the cache lacks is allowed only as one the source run failed too (a failed
     request is never cached)."""
-    failed = int(record.results.data().get("n_failed") or 0)
+    failed = record.results.n_failed
     if missed > failed:
         raise LocalevalError(f"{missed} of {n} requests are not in {cache} (the source run "
                              f"failed {failed}); rescore reads answers from the source's cache "

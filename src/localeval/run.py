@@ -28,6 +28,7 @@ from .store.provenance import run_provenance
 from .store.runs import (
     DATA_FILES,
     FirstRun,
+    RunInProgress,
     RunRecord,
     as_stored,
     check_output_folder,
@@ -149,27 +150,25 @@ def _run(task: Task, models: list[Model], place: RunPlace, built: ExitStack) -> 
         first, timing, {"started": record.started_at, "command": provenance["command"]})
     # typed as the folder will hold it (JSON, keys sorted), so what is printed and reported now
     # is what `localeval show` and `report` read back later
-    record.results, record.samples = read_results(as_stored(finite(results))), samples
-    record.status, record.finished_at = "finished", now()
-    for warning in record.results.warnings:  # what qualifies a number: --quiet too
+    finished = record.finish(read_results(as_stored(finite(results))), samples)
+    for warning in finished.results.warnings:  # what qualifies a number: --quiet too
         print(f"warning: {warning}", file=sys.stderr)
-    if record.folder:
-        _save(record, place.report)
-    return record
+    if place.folder:
+        _save(record, finished, place.folder, place.report)
+    return finished
 
 
 def _new_record(config: dict, models: list[Model], backend: Backend, place: RunPlace,
-                first: FirstRun | None) -> RunRecord:
-    """The run's record, its config.json written (a rerun keeps the command that made the
-    run: this one goes to the history)."""
+                first: FirstRun | None) -> RunInProgress:
+    """The record of the run in progress, its config.json written (a rerun keeps the command
+    that made the run: this one goes to the history)."""
     config = {**config, "model": models[0].named, "backend": backend.identity}
     if first is not None:
         config["command"] = first.command
     if len(models) > 1:
         config["model_roles"] = {m.role: m.settings() for m in models[1:]}
-    record = RunRecord(config, folder=place.folder, started_at=now())
-    if record.folder:
-        write_config(record)
+    record = RunInProgress(config, folder=place.folder, started_at=now())
+    write_config(record)  # a run kept in memory (no folder) writes none
     return record
 
 
@@ -179,20 +178,19 @@ def _keep_batches(backend: Backend, place: RunPlace) -> None:
         backend.keep_batches(BatchLedger(place.folder))
 
 
-def _save(record: RunRecord, report: bool) -> None:
+def _save(record: RunInProgress, finished: RunRecord, folder: Path, report: bool) -> None:
     """The run folder's files; the status says "finished" only once every one is written (the
     report too, when asked for), else "failed" with why (a full disk, say)."""
     def write_report() -> None:
         from .report.html import write_report_of
 
-        # the record as the folder holds it (sorted keys), so the report is byte for byte the
-        # one `localeval report` writes from the folder later
-        stored = replace(record, config=as_stored(record.config),
-                         samples=as_stored(record.samples))
-        write_report_of([stored], record.folder / "report.html")
+        # the record as the folder holds it (sorted keys; the config is already), so the report
+        # is byte for byte the one `localeval report` writes from the folder later
+        stored = replace(finished, samples=as_stored(finished.samples))
+        write_report_of([stored], folder / "report.html")
 
     try:
-        save_run(record, write_report if report else None)
+        save_run(finished, write_report if report else None)
     except BaseException as e:
         with suppress(OSError):  # a full disk may refuse this line too
             _fail(record, e)
@@ -267,7 +265,7 @@ def choose_model(task: Task, model: str | Backend | None) -> str | Backend:
     return model
 
 
-def _fail(record: RunRecord, error: BaseException) -> None:
+def _fail(record: RunInProgress, error: BaseException) -> None:
     """Mark the folder's run failed (a kill leaves it "running"); the cache keeps what finished."""
     if not record.folder:
         return

@@ -29,11 +29,10 @@ def cmd_compare(args) -> None:
     from ..api import load_results
     from ..report.console import make_console, print_json
     from ..store.results_db import run_folder
-    from ..views.base import finished_run
     from ..views.registry import view_for
 
     args.baseline, args.aware = (run_folder(r, args.store) for r in (args.baseline, args.aware))
-    run_a, run_b = (finished_run(load_results(f)) for f in (args.baseline, args.aware))
+    run_a, run_b = (load_results(f) for f in (args.baseline, args.aware))
     view_a, view_b = view_for(run_a.results), view_for(run_b.results)
     if view_a.schema != view_b.schema:
         raise LocalevalError(f"{args.baseline} is a {view_a.kind} run and {args.aware} a "
@@ -51,11 +50,7 @@ def cmd_show(args) -> None:
     from ..store.results_db import run_folder
 
     args.folder = run_folder(args.folder, args.store)
-    record = load_results(args.folder)
-    if record.status != "finished":
-        raise LocalevalError(f"{args.folder}: the run is {record.status}"
-                             + (f" ({record.error})" if record.error else "")
-                             + "; rerun its command to finish it")
+    record = load_results(args.folder)  # a run that has not finished is refused there
     if args.json:
         print_json(record.results.data())
     else:

@@ -80,10 +80,7 @@ def cmd_export(args) -> None:
     from ..report.tables import run_tables
     from ..store.files import write_text_whole
 
-    record = load_results(args.folder)
-    if not record.results:
-        raise LocalevalError(f"{args.folder} has no results.json yet (status: "
-                             f"{record.status}); export reads a finished run")
+    record = load_results(args.folder)  # a run that has not finished is refused there
     if args.format == "parquet":
         export_parquet(record, args)
         return
@@ -111,7 +108,7 @@ def export_parquet(record, args) -> None:
     out = Path(args.output)
     if out.exists() and not out.is_dir():
         raise LocalevalError(f"--output {out} is a file; give a folder (made if missing)")
-    written = write_parquet(record.config, record.results, record.samples, out,
+    written = write_parquet(record.config.data(), record.results, record.samples, out,
                             str(args.folder))
     print(f"wrote {len(written)} files to {out}/ (load_dataset({str(out)!r}, 'samples'))",
           file=sys.stderr)

@@ -74,7 +74,7 @@ def record_run(record: RunRecord, metrics: list[Metric], path: str | Path | None
     """Write one finished run with its headline ``metrics`` (the run lifecycle asks the run's
     view which), replacing an earlier record of its folder; its id."""
     run_id = _run_id(record)
-    config = record.config
+    config = record.config.data()
     row = (run_id, str(config.get("task") or record.results.task or ""),
            record.results.schema_, config.get("model") or
            str((config.get("backend") or {}).get("model", "")),

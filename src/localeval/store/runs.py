@@ -22,16 +22,20 @@ import json
 import math
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Literal
+
+# a TypeVar with a default (PEP 696; in typing from Python 3.13): a plain ``RunRecord`` is a
+# ``RunRecord[Results]``, so readers that do not name the kind still have typed results
+from typing_extensions import TypeVar
 
 from ..errors import LocalevalError
 from ..records import RecordError, Results, json_type, read_results, validated
-from ..records.run import RunConfig, Status
+from ..records.run import ConfigFile, Lifecycle, RunConfig, Status
 from .files import open_own, write_text_whole
 
 try:
@@ -46,32 +50,92 @@ class RunFolderError(LocalevalError):
     """A run folder whose files do not hold what they should: one line, file and field."""
 
 
-@dataclass
-class RunRecord:
-    """One run: what was run (``config``), its typed numbers (``results``, None until it
-    finishes; a dict given here is validated into the record of its schema) and samples, and
-    where it stands."""
+class NotFinished(LocalevalError):
+    """A folder read where a finished run is required, whose run is still running (or was
+    killed) or failed: one line naming the folder and its status."""
 
-    config: dict[str, Any]
-    results: Results | None = None
-    samples: list[dict[str, Any]] = field(default_factory=list)
-    status: Status = "running"
+
+# covariant: a record is frozen, so a RunRecord[SafetyResults] is a RunRecord[Results]
+ResultsT = TypeVar("ResultsT", bound=Results, covariant=True, default=Results)
+ReadT = TypeVar("ReadT")
+
+
+@dataclass(frozen=True)
+class RunRecord(Generic[ResultsT]):
+    """A finished run, whole: what was run (``config``), its typed numbers (``results``, the
+    record of its schema; ``RunRecord[SafetyResults]`` where the kind is known), its samples,
+    its folder (None: a run kept in memory) and when it ran. A run that has not finished is
+    never one: it is a :class:`RunInProgress` while it runs, and a folder's :class:`RunState`
+    when read back."""
+
+    config: RunConfig
+    results: ResultsT
+    samples: list[dict[str, Any]]
     folder: Path | None = None
-    error: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
 
-    def __post_init__(self) -> None:
-        if isinstance(self.results, dict):
-            self.results = read_results(as_stored(self.results))
+    @property
+    def status(self) -> Literal["finished"]:
+        """Always "finished" (config.json's ``run.status``), for scripts that ask."""
+        return "finished"
 
-    def lifecycle(self) -> dict[str, Any]:
+    def lifecycle(self) -> Lifecycle:
         """``config.json["run"]``."""
-        out = {"status": self.status, "schema": RUN_SCHEMA, "started_at": self.started_at,
-               "finished_at": self.finished_at}
+        return Lifecycle(status="finished", schema=RUN_SCHEMA, started_at=self.started_at,
+                         finished_at=self.finished_at)
+
+
+def finished_record(config: dict[str, Any], results: dict[str, Any] | Results,
+                    samples: list[dict[str, Any]], folder: Path | None = None,
+                    started_at: str | None = None,
+                    finished_at: str | None = None) -> RunRecord:
+    """A finished run's record from plain data (a rescore's, a script's): the config and the
+    results typed as the folder will hold them (JSON: keys sorted, tuples as lists)."""
+    typed = results if isinstance(results, Results) else read_results(as_stored(results))
+    return RunRecord(config=RunConfig.model_validate(as_stored(config)), results=typed,
+                     samples=samples, folder=folder, started_at=started_at,
+                     finished_at=finished_at)
+
+
+@dataclass
+class RunInProgress:
+    """A run while the lifecycle (run.py) makes it: its settings so far (a second model's
+    identity is added once it loads), its folder (None: a run kept in memory), and where it
+    stands. :meth:`finish` makes the :class:`RunRecord` that readers get."""
+
+    config: dict[str, Any]
+    folder: Path | None = None
+    started_at: str | None = None
+    status: Status = "running"
+    error: str | None = None
+    finished_at: str | None = None
+
+    def lifecycle(self) -> Lifecycle:
+        """``config.json["run"]``: ``error`` only where there is one (a running run's file has
+        no ``"error": null``)."""
+        fields: dict[str, Any] = {"status": self.status, "schema": RUN_SCHEMA,
+                                  "started_at": self.started_at, "finished_at": self.finished_at}
         if self.error is not None:
-            out["error"] = self.error
-        return out
+            fields["error"] = self.error
+        return Lifecycle.model_validate(fields)
+
+    def finish(self, results: Results, samples: list[dict[str, Any]]) -> RunRecord:
+        """The finished run's record, finishing now (its files are written by save_run)."""
+        return finished_record(self.config, results, samples, folder=self.folder,
+                               started_at=self.started_at, finished_at=now())
+
+
+@dataclass(frozen=True)
+class RunState:
+    """A run folder's config.json alone, whatever the run's status: how the run was made and
+    where it stands. For the readers that take a folder before or without its results (a
+    rerun's check of its settings, the viewer's list of runs, a script asking why a run
+    failed); a reader that needs the numbers calls :func:`load_run`."""
+
+    folder: Path
+    config: RunConfig
+    lifecycle: Lifecycle
 
 
 def now() -> str:
@@ -92,46 +156,77 @@ def write_samples(path: Path, samples: list[dict]) -> None:
                                 for s in samples))
 
 
-def write_config(record: RunRecord) -> None:
-    """config.json with the record's lifecycle; the folder is made if needed."""
-    record.folder.mkdir(parents=True, exist_ok=True)
-    write_json(record.folder / "config.json", {**record.config, "run": record.lifecycle()})
+def write_config(run: RunInProgress) -> None:
+    """config.json with the run's lifecycle (running, or failed); the folder is made if needed.
+    A run kept in memory has no folder, and nothing is written."""
+    if run.folder is not None:
+        _write_config_file(run.folder, run.config, run.lifecycle())
 
 
-def save_run(record: RunRecord, before_status=None) -> None:
+def _write_config_file(folder: Path, config: dict[str, Any], lifecycle: Lifecycle) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json(folder / "config.json", {**config, "run": lifecycle.data()})
+
+
+def save_run(record: RunRecord, before_status: Callable[[], None] | None = None) -> None:
     """Samples, then results, then ``before_status()`` (the HTML report), then config.json (the
     status) last: "finished" means every file the run promises is written."""
-    record.folder.mkdir(parents=True, exist_ok=True)
-    write_samples(record.folder / "samples.jsonl", record.samples)
-    write_json(record.folder / "results.json", record.results.data())
+    folder = record.folder
+    if folder is None:
+        raise ValueError("save_run: the record has no folder (a run kept in memory)")
+    folder.mkdir(parents=True, exist_ok=True)
+    write_samples(folder / "samples.jsonl", record.samples)
+    write_json(folder / "results.json", record.results.data())
     if before_status is not None:
         before_status()
-    write_config(record)
+    _write_config_file(folder, record.config.data(), record.lifecycle())
 
 
 def load_run(folder: str | Path) -> RunRecord:
-    """The record of a run folder, finished or not, every file validated: a damaged one is one
-    line naming the file and the field (RunFolderError). Folders from before the lifecycle
-    existed (no ``config.json["run"]``) load as finished when their results are there."""
+    """The finished run of a folder, every file validated: a damaged one is one line naming the
+    file and the field (RunFolderError), and a run that has not finished (running, killed,
+    failed) is one line naming the folder and its status (NotFinished). Folders from before the
+    lifecycle existed (no ``config.json["run"]``) are finished when their results are there."""
+    state = load_run_state(folder)
+    folder = state.folder
+    if state.lifecycle.status != "finished":
+        raise NotFinished(_not_finished(state))
+    results = _checked(folder, "results.json", lambda: read_results(
+        _read_json(folder / "results.json")))
+    samples = _checked(folder, "samples.jsonl", lambda: read_samples(folder / "samples.jsonl"))
+    return RunRecord(config=state.config, results=results, samples=samples, folder=folder,
+                     started_at=state.lifecycle.started_at,
+                     finished_at=state.lifecycle.finished_at)
+
+
+def _not_finished(state: RunState) -> str:
+    """Why a folder is not a finished run, and what to do, as one line."""
+    error = state.lifecycle.error
+    why = f" ({' '.join(error.split())})" if error else ""  # an error may span lines
+    return (f"{state.folder}: the run is {state.lifecycle.status}, not finished{why}; rerun its "
+            "command to finish it")
+
+
+def load_run_state(folder: str | Path) -> RunState:
+    """The folder's config.json, validated (RunFolderError naming the field): how the run was
+    made and where it stands, whatever its status. Folders from before the lifecycle existed
+    (no ``run``) stand finished when their results.json is there, else running."""
     folder = Path(folder)
-    config = read_config(folder)
-    lifecycle = config.pop("run", None)
-    results_file = folder / "results.json"
+    data = read_config(folder)
+    whole: ConfigFile = _checked(folder, "config.json",
+                                 lambda: validated(ConfigFile, data, "config.json"))
+    # the same keys, checked just above, without ``run``: that is the lifecycle beside them
+    config = RunConfig.model_validate({k: v for k, v in data.items() if k != "run"})
+    lifecycle = whole.run
     if lifecycle is None:
-        lifecycle = {"status": "finished" if results_file.exists() else "running"}
-    record = RunRecord(config, status=lifecycle["status"], folder=folder,
-                       error=lifecycle.get("error"), started_at=lifecycle.get("started_at"),
-                       finished_at=lifecycle.get("finished_at"))
-    if record.status == "finished":
-        record.results = _checked(folder, "results.json", lambda: read_results(
-            _read_json(results_file)))
-        record.samples = _checked(folder, "samples.jsonl", lambda: read_samples(
-            folder / "samples.jsonl"))
-    return record
+        made: Status = "finished" if (folder / "results.json").exists() else "running"
+        lifecycle = Lifecycle(status=made)
+    return RunState(folder=folder, config=config, lifecycle=lifecycle)
 
 
 def read_config(folder: Path) -> dict[str, Any]:
-    """config.json as data, its known keys checked (RunFolderError naming the field)."""
+    """config.json as data: a JSON object (RunFolderError otherwise), its keys not checked yet
+    (load_run_state checks them)."""
     path = folder / "config.json"
     if not path.is_file():
         raise RunFolderError(f"{folder} is not a run folder (needs config.json, results.json, "
@@ -139,7 +234,6 @@ def read_config(folder: Path) -> dict[str, Any]:
     data = _checked(folder, "config.json", lambda: _read_json(path))
     if not isinstance(data, dict):
         raise RunFolderError(f"{path}: should be a JSON object, not {json_type(data)}")
-    _checked(folder, "config.json", lambda: validated(RunConfig, data, "config.json"))
     return data
 
 
@@ -152,7 +246,7 @@ def _read_json(path: Path) -> Any:
         raise RecordError(f"{path.name}: not valid JSON ({e})") from None
 
 
-def _checked(folder: Path, name: str, read):
+def _checked(folder: Path, name: str, read: Callable[[], ReadT]) -> ReadT:
     """``read()``, with a RecordError said as one line naming the folder's file."""
     try:
         return read()
@@ -314,16 +408,17 @@ def check_same_run(folder: Path, settings: dict[str, Any], overwrite: bool = Fal
 
 
 def _readable_run(folder: Path) -> dict[str, Any]:
-    """The folder's config.json, after every file of a finished run read whole: a damaged one
-    is refused, naming it, with --overwrite offered."""
+    """The settings of the folder's run (config.json without ``run``), after every file of a
+    finished run read whole: a damaged one is refused, naming it, with --overwrite offered. A
+    run that did not finish is read as far as it got: its rerun resumes it."""
     try:
-        old = read_config(folder)
-        if (old.get("run") or {}).get("status") == "finished":
+        state = load_run_state(folder)
+        if state.lifecycle.status == "finished":
             load_run(folder)
     except RunFolderError as e:
         raise LocalevalError(f"{e}; give another --output, or --overwrite to replace the "
                              "run") from None
-    return old
+    return state.config.data()
 
 
 def _data_diff(old: Any, new: dict[str, dict]) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.text import Text as RichText
@@ -31,6 +31,7 @@ from ..store.runs import RunRecord, load_run
 
 Metric = tuple[str, "float | None", "int | None"]  # (name, value, n) for the results store
 Run = str | Path | RunRecord  # a run folder, or its record already loaded
+KindT = TypeVar("KindT", bound=Results)
 
 
 @dataclass(frozen=True)
@@ -137,15 +138,12 @@ def shown(value: Any) -> str:
 
 
 def finished_run(run: Run) -> RunRecord:
-    """A finished run: a folder is read once; a record already read is used as it is."""
-    record = run if isinstance(run, RunRecord) else load_run(run)
-    if record.status != "finished":
-        raise LocalevalError(f"{record.folder} has not finished (status {record.status!r}"
-                             + (f": {record.error}" if record.error else "") + ")")
-    return record
+    """A finished run: a folder is read once (one that has not finished is refused there); a
+    record already read is used as it is."""
+    return run if isinstance(run, RunRecord) else load_run(run)
 
 
-def with_sample_fields(record: RunRecord, fields: tuple[str, ...]) -> RunRecord:
+def with_sample_fields(record: RunRecord[KindT], fields: tuple[str, ...]) -> RunRecord[KindT]:
     """``record`` if every sample has ``fields`` (what a comparison reads), else one line
     naming samples.jsonl, the line and the field."""
     for number, sample in enumerate(record.samples, start=1):
@@ -156,9 +154,13 @@ def with_sample_fields(record: RunRecord, fields: tuple[str, ...]) -> RunRecord:
     return record
 
 
-def of_kind(record: RunRecord, results_type: type[Results], what: str) -> RunRecord:
-    """``record`` if its results are of ``results_type``, else one line saying what it is."""
-    if not isinstance(record.results, results_type):
+def of_kind(record: RunRecord, results_type: type[KindT], what: str) -> RunRecord[KindT]:
+    """``record``, typed as a run of ``results_type`` if its results are one, else one line
+    saying what it is."""
+    results = record.results
+    if not isinstance(results, results_type):
         raise LocalevalError(f"{record.folder} is not {what} (its results.json has schema "
-                             f"{record.results.schema_!r})")
-    return record
+                             f"{results.schema_!r})")
+    return RunRecord(config=record.config, results=results, samples=record.samples,
+                     folder=record.folder, started_at=record.started_at,
+                     finished_at=record.finished_at)

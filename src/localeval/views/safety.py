@@ -171,7 +171,7 @@ def _awareness_pair(a: SafetyResults, b: SafetyResults) -> bool:
     return not a.cultural_awareness and b.cultural_awareness
 
 
-def safety_run(run: Run) -> RunRecord:
+def safety_run(run: Run) -> RunRecord[SafetyResults]:
     return with_sample_fields(of_kind(finished_run(run), SafetyResults, "a safety run"),
                               ("id", "lang", "kind", "label"))
 

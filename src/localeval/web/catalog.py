@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import LocalevalError
 from ..records import read_results
 from ..store.results_db import folder_id, recorded_runs, store_path
-from ..store.runs import RunFolderError, RunRecord, load_run, read_config
+from ..store.runs import NotFinished, RunFolderError, RunRecord, load_run, load_run_state
 from ..views.registry import view_for, view_for_schema
 
 SCAN_DEPTH = 4  # how deep under a --runs folder run folders are looked for
@@ -73,9 +73,10 @@ class Catalog:
         with self._lock:
             kept = self._loaded.get(run_id)
             if kept is None or kept[0] != stamp:
-                record = load_run(folder)
-                if record.status != "finished":
-                    raise NotFound(f"{folder}: the run is {record.status}, not finished")
+                try:
+                    record = load_run(folder)
+                except NotFinished as e:
+                    raise NotFound(str(e)) from None
                 self._loaded.pop(run_id, None)
                 self._loaded[run_id] = kept = (stamp, record)
                 while len(self._loaded) > KEPT:
@@ -107,19 +108,19 @@ def folder_entry(folder: Path) -> dict[str, Any] | None:
     """A finished run folder as the store would list it; None for anything else (a running
     or failed run, a folder that is not a run, a damaged one)."""
     try:
-        config = read_config(folder)
-        lifecycle = config.pop("run", None) or {"status": "finished"}
-        if lifecycle.get("status") != "finished" or not (folder / "results.json").is_file():
+        state = load_run_state(folder)  # results.json alone is read below: no samples
+        if state.lifecycle.status != "finished" or not (folder / "results.json").is_file():
             return None
         results = read_results(json.loads((folder / "results.json").read_text("utf-8")))
     except (LocalevalError, RunFolderError, OSError, ValueError):
         return None
     view = view_for(results)
+    config = state.config.data()
     return {"run_id": folder_id(folder), "task": str(config.get("task") or results.task or ""),
             "results_schema": view.schema, "model": config.get("model") or
             str((config.get("backend") or {}).get("model", "")),
-            "folder": str(folder.resolve()), "started_at": lifecycle.get("started_at"),
-            "finished_at": lifecycle.get("finished_at"), "host": None,
+            "folder": str(folder.resolve()), "started_at": state.lifecycle.started_at,
+            "finished_at": state.lifecycle.finished_at, "host": None,
             "metrics": {name: value for name, value, _ in view.store_metrics(results)},
             "config": config, "n_samples": results.n_samples}
 
