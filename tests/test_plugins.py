@@ -129,3 +129,13 @@ def test_a_plugin_that_cannot_be_imported_is_one_line(tmp_path):
     assert ran.returncode == 2
     assert "'hash-guard' (hashguard:HashGuard, from hashguard) cannot be loaded" in ran.stderr
     assert "Traceback" not in ran.stderr
+
+
+def test_the_readme_lists_the_tables():
+    from localeval.backends.registry import BACKENDS
+    from localeval.guards.registry import GUARDS
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- the guard and backend tables")[1].split("\n\n")[0]
+    lines = dict(line.removeprefix("- ").split(": ", 1) for line in block.splitlines()[1:])
+    assert lines == {"guards": ", ".join(GUARDS), "backends": ", ".join(BACKENDS)}
