@@ -12,7 +12,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "localeval"
 # Bottom first. A module may import from its own layer or any layer below, never above.
 LAYERS = [
-    {"errors", "version", "progress", "declared"},
+    {"errors", "version", "progress", "declared", "plugins"},
     {"records"},
     {"data", "metrics"},
     {"backends"},
@@ -167,12 +167,13 @@ def test_only_the_records_read_a_results_schema():
     assert not found
 
 
-# Where a module is imported by name at run time, and why: the backend and guard tables (a
-# backend's or guard's heavy dependencies load only when it is asked for), and the probes of
+# Where a module is imported by name at run time, and why: the backend and guard tables and
+# the plugin tables they are (a backend's or guard's heavy dependencies, or another package's,
+# load only when it is asked for), and the probes of
 # optional dependencies. Everywhere else an import is a plain import statement, so the import
 # graph the tests above check is the one that runs.
 DYNAMIC_IMPORTS = {"backends/registry.py", "guards/registry.py", "backends/hf/attention.py",
-                   "backends/embedding.py"}
+                   "backends/embedding.py", "plugins.py"}
 
 
 def _dynamic_import_lines(tree: ast.AST) -> list[int]:

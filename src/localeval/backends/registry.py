@@ -2,29 +2,40 @@
 
 Kept apart from :mod:`.base` so the protocol module imports no backend: each backend imports
 ``base``, and only this registry imports the backends (lazily, so ``openai:`` never loads torch).
+Other packages add backend kinds through the ``localeval.backends`` entry point
+(:mod:`..plugins`): ``--model mykind:target``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import inspect
 from collections.abc import Callable
 
 from ..errors import LocalevalError
+from ..plugins import Part, table
 from .base import Backend
 from .config import BackendConfig, flags
 
-# kind -> (module under localeval.backends, class name)
-BACKENDS: dict[str, tuple[str, str]] = {
-    "hf": ("hf", "HFBackend"),
-    "openai": ("openai_compat", "OpenAIBackend"),
-    "vllm": ("vllm_engine", "VllmBackend"),  # vLLM's engine in this process (GPUs, several)
-    "hf-seq2seq": ("hf_seq2seq", "HFSeq2SeqBackend"),  # translation (X-Guard's first step)
-    "st": ("embedding", "SentenceEmbeddingBackend"),  # sentence-transformers embedders
-    "openai-embed": ("openai_embed", "OpenAIEmbeddingBackend"),  # /v1/embeddings (LionGuard 2)
-    "moderation": ("moderation", "ModerationBackend"),  # moderation APIs (their guards' own)
+# kind -> "module:class"
+BACKENDS: dict[str, str] = {
+    "hf": "localeval.backends.hf:HFBackend",
+    "openai": "localeval.backends.openai_compat:OpenAIBackend",
+    # vLLM's engine in this process (GPUs, several)
+    "vllm": "localeval.backends.vllm_engine:VllmBackend",
+    # translation (X-Guard's first step)
+    "hf-seq2seq": "localeval.backends.hf_seq2seq:HFSeq2SeqBackend",
+    "st": "localeval.backends.embedding:SentenceEmbeddingBackend",  # sentence-transformers
+    # /v1/embeddings (LionGuard 2)
+    "openai-embed": "localeval.backends.openai_embed:OpenAIEmbeddingBackend",
+    # moderation APIs (their guards' own)
+    "moderation": "localeval.backends.moderation:ModerationBackend",
 }
+
+
+def backend_table() -> dict[str, Part]:
+    """Every backend kind: the built-in ones, then other packages' (not imported)."""
+    return table("localeval.backends", BACKENDS)
 
 
 def parse_backend_spec(spec: str) -> tuple[str, str]:
@@ -33,17 +44,22 @@ def parse_backend_spec(spec: str) -> tuple[str, str]:
     if not sep or not target:
         raise LocalevalError(f"model {spec!r} needs a backend prefix, e.g. hf:Qwen/Qwen2.5-0.5B, "
                              "hf:/path/to/model or openai:<served model name>")
-    if kind not in BACKENDS:
+    kinds = backend_table()
+    if kind not in kinds:
         raise LocalevalError(f"unknown backend {kind!r} in {spec!r}; available: "
-                             f"{', '.join(BACKENDS)}")
+                             f"{', '.join(kinds)}")
     return kind, target
 
 
 def backend_class(spec: str) -> type[Backend]:
     """The class of ``kind:target``'s backend (its module imports nothing heavy at import)."""
     kind, _ = parse_backend_spec(spec)
-    module, name = BACKENDS[kind]
-    return getattr(importlib.import_module(f"{__package__}.{module}"), name)
+    part = backend_table()[kind]
+    found = part.load()
+    if not isinstance(found, type):
+        raise LocalevalError(f"backend {kind!r} ({part.target}, from {part.origin}) is not a "
+                             "class")
+    return found
 
 
 def taken_options(spec: str) -> list[str]:

@@ -74,7 +74,8 @@ def _worth_showing(default) -> bool:
 
 
 def parser() -> argparse.ArgumentParser:
-    from ..tasks.registry import kinds
+    from ..backends.registry import backend_table
+    from ..tasks.registry import TASKS, kinds
     from ..version import __version__
 
     run_task_kinds = [kind for kind in kinds() if kind.command == "run"]
@@ -98,11 +99,12 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     r = sub.add_parser("run", help="evaluate a model on a task")
-    r.add_argument("--task", required=True, help="tmlu, cmmlu, tmmluplus, sea-safeguard, "
-                   "safety-prompts, safety-responses, llm-safety, or a name for --data")
-    r.add_argument("--model", help="hf:<hub id or folder>, or openai:<model served at "
-                   "--base-url> (not needed for a guard with a model of its own: "
-                   "embedding:<file>, the moderation APIs)")
+    run_names = [name for name, entry in TASKS.items() if entry.kind in run_task_kinds]
+    r.add_argument("--task", required=True, help=f"{', '.join(run_names)}, or a name for --data")
+    r.add_argument("--model", help="KIND:TARGET, KIND one of "
+                   f"{', '.join(backend_table())} (hf:<hub id or folder>, openai:<model "
+                   "served at --base-url>, vllm:<hub id or folder>; not needed for a guard "
+                   "with a model of its own: embedding:<file>, the moderation APIs)")
     add_option_flags(r, [(title_of(kind), kind.Options) for kind in run_task_kinds])
     add_task_option_flag(r)
     add_folder_arguments(r)

@@ -1,38 +1,65 @@
-"""The table of guards: ``--guard NAME`` -> the adapter class, imported only when asked for."""
+"""The table of guards: ``--guard NAME`` -> the adapter class, imported only when asked for.
+Other packages add guards through the ``localeval.guards`` entry point (:mod:`..plugins`)."""
 
 from __future__ import annotations
 
-import importlib
 import inspect
 
 from ..declared import parse_if_text
 from ..errors import LocalevalError
+from ..plugins import Part, table
 from .base import Guard
 from .staged import StagedGuard
 
-# name -> (module under localeval.guards, class name)
-GUARDS: dict[str, tuple[str, str]] = {
-    "zero-shot": ("zero_shot", "ZeroShotGuard"),
-    "zero-shot-verdict": ("zero_shot_verdict", "VerdictZeroShotGuard"),
-    "llamaguard3": ("llamaguard", "LlamaGuard3"),
-    "llamaguard4": ("llamaguard", "LlamaGuard4"),
-    "shieldgemma": ("shieldgemma", "ShieldGemma"),
-    "qwen3guard": ("qwen3guard", "Qwen3Guard"),
-    "polyguard": ("polyguard", "PolyGuard"),
-    "wildguard": ("wildguard", "WildGuard"),
-    "xguard": ("xguard", "XGuard"),
-    "sealion-guard": ("sealionguard", "SealionGuard"),
-    "lionguard2": ("lionguard2", "LionGuard2"),  # its head on an openai-embed: embedder
+# name -> "module:class" (the order of the --guard help)
+GUARDS: dict[str, str] = {
+    "zero-shot": "localeval.guards.zero_shot:ZeroShotGuard",
+    "zero-shot-verdict": "localeval.guards.zero_shot_verdict:VerdictZeroShotGuard",
+    "llamaguard3": "localeval.guards.llamaguard:LlamaGuard3",
+    "llamaguard4": "localeval.guards.llamaguard:LlamaGuard4",
+    "shieldgemma": "localeval.guards.shieldgemma:ShieldGemma",
+    "qwen3guard": "localeval.guards.qwen3guard:Qwen3Guard",
+    "polyguard": "localeval.guards.polyguard:PolyGuard",
+    "wildguard": "localeval.guards.wildguard:WildGuard",
+    "xguard": "localeval.guards.xguard:XGuard",
+    "sealion-guard": "localeval.guards.sealionguard:SealionGuard",
+    "lionguard2": "localeval.guards.lionguard2:LionGuard2",  # its head on an openai-embed: model
     # moderation APIs: keys and endpoints from environment variables (guards/moderation.py)
-    "openai-moderation": ("moderation", "OpenAIModeration"),
-    "azure-content-safety": ("moderation", "AzureContentSafety"),
-    "model-armor": ("moderation", "ModelArmor"),
-    "lakera-guard": ("moderation", "LakeraGuard"),
+    "openai-moderation": "localeval.guards.moderation:OpenAIModeration",
+    "azure-content-safety": "localeval.guards.moderation:AzureContentSafety",
+    "model-armor": "localeval.guards.moderation:ModelArmor",
+    "lakera-guard": "localeval.guards.moderation:LakeraGuard",
 }
 
 
+def guard_table() -> dict[str, Part]:
+    """Every guard by name: the built-in ones, then other packages' (not imported)."""
+    return table("localeval.guards", GUARDS)
+
+
 def available_guards() -> list[str]:
-    return sorted(GUARDS)
+    return sorted(guard_table())
+
+
+# what --guard's help says of a guard beside its name
+NOTES = {
+    "zero-shot": "the paper's prompt",
+    "zero-shot-verdict": "ours, with a verdict prefill",
+    "lionguard2": "its head on an openai-embed: embedder",
+    "openai-moderation": "an API: keys from the environment",
+    "azure-content-safety": "an API",
+    "model-armor": "an API",
+    "lakera-guard": "an API",
+}
+
+
+def guards_help() -> str:
+    """The guards as ``--guard``'s help lists them, from the table (none imported)."""
+    named = []
+    for part in guard_table().values():
+        note = NOTES.get(part.name) if part.built_in else f"from {part.origin}"
+        named.append(f"{part.name} ({note})" if note else part.name)
+    return ", ".join(named)
 
 
 def get_guard(name: str, **options) -> Guard:
@@ -48,11 +75,14 @@ def get_guard(name: str, **options) -> Guard:
         guard.options = {"path": path}
         return guard
     key = name.strip().lower().replace("_", "-")
-    if key not in GUARDS:
-        raise LocalevalError(f"unknown guard {name!r}; available: {', '.join(available_guards())}, "
+    guards = guard_table()
+    if key not in guards:
+        raise LocalevalError(f"unknown guard {name!r}; available: {', '.join(sorted(guards))}, "
                              "embedding:<guard file>")
-    module, cls_name = GUARDS[key]
-    cls = getattr(importlib.import_module(f"{__package__}.{module}"), cls_name)
+    cls = guards[key].load()
+    if not (isinstance(cls, type) and issubclass(cls, Guard)):
+        raise LocalevalError(f"guard {key!r} ({guards[key].target}, from {guards[key].origin}) "
+                             "is not a localeval.guards.Guard subclass")
     options = _declared_options(cls, key, dict(options))
     label_scores = options.pop("label_scores", None)  # every guard on a language model's
     guard = cls(**options)

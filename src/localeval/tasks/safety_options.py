@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 # names and defaults only (no numpy): the command line builds its flags from these options
 from ..analysis.choices import EN_CELLS, N_RESAMPLES, PAPER_EN_CELL
 from ..errors import LocalevalError
+from ..guards.registry import guards_help  # the table's names, no guard imported
 from ..metrics.choices import (
     AUPRC_NAMES,
     PAPER_AUPRC,
@@ -77,11 +78,8 @@ class SafeguardOptions(SafetySelection):
     """Safeguards (sea-safeguard, safety-prompts, safety-responses)."""
 
     guard: str | Guard = option(
-        "zero-shot", "guard adapter: zero-shot (the paper's prompt), zero-shot-verdict (ours, "
-        "with a verdict prefill), llamaguard3, llamaguard4, shieldgemma, qwen3guard, polyguard, "
-        "wildguard, xguard; the moderation APIs openai-moderation, azure-content-safety, "
-        "model-armor, lakera-guard (keys from the environment); or embedding:<file> (a guard "
-        "trained by `localeval train-guard`)")
+        "zero-shot", f"guard adapter: {guards_help()}; or embedding:<file> (a guard trained by "
+        "`localeval train-guard`)")
     guard_options: dict | None = option(
         None, "an option of the guard, repeatable: e.g. mode=per-policy (shieldgemma), "
         "controversial=harmful (qwen3guard), translator=none (xguard)", flag="--guard-option",
