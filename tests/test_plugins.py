@@ -66,6 +66,7 @@ class HashGuard(Guard):
 
 def _plugin(folder: Path) -> Path:
     """The package ``hashguard`` and its metadata, as pip would leave them in site-packages."""
+    folder.mkdir(parents=True)
     (folder / "hashguard.py").write_text(PLUGIN, encoding="utf-8")
     info = folder / "hashguard-0.1.dist-info"
     info.mkdir()
@@ -91,7 +92,8 @@ def test_a_plugin_guard_is_listed_without_being_imported_and_runs(tmp_path):
     shown = _localeval(["run", "--help"], plugin, tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "hash-guard (from hashguard)" in shown.stdout
-    assert "const" in shown.stdout.split("--model MODEL", 1)[1].split("--", 1)[0]
+    model_help = shown.stdout.split("\n  --model MODEL", 1)[1].split("\n  --", 1)[0]
+    assert "moderation, const (" in " ".join(model_help.split())
     assert "plugin imported" not in shown.stderr  # listed from its metadata alone
 
     out = tmp_path / "run"

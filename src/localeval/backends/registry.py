@@ -56,9 +56,9 @@ def backend_class(spec: str) -> type[Backend]:
     kind, _ = parse_backend_spec(spec)
     part = backend_table()[kind]
     found = part.load()
-    if not isinstance(found, type):
+    if not (isinstance(found, type) and issubclass(found, Backend)):
         raise LocalevalError(f"backend {kind!r} ({part.target}, from {part.origin}) is not a "
-                             "class")
+                             "localeval.backends.base.Backend subclass")
     return found
 
 
