@@ -12,6 +12,7 @@ from ..data.catalog import BUILTIN_TASKS
 from ..errors import LocalevalError
 from ..render.formats import to_console
 from ..render.table import TableBuilder, columns
+from ..tasks.benchmarks import dataset_of
 
 
 def task_rows(task: str | None) -> list[dict[str, Any]]:
@@ -20,10 +21,11 @@ def task_rows(task: str | None) -> list[dict[str, Any]]:
     if task is None:
         return [{"task": e.name, "source": e.source, "size": e.size,
                  "description": e.description} for e in TASKS.values()]
-    if task in BUILTIN_TASKS:
+    dataset = dataset_of(task)
+    if dataset in BUILTIN_TASKS:
         return [{"subject": s.id, "name": s.name, "discipline": s.discipline,
                  "level": s.level, "questions": s.n_questions, "options": s.n_options}
-                for s in BUILTIN_TASKS[task].subjects.values()]
+                for s in BUILTIN_TASKS[dataset].subjects.values()]
     if task in TASKS:
         e = TASKS[task]
         return [{"task": e.name, "source": e.source, "size": e.size,
@@ -49,7 +51,7 @@ def _safety_details(task: str) -> dict[str, Any]:
 def task_table(task: str | None, rows: list[dict[str, Any]]) -> RichTable:
     if task is None:
         title = "Built-in tasks (any local folder works too: --data PATH)"
-    elif task in BUILTIN_TASKS:
+    elif dataset_of(task) in BUILTIN_TASKS:
         title = f"{task} subjects"
     else:
         title = task

@@ -28,6 +28,7 @@ from ..metrics.mcq import aggregate
 from ..records.mcq import SCHEMA as MCQ_SCHEMA
 from . import extract, mcq_variants
 from .base import PROTOCOL, Task
+from .benchmarks import dataset_of, with_benchmark_options
 from .custom import announce_custom_task
 from .mcq_options import MCQConfig, MCQOptions
 from .options import make_options
@@ -205,20 +206,22 @@ class MCQTask(Task):
     progress_unit = rate_unit = "questions"
 
     def __init__(self, name: str, **options):
-        o = make_options(MCQOptions, name, options)
+        o = make_options(MCQOptions, name, with_benchmark_options(name, options))
         self.name, self.data, self.wanted = name, o.data, o.subjects
+        self.dataset = dataset_of(name)  # a benchmark reads its catalog dataset
         self.limit, self.dataset_revision = o.limit, o.dataset_revision
         self.orders, self.repeats = o.permute_options, o.repeats
         self.config = MCQConfig(
             method=o.method, max_tokens=o.max_tokens, extract=o.extract,
             reduce_few_shot=o.reduce_few_shot,
             miulab_special_tokens=o.chat_special_tokens,
-            prompt=PromptConfig(style=o.prompt_style or default_prompt_style(name),
+            prompt=PromptConfig(style=o.prompt_style or default_prompt_style(self.dataset),
                                 shots=o.shots, cot=o.cot, chat=o.chat, system=o.system,
-                                task=name, lm_eval_choices=o.lm_eval_choices))
+                                task=self.dataset, lm_eval_choices=o.lm_eval_choices))
     def load(self) -> MCQData:
         """(subject, dev, test) per subject, sorted by subject; test cut to ``limit``."""
-        spec, loaded = load_mcq_data(self.name, self.data, self.wanted, self.dataset_revision)
+        spec, loaded = load_mcq_data(self.dataset, self.data, self.wanted,
+                                     self.dataset_revision)
         source = str(self.data or spec.hub_id)
         subjects = []
         for subject in sorted(loaded):
@@ -226,7 +229,7 @@ class MCQTask(Task):
             check_subject(subject, splits, self.config, source)
             test = splits["test"][: self.limit] if self.limit else splits["test"]
             subjects.append((subject, splits.get("dev", []), test))
-        if self.name not in BUILTIN_TASKS:  # once the data is good, before the model loads
+        if self.dataset not in BUILTIN_TASKS:  # once the data is good, before the model loads
             announce_custom_task(self.name, self.config.prompt.style)
         return MCQData(spec, subjects)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..data.catalog import BUILTIN_TASKS
+from .benchmarks import BENCHMARKS
 from .contamination_options import ContaminationOptions
 from .custom import check_custom_name
 from .llm_safety_options import LLMSafetyOptions
@@ -85,6 +86,10 @@ class TaskEntry:
 TASKS: dict[str, TaskEntry] = {
     **{spec.name: TaskEntry(spec.name, MCQ, spec.hub_id, f"{len(spec.subjects)} subjects",
                             spec.description) for spec in BUILTIN_TASKS.values()},
+    # benchmarks over those datasets (tasks/benchmarks.py)
+    **{name: TaskEntry(name, MCQ, BUILTIN_TASKS[b.dataset].hub_id,
+                       f"{len(BUILTIN_TASKS[b.dataset].subjects)} subjects", b.description)
+       for name, b in BENCHMARKS.items()},
     "sea-safeguard": TaskEntry("sea-safeguard", SAFEGUARD, "aisingapore/SEASafeguardBench",
                                "3 subsets", "SEA-SafeguardBench: guards on prompts and "
                                "responses, EN + 7 SEA languages"),
