@@ -85,11 +85,11 @@ def get_guard(name: str, **options) -> Guard:
                              "is not a localeval.guards.Guard subclass")
     options = _declared_options(cls, key, dict(options))
     label_scores = options.pop("label_scores", None)  # every guard on a language model's
-    guard = cls(**options)
-    if label_scores is not None:
-        guard.set_label_scores(label_scores)
-    guard.options = {**options, **({"label_scores": label_scores} if label_scores else {})}
-    return guard
+    made = cls(**options)
+    if label_scores is not None and isinstance(made, StagedGuard):  # checked just above
+        made.set_label_scores(label_scores)
+    made.options = {**options, **({"label_scores": label_scores} if label_scores else {})}
+    return made
 
 
 def _declared_options(cls: type, key: str, options: dict) -> dict:
