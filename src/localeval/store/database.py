@@ -184,7 +184,8 @@ def _connect_postgres(url: str, read_only: bool = False) -> Database:
         raise StoreError(f"the results store {shown(url)} is PostgreSQL, which needs psycopg 3: "
                          "pip install 'localeval[postgresql]'") from None
     # read-only: the server refuses every write of the session, autocommit statements too
-    extra = {"options": "-c default_transaction_read_only=on"} if read_only else {}
+    extra: dict[str, Any] = {"options": "-c default_transaction_read_only=on"} if read_only \
+        else {}
     conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
                            application_name="localeval", **extra)
     return Database(conn, postgres=True, target=url)

@@ -27,6 +27,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Generic, Literal
 
 # a TypeVar with a default (PEP 696; in typing from Python 3.13): a plain ``RunRecord`` is a
@@ -38,6 +39,7 @@ from ..records import RecordError, Results, json_type, read_results, validated
 from ..records.run import ConfigFile, Lifecycle, RunConfig, Status
 from .files import open_own, write_text_whole
 
+fcntl: ModuleType | None
 try:
     import fcntl
 except ImportError:  # Windows
