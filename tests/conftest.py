@@ -44,6 +44,19 @@ def model_folder(tmp_path):
     return f"hf:{folder}"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_user_store(tmp_path_factory):
+    """The results store and the cache default to the user's home: point them into a temporary
+    folder for the whole session, before any module- or class-scoped fixture runs (a
+    module-scoped run folder was recorded in ~/.local/share/localeval, issue 51 item 7). The
+    per-test fixture below narrows the store to each test's own folder."""
+    home = tmp_path_factory.mktemp("session-home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LOCALEVAL_STORE", str(home / "results-store.sqlite"))
+        patch.setenv("XDG_DATA_HOME", str(home / "data"))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _in_tmp_dir(tmp_path, monkeypatch):
     """Runs without --output write to ./runs/…, and every finished run is recorded in the
