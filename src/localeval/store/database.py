@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -222,9 +223,8 @@ def opened(target: str | Path, schema: tuple[str, ...],
         db = _connect_postgres(str(target), read_only) if is_url(target) else \
             _connect_sqlite(Path(target), read_only)
         if not read_only:
-            ready = db
-            until_unlocked(lambda: ready.create(schema))
-            until_unlocked(lambda: ready.add_columns(columns))
+            until_unlocked(partial(db.create, schema))
+            until_unlocked(partial(db.add_columns, columns))
         yield db
     except driver_errors() as e:
         raise StoreError(f"results store {shown(target)}: {one_line(e, target)}") from None

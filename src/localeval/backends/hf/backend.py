@@ -41,6 +41,7 @@ from ..base import (
     Response,
     ScoreNext,
     TextLogprobs,
+    only,
 )
 from ..config import DTYPES, BackendConfig
 from ..failures import ModelError, Unsupported
@@ -192,11 +193,14 @@ class HFBackend(BackendBase):
         scores = [i for i, r in enumerate(requests) if isinstance(r, ScoreNext)]
         generations = [i for i, r in enumerate(requests) if isinstance(r, Generate) and needed[i]]
         texts = [i for i, r in enumerate(requests) if isinstance(r, TextLogprobs) and needed[i]]
+        def picked(kind: type[Q], which: list[int]) -> list[Q]:
+            return only(kind, [requests[i] for i in which], "requests picked by their type")
+
         runs = (
-            (scores, lambda: self._run_scores(_all(ScoreNext, requests, scores),
+            (scores, lambda: self._run_scores(picked(ScoreNext, scores),
                                               [needed[i] for i in scores])),
-            (generations, lambda: self._run_generations(_all(Generate, requests, generations))),
-            (texts, lambda: self._run_texts(_all(TextLogprobs, requests, texts))))
+            (generations, lambda: self._run_generations(picked(Generate, generations))),
+            (texts, lambda: self._run_texts(picked(TextLogprobs, texts))))
         for which, run in runs:
             if not which:
                 continue
@@ -343,7 +347,3 @@ def _weights_fingerprint(model: str) -> str | None:
             h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
     return h.hexdigest()[:16]
 
-
-def _all(kind: type[Q], requests: Sequence[Request], which: list[int]) -> list[Q]:
-    """The requests at ``which``, each of ``kind`` (as picked by their type)."""
-    return [r for r in (requests[i] for i in which) if isinstance(r, kind)]
