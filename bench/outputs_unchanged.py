@@ -5,9 +5,10 @@ printed output, with paths, timestamps, timing and the command line left out.
     python bench/outputs_unchanged.py diff OUT_A OUT_B    # list what differs
 
 ``record`` runs, with a seeded random 2-layer Llama around the shared SmolLM2 tokenizer: the demo;
-a CMMLU likelihood run and a generation run; a safety-prompts run (XSTest); a sea-safeguard run on
-the bundled sample with and without --cultural-awareness; an llm-safety run; a contamination run.
-Then ``show``, ``export`` (md, latex, csv), ``compare`` and ``leaderboard`` of each. It writes
+a CMMLU likelihood run, a generation run and a run with permuted options; a safety-prompts run
+(XSTest); a sea-safeguard run on the bundled sample with and without --cultural-awareness, and
+with other metric options; an llm-safety run; a contamination run; a rescore of the generation
+and of the sea-safeguard run. Then ``show``, ``export`` (md, latex, csv), ``compare`` and ``leaderboard`` of each. It writes
 ``OUT/outputs.json``: every file of every run folder and every printed output, normalised. The
 checkout is the one whose ``localeval`` the Python running this script imports (run it once with
 each checkout's venv or PYTHONPATH). Give the two OUT folders paths of the same length, so a
@@ -38,8 +39,10 @@ def runs(model: str, out: Path) -> dict[str, list[str]]:
     """The run commands, by run name."""
     cmmlu = ["--task", "cmmlu", "--data", str(SHARED / "data" / "cmmlu"), "--subjects",
              "arts,virology", "--limit", "12", "--model", model]
+    # label_scores=full: a random model ranks no label in its top 20, so every verdict would fail
+    full = ["--guard-option", "label_scores=full"]
     safety = ["--task", "sea-safeguard", "--guard", "zero-shot", "--data", str(REPO / SAMPLE),
-              "--model", model, "--bootstrap", "20"]
+              "--model", model, "--bootstrap", "20", *full]
     texts = out / "texts.jsonl"
     texts.write_text("".join(json.dumps({"id": str(i), "text": t}, ensure_ascii=False) + "\n"
                              for i, t in enumerate(["臺灣的首都是臺北。", "The cat sat on the mat.",
@@ -49,20 +52,26 @@ def runs(model: str, out: Path) -> dict[str, list[str]]:
         "cmmlu-likelihood": ["run", *cmmlu, "--shots", "5", "--method", "likelihood"],
         "cmmlu-generation": ["run", *cmmlu, "--shots", "2", "--method", "generation",
                              "--max-tokens", "4"],
+        "cmmlu-permuted": ["run", *cmmlu, "--shots", "1", "--permute-options", "2"],
         "safety-prompts": ["run", "--task", "safety-prompts", "--guard", "zero-shot", "--data",
                            str(SHARED / "data" / "xstest" / "xstest_prompts.csv"), "--limit", "40",
-                           "--model", model, "--bootstrap", "20"],
+                           "--model", model, "--bootstrap", "20", *full],
         "sea-safeguard": ["run", *safety],
+        "sea-safeguard-ge": ["run", *safety, "--threshold-rule", "ge", "--auprc", "ap"],
         "sea-safeguard-aware": ["run", *safety, "--cultural-awareness"],
         "llm-safety": ["run", "--task", "llm-safety", "--model", model, "--data",
                        str(SHARED / "data" / "jbb-multilingual" / "prompts.jsonl"), "--limit", "2",
                        "--judge", "llamaguard3", "--judge-model", model, "--max-tokens", "6",
+                       "--judge-option", "label_scores=full",
                        "--bootstrap", "20", "--greedy", "--refusal", "detector"],
         "contamination": ["contamination", "--model", model, "--data", str(texts), "--k",
                           "10,50"],
     }
 
 
+# a run scored again from its cache with an option that acts on answers only
+RESCORES = {"cmmlu-generation": ["--extract", "tmlu"],
+            "sea-safeguard": ["--threshold-rule", "ge", "--sensitive", "paper"]}
 COMPARES = [("cmmlu-likelihood", "cmmlu-generation"), ("sea-safeguard", "sea-safeguard-aware"),
             ("sea-safeguard", "safety-prompts")]
 LEADERBOARDS = ["cmmlu", "safety-prompts", "sea-safeguard", "llm-safety", "contamination"]
@@ -83,6 +92,9 @@ def record(out: Path) -> None:
     printed: dict[str, dict] = {"demo": localeval(["demo", "--output", str(out / "demo")], env)}
     for name, args in runs(model, out).items():
         printed[f"run {name}"] = localeval([*args, "--output", str(out / name)], env)
+    for name, args in RESCORES.items():
+        printed[f"rescore {name}"] = localeval(["rescore", str(out / name), *args, "--output",
+                                                str(out / f"{name}-rescored")], env)
     folders = [p.parent for p in sorted(out.rglob("results.json"))]
     for folder in folders:
         rel = folder.relative_to(out)

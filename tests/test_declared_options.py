@@ -28,7 +28,7 @@ DASH_T = {"shots=abc": "-T shots='abc': expected an integer",
           "limit=1.5": "-T limit='1.5': expected an integer or none",
           "max_tokens=abc": "-T max_tokens='abc': expected an integer or none",
           "cot=maybe": "-T cot='maybe': expected true or false",
-          "method=guess": "unknown --method 'guess'; use one of likelihood, generation",
+          "method=guess": "--method must be one of likelihood, generation, not 'guess'",
           "max-tokens=5": "did you mean -T max_tokens=...?"}
 
 

@@ -84,7 +84,7 @@ def test_cot_reduces_shots_to_fit_context(tmp_path, tiny_llama):
 @pytest.mark.parametrize("argv, words", [
     (["run", "--task", "nope", "--model", "hf:x"], "unknown task 'nope'"),
     (["run", "--task", "tmlu", "--model", "x"], "needs a backend prefix"),
-    (["run", "--task", "tmlu", "--model", "hf:x", "--method", "guess"], "unknown --method"),
+    (["run", "--task", "tmlu", "--model", "hf:x", "--method", "guess"], "--method must be one of likelihood, generation"),
     (["run", "--task", "tmlu", "--model", "hf:x", "--cot"], "--cot needs --method generation"),
 ])
 def test_clear_one_line_errors(argv, words, capsys):

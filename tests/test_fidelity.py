@@ -11,6 +11,7 @@ from sklearn.metrics import auc, precision_recall_curve
 from test_guards import SG_RESPONSE_DANGEROUS
 
 from localeval import evaluate
+from localeval.analysis.choices import AnalysisChoices
 from localeval.analysis.safety import analyses
 from localeval.backends.base import Generated, NextLogprobs
 from localeval.data.catalog import TMMLUPLUS
@@ -46,7 +47,7 @@ def test_pr_auc_is_the_authors_auc_of_the_pr_curve():
 
 
 def test_tables_use_the_papers_pr_auc_and_keep_average_precision():
-    out = analyses(RECORDS, n_resamples=0)
+    out = analyses(RECORDS, AnalysisChoices(n_resamples=0))
     assert out["auprc"] == "trapezoid"
     (row,) = out["table2"]["rows"]
     assert row["values"]["prompt/general/en"] == pytest.approx(100 * 19 / 24)
@@ -59,14 +60,14 @@ def test_tables_use_the_papers_pr_auc_and_keep_average_precision():
     assert en["average_precision"] == pytest.approx(5 / 6)
     (th_gap,) = [r for r in out["language_gap"] if r["lang"] == "th"]
     assert th_gap["gap"] == pytest.approx(19 / 24 - 1)
-    ap = analyses(RECORDS, n_resamples=0, auprc="ap")
+    ap = analyses(RECORDS, AnalysisChoices(n_resamples=0, auprc="ap"))
     assert ap["table2"]["rows"][0]["values"]["prompt/general/en"] == pytest.approx(100 * 5 / 6)
     assert ap["table2_alternative"]["auprc"] == "trapezoid"
 
 
 # ------------------------------------------------------------------ 7. the paper's language gap
 def test_language_gap_of_table2_cells():
-    out = analyses(RECORDS, n_resamples=0)
+    out = analyses(RECORDS, AnalysisChoices(n_resamples=0))
     (gap,) = [r for r in out["table2_language_gap"] if r["subset"] == "general"
               and r["kind"] == "prompt"]
     assert gap["en"] == pytest.approx(100 * 19 / 24) and gap["sea"] == pytest.approx(100.0)

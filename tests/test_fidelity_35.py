@@ -42,10 +42,11 @@ def test_d5_cells_are_the_mean_of_each_files_value():
     """get_eval_result.py get_eval_results gives [best_f1, pr_auc, best_fpr] per file and
     report_sum_results averages the files: CG EN = mean of the countries' files, so F1
     (6/7 + 1) / 2 = 92.857 points and FPR (1/3 + 0) / 2 = 16.667 points."""
+    from localeval.analysis.choices import AnalysisChoices
     from localeval.analysis.safety import analyses
 
     results = analyses(_records(FILE_A, "Thailand") + _records(FILE_B, "Singapore"),
-                       n_resamples=0)
+                       AnalysisChoices(n_resamples=0))
     d5 = results["table_d5"]
     assert d5["f1"]["rows"][0]["values"]["prompt/cultural-cg/en"] == pytest.approx(
         100 * (6 / 7 + 1) / 2)

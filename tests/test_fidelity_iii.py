@@ -292,7 +292,7 @@ def test_tmlu_chat_generation_has_miulab_double_bos():
     test = [MCQItem("9", "economics", "問題", ("甲", "乙", "丙", "丁"), "A")]
     bos = tok.bos_token_id
     for special, expected in ((True, [bos, bos]), (False, [bos])):
-        config = MCQConfig(method="generation", miulab_special_tokens=special,
+        config = MCQConfig(method="generation", chat_special_tokens=special,
                            prompt=PromptConfig(shots=0, chat="single", task="tmmluplus"))
         (p,) = plan(TMMLUPLUS, "economics", [], test, config, None, None)
         text, add = generation_text(tok, p.request, "m")

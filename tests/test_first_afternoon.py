@@ -161,14 +161,14 @@ def test_an_option_no_model_takes_ends_its_sentence(cmmlu, model_folder, no_mode
 def test_a_string_for_a_list_option_is_one_item_or_a_comma_list(cmmlu, tmp_path):
     """`evaluate(..., subjects='arts')` read the string letter by letter (`subject(s) a, r, s, t
     not found`)."""
-    assert make_task("cmmlu", data=cmmlu, subjects="arts").wanted == ["arts"]
-    assert make_task("cmmlu", data=cmmlu, subjects="arts, virology").wanted == ["arts",
-                                                                                 "virology"]
+    assert make_task("cmmlu", data=cmmlu, subjects="arts").options.subjects == ["arts"]
+    both = make_task("cmmlu", data=cmmlu, subjects="arts, virology")
+    assert both.options.subjects == ["arts", "virology"]
     assert [s for s, _, _ in make_task("cmmlu", data=cmmlu, subjects="arts").load().subjects] \
         == ["arts"]
     safety = make_task("safety-prompts", data="x.jsonl", langs="en,th", subsets="prompts",
                        classify="prompt")
-    assert (safety.langs, safety.subsets) == (["en", "th"], ["prompts"])
+    assert (safety.options.langs, safety.options.subsets) == (["en", "th"], ["prompts"])
     contamination = make_task("contamination", data=str(tmp_path / "a.jsonl"), k="10,20")
     assert contamination.data == [str(tmp_path / "a.jsonl")] and contamination.k == (10.0, 20.0)
     assert make_task("contamination", data=tmp_path / "a.jsonl", k=20).k == (20,)

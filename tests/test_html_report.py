@@ -13,6 +13,7 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
+from localeval.analysis.choices import AnalysisChoices
 from localeval.analysis.safety import analyses
 from localeval.cli import main
 from localeval.render.browser import browser_data
@@ -51,7 +52,7 @@ def _safety_run(folder) -> RunRecord:
                              "kind": "response", "context": "with_prompt",
                              "error": "request failed: 500"}],
                "warnings": ["1 of 96 guard samples failed and are left out"],
-               **analyses(samples, n_resamples=20)}
+               **analyses(samples, AnalysisChoices(n_resamples=20))}
     record = finished_record({"task": "sea-safeguard", "model": "hf:tiny",
                               "localeval_version": "x",
                               "backend": {"backend": "hf", "model": "tiny", "dtype": "float32"}},

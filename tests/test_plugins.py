@@ -141,3 +141,129 @@ def test_the_readme_lists_the_tables():
     block = readme.split("<!-- the guard and backend tables")[1].split("\n\n")[0]
     lines = dict(line.removeprefix("- ").split(": ", 1) for line in block.splitlines()[1:])
     assert lines == {"guards": ", ".join(GUARDS), "backends": ", ".join(BACKENDS)}
+
+
+TASK_PLUGIN = '''
+import json, sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from localeval.backends.base import ScoreNext
+from localeval.render.table import Number, TableBuilder, columns
+from localeval.tasks.base import Task
+from localeval.tasks.options import TaskOptions, make_options, option
+from localeval.views import Ranking, ResultsView
+
+print("task plugin imported", file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class LengthOptions(TaskOptions):
+    """Text length (text-length): is a text long?"""
+
+    data: str | None = option(None, "JSONL of id, text")
+    min_letters: int = option(3, "gold: a text with more letters than this is long", type=int,
+                              rescorable=True)
+
+
+class LengthView(ResultsView):
+    kind = "text-length"
+    schema = "lentask.length/1"
+
+    def tables(self, results):
+        table = TableBuilder("Length accuracy", columns("n", "accuracy %", text=0))
+        table.add(results.n_samples, Number(results["accuracy"], scale=100))
+        return [table.build()]
+
+    def store_metrics(self, results):
+        return [("accuracy", results["accuracy"], results["n_samples"])]
+
+    def ranking(self, names):
+        return Ranking(["accuracy"], "accuracy")
+
+
+class LengthTask(Task):
+    results_schema = LengthView.schema
+    Options = LengthOptions
+    view = LengthView
+
+    def __init__(self, name="text-length", **options):
+        self.name, self.options = name, make_options(LengthOptions, name, options)
+
+    def load(self):
+        lines = Path(self.options.data).read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines]
+
+    def plan(self, data, backend):
+        return [(row, ScoreNext(row["text"], (" long", " short"))) for row in data]
+
+    def respond(self, planned, execute):
+        return execute([request for _, request in planned])
+
+    def score(self, planned, answer):
+        row, _ = planned
+        gold = len(row["text"]) > self.options.min_letters
+        pred = answer.logprobs[" long"] > answer.logprobs[" short"]
+        return {"id": row["id"], "gold": gold, "pred": pred, "correct": pred == gold}
+
+    def summarise(self, samples, data, identity):
+        right = sum(s["correct"] for s in samples)
+        return {"schema": self.results_schema, "task": self.name, "n_samples": len(samples),
+                "n_failed": 0, "accuracy": right / len(samples)}
+
+    def describe(self, data):
+        return {"task": self.name, "data": self.options.data,
+                "min_letters": self.options.min_letters}
+'''
+TEXTS = {"a": "hi", "b": "hello there", "c": "ok", "d": "a longer sentence", "e": "yes"}
+
+
+def _task_plugin(folder: Path) -> Path:
+    """``hashguard`` (its const backend) and ``lentask``, a task with its own view."""
+    plugin = _plugin(folder)
+    (plugin / "lentask.py").write_text(TASK_PLUGIN, encoding="utf-8")
+    info = plugin / "lentask-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: lentask\nVersion: 0.1\n",
+                                   encoding="utf-8")
+    (info / "entry_points.txt").write_text("[localeval.tasks]\ntext-length = lentask:LengthTask\n",
+                                           encoding="utf-8")
+    return plugin
+
+
+def _length_accuracy(min_letters: int) -> float:
+    """By hand, from the const backend's rule: " long" wins when its crc32 value is smaller."""
+    def logprob(text: str, candidate: str) -> float:
+        return -(zlib.crc32(f"{text}|{candidate}".encode()) % 1000) / 100
+
+    right = [(logprob(t, " long") > logprob(t, " short")) == (len(t) > min_letters)
+             for t in TEXTS.values()]
+    return sum(right) / len(right)
+
+
+def test_a_plugin_task_is_listed_without_being_imported_runs_and_rescores(tmp_path):
+    plugin = _task_plugin(tmp_path / "site")
+    for args in (["tasks"], ["run", "--help"]):
+        shown = _localeval(args, plugin, tmp_path)
+        assert shown.returncode == 0, shown.stderr
+        assert "text-length" in shown.stdout and "task plugin imported" not in shown.stderr
+    data = tmp_path / "texts.jsonl"
+    data.write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in TEXTS.items()),
+                    encoding="utf-8")
+    out = tmp_path / "run"
+    ran = _localeval(["run", "--task", "text-length", "--model", "const:fixed", "-T",
+                      f"data={data}", "-T", "min_letters=1", "--output", str(out), "--quiet",
+                      "--json"], plugin, tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout.split("\nwrote")[0])["accuracy"] == _length_accuracy(1)
+    shown = _localeval(["show", str(out)], plugin, tmp_path)
+    assert shown.returncode == 0 and "Length accuracy" in shown.stdout, shown.stderr
+
+    # its option declared rescorable: rescore reads it back from config.json and changes it
+    again = _localeval(["rescore", str(out), "--output", str(tmp_path / "again"), "--json"],
+                       plugin, tmp_path)
+    assert again.returncode == 2 and "nothing to change" in again.stderr
+    rescored = _localeval(["rescore", str(out), "-T", "min_letters=5", "--output",
+                           str(tmp_path / "again"), "--json"], plugin, tmp_path)
+    assert rescored.returncode == 0, rescored.stderr
+    assert json.loads(rescored.stdout)["accuracy"] == _length_accuracy(5)

@@ -8,6 +8,7 @@ import math
 import pytest
 from rich.console import Console
 
+from localeval.analysis.choices import AnalysisChoices
 from localeval.analysis.safety import analyses
 from localeval.api import evaluate
 from localeval.backends.base import Direct, Failed
@@ -113,7 +114,7 @@ def test_failed_requests_are_counted_and_excluded(backend):
     failed = [r for r in records if r["score"] is None]
     assert len(failed) == 3 and all("server timeout" in r["error"] for r in failed)
 
-    results = analyses(records, n_resamples=0)
+    results = analyses(records, AnalysisChoices(n_resamples=0))
     (row,) = results["per_language"]
     assert row["n"] == 6 and row["n_failed"] == 3
 

@@ -9,6 +9,7 @@ import shutil
 import pytest
 from rich.console import Console
 
+from localeval.analysis.choices import AnalysisChoices
 from localeval.analysis.safety import analyses, score_distribution
 from localeval.analysis.thresholds import threshold_transfer
 from localeval.api import evaluate
@@ -53,10 +54,11 @@ def test_threshold_transfer_by_hand():
     assert c["precision"] == pytest.approx(2 / 3) and c["recall"] == pytest.approx(2 / 3)
     assert c["f1"] == pytest.approx(2 / 3) and c["fpr"] == 0.5
 
-    out = analyses(EN + TH, n_resamples=0)
+    out = analyses(EN + TH, AnalysisChoices(n_resamples=0))
     assert out["calibration"] == "en" and out["threshold_rule"] == "gt"
     assert out["threshold_transfer"] == threshold_transfer(EN + TH, "prompt", "en")
-    (ge,) = analyses(EN + TH, n_resamples=0, threshold_rule="ge")["threshold_transfer"]
+    (ge,) = analyses(EN + TH, AnalysisChoices(n_resamples=0,
+                                              threshold_rule="ge"))["threshold_transfer"]
     assert ge["threshold"] == 0.31 and ge["languages"][0]["calibrated"]["tp"] == 2
 
 
@@ -64,7 +66,8 @@ def test_threshold_transfer_skips_with_a_note():
     one_class = [r for r in EN if r["label"] == 1]
     (b,) = threshold_transfer(one_class + TH, "prompt", "en")
     assert b["threshold"] is None and b["languages"] == [] and "only harmful" in b["note"]
-    (b,) = analyses(EN + TH, n_resamples=0, calibrate_on="vi")["threshold_transfer"]
+    (b,) = analyses(EN + TH, AnalysisChoices(n_resamples=0,
+                                             calibrate_on="vi"))["threshold_transfer"]
     assert b["threshold"] is None and "no scored prompt samples" in b["note"]
     assert "'vi'" in b["note"]
     (b,) = threshold_transfer(EN, "prompt", "en")  # nothing to apply it to
@@ -102,7 +105,8 @@ def test_score_distribution_counts_each_item_once():
     alone = score_distribution(records, context="without_prompt")  # responses only
     assert [(r["kind"], r["label"], r["n"]) for r in alone] == [("response", "safe", 2),
                                                                ("response", "harmful", 1)]
-    assert analyses(records, n_resamples=0)["score_distribution"] == score_distribution(records)
+    distribution = analyses(records, AnalysisChoices(n_resamples=0))["score_distribution"]
+    assert distribution == score_distribution(records)
 
 
 @pytest.fixture(scope="module")

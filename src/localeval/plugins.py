@@ -23,7 +23,8 @@ from importlib.metadata import entry_points
 
 from .errors import LocalevalError
 
-GROUPS = ("localeval.guards", "localeval.backends", "localeval.tasks")
+GUARD_GROUP, BACKEND_GROUP, TASK_GROUP = "localeval.guards", "localeval.backends", "localeval.tasks"
+GROUPS = (GUARD_GROUP, BACKEND_GROUP, TASK_GROUP)
 BUILT_IN = "localeval"
 
 

@@ -39,7 +39,7 @@ from .store.runs import (
     run_folder_lock,
     save_run,
 )
-from .tasks.options import flag_of, option_fields
+from .tasks.options import declared_value, flag_of, make_options, option_fields
 from .tasks.registry import make_task, task_class, task_kinds
 from .tasks.rescoring import check_change, rescorable, source_options
 
@@ -83,6 +83,9 @@ def rescore_run(source: str | Path, changes: dict[str, Any], *, output: str | Pa
     cls = task_class(str(config.get("task")))
     base = source_options(cls, config, results)
     _check_changes(cls, base, changes)
+    changes = _typed(cls, changes)
+    # a value its option refuses is one line now, before any folder is made
+    make_options(cls.Options, str(config.get("task")), {**base, **changes})
     changed = {k: v for k, v in changes.items() if base.get(k) != v}
     if not changed:
         raise LocalevalError(f"nothing to change: {source} already has "
@@ -120,6 +123,13 @@ def _check_changes(cls, base: dict[str, Any], changes: dict[str, Any]) -> None:
                              f"{cls.__name__}): it may change only {_flags(cls)}")
     for name in changes:
         check_change(cls, base, name)
+
+
+def _typed(cls, changes: dict[str, Any]) -> dict[str, Any]:
+    """Each change given as text (``-T min_letters=5``) as its option declares it."""
+    fields = {f.name: f for f in option_fields(cls.Options)}
+    return {k: declared_value(cls.Options, fields[k], v, f"-T {k}") if isinstance(v, str) else v
+            for k, v in changes.items()}
 
 
 def default_output(source: Path, changed: dict[str, Any]) -> Path:

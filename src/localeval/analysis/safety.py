@@ -27,7 +27,6 @@ from ..metrics.bootstrap import bootstrap_ci
 from ..metrics.classification import (
     AUPRC_METRICS,
     PAPER_AUPRC,
-    PAPER_THRESHOLD_GRID,
     PAPER_THRESHOLD_RULE,
     THRESHOLD_GRIDS,
     average_precision,
@@ -38,9 +37,8 @@ from ..metrics.classification import (
     roc_auc,
 )
 from ..metrics.group import grouped
-from .choices import N_RESAMPLES  # bootstrap resamples for the CIs
+from .choices import N_RESAMPLES, AnalysisChoices, MetricChoices
 from .gaps import (
-    PAPER_EN_CELL,
     TABLE2_CELLS,
     Record,
     by_model,
@@ -237,11 +235,12 @@ def overall(samples: list[Record], n_resamples: int = N_RESAMPLES,
                                                                kv[0][2]))]
 
 
-def analyses(samples: list[Record], n_resamples: int = N_RESAMPLES, calibrate_on: str = "en",
-             auprc: str = PAPER_AUPRC, threshold_rule: str = PAPER_THRESHOLD_RULE,
-             en_cell: str = PAPER_EN_CELL,
-             threshold_grid: str = PAPER_THRESHOLD_GRID) -> dict[str, Any]:
-    """Every analysis of a safeguard run's records, as stored at results.json's top level; 95%
+PAPER_CHOICES = AnalysisChoices()
+
+
+def analyses(samples: list[Record], choices: MetricChoices = PAPER_CHOICES) -> dict[str, Any]:
+    """Every analysis of a safeguard run's records, as stored at results.json's top level, under
+    ``choices`` (a safeguard task's options, or :class:`~.choices.AnalysisChoices`): 95%
     bootstrap CIs (seed 0) from ``n_resamples`` resamples, none when 0; thresholds tuned on the
     ``calibrate_on`` language for ``threshold_transfer``. ``auprc`` names the PR-AUC estimator
     of Table 2, its CIs, the per-language table and the gaps (``trapezoid``, the papers', or
@@ -250,39 +249,32 @@ def analyses(samples: list[Record], n_resamples: int = N_RESAMPLES, calibrate_on
     threshold analyses and the pair types; ``en_cell`` how Table 2's EN cells are made
     (``per-country``, the authors', or ``pooled``: :func:`.gaps.cell`); ``threshold_grid`` the
     thresholds of the sweep and of best F1 (``iris``, the authors' floats, or ``decimal``)."""
-    metric = _auprc_metric(auprc)
-    grid = THRESHOLD_GRIDS[threshold_grid]
+    n_resamples, rule, en_cell = choices.n_resamples, choices.threshold_rule, choices.en_cell
+    metric = AUPRC_METRICS[choices.auprc]
+    grid = THRESHOLD_GRIDS[choices.threshold_grid]
     kinds = sorted({s["kind"] for s in samples})
     table = table2(samples, metric, en=en_cell)
     return {
-        "overall": overall(samples, n_resamples, auprc),
-        **_table2_block(samples, table, metric, auprc, n_resamples, en_cell),
-        "table_d5": _d5_tables(samples, en_cell, grid, threshold_rule),
+        "overall": overall(samples, n_resamples, choices.auprc),
+        **_table2_block(samples, table, metric, choices.auprc, n_resamples, en_cell),
+        "table_d5": _d5_tables(samples, en_cell, grid, rule),
         "severity": severity_metrics(samples),
-        "per_language": per_language(samples, n_resamples, auprc),
+        "per_language": per_language(samples, n_resamples, choices.auprc),
         "n_resamples": n_resamples,
         "language_gap": _language_gaps(samples, kinds, n_resamples, metric),
         "cultural_gap": [r for r in cultural_gap(table) if r["gap"] is not None],
-        "threshold_rule": threshold_rule,
-        "threshold_grid": threshold_grid,
-        "pair_type_confusion": _pair_types(samples, kinds, threshold_rule),
+        "threshold_rule": rule,
+        "threshold_grid": choices.threshold_grid,
+        "pair_type_confusion": _pair_types(samples, kinds, rule),
         "score_distribution": score_distribution(s for s in samples if s["raw_label"]),
         "threshold_sweep": [c for kind in kinds
-                            for c in threshold_curve(samples, kind, thresholds=grid,
-                                                     rule=threshold_rule)],
+                            for c in threshold_curve(samples, kind, thresholds=grid, rule=rule)],
         "pr_curves": pr_curves(samples),
-        "calibration": calibrate_on,
+        "calibration": choices.calibrate_on,
         "threshold_transfer": [b for kind in kinds
-                               for b in threshold_transfer(samples, kind, calibrate_on,
-                                                           rule=threshold_rule,
-                                                           thresholds=grid)],
+                               for b in threshold_transfer(samples, kind, choices.calibrate_on,
+                                                           rule=rule, thresholds=grid)],
     }
-
-
-def _auprc_metric(auprc: str):
-    if auprc not in AUPRC_METRICS:
-        raise ValueError(f"auprc must be one of {', '.join(AUPRC_METRICS)}, not {auprc!r}")
-    return AUPRC_METRICS[auprc]
 
 
 def _table2_block(samples: list[Record], table: dict, metric, auprc: str,

@@ -75,7 +75,7 @@ def _worth_showing(default) -> bool:
 
 def parser() -> argparse.ArgumentParser:
     from ..backends.registry import backend_table
-    from ..tasks.registry import TASKS, kinds
+    from ..tasks.registry import TASKS, kinds, plugin_tasks
     from ..version import __version__
 
     run_task_kinds = [kind for kind in kinds() if kind.command == "run"]
@@ -99,7 +99,8 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     r = sub.add_parser("run", help="evaluate a model on a task")
-    run_names = [name for name, entry in TASKS.items() if entry.kind in run_task_kinds]
+    run_names = [name for name, entry in TASKS.items()
+                 if entry.kind in (*run_task_kinds, *plugin_tasks())]
     r.add_argument("--task", required=True, help=f"{', '.join(run_names)}, or a name for --data")
     r.add_argument("--model", help="KIND:TARGET, KIND one of "
                    f"{', '.join(backend_table())} (hf:<hub id or folder>, openai:<model "

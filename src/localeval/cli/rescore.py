@@ -7,22 +7,26 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..tasks.options import flag_of, option_fields
+from ..declared import pairs_of
+from ..tasks.options import flag_arguments, flag_of, option_fields, rescorable
 from ..tasks.registry import kinds
-from ..tasks.rescoring import rescorable
 
 
 def _rescorable_fields() -> list:
-    """(task kind title, field) of every option rescore may change, in declaration order."""
-    out = []
+    """(Options class, field) of every option rescore may change, each once, in declaration
+    order."""
+    out, seen = [], set()
     for kind in kinds():
         names = rescorable(kind)
-        out += [f for f in option_fields(kind.Options) if f.name in names]
+        for f in option_fields(kind.Options):
+            if f.name in names and f.name not in seen:
+                seen.add(f.name)
+                out.append((kind.Options, f))
     return out
 
 
 def rescorable_flags() -> list[str]:
-    return [flag_of(f) for f in _rescorable_fields()]
+    return [flag_of(f) for _, f in _rescorable_fields()]
 
 
 def add_rescore_parser(sub) -> None:
@@ -30,10 +34,13 @@ def add_rescore_parser(sub) -> None:
                        "with another extraction rule, label policy, threshold rule or metric "
                        "option (no model is called); writes a new run folder")
     p.add_argument("folder", help="the finished run folder to re-score (left as it is)")
-    for f in _rescorable_fields():
-        kw = {k: v for k, v in f.metadata["argparse"].items() if k != "action"}
+    for options_class, f in _rescorable_fields():
+        kw = {k: v for k, v in flag_arguments(options_class, f).items() if k != "action"}
         p.add_argument(flag_of(f), dest=f.name, default=argparse.SUPPRESS,
                        help=f.metadata["help"].replace("%", "%%"), **kw)
+    p.add_argument("-T", "--task-option", dest="task_option", action="append", default=[],
+                   metavar="KEY=VALUE", help="an option rescore may change, by its Python name "
+                   "(a task of another package has no flags here), repeatable")
     p.add_argument("--output", help="the new run folder (default <folder>.rescored-<hash of "
                    "the changes>, beside the source)")
     p.add_argument("--cache", help="the request cache to read (default <folder>/cache.sqlite)")
@@ -57,8 +64,9 @@ def cmd_rescore(args) -> None:
     from ..report.console import make_console, print_json, print_results
     from ..rescore import rescore_run
 
-    names = [f.name for f in _rescorable_fields()]
+    names = [f.name for _, f in _rescorable_fields()]
     changes = {n: getattr(args, n) for n in names if hasattr(args, n)}
+    changes.update(pairs_of(args.task_option, "-T"))
     record = rescore_run(args.folder, changes, output=args.output, cache=args.cache,
                          store=False if args.no_store else args.store, command=args.argv,
                          quiet=args.quiet)

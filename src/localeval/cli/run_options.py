@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any
 from ..backends.config import BackendConfig
 from ..declared import pairs_of, parse_if_text
 from ..errors import LocalevalError
-from ..tasks.options import declared_value, flag_of
+from ..tasks.options import declared_value, flag_arguments, flag_of
 from .values import comma_list
 
-if TYPE_CHECKING:  # an annotation only: the records import pydantic
+if TYPE_CHECKING:  # annotations only: the records import pydantic
     from ..records import Results
+    from ..tasks.registry import AnyKind
 
 SHORTCUT = "shortcut:"  # argparse dest prefix of a shortcut flag (it sets a key of a pairs option)
 
@@ -46,17 +47,17 @@ def add_option_flags(parser, options_classes: list[tuple[str, type]]) -> None:
         for f in dataclasses.fields(cls):
             if f.name not in done:
                 done.add(f.name)
-                _add_field(group, f, helps[f.name])
+                _add_field(group, cls, f, helps[f.name])
 
 
-def _add_field(group, f: dataclasses.Field, helps: list[tuple[str, str]]) -> None:
+def _add_field(group, cls: type, f: dataclasses.Field, helps: list[tuple[str, str]]) -> None:
     meta = f.metadata
     text = helps[0][1] if len(helps) == 1 else "; ".join(f"{t.split(' (')[0]}: {h}"
                                                          for t, h in helps)
     if f.default not in (None, False, True, ()) and "default" not in text:
         text += f" (default: {_shown(f.default)})"
     kwargs = {"dest": f.name, "default": argparse.SUPPRESS, "help": text.replace("%", "%%"),
-              **meta.get("argparse", {})}
+              **flag_arguments(cls, f)}
     if meta.get("parse") == "pairs":
         kwargs.update(action="append")
     if meta.get("flag") and "metavar" not in kwargs and kwargs.get("action") not in (
@@ -139,12 +140,12 @@ def task_options(args, task: str | None = None) -> dict[str, Any]:
     given = {k: v for k, v in vars(args).items()
              if k in _all_option_names(kinds()) or k.startswith(SHORTCUT)}
     _refuse_other_kinds(name, cls, fields, given)
-    out = {k: _value(fields[k], v) for k, v in given.items() if k in fields}
+    out = {k: _value(cls.Options, fields[k], v) for k, v in given.items() if k in fields}
     for key, on in given.items():
         if key.startswith(SHORTCUT) and on:
             _, field, sub = key.split(":")
             out[field] = {sub: True, **(out.get(field) or {})}
-    out.update(_dash_t(name, fields, getattr(args, "task_option", [])))
+    out.update(_dash_t(name, cls.Options, fields, getattr(args, "task_option", [])))
     return {f: out.get(f, fields[f].default) for f in fields}
 
 
@@ -152,7 +153,7 @@ def _all_option_names(kinds: list[type]) -> set[str]:
     return {f.name for cls in kinds for f in dataclasses.fields(cls.Options)}
 
 
-def _refuse_other_kinds(name: str, cls: type, fields: dict, given: dict[str, Any]) -> None:
+def _refuse_other_kinds(name: str, cls: AnyKind, fields: dict, given: dict[str, Any]) -> None:
     from ..tasks.registry import TASKS, kinds
 
     for key in given:
@@ -167,7 +168,7 @@ def _refuse_other_kinds(name: str, cls: type, fields: dict, given: dict[str, Any
                              f"({title_of(cls)}); it is for {tasks}")
 
 
-def _flag(cls: type, key: str) -> str:
+def _flag(cls: AnyKind, key: str) -> str:
     if key.startswith(SHORTCUT):
         _, field, _ = key.split(":")
         f = next(f for f in dataclasses.fields(cls.Options) if f.name == field)
@@ -176,24 +177,24 @@ def _flag(cls: type, key: str) -> str:
     return flag_of(f)
 
 
-def title_of(cls: type) -> str:
+def title_of(cls: AnyKind) -> str:
     """A task kind's title (a Task class or a registry TaskKind): the first line of its
     Options docstring."""
     return (cls.Options.__doc__ or cls.Options.__name__).strip().split("\n")[0].rstrip(".")
 
 
-def _value(f: dataclasses.Field, raw: Any, name: str | None = None) -> Any:
+def _value(options_class: type, f: dataclasses.Field, raw: Any, name: str | None = None) -> Any:
     """A flag's value: a repeated ``KEY=VALUE`` flag as a dict of texts (its receiver types
     them), any other text as the field declares it (a list option's text comma-separated)."""
     if f.metadata.get("parse") == "pairs":
         return pairs_of(raw, f.metadata.get("flag")) or None
     if isinstance(raw, str):
         return comma_list(raw) if "list[str]" in str(f.type) else declared_value(
-            f, raw, name or flag_of(f))
+            options_class, f, raw, name or flag_of(f))
     return raw
 
 
-def _dash_t(name: str, fields: dict, pairs: list[str]) -> dict[str, Any]:
+def _dash_t(name: str, options_class: type, fields: dict, pairs: list[str]) -> dict[str, Any]:
     """-T KEY=VALUE by the option's Python name, each value parsed by the option's declared
     type; a key that is no option is one line (with the name it may have meant)."""
     out = {}
@@ -203,7 +204,7 @@ def _dash_t(name: str, fields: dict, pairs: list[str]) -> dict[str, Any]:
             hint = f" (did you mean -T {near}=...?)" if near in fields else \
                 f"; it accepts: {', '.join(fields)}"
             raise LocalevalError(f"-T {key}: task {name!r} has no such option{hint}")
-        out[key] = _value(fields[key], text, f"-T {key}")
+        out[key] = _value(options_class, fields[key], text, f"-T {key}")
     return out
 
 

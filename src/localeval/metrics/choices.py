@@ -5,17 +5,22 @@ the names (a test checks that its tables have exactly these keys)."""
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 # The thresholds of the sweep and of best F1 (classification.THRESHOLD_GRIDS): IRIS's float grid
 # or 0.01 .. 0.99 exactly.
-THRESHOLD_GRID_NAMES = ("iris", "decimal")
-PAPER_THRESHOLD_GRID = "iris"
+ThresholdGrid = Literal["iris", "decimal"]
+THRESHOLD_GRID_NAMES: tuple[ThresholdGrid, ...] = get_args(ThresholdGrid)
+PAPER_THRESHOLD_GRID: ThresholdGrid = "iris"
 # When a score counts as harmful at threshold t. "gt" (score > t) is IRIS's
 # (`metrics/safeguard_metrics.py`, the F1/FPR of SEA-SafeguardBench); "ge" (score >= t) is
 # Parallax-AI's. They differ only for scores exactly at t: discrete scores (a moderation API's
 # 0.33/0.66, a neutral 0.5) sit there often.
-THRESHOLD_RULES = ("gt", "ge")
-PAPER_THRESHOLD_RULE = "gt"
+ThresholdRule = Literal["gt", "ge"]
+THRESHOLD_RULES: tuple[ThresholdRule, ...] = get_args(ThresholdRule)
+PAPER_THRESHOLD_RULE: ThresholdRule = "gt"
 # The two AUPRC estimators (classification.AUPRC_METRICS): the papers' trapezoid, or average
 # precision.
-AUPRC_NAMES = ("trapezoid", "ap")
-PAPER_AUPRC = "trapezoid"
+Auprc = Literal["trapezoid", "ap"]
+AUPRC_NAMES: tuple[Auprc, ...] = get_args(Auprc)
+PAPER_AUPRC: Auprc = "trapezoid"

@@ -16,7 +16,7 @@ from ..tasks.benchmarks import dataset_of
 
 
 def task_rows(task: str | None) -> list[dict[str, Any]]:
-    from ..tasks.registry import TASKS
+    from ..tasks.registry import TASKS, PluginKind
 
     if task is None:
         return [{"task": e.name, "source": e.source, "size": e.size,
@@ -28,8 +28,9 @@ def task_rows(task: str | None) -> list[dict[str, Any]]:
                 for s in BUILTIN_TASKS[dataset].subjects.values()]
     if task in TASKS:
         e = TASKS[task]
+        details = {} if isinstance(e.kind, PluginKind) else _safety_details(task)
         return [{"task": e.name, "source": e.source, "size": e.size,
-                 "description": e.description, **_safety_details(task)}]
+                 "description": e.description, **details}]
     near = get_close_matches(task, list(TASKS), n=3)
     raise LocalevalError(f"unknown task {task!r}; "
                          + (f"did you mean {', '.join(near)}? " if near else "")

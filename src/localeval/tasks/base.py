@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..backends.base import Backend, Execute
+from .options import TaskOptions
 
 # Which revision of the authors' protocols a task's defaults reproduce. ``describe()`` of the
 # papers' tasks records it, so it is in config.json and in the settings a rerun compares: a
@@ -33,14 +34,18 @@ class Task(ABC):
     name: str
     results_schema: str  # results.json "schema", e.g. "localeval.mcq/1"
     # Its options, declared once: a frozen dataclass of tasks.options.option fields; the command
-    # line's flags and evaluate's documentation are built from it.
-    Options: type
+    # line's flags and evaluate's documentation are built from it. The task keeps the object it
+    # was made with as ``self.options``.
+    Options: type[TaskOptions]
     command = "run"  # the command that runs it: run, or one of its own (contamination)
     progress_unit: str = "requests"  # what the progress bar counts
     rate_unit: str = "samples"  # what timing's "<unit>_per_second" counts
     # The backend spec the run uses when no model is given (a guard with its own model); None:
     # the caller must name one.
     default_model: str | None = None
+    # The view of its results (a views.ResultsView subclass) for a kind from another package;
+    # the built-in kinds' views are in the views' own table (views/registry.py).
+    view: type | None = None
 
     def model_roles(self) -> dict[str, Any]:
         """Models the task needs beside the run's own, by role (``judge``, ``translator``):

@@ -82,36 +82,26 @@ class ContaminationTask(Task):
     progress_unit = "texts"
     rate_unit = "texts"
 
-    def __init__(self, name: str = "contamination", **options):
-        o = make_options(ContaminationOptions, name, options)
-        data, k, sample, seed = o.data, o.k, o.sample, o.seed
-        drop_longest, members, dataset_revision = o.drop_longest, o.members, o.dataset_revision
-        if not data:
-            raise LocalevalError("contamination needs at least one --data source")
-        if not 0 <= drop_longest < 1:
-            raise LocalevalError(f"--drop-longest must be a share in [0, 1), not {drop_longest}")
-        if any(not 0 < x <= 100 for x in k):
-            raise LocalevalError(f"--k values must be percentages in (0, 100], not {list(k)}")
-        if sample is not None and sample < 1:
-            raise LocalevalError(f"--sample must be positive, not {sample}")
-        self.name, self.data, self.k = name, [str(d) for d in data], tuple(k)
-        self.sample, self.seed, self.drop_longest = sample, seed, drop_longest
-        self.members, self.revision = members, dataset_revision
+    def __init__(self, name: str = "contamination", **options: Any):
+        self.name = name
+        self.options = make_options(ContaminationOptions, name, options)
+        self.sources = [str(d) for d in self.options.data]  # as config.json records them
 
     # ---------------------------------------------------------------- items
     def load(self) -> ContaminationData:
         texts: list[Text] = []
         warnings: list[str] = []
-        names = [_source_name(d) for d in self.data]
+        o = self.options
+        names = [_source_name(d) for d in self.sources]
         if len(set(names)) != len(names):
             raise LocalevalError(f"--data sources must have distinct names, got {names}")
-        for spec, name in zip(self.data, names, strict=True):
-            source = _read_source(spec, name, self.revision)
-            if self.sample is not None and self.sample > len(source):
-                warnings.append(_short_source(name, len(source), self.sample))
-            chosen = _sampled(source, self.sample, self.seed)
-            texts += _drop_longest(chosen, self.drop_longest)
-        labels = _read_members(Path(self.members)) if self.members else None
+        for spec, name in zip(self.sources, names, strict=True):
+            source = _read_source(spec, name, o.dataset_revision)
+            if o.sample is not None and o.sample > len(source):
+                warnings.append(_short_source(name, len(source), o.sample))
+            chosen = _sampled(source, o.sample, o.seed)
+            texts += _drop_longest(chosen, o.drop_longest)
+        labels = _read_members(Path(o.members)) if o.members else None
         return ContaminationData(texts, labels, warnings)
 
     def plan(self, data: ContaminationData, backend: Backend) -> list[Text]:
@@ -128,21 +118,22 @@ class ContaminationTask(Task):
             return {**sample, "n_tokens": 0, "min_k": None, "min_k_pp": None, "failed": True,
                     "error": "the text is a single token: no token has a context to score"}
         sample.update(n_tokens=len(values),
-                      min_k={_key(k): min_k(values, k) for k in self.k},
-                      min_k_pp=_min_k_pp(values, answer, self.k))
+                      min_k={_key(k): min_k(values, k) for k in self.options.k},
+                      min_k_pp=_min_k_pp(values, answer, self.options.k))
         return sample
 
     def summarise(self, samples: list[dict], data: ContaminationData, identity: dict) -> dict:
         from ..analysis.contamination import summarise_contamination
 
-        results = summarise_contamination(samples, [_key(k) for k in self.k], data.labels,
+        results = summarise_contamination(samples, [_key(k) for k in self.options.k], data.labels,
                                           self.results_schema)
         return {**results, "warnings": list(data.warnings)}
 
     def describe(self, data: ContaminationData) -> dict:
-        return {"task": self.name, "data": self.data, "k": list(self.k), "sample": self.sample,
-                "seed": self.seed, "drop_longest": self.drop_longest, "members": self.members,
-                "dataset_revision": self.revision}
+        o = self.options
+        return {"task": self.name, "data": self.sources, "k": list(o.k), "sample": o.sample,
+                "seed": o.seed, "drop_longest": o.drop_longest, "members": o.members,
+                "dataset_revision": o.dataset_revision}
 
 
 def _short_source(name: str, n: int, sample: int) -> str:

@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .options import option
+from ..errors import LocalevalError
+from .options import TaskOptions, option
 
 DEFAULT_K = (5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0)  # floats, as --k parses them
 
 
 @dataclass(frozen=True)
-class ContaminationOptions:
+class ContaminationOptions(TaskOptions):
     """Contamination (localeval contamination)."""
 
     data: Sequence[str] = option(
@@ -30,3 +31,16 @@ class ContaminationOptions:
     members: str | None = option(None, "CSV/JSONL of id, member (1/0) and optional source: "
                                  "ROC-AUC of each score")
     dataset_revision: str | None = option(None, "dataset revision on the Hub")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.data:
+            raise LocalevalError("contamination needs at least one --data source")
+        if not 0 <= self.drop_longest < 1:
+            raise LocalevalError(f"--drop-longest must be a share in [0, 1), not "
+                                 f"{self.drop_longest}")
+        if any(not 0 < x <= 100 for x in self.k):
+            raise LocalevalError(f"--k values must be percentages in (0, 100], not "
+                                 f"{list(self.k)}")
+        if self.sample is not None and self.sample < 1:
+            raise LocalevalError(f"--sample must be positive, not {self.sample}")

@@ -12,7 +12,10 @@ both kinds.
 
 from __future__ import annotations
 
-SENSITIVE_CHOICES = ("iris", "paper", "safe", "harmful", "exclude")
+from typing import Literal, get_args
+
+Sensitive = Literal["iris", "paper", "safe", "harmful", "exclude"]
+SENSITIVE_CHOICES: tuple[Sensitive, ...] = get_args(Sensitive)
 DEFAULT_SENSITIVE = "iris"
 # §3: sensitive prompt -> safe, sensitive response -> harmful.
 PAPER_RULE = {"prompt": "safe", "response": "harmful"}

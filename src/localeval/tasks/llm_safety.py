@@ -77,23 +77,18 @@ class LLMSafetyTask(Task):
     progress_unit = "requests"
     rate_unit = "samples"
 
-    def __init__(self, name: str = "llm-safety", **options):
-        o = make_options(LLMSafetyOptions, name, options)
-        self.name, self.data, self.subsets, self.langs = name, o.data, o.subsets, o.langs
-        self.limit, self.system, self.sensitive = o.limit, o.system, o.sensitive
-        self.greedy, self.chat_template, self.refusal = o.greedy, o.chat_template, o.refusal
+    def __init__(self, name: str = "llm-safety", **options: Any):
+        self.name = name
+        self.options = o = make_options(LLMSafetyOptions, name, options)
+        # what the options leave to the authors' defaults, resolved
         self.responses = o.responses or (1 if o.greedy else PAPER_RESPONSES)
         self.max_tokens = o.max_tokens or PAPER_MAX_TOKENS
-        self.n_resamples, self.dataset_revision = o.n_resamples, o.dataset_revision
         self.guard = make_guard(o.judge, o.judge_options)
         check_guard(self.guard, [("response", "with_prompt")])
         self.judge_model = o.judge_model if o.judge_model is not None else self.guard.model
         if self.judge_model is None:
             raise LocalevalError(f"judge {self.guard.name!r} runs on a model: give "
                                  "--judge-model (e.g. hf:meta-llama/Llama-Guard-3-8B)")
-        self.refusal_judge_model = o.refusal_judge_model
-        self.d2 = o.d2
-        self.safeguard_mode, self.refine = o.safeguard_mode, o.refine
         self.safeguard, self.safeguard_model = None, None
         if o.refine != "none" and o.safeguard is None:
             raise LocalevalError("--refine reads the safeguard's prompt labels: add --safeguard")
@@ -107,26 +102,27 @@ class LLMSafetyTask(Task):
 
     def model_roles(self) -> dict[str, Any]:
         roles = {"judge": self.judge_model}
-        if self.refusal == "judge":
-            roles["refusal_judge"] = self.refusal_judge_model
+        if self.options.refusal == "judge":
+            roles["refusal_judge"] = self.options.refusal_judge_model
         if self.safeguard is not None:
             roles["safeguard"] = self.safeguard_model
         return roles
 
     def load(self) -> list[SafetyItem]:
-        source = "sea-safeguard" if self.data is None else "safety-prompts"
-        return load_safety_items(source, self.data, self.subsets, self.langs, self.limit,
-                                 self.dataset_revision)
+        o = self.options
+        source = "sea-safeguard" if o.data is None else "safety-prompts"
+        return load_safety_items(source, o.data, o.subsets, o.langs, o.limit, o.dataset_revision)
 
     def plan(self, items: list[SafetyItem], backend: Backend) -> list[Planned]:
         return [Planned(i, draw, Generate(self._prompt(i), max_tokens=self.max_tokens,
-                                          sample=None if self.greedy else draw))
+                                          sample=None if self.options.greedy else draw))
                 for i in items for draw in range(self.responses)]
 
     def _prompt(self, item: SafetyItem):
-        if not self.chat_template:
+        if not self.options.chat_template:
             return item.prompt  # IRIS sends the prompt text as it is, with no template
-        head = [{"role": "system", "content": self.system}] if self.system else []
+        system = self.options.system
+        head = [{"role": "system", "content": system}] if system else []
         return [*head, {"role": "user", "content": item.prompt}]
 
     def respond(self, planned: Sequence[Planned], execute: Execute) -> list[tuple]:
@@ -134,12 +130,12 @@ class LLMSafetyTask(Task):
         labels = self._prompt_labels(planned, execute, notes)
         responses = self._generate(planned, execute, labels, notes)
         by_index = self._judge(planned, responses, range(len(planned)), execute)
-        if self.refine != "none":
+        if self.options.refine != "none":
             self._refine(planned, responses, by_index, labels, notes, execute)
         texts = {k: text for k, r in enumerate(responses)
                  if (text := text_of(r)) is not None and not notes[k].get("dropped")}
         refusals: dict[int, Response] = {}
-        if self.refusal == "judge":
+        if self.options.refusal == "judge":
             refusals = ask_refusal_judge(texts, self._role(execute, "refusal_judge"))
         return [(r, by_index.get(k), refusals.get(k), notes[k])
                 for k, r in enumerate(responses)]
@@ -160,9 +156,9 @@ class LLMSafetyTask(Task):
     def _generate(self, planned: Sequence[Planned], execute: Execute,
                   labels: dict[str, PromptLabel], notes: list[dict]) -> list[Response]:
         """The model's responses; IRIS's fixed answer where the safeguard refused for it."""
+        mode = self.options.safeguard_mode
         asks = [p.request if not labels else
-                guarded(p.request, p.item.prompt, labels[p.item.prompt], self.safeguard_mode)
-                for p in planned]
+                guarded(p.request, p.item.prompt, labels[p.item.prompt], mode) for p in planned]
         sent = [k for k, a in enumerate(asks) if not isinstance(a, str)]
         answers = dict(zip(sent, execute([asks[k] for k in sent]), strict=True))
         for k, a in enumerate(asks):
@@ -193,7 +189,8 @@ class LLMSafetyTask(Task):
             text = text_of(responses[k])
             if text is None:  # judged: its response has a text
                 continue
-            ask = refinement(p.item.prompt, text, labels[p.item.prompt], self.refine, p.request)
+            ask = refinement(p.item.prompt, text, labels[p.item.prompt], self.options.refine,
+                             p.request)
             if ask is None:
                 notes[k]["dropped"] = True
             else:
@@ -218,7 +215,7 @@ class LLMSafetyTask(Task):
         sample: dict[str, Any] = {
             "id": item.id, "draw": planned.draw, "lang": item.lang, "subset": item.subset,
             "prompt_label": item.prompt_label,
-            "harmful_prompt": binary_label(item.prompt_label, "prompt", self.sensitive,
+            "harmful_prompt": binary_label(item.prompt_label, "prompt", self.options.sensitive,
                                            item.subset),
             "prompt": item.prompt, "response": text_of(response), **notes}
         if notes.get("dropped"):  # IRIS's refine step keeps no response for it
@@ -237,7 +234,7 @@ class LLMSafetyTask(Task):
 
     def _refusal(self, sample: dict, text: str, lang: str, judged: Response | None) -> str | None:
         """Set ``refused`` on the sample (and what it was read from); an error, or None."""
-        if self.refusal == "detector":
+        if self.options.refusal == "detector":
             from ..analysis.refusal import detect_refusal
 
             sample["refused"], sample["refusal_phrase"] = detect_refusal(text, lang)
@@ -252,33 +249,34 @@ class LLMSafetyTask(Task):
 
         return {"schema": self.results_schema, "task": self.name, "judge": self.guard.name,
                 "safeguard": self._safeguard_facts(),
-                "threshold": HARMFUL_THRESHOLD, "refusal": self.refusal,
+                "threshold": HARMFUL_THRESHOLD, "refusal": self.options.refusal,
                 "responses_per_prompt": self.responses,
-                **summarise_llm_safety(samples, self.n_resamples, self.d2)}
+                **summarise_llm_safety(samples, self.options.n_resamples, self.options.d2)}
 
     def _safeguard_facts(self) -> dict | None:
         """The D.2 variant run (None: the model alone)."""
         if self.safeguard is None:
             return None
         return {"name": self.safeguard.name, "options": dict(self.safeguard.options),
-                "model": _model_name(self.safeguard_model), "mode": self.safeguard_mode,
-                "refine": self.refine, "label_scores": self.safeguard.label_scores_used}
+                "model": _model_name(self.safeguard_model), "mode": self.options.safeguard_mode,
+                "refine": self.options.refine, "label_scores": self.safeguard.label_scores_used}
 
     def describe(self, items: list[SafetyItem]) -> dict:
+        o = self.options
         return {"task": self.name, "protocol": PROTOCOL,
-                "data": str(self.data) if self.data else None,
+                "data": str(o.data) if o.data else None,
                 "judge": self.guard.name, "judge_options": dict(self.guard.options),
                 "judge_template_source": self.guard.template_source,
                 "judge_label_scores": self.guard.label_scores_used,
-                "judge_model": _model_name(self.judge_model), "refusal": self.refusal,
-                "refusal_judge_model": _model_name(self.refusal_judge_model),
-                "responses": self.responses, "greedy": self.greedy,
-                "chat_template": self.chat_template,
-                "subsets": self.subsets, "langs": self.langs, "limit": self.limit,
-                "max_tokens": self.max_tokens, "system": self.system,
-                "sensitive": self.sensitive or DEFAULT_SENSITIVE, "d2": self.d2,
+                "judge_model": _model_name(self.judge_model), "refusal": o.refusal,
+                "refusal_judge_model": _model_name(o.refusal_judge_model),
+                "responses": self.responses, "greedy": o.greedy,
+                "chat_template": o.chat_template,
+                "subsets": o.subsets, "langs": o.langs, "limit": o.limit,
+                "max_tokens": self.max_tokens, "system": o.system,
+                "sensitive": o.sensitive or DEFAULT_SENSITIVE, "d2": o.d2,
                 "safeguard": self._safeguard_facts(),
-                "dataset_revision": self.dataset_revision}
+                "dataset_revision": o.dataset_revision}
 
 
 def _model_name(model) -> Any:

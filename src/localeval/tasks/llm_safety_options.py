@@ -5,27 +5,34 @@ building the command line imports no task machinery (numpy, pydantic)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-from ..analysis.choices import D2_CHOICES
+from ..analysis.choices import N_RESAMPLES, D2Rates
 from ..errors import LocalevalError
+from .label_policy import Sensitive
 from .options import option
-from .safety_options import SafetySelection
+from .safety_options import BOOTSTRAP_HELP, SENSITIVE_HELP, SafetySelection
 
 if TYPE_CHECKING:  # annotations only
     from ..backends.base import Backend
     from ..guards.base import Guard
 
-REFUSAL_CHOICES = ("judge", "detector")
+Refusal = Literal["judge", "detector"]
 # App. D.2's variants with a safeguard (.llm_safeguarded): what the safeguard in front does, and
 # which harmful responses are refined
-SAFEGUARD_MODES = ("fixed-answer", "advance-inform")
-REFINE_MODES = ("none", "iris", "all")
+SafeguardMode = Literal["fixed-answer", "advance-inform"]
+Refine = Literal["none", "iris", "all"]
 
 
 @dataclass(frozen=True)
 class LLMSafetyOptions(SafetySelection):
     """LLM safety (llm-safety): the model's own answers, judged."""
+
+    # Declared again, not rescorable: a rescore of an llm-safety run would replay the judge's
+    # and the safeguard's requests through their roles, and reading this kind's options back
+    # from config.json (Options.recorded) is not built yet.
+    sensitive: Sensitive | None = option(None, SENSITIVE_HELP)
+    n_resamples: int = option(N_RESAMPLES, BOOTSTRAP_HELP, flag="--bootstrap", type=int)
 
     judge: str | Guard = option("llamaguard3", "the guard judging each response (any --guard "
                                 "name)")
@@ -35,9 +42,8 @@ class LLMSafetyOptions(SafetySelection):
     judge_options: dict | None = option(None, "an option of the judge, repeatable",
                                         flag="--judge-option", parse="pairs",
                                         metavar="KEY=VALUE")
-    refusal: str = option("judge", "how a refusal is found: judge (the authors' LLM judge, on "
-                          "--refusal-judge-model) or detector (our rule-based detector)",
-                          choices=REFUSAL_CHOICES)
+    refusal: Refusal = option("judge", "how a refusal is found: judge (the authors' LLM judge, "
+                              "on --refusal-judge-model) or detector (our rule-based detector)")
     refusal_judge_model: str | Backend | None = option(
         None, "the refusal judge's model (the authors': google/gemma-3-27b-it)")
     responses: int | None = option(None, "responses per prompt (default 3, drawn with the "
@@ -60,21 +66,20 @@ class LLMSafetyOptions(SafetySelection):
     safeguard_options: dict | None = option(None, "an option of the safeguard, repeatable",
                                             flag="--safeguard-option", parse="pairs",
                                             metavar="KEY=VALUE")
-    safeguard_mode: str = option("fixed-answer", "what the safeguard does: fixed-answer (a "
-                                 "prompt it calls harmful gets IRIS's refusal, the default) or "
-                                 "advance-inform (a system warning before it)",
-                                 choices=SAFEGUARD_MODES)
-    refine: str = option("none", "App. D.2's refined responses (IRIS "
-                         "refine_llm_response_with_safeguard.py): iris (a response the judge "
-                         "calls harmful is refined, but dropped when the safeguard called its "
-                         "prompt harmful, as the authors' code does) or all (ours: refined "
-                         "too); needs --safeguard", choices=REFINE_MODES)
-    d2: str = option("iris", "App. D.2's rates: iris (the authors' code: sensitive rates for "
-                     "cultural-cg only, a response the judge could not label counted as not "
-                     "safe) or all (ours: sensitive rates of every subset, failed verdicts left "
-                     "out)", choices=D2_CHOICES)
+    safeguard_mode: SafeguardMode = option(
+        "fixed-answer", "what the safeguard does: fixed-answer (a prompt it calls harmful gets "
+        "IRIS's refusal, the default) or advance-inform (a system warning before it)")
+    refine: Refine = option(
+        "none", "App. D.2's refined responses (IRIS refine_llm_response_with_safeguard.py): "
+        "iris (a response the judge calls harmful is refined, but dropped when the safeguard "
+        "called its prompt harmful, as the authors' code does) or all (ours: refined too); "
+        "needs --safeguard")
+    d2: D2Rates = option(
+        "iris", "App. D.2's rates: iris (the authors' code: sensitive rates for cultural-cg "
+        "only, a response the judge could not label counted as not safe) or all (ours: "
+        "sensitive rates of every subset, failed verdicts left out)")
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         super().__post_init__()
         for name in ("responses", "max_tokens"):
             value = getattr(self, name)
@@ -86,11 +91,6 @@ class LLMSafetyOptions(SafetySelection):
                                  "per prompt, or drop --greedy to draw several")
         if self.system and not self.chat_template:
             raise LocalevalError("--system goes into a chat template: add --chat-template")
-        if self.d2 not in D2_CHOICES:
-            raise LocalevalError(f"--d2 must be one of {', '.join(D2_CHOICES)}, not {self.d2!r}")
-        if self.refusal not in REFUSAL_CHOICES:
-            raise LocalevalError(f"--refusal must be one of {', '.join(REFUSAL_CHOICES)}, not "
-                                 f"{self.refusal!r}")
         if self.refusal == "judge" and self.refusal_judge_model is None:
             raise LocalevalError("the refusal judge runs on a model: give --refusal-judge-model "
                                  "(the authors': google/gemma-3-27b-it), or use --refusal "

@@ -32,7 +32,7 @@ from .benchmarks import dataset_of, with_benchmark_options
 from .custom import announce_custom_task
 from .mcq_options import MCQConfig, MCQOptions
 from .options import make_options
-from .prompts import PromptConfig, build_prompt
+from .prompts import build_prompt
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def _request(item: MCQItem, prompt: Prompt, config: MCQConfig) -> Request:
     # cue, rendered to text, which vLLM tokenises with special tokens (a template that holds
     # BOS gets a second one)
     miulab = (config.prompt.kind.chat_special_tokens and config.prompt.chat == "single"
-              and config.miulab_special_tokens)
+              and config.chat_special_tokens)
     return Generate(prompt, config.generation_budget, config.stop,
                     add_special_tokens=True if miulab else None)
 
@@ -205,29 +205,23 @@ class MCQTask(Task):
     Options = MCQOptions
     progress_unit = rate_unit = "questions"
 
-    def __init__(self, name: str, **options):
-        o = make_options(MCQOptions, name, with_benchmark_options(name, options))
-        self.name, self.data, self.wanted = name, o.data, o.subjects
+    def __init__(self, name: str, **options: Any):
+        self.name = name
+        self.options = make_options(MCQOptions, name, with_benchmark_options(name, options))
         self.dataset = dataset_of(name)  # a benchmark reads its catalog dataset
-        self.limit, self.dataset_revision = o.limit, o.dataset_revision
-        self.orders, self.repeats = o.permute_options, o.repeats
-        self.config = MCQConfig(
-            method=o.method, max_tokens=o.max_tokens, extract=o.extract,
-            reduce_few_shot=o.reduce_few_shot,
-            miulab_special_tokens=o.chat_special_tokens,
-            prompt=PromptConfig(style=o.prompt_style or default_prompt_style(self.dataset),
-                                shots=o.shots, cot=o.cot, chat=o.chat, system=o.system,
-                                task=self.dataset, lm_eval_choices=o.lm_eval_choices))
+        self.config = MCQConfig.of(self.options, self.dataset,
+                                   default_prompt_style(self.dataset))
+
     def load(self) -> MCQData:
         """(subject, dev, test) per subject, sorted by subject; test cut to ``limit``."""
-        spec, loaded = load_mcq_data(self.dataset, self.data, self.wanted,
-                                     self.dataset_revision)
-        source = str(self.data or spec.hub_id)
+        o = self.options
+        spec, loaded = load_mcq_data(self.dataset, o.data, o.subjects, o.dataset_revision)
+        source = str(o.data or spec.hub_id)
         subjects = []
         for subject in sorted(loaded):
             splits = loaded[subject]
             check_subject(subject, splits, self.config, source)
-            test = splits["test"][: self.limit] if self.limit else splits["test"]
+            test = splits["test"][: o.limit] if o.limit else splits["test"]
             subjects.append((subject, splits.get("dev", []), test))
         if self.dataset not in BUILTIN_TASKS:  # once the data is good, before the model loads
             announce_custom_task(self.name, self.config.prompt.style)
@@ -240,8 +234,7 @@ class MCQTask(Task):
         def plan_one(subject: str, dev: list[MCQItem], test: list[MCQItem]) -> list[Planned]:
             return plan(data.spec, subject, dev, test, self.config, count, context)
 
-        planned = mcq_variants.plan_with_variants(data.subjects, plan_one, self.orders,
-                                                  self.repeats)
+        planned = mcq_variants.plan_with_variants(data.subjects, plan_one, self.options)
         problem = candidate_problem(backend, [p.request for p in planned]
                                     + [vp.request for p in planned for _, vp in p.variants])
         if problem:  # every question would fail alone, and every rerun again: one line now
@@ -276,25 +269,25 @@ class MCQTask(Task):
             "failed": [s["id"] for s in samples if s.get("failed")][:50],
             **_failures(samples),
             "unanswered": [s["id"] for s in samples if s["pred"] is None and not s.get("failed")],
-            **({"robustness": mcq_variants.robustness(samples, self.orders, self.repeats)}
-               if self.orders > 1 or self.repeats > 1 else {}),
+            **({"robustness": mcq_variants.robustness(samples, self.options)}
+               if mcq_variants.has_variants(self.options) else {}),
         }
 
     def describe(self, data: MCQData) -> dict:
-        method = self.config.method
+        method, o = self.config.method, self.options
         return {
             "task": self.name,
             "protocol": PROTOCOL,
-            "data": str(self.data) if self.data is not None else f"hf://{data.spec.hub_id}",
-            "dataset_revision": self.dataset_revision,
+            "data": str(o.data) if o.data is not None else f"hf://{data.spec.hub_id}",
+            "dataset_revision": o.dataset_revision,
             "subjects": [subject for subject, _, _ in data.subjects],
-            "limit": self.limit,
+            "limit": o.limit,
             "method": method,
             "max_tokens": self.config.generation_budget if method == "generation" else None,
             "extract": self.config.extraction if method == "generation" else None,
             "prompt": asdict(self.config.prompt),
             "reduce_few_shot": self.config.reduce_few_shot,
-            "chat_special_tokens": self.config.miulab_special_tokens,
-            **mcq_variants.robustness_settings(self.orders, self.repeats),
+            "chat_special_tokens": self.config.chat_special_tokens,
+            **mcq_variants.robustness_settings(self.options),
         }
 

@@ -4,21 +4,24 @@ the same options checked and resolved (defaults that depend on other options).""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
 
 from ..errors import LocalevalError
-from .options import option
+from .options import TaskOptions, hub_or_path, option
 from .prompt_styles import PROMPT_STYLES
-from .prompts import CHAT_MODES, PromptConfig
+from .prompts import ChatMode, PromptConfig
 
-METHODS = ("likelihood", "generation")
+Method = Literal["likelihood", "generation"]
 # How a generated answer becomes a letter: the TMLU code's rules, or our strict ones.
-EXTRACTS = ("tmlu", "strict")
+Extract = Literal["tmlu", "strict"]
+LmEvalChoices = Literal["fixed", "own"]
 
 
 @dataclass(frozen=True)
-class MCQOptions:
+class MCQOptions(TaskOptions):
     """Multiple choice (tmlu, cmmlu, tmmluplus, or any --data folder)."""
 
     data: str | Path | None = option(None, "local folder or file instead of the Hugging Face "
@@ -28,26 +31,26 @@ class MCQOptions:
                                           "commit)")
     subjects: list[str] | None = option(None, "comma-separated subject ids (default: all)")
     shots: int = option(5, "few-shot examples per question", type=int)
-    method: str = option("likelihood", "likelihood or generation")
+    method: Method = option("likelihood", "likelihood or generation")
     cot: bool = option(False, "chain-of-thought (needs --method generation)",
                        action="store_true")
     prompt_style: str | None = option(
         None, "tmlu (the TMLU paper's) or lm-eval (the CMMLU and TMMLU+ authors', as "
         "lm-evaluation-harness has them); default: the task's own (tmlu for tmlu and custom "
         "data, lm-eval for cmmlu and tmmluplus)")
-    chat: str = option(
+    chat: ChatMode = option(
         "none", "none (a plain prompt), single (few-shot in one user turn, the answer cue as an "
         "assistant prefill), multi (one turn per shot), or api (for chat-only servers; "
         "--prompt-style tmlu with --method generation: MiuLab's openai_template layout, the "
         "answer cue at the end of the user message, then an empty assistant message); the chat "
-        "modes use the model's chat template", choices=CHAT_MODES)
+        "modes use the model's chat template")
     system: str | None = option(None, "system prompt (with --chat) or text before the prompt")
     max_tokens: int | None = option(None, "generation budget (default 128 with the TMLU rules; "
                                     "with --extract strict 16, or 1024 with --cot)", type=int)
-    extract: str | None = option(
+    extract: Extract | None = option(
         None, "how a generated answer becomes a letter: tmlu (the TMLU code's rules; default "
         "for --prompt-style tmlu) or strict (the first character must be the letter; CoT: the "
-        "last final-answer statement; default for lm-eval)", choices=("tmlu", "strict"))
+        "last final-answer statement; default for lm-eval)", rescorable=True)
 
     reduce_few_shot: bool = option(
         False, "leave out few-shot examples that do not fit the model's context: tmlu style "
@@ -61,10 +64,9 @@ class MCQOptions:
         "as MiuLab's vLLM path does: two BOS where the template holds one)",
         flag="--no-chat-special-tokens", action="store_false")
 
-    lm_eval_choices: str = option(
+    lm_eval_choices: LmEvalChoices = option(
         "fixed", "--prompt-style lm-eval on tmlu: the letters scored are each subject's fixed "
-        "list (fixed: lm-eval's doc_to_choice, A-D or A-E) or the question's own options (own)",
-        choices=("fixed", "own"))
+        "list (fixed: lm-eval's doc_to_choice, A-D or A-E) or the question's own options (own)")
 
     permute_options: int = option(
         1, "robustness: ask each question again in K cyclic shifts of its options (K equal to "
@@ -76,7 +78,8 @@ class MCQOptions:
         "sampling, seeded) and accuracy mean, std and 95% interval over the draws", type=int,
         metavar="N")
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
+        super().__post_init__()
         if self.limit is not None and self.limit < 1:
             raise LocalevalError(f"--limit must be at least 1, not {self.limit}")
         if not 1 <= self.permute_options <= 6:
@@ -87,46 +90,80 @@ class MCQOptions:
         if self.repeats > 1 and self.method != "generation":
             raise LocalevalError("--repeats draws sampled answers: it needs --method generation "
                                  "(likelihood reads one distribution, the same every time)")
+        if not 0 <= self.shots <= 5:
+            raise LocalevalError(f"--shots must be 0 to 5, not {self.shots}")
+        if self.cot and self.method == "likelihood":
+            raise LocalevalError("--cot needs --method generation: the answer comes after the "
+                                 "reasoning, so there is no single position to score")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise LocalevalError(f"--max-tokens must be at least 1, not {self.max_tokens}")
+
+    @classmethod
+    def recorded(cls, config: Mapping[str, Any], results: Mapping[str, Any]) -> dict[str, Any]:
+        """config.json (``MCQTask.describe``) nests the prompt's options under ``prompt`` and
+        records the generation budget and extraction as run (resolved): they are kept for
+        generation, so the requests key the cache as they did."""
+        if config.get("reduce_few_shot"):
+            raise LocalevalError("rescore cannot re-plan a run made with --reduce-few-shot: "
+                                 "which shots fit depended on the model's tokenizer, which "
+                                 "rescore never loads")
+        prompt = config.get("prompt") or {}
+        options = {"data": hub_or_path(config.get("data")),
+                   "dataset_revision": config.get("dataset_revision"),
+                   "subjects": config.get("subjects"), "limit": config.get("limit"),
+                   "method": config.get("method"), "prompt_style": prompt.get("style"),
+                   "shots": prompt.get("shots", 5), "cot": prompt.get("cot", False),
+                   "chat": prompt.get("chat", "none"), "system": prompt.get("system"),
+                   "lm_eval_choices": prompt.get("lm_eval_choices", "fixed"),
+                   "chat_special_tokens": config.get("chat_special_tokens", True),
+                   "permute_options": config.get("permute_options", 1),
+                   "repeats": config.get("repeats", 1)}
+        if config.get("method") == "generation":
+            options.update(max_tokens=config.get("max_tokens"), extract=config.get("extract"))
+        return options
+
+    @classmethod
+    def rescore_problem(cls, recorded: Mapping[str, Any], name: str) -> str | None:
+        if name == "extract" and recorded.get("method") != "generation":
+            return (f"--extract reads generated answers, and this run used --method "
+                    f"{recorded.get('method')}: there is no text to extract from")
+        return None
 
 
 @dataclass(frozen=True)
 class MCQConfig:
-    method: str = "likelihood"
+    """The options as a run of one dataset resolves them: the prompt style (its default
+    depends on the dataset), the generation budget and the extraction rule. Each option was
+    checked in :class:`MCQOptions`; what needs the style resolved is checked here."""
+
+    method: Method = "likelihood"
     prompt: PromptConfig = PromptConfig()
     max_tokens: int | None = None  # generation budget; see generation_budget
-    extract: str | None = None  # None: the prompt style's default_extraction
+    extract: Extract | None = None  # None: the prompt style's default_extraction
     # MiuLab tmlu_eval.py: format_problem budgets shots only with --reduce_few_shot (off by
     # default), and its vLLM path (HFLM_vLLM.generate) cuts nothing
     reduce_few_shot: bool = False
-    miulab_special_tokens: bool = True  # see MCQOptions.chat_special_tokens
+    chat_special_tokens: bool = True  # see MCQOptions.chat_special_tokens
 
-    def __post_init__(self):
-        if self.method not in METHODS:
-            raise LocalevalError(f"unknown --method {self.method!r}; use one of {', '.join(METHODS)}")
+    @classmethod
+    def of(cls, options: MCQOptions, dataset: str, default_style: str) -> MCQConfig:
+        """The config of a run of ``dataset`` with ``options``."""
+        o = options
+        return cls(method=o.method, max_tokens=o.max_tokens, extract=o.extract,
+                   reduce_few_shot=o.reduce_few_shot, chat_special_tokens=o.chat_special_tokens,
+                   prompt=PromptConfig(style=o.prompt_style or default_style, shots=o.shots,
+                                       cot=o.cot, chat=o.chat, system=o.system, task=dataset,
+                                       lm_eval_choices=o.lm_eval_choices))
+
+    def __post_init__(self) -> None:
         if self.prompt.style not in PROMPT_STYLES:
             raise LocalevalError(f"unknown --prompt-style {self.prompt.style!r}; use one of "
                                  f"{', '.join(PROMPT_STYLES)}")
-        if self.prompt.lm_eval_choices not in ("fixed", "own"):
-            raise LocalevalError(f"--lm-eval-choices must be fixed or own, not "
-                                 f"{self.prompt.lm_eval_choices!r}")
-        if self.prompt.chat not in CHAT_MODES:
-            raise LocalevalError(f"unknown --chat mode {self.prompt.chat!r}; use one of "
-                                 f"{', '.join(CHAT_MODES)}")
-        if not 0 <= self.prompt.shots <= 5:
-            raise LocalevalError(f"--shots must be 0 to 5, not {self.prompt.shots}")
-        if self.prompt.cot and self.method == "likelihood":
-            raise LocalevalError("--cot needs --method generation: the answer comes after the "
-                                 "reasoning, so there is no single position to score")
         if self.prompt.cot and not self.prompt.kind.supports_cot:
             raise LocalevalError("--cot uses the TMLU paper's CoT format; use --prompt-style "
                                  + " or ".join(n for n, s in PROMPT_STYLES.items()
                                                if s.supports_cot))
         _check_api_layout(self.prompt, self.method)
-        if self.max_tokens is not None and self.max_tokens < 1:
-            raise LocalevalError(f"--max-tokens must be at least 1, not {self.max_tokens}")
-        if self.extract not in (None, *EXTRACTS):
-            raise LocalevalError(f"unknown --extract {self.extract!r}; use one of "
-                                 f"{', '.join(EXTRACTS)}")
 
     @property
     def extraction(self) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 from ..backends.base import Generate, Response
 from ..data.items import LETTERS, MCQItem
 from ..metrics.spread import mean_std_interval
+from .mcq_options import MCQOptions
 
 
 @dataclass(frozen=True)
@@ -39,9 +40,14 @@ class WithVariants:
     others: tuple[Response, ...]
 
 
-def robustness_settings(orders: int, repeats: int) -> dict[str, int]:
+def has_variants(options: MCQOptions) -> bool:
+    return options.permute_options > 1 or options.repeats > 1
+
+
+def robustness_settings(options: MCQOptions) -> dict[str, int]:
     """config.json's keys for them, only when asked for: the folders of runs without them keep
     their settings (a rerun compares them)."""
+    orders, repeats = options.permute_options, options.repeats
     return {**({"permute_options": orders} if orders > 1 else {}),
             **({"repeats": repeats} if repeats > 1 else {})}
 
@@ -76,9 +82,10 @@ def _drawn(planned: Any, repeat: int | None) -> Any:
 
 def plan_with_variants(subjects: Sequence[tuple[str, list, list]],
                        plan_one: Callable[[str, list, list[MCQItem]], list],
-                       orders: int, repeats: int) -> list:
+                       options: MCQOptions) -> list:
     """Each subject's planned questions (``plan_one(subject, dev, test)``), each carrying the
     planned samples of its other variants (``variants``: (Variant, planned) pairs)."""
+    orders, repeats = options.permute_options, options.repeats
     first = 0 if repeats > 1 else None
     out = []
     for subject, dev, test in subjects:
@@ -163,10 +170,11 @@ def _draws(rows: list[list[dict[str, Any]]], repeats: int) -> dict:
     return {"accuracy": per_draw, **mean_std_interval([a for a in per_draw if a is not None])}
 
 
-def robustness(samples: list[dict[str, Any]], orders: int, repeats: int) -> dict[str, Any]:
+def robustness(samples: list[dict[str, Any]], options: MCQOptions) -> dict[str, Any]:
     """results.json's ``robustness``: accuracy per order (first draws) with its mean and std,
     and the share of questions answered with the same option in every order; accuracy per
     draw (order 0) with its mean, std and 95% t interval."""
+    orders, repeats = options.permute_options, options.repeats
     first = 0 if repeats > 1 else None
     rows = [_entries(s, first) for s in samples]
     out: dict[str, Any] = {"orders": orders, "repeats": repeats}

@@ -1,29 +1,121 @@
-"""A task's options, declared once: a frozen dataclass per kind of task whose fields carry their
-default and help text. The command line builds its flags from these fields
-(:mod:`localeval.cli.task_flags`), ``evaluate``'s documentation lists them
+"""A task's options, declared once: a frozen dataclass per kind of task (a :class:`TaskOptions`)
+whose fields carry their type, default and help text. The command line builds its flags from
+these fields (:mod:`localeval.cli.run_options`), ``evaluate``'s documentation lists them
 (:func:`options_doc`), and a task is made from them (:func:`make_options`): a name that is no
-field is one clear error, the same from the command line and from Python.
+field is one clear error, the same from the command line and from Python. A task keeps the
+object it was made with (``task.options``) and reads its fields there.
+
+A field typed with a ``Literal`` (``threshold_rule: ThresholdRule``) has those choices: the
+command line shows them, and the object refuses any other value when it is built, in one line
+(:meth:`TaskOptions.__post_init__`), the only place they are checked. A field declared
+``rescorable`` acts only on answers already given (an extraction rule, a threshold rule):
+``localeval rescore`` may change it, for any kind of task that declares some.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import inspect
+import sys
+import types
+import typing
+from collections.abc import Mapping
+from functools import cache
+from typing import Any, Literal, get_args, get_origin
 
 from ..declared import parse_if_text
 from ..errors import LocalevalError
 
 
 def option(default: Any, help: str, *, flag: str | None = None, parse: str | None = None,
-           shortcut: tuple[str, str, str] | None = None, **argparse: Any) -> Any:
+           shortcut: tuple[str, str, str] | None = None, rescorable: bool = False,
+           **argparse: Any) -> Any:
     """One option of a task. ``flag``: its command-line flag (default ``--<name-with-dashes>``);
     its text becomes a value of the field's declared type (:func:`declared_value`), except
     ``parse="pairs"``: a repeated ``KEY=VALUE`` flag whose values the receiver types (a guard's
     options, by its constructor's declaration); ``shortcut``:
-    (flag, key, help) of a flag that sets ``key=True`` in a ``pairs`` option; ``argparse``:
-    keywords for the flag (``type``, ``choices``, ``action``, ``metavar``)."""
+    (flag, key, help) of a flag that sets ``key=True`` in a ``pairs`` option; ``rescorable``:
+    the option acts only on answers already given, so ``localeval rescore`` may change it;
+    ``argparse``: keywords for the flag (``type``, ``action``, ``metavar``; its choices come
+    from the field's ``Literal`` type)."""
     return dataclasses.field(default=default, metadata={
-        "help": help, "flag": flag, "parse": parse, "shortcut": shortcut, "argparse": argparse})
+        "help": help, "flag": flag, "parse": parse, "shortcut": shortcut,
+        "rescorable": rescorable, "argparse": argparse})
+
+
+class TaskOptions:
+    """The base of every task's ``Options`` (a frozen dataclass of :func:`option` fields):
+    each choice is checked here, once, as the object is built; a subclass's own
+    ``__post_init__`` (checks across fields) calls this one first."""
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]  # subclasses are dataclasses
+            allowed = choices_of(type(self), f)
+            value = getattr(self, f.name)
+            if allowed is not None and value not in allowed:
+                shown = ", ".join(str(c) for c in allowed if c is not None)
+                raise LocalevalError(f"{flag_of(f)} must be one of {shown}, not {value!r}")
+
+    @classmethod
+    def recorded(cls, config: Mapping[str, Any], results: Mapping[str, Any]) -> dict[str, Any]:
+        """The options a finished run was made with, read back from its config.json (and
+        results.json), as :func:`make_options` takes them: by default each field from the
+        config key of its name (``describe()`` writes them so); a kind that records an option
+        under another name or shape says so in its own ``recorded``."""
+        names = {f.name for f in option_fields(cls)}
+        options = {k: v for k, v in config.items() if k in names}
+        if "data" in options:  # a Hub dataset is recorded as hf://<repo>: read it from the Hub
+            options["data"] = hub_or_path(options["data"])
+        return options
+
+    @classmethod
+    def rescore_problem(cls, recorded: Mapping[str, Any], name: str) -> str | None:
+        """Why changing option ``name`` cannot act on a run recorded with ``recorded`` (its
+        :meth:`recorded` options), or None."""
+        return None
+
+
+def hub_or_path(data: Any) -> Any:
+    """A recorded ``data``: None for the Hub (``hf://…``), else the local path as given."""
+    return None if data is None or str(data).startswith("hf://") else data
+
+
+def choices_of(options_class: type, f: dataclasses.Field) -> tuple[Any, ...] | None:
+    """The values a ``Literal``-typed option takes (None among them when it is optional), or
+    None for an option without choices."""
+    return _declared_choices(options_class, f.name)
+
+
+@cache
+def _declared_choices(options_class: type, name: str) -> tuple[Any, ...] | None:
+    annotation = _annotation(options_class, name)
+    if annotation is None:
+        return None
+    members = _union_members(annotation)
+    literal = [v for m in members if get_origin(m) is Literal for v in get_args(m)]
+    if not literal:
+        return None
+    return (*literal, *((None,) if type(None) in members else ()))
+
+
+def _annotation(options_class: type, name: str) -> Any:
+    """The field's annotation as a type, evaluated in the module of the class that declares it
+    (annotations are text there); None when it names a type imported only for type checking
+    (``Guard``, ``Backend``): such a field has no choices."""
+    owner = next(c for c in options_class.__mro__ if name in inspect.get_annotations(c))
+    text = inspect.get_annotations(owner)[name]
+    if not isinstance(text, str):
+        return text
+    try:
+        return eval(text, vars(sys.modules[owner.__module__]))  # noqa: S307 — our own source
+    except NameError:
+        return None
+
+
+def _union_members(annotation: Any) -> tuple[Any, ...]:
+    if get_origin(annotation) in (typing.Union, types.UnionType):
+        return tuple(m for part in get_args(annotation) for m in _union_members(part))
+    return (annotation,)
 
 
 def option_fields(options_class: type) -> list[dataclasses.Field]:
@@ -43,21 +135,41 @@ def make_options(options_class: type, task: str, given: dict[str, Any]) -> Any:
         raise LocalevalError(f"task {task!r} has no option(s) {', '.join(unknown)}; it accepts: "
                              f"{', '.join(names)}")
     fields = {f.name: f for f in option_fields(options_class)}
-    return options_class(**{k: declared_value(fields[k], v, k) for k, v in given.items()})
+    return options_class(**{k: declared_value(options_class, fields[k], v, k)
+                            for k, v in given.items()})
 
 
-def declared_value(f: dataclasses.Field, value: Any, name: str) -> Any:
+def rescorable(kind: Any) -> tuple[str, ...]:
+    """The options rescore may change of a task class or a registry ``TaskKind`` (its
+    ``Options``' fields declared ``rescorable``)."""
+    return tuple(f.name for f in option_fields(kind.Options) if f.metadata.get("rescorable"))
+
+
+def declared_value(options_class: type, f: dataclasses.Field, value: Any, name: str) -> Any:
     """``value`` as option ``f`` declares it: text parsed by the field's type
     (:func:`localeval.declared.parse_if_text`; a list option's text is a comma list,
     ``subjects="arts"``, not the letters a, r, t, s), and one number or path given to a list
-    option as a list of one (repeatable ``--data``)."""
-    choices = f.metadata.get("argparse", {}).get("choices")
+    option as a list of one (repeatable ``--data``). A choice stays text: the options object
+    checks it when it is built."""
+    choices = choices_of(options_class, f)
+    if isinstance(value, str) and choices is not None:
+        return None if None in choices and value.strip().lower() == "none" else value
     if isinstance(value, str):
-        return parse_if_text(f.type, value, name, choices)
+        return parse_if_text(f.type, value, name)
     listed = any(kind in str(f.type) for kind in ("list[", "Sequence["))
     if listed and (isinstance(value, int | float) or hasattr(value, "__fspath__")):
         return [value]
     return value
+
+
+def flag_arguments(options_class: type, f: dataclasses.Field) -> dict[str, Any]:
+    """argparse's keywords for option ``f``'s flag: its own, and its choices shown (``{gt,ge}``)
+    but not checked there: the options object checks them when it is built."""
+    keywords = dict(f.metadata.get("argparse", {}))
+    choices = choices_of(options_class, f)
+    if choices is not None and "metavar" not in keywords:
+        keywords["metavar"] = "{" + ",".join(str(c) for c in choices if c is not None) + "}"
+    return keywords
 
 
 def options_doc(options_class: type) -> str:

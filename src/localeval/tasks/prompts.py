@@ -31,11 +31,14 @@ and the candidates lose their leading space (``target_delimiter`` becomes "").
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 from ..backends.base import Message, Prompt
 from ..data.items import MCQItem
 from .prompt_styles import PromptConfig
 
-CHAT_MODES = ("none", "single", "multi", "api")
+ChatMode = Literal["none", "single", "multi", "api"]
+CHAT_MODES: tuple[ChatMode, ...] = get_args(ChatMode)
 
 
 def build_prompt(item: MCQItem, shots: list[MCQItem], subject_name: str,

@@ -5,15 +5,25 @@
 Each kind is named here by its ``Options`` and command, with its class imported on first use:
 building the command line (``localeval --help``) needs only the options, and the task modules
 import numpy and pydantic.
+
+Another package adds a task through an entry point in the group ``localeval.tasks`` (name =
+``"package.module:TaskClass"``, :mod:`localeval.plugins`): it is listed from its metadata
+without being imported, its class is imported when it runs, and its options are given with
+``-T KEY=VALUE`` (the command line's flags are built without importing it). Its class is a
+:class:`~localeval.tasks.base.Task` whose ``Options`` subclass ``TaskOptions``; its ``view``
+(a ``ResultsView`` subclass) shows its results.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..data.catalog import BUILTIN_TASKS
+from ..errors import LocalevalError
+from ..plugins import TASK_GROUP, Part, declared
 from .benchmarks import BENCHMARKS
 from .contamination_options import ContaminationOptions
 from .custom import check_custom_name
@@ -23,6 +33,7 @@ from .safety_options import SafeguardOptions
 
 if TYPE_CHECKING:
     from .base import Task
+    from .options import TaskOptions
 
 
 @dataclass(frozen=True)
@@ -71,16 +82,38 @@ CONTAMINATION = TaskKind(ContaminationOptions, _contamination, "contamination")
 
 
 @dataclass(frozen=True)
+class PluginKind:
+    """A kind of task another package declares: imported when it is first asked for."""
+
+    part: Part
+    command: str = "run"
+
+    @property
+    def cls(self) -> type[Task]:
+        from .base import Task
+
+        loaded = self.part.load()
+        if not (isinstance(loaded, type) and issubclass(loaded, Task)):
+            raise LocalevalError(f"task {self.part.name!r} ({self.part.target}, from "
+                                 f"{self.part.origin}) is not a localeval Task subclass")
+        return loaded
+
+    @property
+    def Options(self) -> type[TaskOptions]:  # noqa: N802 — as a TaskKind's and a Task's
+        return self.cls.Options
+
+
+@dataclass(frozen=True)
 class TaskEntry:
     name: str
-    kind: TaskKind | type[Task]  # a Task class itself for a kind added from Python
+    kind: TaskKind | PluginKind | type[Task]  # a Task class itself for a kind added from Python
     source: str  # where the data comes from
     size: str  # how much there is, in the task's own units
     description: str
 
     @property
     def cls(self) -> type[Task]:
-        return self.kind.cls if isinstance(self.kind, TaskKind) else self.kind
+        return self.kind.cls if isinstance(self.kind, TaskKind | PluginKind) else self.kind
 
 
 TASKS: dict[str, TaskEntry] = {
@@ -107,7 +140,28 @@ TASKS: dict[str, TaskEntry] = {
 }
 
 
-def task_kind(name: str) -> TaskKind | type[Task]:
+# a kind of task: built in, another package's, or a Task class added from Python
+AnyKind = TaskKind | PluginKind | type["Task"]
+
+
+def _plugin_entries() -> dict[str, TaskEntry]:
+    """The tasks other packages declare (group ``localeval.tasks``), none imported; a name a
+    built-in task has is left out with one warning line (:func:`localeval.plugins.table`)."""
+    out = {}
+    for part in declared(TASK_GROUP):
+        if part.name in TASKS or part.name in out:
+            print(f"warning: {part.origin} declares task {part.name!r}, a name localeval or "
+                  "another package already has; it is left out", file=sys.stderr)
+            continue
+        out[part.name] = TaskEntry(part.name, PluginKind(part), f"(from {part.origin})", "",
+                                   f"a task of the package {part.origin} (its options: -T)")
+    return out
+
+
+TASKS.update(_plugin_entries())
+
+
+def task_kind(name: str) -> TaskKind | PluginKind | type[Task]:
     """The kind of task ``name`` (its ``Options`` and ``command``), without importing its
     class; a name not in :data:`TASKS` is a custom multiple-choice task."""
     entry = TASKS.get(name)
@@ -116,7 +170,7 @@ def task_kind(name: str) -> TaskKind | type[Task]:
 
 def task_class(name: str) -> type[Task]:
     kind = task_kind(name)
-    return kind.cls if isinstance(kind, TaskKind) else kind
+    return kind.cls if isinstance(kind, TaskKind | PluginKind) else kind
 
 
 def make_task(name: str, **options) -> Task:
@@ -128,11 +182,19 @@ def make_task(name: str, **options) -> Task:
 
 
 def kinds() -> list[TaskKind | type[Task]]:
-    """Every kind of task in the table, once each, in table order: what the command line
-    builds its flags from (each has ``Options`` and ``command``), with no class imported."""
-    return list(dict.fromkeys(entry.kind for entry in TASKS.values()))
+    """Every kind of task in the table but other packages', once each, in table order: what
+    the command line builds its flags from (each has ``Options`` and ``command``), with no
+    class imported."""
+    return list(dict.fromkeys(entry.kind for entry in TASKS.values()
+                              if not isinstance(entry.kind, PluginKind)))
 
 
 def task_kinds() -> list[type[Task]]:
-    """Every task class in the table, once each, in table order."""
-    return list(dict.fromkeys(entry.cls for entry in TASKS.values()))
+    """Every task class in the table but other packages', once each, in table order."""
+    return list(dict.fromkeys(entry.cls for entry in TASKS.values()
+                              if not isinstance(entry.kind, PluginKind)))
+
+
+def plugin_tasks() -> list[PluginKind]:
+    """The kinds of task other packages declare (none imported)."""
+    return [e.kind for e in TASKS.values() if isinstance(e.kind, PluginKind)]

@@ -27,7 +27,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.gaps import EN_CELLS
 from ..analysis.safety import analyses
 from ..analysis.severity import gold_severity
 from ..backends.base import Backend, Execute
@@ -35,14 +34,13 @@ from ..data.safety import HUB_REPO, SafetyItem
 from ..errors import LocalevalError
 from ..guards import Conversation, Guard, GuardVerdict, get_guard
 from ..guards.base import VERDICT_FAILURE
-from ..metrics.classification import AUPRC_METRICS, THRESHOLD_GRIDS, THRESHOLD_RULES
 from ..records.safety import SCHEMA as SAFETY_SCHEMA
 from ..records.sample_kinds import Context, SampleKind
 from .base import PROTOCOL, Task
 from .label_policy import DEFAULT_SENSITIVE, binary_label, describe_policy
 from .options import make_options
 from .safety_items import load_safety_items
-from .safety_options import CLASSIFY, ON_FAILURE, SafeguardOptions
+from .safety_options import CLASSIFY, SafeguardOptions
 
 # task -> what it classifies unless told otherwise
 DEFAULT_CLASSIFY = {
@@ -181,22 +179,12 @@ class SafeguardTask(Task):
     progress_unit = "requests"
     rate_unit = "samples"
 
-    def __init__(self, name: str, **options):
-        o = make_options(SafeguardOptions, name, options)
-        self.name, self.data, self.subsets, self.langs = name, o.data, o.subsets, o.langs
-        self.sensitive, self.limit, self.dataset_revision = o.sensitive, o.limit, \
-            o.dataset_revision
-        self.n_resamples, self.calibrate_on = o.n_resamples, o.calibrate_on
-        self.log_samples = o.log_samples
-        self.auprc, self.on_failure = _checked(o.auprc, AUPRC_METRICS, "--auprc"), \
-            _checked(o.on_failure, ON_FAILURE, "--on-failure")
-        self.en_cell = _checked(o.en_cell, EN_CELLS, "--en-cell")
-        self.threshold_rule = _checked(o.threshold_rule, THRESHOLD_RULES, "--threshold-rule")
-        self.threshold_grid = _checked(o.threshold_grid, tuple(THRESHOLD_GRIDS),
-                                       "--threshold-grid")
-        self.classify = tuple(o.classify or DEFAULT_CLASSIFY.get(name, ()))
+    def __init__(self, name: str, **options: Any):
+        self.name = name
+        self.options = make_options(SafeguardOptions, name, options)
+        self.classify = tuple(self.options.classify or DEFAULT_CLASSIFY.get(name, ()))
         self.kinds = sample_kinds(self.classify)
-        self.guard = make_guard(o.guard, o.guard_options)
+        self.guard = make_guard(self.options.guard, self.options.guard_options)
         self.default_model = self.guard.model
         check_guard(self.guard, self.kinds)
 
@@ -205,8 +193,9 @@ class SafeguardTask(Task):
 
     def load(self) -> SafetyData:
         warnings: list[str] = []
-        items = load_safety_items(self.name, self.data, self.subsets, self.langs, self.limit,
-                                  self.dataset_revision)
+        o = self.options
+        items = load_safety_items(self.name, o.data, o.subsets, o.langs, o.limit,
+                                  o.dataset_revision)
         for field, why in self.guard.requires.items():
             kept = [i for i in items if getattr(i, field)]
             if not kept:
@@ -237,14 +226,14 @@ class SafeguardTask(Task):
 
     def score(self, planned: Planned, answer: GuardVerdict) -> dict:
         return record(planned, answer, guard=self.guard.name, model=planned.model,
-                      sensitive=self.sensitive, neutral=self._failure_score(answer),
-                      log_text=self.log_samples)
+                      sensitive=self.options.sensitive, neutral=self._failure_score(answer),
+                      log_text=self.options.log_samples)
 
     def _failure_score(self, verdict: GuardVerdict) -> float | None:
         """The score a failed verdict is kept with (--on-failure neutral or iris), or None."""
-        if verdict.score is not None or self.on_failure == "exclude":
+        if verdict.score is not None or self.options.on_failure == "exclude":
             return None
-        if self.on_failure == "neutral":
+        if self.options.on_failure == "neutral":
             return 1 / self.guard.n_labels
         return self.guard.iris_failure_score(verdict.error or "")
 
@@ -263,25 +252,24 @@ class SafeguardTask(Task):
             "guard": self.guard.name,
             "classify": list(self.classify),
             "cultural_awareness": self.cultural_awareness,
-            "label_policy": {kind: describe_policy(kind, self.sensitive)
+            "label_policy": {kind: describe_policy(kind, self.options.sensitive)
                              for kind in ("prompt", "response") if kind in kinds},
-            "sensitive": self.sensitive or DEFAULT_SENSITIVE,
+            "sensitive": self.options.sensitive or DEFAULT_SENSITIVE,
             "n_samples": len(samples),
             "n_failed": len(failed),
-            "on_failure": self.on_failure,
+            "on_failure": self.options.on_failure,
             "n_neutral": n_neutral,
             "n_excluded": sum(1 for s in samples if s["label"] is None),
             "failures": [{k: s[k] for k in ("id", "lang", "subset", "kind", "context", "failure",
                                             "error") if k in s}
                          for s in failed[:50]],
             "warnings": warnings,
-            **analyses(samples, self.n_resamples, self.calibrate_on, self.auprc,
-                       self.threshold_rule, self.en_cell, self.threshold_grid),
+            **analyses(samples, self.options),
         }
 
     def _failure_warning(self, failed: list[dict], n: int, n_neutral: int) -> str:
         reasons = Counter(s.get("failure", "unclassified") for s in failed).most_common(3)
-        if self.on_failure == "iris":
+        if self.options.on_failure == "iris":
             fate = (f"were scored as IRIS scores them: {n_neutral} kept, "
                     f"{len(failed) - n_neutral} left out (IRIS has no score for them)")
         else:
@@ -296,37 +284,31 @@ class SafeguardTask(Task):
         return bool(self.guard.options.get("cultural_awareness", False))
 
     def describe(self, data: SafetyData) -> dict[str, Any]:
-        guard = self.guard
+        guard, o = self.guard, self.options
         return {
             "task": self.name,
             "protocol": PROTOCOL,
-            "data": str(self.data) if self.data is not None else f"hf://{HUB_REPO}",
-            "dataset_revision": self.dataset_revision,
+            "data": str(o.data) if o.data is not None else f"hf://{HUB_REPO}",
+            "dataset_revision": o.dataset_revision,
             "subsets": sorted({i.subset for i in data.items}),
             "langs": sorted({i.lang for i in data.items}),
-            "limit": self.limit,
+            "limit": o.limit,
             "classify": list(self.classify),
-            "sensitive": self.sensitive or DEFAULT_SENSITIVE,
+            "sensitive": o.sensitive or DEFAULT_SENSITIVE,
             "cultural_awareness": self.cultural_awareness,
-            "calibrate_on": self.calibrate_on,
-            "auprc": self.auprc,
-            "en_cell": self.en_cell,
-            "threshold_rule": self.threshold_rule,
-            "threshold_grid": self.threshold_grid,
-            "on_failure": self.on_failure,
+            "calibrate_on": o.calibrate_on,
+            "auprc": o.auprc,
+            "en_cell": o.en_cell,
+            "threshold_rule": o.threshold_rule,
+            "threshold_grid": o.threshold_grid,
+            "on_failure": o.on_failure,
             "label_scores": guard.label_scores_used,  # issue 34 item 2: top-k by default
-            "log_samples": self.log_samples,
+            "log_samples": o.log_samples,
             "guard": {"name": guard.name, "options": dict(guard.options),
                       "template_source": guard.template_source,
                       "verdict_position": guard.verdict_position,
                       "label_top": guard.label_top},
         }
-
-
-def _checked(value: str, choices, option: str) -> str:
-    if value not in choices:
-        raise LocalevalError(f"{option} must be one of {', '.join(choices)}, not {value!r}")
-    return value
 
 
 def make_guard(guard: str | Guard, options: dict | None) -> Guard:

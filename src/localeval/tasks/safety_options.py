@@ -5,31 +5,33 @@ documentation come from them): which items a run takes and how their labels coun
 
 from __future__ import annotations
 
+# names and defaults only (no numpy): the command line builds its flags from these options
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-# names and defaults only (no numpy): the command line builds its flags from these options
-from ..analysis.choices import EN_CELLS, N_RESAMPLES, PAPER_EN_CELL
+from ..analysis.choices import N_RESAMPLES, PAPER_EN_CELL, EnCell
 from ..errors import LocalevalError
 from ..guards.registry import guards_help  # the table's names, no guard imported
 from ..metrics.choices import (
-    AUPRC_NAMES,
     PAPER_AUPRC,
     PAPER_THRESHOLD_GRID,
     PAPER_THRESHOLD_RULE,
-    THRESHOLD_GRID_NAMES,
-    THRESHOLD_RULES,
+    Auprc,
+    ThresholdGrid,
+    ThresholdRule,
 )
-from .label_policy import SENSITIVE_CHOICES
-from .options import option
+from .label_policy import SENSITIVE_CHOICES, Sensitive
+from .options import TaskOptions, option
 
 if TYPE_CHECKING:  # an annotation only: the guards import the backends
     from ..guards import Guard
 
 # What a failed guard verdict becomes: left out and counted (ours), 1/#labels (Parallax-AI's
 # default output), or what IRIS scores that kind of failure (Guard.iris_failure_score)
-ON_FAILURE = ("exclude", "neutral", "iris")
+OnFailure = Literal["exclude", "neutral", "iris"]
+ON_FAILURE: tuple[OnFailure, ...] = get_args(OnFailure)
 # classify choice -> the (kind, context) samples it plans
 CLASSIFY = {
     "prompt": (("prompt", "with_prompt"),),
@@ -39,8 +41,15 @@ CLASSIFY = {
 }
 
 
+SENSITIVE_HELP = ("how 'sensitive' labels count: " + ", ".join(SENSITIVE_CHOICES) + " (default "
+                  "iris, the authors' code: harmful, except prompts of cultural-cg, safe; "
+                  "paper: §3's text, safe for prompts and harmful for responses)")
+BOOTSTRAP_HELP = ("bootstrap resamples for PR-AUC's 95% CIs (0: none); llm-safety's rates take "
+                  "the Wilson interval, which 0 turns off")
+
+
 @dataclass(frozen=True)
-class SafetySelection:
+class SafetySelection(TaskOptions):
     """The items of a safety benchmark a run takes, and how their labels count."""
 
     data: str | Path | None = option(None, "local folder or file instead of the Hugging Face "
@@ -53,24 +62,18 @@ class SafetySelection:
                                        "cultural-cg", flag="--subset")
     langs: list[str] | None = option(None, "comma-separated language codes (default: all)",
                                      flag="--lang")
-    sensitive: str | None = option(
-        None, "how 'sensitive' labels count: " + ", ".join(SENSITIVE_CHOICES) + " (default "
-        "iris, the authors' code: harmful, except prompts of cultural-cg, safe; paper: §3's "
-        "text, safe for prompts and harmful for responses)")
-    n_resamples: int = option(N_RESAMPLES, "bootstrap resamples for PR-AUC's 95% CIs (0: none); "
-                              "llm-safety's rates take the Wilson interval, which 0 turns off",
-                              flag="--bootstrap", type=int)
+    sensitive: Sensitive | None = option(None, SENSITIVE_HELP, rescorable=True)
+    n_resamples: int = option(N_RESAMPLES, BOOTSTRAP_HELP, flag="--bootstrap", type=int,
+                              rescorable=True)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
+        super().__post_init__()
         # refused here, before any data or model loads (not after every request has run)
         if self.limit is not None and self.limit < 1:
             raise LocalevalError(f"--limit must be at least 1, not {self.limit}")
         if self.n_resamples < 0:
             raise LocalevalError(f"--bootstrap must be 0 (no CIs) or more, not "
                                  f"{self.n_resamples}")
-        if self.sensitive not in (None, *SENSITIVE_CHOICES):
-            raise LocalevalError(f"--sensitive must be one of {', '.join(SENSITIVE_CHOICES)}, "
-                                 f"not {self.sensitive!r}")
 
 
 @dataclass(frozen=True)
@@ -90,25 +93,37 @@ class SafeguardOptions(SafetySelection):
     classify: list[str] | None = option(
         None, "comma-separated: " + ", ".join(CLASSIFY) + " (default: the task's)")
     calibrate_on: str = option("en", "language whose best-F1 threshold is applied to the "
-                               "others", metavar="LANG")
-    auprc: str = option(PAPER_AUPRC, "PR-AUC of the tables: trapezoid under the PR curve (the "
-                        "paper's code) or ap (average precision); results.json holds both",
-                        choices=AUPRC_NAMES)
-    en_cell: str = option(PAPER_EN_CELL, "Table 2's EN cells of the cultural subsets: "
-                          "per-country (the mean of each country's English PR-AUC, the "
-                          "authors' code) or pooled (one PR-AUC over every English item)",
-                          choices=EN_CELLS)
-    threshold_rule: str = option(PAPER_THRESHOLD_RULE, "at a threshold t, harmful means "
-                                 "score > t (gt, the authors' metrics code) or score >= t (ge)",
-                                 choices=THRESHOLD_RULES)
-    threshold_grid: str = option(PAPER_THRESHOLD_GRID, "thresholds of the sweep (Fig. 5) and of "
-                                 "best F1: iris (0.01, then numpy.arange(0.02, 1.00, 0.01) with "
-                                 "its float values, the authors' code) or decimal (0.01 .. 0.99 "
-                                 "exactly)", choices=THRESHOLD_GRID_NAMES)
-    on_failure: str = option("exclude", "a failed guard sample: exclude (left out and counted), "
-                             "neutral (scored 1/#labels and kept, as Parallax-AI) or iris (as "
-                             "IRIS per kind of failure: an HTTP 400 1/#labels, no label found "
-                             "0.0, a failed call left out)", choices=ON_FAILURE)
+                               "others", metavar="LANG", rescorable=True)
+    auprc: Auprc = option(PAPER_AUPRC, "PR-AUC of the tables: trapezoid under the PR curve (the "
+                          "paper's code) or ap (average precision); results.json holds both",
+                          rescorable=True)
+    en_cell: EnCell = option(PAPER_EN_CELL, "Table 2's EN cells of the cultural subsets: "
+                             "per-country (the mean of each country's English PR-AUC, the "
+                             "authors' code) or pooled (one PR-AUC over every English item)",
+                             rescorable=True)
+    threshold_rule: ThresholdRule = option(
+        PAPER_THRESHOLD_RULE, "at a threshold t, harmful means score > t (gt, the authors' "
+        "metrics code) or score >= t (ge)", rescorable=True)
+    threshold_grid: ThresholdGrid = option(
+        PAPER_THRESHOLD_GRID, "thresholds of the sweep (Fig. 5) and of best F1: iris (0.01, "
+        "then numpy.arange(0.02, 1.00, 0.01) with its float values, the authors' code) or "
+        "decimal (0.01 .. 0.99 exactly)", rescorable=True)
+    on_failure: OnFailure = option(
+        "exclude", "a failed guard sample: exclude (left out and counted), neutral (scored "
+        "1/#labels and kept, as Parallax-AI) or iris (as IRIS per kind of failure: an HTTP 400 "
+        "1/#labels, no label found 0.0, a failed call left out)", rescorable=True)
     log_samples: bool = option(True, "samples.jsonl keeps a sha256 of each prompt and response "
                                "instead of the text", flag="--no-log-samples",
                                action="store_false")
+
+    @classmethod
+    def recorded(cls, config: Mapping[str, Any], results: Mapping[str, Any]) -> dict[str, Any]:
+        """config.json records the guard as ``{"name", "options"}`` and results.json the
+        bootstrap's resamples."""
+        options = super().recorded(config, results)
+        guard = config.get("guard") or {}
+        options.update(guard=guard.get("name", "zero-shot"),
+                       guard_options=guard.get("options") or None)
+        if results.get("n_resamples") is not None:
+            options["n_resamples"] = results["n_resamples"]
+        return options

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..errors import LocalevalError
 from ..records import Results
-from ..tasks.registry import task_class
+from ..tasks.registry import plugin_tasks, task_class
 from .base import ResultsView
 from .contamination import ContaminationView
 from .llm_safety import LLMSafetyView
@@ -19,7 +19,7 @@ VIEWS: dict[str, type[ResultsView]] = {
 
 def view_for_schema(schema: str | None) -> ResultsView:
     """The view of results with ``schema``; one clear error for a schema no view reads."""
-    view = VIEWS.get(schema or "")
+    view = VIEWS.get(schema or "") or _plugin_view(schema)
     if view is None:
         raise LocalevalError(f"results with schema {schema!r} are of no task kind this "
                              f"localeval knows ({', '.join(VIEWS)}); were they written by "
@@ -35,3 +35,16 @@ def view_for(results: Results) -> ResultsView:
 def view_for_task(name: str) -> ResultsView:
     """The view of the task ``name`` (a custom name is a multiple-choice task)."""
     return view_for_schema(task_class(name).results_schema)
+
+
+def _plugin_view(schema: str | None) -> type[ResultsView] | None:
+    """The view a task of another package brings for its results' schema (its class is
+    imported only here, for a schema no built-in view reads)."""
+    for kind in plugin_tasks():
+        cls = kind.cls
+        if cls.results_schema == schema and cls.view is not None:
+            if not issubclass(cls.view, ResultsView):
+                raise LocalevalError(f"task {kind.part.name!r} (from {kind.part.origin}): its "
+                                     "view is not a localeval ResultsView subclass")
+            return cls.view
+    return None

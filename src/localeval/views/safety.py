@@ -12,11 +12,12 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text as RichText
 
+from ..analysis.choices import PAPER_EN_CELL
 from ..analysis.gaps import cultural_awareness_delta
-from ..analysis.safety import PAPER_AUPRC, PAPER_EN_CELL, PAPER_THRESHOLD_RULE
 from ..data.safety import HUB_REPO, SEA_LANGS, SUBSETS
 from ..errors import LocalevalError
 from ..metrics.bootstrap import paired_bootstrap_ci
+from ..metrics.choices import PAPER_AUPRC, PAPER_THRESHOLD_RULE
 from ..metrics.classification import AUPRC_METRICS
 from ..records import safety
 from ..records.safety import SafetyResults
