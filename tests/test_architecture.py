@@ -19,11 +19,12 @@ LAYERS = [
     {"analysis", "guards"},
     {"tasks"},
     {"store"},
+    {"run"},  # the lifecycle only: nothing of the views, the report or the figures (finish.py)
     {"render"},
     {"views"},
     {"report"},
     {"web"},
-    {"run", "rescore"},
+    {"rescore", "finish"},
     {"api"},
     {"tools"},
     {"demo"},

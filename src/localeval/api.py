@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .backends.base import Backend
 from .backends.config import BackendConfig
+from .finish import ReportStep, record_in_store
 from .report import html
 from .run import run_task
 from .store.runs import RunRecord, check_report_output, load_run, load_run_state
@@ -58,10 +59,13 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
 
     {options}
     """
-    return run_task(make_task(task, **options), model, output=output, cache=cache,
-                    backend_options=backend_options, role_options=role_options, quiet=quiet,
-                    command=command, overwrite=overwrite, store=store, report=report,
-                    budget=budget)
+    record = run_task(make_task(task, **options), model, output=output, cache=cache,
+                      backend_options=backend_options, role_options=role_options, quiet=quiet,
+                      command=command, overwrite=overwrite,
+                      finish_with=ReportStep() if report else None, budget=budget)
+    if record.folder and store is not False:
+        record_in_store(record, store if store is not True else None)
+    return record
 
 
 def _options_doc() -> str:

@@ -24,6 +24,7 @@ from .backends.base import Backend, Failed, Progress, Request, Response
 from .backends.failures import Unsupported
 from .data.rows import files_read, fingerprint
 from .errors import LocalevalError
+from .finish import record_in_store
 from .run import run_provenance
 from .store.cache import RequestCache
 from .store.executor import CachedExecutor
@@ -169,22 +170,9 @@ def _rescore(record: RunRecord, base: dict, changed: dict, folder: Path, cache: 
     out = finished_record(new_config, finite(results), samples, folder=folder,
                           started_at=started, finished_at=now())
     save_run(out)
-    if store is not False:
-        _store(out, store if store is not True else None)
+    if store is not False:  # a run of its own in the store (its folder is its id)
+        record_in_store(out, store if store is not True else None, "rescored run")
     return out
-
-
-def _store(record: RunRecord, store) -> None:
-    """The rescored run in the results store, as a run of its own (its folder is its id)."""
-    from .store.database import StoreError
-    from .store.results_db import record_run
-    from .views.registry import view_for
-
-    try:
-        record_run(record, view_for(record.results).store_metrics(record.results), store)
-    except StoreError as e:
-        print(f"warning: the rescored run is complete in {record.folder}, but it is not "
-              f"recorded: {e}", file=sys.stderr)
 
 
 def _check_data(record: RunRecord, files: dict) -> None:

@@ -3,6 +3,10 @@ requests through the cache with a progress bar, score, summarise, and keep the t
 (:class:`~localeval.store.runs.RunRecord`) in the run folder from start to finish.
 
     data -> task.plan -> task.respond(execute) -> task.score -> task.summarise -> RunRecord
+
+Only the lifecycle: what presents or publishes a run (its HTML report, its record in the results
+store) is a step the caller hands in or runs after (:mod:`localeval.finish`), so this module
+imports none of the views, the report or the figures.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import time
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .backends.base import Backend, BackendBase, with_defaults
 from .backends.config import BackendConfig
@@ -45,37 +49,44 @@ from .store.usage import Budget
 from .tasks.base import Task
 
 
+class FolderStep(Protocol):
+    """A file the run folder gets before the run is marked finished (the HTML report,
+    :class:`localeval.finish.ReportStep`): its failure fails the run, as a full disk does."""
+
+    def prepare(self) -> None:
+        """Called once every check has passed, while the model runs."""
+
+    def write(self, finished: RunRecord, folder: Path) -> None:
+        """Write it into ``folder``."""
+
+
 def run_task(task: Task, model: str | Backend | None, *, output: str | Path | None = None,
              cache: str | Path | None = None,
              backend_options: BackendConfig | dict | None = None,
              role_options: dict[str, BackendConfig | dict] | None = None,
              quiet: bool = False, command: list[str] | None = None,
-             overwrite: bool = False, store: str | Path | bool | None = None,
-             report: bool = False, budget: Budget | None = None) -> RunRecord:
+             overwrite: bool = False, finish_with: FolderStep | None = None,
+             budget: Budget | None = None) -> RunRecord:
     """Run ``task`` on ``model`` (a backend spec such as ``hf:/path`` or a backend object) and,
     with ``output``, keep the run folder; ``cache`` is the SQLite file of finished requests.
     ``model`` None: the task's own (an embedding guard's embedder). ``backend_options`` apply to
     every model of the run whose backend takes them; ``role_options`` override them for one
     second model (``{"judge": {"device": "cpu"}}``). A folder that holds a run with other
     settings is refused unless ``overwrite``; with the same settings it is a rerun. Every check
-    (model specs and options, folder, data, task options) comes before any model loads. A
-    finished run with a folder is recorded in the results store (``store``: its path, None for
-    the default, False for none); with ``report``, the folder gets its report.html.
+    (model specs and options, folder, data, task options) comes before any model loads.
+    ``finish_with``: a file the folder gets before the run is marked finished (the report).
     ``budget``: prices per million tokens (the cost in results.json) and the limits that stop
     the run, resumably (:mod:`.store.usage`)."""
     check_environment()
     target = choose_model(task, model)
     models = resolve_models(target, BackendConfig.of(backend_options), task.model_roles(),
                             role_options)
-    place = RunPlace(Path(output) if output else None, cache, overwrite, command, quiet, report,
-                     budget)
+    place = RunPlace(Path(output) if output else None, cache, overwrite, command, quiet,
+                     finish_with, budget)
     if place.folder:
         check_output_folder(place.folder)
     with run_folder_lock(place.folder), ExitStack() as built:
-        record = _run(task, models, place, built)
-    if record.folder and store is not False:
-        _record_in_store(record, store if store is not True else None)
-    return record
+        return _run(task, models, place, built)
 
 
 def check_environment() -> None:
@@ -93,22 +104,8 @@ class RunPlace:
     overwrite: bool
     command: list[str] | None
     quiet: bool
-    report: bool = False  # write <folder>/report.html before the run is marked finished
+    finish_with: FolderStep | None = None  # written before the run is marked finished
     budget: Budget | None = None  # prices and the invocation's limits (store/usage.py)
-
-
-def _record_in_store(record: RunRecord, store: str | Path | None) -> None:
-    """The results store gets the finished run with the headline metrics its view names; if it
-    cannot, the run folder is still whole, and the failure is one warning line."""
-    from .store.database import StoreError
-    from .store.results_db import record_run
-    from .views.registry import view_for
-
-    try:
-        record_run(record, view_for(record.results).store_metrics(record.results), store)
-    except StoreError as e:
-        print(f"warning: the run is complete in {record.folder}, but it is not recorded: {e}",
-              file=sys.stderr)
 
 
 def _run(task: Task, models: list[Model], place: RunPlace, built: ExitStack) -> RunRecord:
@@ -123,10 +120,8 @@ def _run(task: Task, models: list[Model], place: RunPlace, built: ExitStack) -> 
     first = first_run(place.folder) if place.folder and not place.overwrite else None
     record = _new_record({**provenance, **task.describe(data), **files_used}, models, backend,
                          place, first)
-    if place.report:
-        from .render.figures import import_in_background
-
-        import_in_background()  # while the model runs
+    if place.finish_with:
+        place.finish_with.prepare()  # while the model runs
     try:
         started = time.perf_counter()
         with open_cache(place.cache) as store:
@@ -154,7 +149,7 @@ def _run(task: Task, models: list[Model], place: RunPlace, built: ExitStack) -> 
     for warning in finished.results.warnings:  # what qualifies a number: --quiet too
         print(f"warning: {warning}", file=sys.stderr)
     if place.folder:
-        _save(record, finished, place.folder, place.report)
+        _save(record, finished, place.folder, place.finish_with)
     return finished
 
 
@@ -178,19 +173,12 @@ def _keep_batches(backend: Backend, place: RunPlace) -> None:
         backend.keep_batches(BatchLedger(place.folder))
 
 
-def _save(record: RunInProgress, finished: RunRecord, folder: Path, report: bool) -> None:
+def _save(record: RunInProgress, finished: RunRecord, folder: Path,
+          step: FolderStep | None) -> None:
     """The run folder's files; the status says "finished" only once every one is written (the
     report too, when asked for), else "failed" with why (a full disk, say)."""
-    def write_report() -> None:
-        from .report.html import write_report_of
-
-        # the record as the folder holds it (sorted keys; the config is already), so the report
-        # is byte for byte the one `localeval report` writes from the folder later
-        stored = replace(finished, samples=as_stored(finished.samples))
-        write_report_of([stored], folder / "report.html")
-
     try:
-        save_run(finished, write_report if report else None)
+        save_run(finished, (lambda: step.write(finished, folder)) if step else None)
     except BaseException as e:
         with suppress(OSError):  # a full disk may refuse this line too
             _fail(record, e)
