@@ -31,8 +31,6 @@ LAYERS = [
     {"cli"},
     {"__init__"},
 ]
-MAX_COMPLEXITY = 15  # radon's cyclomatic complexity, per function
-LONG_MODULE = 300  # lines; a longer module says why at its top ("over 300 lines: ...")
 
 
 def _modules() -> dict[str, Path]:
@@ -105,21 +103,8 @@ def test_no_import_circles(graph):
     assert not circles
 
 
-def test_functions_are_small():
-    radon = pytest.importorskip("radon.complexity")
-    big = [f"{path.relative_to(SRC)}:{block.name} {block.complexity}"
-           for path in sorted(SRC.rglob("*.py"))
-           for block in radon.cc_visit(path.read_text(encoding="utf-8"))
-           if block.complexity > MAX_COMPLEXITY]
-    assert not big
-
-
-def test_long_modules_say_why():
-    silent = [str(path.relative_to(SRC)) for path in sorted(SRC.rglob("*.py"))
-              if len(path.read_text(encoding="utf-8").splitlines()) > LONG_MODULE
-              and f"over {LONG_MODULE} lines" not in (ast.get_docstring(
-                  ast.parse(path.read_text(encoding="utf-8"))) or "")]
-    assert not silent
+# Complexity and module length are a report CI prints (.ci/code_report.py), not a cap a test
+# enforces: a cap made code pile up under it and be split or packed only to pass it.
 
 
 # The one module that reads a results.json "schema" (to find the record type; the views' table
