@@ -10,7 +10,9 @@ summarises them -> the run record in the run folder.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from .backends.base import Backend
 from .backends.config import BackendConfig
@@ -31,7 +33,8 @@ __all__ = ["compare_mcq_runs", "compare_runs", "compare_safety_runs", "evaluate"
 def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
              output: str | Path | None = None, cache: str | Path | None = None,
              backend_options: BackendConfig | dict | None = None,
-             role_options: dict[str, BackendConfig | dict] | None = None, quiet: bool = False,
+             role_options: Mapping[str, BackendConfig | Mapping[str, Any]] | None = None,
+             quiet: bool = False,
              command: list[str] | None = None, overwrite: bool = False,
              store: str | Path | bool | None = None, report: bool = False,
              budget: Budget | None = None, **options) -> RunRecord:
@@ -78,7 +81,8 @@ def _options_doc() -> str:
     return "\n\n    ".join(parts)
 
 
-evaluate.__doc__ = evaluate.__doc__.replace("{options}", _options_doc())
+if evaluate.__doc__:  # None under python -OO
+    evaluate.__doc__ = evaluate.__doc__.replace("{options}", _options_doc())
 
 
 def load_results(folder: str | Path) -> RunRecord:

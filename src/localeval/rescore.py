@@ -102,7 +102,7 @@ def rescore_run(source: str | Path, changes: dict[str, Any], *, output: str | Pa
         raise LocalevalError(f"{cache}: no request cache, so nothing to re-score (a run made "
                              "with --no-cache keeps none; give --cache FILE)")
     with run_folder_lock(folder):
-        return _rescore(record, base, changed, folder, cache, store, command, quiet)
+        return _rescore(record, source, base, changed, folder, cache, store, command, quiet)
 
 
 def _flag(cls, name: str) -> str:
@@ -138,8 +138,8 @@ def default_output(source: Path, changed: dict[str, Any]) -> Path:
     return source.parent / f"{source.name}.rescored-{digest.hexdigest()[:8]}"
 
 
-def _rescore(record: RunRecord, base: dict, changed: dict, folder: Path, cache: Path,
-             store, command: list[str] | None, quiet: bool) -> RunRecord:
+def _rescore(record: RunRecord, source: Path, base: dict, changed: dict, folder: Path,
+             cache: Path, store, command: list[str] | None, quiet: bool) -> RunRecord:
     config = record.config.data()
     name = str(config["task"])
     source_task, task = make_task(name, **base), make_task(name, **{**base, **changed})
@@ -164,7 +164,7 @@ def _rescore(record: RunRecord, base: dict, changed: dict, folder: Path, cache: 
     provenance = run_provenance(command)
     new_config = {**{k: v for k, v in config.items() if k != "command"}, **provenance,
                   **task.describe(data),
-                  "rescored_from": {"folder": str(record.folder.resolve()),
+                  "rescored_from": {"folder": str(source.resolve()),
                                     "finished_at": record.finished_at,
                                     "options": as_stored(changed)}}
     out = finished_record(new_config, finite(results), samples, folder=folder,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Mapping
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -63,7 +64,7 @@ class FolderStep(Protocol):
 def run_task(task: Task, model: str | Backend | None, *, output: str | Path | None = None,
              cache: str | Path | None = None,
              backend_options: BackendConfig | dict | None = None,
-             role_options: dict[str, BackendConfig | dict] | None = None,
+             role_options: Mapping[str, BackendConfig | Mapping[str, Any]] | None = None,
              quiet: bool = False, command: list[str] | None = None,
              overwrite: bool = False, finish_with: FolderStep | None = None,
              budget: Budget | None = None) -> RunRecord:

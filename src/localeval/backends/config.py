@@ -138,7 +138,7 @@ class BackendConfig:
         return None
 
     @classmethod
-    def of(cls, value: BackendConfig | dict | None) -> BackendConfig:
+    def of(cls, value: BackendConfig | Mapping[str, Any] | None) -> BackendConfig:
         """A config from a config, a dict of its fields (None: the default), or None."""
         if isinstance(value, BackendConfig):
             return value

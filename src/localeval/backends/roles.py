@@ -11,6 +11,7 @@ is closed when the run ends (:func:`closed_with`).
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from typing import Any
@@ -42,7 +43,8 @@ class Model:
 
 
 def resolve_models(target: str | Backend, config: BackendConfig, roles: dict[str, Any],
-                   role_options: dict[str, BackendConfig | dict] | None = None) -> list[Model]:
+                   role_options: Mapping[str, BackendConfig | Mapping[str, Any]] | None = None
+                   ) -> list[Model]:
     """The run's models, target first, each with the options its backend takes."""
     role_options = role_options or {}
     unknown = sorted(set(role_options) - set(roles))
