@@ -218,12 +218,6 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not line.strip():
                 continue
             row = _json_row(path, number, line)
-
-
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(path, number, None, _json_line_error(path, number, e)) from None
             if not isinstance(row, dict):
                 raise DataError(path, number, None, "each line must be a JSON object")
             yield number, row
