@@ -6,6 +6,7 @@ The CLI prints ``str(error)`` alone (a traceback only with ``--debug``).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 
 class LocalevalError(Exception):
@@ -15,7 +16,7 @@ class LocalevalError(Exception):
 class DataError(LocalevalError):
     """A malformed input row. Names the file, the row (1-based, as an editor shows it) and field."""
 
-    def __init__(self, file: str, row: int | None, field: str | None, problem: str):
+    def __init__(self, file: str | Path, row: int | None, field: str | None, problem: str):
         self.file, self.row, self.field, self.problem = str(file), row, field, problem
         where = self.file
         if row is not None:

@@ -15,6 +15,7 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     ProgressColumn,
+    Task,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -27,7 +28,7 @@ class RateColumn(ProgressColumn):
         super().__init__()
         self.unit = unit
 
-    def render(self, task) -> Text:
+    def render(self, task: Task) -> Text:
         speed = task.finished_speed or task.speed
         return Text(f"{speed:.2f} {self.unit}/s" if speed else f"- {self.unit}/s")
 
@@ -36,10 +37,17 @@ class RateColumn(ProgressColumn):
 def progress_bar(unit: str, total: int, done: int = 0, quiet: bool = False
                  ) -> Iterator[Callable[[int], None]]:
     if quiet or total == 0:
-        yield lambda n=1: None
+        yield _no_bar
         return
     columns = [TextColumn(f"[bold]{unit}"), BarColumn(), MofNCompleteColumn(), RateColumn(unit),
                TimeElapsedColumn(), TimeRemainingColumn()]
     with Progress(*columns, console=Console(stderr=True), transient=False) as progress:
         task = progress.add_task(unit, total=total, completed=done)
-        yield lambda n=1: progress.advance(task, n)
+
+        def advance(n: int = 1) -> None:
+            progress.advance(task, n)
+        yield advance
+
+
+def _no_bar(n: int = 1) -> None:
+    """``advance(n)`` when no bar is drawn."""

@@ -11,6 +11,7 @@ import socket
 import sys
 from glob import glob
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from ..errors import LocalevalError
@@ -66,6 +67,6 @@ def _offline() -> None:
     """No Hub requests, hence no retries: ``datasets`` reads its offline flag when imported,
     so one already imported has it set too."""
     os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
-    config = sys.modules.get("datasets.config")
+    config: Any = sys.modules.get("datasets.config")  # datasets ships no types
     if config is not None:
         config.HF_HUB_OFFLINE = config.HF_DATASETS_OFFLINE = True

@@ -10,7 +10,7 @@ import csv
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -100,7 +100,7 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             raise DataError(path, reader.line_num, None, f"not valid CSV ({e})") from None
 
 
-def _check_header(path: Path, names: list[str]) -> None:
+def _check_header(path: Path, names: Sequence[str]) -> None:
     """A column named twice (``A,A``): DictReader would keep the last cell silently."""
     seen: set[str] = set()
     for name in names:
@@ -190,7 +190,7 @@ def _json_line_error(path: Path, number: int, error: json.JSONDecodeError) -> st
     return f"not valid JSON ({error.msg})"
 
 
-def _check_delimiter(path: Path, header: list[str]) -> None:
+def _check_delimiter(path: Path, header: Sequence[str]) -> None:
     """A header read as one column that holds a ; or a tab: the file is separated by that, and
     every column would be reported missing."""
     if len(header) != 1:
@@ -218,12 +218,6 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not line.strip():
                 continue
             row = _json_row(path, number, line)
-
-
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(path, number, None, _json_line_error(path, number, e)) from None
             if not isinstance(row, dict):
                 raise DataError(path, number, None, "each line must be a JSON object")
             yield number, row

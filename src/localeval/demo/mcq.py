@@ -10,8 +10,10 @@ from rich.text import Text as RichText
 
 from ..api import evaluate
 from ..data.rows import read_rows
+from ..records.mcq import MCQResults
 from ..render.formats import print_table
 from ..report.html import write_report
+from ..views.base import of_kind
 from ..views.mcq_tables import discipline_table
 from .model import build_demo_model
 
@@ -28,11 +30,13 @@ def run_mcq_demo(output: Path, console: Console, quiet: bool = False) -> None:
     tables: ``localeval show`` on the run folder)."""
     sample = Path(str(SAMPLE_MCQ))
     model_dir = build_demo_model(output / "demo-model", _sample_texts(sample))
+    folder = output / "tmlu-likelihood"
     result = evaluate(task="tmlu", model=f"hf:{model_dir}", data=sample, shots=5,
-                      method="likelihood", output=output / "tmlu-likelihood", quiet=quiet,
-                      cache=output / "tmlu-likelihood" / "cache.sqlite",  # a rerun: seconds
+                      method="likelihood", output=folder, quiet=quiet,
+                      cache=folder / "cache.sqlite",  # a rerun: seconds
                       command=["localeval", "demo"], store=False)  # the demo is no result
-    print_table(console, discipline_table(result.results))
-    report = write_report([result.folder])
-    console.print(RichText(f"Every table: localeval show {result.folder}; the HTML report: "
+    print_table(console, discipline_table(of_kind(result, MCQResults,
+                                                  "a multiple-choice run").results))
+    report = write_report([folder])
+    console.print(RichText(f"Every table: localeval show {folder}; the HTML report: "
                            f"{report}\n"))

@@ -18,8 +18,10 @@ from rich.text import Text as RichText
 from ..api import evaluate
 from ..data.rows import read_rows
 from ..guards import zero_shot as z
+from ..records.safety import SafetyResults
 from ..render.formats import print_table
 from ..report.html import write_report
+from ..views.base import of_kind
 from ..views.safety_tables import table2_tables
 from .model import build_demo_model
 
@@ -51,15 +53,16 @@ def run_safety_demo(output: Path, console: Console | None = None, quiet: bool = 
     model_dir = build_safety_demo_model(Path(output) / "safety-demo-model")
     # The whole distribution (label_scores=full): a random model almost never puts a label
     # among its top 2 tokens, so IRIS's top-2 reading (the default) would score no sample.
+    folder = Path(output) / "sea-safeguard"
     result = evaluate(task="sea-safeguard", model=f"hf:{model_dir}", guard="zero-shot",
                       guard_options={"label_scores": "full"},
-                      data=Path(str(SAMPLE_SAFETY)), output=Path(output) / "sea-safeguard",
-                      cache=Path(output) / "sea-safeguard" / "cache.sqlite",  # as `run` keeps
+                      data=Path(str(SAMPLE_SAFETY)), output=folder,
+                      cache=folder / "cache.sqlite",  # as `run` keeps
                       quiet=quiet, command=["localeval", "demo", "--safety"], n_resamples=200,
                       store=False)  # a random model is not a result for the leaderboard
-    for table in table2_tables(result.results):
+    for table in table2_tables(of_kind(result, SafetyResults, "a safety run").results):
         print_table(console, table)
-    report = write_report([result.folder])
+    report = write_report([folder])
     console.print(RichText(f"Every table (per language, gaps, Fig. 4-6 analyses): localeval "
-                           f"show {result.folder}; the HTML report with figures and a sample "
+                           f"show {folder}; the HTML report with figures and a sample "
                            f"browser: {report}"))

@@ -90,7 +90,7 @@ def train_guard(data: str | Path, output: str | Path, *, embedder: str = DEFAULT
                               config=BackendConfig.of(embedder_options))
     scores = cross_validated_scores(x, y, groups, in_training, folds, c, seed)
     head = _fit(x[in_training], y[in_training], c)
-    spec = {
+    spec: dict[str, Any] = {
         "format": FORMAT,
         "embedder": embedder,
         "embedder_identity": identity,
