@@ -159,12 +159,12 @@ class LLMSafetyTask(Task):
         mode = self.options.safeguard_mode
         asks = [p.request if not labels else
                 guarded(p.request, p.item.prompt, labels[p.item.prompt], mode) for p in planned]
-        sent = [k for k, a in enumerate(asks) if not isinstance(a, str)]
-        answers = dict(zip(sent, execute([asks[k] for k in sent]), strict=True))
+        sent = {k: a for k, a in enumerate(asks) if not isinstance(a, str)}
+        answers = dict(zip(sent, execute(list(sent.values())), strict=True))
         for k, a in enumerate(asks):
             if isinstance(a, str):
                 notes[k]["fixed_answer"] = True
-        return [answers[k] if k in answers else fixed(asks[k]) for k in range(len(asks))]
+        return [fixed(a) if isinstance(a, str) else answers[k] for k, a in enumerate(asks)]
 
     def _judge(self, planned: Sequence[Planned], responses: list[Response], which,
                execute: Execute) -> dict[int, GuardVerdict]:
@@ -183,7 +183,7 @@ class LLMSafetyTask(Task):
         ones judged again, in place."""
         asks = {}
         for k, verdict in by_index.items():
-            if not verdict.ok or verdict.score <= HARMFUL_THRESHOLD:
+            if verdict.score is None or verdict.score <= HARMFUL_THRESHOLD:
                 continue
             p = planned[k]
             text = text_of(responses[k])
