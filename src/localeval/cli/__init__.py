@@ -15,8 +15,9 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 from ..backends.secrets import redact_text
 from ..errors import LocalevalError, UndefinedMetricWarning, clipped
@@ -73,7 +74,7 @@ def _worth_showing(default) -> bool:
                 or default == [])
 
 
-def parser() -> argparse.ArgumentParser:
+def parser() -> OneLineParser:
     from ..backends.registry import backend_table
     from ..tasks.registry import TASKS, kinds, plugin_tasks
     from ..version import __version__
@@ -89,9 +90,8 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="show tracebacks")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                           parser_class=OneLineParser)
+                           parser_class=_command_parser(common))
     p.commands = sub.choices  # each command's parser, for the did-you-mean of its options
-    sub.add_parser = _with(sub.add_parser, parents=[common], formatter_class=_HelpFormatter)
 
     t = sub.add_parser("tasks", help="list built-in tasks, or one task's subjects")
     t.add_argument("task", nargs="?", help="a task: list its subjects (without: list the "
@@ -169,6 +169,8 @@ class OneLineParser(argparse.ArgumentParser):
     is its own flag, never a prefix of `--batch-size`, and a mistyped flag gets its
     did-you-mean."""
 
+    commands: Mapping[str, argparse.ArgumentParser]  # the top parser's: each command's parser
+
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
@@ -178,7 +180,7 @@ class OneLineParser(argparse.ArgumentParser):
                      "options\n")
 
 
-def _unknown_arguments(p: argparse.ArgumentParser, args, extra: list[str]):
+def _unknown_arguments(p: OneLineParser, args, extra: list[str]):
     """An option the command does not have (`--methd`): one line, with the one it is close to."""
     command = p.commands[args.command]
     word = next((w for w in extra if w.startswith("-")), extra[0])
@@ -193,9 +195,15 @@ def _unknown_arguments(p: argparse.ArgumentParser, args, extra: list[str]):
     command.error(what + (f" (did you mean {' or '.join(close)}?)" if close else ""))
 
 
-def _with(add_parser, **defaults):
-    """``add_parser`` with keyword defaults (each subcommand gets --debug and our help format)."""
-    return lambda name, **kw: add_parser(name, **{**defaults, **kw})
+def _command_parser(common: argparse.ArgumentParser) -> type[OneLineParser]:
+    """The parser class of each command: its keyword defaults give it ``common``'s flags
+    (--debug) and our help format."""
+
+    class CommandParser(OneLineParser):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**{"parents": [common], "formatter_class": _HelpFormatter, **kwargs})
+
+    return CommandParser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -44,6 +44,7 @@ from ..data.safety import SafetyItem
 from ..errors import LocalevalError
 from ..guards.base import Conversation, GuardVerdict
 from ..records.llm_safety import SCHEMA as LLM_SAFETY_SCHEMA
+from ..records.sample_kinds import Context, SampleKind
 from .base import PROTOCOL, Task
 from .label_policy import DEFAULT_SENSITIVE, binary_label
 from .llm_refusal_judge import ask_refusal_judge, read_refusal
@@ -84,7 +85,7 @@ class LLMSafetyTask(Task):
         self.responses = o.responses or (1 if o.greedy else PAPER_RESPONSES)
         self.max_tokens = o.max_tokens or PAPER_MAX_TOKENS
         self.guard = make_guard(o.judge, o.judge_options)
-        check_guard(self.guard, [("response", "with_prompt")])
+        check_guard(self.guard, [(SampleKind.RESPONSE, Context.WITH_PROMPT)])
         self.judge_model = o.judge_model if o.judge_model is not None else self.guard.model
         if self.judge_model is None:
             raise LocalevalError(f"judge {self.guard.name!r} runs on a model: give "
@@ -94,7 +95,7 @@ class LLMSafetyTask(Task):
             raise LocalevalError("--refine reads the safeguard's prompt labels: add --safeguard")
         if o.safeguard is not None:
             self.safeguard = make_guard(o.safeguard, o.safeguard_options)
-            check_guard(self.safeguard, [("prompt", "with_prompt")])
+            check_guard(self.safeguard, [(SampleKind.PROMPT, Context.WITH_PROMPT)])
             self.safeguard_model = o.safeguard_model or self.safeguard.model
             if self.safeguard_model is None:
                 raise LocalevalError(f"safeguard {self.safeguard.name!r} runs on a model: give "
