@@ -17,7 +17,6 @@ import threading
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
 
 from ..backends.secrets import redact_text
 from ..errors import LocalevalError, UndefinedMetricWarning, clipped
@@ -85,12 +84,8 @@ def parser() -> OneLineParser:
                       formatter_class=_HelpFormatter)
     p.add_argument("--version", action="version", version=f"localeval {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
-    # --debug is accepted after the command too (localeval run ... --debug)
-    common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                        help="show tracebacks")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                           parser_class=_command_parser(common))
+                           parser_class=_CommandParser)
     p.commands = sub.choices  # each command's parser, for the did-you-mean of its options
 
     t = sub.add_parser("tasks", help="list built-in tasks, or one task's subjects")
@@ -168,7 +163,6 @@ class OneLineParser(argparse.ArgumentParser):
     is 25 lines, and a forgotten --task scrolled away under it). No abbreviations: `--batch`
     is its own flag, never a prefix of `--batch-size`, and a mistyped flag gets its
     did-you-mean."""
-
     commands: Mapping[str, argparse.ArgumentParser]  # the top parser's: each command's parser
 
     def __init__(self, *args, **kwargs):
@@ -195,15 +189,13 @@ def _unknown_arguments(p: OneLineParser, args, extra: list[str]):
     command.error(what + (f" (did you mean {' or '.join(close)}?)" if close else ""))
 
 
-def _command_parser(common: argparse.ArgumentParser) -> type[OneLineParser]:
-    """The parser class of each command: its keyword defaults give it ``common``'s flags
-    (--debug) and our help format."""
+class _CommandParser(OneLineParser):
+    """A command's parser: our help format, and --debug after the command too (`run ... --debug`)."""
 
-    class CommandParser(OneLineParser):
-        def __init__(self, **kwargs: Any) -> None:
-            super().__init__(**{"parents": [common], "formatter_class": _HelpFormatter, **kwargs})
-
-    return CommandParser
+    def __init__(self, **kwargs):
+        super().__init__(**{"formatter_class": _HelpFormatter, **kwargs})
+        self.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                          help="show tracebacks")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -264,7 +264,7 @@ class SafeguardTask(Task):
                                             "error") if k in s}
                          for s in failed[:50]],
             "warnings": warnings,
-            # a list of Records (analyses takes list[Record], and list[dict] is not one)
+            # list(): analyses takes list[Record], which a list[dict] is not (lists are invariant)
             **analyses(list(samples), self.options),
         }
 
