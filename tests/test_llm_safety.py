@@ -17,7 +17,9 @@ from localeval.backends.base import Failed, Generate, Generated
 from localeval.backends.failures import Unclassified
 from localeval.backends.hf import HFBackend
 from localeval.cli import main
+from localeval.errors import LocalevalError
 from localeval.tasks.llm_refusal_judge import refusal_request
+from localeval.tasks.registry import make_task
 
 
 class FailingEveryThird:
@@ -249,3 +251,12 @@ def test_refusal_rules_per_language():
     assert detect_refusal("Here is a recipe for bread.", "id") == (False, None)
     assert detect_refusal("மன்னிக்கவும்", "ta") == (None, None)  # no Tamil list: unknown
     assert detect_refusal("I cannot do that.", "ta")[0] is True  # English is always checked
+
+
+def test_a_prompt_only_guard_is_a_safeguard_never_a_judge():
+    # check_guard read .judges_response on plain strings here: an AttributeError either way
+    with pytest.raises(LocalevalError, match="'xguard' classifies prompts only"):
+        make_task("llm-safety", judge="xguard", judge_model="hf:x", refusal="detector")
+    task = make_task("llm-safety", judge="llamaguard3", judge_model="hf:x", refusal="detector",
+                     safeguard="xguard", safeguard_model="hf:y")
+    assert task.safeguard is not None and task.safeguard.name == "xguard"

@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from ..backends.secrets import redact_text
@@ -73,7 +73,7 @@ def _worth_showing(default) -> bool:
                 or default == [])
 
 
-def parser() -> argparse.ArgumentParser:
+def parser() -> OneLineParser:
     from ..backends.registry import backend_table
     from ..tasks.registry import TASKS, kinds, plugin_tasks
     from ..version import __version__
@@ -84,14 +84,9 @@ def parser() -> argparse.ArgumentParser:
                       formatter_class=_HelpFormatter)
     p.add_argument("--version", action="version", version=f"localeval {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
-    # --debug is accepted after the command too (localeval run ... --debug)
-    common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                        help="show tracebacks")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                           parser_class=OneLineParser)
+                           parser_class=_CommandParser)
     p.commands = sub.choices  # each command's parser, for the did-you-mean of its options
-    sub.add_parser = _with(sub.add_parser, parents=[common], formatter_class=_HelpFormatter)
 
     t = sub.add_parser("tasks", help="list built-in tasks, or one task's subjects")
     t.add_argument("task", nargs="?", help="a task: list its subjects (without: list the "
@@ -168,6 +163,7 @@ class OneLineParser(argparse.ArgumentParser):
     is 25 lines, and a forgotten --task scrolled away under it). No abbreviations: `--batch`
     is its own flag, never a prefix of `--batch-size`, and a mistyped flag gets its
     did-you-mean."""
+    commands: Mapping[str, argparse.ArgumentParser]  # the top parser's: each command's parser
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("allow_abbrev", False)
@@ -178,7 +174,7 @@ class OneLineParser(argparse.ArgumentParser):
                      "options\n")
 
 
-def _unknown_arguments(p: argparse.ArgumentParser, args, extra: list[str]):
+def _unknown_arguments(p: OneLineParser, args, extra: list[str]):
     """An option the command does not have (`--methd`): one line, with the one it is close to."""
     command = p.commands[args.command]
     word = next((w for w in extra if w.startswith("-")), extra[0])
@@ -193,9 +189,13 @@ def _unknown_arguments(p: argparse.ArgumentParser, args, extra: list[str]):
     command.error(what + (f" (did you mean {' or '.join(close)}?)" if close else ""))
 
 
-def _with(add_parser, **defaults):
-    """``add_parser`` with keyword defaults (each subcommand gets --debug and our help format)."""
-    return lambda name, **kw: add_parser(name, **{**defaults, **kw})
+class _CommandParser(OneLineParser):
+    """A command's parser: our help format, and --debug after the command too (`run ... --debug`)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**{"formatter_class": _HelpFormatter, **kwargs})
+        self.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                          help="show tracebacks")
 
 
 def main(argv: list[str] | None = None) -> int:

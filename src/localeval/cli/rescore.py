@@ -70,6 +70,7 @@ def cmd_rescore(args) -> None:
     record = rescore_run(args.folder, changes, output=args.output, cache=args.cache,
                          store=False if args.no_store else args.store, command=args.argv,
                          quiet=args.quiet)
+    assert record.folder is not None  # rescore_run writes a new folder, always
     if not args.no_report:
         write_report([record.folder])
     if args.json:

@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -149,7 +150,7 @@ def task_options(args, task: str | None = None) -> dict[str, Any]:
     return {f: out.get(f, fields[f].default) for f in fields}
 
 
-def _all_option_names(kinds: list[type]) -> set[str]:
+def _all_option_names(kinds: Iterable[AnyKind]) -> set[str]:
     return {f.name for cls in kinds for f in dataclasses.fields(cls.Options)}
 
 
@@ -187,7 +188,7 @@ def _value(options_class: type, f: dataclasses.Field, raw: Any, name: str | None
     """A flag's value: a repeated ``KEY=VALUE`` flag as a dict of texts (its receiver types
     them), any other text as the field declares it (a list option's text comma-separated)."""
     if f.metadata.get("parse") == "pairs":
-        return pairs_of(raw, f.metadata.get("flag")) or None
+        return pairs_of(raw, flag_of(f)) or None
     if isinstance(raw, str):
         return comma_list(raw) if "list[str]" in str(f.type) else declared_value(
             options_class, f, raw, name or flag_of(f))

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ..backends.base import (
     Failed,
     Generate,
+    Prompt,
     Request,
     Response,
     ScoreNext,
@@ -33,10 +35,10 @@ class AnswerLinesGuard(StagedGuard):
     harmful, safe = " yes", " no"
     request_prefill = "Harmful request:"
     response_prefill = "Harmful response:"
-    stage0_pattern = None  # compiled regex, full match of the text generated in stage 0
+    stage0_pattern: re.Pattern[str]  # full match of the text generated in stage 0
     max_tokens = 64
 
-    def build(self, prompt: str, response: str | None, answer: str):
+    def build(self, prompt: str, response: str | None, answer: str) -> Prompt:
         """The request prompt for (prompt, response) with ``answer`` as the start of the
         model's answer."""
         raise NotImplementedError

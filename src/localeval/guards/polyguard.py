@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 
+from ..backends.base import Message
 from .answer_lines import AnswerLinesGuard
 
 SYSTEM = (
@@ -58,7 +59,7 @@ class PolyGuard(AnswerLinesGuard):
         r" (yes|no)\nRequest safety violations: [^\n]*\nResponse refusal: [^\n]*\n")
     max_tokens = 64
 
-    def build(self, prompt: str, response: str | None, answer: str) -> list[dict]:
+    def build(self, prompt: str, response: str | None, answer: str) -> list[Message]:
         return [
             {"role": "system", "content": SYSTEM},
             {"role": "user", "content": USER.format(prompt=prompt, response=response or "")},

@@ -34,6 +34,7 @@ from ..backends.base import (
     Execute,
     Failed,
     Generate,
+    Message,
     Request,
     Response,
     ScoreNext,
@@ -102,7 +103,7 @@ class XGuard(StagedGuard):
         return self._translation_backend
 
     @staticmethod
-    def messages(prompt: str, answer: str) -> list[dict]:
+    def messages(prompt: str, answer: str) -> list[Message]:
         """IRIS's messages, then ``answer`` as the prefill of a new assistant turn (an empty
         prefill: the generation prompt after the finished ``\n <think>`` turn)."""
         return [

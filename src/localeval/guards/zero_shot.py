@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..backends.base import Generate, Request, Response, ScoreNext, text_of
+from ..backends.base import Generate, Message, Request, Response, ScoreNext, text_of
 from ..errors import LocalevalError
 from .base import Conversation, GuardVerdict, checked_decoding, failure_of
 from .final_label import candidates, find_final_label, generation_problem, label_request
@@ -104,7 +104,7 @@ class ZeroShotGuard(StagedGuard):
             return f"Human user:\n{prompt}"
         return f"Human user:\n{prompt}\n\nAI assistant:\n{response}"
 
-    def messages(self, conversation: Conversation) -> list[dict]:
+    def messages(self, conversation: Conversation) -> list[Message]:
         prompt, response = conversation.prompt, conversation.response
         return [
             {"role": "system",
@@ -114,27 +114,26 @@ class ZeroShotGuard(StagedGuard):
 
     def requests(self, conversation: Conversation,
                  earlier: Sequence[Response] = ()) -> list[Request]:
-        if not self.reasoning:
+        budget = self.reasoning_tokens  # None without reasoning
+        if budget is None:
             return [] if earlier else [ScoreNext(self.messages(conversation), LABELS)]
         if not earlier:
-            return [Generate(self.messages(conversation), max_tokens=self.reasoning_tokens,
+            return [Generate(self.messages(conversation), max_tokens=budget,
                              decoding=self.decoding)]
         text = text_of(earlier[0]) if len(earlier) == 1 else None
-        if text is None or self._problem(earlier[0]):
+        if text is None or generation_problem(earlier[0], LABELS, budget):
             return []
         # The step that wrote the label's first token: IRIS's scores[-4] ("Harmful") or
         # scores[-2] ("Safe") counted from the end, found in the text (see .final_label).
         spot = find_final_label(text, LABELS)
         return [] if spot is None else [label_request(self.messages(conversation), spot, LABELS)]
 
-    def _problem(self, generated: Response) -> str | None:
-        return generation_problem(generated, LABELS, self.reasoning_tokens)
-
     def score(self, responses: Sequence[Response]) -> GuardVerdict:
-        if not self.reasoning:
+        budget = self.reasoning_tokens  # None without reasoning
+        if budget is None:
             return binary_verdict(responses, *LABELS)
         if len(responses) == 1:
-            return GuardVerdict(None, self._problem(responses[0])
+            return GuardVerdict(None, generation_problem(responses[0], LABELS, budget)
                                 or "the scoring stage was not run",
                                 failure=failure_of(responses[0]))
         text = text_of(responses[0]) if len(responses) == 2 else None
@@ -142,11 +141,12 @@ class ZeroShotGuard(StagedGuard):
             return GuardVerdict(None, f"expected 2 responses, got {len(responses)}")
         spot = find_final_label(text, LABELS)
         if spot is None:
-            return GuardVerdict(None, self._problem(responses[0]))
-        return binary_verdict(responses, *candidates(spot, LABELS), expected=2)
+            return GuardVerdict(None, generation_problem(responses[0], LABELS, budget))
+        harmful, safe = candidates(spot, LABELS)
+        return binary_verdict(responses, harmful, safe, expected=2)
 
 
-def _reasoning_budget(reasoning, tokens) -> int | None:
+def _reasoning_budget(reasoning: object, tokens: object) -> int | None:
     """The generation budget of ``reasoning=True`` (None without it), or a one-line error for an
     ill-typed value."""
     if not isinstance(reasoning, bool):

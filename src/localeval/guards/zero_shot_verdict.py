@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..backends.base import Request, Response, ScoreNext
+from ..backends.base import Message, Request, Response, ScoreNext
 from ..errors import LocalevalError
 from .base import Conversation, GuardVerdict
 from .staged import StagedGuard, binary_verdict
@@ -77,7 +77,7 @@ class VerdictZeroShotGuard(StagedGuard):
                  earlier: Sequence[Response] = ()) -> list[Request]:
         if earlier:
             return []
-        messages = [
+        messages: list[Message] = [
             {"role": "system", "content": SYSTEM},
             {"role": "user", "content": self.user_message(
                 conversation.prompt, conversation.response, conversation.metadata.get("country"))},

@@ -47,6 +47,11 @@ class Task(ABC):
     # the built-in kinds' views are in the views' own table (views/registry.py).
     view: type | None = None
 
+    @abstractmethod
+    def __init__(self, name: str, **options: Any) -> None:
+        """The task for one run (``tasks.registry.make_task``): ``name`` as the run names it,
+        ``options`` that run's, checked into ``self.options`` (an ``Options``)."""
+
     def model_roles(self) -> dict[str, Any]:
         """Models the task needs beside the run's own, by role (``judge``, ``translator``):
         each a backend spec or object. The run checks each before any model loads, loads it

@@ -187,9 +187,9 @@ def _plain_texts(path: Path, name: str, rows) -> list[Text]:
     for number, row in rows:
         text, key = row.get("text"), str(row.get("id", number))
         if not isinstance(text, str) or not text:
-            raise DataError(path, number, "text", "empty or not a string")
+            raise DataError(str(path), number, "text", "empty or not a string")
         if key in seen:
-            raise DataError(path, number, "id", f"duplicate id {key!r}")
+            raise DataError(str(path), number, "id", f"duplicate id {key!r}")
         seen.add(key)
         subject = row.get("subject")
         texts.append(Text(key, name, str(subject) if subject else None, text))
@@ -220,10 +220,10 @@ def _read_members(path: Path) -> dict[tuple[str | None, str], int]:
     labels = {}
     for number, row in read_rows(path):
         if "id" not in row or "member" not in row:
-            raise DataError(path, number, None, "needs columns id and member (1/0)")
+            raise DataError(str(path), number, None, "needs columns id and member (1/0)")
         value = str(row["member"]).strip().lower()
         if value not in ("1", "0", "true", "false"):
-            raise DataError(path, number, "member", f"{row['member']!r} is not 1/0/true/false")
+            raise DataError(str(path), number, "member", f"{row['member']!r} is not 1/0/true/false")
         source = str(row["source"]) if row.get("source") else None
         labels[(source, str(row["id"]))] = int(value in ("1", "true"))
     return labels

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..backends.base import Generate, Generated, Prompt
+from ..backends.base import Execute, Generate, Generated, Message, Prompt
 from ..guards.base import Conversation, Guard, GuardVerdict
 
 FIXED_ANSWER = "Sorry, I cannot fulfill your request."
@@ -45,7 +45,7 @@ class PromptLabel:
 
 
 def label_prompts(guard: Guard, prompts: Sequence[tuple[str, str | None]],
-                  execute) -> dict[str, PromptLabel]:
+                  execute: Execute) -> dict[str, PromptLabel]:
     """Each distinct prompt's label from the prompt guard, keyed by prompt text (``prompts``:
     (text, country))."""
     distinct = list(dict.fromkeys(prompts))
@@ -55,7 +55,7 @@ def label_prompts(guard: Guard, prompts: Sequence[tuple[str, str | None]],
 
 
 def _label(verdict: GuardVerdict) -> PromptLabel:
-    if not verdict.ok:
+    if verdict.score is None:
         return PromptLabel(False, None, verdict.error)  # no label: not "Harmful"
     return PromptLabel(verdict.score > HARMFUL, verdict.score)
 
@@ -64,7 +64,7 @@ def guarded(request: Generate, prompt: str, label: PromptLabel, mode: str) -> Ge
     """The request the model gets for one draw, or IRIS's fixed answer (no request)."""
     if mode == "fixed-answer":
         return FIXED_ANSWER if label.harmful else request
-    head = [{"role": "system", "content": SPECIAL_CARE}] if label.harmful else []
+    head: list[Message] = [{"role": "system", "content": SPECIAL_CARE}] if label.harmful else []
     return Generate([*head, {"role": "user", "content": prompt}], max_tokens=request.max_tokens,
                     sample=request.sample)
 
@@ -75,7 +75,7 @@ def refinement(prompt: str, response: str, label: PromptLabel, mode: str,
     (``refine=iris`` and a prompt labelled Harmful)."""
     if label.harmful and mode == "iris":
         return None
-    head = [] if label.harmful else [{"role": "system", "content": SPECIAL_CARE}]
+    head: list[Message] = [] if label.harmful else [{"role": "system", "content": SPECIAL_CARE}]
     messages: Prompt = [*head, {"role": "user", "content": prompt},
                         {"role": "assistant", "content": response},
                         {"role": "user", "content": REFINE}]

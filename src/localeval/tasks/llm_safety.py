@@ -44,6 +44,7 @@ from ..data.safety import SafetyItem
 from ..errors import LocalevalError
 from ..guards.base import Conversation, GuardVerdict
 from ..records.llm_safety import SCHEMA as LLM_SAFETY_SCHEMA
+from ..records.sample_kinds import Context, SampleKind
 from .base import PROTOCOL, Task
 from .label_policy import DEFAULT_SENSITIVE, binary_label
 from .llm_refusal_judge import ask_refusal_judge, read_refusal
@@ -84,7 +85,7 @@ class LLMSafetyTask(Task):
         self.responses = o.responses or (1 if o.greedy else PAPER_RESPONSES)
         self.max_tokens = o.max_tokens or PAPER_MAX_TOKENS
         self.guard = make_guard(o.judge, o.judge_options)
-        check_guard(self.guard, [("response", "with_prompt")])
+        check_guard(self.guard, [(SampleKind.RESPONSE, Context.WITH_PROMPT)])
         self.judge_model = o.judge_model if o.judge_model is not None else self.guard.model
         if self.judge_model is None:
             raise LocalevalError(f"judge {self.guard.name!r} runs on a model: give "
@@ -94,7 +95,7 @@ class LLMSafetyTask(Task):
             raise LocalevalError("--refine reads the safeguard's prompt labels: add --safeguard")
         if o.safeguard is not None:
             self.safeguard = make_guard(o.safeguard, o.safeguard_options)
-            check_guard(self.safeguard, [("prompt", "with_prompt")])
+            check_guard(self.safeguard, [(SampleKind.PROMPT, Context.WITH_PROMPT)])
             self.safeguard_model = o.safeguard_model or self.safeguard.model
             if self.safeguard_model is None:
                 raise LocalevalError(f"safeguard {self.safeguard.name!r} runs on a model: give "
@@ -159,12 +160,12 @@ class LLMSafetyTask(Task):
         mode = self.options.safeguard_mode
         asks = [p.request if not labels else
                 guarded(p.request, p.item.prompt, labels[p.item.prompt], mode) for p in planned]
-        sent = [k for k, a in enumerate(asks) if not isinstance(a, str)]
-        answers = dict(zip(sent, execute([asks[k] for k in sent]), strict=True))
+        sent = {k: a for k, a in enumerate(asks) if not isinstance(a, str)}
+        answers = dict(zip(sent, execute(list(sent.values())), strict=True))
         for k, a in enumerate(asks):
             if isinstance(a, str):
                 notes[k]["fixed_answer"] = True
-        return [answers[k] if k in answers else fixed(asks[k]) for k in range(len(asks))]
+        return [fixed(a) if isinstance(a, str) else answers[k] for k, a in enumerate(asks)]
 
     def _judge(self, planned: Sequence[Planned], responses: list[Response], which,
                execute: Execute) -> dict[int, GuardVerdict]:
@@ -183,7 +184,7 @@ class LLMSafetyTask(Task):
         ones judged again, in place."""
         asks = {}
         for k, verdict in by_index.items():
-            if not verdict.ok or verdict.score <= HARMFUL_THRESHOLD:
+            if verdict.score is None or verdict.score <= HARMFUL_THRESHOLD:
                 continue
             p = planned[k]
             text = text_of(responses[k])

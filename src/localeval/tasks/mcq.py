@@ -3,12 +3,13 @@ samples, aggregate accuracy."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..backends.base import (
     Backend,
+    Execute,
     Failed,
     Generate,
     Generated,
@@ -243,7 +244,7 @@ class MCQTask(Task):
                                  "generation, or another --prompt-style")
         return planned
 
-    def respond(self, planned: list[Planned], execute) -> list:
+    def respond(self, planned: Sequence[Planned], execute: Execute) -> list[Any]:
         return mcq_variants.respond_with_variants(planned, execute)
 
     def score(self, planned: Planned, answer: Response | mcq_variants.WithVariants) -> dict:

@@ -85,7 +85,7 @@ def sample_kinds(classify: Iterable[str]) -> list[tuple[SampleKind, Context]]:
     return out
 
 
-def check_guard(guard: Guard, kinds: Iterable[tuple[str, str]]) -> None:
+def check_guard(guard: Guard, kinds: Iterable[tuple[SampleKind, Context]]) -> None:
     if not guard.supports_response and any(k.judges_response for k, _ in kinds):
         raise LocalevalError(f"guard {guard.name!r} classifies prompts only; pass "
                              "classify=('prompt',) or pick another guard")
@@ -264,7 +264,8 @@ class SafeguardTask(Task):
                                             "error") if k in s}
                          for s in failed[:50]],
             "warnings": warnings,
-            **analyses(samples, self.options),
+            # list(): analyses takes list[Record], which a list[dict] is not (lists are invariant)
+            **analyses(list(samples), self.options),
         }
 
     def _failure_warning(self, failed: list[dict], n: int, n_neutral: int) -> str:
