@@ -31,6 +31,22 @@ class NotOurFile(LocalevalError):
     """A path we would write is a link or a file we did not make."""
 
 
+class NotPlainFile(OSError):
+    """A file we would read is a pipe, a device or a folder."""
+
+
+def read_plain_text(path: Path) -> str:
+    """``path``'s text (UTF-8), read only if it is a plain file: a named pipe (FIFO) would block
+    the reader until something writes to it, a device might never end. Opened without waiting
+    (``O_NONBLOCK``: a pipe opens at once) and checked before a byte is read; NotPlainFile
+    otherwise, and OSError or UnicodeDecodeError as reading fails."""
+    fd = os.open(path, os.O_RDONLY | CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotPlainFile(f"{path} is not a plain file (a pipe, a device or a folder)")
+        return f.read().decode("utf-8")
+
+
 def check_own(path: Path) -> None:
     """``path`` is missing, or a plain file with one name (ours to replace); else one line."""
     try:
