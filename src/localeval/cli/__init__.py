@@ -215,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
 
 class Stopped(KeyboardInterrupt):
     """SIGTERM or SIGHUP, handled as Ctrl-C is: what finished is committed to the cache, the
-    run is recorded as failed ("interrupted"), one line, and the same command resumes."""
+    run is recorded as failed ("interrupted"), one line, and the same command resumes (a
+    command with nothing to resume, as ``show``, just says it was interrupted)."""
 
     def __init__(self, signum: int):
         super().__init__(signum)
@@ -270,8 +271,10 @@ def _main(argv: list[str] | None) -> int:
         return 2
     except KeyboardInterrupt as e:
         how = f" ({signal.Signals(e.signum).name})" if isinstance(e, Stopped) else ""
-        print(f"interrupted{how}; finished requests are in the cache, rerun the command to "
-              "resume", file=sys.stderr)
+        # only a command that caches its requests has anything to resume (not show, report …)
+        resume = ("; finished requests are in the cache, rerun the command to resume"
+                  if hasattr(args, "no_cache") else "")
+        print(f"interrupted{how}{resume}", file=sys.stderr)
         return 128 + (e.signum if isinstance(e, Stopped) else signal.SIGINT)
     return 0
 
