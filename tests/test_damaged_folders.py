@@ -116,3 +116,28 @@ def test_compare_names_a_sample_field_it_needs(finished, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert f"{folder / 'samples.jsonl'}: line 3: field subject: missing" in err
+
+
+@pytest.mark.parametrize("name", ["results.json", "samples.jsonl"])
+def test_a_pipe_in_place_of_a_file_is_one_line_not_a_hang(name, finished, tmp_path):
+    """Issue 48 item 9: before, a named pipe (FIFO) as results.json or samples.jsonl had ``show``
+    wait for ever for a writer. In a child process, so a hang fails the test instead of being
+    one."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    folder = tmp_path / "piped"
+    shutil.copytree(finished, folder)
+    (folder / name).unlink()
+    os.mkfifo(folder / name)
+    try:
+        done = subprocess.run([sys.executable, "-m", "localeval.cli", "show", str(folder)],
+                              capture_output=True, text=True, timeout=60, env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"show waited for ever on a pipe as {name}")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert f"{folder / name}: not a plain file" in done.stderr

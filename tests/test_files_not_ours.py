@@ -103,3 +103,37 @@ def test_a_tools_output_never_writes_through_a_link(suffix, victim, tmp_path):
     aggregate(data, ["a", "b"], out)
     assert victim.read_text() == PRECIOUS  # before: the labels written over victim.txt
     assert out.is_file() and not out.is_symlink() and "harmful" in out.read_text()
+
+
+def test_a_planted_link_at_a_folder_we_make_is_refused(run_argv, victim, tmp_path, capsys):
+    """Issue 48 item 6: before, ``RUN/report_figures -> elsewhere/`` had ``localeval report``
+    write the figures into elsewhere/, and ``export --format parquet`` its tables through
+    ``OUT/samples -> elsewhere/``."""
+    assert main(run_argv) == 0
+    run, elsewhere = tmp_path / "RUN", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for path in (run / "report_figures").iterdir():
+        path.unlink()
+    (run / "report_figures").rmdir()
+    (run / "report_figures").symlink_to(elsewhere)
+    out = tmp_path / "dataset"
+    out.mkdir()
+    (out / "samples").symlink_to(elsewhere)
+    capsys.readouterr()
+    for argv in (["report", str(run)], ["export", str(run), "--format", "parquet", "--output",
+                                         str(out)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "is a symbolic link" in err[0], err
+        assert list(elsewhere.iterdir()) == []  # before: the figures (tables) written there
+
+
+def test_a_runs_folder_that_is_a_link_is_fine(run_argv, tmp_path, capsys):
+    """The folder a user names may be a link (``runs -> /mnt/big/runs``): only the paths we
+    make inside it may not."""
+    (tmp_path / "big").mkdir()
+    (tmp_path / "runs").symlink_to(tmp_path / "big")
+    argv = [*run_argv[:-1], str(tmp_path / "runs" / "RUN")]
+    assert main(argv) == 0
+    assert main(["report", str(tmp_path / "runs" / "RUN")]) == 0, capsys.readouterr().err
+    assert any((tmp_path / "big" / "RUN" / "report_figures").glob("*.png"))

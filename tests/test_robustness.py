@@ -10,7 +10,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-from offline_runs import AlwaysLetter
+from offline_runs import AlwaysLetter, stand_in_model
 from scipy import stats
 
 from localeval import evaluate
@@ -82,6 +82,9 @@ def test_a_position_biased_model_is_seen_through_the_orders(tmp_path):
     assert p.mean == pytest.approx(0.25)
     assert p.std == pytest.approx(statistics.stdev(p.accuracy))
     assert p.same_option == 0 and p.n_questions == 6
+    # issue 48 item 10: the t interval of the mean, cut to [0, 1] (before: -1.5 to 51.5%)
+    high = stats.t.interval(0.95, 3, loc=0.25, scale=p.std / 2)[1]
+    assert p.low == 0 and p.high == pytest.approx(high)
     assert run.results.metrics.micro.acc == 0.5  # the headline: the options as given
     assert run.results.timing["requests_run"] == 24
     # through the cache: the same command again asks nothing
@@ -114,7 +117,7 @@ def test_repeats_draw_n_samples_with_mean_std_and_interval(tmp_path):
     assert d.std == pytest.approx(statistics.stdev(per))
     low, high = stats.t.interval(0.95, 2, loc=statistics.mean(per),
                                  scale=statistics.stdev(per) / 3 ** 0.5)
-    assert (d.low, d.high) == (pytest.approx(low), pytest.approx(high))
+    assert low < 0 and (d.low, d.high) == (0, pytest.approx(high))  # an accuracy: in [0, 1]
     # in the tables (console, export, report) and the store's metrics
     titles = [t.title for t in run_tables(run.results)]
     assert "my-exam · robustness · accuracy %" in titles
@@ -135,6 +138,22 @@ def test_repeats_need_generation_and_orders_a_sane_k(tmp_path, capsys):
         capsys.readouterr().err
     assert main([*base, "--permute-options", "9"]) == 2
     assert "--permute-options must be 1 to 6" in capsys.readouterr().err
+
+
+def test_more_orders_than_options_are_refused_in_one_line(tmp_path, capsys, monkeypatch):
+    """Issue 48 item 10: before, --permute-options 6 on four-option questions asked the 4 orders
+    there are and recorded 6 ("6 cyclic shifts" in the table, two orders of null accuracy)."""
+    import localeval.run
+
+    monkeypatch.setattr(localeval.run, "load_backend", lambda spec, **kw: AlwaysLetter("A"))
+    argv = ["run", "--task", "my-exam", "--data", str(_exam(tmp_path)), "--model",
+            stand_in_model(), "--shots", "0", "--output", str(tmp_path / "o"), "--no-store"]
+    assert main([*argv, "--permute-options", "5"]) == 2
+    said = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("note")]
+    assert len(said) == 1 and said[0].startswith("error: --permute-options 5: the questions "
+                                                 "have at most 4 options"), said
+    assert main([*argv, "--permute-options", "4", "--quiet"]) == 0
+    assert json.loads((tmp_path / "o" / "results.json").read_text())["robustness"]["orders"] == 4
 
 
 @pytest.mark.slow

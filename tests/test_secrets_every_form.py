@@ -50,6 +50,16 @@ FORMS = {  # before the fix, each secret was kept in the files named
                   ["hf_SECRETtok1"]),
     "role token": (["--model", STAND_IN, "--model-args=use_auth_token=hf_SECRETtok2"],
                    ["hf_SECRETtok2"]),
+    # issue 48 item 5: a gateway's key in the query, by names we did not know (config.json's
+    # command and base_url, report.html, the store)
+    "API Management key": (["--model", "openai:m", "--base-url",
+                            "http://127.0.0.1:9/v1?subscription-key=SUBsk1&api-version=V1"],
+                           ["SUBsk1"]),
+    "Functions code": (["--model", "openai:m", "--base-url=http://127.0.0.1:9/v1?code=FNc1"],
+                       ["FNc1"]),
+    "any query value": (["--model", "openai:m", "--base-url",
+                         "http://127.0.0.1:9/v1?X-Amz-Signature=SIGa1#frag=FRa2"],
+                        ["SIGa1", "FRa2"]),
 }
 
 
@@ -81,6 +91,106 @@ def test_a_store_url_is_never_recorded_nor_printed_in_full(offline, tmp_path, ca
     assert "PWs1" not in err and "PWs2" not in err and "password=***" in err
 
 
+def test_a_store_password_with_a_comma_is_not_recorded(offline, tmp_path, capsys, monkeypatch):
+    """Before (issue 48 item 5): stderr was redacted, but config.json's command (and the report)
+    kept "postgresql://alice:pw,SECRET@…": the command line was redacted comma by comma."""
+    store = "postgresql://alice:pw,PWc2@127.0.0.1:1/db"
+    for argv in ([*offline, "--model", STAND_IN, "--store", store],
+                 [*offline, "--model", STAND_IN, f"--store={store}"]):
+        monkeypatch.setattr(sys, "argv", ["localeval", *argv])
+        assert main(argv) == 0  # the store cannot be reached: a warning, the run is whole
+        printed = capsys.readouterr()
+        assert _leaks(tmp_path, printed.out + printed.err, ["PWc2", "pw,"]) == []
+        command = json.loads((tmp_path / "RUN" / "config.json").read_text())["command"]
+        assert any("127.0.0.1:1/db" in arg for arg in command), command  # the rest is kept
+
+
+def test_a_key_given_to_api_key_env_is_refused_without_being_repeated(offline, tmp_path,
+                                                                      capsys, monkeypatch):
+    """Before: ``--api-key-env sk-…`` ran (with no key) and recorded the key in config.json's
+    command, the report and the store."""
+    key = "sk-proj-KEYenv1"
+    for given in (key, "KEYenv1abc", "NO_SUCH_VARIABLE_SET"):
+        argv = [*offline, "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
+                "--api-key-env", given]
+        monkeypatch.setattr(sys, "argv", ["localeval", *argv])
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--api-key-env takes the NAME" in err, err
+        assert given not in err and "KEYenv1" not in err
+    assert list(tmp_path.iterdir()) == []  # refused before anything is written
+    monkeypatch.setenv("MY_GATEWAY_KEY", key)  # a variable that is set is taken as before
+    argv = [*offline, "--model", "openai:m", "--api-key-env", "MY_GATEWAY_KEY"]
+    monkeypatch.setattr(sys, "argv", ["localeval", *argv])
+    assert main(argv) == 0
+
+
+class Gateway:
+    """A loopback gateway that takes its key in the query (Azure API Management, Azure
+    Functions): it lists one model, and answers each POST with HTTP 400 quoting the path and
+    query it was called at, as a gateway's error page does."""
+
+    def __init__(self):
+        from quiet_handler import LoopbackServer, QuietHandler
+
+        class Handler(QuietHandler):
+            def do_GET(self):
+                self.send_bytes(200, b'{"data": [{"id": "m"}]}')
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                self.send_bytes(400, json.dumps({"error": f"no route {self.path}"}).encode())
+
+        self.server = LoopbackServer()
+        self.url = self.server.serve(Handler) + "/v1"
+
+
+@pytest.fixture
+def gateway():
+    g = Gateway()
+    yield g
+    g.server.stop()
+
+
+@pytest.mark.parametrize("query, secret", [("subscription-key=SUBgw1", "SUBgw1"),
+                                           ("code=FNgw2&x=1", "FNgw2"),
+                                           ("deployment=DEPLOYgw3", "DEPLOYgw3")])
+def test_a_gateways_query_key_reaches_no_file_through_a_real_backend(query, secret, gateway,
+                                                                     shared, tmp_path, capsys):
+    """Before: each sample's error ("HTTP 400 from http://…/completions?code=FN…", with the
+    server's echo of it) kept the key in samples.jsonl, results.json and the report."""
+    out = tmp_path / "RUN"
+    code = main(["run", "--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"),
+                 "--subjects", "agronomy", "--limit", "2", "--model", "openai:m", "--base-url",
+                 f"{gateway.url}?{query}", "--max-retries", "0", "--output", str(out),
+                 "--quiet", "--no-store"])
+    printed = capsys.readouterr()
+    assert code == 3  # every sample failed (the gateway refuses them), as it should
+    errors = [json.loads(line)["error"] for line in (out / "samples.jsonl").open()]
+    assert all("HTTP 400 from" in e and "=***" in e for e in errors), errors
+    assert _leaks(tmp_path, printed.out + printed.err, [secret]) == []
+
+
+def test_an_identity_holds_no_query_value_yet_tells_endpoints_apart(gateway):
+    """The identity (config.json's backend, the cache key) shows no query value; a digest of
+    the parameters that are not a key keeps two deployments apart in the cache, and a new key
+    still reads the cached answers; a URL without a query has the identity it always had."""
+    from localeval.backends.openai_compat import OpenAIBackend
+
+    def identity(query: str) -> dict:
+        backend = OpenAIBackend("m", base_url=f"{gateway.url}{query}", max_retries=0)
+        assert "VALUE" not in json.dumps(backend.identity), backend.identity
+        return backend.identity
+
+    plain = identity("")
+    assert plain["base_url"] == gateway.url and "query_digest" not in plain
+    assert identity("?code=VALUEk1")["base_url"] == f"{gateway.url}?code=***"
+    assert identity("?code=VALUEk1") == identity("?code=VALUEk2")  # a rotated key
+    a, b = identity("?deployment=VALUEa&code=VALUEk1"), identity("?deployment=VALUEb&code=VALUEk1")
+    assert a["base_url"] == b["base_url"] == f"{gateway.url}?deployment=***&code=***"
+    assert a["query_digest"] != b["query_digest"]
+
+
 def test_a_url_without_a_scheme_is_not_printed_with_its_password(offline, capsys,
                                                                  monkeypatch):
     monkeypatch.undo()  # the real openai backend: it fails to reach the URL
@@ -104,7 +214,10 @@ def test_every_secret_option_is_declared():
 @pytest.mark.parametrize("url, shown", [
     ("http://alice:PW@h:8/v1", "http://h:8/v1"),
     ("alice:PW@h/v1", "h/v1"),
-    ("https://h/v1?api-key=K&x=1&Token=T", "https://h/v1?api-key=***&x=1&Token=***"),
+    ("https://h/v1?api-key=K&x=1&Token=T", "https://h/v1?api-key=***&x=***&Token=***"),
+    ("https://h/v1?code=C&subscription-key=S&flag&empty=", "https://h/v1?code=***&"
+     "subscription-key=***&***&empty="),
+    ("https://h/v1#access_token=T", "https://h/v1#***"),
     ("https://TOKEN@h/v1", "https://h/v1"),
     ("http://h/v1", "http://h/v1"),
 ])

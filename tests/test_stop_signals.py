@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from child_signals import default_stop_signals
@@ -98,3 +99,25 @@ def test_an_ignored_hangup_stays_ignored():
         assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     finally:
         signal.signal(signal.SIGHUP, before)
+
+
+def test_a_stopped_show_offers_nothing_to_resume(tmp_path):
+    """Issue 48 item 10: before, SIGTERM during ``show`` said "finished requests are in the
+    cache, rerun the command to resume": show has no requests, nothing to resume."""
+    slow = ("import sys, time; import localeval.api as api\n"
+            "def slow(folder):\n"
+            "    print('reading', file=sys.stderr, flush=True); time.sleep(60)\n"
+            "api.load_results = slow\n"
+            "from localeval.cli import main; sys.exit(main(sys.argv[1:]))")
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    child = subprocess.Popen([sys.executable, "-c", slow, "show", str(tmp_path)], env=env,
+                             stderr=subprocess.PIPE, text=True, preexec_fn=default_stop_signals)
+    try:
+        assert child.stderr.readline() == "reading\n"
+        child.send_signal(signal.SIGTERM)
+        _, err = child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 128 + signal.SIGTERM and err == "interrupted (SIGTERM)\n", err

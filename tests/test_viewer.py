@@ -142,6 +142,13 @@ def test_bad_queries_are_one_line(runs, client):
             (f"/runs/{ids['mcq']}/samples?lang=th", 400, "no such filter"),
             (f"/runs/{ids['mcq']}/samples?correct=maybe", 400, "no sample has it"),
             (f"/runs/{ids['mcq']}/samples?page=9", 400, "there are pages 1 to 1"),
+            # issue 48 item 9: "²".isdigit() was HTTP 500; "٣" page 3, 9999-99-99 a date
+            (f"/runs/{ids['mcq']}/samples?page=²", 400, "there are pages 1 to 1"),
+            (f"/runs/{ids['mcq']}/samples?page=١", 400, "there are pages 1 to 1"),
+            (f"/runs/{ids['mcq']}/samples?page={'9' * 5000}", 400, "there are pages 1 to 1"),
+            ("/?since=9999-99-99", 400, "a date is YYYY-MM-DD"),
+            ("/?until=2026-02-30", 400, "a date is YYYY-MM-DD"),
+            ("/?since=٢٠٢٦-٠١-٠١", 400, "a date is YYYY-MM-DD"),
             ("/runs/0123456789abcdef/report", 404, "no run '0123456789abcdef'"),
             ("/leaderboard?task=nope", 404, "no recorded run of it"),
             (f"/compare?a={ids['mcq']}&b={ids['safety']}", 422, "same kind"),
@@ -244,6 +251,52 @@ def test_the_command_serves_until_stopped(runs):
             server.send_signal(stop)
             _, err = server.communicate(timeout=30)
         assert server.returncode == 0 and err == "localeval view: stopped\n", (stop, err)
+
+
+def test_a_pipe_in_a_run_folder_holds_up_nothing(tmp_path):
+    """Issue 48 item 9: before, a named pipe (FIFO) as a recorded run's samples.jsonl had the
+    catalog wait for a writer while holding its lock: every report and samples page of every
+    run timed out, and the viewer then ignored SIGTERM and SIGINT. Now that page is one line,
+    the others answer, and SIGTERM stops it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import httpx
+    from child_signals import default_stop_signals
+
+    runs = make_runs(tmp_path)
+    piped = runs["mcq_b"] / "samples.jsonl"
+    piped.unlink()
+    os.mkfifo(piped)
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "localeval.cli", "view", "--port", "0", "--store",
+         str(runs["store"])], stderr=subprocess.PIPE, text=True, env=env,
+        preexec_fn=default_stop_signals)
+    try:
+        url = re.search(r"http://127\.0\.0\.1:\d+/", server.stderr.readline()).group(0)
+        ids = _ids(runs)
+        pages = {f"runs/{ids['mcq_b']}/samples": 422, f"runs/{ids['mcq_b']}/report": 422,
+                 f"runs/{ids['mcq']}/report": 200, f"runs/{ids['mcq']}/samples": 200}
+        for page, status in pages.items():
+            try:
+                response = httpx.get(url + page, timeout=20)
+            except httpx.TimeoutException:
+                pytest.fail(f"{page} timed out")
+            assert response.status_code == status, page
+            assert ("samples.jsonl: not a plain file" in unescape(response.text)) == \
+                (status == 422), page
+        server.send_signal(signal.SIGTERM)
+        _, err = server.communicate(timeout=30)
+        assert server.returncode == 0 and err == "localeval view: stopped\n", err
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.communicate()
 
 
 def test_a_run_recorded_elsewhere_is_listed_and_says_where_its_folder_is(runs, tmp_path):

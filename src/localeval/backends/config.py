@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import LocalevalError
-from .secrets import redact_options, redact_url
+from .secrets import redact_options, redact_value
 
 MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: asyncio cannot wait for ever, nor should a request
 DEFAULT_MAX_REPLY_MB = 64.0  # a top-20 log-prob reply is a few kB; an echoed long text, ~1 MB
@@ -25,6 +27,8 @@ CHAT_EXTENSIONS = ("vllm", "none")
 SCORING: tuple[Literal["auto"], Literal["top-k"], Literal["echo"]] = ("auto", "top-k", "echo")
 # Keys of --model-args that hold a credential (from_pretrained's token and its old names).
 HUB_SECRETS = frozenset({"token", "use_auth_token", "hf_token", "api_key", "password"})
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def flags(names) -> str:
@@ -64,7 +68,7 @@ class BackendConfig:
     base_url: str | None = field(default=None, metadata=_help(
         "OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1; several, comma-separated, "
         "spread the load over replicas (default $OPENAI_BASE_URL)", secret="url"))
-    api_key_env: str = field(default="OPENAI_API_KEY", metadata=_help(
+    api_key_env: str = field(default=DEFAULT_KEY_ENV, metadata=_help(
         "name of the environment variable holding the API key", speed_only=True))
     concurrency: int = field(default=8, metadata=_help("requests in flight to a server",
                                                        type=int, speed_only=True))
@@ -124,7 +128,17 @@ class BackendConfig:
         if self.chat_extensions not in (None, *CHAT_EXTENSIONS):
             return (f"--chat-extensions must be one of {', '.join(CHAT_EXTENSIONS)}, not "
                     f"{self.chat_extensions!r}")
-        return self._seconds_problem()
+        return self._key_env_problem() or self._seconds_problem()
+
+    def _key_env_problem(self) -> str | None:
+        """--api-key-env names a variable that is set; a key given in its place (it would be
+        recorded with the command line) is refused without being repeated."""
+        name = self.api_key_env
+        if name == DEFAULT_KEY_ENV or (ENV_NAME.fullmatch(name) and name in os.environ):
+            return None
+        return ("--api-key-env takes the NAME of the environment variable that holds the key "
+                "(e.g. OPENAI_API_KEY), not the key itself; what was given names no variable "
+                "that is set (it is not repeated here, in case it is a key)")
 
     def _seconds_problem(self) -> str | None:
         """Float options: finite and in range (argparse's float() takes "nan" and "inf")."""
@@ -176,7 +190,7 @@ class BackendConfig:
         for name, value in options.items():
             declared = meta.get(name, {})
             if declared.get("secret") == "url" and isinstance(value, str):
-                value = ",".join(redact_url(u) for u in value.split(","))
+                value = redact_value(value, frozenset())
             elif declared.get("secret_keys") and isinstance(value, dict):
                 value = redact_options(value, frozenset(declared["secret_keys"]))
             out[name] = value

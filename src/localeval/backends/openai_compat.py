@@ -100,6 +100,7 @@ from .failures import BadReply, ErrorReply, ModelError, OverLimit, Unsupported
 from .label_tokens import LabelTokenError, label_tokens
 from .openai_batch import BatchPoster
 from .reply_checks import response_problem
+from .secrets import query_digest
 from .usage import UsageError, with_usage
 
 T = TypeVar("T")
@@ -166,6 +167,7 @@ class OpenAIBackend(ApiBackend):
         self.labels = label_tokens(tokenizer, self._post_each, self._root, model)
         self.identity = {"backend": "openai", "model": model,
                          "base_url": shown[0] if len(shown) == 1 else shown,
+                         **query_digest(self.base_urls),
                          "top_logprobs": top_logprobs, "label_tokens": self.labels.source,
                          "chat_extensions": self.chat_extensions, "scoring": scoring}
 

@@ -20,6 +20,7 @@ from .base import Embed, Embedding, Failed, Progress, Request, Response, only
 from .config import DEFAULT_MAX_REPLY_MB
 from .failures import BadReply
 from .reply_checks import response_problem
+from .secrets import query_digest
 
 
 class OpenAIEmbeddingBackend(ApiBackend):
@@ -38,7 +39,8 @@ class OpenAIEmbeddingBackend(ApiBackend):
                      concurrency=concurrency, rate_limit=rate_limit, max_reply_mb=max_reply_mb)
         self.stats = self.client.stats
         self.identity = {"backend": "openai-embed", "model": model,
-                         "base_url": public_url(self.url)}  # never the key
+                         "base_url": public_url(self.url),  # never the key
+                         **query_digest([self.url])}
 
     def run(self, requests: Sequence[Request],
             progress: Progress | None = None) -> Sequence[Response]:

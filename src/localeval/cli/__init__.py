@@ -216,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
 
 class Stopped(KeyboardInterrupt):
     """SIGTERM or SIGHUP, handled as Ctrl-C is: what finished is committed to the cache, the
-    run is recorded as failed ("interrupted"), one line, and the same command resumes."""
+    run is recorded as failed ("interrupted"), one line, and the same command resumes (show:
+    one line, nothing to resume)."""
 
     def __init__(self, signum: int):
         super().__init__(signum)
@@ -269,10 +270,10 @@ def _main(argv: list[str] | None) -> int:
             raise
         print(f"error: {clipped(redact_text(_os_error_line(e, args)))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt as e:
+    except KeyboardInterrupt as e:  # only a command that caches requests has one to resume
         how = f" ({signal.Signals(e.signum).name})" if isinstance(e, Stopped) else ""
-        print(f"interrupted{how}; finished requests are in the cache, rerun the command to "
-              "resume", file=sys.stderr)
+        resume = "; finished requests are in the cache, rerun the command to resume"
+        print(f"interrupted{how}{resume if hasattr(args, 'no_cache') else ''}", file=sys.stderr)
         return 128 + (e.signum if isinstance(e, Stopped) else signal.SIGINT)
     return 0
 

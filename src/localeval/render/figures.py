@@ -19,7 +19,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..store.files import write_bytes_whole
+from ..store.files import make_own_folder, write_bytes_whole
 from .fonts import figure_fonts, quiet_missing_glyphs
 
 # Large type and thick lines: these are read on a projector from the back of a room.
@@ -54,7 +54,7 @@ def finish(fig, name: str, title: str, caption: str, folder: Path | None) -> Fig
     svg_file = io.BytesIO()  # drawn once: the SVG file and the report's inlined copy
     fig.savefig(svg_file, format="svg", metadata={"Date": None})
     if folder is not None:
-        folder.mkdir(parents=True, exist_ok=True)
+        make_own_folder(folder)  # never a planted link (report_figures -> elsewhere/)
         png = io.BytesIO()  # never written through a link (store/files.py)
         fig.savefig(png, format="png", dpi=150)
         write_bytes_whole(folder / f"{name}.png", png.getvalue())

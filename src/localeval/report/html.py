@@ -30,6 +30,7 @@ from ..render.figures import Figure
 from ..render.formats import to_html
 from ..render.table import DataTable
 from ..store.executor import rerun_advice
+from ..store.files import refuse_link
 from ..store.runs import RunRecord, load_run, write_text_whole
 from ..version import __version__
 from ..views.registry import view_for
@@ -57,7 +58,7 @@ def write_report(folders: list[str | Path], output: str | Path | None = None) ->
 def write_report_of(runs: list[RunRecord], path: Path) -> Path:
     """Write the report of runs already read (a run that is finishing writes its own before it
     is marked finished: a finished folder has every file it promises)."""
-    figures = path.with_name(path.stem + "_figures")
+    figures = refuse_link(path.with_name(path.stem + "_figures"))  # made when a figure is
     text = render(runs, figures)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_whole(path, text)

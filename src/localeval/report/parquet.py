@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from ..records.base import Results
-from ..store.files import write_bytes_whole, write_text_whole
+from ..store.files import make_own_folder, write_bytes_whole, write_text_whole
 from ..version import __version__
 from ..views.registry import view_for
 
@@ -101,7 +101,7 @@ def write_parquet(config: dict[str, Any], results: Results, samples: list[dict[s
     written = []
     for name, table in tables.items():
         path = out / name / f"{SPLIT}-00000-of-00001.parquet"
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_own_folder(path.parent)
         write_bytes_whole(path, _parquet_bytes(table))  # never through a link
         written.append(path)
     card = out / "README.md"

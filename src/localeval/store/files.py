@@ -6,7 +6,10 @@ not ours: a planted ``RUN/.lock -> ~/notes.txt`` or ``RUN/config.json.tmp -> ~/n
 would otherwise have us write into ``notes.txt``. Files are opened with ``O_NOFOLLOW`` (the
 kernel refuses a link as the last part of the path), and one that is there already must be a
 plain file with no second hard link (a hard link to another file is that file). Each refusal
-is one :class:`NotOurFile` line naming the path.
+is one :class:`NotOurFile` line naming the path. A folder we make inside one we were given
+(``RUN/report_figures``, an export's ``samples/``) is never a link either
+(:func:`make_own_folder`): ``RUN/report_figures -> ~/elsewhere`` would have a report write its
+figures there. A folder the user names (``runs/``, ``--output``) may be a link.
 """
 
 from __future__ import annotations
@@ -28,6 +31,22 @@ class NotOurFile(LocalevalError):
     """A path we would write is a link or a file we did not make."""
 
 
+class NotPlainFile(OSError):
+    """A file we would read is a pipe, a device or a folder."""
+
+
+def read_plain_text(path: Path) -> str:
+    """``path``'s text (UTF-8), read only if it is a plain file: a named pipe (FIFO) would block
+    the reader until something writes to it, a device might never end. Opened without waiting
+    (``O_NONBLOCK``: a pipe opens at once) and checked before a byte is read; NotPlainFile
+    otherwise, and OSError or UnicodeDecodeError as reading fails."""
+    fd = os.open(path, os.O_RDONLY | CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotPlainFile(f"{path} is not a plain file (a pipe, a device or a folder)")
+        return f.read().decode("utf-8")
+
+
 def check_own(path: Path) -> None:
     """``path`` is missing, or a plain file with one name (ours to replace); else one line."""
     try:
@@ -46,6 +65,24 @@ def _check_info(path: Path, info: os.stat_result) -> None:
     if info.st_nlink > 1:
         raise NotOurFile(f"{path} has another name (a hard link), so it is not ours to "
                          "overwrite; remove it, or give another folder")
+
+
+def refuse_link(path: Path) -> Path:
+    """``path``, which we would make or write into: one line if it is a symbolic link."""
+    if os.path.islink(path):
+        raise NotOurFile(f"{path} is a symbolic link; localeval never writes through one "
+                         "(remove it, or give another folder)")
+    return Path(path)
+
+
+def make_own_folder(path: Path) -> Path:
+    """``path``, a folder we name inside one we were given, made if missing (its parents as
+    well); one line if it is a link or not a folder."""
+    path = refuse_link(path)
+    path.mkdir(parents=True, exist_ok=True)  # FileExistsError for a file: an OSError line
+    if os.path.islink(path) or not path.is_dir():  # made a link since: checked again
+        raise NotOurFile(f"{path} is not a folder of ours; remove it, or give another folder")
+    return path
 
 
 def open_own(path: Path, flags: int = os.O_RDWR | os.O_CREAT) -> int:

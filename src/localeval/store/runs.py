@@ -37,7 +37,7 @@ from typing_extensions import TypeVar
 from ..errors import LocalevalError
 from ..records import RecordError, Results, json_type, read_results, validated
 from ..records.run import ConfigFile, Lifecycle, RunConfig, Status
-from .files import open_own, write_text_whole
+from .files import NotPlainFile, open_own, read_plain_text, write_text_whole
 
 fcntl: ModuleType | None
 try:
@@ -46,6 +46,7 @@ except ImportError:  # Windows
     fcntl = None
 
 RUN_SCHEMA = 1  # version of the folder layout and config.json["run"]
+NOT_PLAIN = "not a plain file (a pipe, a device or a folder); a run folder's files are plain files"
 
 
 class RunFolderError(LocalevalError):
@@ -241,9 +242,11 @@ def read_config(folder: Path) -> dict[str, Any]:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_plain_text(path))
     except FileNotFoundError:
         raise RecordError(f"{path.name}: missing") from None
+    except NotPlainFile:
+        raise RecordError(f"{path.name}: {NOT_PLAIN}") from None
     except (OSError, UnicodeDecodeError, ValueError) as e:
         raise RecordError(f"{path.name}: not valid JSON ({e})") from None
 
@@ -260,9 +263,11 @@ def _checked(folder: Path, name: str, read: Callable[[], ReadT]) -> ReadT:
 def read_samples(path: Path) -> list[dict[str, Any]]:
     """samples.jsonl: one JSON object per line, each with an ``id``."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_plain_text(path)
     except FileNotFoundError:
         raise RecordError(f"{path.name}: missing") from None
+    except NotPlainFile:
+        raise RecordError(f"{path.name}: {NOT_PLAIN}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise RecordError(f"{path.name}: unreadable ({e})") from None
     samples = []
@@ -333,8 +338,8 @@ def first_run(folder: Path) -> FirstRun | None:
     a killed run leaves no results.json, and its resumption is the first). Read from
     results.json, which a later run killed on the way leaves as it was."""
     try:
-        results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        results = json.loads(read_plain_text(folder / "results.json"))
+        config = json.loads(read_plain_text(folder / "config.json"))
     except (OSError, ValueError):
         return None
     if not isinstance(results, dict) or not isinstance(config, dict) or \

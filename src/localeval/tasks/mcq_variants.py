@@ -4,7 +4,8 @@ orders (``--permute-options K``) and, for sampled generation, drawn again (``--r
 Orders are the K cyclic shifts of the options, deterministic: shift k puts original option
 ``(i + k) mod n`` at position i, so with K equal to the number of options each option sits in
 each position once (Twinkle Eval shuffles the options randomly instead). A question with fewer
-than K options is asked in its n orders only. Repeats ask for the r-th independent draw
+than K options is asked in its n orders only; a K above the most options any question has is
+refused when the questions are planned (results.json would count orders never asked). Repeats ask for the r-th independent draw
 (``Generate.sample = r``, the model's own sampling, seeded): the first sample of a run with
 repeats is draw 0, not the greedy answer. Every variant is its own request through the run's
 cache, so a killed run resumes and a rerun asks nothing again.
@@ -22,6 +23,7 @@ from typing import Any
 
 from ..backends.base import Generate, Response
 from ..data.items import LETTERS, MCQItem
+from ..errors import LocalevalError
 from ..metrics.spread import mean_std_interval
 from .mcq_options import MCQOptions
 
@@ -87,6 +89,11 @@ def plan_with_variants(subjects: Sequence[tuple[str, list, list]],
     planned samples of its other variants (``variants``: (Variant, planned) pairs)."""
     orders, repeats = options.permute_options, options.repeats
     first = 0 if repeats > 1 else None
+    most = max((len(item.options) for _, _, test in subjects for item in test), default=0)
+    if orders > max(most, 1):
+        raise LocalevalError(f"--permute-options {orders}: the questions have at most {most} "
+                             f"options, so there are only {most} orders to ask them in; give "
+                             f"--permute-options {most} or fewer")
     out = []
     for subject, dev, test in subjects:
         base = [_drawn(p, first) for p in plan_one(subject, dev, test)]

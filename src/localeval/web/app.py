@@ -18,6 +18,7 @@ import io
 import re
 import socket
 import threading
+from datetime import date
 from importlib.resources import files
 
 from rich.console import Console
@@ -47,7 +48,7 @@ CSP = ("default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' dat
 HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
            "Cache-Control": "no-store"}
 BACKLOG = 128
-DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")  # ASCII: \d also takes "٢٠٢٦"
 # matplotlib's pyplot (the figures) is not thread-safe, and Starlette runs routes in threads
 DRAWING = threading.Lock()
 
@@ -102,7 +103,7 @@ def make_app(catalog: Catalog) -> Starlette:
                                                         "until")))
         for name in ("since", "until"):
             value = getattr(f, name)
-            if value and not DATE.fullmatch(value):
+            if value and not is_date(value):
                 raise BadQuery(f"{name}={value}: a date is YYYY-MM-DD")
         every = catalog.runs()
         return page("Runs", pages.runs_page([r for r in every if f.keeps(r)], every, f))
@@ -170,6 +171,14 @@ def make_app(catalog: Catalog) -> Starlette:
                      middleware=[Middleware(ReadOnly),
                                  Middleware(TrustedHostMiddleware, allowed_hosts=ALLOWED_HOSTS)],
                      exception_handlers={LocalevalError: refused, 404: missing})
+
+
+def is_date(text: str) -> bool:
+    """``text`` is a day of the calendar as YYYY-MM-DD (9999-99-99 is not)."""
+    try:
+        return DATE.fullmatch(text) is not None and bool(date.fromisoformat(text))
+    except ValueError:
+        return False
 
 
 def report_csp(text: str) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import LocalevalError
 from ..records import read_results
+from ..store.files import read_plain_text
 from ..store.results_db import folder_id, recorded_runs, store_path
 from ..store.runs import NotFinished, RunFolderError, RunRecord, load_run, load_run_state
 from ..views.registry import view_for, view_for_schema
@@ -72,16 +73,18 @@ class Catalog:
         stamp = tuple(_mtime(folder / name) for name in FILES)
         with self._lock:
             kept = self._loaded.get(run_id)
-            if kept is None or kept[0] != stamp:
-                try:
-                    record = load_run(folder)
-                except NotFinished as e:
-                    raise NotFound(str(e)) from None
-                self._loaded.pop(run_id, None)
-                self._loaded[run_id] = kept = (stamp, record)
-                while len(self._loaded) > KEPT:
-                    self._loaded.pop(next(iter(self._loaded)))
+        if kept is not None and kept[0] == stamp:
             return kept[1]
+        try:  # no lock held while reading: a slow folder holds up its own pages only
+            record = load_run(folder)
+        except NotFinished as e:
+            raise NotFound(str(e)) from None
+        with self._lock:
+            self._loaded.pop(run_id, None)
+            self._loaded[run_id] = (stamp, record)
+            while len(self._loaded) > KEPT:
+                self._loaded.pop(next(iter(self._loaded)))
+        return record
 
 
 def _mtime(path: Path) -> int:
@@ -111,7 +114,7 @@ def folder_entry(folder: Path) -> dict[str, Any] | None:
         state = load_run_state(folder)  # results.json alone is read below: no samples
         if state.lifecycle.status != "finished" or not (folder / "results.json").is_file():
             return None
-        results = read_results(json.loads((folder / "results.json").read_text("utf-8")))
+        results = read_results(json.loads(read_plain_text(folder / "results.json")))
     except (LocalevalError, RunFolderError, OSError, ValueError):
         return None
     view = view_for(results)

@@ -7,6 +7,7 @@ failed, ... as the run's samples have them); its values are the ones the run hol
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,7 @@ from ..errors import LocalevalError
 from ..render.browser import browser_data
 
 PAGE_SIZE = 100
+PAGE = re.compile(r"[0-9]{1,9}")
 RESERVED = ("q", "page")  # query parameters that are not a column's filter
 
 
@@ -77,6 +79,7 @@ def _wanted(query: dict[str, str], choices: dict[str, list[str]]) -> dict[str, s
 def _page(text: str | None, pages: int) -> int:
     if not text:
         return 1
-    if not text.isdigit() or not 1 <= int(text) <= pages:
+    # ASCII digits only: "²".isdigit() is true and int("²") fails; "٣" would be page 3
+    if not PAGE.fullmatch(text) or not 1 <= int(text) <= pages:
         raise BadQuery(f"page={text}: there are pages 1 to {pages}")
     return int(text)
