@@ -170,8 +170,9 @@ def test_a_string_for_a_list_option_is_one_item_or_a_comma_list(cmmlu, tmp_path)
                        classify="prompt")
     assert (safety.options.langs, safety.options.subsets) == (["en", "th"], ["prompts"])
     contamination = make_task("contamination", data=str(tmp_path / "a.jsonl"), k="10,20")
-    assert contamination.data == [str(tmp_path / "a.jsonl")] and contamination.k == (10.0, 20.0)
-    assert make_task("contamination", data=tmp_path / "a.jsonl", k=20).k == (20,)
+    assert contamination.sources == [str(tmp_path / "a.jsonl")]
+    assert list(contamination.options.k) == [10.0, 20.0]
+    assert list(make_task("contamination", data=tmp_path / "a.jsonl", k=20).options.k) == [20]
     with pytest.raises(LocalevalError, match="k='ten': expected comma-separated numbers"):
         make_task("contamination", data="a.jsonl", k="ten")
 
