@@ -6,6 +6,7 @@ traceback. Before the run folder had one validating reader, 8 of these edits gav
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 
@@ -15,6 +16,8 @@ from offline_runs import AlwaysLetter, mcq_run
 from localeval import evaluate
 from localeval.cli import main
 from localeval.errors import LocalevalError
+from localeval.store.runs import load_run
+from localeval.views.mcq import compare_mcq_runs
 
 
 def _json(text):
@@ -141,3 +144,14 @@ def test_a_pipe_in_place_of_a_file_is_one_line_not_a_hang(name, finished, tmp_pa
         pytest.fail(f"show waited for ever on a pipe as {name}")
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert f"{folder / name}: not a plain file" in done.stderr
+
+
+def test_compare_of_a_run_kept_in_memory_names_the_missing_field(finished):
+    """A record with no folder (a script's) lacking a field: the same one line, not a crash on
+    its missing folder."""
+    record = load_run(finished)
+    samples = [dict(s) for s in record.samples]
+    del samples[2]["subject"]
+    in_memory = dataclasses.replace(record, samples=samples, folder=None)
+    with pytest.raises(LocalevalError, match=r"^samples\.jsonl: line 3: field subject: missing$"):
+        compare_mcq_runs(finished, in_memory)

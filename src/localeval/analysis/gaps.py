@@ -190,8 +190,8 @@ def table2(records: Iterable[Record], metric: Metric = pr_auc_trapezoid, sea: st
                     if c.get("warnings"):
                         warned[key] = c["warnings"]
                     cells.append(values[key])
-            values[f"{kind}/avg"] = (None if any(v is None for v in cells)
-                                     else float(np.mean(cells)))
+            known = [v for v in cells if v is not None]
+            values[f"{kind}/avg"] = float(np.mean(known)) if len(known) == len(cells) else None
         rows.append({"model": model, "values": values, "n_failed": failed,
                      **({"warnings": warned} if warned else {})})
     return {"columns": columns, "rows": rows, "metric": getattr(metric, "__name__", "metric"),

@@ -29,7 +29,8 @@ def _rate(outcomes: list[int], n_resamples: int) -> dict[str, Any]:
     if not outcomes:
         return {"n": 0, "rate": None, "low": None, "high": None}
     rate = float(np.mean(outcomes))
-    low, high = wilson_interval(sum(outcomes), len(outcomes)) if n_resamples else (None, None)
+    interval = wilson_interval(sum(outcomes), len(outcomes)) if n_resamples else None
+    low, high = interval or (None, None)
     return {"n": len(outcomes), "rate": rate, "low": low, "high": high}
 
 

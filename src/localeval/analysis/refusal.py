@@ -89,7 +89,9 @@ def xstest_agreement(rows: Iterable[dict]) -> dict:
     accuracy and Cohen's kappa (scikit-learn), with the confusion counts per human label."""
     from sklearn.metrics import cohen_kappa_score
 
-    human, ours, confusion = [], [], {}
+    human: list[bool] = []
+    ours: list[bool] = []
+    confusion: dict[str, dict[str, int]] = {}
     for row in rows:
         label = str(row["final_label"]).strip()
         if label not in XSTEST_REFUSAL:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +36,7 @@ from .choices import THRESHOLD_RULES as THRESHOLD_RULES
 
 Labels = npt.NDArray[np.int_]  # y_true once checked: 0/1, 1 = harmful
 Scores = npt.NDArray[np.float64]  # y_score once checked: finite floats
+Y = TypeVar("Y", bound=ArrayLike)  # what measured() hands its metric unchanged
 
 # The thresholds of the sweep (Fig. 5) and of best F1. IRIS `metrics/safeguard_metrics.py`
 # `SafeGuardMetric.update` starts best F1 at 0.01, then tries each t of
@@ -128,10 +130,10 @@ def ranking_problem(y_true: ArrayLike, y_score: ArrayLike) -> str | None:
     return None
 
 
-def measured(metric: Callable[[ArrayLike, ArrayLike], float], y_true: ArrayLike,
-             y_score: ArrayLike) -> tuple[float, str | None]:
+def measured(metric: Callable[[Y, Y], float], y_true: Y, y_score: Y) -> tuple[float, str | None]:
     """``metric(y_true, y_score)`` and the text of the :class:`UndefinedMetricWarning` it gave
-    (None without one), the warning not repeated on the console: the caller records it.
+    (None without one), the warning not repeated on the console: the caller records it. The
+    labels and scores are handed over as they are: a metric of arrays is given arrays.
 
     Examples
     --------

@@ -18,16 +18,21 @@ import threading
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..store.files import make_own_folder, write_bytes_whole
 from .fonts import figure_fonts, quiet_missing_glyphs
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 # Large type and thick lines: these are read on a projector from the back of a room.
-STYLE = {"font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12, "legend.fontsize": 10,
-         "lines.linewidth": 2.0, "axes.spines.top": False, "axes.spines.right": False,
-         "svg.fonttype": "path", "svg.hashsalt": "localeval", "figure.dpi": 100,
-         # text from data (a subject, a year, a model) is never mathtext: "$\\x{$" stays text
-         "text.parse_math": False}
+STYLE: dict[RcKeyType, Any] = {
+    "font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12, "legend.fontsize": 10,
+    "lines.linewidth": 2.0, "axes.spines.top": False, "axes.spines.right": False,
+    "svg.fonttype": "path", "svg.hashsalt": "localeval", "figure.dpi": 100,
+    # text from data (a subject, a year, a model) is never mathtext: "$\\x{$" stays text
+    "text.parse_math": False}
 TICK_WRAP = 12  # characters per line of a tick label ("Social Science" on two lines)
 TICK_ANGLES = (30, 45, 60, 90)  # turned tick labels: the first that clears, as flat as can be
 

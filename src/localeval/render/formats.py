@@ -183,7 +183,8 @@ def _csv_rows(table: DataTable, keep: list[int], intervals: set[int]) -> list[li
         cells = []
         for i in keep:
             if i in intervals:
-                bounds = row.cells[i].bounds() if isinstance(row.cells[i], Interval) else None
+                cell = row.cells[i]
+                bounds = cell.bounds() if isinstance(cell, Interval) else None
                 cells += list(bounds) if bounds else ["", ""]
             else:
                 cells.append(csv_cell(row.cells[i]))

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from rich.console import Console
 from rich.text import Text as RichText
 
 from ..errors import LocalevalError
-from ..records import Results
+from ..records import Results as AnyResults
 from ..render.cards import Card
 from ..render.figures import Figure
 from ..render.formats import print_table
@@ -31,7 +31,7 @@ from ..store.runs import RunRecord, load_run
 
 Metric = tuple[str, "float | None", "int | None"]  # (name, value, n) for the results store
 Run = str | Path | RunRecord  # a run folder, or its record already loaded
-KindT = TypeVar("KindT", bound=Results)
+KindT = TypeVar("KindT", bound=AnyResults)
 
 
 @dataclass(frozen=True)
@@ -55,27 +55,28 @@ class Ranking:
         return self.titles.get(column, column)
 
 
-class ResultsView:
-    """The default view: no tables, cards, figures or metrics of its own; no comparison."""
+class ResultsView(Generic[KindT]):
+    """The default view: no tables, cards, figures or metrics of its own; no comparison. A
+    subclass names the record it reads: ``class MCQView(ResultsView[MCQResults])``."""
 
     kind = "results"  # how messages name the kind of run ("a mcq run")
     schema = ""  # the results schema this view reads ("localeval.mcq/1")
-    Results: type[Results] = Results  # its typed record
+    Results: type[AnyResults] = AnyResults  # its typed record (KindT)
 
-    def tables(self, results: Results) -> list[DataTable]:
+    def tables(self, results: KindT) -> list[DataTable]:
         """Every table of a run, in report order (the console, ``export`` and the report)."""
         return []
 
-    def headline(self, results: Results) -> int:
+    def headline(self, results: KindT) -> int:
         """How many of :meth:`tables` are the headline (the paper's main table): ``run``
         prints those, and the report keeps them open."""
         return 1
 
-    def notes(self, results: Results) -> list[RichText]:
+    def notes(self, results: KindT) -> list[RichText]:
         """Lines the console prints after the tables (counts, policies, caveats)."""
         return []
 
-    def print(self, results: Results, console: Console, everything: bool = True) -> int:
+    def print(self, results: KindT, console: Console, everything: bool = True) -> int:
         """The tables (all, or the headline ones) and the notes; how many tables were left
         out."""
         tables = self.tables(results)
@@ -86,20 +87,20 @@ class ResultsView:
             console.print(line)
         return len(tables) - len(shown)
 
-    def cards(self, results: Results) -> list[Card]:
+    def cards(self, results: KindT) -> list[Card]:
         """The headline numbers of the report's summary (before the sample counts)."""
         return []
 
-    def figures(self, results: Results, folder: Path | None) -> list[Figure]:
+    def figures(self, results: KindT, folder: Path | None) -> list[Figure]:
         return []
 
-    def side_by_side(self, runs: list[tuple[str, Results]],
+    def side_by_side(self, runs: list[tuple[str, KindT]],
                      folder: Path | None) -> list[DataTable | Figure]:
         """Tables and figures of several runs of this kind at once (the report of several
         runs); ``runs`` are (label, results) pairs."""
         return []
 
-    def store_metrics(self, results: Results) -> list[Metric]:
+    def store_metrics(self, results: KindT) -> list[Metric]:
         """(name, value, n) of the numbers a leaderboard ranks by."""
         return []
 
@@ -146,11 +147,11 @@ def finished_run(run: Run) -> RunRecord:
 def with_sample_fields(record: RunRecord[KindT], fields: tuple[str, ...]) -> RunRecord[KindT]:
     """``record`` if every sample has ``fields`` (what a comparison reads), else one line
     naming samples.jsonl, the line and the field."""
+    samples = "samples.jsonl" if record.folder is None else record.folder / "samples.jsonl"
     for number, sample in enumerate(record.samples, start=1):
         missing = next((f for f in fields if f not in sample), None)
         if missing is not None:
-            raise LocalevalError(f"{record.folder / 'samples.jsonl'}: line {number}: field "
-                                 f"{missing}: missing")
+            raise LocalevalError(f"{samples}: line {number}: field {missing}: missing")
     return record
 
 

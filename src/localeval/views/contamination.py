@@ -13,7 +13,7 @@ from .base import Metric, Ranking, ResultsView
 from .contamination_tables import contamination_notes, contamination_tables
 
 
-class ContaminationView(ResultsView):
+class ContaminationView(ResultsView[ContaminationResults]):
     kind = "contamination"
     schema = contamination.SCHEMA
     Results = ContaminationResults

@@ -57,6 +57,7 @@ def contamination_notes(results: ContaminationResults) -> list[RichText]:
                      "(an HTTP server); Min-K% is exact.")
     lines.append(f"Scores are mean log-probs (<= 0); the TMLU paper reports their negation. "
                  f"{results.n_samples} texts, {results.n_failed} failed.")
-    if (results.roc_auc or {}).get("note"):
-        lines.append(f"ROC-AUC: {results.roc_auc['note']}")
+    roc_auc = results.roc_auc or {}
+    if roc_auc.get("note"):
+        lines.append(f"ROC-AUC: {roc_auc['note']}")
     return [RichText(line) for line in lines]

@@ -16,7 +16,7 @@ RATES = (("harmful_response_rate", "harmful responses to harmful prompts"),
          ("refusal_rate_safe", "refusals of safe prompts (over-refusal)"))
 
 
-class LLMSafetyView(ResultsView):
+class LLMSafetyView(ResultsView[LLMSafetyResults]):
     kind = "llm-safety"
     schema = llm_safety.SCHEMA
     Results = LLMSafetyResults

@@ -18,7 +18,6 @@ from ..records.mcq import MCQResults
 from ..render.figures import Figure
 from ..render.table import Column, DataTable, Row, Text
 from ..tasks.base import PROTOCOL
-from ..tasks.registry import make_task
 from .base import (
     Card,
     Metric,
@@ -35,7 +34,7 @@ from .mcq_robustness import robustness_metrics, robustness_tables
 from .mcq_tables import discipline_table, mcq_notes, mcq_tables, print_mcq_comparison
 
 
-class MCQView(ResultsView):
+class MCQView(ResultsView[MCQResults]):
     kind = "mcq"
     schema = mcq.SCHEMA
     Results = MCQResults
@@ -95,7 +94,9 @@ class MCQView(ResultsView):
         spec = BUILTIN_TASKS.get(task)
         if spec is None:
             return None
-        default = make_task(task)
+        from ..tasks.mcq import MCQTask  # on first use: the task module imports numpy
+
+        default = MCQTask(task)  # a built-in dataset's task is a multiple-choice task
         return {"limit": "none", "protocol": PROTOCOL,
                 "subjects": f"{len(spec.subjects)} of {len(spec.subjects)}",
                 "method": default.config.method, "shots": shown(default.config.prompt.shots),
@@ -133,17 +134,17 @@ def compare_mcq_runs(run_a: Run, run_b: Run) -> dict[str, Any]:
     requests left out), with the exact McNemar p-value of each difference."""
     a, b = (with_sample_fields(of_kind(finished_run(r), MCQResults, "a multiple-choice run"),
                                ("id", "subject")) for r in (run_a, run_b))
-    run_a, run_b = a.folder, b.folder
+    dir_a, dir_b = a.folder, b.folder
     theirs = {s["id"]: s for s in b.samples if s.get("correct") is not None}
     pairs = [(s, theirs[s["id"]]) for s in a.samples
              if s.get("correct") is not None and s["id"] in theirs]
     if not pairs:
-        raise LocalevalError(f"{run_a} and {run_b} share no answered question (same task and "
+        raise LocalevalError(f"{dir_a} and {dir_b} share no answered question (same task and "
                              "data?)")
     subjects: dict[str, list] = {}
     for pair in pairs:
         subjects.setdefault(str(pair[0].get("subject")), []).append(pair)
-    return {"a": str(run_a), "b": str(run_b), "model_a": a.results.model,
+    return {"a": str(dir_a), "b": str(dir_b), "model_a": a.results.model,
             "model_b": b.results.model, "task": a.results.task,
             "n_only_a": len(a.samples) - len(pairs), "n_only_b": len(b.samples) - len(pairs),
             "overall": _paired(pairs),

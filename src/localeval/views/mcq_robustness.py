@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..records.mcq import MCQResults, Spread
 from ..render.table import Column, DataTable, Interval, Number, TableBuilder, Text
+from .base import Metric
 
 
 def _rows(table: TableBuilder, spread: Spread, name: str, count: str) -> None:
@@ -39,9 +40,10 @@ def robustness_tables(results: MCQResults) -> list[DataTable]:
     return [table.build()]
 
 
-def robustness_metrics(results: MCQResults) -> list[tuple[str, float | None, int | None]]:
+def robustness_metrics(results: MCQResults) -> list[Metric]:
     """The results store's (and the Parquet export's) robustness numbers."""
-    r, out = results.robustness, []
+    r = results.robustness
+    out: list[Metric] = []
     if r is not None and r.permutation is not None:
         p = r.permutation
         out += [("orders/mean", p.mean, p.n), ("orders/std", p.std, p.n),

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.text import Text as RichText
 
 from ..metrics.proportion import NAME
-from ..records.mcq import Accuracy, MCQResults
+from ..records.mcq import Accuracy, Macro, MCQResults
 from ..render.cells import interval
 from ..render.formats import print_table
 from ..render.table import Column, DataTable, Interval, Number, TableBuilder, Text, columns
@@ -21,7 +21,7 @@ DISCIPLINE_SHORT = {"Social Science": "Social Sci.", "Taiwan Specific": "Taiwan 
 CI_NOTE = f"95% CI = {NAME}"
 
 
-def _with_ci(row: Accuracy | None) -> str:
+def _with_ci(row: Accuracy | Macro | None) -> str:
     """Accuracy % and its stored interval, for a caption; a run from before intervals were
     stored (or the macro mean, which is not a proportion) shows the accuracy alone."""
     if row is None or row.acc is None:

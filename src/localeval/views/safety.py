@@ -20,7 +20,7 @@ from ..metrics.bootstrap import paired_bootstrap_ci
 from ..metrics.choices import PAPER_AUPRC, PAPER_THRESHOLD_RULE
 from ..metrics.classification import AUPRC_METRICS
 from ..records import safety
-from ..records.safety import SafetyResults
+from ..records.safety import SafetyResults, Table2
 from ..render.cells import short_model
 from ..render.figures import Figure
 from ..render.formats import print_table
@@ -54,7 +54,7 @@ from .safety_tables import (
 from .severity_tables import severity_table
 
 
-class SafetyView(ResultsView):
+class SafetyView(ResultsView[SafetyResults]):
     kind = "safety"
     schema = safety.SCHEMA
     Results = SafetyResults
@@ -78,14 +78,7 @@ class SafetyView(ResultsView):
     def cards(self, results: SafetyResults) -> list[Card]:
         """Table 2's Avg per task first (the paper's headline), then PR-AUC with every
         language and subset pooled, each saying which it is."""
-        cards = []
-        for row in results.table2.rows[:1] if results.table2 else []:
-            for kind in dict.fromkeys(c.split("/")[0] for c in results.table2.columns):
-                cells = [v for c, v in row.values.items() if c.startswith(f"{kind}/")
-                         and c != f"{kind}/avg" and v is not None]
-                if row.values.get(f"{kind}/avg") is not None:
-                    cards.append(Card(f"{row.values[f'{kind}/avg']:.1f}", f"Table 2 Avg, "
-                                      f"{kind}s: the mean of its {len(cells)} cells"))
+        cards = _table2_cards(results.table2)
         for row in results.overall:
             if row.subset == "all" and row.auprc is not None:
                 context = " (no prompt)" if row.context == "without_prompt" else ""
@@ -97,7 +90,7 @@ class SafetyView(ResultsView):
         return [f for draw in SAFETY_FIGURES if (f := draw(results, folder)) is not None]
 
     def store_metrics(self, results: SafetyResults) -> list[Metric]:
-        out = [(f"auprc/{r.kind}/{r.context}/{r.subset}", r.auprc, r.n) for r in results.overall]
+        out: list[Metric] = [(f"auprc/{r.kind}/{r.context}/{r.subset}", r.auprc, r.n) for r in results.overall]
         for row in results.table2.rows if results.table2 else []:
             out += [(f"table2/{col}", value, None) for col, value in row.values.items()]
         return out
@@ -154,6 +147,20 @@ class SafetyView(ResultsView):
                                    f"{comparison['aware']}"))
 
 
+def _table2_cards(table2: Table2 | None) -> list[Card]:
+    """Table 2's Avg per task of its first row, each saying how many cells it averages."""
+    if table2 is None or not table2.rows:
+        return []
+    row, cards = table2.rows[0], []
+    for kind in dict.fromkeys(c.split("/")[0] for c in table2.columns):
+        cells = [v for c, v in row.values.items() if c.startswith(f"{kind}/")
+                 and c != f"{kind}/avg" and v is not None]
+        if row.values.get(f"{kind}/avg") is not None:
+            cards.append(Card(f"{row.values[f'{kind}/avg']:.1f}", f"Table 2 Avg, "
+                              f"{kind}s: the mean of its {len(cells)} cells"))
+    return cards
+
+
 def _guard_on(comparison: dict, side: str) -> str:
     """"zero-shot on SmolLM2-135M": the guard and its model, so two runs are told apart."""
     model = comparison.get(f"model_{side}")
@@ -186,21 +193,22 @@ def compare_runs(baseline: Run, aware: Run) -> dict[str, Any]:
     one, or their cultural-cg samples are not the same items.
     """
     base_run, aware_run = safety_run(baseline), safety_run(aware)
-    baseline, aware = base_run.folder, aware_run.folder
+    base_dir, aware_dir = base_run.folder, aware_run.folder
     rb, ra = base_run.results, aware_run.results
     for key in ("task", "model", "guard", "sensitive", "auprc", "en_cell"):
         if getattr(rb, key) != getattr(ra, key):
             raise LocalevalError(f"the runs used different {key}s ({getattr(rb, key)!r} in "
-                                 f"{baseline}, {getattr(ra, key)!r} in {aware}); compare one "
-                                 "guard with and without cultural awareness")
+                                 f"{base_dir}, {getattr(ra, key)!r} in {aware_dir}); compare "
+                                 "one guard with and without cultural awareness")
     if not _awareness_pair(rb, ra):
         raise LocalevalError(f"compare needs the plain run first and the culture-aware run "
                              f"second; cultural_awareness is {rb.cultural_awareness} in "
-                             f"{baseline} and {ra.cultural_awareness} in {aware}")
+                             f"{base_dir} and {ra.cultural_awareness} in {aware_dir}")
     base, new = _cultural_cg(base_run.samples), _cultural_cg(aware_run.samples)
     if not base or not new:
         raise LocalevalError("Table 3 is on the cultural-cg subset, and "
-                             f"{baseline if not base else aware} has no cultural-cg samples")
+                             f"{base_dir if not base else aware_dir} has no cultural-cg "
+                             "samples")
     if _keys(base) != _keys(new):
         diff = len(_keys(base) ^ _keys(new))
         raise LocalevalError(f"the runs used different items: {diff} cultural-cg samples (id, "
@@ -213,7 +221,7 @@ def compare_runs(baseline: Run, aware: Run) -> dict[str, Any]:
         raise LocalevalError(f"malformed samples.jsonl: {e}") from None
     return {"task": rb.task, "model": rb.model, "guard": rb.guard, "auprc": rb.auprc,
             "en_cell": rb.en_cell,
-            "baseline": str(baseline), "aware": str(aware), "n_samples": len(base),
+            "baseline": str(base_dir), "aware": str(aware_dir), "n_samples": len(base),
             "rows": finite(rows)}
 
 
@@ -249,7 +257,7 @@ def compare_safety_runs(run_a: Run, run_b: Run,
     samples both runs scored with the same label, with a paired bootstrap 95% CI (the same
     items resampled on both sides)."""
     a, b = safety_run(run_a), safety_run(run_b)
-    run_a, run_b = a.folder, b.folder
+    dir_a, dir_b = a.folder, b.folder
     if a.results.sensitive != b.results.sensitive:
         raise LocalevalError("the runs used different label policies (--sensitive); their "
                              "labels are not comparable")
@@ -258,7 +266,7 @@ def compare_safety_runs(run_a: Run, run_b: Run,
     pairs = [(s, theirs[k]) for k, s in _scored(a.samples).items()
              if k in theirs and theirs[k]["label"] == s["label"]]
     if not pairs:
-        raise LocalevalError(f"{run_a} and {run_b} share no scored sample")
+        raise LocalevalError(f"{dir_a} and {dir_b} share no scored sample")
     groups: dict[tuple, list] = {}
     for pair in pairs:
         s = pair[0]
@@ -268,7 +276,7 @@ def compare_safety_runs(run_a: Run, run_b: Run,
             for (k, c, lang), g in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1],
                                                                            kv[0][2] != "all",
                                                                            kv[0][2]))]
-    return {"a": str(run_a), "b": str(run_b), "guard_a": a.results.guard,
+    return {"a": str(dir_a), "b": str(dir_b), "guard_a": a.results.guard,
             "guard_b": b.results.guard, "model_a": a.results.model,
             "model_b": b.results.model, "auprc": a.results.auprc,
             "n_shared": len(pairs), "rows": finite(rows)}

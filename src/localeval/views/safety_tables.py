@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rich.text import Text as RichText
 
-from ..records.safety import AUPRCRow, SafetyResults
+from ..records.safety import AUPRCRow, Bounds, SafetyResults, Table2, Table2Row
 from ..records.sample_kinds import task_name
 from ..render.cells import short_model as _model
 from ..render.table import DataTable, Interval, Number, Spark, TableBuilder, columns
@@ -32,7 +32,7 @@ def table2_tables(results: SafetyResults) -> list[DataTable]:
     t2 = results.table2
     if t2 is None or not any(v is not None for row in t2.rows for v in row.values.values()):
         return []
-    return [_table2_task(results, kind, [c for c in t2.columns if c.startswith(kind + "/")])
+    return [_table2_task(results, t2, kind, [c for c in t2.columns if c.startswith(kind + "/")])
             for kind in dict.fromkeys(c.split("/")[0] for c in t2.columns)]
 
 
@@ -61,8 +61,7 @@ def table2_column_order(col: str) -> tuple:
     return (kind != "prompt", kind, subset, rest[0], rest[-1] != "en")
 
 
-def _table2_task(results: SafetyResults, kind: str, cols: list[str]) -> DataTable:
-    t2 = results.table2
+def _table2_task(results: SafetyResults, t2: Table2, kind: str, cols: list[str]) -> DataTable:
     table = TableBuilder(f"{results.task} · guard {results.guard} · {kind} classification · "
                          f"{auprc_name(results.auprc)} (Table 2 layout)",
                          columns("Model", *(_table2_column(c) for c in cols)))
@@ -82,7 +81,8 @@ def _table2_task(results: SafetyResults, kind: str, cols: list[str]) -> DataTabl
     return table.build()
 
 
-def _add_table2_row(table: TableBuilder, row, ci: dict | None, cols: list[str]) -> None:
+def _add_table2_row(table: TableBuilder, row: Table2Row, ci: dict[str, Bounds] | None,
+                    cols: list[str]) -> None:
     """A model's cells (⚠ where a cell's PR-AUC says nothing), then the half-width of each
     cell's 95% bootstrap interval under it."""
     table.add(_model(row.model), *(Number(row.values.get(c), note=WARNED if

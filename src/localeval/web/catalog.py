@@ -143,9 +143,11 @@ def headline_metric(run: dict[str, Any]) -> tuple[str, str]:
         ranking = view_for_schema(run["results_schema"]).ranking(list(run["metrics"]))
     except LocalevalError:
         return "", ""
-    value = run["metrics"].get(ranking.rank_by) if ranking.rank_by else None
+    if not ranking.rank_by:
+        return "", ""
+    value = run["metrics"].get(ranking.rank_by)
     if value is None:
-        return (ranking.title(ranking.rank_by) if ranking.rank_by else ""), ""
+        return ranking.title(ranking.rank_by), ""
     return ranking.title(ranking.rank_by), f"{value * ranking.scale:.{ranking.digits}f}"
 
 
