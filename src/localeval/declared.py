@@ -139,7 +139,9 @@ def _parse(members: list[str], text: str) -> Any:
 def _member(member: str, text: str) -> Any:  # noqa: PLR0911 — one return per kind
     if member == "bool":
         low = text.lower()
-        return True if low in TRUE else False if low in FALSE else _NO
+        if low in TRUE:
+            return True
+        return False if low in FALSE else _NO
     if member == "int":
         return int(text) if _INTEGER.fullmatch(text) else _NO
     if member == "float":

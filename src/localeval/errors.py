@@ -17,7 +17,10 @@ class DataError(LocalevalError):
     """A malformed input row. Names the file, the row (1-based, as an editor shows it) and field."""
 
     def __init__(self, file: str | Path, row: int | None, field: str | None, problem: str):
-        self.file, self.row, self.field, self.problem = str(file), row, field, problem
+        self.file = str(file)
+        self.row = row
+        self.field = field
+        self.problem = problem
         where = self.file
         if row is not None:
             where += f", row {row}"

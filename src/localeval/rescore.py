@@ -142,13 +142,15 @@ def _rescore(record: RunRecord, source: Path, base: dict, changed: dict, folder:
              cache: Path, store, command: list[str] | None, quiet: bool) -> RunRecord:
     config = record.config.data()
     name = str(config["task"])
-    source_task, task = make_task(name, **base), make_task(name, **{**base, **changed})
+    source_task = make_task(name, **base)  # plans the requests as the source run did
+    task = make_task(name, **{**base, **changed})  # scores the answers
     with files_read() as files:
         data = source_task.load()
     _check_data(record, fingerprint(files) if files else {})
     backend = CacheReplay(config.get("backend") or {})
     roles = ReplayRoles(config.get("role_backends") or {})
-    started, begun = now(), time.perf_counter()
+    started = now()
+    begun = time.perf_counter()
     planned = source_task.plan(data, backend)
     with RequestCache(cache) as requests:
         execute = CachedExecutor(backend, requests, quiet, source_task.progress_unit, roles=roles)

@@ -209,7 +209,8 @@ class RoleModels:
     cache, as the run's own model's does), and closed with the run (``built``)."""
 
     def __init__(self, models: list[Model], built: ExitStack):
-        self.models, self.built = models, built
+        self.models = models
+        self.built = built
         self.loaded: dict[str, Backend] = {}
 
     def get(self, role: str) -> Backend | None:
@@ -258,9 +259,12 @@ def _fail(record: RunInProgress, error: BaseException) -> None:
     """Mark the folder's run failed (a kill leaves it "running"); the cache keeps what finished."""
     if not record.folder:
         return
-    record.status, record.finished_at = "failed", now()
-    record.error = "interrupted" if isinstance(error, KeyboardInterrupt) else \
-        f"{type(error).__name__}: {error}"
+    record.status = "failed"
+    record.finished_at = now()
+    if isinstance(error, KeyboardInterrupt):
+        record.error = "interrupted"
+    else:
+        record.error = f"{type(error).__name__}: {error}"
     write_config(record)
 
 

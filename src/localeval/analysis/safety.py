@@ -249,7 +249,9 @@ def analyses(samples: list[Record], choices: MetricChoices = PAPER_CHOICES) -> d
     threshold analyses and the pair types; ``en_cell`` how Table 2's EN cells are made
     (``per-country``, the authors', or ``pooled``: :func:`.gaps.cell`); ``threshold_grid`` the
     thresholds of the sweep and of best F1 (``iris``, the authors' floats, or ``decimal``)."""
-    n_resamples, rule, en_cell = choices.n_resamples, choices.threshold_rule, choices.en_cell
+    n_resamples = choices.n_resamples
+    rule = choices.threshold_rule
+    en_cell = choices.en_cell
     metric = AUPRC_METRICS[choices.auprc]
     grid = THRESHOLD_GRIDS[choices.threshold_grid]
     kinds = sorted({s["kind"] for s in samples})

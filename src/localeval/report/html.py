@@ -73,7 +73,9 @@ def render(runs: list[RunRecord], figures: Path | None = None) -> str:
     if several:
         body.append(_comparison(runs, labels, figures))
     for k, (run, label) in enumerate(zip(runs, labels), start=1):
-        folder = (figures / f"run{k}" if several else figures) if figures else None
+        folder = None
+        if figures:
+            folder = figures / f"run{k}" if several else figures
         body.append(_run_sections(run, label, f"run{k}-" if several else "", folder))
     title = labels[0] if not several else f"{len(runs)} runs compared"
     return _page(title, _header(runs, labels), "\n".join(body))

@@ -33,7 +33,9 @@ def leaderboard(task: str, runs: list[dict[str, Any]],
 
     def key(run: dict) -> tuple:
         value = run["metrics"].get(rank_by) if rank_by else None
-        return (value is None, (value if lower else -value) if value is not None else 0)
+        if value is None:  # after every run with a value
+            return (True, 0)
+        return (False, value if lower else -value)
 
     ranked = [r for r in runs if any_protocol or not differs[r["run_id"]]]
     ordered = sorted(ranked, key=key) if rank_by else ranked

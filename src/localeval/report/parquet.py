@@ -35,13 +35,19 @@ SPLIT = "train"  # what load_dataset names a split given by files alone
 CONFIGS = ("samples", "results", "run")
 
 
+def _scalar_kind(value: Any) -> type:
+    """bool, int, float or str; object for anything else. bool first: True is an int to
+    Python."""
+    for kind in (bool, int, float, str):
+        if isinstance(value, kind):
+            return kind
+    return object
+
+
 def _arrow_type(values: list[Any]) -> pa.DataType | None:
     """The column's type when every value is a scalar of one kind (None allowed), else None
     (stored as JSON text). bool before int: True is an int to Python."""
-    present = [v for v in values if v is not None]
-    kinds = {bool if isinstance(v, bool) else int if isinstance(v, int) else
-             float if isinstance(v, float) else str if isinstance(v, str) else object
-             for v in present}
+    kinds = {_scalar_kind(v) for v in values if v is not None}
     if not kinds or kinds == {str}:
         return pa.string()
     if kinds == {bool}:

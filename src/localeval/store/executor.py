@@ -54,10 +54,14 @@ class CachedExecutor:
                  failures: dict[str, int] | None = None,
                  failure_kinds: dict[str, int] | None = None, budget: Budget | None = None,
                  usage: Usage | None = None, role_name: str = MODEL):
-        self.backend, self.cache, self.quiet, self.unit = with_defaults(backend), cache, quiet, \
-            unit
+        self.backend = with_defaults(backend)
+        self.cache = cache
+        self.quiet = quiet
+        self.unit = unit
         # Tokens per model role (store/usage.py), and the invocation's budget, if any.
-        self.budget, self.usage, self.role_name = budget, usage or Usage(), role_name
+        self.budget = budget
+        self.usage = usage or Usage()
+        self.role_name = role_name
         # Requests read back from the cache, and run (on any backend): the run's timing.
         self.counts = counts if counts is not None else {"requests_cached": 0, "requests_run": 0}
         self.roles = roles  # the run's second models by role (a judge, a translator)
@@ -216,7 +220,10 @@ class CacheWriter:
                  interval: float | None = None):
         if interval is None:  # a kill loses at most this many seconds of finished requests
             interval = commit_interval()
-        self.cache, self.identity, self.batch, self.interval = cache, identity, batch, interval
+        self.cache = cache
+        self.identity = identity
+        self.batch = batch
+        self.interval = interval
         self.pending: list[tuple[Request, Response]] = []
         self.lock = threading.Lock()
         self.last = time.monotonic()

@@ -42,7 +42,7 @@ from ..backends.base import (
 )
 from ..data.safety import SafetyItem
 from ..errors import LocalevalError
-from ..guards.base import Conversation, GuardVerdict
+from ..guards.base import Conversation, Guard, GuardVerdict
 from ..records.llm_safety import SCHEMA as LLM_SAFETY_SCHEMA
 from ..records.sample_kinds import Context, SampleKind
 from .base import PROTOCOL, Task
@@ -90,7 +90,8 @@ class LLMSafetyTask(Task):
         if self.judge_model is None:
             raise LocalevalError(f"judge {self.guard.name!r} runs on a model: give "
                                  "--judge-model (e.g. hf:meta-llama/Llama-Guard-3-8B)")
-        self.safeguard, self.safeguard_model = None, None
+        self.safeguard: Guard | None = None
+        self.safeguard_model: str | Backend | None = None
         if o.refine != "none" and o.safeguard is None:
             raise LocalevalError("--refine reads the safeguard's prompt labels: add --safeguard")
         if o.safeguard is not None:

@@ -77,9 +77,12 @@ def check_langs(langs: Sequence[str] | None, held: Iterable[str]) -> None:
         return
     lang = unknown[0]
     code = str(lang).lower()
-    guesses = [code] if code in held else [COUNTRY_FOR_LANGUAGE[code]] \
-        if COUNTRY_FOR_LANGUAGE.get(code) in held else \
-        difflib.get_close_matches(code, held, n=2, cutoff=0.5)
+    if code in held:
+        guesses = [code]
+    elif COUNTRY_FOR_LANGUAGE.get(code) in held:  # a language code where the data has countries
+        guesses = [COUNTRY_FOR_LANGUAGE[code]]
+    else:
+        guesses = difflib.get_close_matches(code, held, n=2, cutoff=0.5)
     hint = f"did you mean {' or '.join(guesses)}? " if guesses else ""
     raise LocalevalError(f"--lang: unknown language {lang!r} ({hint}the data holds "
                          f"{', '.join(held)})")
