@@ -334,15 +334,23 @@ def _load_error(model: str, error: Exception) -> LocalevalError:
                           "`hf auth login` first)")
 
 
+# What a local model folder holds that changes what the model is asked or answers: weights,
+# configs, tokenizer vocabularies (.model, .txt merges and vocab, .tiktoken), the chat template
+# (chat_template.jinja) and remote code (.py)
+MODEL_FILES = (".safetensors", ".bin", ".json", ".model", ".gguf", ".jinja", ".txt", ".tiktoken",
+               ".py")
+
+
 def _weights_fingerprint(model: str) -> str | None:
-    """For a local folder, a hash of its weight files' names, sizes and mtimes, so a retrained
-    model in the same folder never hits an old cache entry. Hub models are keyed by revision."""
+    """For a local folder, a hash of the names, sizes and mtimes of the files the model reads
+    (:data:`MODEL_FILES`), so a retrained model or an edited chat template in the same folder
+    never hits an old cache entry. Hub models are keyed by revision."""
     path = Path(model)
     if not path.is_dir():
         return None
     h = hashlib.sha256()
     for f in sorted(path.iterdir()):
-        if f.suffix in (".safetensors", ".bin", ".json", ".model", ".gguf"):
+        if f.suffix in MODEL_FILES:
             st = f.stat()
             h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
     return h.hexdigest()[:16]
