@@ -44,17 +44,25 @@ def _scalar_kind(value: Any) -> type:
     return object
 
 
+INT64 = (-(2**63), 2**63 - 1)
+EXACT_IN_DOUBLE = 2**53  # every integer up to this size is exactly a float64
+
+
 def _arrow_type(values: list[Any]) -> pa.DataType | None:
-    """The column's type when every value is a scalar of one kind (None allowed), else None
-    (stored as JSON text). bool before int: True is an int to Python."""
-    kinds = {_scalar_kind(v) for v in values if v is not None}
+    """The column's type when every value is a scalar of one kind (None allowed) that the type
+    holds exactly, else None (stored as JSON text, which loses nothing): an integer beyond
+    int64 (a year of 10**30 in a data file), or one a float64 would round among floats."""
+    present = [v for v in values if v is not None]
+    kinds = {_scalar_kind(v) for v in present}
+    ints = [v for v in present if _scalar_kind(v) is int]
     if not kinds or kinds == {str}:
         return pa.string()
     if kinds == {bool}:
         return pa.bool_()
-    if kinds == {int}:
+    if kinds == {int} and all(INT64[0] <= v <= INT64[1] for v in ints):
         return pa.int64()
-    if kinds <= {int, float}:
+    exact_as_float = all(abs(v) <= EXACT_IN_DOUBLE for v in ints)
+    if kinds <= {int, float} and float in kinds and exact_as_float:
         return pa.float64()
     return None
 
