@@ -71,6 +71,21 @@ def test_bad_jsonl_line(tmp_path):
     assert e.value.row == 2 and "JSON" in str(e.value)
 
 
+@pytest.mark.parametrize("row, field, words", [
+    ('"answer": "A", "answer": "B"', "answer", "field 'answer' appears twice in the row"),
+    ('"answer": "A", "Answer": "B"', "Answer", "field 'Answer' and field 'answer' are one field"),
+    ('"answer": "A", "meta": {"year": 1, "year": 2}', "year", "field 'year' appears twice"),
+])
+def test_a_field_named_twice_in_a_jsonl_row_is_refused(tmp_path, row, field, words):
+    """Issue 48 item 1: Python's json keeps the last of two equal names, so the row silently
+    had answer B (the CSV form, a column named twice, was already refused)."""
+    path = write(tmp_path / "x.jsonl", '{"question": "q", "A": "a", "B": "b", "answer": "A"}\n'
+                 '{"question": "q", "A": "a", "B": "b", ' + row + '}\n')
+    with pytest.raises(DataError) as e:
+        load_local(path)
+    assert (e.value.row, e.value.field) == (2, field) and words in str(e.value)
+
+
 def test_unknown_subject_and_missing_path(tmp_path, shared):
     with pytest.raises(LocalevalError, match="not found"):
         load_local(shared / "data" / "cmmlu", ["no_such_subject"])

@@ -111,17 +111,50 @@ def _check_header(path: Path, names: Sequence[str]) -> None:
         seen.add(key)
 
 
+def _check_field_names(path: Path, number: int, names: list[str]) -> None:
+    """A JSON row's fields as a CSV header's: ``answer`` and ``Answer`` are one field named
+    twice (the loaders match names without case), and which one wins would be a guess."""
+    seen: dict[str, str] = {}
+    for name in names:
+        key = name.strip().lower()
+        if key in seen:
+            raise DataError(path, number, name, f"field {name!r} and field {seen[key]!r} are "
+                            "one field named twice (names are matched without case)")
+        seen[key] = name
+
+
+class _RepeatedName(ValueError):
+    """A JSON object that names a field twice: Python's json would keep the last value."""
+
+
+def _unique_names(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook``: an object's fields, refused when one is named twice."""
+    seen: set[str] = set()
+    for name, _ in pairs:
+        if name in seen:
+            raise _RepeatedName(name)
+        seen.add(name)
+    return dict(pairs)
+
+
 def _json_row(path: Path, number: int, line: str) -> Any:
     """One JSON line parsed, every way it can fail one DataError (Python's json also refuses
-    integers over 4,300 digits and nesting past the recursion limit, with other exceptions)."""
+    integers over 4,300 digits and nesting past the recursion limit, with other exceptions).
+    A field named twice (``"answer":"A","answer":"B"``, or ``answer`` and ``Answer``, as a CSV
+    header is refused) is refused: json would keep the last value without a word."""
     try:
-        row = json.loads(line)
+        row = json.loads(line, object_pairs_hook=_unique_names)
+    except _RepeatedName as e:
+        raise DataError(path, number, str(e), f"field {str(e)!r} appears twice in the row; "
+                        "each field needs its own name") from None
     except json.JSONDecodeError as e:
         raise DataError(path, number, None, _json_line_error(path, number, e)) from None
     except ValueError as e:  # "Exceeds the limit (4300 digits) for integer string conversion"
         raise DataError(path, number, None, f"not usable JSON ({str(e).split(';')[0]})") from None
     except RecursionError:
         raise DataError(path, number, None, "not usable JSON (nested too deeply)") from None
+    if isinstance(row, dict):
+        _check_field_names(path, number, list(row))
     if "\\u" in line and LONE_SURROGATE.search(line):  # "\ud800": JSON allows it, UTF-8 does not
         try:
             json.dumps(row, ensure_ascii=False).encode("utf-8")
