@@ -86,6 +86,20 @@ def test_a_field_named_twice_in_a_jsonl_row_is_refused(tmp_path, row, field, wor
     assert (e.value.row, e.value.field) == (2, field) and words in str(e.value)
 
 
+def test_split_folders_and_files_beside_them_are_refused_not_half_read(tmp_path):
+    """Issue 48 item 1: dev/ and test/ with a's questions, and b_dev.csv and b_test.csv beside
+    them: subject b was dropped without a word (100% over 2 questions where b makes 40% over
+    5)."""
+    row = "question,A,B,answer\nq,a,b,A\n"
+    for split in ("dev", "test"):
+        (tmp_path / split).mkdir()
+        write(tmp_path / split / "a.csv", row)
+        write(tmp_path / f"b_{split}.csv", row)
+    with pytest.raises(LocalevalError, match=r"holds split folders \(dev/, test/\) and question "
+                       r"files beside them \(b_dev.csv, b_test.csv\); use one layout"):
+        load_local(tmp_path)
+
+
 def test_unknown_subject_and_missing_path(tmp_path, shared):
     with pytest.raises(LocalevalError, match="not found"):
         load_local(shared / "data" / "cmmlu", ["no_such_subject"])

@@ -189,6 +189,13 @@ def _files(path: Path) -> list[tuple[Path, str | None, str | None]]:
         return [(path, None, None)]
     split_dirs = [d for d in sorted(path.iterdir()) if d.is_dir() and d.name in SPLIT_ALIASES]
     if split_dirs:  # CMMLU layout: <split>/<subject>.csv
+        beside = [f for f in _tables(path) if _subject_split(f.stem, path.name) != (None, None)]
+        if beside:  # which layout is meant is a guess; one of them would be dropped unread
+            raise LocalevalError(
+                f"{path} holds split folders ({', '.join(d.name + '/' for d in split_dirs)}) "
+                f"and question files beside them ({', '.join(f.name for f in beside[:3])}"
+                f"{' …' if len(beside) > 3 else ''}); use one layout: <split>/<subject>.csv, "
+                "or <subject>_<split>.csv in one folder")
         return [(f, f.stem, SPLIT_ALIASES[d.name]) for d in split_dirs for f in _tables(d)]
     return [(f, *_subject_split(f.stem, path.name)) for f in _tables(path)]
 
