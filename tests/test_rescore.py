@@ -163,3 +163,37 @@ def test_rescore_a_safeguard_run_with_another_label_policy_and_threshold_rule(tm
     assert [s["score"] for s in out.samples] == \
         [json.loads(line)["score"] for line in (source / "samples.jsonl").open()]
     assert _snapshot(source) == before
+
+
+def _other_answers(tmp_path: Path) -> Path:
+    """A run of the same model name on the same questions that answered otherwise ("A")."""
+    folder = tmp_path / "other"
+    evaluate(task="my-exam", model=Once(lambda r: Generated(text="答案是 A。")),
+             data=_exam(tmp_path), shots=0, method="generation", extract="strict",
+             output=folder, cache=folder / "cache.sqlite", quiet=True, store=False)
+    return folder / "cache.sqlite"
+
+
+def test_a_cache_that_answered_otherwise_is_refused(tmp_path, forbidden_loads, capsys):
+    """Issue 48 item 2: another run's cache (same model name) scored X with Y's answers, exit 0
+    ("rescored from X": 0.5 under the TMLU rules became 0.5 of the other letters)."""
+    source, _ = _mcq_source(tmp_path)
+    other = _other_answers(tmp_path)
+    assert main(["rescore", str(source), "--extract", "tmlu", "--cache", str(other),
+                 "--no-store", "--quiet", "--no-report", "--output", str(tmp_path / "x")]) == 2
+    (error,) = [line for line in capsys.readouterr().err.splitlines()
+                if line.startswith("error:")]
+    assert f"{other}: its answer to sample exam/0 is not the one {source} recorded (output: " \
+        "'答案是 B。' in the run, '答案是 A。' in the cache)" in error
+    assert not (tmp_path / "x").exists()
+
+
+def test_an_edited_cache_of_the_run_itself_is_refused(tmp_path, forbidden_loads, capsys):
+    import sqlite3
+
+    source, _ = _mcq_source(tmp_path)
+    with sqlite3.connect(source / "cache.sqlite") as db:
+        db.execute("UPDATE responses SET body = replace(body, '答案是 B', '答案是 C')")
+    assert main(["rescore", str(source), "--extract", "tmlu", "--no-store", "--quiet",
+                 "--no-report"]) == 2
+    assert "its answer to sample exam/0 is not the one" in capsys.readouterr().err

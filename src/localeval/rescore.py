@@ -157,6 +157,8 @@ def _rescore(record: RunRecord, source: Path, base: dict, changed: dict, folder:
         answers = source_task.respond(planned, execute)
     missed = backend.missed + sum(r.missed for r in roles.loaded.values())
     _check_missed(record, missed, len(planned), cache)
+    _check_answers(record, [source_task.score(p, a) for p, a in zip(planned, answers,
+                                                                     strict=True)], cache)
     samples = [task.score(p, a) for p, a in zip(planned, answers, strict=True)]
     results = task.summarise(samples, data, backend.identity)
     results["request_failures"] = dict(execute.failures)
@@ -184,6 +186,30 @@ def _check_data(record: RunRecord, files: dict) -> None:
         raise LocalevalError(f"{record.folder}: its data files changed since the run "
                              f"({', '.join(sorted(set(old) | set(files)))}); rescore scores "
                              "the same items the run answered")
+
+
+def _check_answers(record: RunRecord, recomputed: list[dict[str, Any]], cache: Path) -> None:
+    """The cache must hold the answers the run recorded: scored again under the source's own
+    options they give its samples.jsonl back, field for field. Skipped: a field the run's
+    version did not write, and a sample that failed there (its request was never cached)."""
+    if len(recomputed) != len(record.samples):
+        raise LocalevalError(f"{record.folder}: it recorded {len(record.samples)} samples and its "
+                             f"options plan {len(recomputed)}; rescore scores the same samples")
+    for kept, again in zip(record.samples, as_stored(recomputed), strict=True):
+        if kept.get("failed") or "failure" in kept:
+            continue
+        differs = next((key for key in kept if key in again and kept[key] != again[key]), None)
+        if differs is not None:
+            raise LocalevalError(
+                f"{cache}: its answer to sample {kept.get('id')} is not the one {record.folder} "
+                f"recorded ({differs}: {_short(kept[differs])} in the run, "
+                f"{_short(again[differs])} in the cache); rescore scores the run's own answers: "
+                "give the run's own --cache")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _check_missed(record: RunRecord, missed: int, n: int, cache: Path) -> None:
