@@ -262,6 +262,74 @@ def test_a_head_that_is_not_lionguard2s_is_one_line(tmp_path):
         get_guard("lionguard2", head=str(tmp_path / "nowhere"))
 
 
+def _damage(head, how):
+    """Issue 48 item 7: each was a traceback on main (AttributeError, TypeError,
+    SafetensorError, UnpicklingError)."""
+    import os
+    import pickle
+    import struct
+
+    import torch
+    from safetensors.numpy import load_file
+    from safetensors.torch import save_file
+
+    weights = {k: torch.from_numpy(v) for k, v in load_file(str(head / "model.safetensors"))
+               .items()}
+    (head / "model.safetensors").unlink()
+    if how == "a list in the .bin":
+        torch.save([1, 2, 3], head / "pytorch_model.bin")
+    elif how == "an int in the state dict":
+        torch.save({**weights, "shared_layers.0.bias": 5}, head / "pytorch_model.bin")
+    elif how == "a truncated safetensors":
+        save_file(weights, str(head / "model.safetensors"))
+        data = (head / "model.safetensors").read_bytes()
+        (head / "model.safetensors").write_bytes(data[:len(data) // 2])
+    elif how == "a header of 2**62 bytes":
+        (head / "model.safetensors").write_bytes(struct.pack("<Q", 2**62) + b"{}")
+    elif how == "a pickle that runs code":
+        class Runs:
+            def __reduce__(self):
+                return (os.system, ("echo ran",))
+        (head / "pytorch_model.bin").write_bytes(pickle.dumps({"x": Runs()}))
+
+
+@pytest.mark.parametrize("how, words", [
+    ("a list in the .bin", "pytorch_model.bin: holds a list, not a state dict of tensors"),
+    ("an int in the state dict", "entry 'shared_layers.0.bias' is int, not a float tensor"),
+    ("a truncated safetensors", "model.safetensors: not a readable weights file"),
+    ("a header of 2**62 bytes", "model.safetensors: not a readable weights file"),
+    ("a pickle that runs code", "pytorch_model.bin: refused: its pickle holds more than tensors"),
+])
+def test_a_damaged_head_is_one_line(tmp_path, how, words):
+    from localeval.errors import LocalevalError
+    from localeval.guards import get_guard
+
+    head = _lionguard_head(tmp_path / "head")
+    _damage(head, how)
+    with pytest.raises(LocalevalError) as refused:
+        get_guard("lionguard2", head=str(head))
+    assert words in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_a_bf16_head_loads_and_scores_as_its_float32_values(tmp_path):
+    """A head saved in bfloat16 (numpy has no such type: a TypeError on main) is read as float32;
+    the weights here are exact in bf16, so the scores are those of the float32 head."""
+    import numpy as np
+    import torch
+    from safetensors.numpy import load_file
+    from safetensors.torch import save_file
+
+    from localeval.guards.lionguard2 import LionGuard2Head
+
+    head = _lionguard_head(tmp_path / "head")
+    x = np.array([[2.0, 9.0, 9.0, 9.0], [0.5, 0, 0, 0], [-1.0, 0, 0, 0]], np.float32)
+    expected = LionGuard2Head(head).binary(x)
+    weights = load_file(str(head / "model.safetensors"))
+    save_file({k: torch.from_numpy(v).to(torch.bfloat16) for k, v in weights.items()},
+              str(head / "model.safetensors"))
+    assert LionGuard2Head(head).binary(x) == pytest.approx(expected)
+
+
 # ------------------------------------------------------------------ 3. D.2's guard variants
 class _Stub:
     """A model by role: the target answers by what it is asked; the guards (zero-shot, top 2)

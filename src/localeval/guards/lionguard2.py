@@ -24,6 +24,7 @@ head on any embedder, :mod:`.embedding`).
 from __future__ import annotations
 
 import json
+import pickle
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -73,16 +74,49 @@ def _config(folder: Path) -> tuple[int, list[str]]:
 
 
 def _weights(folder: Path) -> dict[str, np.ndarray]:
-    if (folder / "model.safetensors").exists():
-        from safetensors.numpy import load_file
-
-        return dict(load_file(str(folder / "model.safetensors")))
-    if (folder / "pytorch_model.bin").exists():
-        import torch
-
-        state = torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
-        return {k: v.float().numpy() for k, v in state.items()}
+    """The head's tensors as float32 arrays, from model.safetensors (any float dtype, bf16 too)
+    or pytorch_model.bin (loaded with ``weights_only``: a pickle that would run code is
+    refused); a damaged or foreign file is one line naming it."""
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        path = folder / name
+        if path.exists():
+            try:
+                state = _tensors(path)
+            except pickle.UnpicklingError:
+                raise LocalevalError(f"{path}: refused: its pickle holds more than tensors (it "
+                                     "could run code when loaded); convert the head to "
+                                     "safetensors") from None
+            except Exception as e:  # noqa: BLE001 — safetensors, torch and pickle raise many kinds
+                first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+                raise LocalevalError(f"{path}: not a readable weights file ({first})") from None
+            return _as_arrays(path, state)
     raise LocalevalError(f"{folder}: no model.safetensors or pytorch_model.bin for the head")
+
+
+def _tensors(path: Path) -> object:
+    import torch
+
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        return load_file(str(path))
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def _as_arrays(path: Path, state: object) -> dict[str, np.ndarray]:
+    """A state dict of tensors, each as float32: anything else is refused, naming the entry."""
+    import torch
+
+    if not isinstance(state, dict):
+        raise LocalevalError(f"{path}: holds a {type(state).__name__}, not a state dict of "
+                             "tensors")
+    arrays = {}
+    for key, value in state.items():
+        if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+            shown = value.dtype if isinstance(value, torch.Tensor) else type(value).__name__
+            raise LocalevalError(f"{path}: entry {key!r} is {shown}, not a float tensor")
+        arrays[str(key)] = value.float().numpy()
+    return arrays
 
 
 class LionGuard2Head:
