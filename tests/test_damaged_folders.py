@@ -37,6 +37,17 @@ def _without(*path):
     return edit
 
 
+def _set(old, path, value):
+    """The JSON with the key at ``path`` set to ``value``."""
+    data = json.loads(old)
+    *above, key = path
+    inner = data
+    for step in above:
+        inner = inner[step]
+    inner[key] = value
+    return json.dumps(data)
+
+
 # (file, edit, what the one line says)
 DAMAGE = {
     "config-array": ("config.json", _json("[1, 2]"), "should be a JSON object, not an array"),
@@ -50,6 +61,11 @@ DAMAGE = {
                                "field metrics.micro: missing"),
     "results-string-number": ("results.json", lambda old: old.replace(
         '"n_samples": 12', '"n_samples": "12"'), "field n_samples: should be a valid integer"),
+    # issue 48 item 4: `show` printed "Micro 150.00 ... over -6 questions"
+    "results-acc-over-1": ("results.json", lambda old: _set(old, ("metrics", "micro", "acc"), 1.5),
+                           "field metrics.micro.acc: should be a share from 0 to 1 (it is 1.5)"),
+    "results-n-negative": ("results.json", lambda old: _set(old, ("metrics", "micro", "n"), -6),
+                           "field metrics.micro.n: should be greater than or equal to 0"),
     "samples-null": ("samples.jsonl", lambda old: "null\n" + old,
                      "line 1 should be a JSON object, not null"),
     "samples-array": ("samples.jsonl", lambda old: old + "[1]\n",

@@ -13,13 +13,25 @@ way they read JSON keep working: ``results["metrics"]["micro"]["acc"]`` reads th
 from __future__ import annotations
 
 import re
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 # A number as results.json stores it: an int stays an int and a float a float (the folder's
 # bytes round-trip), and a string is refused (strict: "0.5" is a hand edit, not a number).
 Num = float | int
+
+
+def _a_share(value: float | int | None) -> float | int | None:
+    if value is not None and not 0 <= value <= 1:
+        raise ValueError("a share from 0 to 1")
+    return value
+
+
+# An accuracy, a rate or an interval bound: a number from 0 to 1 (1.5 is a hand edit).
+Share = Annotated[Num, AfterValidator(_a_share)]
+# How many: never negative (-6 questions is a hand edit).
+Count = Annotated[int, Field(ge=0)]
 
 
 class Record(BaseModel):

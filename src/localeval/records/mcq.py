@@ -3,9 +3,9 @@ per discipline (the TMLU paper's Table 3 columns), level, year and subject."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from .base import Num, Record, Results
+from .base import Count, Num, Record, Results, Share
 
 SCHEMA = "localeval.mcq/1"
 
@@ -13,28 +13,34 @@ SCHEMA = "localeval.mcq/1"
 class Accuracy(Record):
     """Accuracy over a group of questions (failed requests left out)."""
 
-    n: int = Field(description="questions scored in the group")
-    correct: int | None = Field(None, description="of them answered right")
-    acc: Num | None = Field(None, description="correct / n (0-1); None when n is 0")
+    n: Count = Field(description="questions scored in the group")
+    correct: Count | None = Field(None, description="of them answered right")
+    acc: Share | None = Field(None, description="correct / n (0-1); None when n is 0")
     stderr: Num | None = Field(None, description="its standard error (runs before intervals)")
-    low: Num | None = Field(None, description="Wilson score 95% interval, lower bound (0-1)")
-    high: Num | None = Field(None, description="Wilson score 95% interval, upper bound (0-1)")
-    n_unanswered: int = Field(0, description="questions with no extractable answer (wrong)")
-    n_failed: int = Field(0, description="questions whose request failed (left out)")
+    low: Share | None = Field(None, description="Wilson score 95% interval, lower bound (0-1)")
+    high: Share | None = Field(None, description="Wilson score 95% interval, upper bound (0-1)")
+    n_unanswered: Count = Field(0, description="questions with no extractable answer (wrong)")
+    n_failed: Count = Field(0, description="questions whose request failed (left out)")
+
+    @model_validator(mode="after")
+    def _agrees(self) -> Accuracy:
+        if self.correct is not None and self.correct > self.n:
+            raise ValueError(f"correct {self.correct} is more than n {self.n}")
+        return self
 
 
 class Macro(Record):
     """The mean of the subjects' accuracies."""
 
-    acc: Num | None = Field(None, description="mean subject accuracy (0-1)")
+    acc: Share | None = Field(None, description="mean subject accuracy (0-1)")
     stderr: Num | None = Field(None, description="sqrt(sum of squared standard errors) / S")
-    n_subjects: int | None = Field(None, description="subjects with an accuracy")
+    n_subjects: Count | None = Field(None, description="subjects with an accuracy")
 
 
 class MCQMetrics(Record):
     micro: Accuracy = Field(description="every question pooled")
     macro: Macro | None = Field(None, description="mean of the subjects")
-    discipline_average: Num | None = Field(None, description="the paper's Average: mean of "
+    discipline_average: Share | None = Field(None, description="the paper's Average: mean of "
                                            "the discipline columns")
     by_discipline: dict[str, Accuracy] = Field({}, description="per discipline (Table 3)")
     by_level: dict[str, Accuracy] = Field({}, description="per education level")
