@@ -273,4 +273,5 @@ def check_failures(results: Results, max_failed: float) -> None:
 
         raise TooManyFailures(f"{failed} of {n} samples failed (over --max-failed "
                               f"{max_failed:g}); they are left out of the results, and finished "
-                              f"requests are cached: {rerun_advice(results.data())}")
+                              f"requests are cached: {rerun_advice(results.data())}"
+                              + (f"; {results.failure_advice}" if results.failure_advice else ""))

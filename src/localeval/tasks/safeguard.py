@@ -148,6 +148,14 @@ def _texts(p: Planned, log_text: bool) -> dict[str, str]:
     return {f"{k}_sha256": hashlib.sha256(v.encode()).hexdigest() for k, v in texts.items()}
 
 
+def _labels_outside_top(sample: dict) -> bool:
+    """Whether the sample's last ranked response (``guard_output``) had every label outside the
+    top k: each rank recorded as None."""
+    ranked = [r["ranks"] for r in sample.get("guard_output") or []
+              if isinstance(r, dict) and isinstance(r.get("ranks"), dict)]
+    return bool(ranked) and all(rank is None for rank in ranked[-1].values())
+
+
 class SafeguardTask(Task):
     """A guard on a safety benchmark: ``sea-safeguard`` (Hub, a folder in its layout, or a file
     of items), ``safety-prompts`` (labelled prompt files: XSTest CSV, multilingual JBB JSONL) or
@@ -242,8 +250,9 @@ class SafeguardTask(Task):
         failed = [s for s in samples if "error" in s]
         n_neutral = sum(1 for s in failed if s.get("neutral"))
         # what the guard itself found (an embedding guard scoring its own training texts)
+        advice = self._failure_advice(failed)
         warnings = data.warnings + list(getattr(self.guard, "warnings", [])) + \
-            ([self._failure_warning(failed, len(samples), n_neutral)] if failed else [])
+            ([self._failure_warning(failed, len(samples), n_neutral, advice)] if failed else [])
         kinds = {kind for kind, _ in self.kinds}
         return {
             "schema": self.results_schema,
@@ -257,6 +266,7 @@ class SafeguardTask(Task):
             "sensitive": self.options.sensitive or DEFAULT_SENSITIVE,
             "n_samples": len(samples),
             "n_failed": len(failed),
+            "failure_advice": advice,
             "on_failure": self.options.on_failure,
             "n_neutral": n_neutral,
             "n_excluded": sum(1 for s in samples if s["label"] is None),
@@ -268,7 +278,8 @@ class SafeguardTask(Task):
             **analyses(list(samples), self.options),
         }
 
-    def _failure_warning(self, failed: list[dict], n: int, n_neutral: int) -> str:
+    def _failure_warning(self, failed: list[dict], n: int, n_neutral: int,
+                         advice: str | None) -> str:
         reasons = Counter(s.get("failure", "unclassified") for s in failed).most_common(3)
         if self.options.on_failure == "iris":
             fate = (f"were scored as IRIS scores them: {n_neutral} kept, "
@@ -277,7 +288,19 @@ class SafeguardTask(Task):
             fate = (f"were scored {1 / self.guard.n_labels:g} and kept (--on-failure neutral)"
                     if n_neutral else "are left out (never counted as safe)")
         return (f"{len(failed)} of {n} guard samples failed and {fate}; most common: "
-                + "; ".join(f"{r} ({k})" for r, k in reasons))
+                + "; ".join(f"{r} ({k})" for r, k in reasons) + (f"; {advice}" if advice else ""))
+
+    def _failure_advice(self, failed: list[dict]) -> str | None:
+        """The way out when most samples failed because no label was among the guard's top k
+        log-probs (what a small or untrained model gives), or None."""
+        top = self.guard.label_top
+        outside = sum(1 for s in failed
+                      if s.get("failure") == VERDICT_FAILURE and _labels_outside_top(s))
+        if top is None or not failed or 2 * outside < len(failed):
+            return None
+        return (f"{outside} samples had no label among the top {top} log-probs at the verdict "
+                "position (usual for a small or untrained model): --guard-option "
+                "label_scores=full reads the labels over the whole vocabulary")
 
     @property
     def cultural_awareness(self) -> bool:
