@@ -54,11 +54,12 @@ EPILOG = "`localeval <command> --help` shows each command's options."
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Shows an option's default where it has one worth showing."""
+    """Shows an option's default where it has one worth showing: never a switch's (a
+    ``--no-…`` flag's True read as if what it turns off were off)."""
 
     def _get_help_string(self, action):
         text = action.help or ""
-        shown = _worth_showing(action.default)
+        shown = _worth_showing(action.default) and action.nargs != 0
         if not text and action.option_strings and shown:
             return "(default: %(default)s)"
         if "%(default)" in text or not shown or "default" in text or not action.option_strings:

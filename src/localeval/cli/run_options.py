@@ -94,7 +94,7 @@ def add_backend_arguments(parser) -> None:
         for declaration in ("secret", "secret_keys", "speed_only"):  # ours, not argparse's
             meta.pop(declaration, None)
         text = meta.pop("help")
-        if f.default not in (None, True) and "default" not in text:
+        if f.default is not None and not isinstance(f.default, bool) and "default" not in text:
             text += f" (default: {f.default})"
         group.add_argument(flag, dest=f.name, default=f.default, help=text, **meta)
     group.add_argument("--role-option", action="append", default=[], metavar="ROLE.KEY=VALUE",
