@@ -190,6 +190,17 @@ def _unknown_arguments(p: OneLineParser, args, extra: list[str]):
     command.error(what + (f" (did you mean {' or '.join(close)}?)" if close else ""))
 
 
+def _check_command(p: OneLineParser, argv: list[str]) -> None:
+    """A command that does not exist (`localeval rnu`): one line with the one it is close to
+    (the top level's options take no value, so the first word is the command)."""
+    word = next((w for w in argv if not w.startswith("-")), None)
+    if word is None or word in p.commands:
+        return
+    close = difflib.get_close_matches(word, list(p.commands), n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]}? " if close else ""
+    p.error(f"unknown command {word!r} ({hint}the commands: {', '.join(p.commands)})")
+
+
 class _CommandParser(OneLineParser):
     """A command's parser: our help format, and --debug after the command too (`run ... --debug`)."""
 
@@ -250,6 +261,11 @@ def stop_signals_interrupt() -> Iterator[None]:
 
 def _main(argv: list[str] | None) -> int:
     p = parser()
+    given = sys.argv[1:] if argv is None else argv
+    if not given:  # bare `localeval`: what it does and how to start, not an error
+        p.print_help()
+        return 0
+    _check_command(p, given)
     args, extra = p.parse_known_args(argv)
     if extra:
         _unknown_arguments(p, args, extra)

@@ -88,7 +88,8 @@ def sample_kinds(classify: Iterable[str]) -> list[tuple[SampleKind, Context]]:
 def check_guard(guard: Guard, kinds: Iterable[tuple[SampleKind, Context]]) -> None:
     if not guard.supports_response and any(k.judges_response for k, _ in kinds):
         raise LocalevalError(f"guard {guard.name!r} classifies prompts only; pass "
-                             "classify=('prompt',) or pick another guard")
+                             "--classify prompt (classify=['prompt'] in Python) or pick "
+                             "another guard")
 
 
 def plan(items: Sequence[SafetyItem], classify: Iterable[str],
@@ -199,6 +200,9 @@ class SafeguardTask(Task):
     def model_roles(self) -> dict[str, Any]:
         return self.guard.model_roles()
 
+    def role_way(self, role: str) -> str | None:
+        return self.guard.role_ways.get(role)
+
     def load(self) -> SafetyData:
         warnings: list[str] = []
         o = self.options
@@ -221,7 +225,8 @@ class SafeguardTask(Task):
         has_response = any(i.response is not None for i in items)
         if not has_response and all(k.judges_response for k, _ in self.kinds):
             raise LocalevalError(f"nothing to classify: the {self.name} items have no "
-                                 "responses; use classify=('prompt',)")
+                                 "responses; use --classify prompt (classify=['prompt'] in "
+                                 "Python)")
         return [f"no {kind} samples ({context}): no selected item has a response"
                 for kind, context in self.kinds if kind.judges_response and not has_response]
 
