@@ -122,3 +122,60 @@ def test_leaderboard_of_a_mistyped_task_gets_its_did_you_mean(tmp_path, capsys):
     assert "(did you mean cmmlu? it holds sea-safeguard)" in one_line(capsys)
     assert main(["leaderboard", "--task", "sea-safegaurd"]) == 2
     assert "(did you mean sea-safeguard? it holds sea-safeguard)" in one_line(capsys)
+
+
+# ------------------------------------------------------------------ item 2: vLLM on a CPU
+def test_the_readme_starts_vllms_cpu_server_as_the_tests_do():
+    """`vllm serve` fails on vLLM's CPU build; the README gives the route tests/vllm_server.py
+    takes: the server module, with VLLM_CPU_KVCACHE_SPACE."""
+    from tiny_models import REPO
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    tests = (REPO / "tests" / "vllm_server.py").read_text(encoding="utf-8")
+    module = "vllm.entrypoints.openai.api_server"
+    assert module in tests and '"VLLM_CPU_KVCACHE_SPACE"' in tests
+    block = readme.split("**vLLM's server on a CPU.**", 1)[1].split("```bash\n", 1)[1]
+    block = block.split("```", 1)[0]
+    assert block.startswith(f"VLLM_CPU_KVCACHE_SPACE=4 python -m {module} --model ")
+    assert "localeval run --task tmlu --model openai:mymodel --base-url http://127.0.0.1:8000/v1" \
+        in block
+
+
+# ------------------------------------------------------------------ item 3: Table 2 offline
+def test_offline_without_data_points_at_the_item_format_and_the_sample(model_folder,
+                                                                       no_model_load,
+                                                                       monkeypatch, capsys):
+    import localeval.data.hub
+    from localeval.data.safety import SAMPLE_ITEMS
+
+    monkeypatch.setattr(localeval.data.hub, "hub_unreachable", lambda *a, **k: True)
+    monkeypatch.setattr(localeval.data.hub, "dataset_cached", lambda *a, **k: False)
+    assert main(["run", "--task", "sea-safeguard", "--guard", "zero-shot",
+                 "--model", model_folder]) == 2
+    line = one_line(capsys)
+    assert "or pass --data with a local copy: a folder in the Hub's layout, or a JSONL/CSV/" \
+           "Parquet file of items (README, \"Local items\"), such as the bundled sample " \
+           f"{SAMPLE_ITEMS}" in line, line
+
+
+def test_the_bundled_sample_is_the_documented_example_of_every_table2_cell():
+    from tiny_models import REPO
+
+    from localeval.data.safety import SAMPLE_ITEMS, SEA_LANGS, SUBSETS
+    from localeval.tasks.safety_items import load_safety_items
+
+    assert SAMPLE_ITEMS == REPO / "src" / "localeval" / "data" / "sample" / "safety" / \
+        "items.jsonl"
+    items = load_safety_items("sea-safeguard", SAMPLE_ITEMS)
+    cells = {(i.subset, i.lang == "en") for i in items}
+    assert cells == {(s, en) for s in SUBSETS for en in (True, False)}
+    assert {i.lang for i in items} == {"en", *SEA_LANGS}
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("- **Local items**", 1)[1].split("\n- **", 1)[0]
+    for field in ("subset", "lang", "split", "id", "prompt", "response", "prompt_label",
+                  "response_label", "country", "local_prompt", "en_prompt", "local_response",
+                  "en_response", "prompt_annotations", "response_annotations"):
+        assert f"`{field}`" in section, field
+    assert "`src/localeval/data/sample/safety/items.jsonl`" in section
+    assert "localeval run --task sea-safeguard --data src/localeval/data/sample/safety/" \
+           "items.jsonl" in section

@@ -175,6 +175,14 @@ def test_labels_outside_the_top_k_name_the_way_out(tmp_path):
                          guard_options={"label_scores": "full"}).results
     assert full["n_failed"] == 0 and full["failure_advice"] is None
 
+    class Served(_Untrained):
+        identity = {"backend": "openai", "model": "untrained"}
+
+    served = safeguard_run(tmp_path / "served", model=Served(), limit=1).results
+    assert served["failure_advice"].endswith("(a server's, with --top-logprobs as large as the "
+                                             "vocabulary and its --max-logprobs allowing it)")
+    assert "--top-logprobs" not in results["failure_advice"]
+
 
 def test_failures_of_another_kind_get_no_label_advice(tmp_path):
     from offline_runs import safeguard_run

@@ -32,6 +32,11 @@ SEA_LANGS = ("id", "ms", "my", "th", "ta", "tl", "vi")
 _LANG_RE = re.compile(r"^[a-z]{2,3}$")  # ISO 639-1 or 639-3
 
 HUB_REPO = "aisingapore/SEASafeguardBench"
+# The bundled example of the local item format (README, "Local items"): the three subsets,
+# English and seven SEA languages, enough for a Table 2 offline.
+SAMPLE_ITEMS = Path(__file__).parent / "sample" / "safety" / "items.jsonl"
+LOCAL_COPY = ("a local copy: a folder in the Hub's layout, or a JSONL/CSV/Parquet file of items "
+              "(README, \"Local items\"), such as the bundled sample " + str(SAMPLE_ITEMS))
 # Hub config name -> our subset name.
 HUB_CONFIGS = {
     "general": "general",
@@ -221,7 +226,8 @@ def load_seasafeguard_hub(subsets: Iterable[str] = SUBSETS,
     ``cache_dir`` is passed to ``datasets``. The Hub dataset is gated: log in first
     (``hf auth login``) with an account that accepted its terms.
     """
-    check_dataset_source(repo, cache_dir)  # before datasets is imported: it reads the offline flag
+    # before datasets is imported: it reads the offline flag
+    check_dataset_source(repo, cache_dir, LOCAL_COPY if repo == HUB_REPO else "a local copy")
     import datasets
 
     wanted = {_lang(lang, "langs", None) for lang in langs}

@@ -255,7 +255,7 @@ class SafeguardTask(Task):
         failed = [s for s in samples if "error" in s]
         n_neutral = sum(1 for s in failed if s.get("neutral"))
         # what the guard itself found (an embedding guard scoring its own training texts)
-        advice = self._failure_advice(failed)
+        advice = self._failure_advice(failed, str(identity.get("backend", "")))
         warnings = data.warnings + list(getattr(self.guard, "warnings", [])) + \
             ([self._failure_warning(failed, len(samples), n_neutral, advice)] if failed else [])
         kinds = {kind for kind, _ in self.kinds}
@@ -295,9 +295,10 @@ class SafeguardTask(Task):
         return (f"{len(failed)} of {n} guard samples failed and {fate}; most common: "
                 + "; ".join(f"{r} ({k})" for r, k in reasons) + (f"; {advice}" if advice else ""))
 
-    def _failure_advice(self, failed: list[dict]) -> str | None:
+    def _failure_advice(self, failed: list[dict], backend: str) -> str | None:
         """The way out when most samples failed because no label was among the guard's top k
-        log-probs (what a small or untrained model gives), or None."""
+        log-probs (what a small or untrained model gives), or None. A server gives log-probs
+        of its top list alone (``--top-logprobs``)."""
         top = self.guard.label_top
         outside = sum(1 for s in failed
                       if s.get("failure") == VERDICT_FAILURE and _labels_outside_top(s))
@@ -305,7 +306,9 @@ class SafeguardTask(Task):
             return None
         return (f"{outside} samples had no label among the top {top} log-probs at the verdict "
                 "position (usual for a small or untrained model): --guard-option "
-                "label_scores=full reads the labels over the whole vocabulary")
+                "label_scores=full reads the labels over the whole vocabulary"
+                + (" (a server's, with --top-logprobs as large as the vocabulary and its "
+                   "--max-logprobs allowing it)" if backend == "openai" else ""))
 
     @property
     def cultural_awareness(self) -> bool:
