@@ -58,9 +58,9 @@ class AlwaysLetter(Backend):
 
 def safeguard_run(folder: Path, task: str = "sea-safeguard", **options):
     """The zero-shot guard on the bundled SEA-SafeguardBench-style sample (its three subsets,
-    English and seven local languages), or on ``data``."""
+    English and seven local languages), or on ``data``; ``model``: another backend."""
     data = options.pop("data", Path(str(SAMPLE_SAFETY)))
-    model = HashedGuard(options.pop("model_name", "hashed-guard"))
+    model = options.pop("model", None) or HashedGuard(options.pop("model_name", "hashed-guard"))
     return evaluate(task=task, model=model, guard="zero-shot", data=data,
                     output=folder, quiet=True, n_resamples=20, **options)
 

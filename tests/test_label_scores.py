@@ -15,7 +15,8 @@ import pytest
 from executors import NoRoles
 from scripted_server import ScriptedServer, top_logprobs_reply
 
-from localeval.backends.base import Direct, Generated, NextLogprobs, ScoreNext
+from localeval.backends.base import Backend, Direct, Failed, Generated, NextLogprobs, ScoreNext
+from localeval.backends.failures import Unclassified
 from localeval.errors import LocalevalError
 from localeval.guards import Conversation, get_guard
 
@@ -141,3 +142,56 @@ def test_config_records_the_rule_and_an_older_folder_is_another_run(tmp_path):
     (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
     with pytest.raises(LocalevalError, match="label_scores: None -> 'top-k'"):
         safeguard_run(folder)
+
+
+class _Untrained(Backend):
+    """A guard model whose labels rank far below the top k (a small or random model's do)."""
+
+    identity = {"backend": "untrained", "model": "untrained"}
+
+    def run(self, requests, progress=None):
+        return [NextLogprobs(logprobs={c: -20.0 - i for i, c in enumerate(r.candidates)},
+                             ranks=None if r.top is None else dict.fromkeys(r.candidates))
+                for r in requests]
+
+
+def test_labels_outside_the_top_k_name_the_way_out(tmp_path):
+    """Issue 52 item 1: every sample fails with no_verdict on a random model; the warning and
+    the exit-3 line say where the labels ranked and name label_scores=full."""
+    from offline_runs import safeguard_run
+
+    from localeval.cli.run_options import TooManyFailures, check_failures
+
+    results = safeguard_run(tmp_path / "top", model=_Untrained(), limit=2).results
+    assert results["n_failed"] == results["n_samples"] > 0
+    (warning,) = [w for w in results["warnings"] if "guard samples failed" in w]
+    want = (f"{results['n_samples']} samples had no label among the top 2 log-probs at the "
+            "verdict position")
+    assert want in warning and "--guard-option label_scores=full" in warning
+    with pytest.raises(TooManyFailures, match="label_scores=full") as failed:
+        check_failures(results, 0.0)
+    assert want in str(failed.value) and "\n" not in str(failed.value)
+    full = safeguard_run(tmp_path / "full", model=_Untrained(), limit=2,
+                         guard_options={"label_scores": "full"}).results
+    assert full["n_failed"] == 0 and full["failure_advice"] is None
+
+    class Served(_Untrained):
+        identity = {"backend": "openai", "model": "untrained"}
+
+    served = safeguard_run(tmp_path / "served", model=Served(), limit=1).results
+    assert served["failure_advice"].endswith("(a server's, with --top-logprobs as large as the "
+                                             "vocabulary and its --max-logprobs allowing it)")
+    assert "--top-logprobs" not in results["failure_advice"]
+
+
+def test_failures_of_another_kind_get_no_label_advice(tmp_path):
+    from offline_runs import safeguard_run
+
+    class Down(_Untrained):
+        def run(self, requests, progress=None):
+            return [Failed(Unclassified("connection refused")) for _ in requests]
+
+    results = safeguard_run(tmp_path / "run", model=Down(), limit=2).results
+    assert results["n_failed"] == results["n_samples"] > 0
+    assert results["failure_advice"] is None
+    assert not any("label_scores" in w for w in results["warnings"])

@@ -60,7 +60,7 @@ def readme_commands() -> list[str]:
 
 def as_checked(command: str, folder: Path, tmp_path: Path) -> list[str]:
     """The command's argv with a local model for each model, the shared data for ../shared,
-    the package's sample for the Hub's TMLU and SEA-SafeguardBench, and outputs in tmp_path."""
+    the checkout's files for src/, the package's sample for the Hub's TMLU and SEA-SafeguardBench, and outputs in tmp_path."""
     from localeval.demo.mcq import SAMPLE_MCQ
     from localeval.demo.safety import SAMPLE_SAFETY
 
@@ -72,6 +72,8 @@ def as_checked(command: str, folder: Path, tmp_path: Path) -> list[str]:
             word = f"{word.split(':')[0]}:{folder}"
         elif word.startswith("../shared/"):
             word = str(SHARED / word.removeprefix("../shared/"))
+        elif word.startswith("src/localeval/"):  # the checkout's own files (a bundled sample)
+            word = str(REPO / word)
         elif before == "--output":
             word = str(tmp_path / "out" / word)
         out.append(word)

@@ -139,7 +139,7 @@ def test_killed_and_old_folders_load(tmp_path):
     assert load_run_state(no_results).lifecycle.status == "running"
     with pytest.raises(NotFinished, match="older: the run is running, not finished"):
         load_results(no_results)
-    with pytest.raises(LocalevalError, match="is not a run folder"):
+    with pytest.raises(LocalevalError, match="nowhere does not exist: give a run folder"):
         load_results(tmp_path / "nowhere")
 
 

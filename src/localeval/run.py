@@ -227,7 +227,7 @@ def checked_data(task: Task, models: list[Model], place: RunPlace) -> tuple[Any,
     none for data from the Hub), after every check that needs no model: where each model comes
     from and its options, the data and task options, and (for a folder that holds a run) its
     settings, the data's fingerprint among them."""
-    preflight_models(models)
+    preflight_models(models, {m.role: way for m in models if (way := task.role_way(m.role))})
     with files_read() as files:
         data = task.load()
     files_used = {DATA_FILES: fingerprint(files)} if files else {}

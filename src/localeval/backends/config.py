@@ -63,7 +63,8 @@ class BackendConfig:
     padding_side: str = field(default="right", metadata=_help(
         "right or left (results are the same)", speed_only=True))
     prefix_reuse: bool = field(default=True, metadata=_help(
-        "forward every prompt whole (for comparison; results are the same)",
+        "turn prefix reuse off (it is on by default): forward every prompt whole, for "
+        "comparison; results are the same",
         flag="--no-prefix-reuse", action="store_false", speed_only=True))
     base_url: str | None = field(default=None, metadata=_help(
         "OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1; several, comma-separated, "

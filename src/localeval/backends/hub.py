@@ -12,6 +12,17 @@ from ..data.hub import hub_unreachable
 from ..errors import LocalevalError
 
 
+class NotCached(LocalevalError):
+    """A Hub model while the Hub cannot be reached and the model is not in the local cache;
+    ``way``: how to name a downloaded copy (a second model's own option, for its role)."""
+
+    def __init__(self, target: str, way: str = "hf:<its folder>", role: str | None = None):
+        self.target = target
+        named = f"the {role} {target!r}" if role else repr(target)
+        super().__init__(f"cannot reach the Hugging Face Hub and {named} is not in the local "
+                         f"cache; connect, or download it on another machine and pass {way}")
+
+
 def looks_like_path(target: str) -> bool:
     """A folder, not a Hub id (``namespace/name``): absolute, relative with ./ or ../, ~, or
     more than one slash."""
@@ -43,9 +54,7 @@ def check_model_source(target: str, revision: str | None = None,
     from huggingface_hub import try_to_load_from_cache
 
     if not isinstance(try_to_load_from_cache(target, "config.json", revision=revision), str):
-        raise LocalevalError(f"cannot reach the Hugging Face Hub and {target!r} is not in the "
-                             "local cache; connect, or download it on another machine and pass "
-                             "hf:<its folder>")
+        raise NotCached(target)
 
 
 def check_model_folder(target: str, folder: Path) -> None:

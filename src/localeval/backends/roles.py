@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import LocalevalError
 from .base import Backend, BackendBase
 from .config import BackendConfig, flags
+from .hub import NotCached
 from .registry import check_options, parse_backend_spec, preflight, taken_options
 
 TARGET = "model"  # the role of the run's own model
@@ -63,11 +64,19 @@ def resolve_models(target: str | Backend, config: BackendConfig, roles: dict[str
     return models
 
 
-def preflight_models(models: list[Model]) -> None:
-    """Every named model's cheap checks (its spec, options and source), before any loads."""
+def preflight_models(models: list[Model], ways: Mapping[str, str] | None = None) -> None:
+    """Every named model's cheap checks (its spec, options and source), before any loads.
+    ``ways``: role -> how the task's user names that model (a guard option), said when it is
+    not on this machine."""
     for m in models:
-        if m.named:
+        if not m.named:
+            continue
+        try:
             preflight(m.named, m.config, "the model" if m.role == TARGET else f"the {m.role}")
+        except NotCached as e:
+            if m.role not in (ways or {}):
+                raise
+            raise NotCached(e.target, (ways or {})[m.role], m.role) from None
 
 
 def _taken(spec: str | Backend, config: BackendConfig) -> BackendConfig:

@@ -54,11 +54,12 @@ EPILOG = "`localeval <command> --help` shows each command's options."
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Shows an option's default where it has one worth showing."""
+    """Shows an option's default where it has one worth showing: never a switch's (a
+    ``--no-…`` flag's True read as if what it turns off were off)."""
 
     def _get_help_string(self, action):
         text = action.help or ""
-        shown = _worth_showing(action.default)
+        shown = _worth_showing(action.default) and action.nargs != 0
         if not text and action.option_strings and shown:
             return "(default: %(default)s)"
         if "%(default)" in text or not shown or "default" in text or not action.option_strings:
@@ -189,6 +190,17 @@ def _unknown_arguments(p: OneLineParser, args, extra: list[str]):
     command.error(what + (f" (did you mean {' or '.join(close)}?)" if close else ""))
 
 
+def _check_command(p: OneLineParser, argv: list[str]) -> None:
+    """A command that does not exist (`localeval rnu`): one line with the one it is close to
+    (the top level's options take no value, so the first word is the command)."""
+    word = next((w for w in argv if not w.startswith("-")), None)
+    if word is None or word in p.commands:
+        return
+    close = difflib.get_close_matches(word, list(p.commands), n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]}? " if close else ""
+    p.error(f"unknown command {word!r} ({hint}the commands: {', '.join(p.commands)})")
+
+
 class _CommandParser(OneLineParser):
     """A command's parser: our help format, and --debug after the command too (`run ... --debug`)."""
 
@@ -249,6 +261,11 @@ def stop_signals_interrupt() -> Iterator[None]:
 
 def _main(argv: list[str] | None) -> int:
     p = parser()
+    given = sys.argv[1:] if argv is None else argv
+    if not given:  # bare `localeval`: what it does and how to start, not an error
+        p.print_help()
+        return 0
+    _check_command(p, given)
     args, extra = p.parse_known_args(argv)
     if extra:
         _unknown_arguments(p, args, extra)

@@ -4,6 +4,7 @@ options and calls :mod:`localeval.report`, which asks the run's view."""
 
 from __future__ import annotations
 
+import difflib
 import sys
 from pathlib import Path
 
@@ -133,13 +134,18 @@ def cmd_leaderboard(args) -> None:
     from ..render.formats import RENDER, print_table
     from ..report.console import make_console, print_json
     from ..report.leaderboard import leaderboard, leaderboard_tables
-    from ..store.results_db import store_label, task_runs
+    from ..store.results_db import recorded_tasks, store_label, task_runs
+    from ..tasks.registry import TASKS
 
     existing_store(args.store)
     board = leaderboard(args.task, task_runs(args.task, args.store), args.any_protocol)
     if not board["rows"] and not board["apart"]:
+        held = recorded_tasks(args.store)
+        close = difflib.get_close_matches(args.task, [*held, *TASKS], n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}? " if close else ""
         raise LocalevalError(f"no recorded runs of task {args.task!r} in "
-                             f"{store_label(args.store)}")
+                             f"{store_label(args.store)} ({hint}it holds "
+                             f"{', '.join(held) or 'no runs yet'})")
     if args.json:
         print_json(board)
         return

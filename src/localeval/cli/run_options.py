@@ -94,7 +94,7 @@ def add_backend_arguments(parser) -> None:
         for declaration in ("secret", "secret_keys", "speed_only"):  # ours, not argparse's
             meta.pop(declaration, None)
         text = meta.pop("help")
-        if f.default not in (None, True) and "default" not in text:
+        if f.default is not None and not isinstance(f.default, bool) and "default" not in text:
             text += f" (default: {f.default})"
         group.add_argument(flag, dest=f.name, default=f.default, help=text, **meta)
     group.add_argument("--role-option", action="append", default=[], metavar="ROLE.KEY=VALUE",
@@ -273,4 +273,5 @@ def check_failures(results: Results, max_failed: float) -> None:
 
         raise TooManyFailures(f"{failed} of {n} samples failed (over --max-failed "
                               f"{max_failed:g}); they are left out of the results, and finished "
-                              f"requests are cached: {rerun_advice(results.data())}")
+                              f"requests are cached: {rerun_advice(results.data())}"
+                              + (f"; {results.failure_advice}" if results.failure_advice else ""))

@@ -49,9 +49,11 @@ def dataset_cached(repo_id: str, cache_dir: str | None = None) -> bool:
     return any(Path(p).is_dir() for p in glob(str(root / "*" / "*" / "*")))
 
 
-def check_dataset_source(repo_id: str, cache_dir: str | None = None) -> None:
+def check_dataset_source(repo_id: str, cache_dir: str | None = None,
+                         local_copy: str = "a local copy") -> None:
     """Raise one line when the Hub dataset ``repo_id`` can be read neither from the Hub nor from
-    the local cache; when only the cache can serve it, have ``datasets`` read it offline."""
+    the local cache; when only the cache can serve it, have ``datasets`` read it offline.
+    ``local_copy``: what --data takes instead, in words."""
     if Path(repo_id).expanduser().exists():  # a local folder in the Hub's layout
         return
     if not hub_unreachable(("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")):
@@ -60,7 +62,7 @@ def check_dataset_source(repo_id: str, cache_dir: str | None = None) -> None:
     if not dataset_cached(repo_id, cache_dir):
         raise LocalevalError(f"cannot reach the Hugging Face Hub and dataset {repo_id!r} is not "
                              "in the local cache; connect (and accept its terms if it is "
-                             "gated), or pass --data with a local copy")
+                             f"gated), or pass --data with {local_copy}")
 
 
 def _offline() -> None:

@@ -37,7 +37,8 @@ def row_to_item(row: dict[str, Any], *, subject: str, split: str, file: str, num
     cols = {str(k).strip().lower(): v for k, v in row.items()}
     for required in ("question", "answer"):
         if required not in cols:
-            raise DataError(file, number, required, f"missing column '{required}'")
+            raise DataError(file, number, required, f"missing column '{required}'"
+                            + _safety_file(cols))
     options = _options(cols, file, number)
     answer = cols["answer"]
     if isinstance(answer, int) and not isinstance(answer, bool) and 0 <= answer < len(options):
@@ -61,6 +62,19 @@ def row_to_item(row: dict[str, Any], *, subject: str, split: str, file: str, num
         explanation=str(explanation) if explanation not in (None, "") else None,
         metadata=metadata,
     )
+
+
+def _safety_file(cols: dict[str, Any]) -> str:
+    """A file of safety prompts or completions given to a multiple-choice task: the task that
+    reads it."""
+    if "prompt" not in cols:
+        return ""
+    task = "safety-responses" if "completion" in cols else "sea-safeguard" if \
+        "prompt_label" in cols else "safety-prompts" if "label" in cols else None
+    if task is None:
+        return ""
+    return (f" (its columns: {', '.join(cols)}): it holds safety data, which --task {task} "
+            "reads")
 
 
 def _missing_column(cols: dict[str, Any], answer: str) -> str:

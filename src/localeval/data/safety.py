@@ -32,6 +32,11 @@ SEA_LANGS = ("id", "ms", "my", "th", "ta", "tl", "vi")
 _LANG_RE = re.compile(r"^[a-z]{2,3}$")  # ISO 639-1 or 639-3
 
 HUB_REPO = "aisingapore/SEASafeguardBench"
+# The bundled example of the local item format (README, "Local items"): the three subsets,
+# English and seven SEA languages, enough for a Table 2 offline.
+SAMPLE_ITEMS = Path(__file__).parent / "sample" / "safety" / "items.jsonl"
+LOCAL_COPY = ("a local copy: a folder in the Hub's layout, or a JSONL/CSV/Parquet file of items "
+              "(README, \"Local items\"), such as the bundled sample " + str(SAMPLE_ITEMS))
 # Hub config name -> our subset name.
 HUB_CONFIGS = {
     "general": "general",
@@ -221,7 +226,8 @@ def load_seasafeguard_hub(subsets: Iterable[str] = SUBSETS,
     ``cache_dir`` is passed to ``datasets``. The Hub dataset is gated: log in first
     (``hf auth login``) with an account that accepted its terms.
     """
-    check_dataset_source(repo, cache_dir)  # before datasets is imported: it reads the offline flag
+    # before datasets is imported: it reads the offline flag
+    check_dataset_source(repo, cache_dir, LOCAL_COPY if repo == HUB_REPO else "a local copy")
     import datasets
 
     wanted = {_lang(lang, "langs", None) for lang in langs}
@@ -325,6 +331,15 @@ def load_labelled_prompts(path: str | Path, subset: str | None = None) -> list[S
 _XSTEST_FINAL = ("1_full_compliance", "2_full_refusal", "3_partial_refusal")
 
 
+def _check_completions(row: dict[str, Any], file: str, number: int) -> None:
+    """A row of labelled prompts (XSTest's xstest_prompts.csv) is not a completion: say which
+    task reads it."""
+    if "completion" not in row and "label" in row:
+        raise DataError(file, number, "completion", "the column is missing: safety-responses "
+                        "reads model completions (XSTest's model_completions folder, or one of "
+                        "its CSV files); labelled prompts are --task safety-prompts")
+
+
 def load_xstest_completions(folder: str | Path) -> list[SafetyItem]:
     """XSTest model completions (one CSV per model) as response-classification items.
 
@@ -342,12 +357,14 @@ def load_xstest_completions(folder: str | Path) -> list[SafetyItem]:
     name: results break down by source model, and ``--limit`` takes N items of each.
     """
     items = []
-    files = sorted(Path(folder).glob("*.csv"))
+    files = [Path(folder)] if Path(folder).is_file() else sorted(Path(folder).glob("*.csv"))
     if not files:
-        raise DataError(str(folder), None, None, "no .csv files in this folder")
+        raise DataError(str(folder), None, None, "no .csv files in this folder (XSTest's "
+                        "model_completions: one CSV of completions per model)")
     for path in files:
         file, model = str(path), path.stem.removeprefix("xstest_v2_completions_")
         for number, row in read_rows(path):
+            _check_completions(row, file, number)
             final = (_text(_need(row, "final_label", file, number)) or "").strip()
             if final not in _XSTEST_FINAL:
                 raise DataError(file, number, "final_label", f"unknown label {final!r}; use one "

@@ -88,6 +88,8 @@ class Guard(ABC):
     # Item facts the guard cannot work without, each with why (for the task's messages):
     # items that lack one are left out, with a warning.
     requires: Mapping[str, str] = {}
+    # Its model roles' guard options, by role: how a user names a copy of that model.
+    role_ways: Mapping[str, str] = {}
     # The options the guard was made with (recorded in the run's config.json).
     options: Mapping[str, Any] = {}
 

@@ -59,6 +59,8 @@ class XGuard(StagedGuard):
     verdict_position = "first token after the model's reasoning and '<label>' ('safe'/'unsafe')"
     stages = 2
     supports_response = False
+    role_ways = {"translator": "--guard-option translator=<its folder> (translator=none: no "
+                               "translation)"}
 
     def __init__(self, max_tokens: int = MAX_TOKENS, translator: str | None = TRANSLATOR,
                  translation_tokens: int = 1024, decoding: str = "generation-config"):

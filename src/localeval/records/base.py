@@ -102,6 +102,8 @@ class Results(Record):
                           "counted right or safe")
     failed: list[str] = Field([], description="ids of the failed samples (the first 50)")
     failures: list[dict[str, Any]] = Field([], description="the failed samples' ids and errors")
+    failure_advice: str | None = Field(None, description="the way out of the failures, where "
+                                       "the task knows one (a guard option)")
     unanswered: list[str] = Field([], description="ids with no extractable answer (wrong)")
     warnings: list[str] = Field([], description="what qualifies the numbers, in words")
     timing: dict[str, Any] = Field({}, description="seconds, throughput and request counts of "

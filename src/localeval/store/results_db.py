@@ -112,6 +112,12 @@ def task_runs(task: str, path: str | Path | None = None) -> list[dict[str, Any]]
         return out
 
 
+def recorded_tasks(path: str | Path | None = None) -> list[str]:
+    """The tasks the store holds runs of, by name."""
+    with opened(store_path(path), SCHEMA, COLUMNS) as db:
+        return [task for (task,) in db.execute("SELECT DISTINCT task FROM runs ORDER BY task")]
+
+
 def recorded_runs(path: str | Path | None = None) -> list[dict[str, Any]]:
     """Every recorded run, as :func:`task_runs` gives them plus ``task``, ``results_schema``
     and ``started_at``; read on a connection that cannot write (``localeval view``), so the

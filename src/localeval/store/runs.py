@@ -231,6 +231,11 @@ def read_config(folder: Path) -> dict[str, Any]:
     """config.json as data: a JSON object (RunFolderError otherwise), its keys not checked yet
     (load_run_state checks them)."""
     path = folder / "config.json"
+    if not folder.is_dir():
+        what = "is a file" if folder.exists() else "does not exist"
+        raise RunFolderError(f"{folder} {what}: give a run folder (a run's --output, by default "
+                             "under runs/<task>/) or a run id from `localeval leaderboard "
+                             "--json`")
     if not path.is_file():
         raise RunFolderError(f"{folder} is not a run folder (needs config.json, results.json, "
                              "samples.jsonl): it has no config.json")

@@ -59,6 +59,11 @@ class Task(ABC):
         ``execute.role(role)``."""
         return {}
 
+    def role_way(self, role: str) -> str | None:
+        """How a user names the model of ``role`` (a guard option), for the line a model not on
+        this machine gets; None: as any model (``hf:<its folder>``)."""
+        return None
+
     @abstractmethod
     def load(self) -> Any:
         """The run's items, selected and validated (and what loading found beside them);

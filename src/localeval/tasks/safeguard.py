@@ -88,7 +88,8 @@ def sample_kinds(classify: Iterable[str]) -> list[tuple[SampleKind, Context]]:
 def check_guard(guard: Guard, kinds: Iterable[tuple[SampleKind, Context]]) -> None:
     if not guard.supports_response and any(k.judges_response for k, _ in kinds):
         raise LocalevalError(f"guard {guard.name!r} classifies prompts only; pass "
-                             "classify=('prompt',) or pick another guard")
+                             "--classify prompt (classify=['prompt'] in Python) or pick "
+                             "another guard")
 
 
 def plan(items: Sequence[SafetyItem], classify: Iterable[str],
@@ -148,6 +149,14 @@ def _texts(p: Planned, log_text: bool) -> dict[str, str]:
     return {f"{k}_sha256": hashlib.sha256(v.encode()).hexdigest() for k, v in texts.items()}
 
 
+def _labels_outside_top(sample: dict) -> bool:
+    """Whether the sample's last ranked response (``guard_output``) had every label outside the
+    top k: each rank recorded as None."""
+    ranked = [r["ranks"] for r in sample.get("guard_output") or []
+              if isinstance(r, dict) and isinstance(r.get("ranks"), dict)]
+    return bool(ranked) and all(rank is None for rank in ranked[-1].values())
+
+
 class SafeguardTask(Task):
     """A guard on a safety benchmark: ``sea-safeguard`` (Hub, a folder in its layout, or a file
     of items), ``safety-prompts`` (labelled prompt files: XSTest CSV, multilingual JBB JSONL) or
@@ -191,6 +200,9 @@ class SafeguardTask(Task):
     def model_roles(self) -> dict[str, Any]:
         return self.guard.model_roles()
 
+    def role_way(self, role: str) -> str | None:
+        return self.guard.role_ways.get(role)
+
     def load(self) -> SafetyData:
         warnings: list[str] = []
         o = self.options
@@ -213,7 +225,8 @@ class SafeguardTask(Task):
         has_response = any(i.response is not None for i in items)
         if not has_response and all(k.judges_response for k, _ in self.kinds):
             raise LocalevalError(f"nothing to classify: the {self.name} items have no "
-                                 "responses; use classify=('prompt',)")
+                                 "responses; use --classify prompt (classify=['prompt'] in "
+                                 "Python)")
         return [f"no {kind} samples ({context}): no selected item has a response"
                 for kind, context in self.kinds if kind.judges_response and not has_response]
 
@@ -242,8 +255,9 @@ class SafeguardTask(Task):
         failed = [s for s in samples if "error" in s]
         n_neutral = sum(1 for s in failed if s.get("neutral"))
         # what the guard itself found (an embedding guard scoring its own training texts)
+        advice = self._failure_advice(failed, str(identity.get("backend", "")))
         warnings = data.warnings + list(getattr(self.guard, "warnings", [])) + \
-            ([self._failure_warning(failed, len(samples), n_neutral)] if failed else [])
+            ([self._failure_warning(failed, len(samples), n_neutral, advice)] if failed else [])
         kinds = {kind for kind, _ in self.kinds}
         return {
             "schema": self.results_schema,
@@ -257,6 +271,7 @@ class SafeguardTask(Task):
             "sensitive": self.options.sensitive or DEFAULT_SENSITIVE,
             "n_samples": len(samples),
             "n_failed": len(failed),
+            "failure_advice": advice,
             "on_failure": self.options.on_failure,
             "n_neutral": n_neutral,
             "n_excluded": sum(1 for s in samples if s["label"] is None),
@@ -268,7 +283,8 @@ class SafeguardTask(Task):
             **analyses(list(samples), self.options),
         }
 
-    def _failure_warning(self, failed: list[dict], n: int, n_neutral: int) -> str:
+    def _failure_warning(self, failed: list[dict], n: int, n_neutral: int,
+                         advice: str | None) -> str:
         reasons = Counter(s.get("failure", "unclassified") for s in failed).most_common(3)
         if self.options.on_failure == "iris":
             fate = (f"were scored as IRIS scores them: {n_neutral} kept, "
@@ -277,7 +293,22 @@ class SafeguardTask(Task):
             fate = (f"were scored {1 / self.guard.n_labels:g} and kept (--on-failure neutral)"
                     if n_neutral else "are left out (never counted as safe)")
         return (f"{len(failed)} of {n} guard samples failed and {fate}; most common: "
-                + "; ".join(f"{r} ({k})" for r, k in reasons))
+                + "; ".join(f"{r} ({k})" for r, k in reasons) + (f"; {advice}" if advice else ""))
+
+    def _failure_advice(self, failed: list[dict], backend: str) -> str | None:
+        """The way out when most samples failed because no label was among the guard's top k
+        log-probs (what a small or untrained model gives), or None. A server gives log-probs
+        of its top list alone (``--top-logprobs``)."""
+        top = self.guard.label_top
+        outside = sum(1 for s in failed
+                      if s.get("failure") == VERDICT_FAILURE and _labels_outside_top(s))
+        if top is None or not failed or 2 * outside < len(failed):
+            return None
+        return (f"{outside} samples had no label among the top {top} log-probs at the verdict "
+                "position (usual for a small or untrained model): --guard-option "
+                "label_scores=full reads the labels over the whole vocabulary"
+                + (" (a server's, with --top-logprobs as large as the vocabulary and its "
+                   "--max-logprobs allowing it)" if backend == "openai" else ""))
 
     @property
     def cultural_awareness(self) -> bool:
