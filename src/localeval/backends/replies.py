@@ -59,7 +59,8 @@ def generated_text(choice: dict[str, Any], chat: bool) -> str:
         return _text(choice, "text", "choices[0]")
     message = choice.get("message")
     if not isinstance(message, dict):
-        raise Malformed(f"choices[0].message is {_kind(message)}, not an object")
+        what = _kind(message) if "message" in choice else "missing"
+        raise Malformed(f"choices[0].message is {what}, not an object")
     refusal = message.get("refusal")
     if message.get("content") is None and isinstance(refusal, str):
         raise Malformed(f"choices[0].message.content is null; the server refused: {refusal!r}")

@@ -197,9 +197,9 @@ class _Row:
 def _decode(backend, requests: list[Generate], prompts: list[list[int]], rows: Rows,
             logits) -> Iterator[tuple[int, Response]]:
     """Decode one batch (all with the same stop strings) from its prompts' forwarded ``rows``
-    and the logits of their last tokens, until every row has ended. Each row's response is yielded as soon as
-    the row ends (its index in the batch), so the run caches it at once: a kill late in a long
-    batch loses only the rows still decoding."""
+    and the logits of their last tokens, until every row has ended. Each row's response is
+    yielded as soon as the row ends (its index in the batch), so the run caches it at once: a
+    kill late in a long batch loses only the rows still decoding."""
     torch = backend.torch
     steps = max(r.max_tokens for r in requests)
     cache, column = rows.cache, rows.mask.shape[1]
