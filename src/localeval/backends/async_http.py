@@ -197,7 +197,41 @@ class Invalid(Exception):
     since the same request reads the same reply again."""
 
 
+class Malformed(ValueError):
+    """Raised by a parser: the reply has the wrong shape (a missing field, two ``choices`` for
+    one prompt, a null text); its message names the field. Retried as malformed, and if every
+    try is malformed, the request fails for good with this reason."""
+
+
+class RepeatedName(ValueError):
+    """A JSON object that repeats a name: which value is meant cannot be known (Python's json
+    keeps the last, other readers the first), so the reply is refused, never read."""
+
+
+def _without_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in out:
+            raise RepeatedName(f"a JSON object repeats the name {name!r}")
+        out[name] = value
+    return out
+
+
+def load_json(text: str | bytes) -> Any:
+    """A reply's JSON; :class:`RepeatedName` for an object that repeats a name, ValueError for
+    text that is not JSON."""
+    return json.loads(text, object_pairs_hook=_without_repeats)
+
+
 MALFORMED = "malformed reply"  # JSON of the wrong shape: a missing field, a list for an object
+
+
+def malformed_why(error: Exception, scrub: Callable[[str], str]) -> str:
+    """What a parser found wrong, scrubbed: a :class:`Malformed` message whole (it names the
+    field), else the exception's type and the start of its text."""
+    if isinstance(error, Malformed):
+        return scrub(str(error))
+    return f"{type(error).__name__}: {scrub(str(error))[:60]}"
 
 
 def join_url(base: str, path: str) -> str:
@@ -219,7 +253,8 @@ T = TypeVar("T")  # what a call's parser makes of a reply (a response, a part of
 class Call(Generic[T]):
     """One POST: where, the JSON body, and how to turn the reply's JSON into a response (a
     parser raises :class:`Retry` to ask again, :class:`Invalid` for a value that is not valid,
-    or ``KeyError``/``TypeError``/``IndexError`` on a reply of the wrong shape, which is retried
+    :class:`Malformed` (or ``KeyError``/``TypeError``/``IndexError``) on a reply of the wrong
+    shape, which is retried
     as malformed and, if every try is malformed, fails for good with the reason)."""
 
     url: str
@@ -376,7 +411,9 @@ class JsonClient:
     def _parsed(self, call: Call[T], url: str, body: bytes,
                 text: str) -> tuple[T | Failed | RequestFailure, float | None]:
         try:
-            reply = json.loads(body)
+            reply = load_json(body)
+        except RepeatedName as e:  # the same request gets the same reply: do not ask again
+            return Failed(BadReply(f"invalid reply from {url}: {e}")), None
         except ValueError:  # truncated or not JSON: a broken transfer as often as not
             return ErrorReply(f"not JSON, a reply from {url}: {self.scrub(text)[:80]!r}"), 0
         try:
@@ -389,5 +426,5 @@ class JsonClient:
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
             if isinstance(reply, dict) and "error" in reply:  # a 200 that says it failed:
                 return ErrorReply(f"error reply from {url}: {self.scrub(text)}"), 0  # like a 5xx
-            return BadReply(f"{MALFORMED} from {url} ({type(e).__name__}: "
-                            f"{self.scrub(str(e))[:60]}): {self.scrub(text)[:80]!r}"), 0
+            return BadReply(f"{MALFORMED} from {url} ({malformed_why(e, self.scrub)}): "
+                            f"{self.scrub(text)[:80]!r}"), 0

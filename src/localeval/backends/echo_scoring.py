@@ -35,6 +35,7 @@ from .base import Failed, NextLogprobs, Request, Response, ScoreNext
 from .config import SCORING
 from .failures import BadReply, Unsupported
 from .label_tokens import LLAMA_CPP
+from .replies import only_choice
 
 AUTO, TOP_K, ECHO = SCORING
 REFUSED = "greater than max allowed"  # vLLM's words for a top-k over its --max-logprobs
@@ -89,7 +90,7 @@ class Echoed:
 
 def echoed(reply: dict[str, Any]) -> Echoed:
     """One echo reply's prompt tokens and their log-probs; malformed is :class:`Invalid`."""
-    lp = reply["choices"][0]["logprobs"] or {}
+    lp = only_choice(reply)["logprobs"] or {}
     tokens, values = lp.get("tokens"), lp.get("token_logprobs")
     n_prompt = (reply.get("usage") or {}).get("prompt_tokens")
     if not isinstance(tokens, list) or not isinstance(values, list) \

@@ -28,7 +28,17 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from ..errors import LocalevalError, env_number
-from .async_http import MALFORMED, Call, Invalid, Retry, backoff, join_url, public_url
+from .async_http import (
+    MALFORMED,
+    Call,
+    Invalid,
+    Retry,
+    backoff,
+    join_url,
+    load_json,
+    malformed_why,
+    public_url,
+)
 from .base import Failed
 from .failures import BadReply, ErrorReply, HTTPStatus
 
@@ -206,7 +216,7 @@ def _lines(text: str) -> dict[str, dict]:
     rows = {}
     for line in text.splitlines():
         try:
-            row = json.loads(line)
+            row = load_json(line)  # a row that repeats a name is left out too, never read
         except ValueError:
             continue
         if isinstance(row, dict) and isinstance(row.get("custom_id"), str):
@@ -241,5 +251,4 @@ def _answer(call: Call[T], row: dict[str, Any] | str | None, batch: dict[str, An
     except Invalid as e:
         return Failed(BadReply(f"invalid reply in {where}: {scrub(str(e))}"))
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
-        return Failed(BadReply(f"{MALFORMED} in {where} ({type(e).__name__}: "
-                               f"{scrub(str(e))[:60]})"))
+        return Failed(BadReply(f"{MALFORMED} in {where} ({malformed_why(e, scrub)})"))

@@ -99,6 +99,7 @@ from .echo_scoring import (
 from .failures import BadReply, ErrorReply, ModelError, OverLimit, Unsupported
 from .label_tokens import LabelTokenError, label_tokens
 from .openai_batch import BatchPoster
+from .replies import Ambiguous, Top, generated_text, logprob_of, only_choice, top_logprobs
 from .reply_checks import response_problem
 from .secrets import query_digest
 from .usage import UsageError, with_usage
@@ -413,9 +414,10 @@ class OpenAIBackend(ApiBackend):
                         lambda reply: _valid(request, _echoed_logprobs(reply)),
                         tuple(join_url(u, "/completions") for u in others))
         path, body = self._request_body(request)
+        chat = path == "/chat/completions"
         return Call(join_url(url, path), body,
                     lambda reply: _valid(request, _counted(
-                        self._parse(request, reply["choices"][0], names), reply)),
+                        self._parse(request, only_choice(reply), chat, names), reply)),
                     tuple(join_url(u, path) for u in others))
 
     def _request_body(self, request: Request) -> tuple[str, dict]:
@@ -452,28 +454,29 @@ class OpenAIBackend(ApiBackend):
             body.update(continue_final_message=True, add_generation_prompt=False)
         return "/chat/completions", body
 
-    def _parse(self, request: Request, choice: dict,
+    def _parse(self, request: Request, choice: dict, chat: bool,
                names: dict[str, str] | None = None) -> Response:
+        """The answer from the reply's one choice (:mod:`.replies` checks its shape)."""
         if isinstance(request, Generate):
-            text = choice.get("text")
-            if text is None:
-                text = (choice.get("message") or {}).get("content") or ""
-            return Generated(text=text)
+            return Generated(text=generated_text(choice, chat))
         if not isinstance(request, ScoreNext):
             raise LocalevalError(f"the openai backend cannot run {type(request).__name__} "
                                  "requests")
-        top = _top_logprobs(choice)
+        top = top_logprobs(choice, chat)
         if top is None:  # retried: a server under load may drop them once
             raise Retry(f"{NO_LOGPROBS}; does {self.base_url} support logprobs? "
                         "use --method generation otherwise")
         # keyed by the candidate's full text (callers read by candidate), looked up by its name
-        found = {c: top.get((names or {}).get(c, c)) for c in request.candidates}
+        try:
+            found = {c: logprob_of(top, (names or {}).get(c, c)) for c in request.candidates}
+        except Ambiguous as e:  # the same reply again on a rerun
+            return Failed(Unsupported(str(e)))
         if request.top is not None:
             return _ranked(request, found, top, self.top_logprobs)
         if all(v is None for v in found.values()):
             return Failed(OverLimit(  # greedy: a rerun reads the same
                 f"no candidate among the top {self.top_logprobs} next tokens "
-                f"({', '.join(list(top)[:5])}, …); raise --top-logprobs"))
+                f"({', '.join(t.name for t in top[:5])}, …); raise --top-logprobs"))
         return NextLogprobs(logprobs=found, scoring=TOP_K)
 
 
@@ -552,7 +555,7 @@ def _echoed_logprobs(reply: dict[str, Any]) -> TokenLogprobs:
     """A completions reply with ``echo``: the prompt's token log-probs (the first is null, it
     has no context), then the one generated token's, which ``usage.prompt_tokens`` cuts off.
     The distribution's moments are not in the API: Min-K%++ is unavailable on this backend."""
-    values = reply["choices"][0]["logprobs"]["token_logprobs"]
+    values = only_choice(reply)["logprobs"]["token_logprobs"]
     n_prompt = reply["usage"]["prompt_tokens"]
     if isinstance(n_prompt, bool) or not isinstance(n_prompt, int) or n_prompt < 1:
         raise Invalid(f"usage.prompt_tokens is {n_prompt!r}, not a count of tokens")
@@ -567,7 +570,7 @@ def _echoed_logprobs(reply: dict[str, Any]) -> TokenLogprobs:
     return TokenLogprobs(token_logprobs=prompt, n_prompt_tokens=n_prompt)  # checked by _valid
 
 
-def _ranked(request: ScoreNext, found: dict[str, float | None], top: dict[str, float],
+def _ranked(request: ScoreNext, found: dict[str, float | None], top: list[Top],
             asked: int) -> NextLogprobs | Failed:
     """The candidates' log-probs with their ranks among the server's top log-probs (sorted by
     value: the completions API keys them in a dict), None beyond ``request.top``; a candidate
@@ -577,20 +580,8 @@ def _ranked(request: ScoreNext, found: dict[str, float | None], top: dict[str, f
         return Failed(OverLimit(f"the server returned {len(top)} top log-probs, fewer than "
                                 f"the {k} the guard reads (--top-logprobs is {asked})"))
     ranks: dict[str, int | None] = {
-        c: None if v is None else 1 + sum(1 for w in top.values() if w > v)
+        c: None if v is None else 1 + sum(1 for t in top if t.logprob > v)
         for c, v in found.items()}
     ranks = {c: r if r is not None and r <= k else None for c, r in ranks.items()}
     return NextLogprobs(logprobs=found, ranks=ranks)
 
-
-def _top_logprobs(choice: dict) -> dict[str, float] | None:
-    """The first generated position's top log-probs, from either API's response shape."""
-    lp = choice.get("logprobs")
-    if not lp:
-        return None
-    if "top_logprobs" in lp and lp["top_logprobs"]:  # completions API
-        return dict(lp["top_logprobs"][0])
-    content = lp.get("content")  # chat completions API
-    if content:
-        return {t["token"]: t["logprob"] for t in content[0].get("top_logprobs", [])}
-    return None

@@ -54,7 +54,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..base import GENERATION_CONFIG, Failed, Generate, Generated, Response
-from ..failures import OverLimit, Unsupported
+from ..failures import ModelError, OverLimit, Unsupported
 from ..prompt_tokens import generation_text
 from .prefix import NODE_COST, STEP_COST, PrefixNode, plan_prefix_tree
 from .row_blocks import ROW_BLOCK, full_row_blocks, gathered_cache
@@ -111,8 +111,7 @@ def _decode_ends(backend, batch: Batch, requests: list[Generate],
         rows = batch.rows if alone and picks == list(range(len(batch.nodes))) \
             else batch.rows.gather(index)
         for k, response in _decode(backend, [requests[j] for _, j in same],
-                                   [prompts[j] for _, j in same], rows,
-                                   batch.logits[index].argmax(-1)):
+                                   [prompts[j] for _, j in same], rows, batch.logits[index]):
             yield same[k][1], response
 
 
@@ -192,14 +191,15 @@ class _Row:
     n_prompt: int
     new: list[int] = field(default_factory=list)
     done: bool = False
+    nan: bool = False  # its logits held a NaN: no token can be chosen, the request fails
 
 
 def _decode(backend, requests: list[Generate], prompts: list[list[int]], rows: Rows,
-            first) -> Iterator[tuple[int, Response]]:
+            logits) -> Iterator[tuple[int, Response]]:
     """Decode one batch (all with the same stop strings) from its prompts' forwarded ``rows``
-    and first tokens, until every row has ended. Each row's response is yielded as soon as
-    the row ends (its index in the batch), so the run caches it at once: a kill late in a long
-    batch loses only the rows still decoding."""
+    and the logits of their last tokens, until every row has ended. Each row's response is
+    yielded as soon as the row ends (its index in the batch), so the run caches it at once: a
+    kill late in a long batch loses only the rows still decoding."""
     torch = backend.torch
     steps = max(r.max_tokens for r in requests)
     cache, column = rows.cache, rows.mask.shape[1]
@@ -207,13 +207,14 @@ def _decode(backend, requests: list[Generate], prompts: list[list[int]], rows: R
         if type(layer).__name__ == "DynamicLayer" and layer.is_initialized:
             _Room(layer, steps)
     mask = torch.cat([rows.mask, rows.mask.new_ones(len(requests), steps)], dim=1)
-    positions, tokens = rows.next_position, first
+    positions = rows.next_position
     out = [_Row(r, len(ids)) for r, ids in zip(requests, prompts)]
     live = list(range(len(out)))  # the row at each position of the batch
     stop = _StopTails(backend, requests[0].stop, prompts)
     eos = _eos_ids(backend)
     while True:
-        keep = _advance(out, live, tokens.tolist(), stop.update(tokens), eos)
+        tokens, nan = logits.argmax(-1), logits.isnan().any(-1).tolist()
+        keep = _advance(out, live, tokens.tolist(), stop.update(tokens), eos, nan)
         going = {live[k] for k in keep}
         yield from ((r, _response(backend, out[r])) for r in live if r not in going)
         if not keep:
@@ -224,13 +225,13 @@ def _decode(backend, requests: list[Generate], prompts: list[list[int]], rows: R
             mask, positions, tokens = mask[index], positions[index], tokens[index]
             stop.select(index)
             live = [live[k] for k in keep]
-        tokens = _step(backend, tokens, positions, mask[:, : column + 1], cache, column)
+        logits = _step(backend, tokens, positions, mask[:, : column + 1], cache, column)
         positions = positions + 1
         column += 1
 
 
 def _step(backend, tokens, positions, mask, cache, column: int):
-    """One decode step for every row of the batch; the next token of each."""
+    """One decode step for every row of the batch; the logits of each one's next token."""
     torch = backend.torch
     backend.stats["decode_steps"] += 1
     backend.stats["forwarded_tokens"] += len(tokens)
@@ -241,18 +242,21 @@ def _step(backend, tokens, positions, mask, cache, column: int):
                                position_ids=positions[:, None], past_key_values=cache,
                                cache_position=torch.tensor([column], device=backend.device),
                                use_cache=True).logits
-    return logits[:, -1, :].argmax(-1)
+    return logits[:, -1, :]
 
 
 def _advance(rows: list[_Row], live: list[int], tokens: list[int], stopped: list[bool],
-             eos: set[int]) -> list[int]:
+             eos: set[int], nan: list[bool]) -> list[int]:
     """Append each batch position's new token to its row and mark the rows that end with it
-    (EOS, a stop string, the budget). Return the positions of the rows that go on."""
+    (EOS, a stop string, the budget, NaN logits). Return the positions of the rows that go
+    on."""
     keep = []
     for k, (r, token) in enumerate(zip(live, tokens)):
         row = rows[r]
         row.new.append(token)
-        row.done = token in eos or stopped[k] or len(row.new) >= row.request.max_tokens
+        row.nan = nan[k]
+        row.done = row.nan or token in eos or stopped[k] or \
+            len(row.new) >= row.request.max_tokens
         if not row.done:
             keep.append(k)
     return keep
@@ -334,12 +338,36 @@ def _eos_ids(backend) -> set[int]:
     return set(eos) if isinstance(eos, list | tuple) else ({eos} if eos is not None else set())
 
 
-def _response(backend, row: _Row) -> Generated:
+def _response(backend, row: _Row) -> Response:
     backend.stats["requests"] += 1
     backend.stats["prompt_tokens"] += row.n_prompt
+    if row.nan:
+        return Failed(ModelError(nan_logits(len(row.new))))
     return Generated(text=cut_at_stops(backend.tokenizer.decode(row.new, skip_special_tokens=True),
                                       row.request.stop), n_prompt_tokens=row.n_prompt,
                     n_completion_tokens=len(row.new))
+
+
+def nan_logits(position: int) -> str:
+    """Why a generation fails whose logits held a NaN (argmax would pick an arbitrary token: on
+    an all-NaN row, token 0, often a special token, decoded as '')."""
+    return (f"the model's logits are NaN at generated token {position}: no token can be "
+            "chosen (the weights or the dtype overflow; try --dtype float32)")
+
+
+class _NaNWatch:
+    """A logits processor for ``model.generate``: notes the first step whose logits hold a NaN
+    and hands on zeros instead, so sampling does not raise; that request then fails."""
+
+    def __init__(self) -> None:
+        self.at: int | None = None
+        self.steps = 0
+
+    def __call__(self, input_ids, scores):
+        self.steps += 1
+        if self.at is None and bool(scores.isnan().any()):
+            self.at = self.steps
+        return scores if self.at is None else scores.nan_to_num(0.0)
 
 
 def cut_at_stops(text: str, stop: tuple[str, ...]) -> str:
@@ -351,12 +379,15 @@ def cut_at_stops(text: str, stop: tuple[str, ...]) -> str:
 
 
 def generate_one(backend, request: Generate, ids: list[int], prefix_cache,
-                 **sampling) -> Generated:
+                 **sampling) -> Response:
     """One prompt with ``model.generate``, continuing from a copy of the prefix cache; greedy
     unless ``sampling`` says otherwise."""
     torch = backend.torch
     cached = prefix_cache.get_seq_length() if prefix_cache is not None else 0
     extra = {"past_key_values": copy.deepcopy(prefix_cache)} if cached else {}
+    from transformers import LogitsProcessorList
+
+    watch = _NaNWatch()  # applied last, after the generation config's own processors
     with torch.inference_mode():
         out = backend.model.generate(
             torch.tensor([ids], device=backend.device),
@@ -365,18 +396,21 @@ def generate_one(backend, request: Generate, ids: list[int], prefix_cache,
             **(sampling or {"do_sample": False}),
             pad_token_id=backend.tokenizer.pad_token_id,
             stopping_criteria=stop_criteria(backend, request.stop),
+            logits_processor=LogitsProcessorList([watch]),
             **extra,
         )
     new = out[0, len(ids):].tolist()
     backend.stats["requests"] += 1
     backend.stats["prompt_tokens"] += len(ids)
     backend.stats["forwarded_tokens"] += len(ids) - cached + len(new)
+    if watch.at is not None:
+        return Failed(ModelError(nan_logits(watch.at)))
     text = backend.tokenizer.decode(new, skip_special_tokens=True)
     return Generated(text=cut_at_stops(text, request.stop), n_prompt_tokens=len(ids),
                     n_completion_tokens=len(new))
 
 
-def draw_one(backend, request: Generate, ids: list[int]) -> Generated:
+def draw_one(backend, request: Generate, ids: list[int]) -> Response:
     """Draw ``request.sample`` of the prompt: sampled with the model's own defaults as vLLM
     takes them (the temperature, top-p and top-k its generation_config.json sets; else 1.0, 1.0
     and none), the RNG seeded from the prompt's tokens and the draw's number. With
