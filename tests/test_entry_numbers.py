@@ -90,11 +90,12 @@ def test_a_bad_base_url_is_one_line_before_anything_loads(url, message, capsys, 
 
 # ------------------------------------------------------------------ item 8: reply size
 def test_a_reply_over_the_bound_is_a_failed_request_with_the_reason(tmp_path):
-    """A reply of 3 MB against a bound lowered to 1 MB (the default is 64 MB): the request fails
+    """A reply of 1.8 MB against a bound lowered to 1 MB (the default is 64 MB): the request fails
     for good with the reason, the others are read; declared by Content-Length or not."""
     from localeval.backends.openai_compat import OpenAIBackend
 
-    big = json.dumps({"A": -1.0, "B": -2.0, "pad": "x" * 3 * 2**20})
+    # over 1 MB of other tokens' log-probs (a top-k entry must be a number: issue 47)
+    big = json.dumps({"A": -1.0, "B": -2.0, **{f"t{i}": -9.0 for i in range(120_000)}})
 
     def reply(path, body):
         return top_logprobs_reply(big if "big" in body["prompt"] else '{"A": -1, "B": -2}')
