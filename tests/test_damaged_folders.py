@@ -171,3 +171,39 @@ def test_compare_of_a_run_kept_in_memory_names_the_missing_field(finished):
     in_memory = dataclasses.replace(record, samples=samples, folder=None)
     with pytest.raises(LocalevalError, match=r"^samples\.jsonl: line 3: field subject: missing$"):
         compare_mcq_runs(finished, in_memory)
+
+
+def _edit_sample(line, change):
+    """samples.jsonl with its ``line``-th sample (1-based) changed by ``change(sample)``."""
+    def edit(old):
+        rows = [json.loads(text) for text in old.splitlines()]
+        change(rows[line - 1])
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    return edit
+
+
+def _duplicate_id(sample):
+    sample["id"] = "Tiếng Việt/0"
+
+
+# issue 48 item 4: compare took each of these as a fact (exit 0)
+SAMPLE_EDITS = {
+    "correct-on-a-wrong-answer": (_edit_sample(2, lambda s: s.update(correct=True)),
+                                  "line 2: field correct: true, but pred 'A' is not gold 'B'"),
+    "correct-as-text": (_edit_sample(1, lambda s: s.update(correct="yes")),
+                        "line 1: field correct: should be true, false or null (it is 'yes')"),
+    "a-duplicated-id": (_edit_sample(2, _duplicate_id),
+                        "line 2: field id: 'Tiếng Việt/0' is on line 1 too"),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(SAMPLE_EDITS))
+def test_compare_refuses_samples_that_contradict_themselves(edit, finished, tmp_path, capsys):
+    change, said = SAMPLE_EDITS[edit]
+    folder = tmp_path / "edited"
+    shutil.copytree(finished, folder)
+    path = folder / "samples.jsonl"
+    path.write_text(change(path.read_text(encoding="utf-8")), encoding="utf-8")
+    assert main(["compare", str(finished), str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}: {said}" in err, err

@@ -17,6 +17,7 @@ from ..records import mcq
 from ..records.mcq import MCQResults
 from ..render.figures import Figure
 from ..render.table import Column, DataTable, Row, Text
+from ..store.runs import RunRecord
 from ..tasks.base import PROTOCOL
 from .base import (
     Card,
@@ -129,11 +130,36 @@ def _paired(pairs: list[tuple[dict, dict]]) -> dict[str, Any]:
             "a_only": a_only, "b_only": b_only, "p_mcnemar": mcnemar_exact(a_only, b_only)}
 
 
+def consistent_samples(record: RunRecord[MCQResults]) -> RunRecord[MCQResults]:
+    """``record`` if its samples agree with themselves (what a hand edit breaks), else one line
+    naming samples.jsonl, the line and the field: each id once; ``correct`` true, false or
+    null (a failed request); and true exactly when ``pred`` is ``gold``."""
+    samples = "samples.jsonl" if record.folder is None else record.folder / "samples.jsonl"
+    first_line: dict[Any, int] = {}
+    for number, sample in enumerate(record.samples, start=1):
+        where = f"{samples}: line {number}"
+        if sample["id"] in first_line:
+            raise LocalevalError(f"{where}: field id: {sample['id']!r} is on line "
+                                 f"{first_line[sample['id']]} too")
+        first_line[sample["id"]] = number
+        correct = sample.get("correct")
+        if correct is not None and not isinstance(correct, bool):
+            raise LocalevalError(f"{where}: field correct: should be true, false or null (it is "
+                                 f"{correct!r})")
+        if isinstance(correct, bool) and "pred" in sample and "gold" in sample and \
+                correct != (sample["pred"] == sample["gold"]):
+            said = "is" if sample["pred"] == sample["gold"] else "is not"
+            raise LocalevalError(f"{where}: field correct: {str(correct).lower()}, but pred "
+                                 f"{sample['pred']!r} {said} gold {sample['gold']!r}")
+    return record
+
+
 def compare_mcq_runs(run_a: Run, run_b: Run) -> dict[str, Any]:
     """B minus A accuracy overall and per subject, on the questions both runs answered (failed
     requests left out), with the exact McNemar p-value of each difference."""
-    a, b = (with_sample_fields(of_kind(finished_run(r), MCQResults, "a multiple-choice run"),
-                               ("id", "subject")) for r in (run_a, run_b))
+    a, b = (consistent_samples(with_sample_fields(
+        of_kind(finished_run(r), MCQResults, "a multiple-choice run"), ("id", "subject")))
+        for r in (run_a, run_b))
     dir_a, dir_b = a.folder, b.folder
     theirs = {s["id"]: s for s in b.samples if s.get("correct") is not None}
     pairs = [(s, theirs[s["id"]]) for s in a.samples
