@@ -86,3 +86,30 @@ def test_a_100_column_terminal_cuts_no_number_and_tells_models_apart(tmp_path, c
     for number in numbers:
         assert number in printed
     assert max(len(line) for line in printed.splitlines()) <= 100
+
+
+@pytest.mark.parametrize("stored, said", [
+    (-5, "is -5.0, not a number from 0 to 1"),
+    (1.5, "is 1.5, not a number from 0 to 1"),
+    (1e308 * 10, "is inf, not a number from 0 to 1"),
+    ("abc", "is 'abc', not a number from 0 to 1"),
+])
+def test_a_hand_edited_store_value_is_one_line_not_a_rank(tmp_path, capsys, stored, said):
+    """Issue 48 item 4: the store's -5, 1.5 and inf were ranked (inf first); 'abc' was a
+    traceback in leaderboard (and HTTP 500 in the viewer)."""
+    import sqlite3
+
+    from offline_runs import mcq_run
+
+    from localeval.store.results_db import store_path
+
+    mcq_run(tmp_path / "a")
+    mcq_run(tmp_path / "b")
+    capsys.readouterr()
+    with sqlite3.connect(store_path()) as db:
+        (run_id,) = db.execute("SELECT run_id FROM runs ORDER BY finished_at LIMIT 1").fetchone()
+        db.execute("UPDATE metrics SET value = ? WHERE run_id = ? AND name = 'accuracy'",
+                   (stored, run_id))
+    assert main(["leaderboard", "--task", "my-exam"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"run {run_id}" in err and f"accuracy {said}" in err, err

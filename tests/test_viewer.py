@@ -317,3 +317,23 @@ def test_a_run_recorded_elsewhere_is_listed_and_says_where_its_folder_is(runs, t
         response = client.get(f"/runs/{rid}/{what}")
         assert response.status_code == 404
         assert "which is not on this machine" in response.text
+
+
+def test_a_hand_edited_store_value_is_a_page_saying_so_not_a_500(runs, tmp_path):
+    """Issue 48 item 4: a metric edited to 'abc' in the store was HTTP 500 on the leaderboard."""
+    import sqlite3
+    from dataclasses import replace
+
+    from localeval.store.results_db import record_run
+    from localeval.store.runs import load_run
+    from localeval.views.registry import view_for
+
+    record = replace(load_run(runs["mcq_b"]), folder=tmp_path / "edited")
+    store = tmp_path / "edited.sqlite"
+    record_run(record, view_for(record.results).store_metrics(record.results), store)
+    with sqlite3.connect(store) as db:
+        db.execute("UPDATE metrics SET value = 'abc' WHERE name = 'accuracy'")
+    client = TestClient(make_app(Catalog(store, [])), base_url="http://127.0.0.1")
+    response = client.get("/leaderboard?task=my-exam")
+    assert response.status_code == 422
+    assert "metric accuracy is 'abc', not a number from 0 to 1" in unescape(response.text)

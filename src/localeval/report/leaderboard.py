@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import LocalevalError
 from ..render.cells import distinct_names
 from ..render.table import DataTable, Number, TableBuilder, columns
+from ..views.base import Ranking
 from ..views.registry import view_for_task
 
 
@@ -27,6 +29,7 @@ def leaderboard(task: str, runs: list[dict[str, Any]],
     view = view_for_task(task)
     ranking = view.ranking(list(dict.fromkeys(n for r in runs for n in r["metrics"])))
     columns, rank_by, lower = ranking.columns, ranking.rank_by, ranking.lower_is_better
+    _check_values(runs, ranking)
     reference, source = _reference(view, task, runs)
     differs = {r["run_id"]: _differences(view.protocol(r.get("config") or {}), reference)
                for r in runs}
@@ -52,6 +55,20 @@ def leaderboard(task: str, runs: list[dict[str, Any]],
             "any_protocol": any_protocol,
             "rows": [{"rank": i, **row(r)} for i, r in enumerate(ordered, start=1)],
             "apart": [row(r) for r in runs if r not in ranked]}
+
+
+def _check_values(runs: list[dict[str, Any]], ranking: Ranking) -> None:
+    """Each value the board shows, as the store holds it, checked where it is read: one a hand
+    edit left out of range (-5, 1.5, inf) or not a number ('abc') is one line naming the run,
+    never ranked."""
+    for run in runs:
+        for name in ranking.columns:
+            problem = ranking.problem(run["metrics"].get(name))
+            if problem:
+                raise LocalevalError(f"results store: run {run.get('run_id')} ({run['folder']}): "
+                                     f"metric {name} {problem}; `localeval forget "
+                                     f"{run.get('run_id')}` drops the run, a rerun records it "
+                                     "again")
 
 
 def _reference(view, task: str, runs: list[dict[str, Any]]) -> tuple[dict[str, str], str]:

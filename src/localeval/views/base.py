@@ -14,6 +14,7 @@ summary), ``figures``, ``store_metrics`` and ``ranking`` (the leaderboard), ``co
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -50,9 +51,25 @@ class Ranking:
     digits: int = 2
     titles: dict[str, str] = field(default_factory=dict)
     unit: str = "%"
+    # the range a stored value lies in (shares 0-1; Table 2 points 0-100); None: any finite
+    # number (a mean log-prob). A value outside it is a hand edit of the store, never ranked.
+    bounds: tuple[float, float] | None = (0.0, 1.0)
 
     def title(self, column: str) -> str:
         return self.titles.get(column, column)
+
+    def problem(self, value: object) -> str | None:
+        """Why a stored value cannot be shown or ranked, or None (None itself: no value)."""
+        if value is None:
+            return None
+        wanted = "a finite number" if self.bounds is None else \
+            f"a number from {self.bounds[0]:g} to {self.bounds[1]:g}"
+        if isinstance(value, bool) or not isinstance(value, int | float) or \
+                not math.isfinite(value):
+            return f"is {value!r}, not {wanted}"
+        if self.bounds is not None and not self.bounds[0] <= value <= self.bounds[1]:
+            return f"is {value!r}, not {wanted}"
+        return None
 
 
 class ResultsView(Generic[KindT]):

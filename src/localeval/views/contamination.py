@@ -37,6 +37,6 @@ class ContaminationView(ResultsView[ContaminationResults]):
                 for score in ("min_k", "min_k_pp") for k in results.k]
 
     def ranking(self, names: list[str]) -> Ranking:
-        return Ranking(names, None, scale=1.0, digits=3,  # mean log-probs, not shares
+        return Ranking(names, None, scale=1.0, digits=3, bounds=None,  # log-probs, not shares
                        unit="median mean log-prob per token (not ranked: a lower score is "
                             "not a worse model)")

@@ -100,7 +100,7 @@ class SafetyView(ResultsView[SafetyResults]):
                         key=lambda n: table2_column_order(n.removeprefix("table2/")))
         if table2:  # Table 2 cells are stored in points, as results.json's table2 has them
             return Ranking(table2, "table2/prompt/avg" if "table2/prompt/avg" in table2
-                           else table2[0], scale=1.0, digits=1,
+                           else table2[0], scale=1.0, digits=1, bounds=(0.0, 100.0),
                            titles={n: table2_column_name(n.removeprefix("table2/"))
                                    for n in table2},
                            unit="PR-AUC points, the paper's Table 2 columns (Avg = mean of "
