@@ -66,6 +66,13 @@ DAMAGE = {
                            "field metrics.micro.acc: should be a share from 0 to 1 (it is 1.5)"),
     "results-n-negative": ("results.json", lambda old: _set(old, ("metrics", "micro", "n"), -6),
                            "field metrics.micro.n: should be greater than or equal to 0"),
+    # results that the samples contradict (a limit or a count edited by hand)
+    "results-disagree": ("results.json", lambda old: _set(old, ("metrics", "micro", "correct"),
+                                                          11),
+                         "field metrics.micro: 11 right of 12, but samples.jsonl has"),
+    "samples-correct-flipped": ("samples.jsonl", lambda old: old.replace(
+        '"correct": false', '"correct": true', 1), "line 2: field correct: true, but pred 'A' "
+        "is not gold 'B'"),
     "samples-null": ("samples.jsonl", lambda old: "null\n" + old,
                      "line 1 should be a JSON object, not null"),
     "samples-array": ("samples.jsonl", lambda old: old + "[1]\n",

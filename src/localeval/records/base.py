@@ -13,6 +13,7 @@ way they read JSON keep working: ``results["metrics"]["micro"]["acc"]`` reads th
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
@@ -116,6 +117,16 @@ class Results(Record):
     usage: dict[str, RoleUsage] = Field({}, description="tokens per model role (model, judge, "
                                         "translator)")
     cost: Cost | None = Field(None, description="the run's cost at --price")
+
+    def disagreement(self, samples: Sequence[Mapping[str, Any]]) -> tuple[str, str] | None:
+        """Where these results and the samples they were computed from contradict each other
+        (a file edited by hand): (the file, ``field <name>: …``), or None. Here the count of
+        samples; a kind adds what it checks cheaply (its samples' own fields, its headline
+        recomputed without bootstrap)."""
+        if self.n_samples != len(samples):
+            return "results.json", (f"field n_samples: {self.n_samples}, but samples.jsonl has "
+                                    f"{len(samples)}")
+        return None
 
 
 RecordT = TypeVar("RecordT", bound=Record)  # validated() returns the record type it was given

@@ -3,6 +3,9 @@ per discipline (the TMLU paper's Table 3 columns), level, year and subject."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from pydantic import Field, model_validator
 
 from .base import Count, Num, Record, Results, Share
@@ -84,3 +87,38 @@ class MCQResults(Results):
     metrics: MCQMetrics
     robustness: Robustness | None = Field(None, description="accuracy over option orders and "
                                           "sampled draws, with --permute-options or --repeats")
+
+    def disagreement(self, samples: Sequence[Mapping[str, Any]]) -> tuple[str, str] | None:
+        """Each sample's own fields (its id once; ``correct`` true, false or null for a failed
+        request, and true exactly when ``pred`` is ``gold``), then the pooled accuracy
+        recomputed from them: the questions scored (failed requests left out), those right."""
+        found = super().disagreement(samples) or _contradicting_sample(samples)
+        if found:
+            return found
+        scored = [s for s in samples if not s.get("failed")]
+        right = sum(1 for s in scored if s.get("correct") is True)
+        micro = self.metrics.micro
+        if micro.n != len(scored) or micro.correct not in (None, right):
+            return "results.json", (f"field metrics.micro: {micro.correct} right of {micro.n}, "
+                                    f"but samples.jsonl has {right} right of {len(scored)}")
+        return None
+
+
+def _contradicting_sample(samples: Sequence[Mapping[str, Any]]) -> tuple[str, str] | None:
+    first_line: dict[Any, int] = {}
+    for number, sample in enumerate(samples, start=1):
+        where = f"line {number}"
+        if sample.get("id") in first_line:
+            return "samples.jsonl", (f"{where}: field id: {sample['id']!r} is on line "
+                                     f"{first_line[sample['id']]} too")
+        first_line[sample.get("id")] = number
+        correct = sample.get("correct")
+        if correct is not None and not isinstance(correct, bool):
+            return "samples.jsonl", (f"{where}: field correct: should be true, false or null "
+                                     f"(it is {correct!r})")
+        if isinstance(correct, bool) and "pred" in sample and "gold" in sample and \
+                correct != (sample["pred"] == sample["gold"]):
+            said = "is" if sample["pred"] == sample["gold"] else "is not"
+            return "samples.jsonl", (f"{where}: field correct: {str(correct).lower()}, but pred "
+                                     f"{sample['pred']!r} {said} gold {sample['gold']!r}")
+    return None

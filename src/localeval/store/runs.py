@@ -197,6 +197,11 @@ def load_run(folder: str | Path) -> RunRecord:
     results = _checked(folder, "results.json", lambda: read_results(
         _read_json(folder / "results.json")))
     samples = _checked(folder, "samples.jsonl", lambda: read_samples(folder / "samples.jsonl"))
+    disagreement = results.disagreement(samples)
+    if disagreement:
+        file, problem = disagreement
+        raise RunFolderError(f"{folder / file}: {problem} (a hand edit? results.json and "
+                             "samples.jsonl disagree: rerun the command, or restore them)")
     return RunRecord(config=state.config, results=results, samples=samples, folder=folder,
                      started_at=state.lifecycle.started_at,
                      finished_at=state.lifecycle.finished_at)

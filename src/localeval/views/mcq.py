@@ -131,26 +131,13 @@ def _paired(pairs: list[tuple[dict, dict]]) -> dict[str, Any]:
 
 
 def consistent_samples(record: RunRecord[MCQResults]) -> RunRecord[MCQResults]:
-    """``record`` if its samples agree with themselves (what a hand edit breaks), else one line
-    naming samples.jsonl, the line and the field: each id once; ``correct`` true, false or
-    null (a failed request); and true exactly when ``pred`` is ``gold``."""
-    samples = "samples.jsonl" if record.folder is None else record.folder / "samples.jsonl"
-    first_line: dict[Any, int] = {}
-    for number, sample in enumerate(record.samples, start=1):
-        where = f"{samples}: line {number}"
-        if sample["id"] in first_line:
-            raise LocalevalError(f"{where}: field id: {sample['id']!r} is on line "
-                                 f"{first_line[sample['id']]} too")
-        first_line[sample["id"]] = number
-        correct = sample.get("correct")
-        if correct is not None and not isinstance(correct, bool):
-            raise LocalevalError(f"{where}: field correct: should be true, false or null (it is "
-                                 f"{correct!r})")
-        if isinstance(correct, bool) and "pred" in sample and "gold" in sample and \
-                correct != (sample["pred"] == sample["gold"]):
-            said = "is" if sample["pred"] == sample["gold"] else "is not"
-            raise LocalevalError(f"{where}: field correct: {str(correct).lower()}, but pred "
-                                 f"{sample['pred']!r} {said} gold {sample['gold']!r}")
+    """``record`` if its samples and results agree (``MCQResults.disagreement``: a folder is
+    checked as it is read, a record kept in memory here), else one line naming the file."""
+    found = record.results.disagreement(record.samples)
+    if found:
+        file, problem = found
+        where = file if record.folder is None else record.folder / file
+        raise LocalevalError(f"{where}: {problem}")
     return record
 
 
