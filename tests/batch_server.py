@@ -7,7 +7,8 @@ the shapes of the API reference (output rows ``{"custom_id", "response": {"statu
 
 ``mode`` says how a batch ends: ``complete``; ``half`` (the second half of the rows in the error
 file, HTTP 500: the client sends a question's rows together, so whole questions fail); ``expire`` (the first half answered, then ``expired``); ``hold`` (in progress until
-``mode`` changes). Each batch reports ``in_progress`` once before it ends, so the client polls.
+``mode`` changes); ``twice`` (every row of the output file a second time, its line answered
+again). Each batch reports ``in_progress`` once before it ends, so the client polls.
 """
 
 from __future__ import annotations
@@ -109,6 +110,9 @@ class BatchServer(LoopbackServer):
             reply = self.model.handle(line["url"], line["body"])
             row["response"] = {"status_code": 200, "body": reply}
             out.append(row)
+        if self.mode == "twice":
+            out += [{**row, "response": {"status_code": 200, "body": self.model.handle(
+                line["url"], line["body"])}} for row, line in zip(out, lines, strict=True)]
         batch["status"] = "expired" if self.mode == "expire" else "completed"
         for key, rows in (("output_file_id", out), ("error_file_id", errors)):
             if rows:

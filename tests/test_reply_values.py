@@ -148,20 +148,51 @@ def test_valid_token_log_probs_still_score(tmp_path):
     ('{"violence": "0.9", "hate": "0.1"}', "'0.9' is not a number"),
     ('{"violence": true}', "True is not a number"),
     ('{"violence": 7}', "7 is above 1"),
+    # issue 47 item 7: after a valid score, max() skipped the NaN and scored 0.1
+    ('{"hate": 0.1, "violence": NaN}', "category 'violence': nan is not finite"),
+    ('{"hate": 0.1, "violence": -0.5}', "category 'violence': -0.5 is below 0"),
+    ('{"hate": 0.1, "violence": Infinity}', "category 'violence': inf is not finite"),
 ])
 def test_a_guard_score_that_is_not_a_probability_is_a_failure(scores, reason, tmp_path,
                                                               monkeypatch):
+    reply = ('{"results": [{"flagged": false, "category_scores": ' + scores + '}]}').encode()
+    sample = _moderated(reply, "openai-moderation", {"OPENAI_BASE_URL": ""}, tmp_path,
+                        monkeypatch)
+    assert sample["score"] is None and reason in sample["error"], sample
+
+
+def test_a_null_category_is_absent_and_the_others_score(tmp_path, monkeypatch):
+    reply = b'{"results": [{"category_scores": {"hate": 0.1, "illicit/violent": null}}]}'
+    sample = _moderated(reply, "openai-moderation", {"OPENAI_BASE_URL": ""}, tmp_path,
+                        monkeypatch)
+    assert sample["score"] == 0.1 and "error" not in sample, sample
+
+
+@pytest.mark.parametrize("severity", ["-3", "8", "2.5", '"6"', "true"])
+def test_an_azure_severity_that_is_not_a_level_is_a_failure(severity, tmp_path, monkeypatch):
+    """Before: a -3 next to a 0 scored 0; "6" and 2.5 were read through int()."""
+    reply = ('{"blocklistsMatch": [], "categoriesAnalysis": [{"category": "Hate", "severity": '
+             '0}, {"category": "Violence", "severity": ' + severity + '}]}').encode()
+    sample = _moderated(reply, "azure-content-safety", {"AZURE_CONTENT_SAFETY_ENDPOINT": ""},
+                        tmp_path, monkeypatch)
+    assert sample["score"] is None and "is not an integer from 0 to 7" in sample["error"]
+
+
+def _moderated(reply: bytes, guard: str, endpoint: dict, tmp_path, monkeypatch) -> dict:
+    """The one sample of a moderation guard run against a server answering ``reply``; each
+    variable in ``endpoint`` is set to the server's URL, every key variable to "k"."""
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text(json.dumps({"id": "p", "lang": "en", "prompt": "hi", "label": "safe"})
                        + "\n")
-    reply = ('{"results": [{"flagged": false, "category_scores": ' + scores + '}]}').encode()
     with ScriptedServer(lambda path, body: reply) as server:
-        monkeypatch.setenv("OPENAI_API_KEY", "k")
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
-        record = evaluate(task="safety-prompts", data=prompts, guard="openai-moderation",
-                          quiet=True, n_resamples=0, store=False)
+        for name in ("OPENAI_API_KEY", "AZURE_CONTENT_SAFETY_KEY"):
+            monkeypatch.setenv(name, "k")
+        for name in endpoint:
+            monkeypatch.setenv(name, server.url)
+        record = evaluate(task="safety-prompts", data=prompts, guard=guard, quiet=True,
+                          n_resamples=0, store=False)
     (sample,) = record.samples
-    assert sample["score"] is None and reason in sample["error"], sample
+    return sample
 
 
 class Vectors:

@@ -264,6 +264,9 @@ class Call(Generic[T]):
     # or reset, a timeout) is left for the next one, so a run outlives a replica that dies
     fallbacks: tuple[str, ...] = ()
     counted: bool = True  # in ``served_by`` (a request of the run, not a set-up call)
+    # the k-th draw of a sampled request (Generate.sample): every draw has the same body, so
+    # --batch tells them apart by this (:func:`.openai_batch.custom_id`)
+    draw: int | None = None
 
 
 class JsonClient:

@@ -5,8 +5,11 @@ poll ``/v1/batches/{id}``, read ``output_file_id`` and ``error_file_id`` through
 ``/v1/files/{id}/content``, rows matched by ``custom_id``).
 
 - One batch per endpoint (the API takes one per batch). A request's ``custom_id`` is a hash of
-  its endpoint and body: the same request gets the same id in every run, so a rerun can match
-  rows of a batch an earlier run submitted.
+  its endpoint and body, and of its draw number for a sampled draw after the first (the draws of
+  ``--repeats`` have the same body; the body is never changed: strict APIs refuse unknown
+  fields, and a seed changes the sampling): the same request gets the same id in every run, so
+  a rerun can match rows of a batch an earlier run submitted, one from before draws were
+  numbered included.
 - The batch id is written to the ledger (the run folder's ``batches.json``,
   :mod:`..store.batches`) as soon as the batch exists: a run killed while it is in flight
   re-attaches to it instead of submitting again. A batch leaves the ledger once its rows have
@@ -14,7 +17,9 @@ poll ``/v1/batches/{id}``, read ``output_file_id`` and ``error_file_id`` through
 - Each row goes through the same parse and checks as a direct reply (the call's ``parse``): a
   row in the error file, a non-200 row, an invalid body, and a request without a row (the batch
   expired, was cancelled, failed validation, or completed without it) fail alone, with the
-  reason, and are never scored; those a rerun may fix are marked so (``permanent`` None).
+  reason, and are never scored; those a rerun may fix are marked so (``permanent`` None). So
+  does a request whose custom_id is in more than one row of the output and error files: which
+  row is its answer cannot be told (the other rows are keyed by their own ids and still read).
 - Polling backs off from 1 s to ``LOCALEVAL_BATCH_POLL_MAX_S`` (default 60 s).
 """
 
@@ -66,8 +71,11 @@ class BatchError(LocalevalError):
     """The batch routes cannot be used (upload, create or poll failed after the retries)."""
 
 
-def custom_id(endpoint: str, body: dict) -> str:
-    payload = json.dumps([endpoint, body], sort_keys=True, ensure_ascii=False)
+def custom_id(endpoint: str, body: dict, draw: int | None = None) -> str:
+    """The id of a batch line; draws 0 and None keep the id they had before draws were
+    numbered, so a batch submitted then still re-attaches."""
+    key: list = [endpoint, body, draw] if draw else [endpoint, body]
+    payload = json.dumps(key, sort_keys=True, ensure_ascii=False)
     return "le-" + hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
@@ -87,7 +95,8 @@ class BatchPoster:
         response)`` as each is read back."""
         wanted: dict[str, list[int]] = {}
         for k, call in enumerate(calls):
-            wanted.setdefault(custom_id(self._endpoint(call), call.body), []).append(k)
+            wanted.setdefault(custom_id(self._endpoint(call), call.body, call.draw),
+                              []).append(k)
         batches = self.ledger.load()
         attached = [b for b in batches if wanted.keys() & set(b["custom_ids"])]
         self.stats["batches_reattached"] += len(attached)
@@ -142,10 +151,14 @@ class BatchPoster:
         error files of the batch once it is done; a str for the whole batch: why none came."""
         state = self._wait(batch["id"])
         rows: dict[str, dict | str] = {}
+        twice = (f"this request's custom_id is in more than one row of batch {batch['id']}'s "
+                 "output and error files (which is its answer cannot be told); a rerun "
+                 "submits it again")
         for key in ("output_file_id", "error_file_id"):
             file_id = state.get(key)
             if isinstance(file_id, str) and file_id:
-                rows.update(_lines(self._http("GET", f"/files/{file_id}/content", raw=True)))
+                for row in _lines(self._http("GET", f"/files/{file_id}/content", raw=True)):
+                    rows[row["custom_id"]] = twice if row["custom_id"] in rows else row
         status = state["status"]
         if status != "completed":
             why = _errors(state) or ("a rerun submits it again" if status != "failed" else "")
@@ -210,17 +223,17 @@ def _errors(state: dict) -> str:
     return ""
 
 
-def _lines(text: str) -> dict[str, dict]:
-    """A batch file's rows by custom_id; a line that is not a row with a custom_id is left
-    out (its request then has no row, and fails with that reason)."""
-    rows = {}
+def _lines(text: str) -> list[dict]:
+    """A batch file's rows; a line that is not a row with a custom_id is left out (its
+    request then has no row, and fails with that reason)."""
+    rows = []
     for line in text.splitlines():
         try:
             row = load_json(line)  # a row that repeats a name is left out too, never read
         except ValueError:
             continue
         if isinstance(row, dict) and isinstance(row.get("custom_id"), str):
-            rows[row["custom_id"]] = row
+            rows.append(row)
     return rows
 
 

@@ -418,7 +418,8 @@ class OpenAIBackend(ApiBackend):
         return Call(join_url(url, path), body,
                     lambda reply: _valid(request, _counted(
                         self._parse(request, only_choice(reply), chat, names), reply)),
-                    tuple(join_url(u, path) for u in others))
+                    tuple(join_url(u, path) for u in others),
+                    draw=request.sample if isinstance(request, Generate) else None)
 
     def _request_body(self, request: Request) -> tuple[str, dict]:
         if isinstance(request, ScoreNext):

@@ -101,6 +101,10 @@ class OpenAIModeration(ModerationGuard):
 
     def score(self, reply):
         scores = reply["results"][0]["category_scores"]
+        for category, value in scores.items():  # every one checked: max() skips a NaN
+            problem = None if value is None else number_problem(value, at_least=0, at_most=1)
+            if problem:
+                raise ValueError(f"category {category!r}: {problem}")
         return max(v for v in scores.values() if v is not None)  # absent categories are null
 
 
@@ -125,7 +129,11 @@ class AzureContentSafety(ModerationGuard):
         return (("outputType", self.output_type),)
 
     def score(self, reply):
-        severities = [int(c["severity"]) for c in reply["categoriesAnalysis"]]
+        severities = [c["severity"] for c in reply["categoriesAnalysis"]]
+        for severity in severities:  # every one checked: max() skips a -3 next to a 0
+            if isinstance(severity, bool) or not isinstance(severity, int) \
+                    or not 0 <= severity <= 7:
+                raise ValueError(f"severity {severity!r} is not an integer from 0 to 7")
         if not severities:
             raise ValueError("no categoriesAnalysis")
         return max(severities) / 7
