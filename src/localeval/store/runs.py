@@ -197,7 +197,9 @@ def load_run(folder: str | Path) -> RunRecord:
     results = _checked(folder, "results.json", lambda: read_results(
         _read_json(folder / "results.json")))
     samples = _checked(folder, "samples.jsonl", lambda: read_samples(folder / "samples.jsonl"))
-    disagreement = results.disagreement(samples)
+    # an empty samples.jsonl: results a script wrote without its samples, nothing to hold them
+    # against
+    disagreement = results.disagreement(samples) if samples else None
     if disagreement:
         file, problem = disagreement
         raise RunFolderError(f"{folder / file}: {problem} (a hand edit? results.json and "
