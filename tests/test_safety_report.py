@@ -203,9 +203,11 @@ def test_compare_errors(runs, tmp_path, capsys):
     plain, aware = str(root / "plain"), str(root / "aware")
     mcq = tmp_path / "mcq"
     shutil.copytree(root / "plain", mcq)
-    (mcq / "results.json").write_text(json.dumps({
+    (mcq / "results.json").write_text(json.dumps({  # a whole one-question MCQ run
         "schema": "localeval.mcq/1", "task": "tmlu", "n_samples": 1, "method": "likelihood",
         "shots": 0, "metrics": {"micro": {"n": 1, "acc": 1.0}}}))
+    (mcq / "samples.jsonl").write_text(json.dumps({"id": "q1", "subject": "s", "pred": "A",
+                                                   "gold": "A", "correct": True}) + "\n")
     assert "is a mcq run and" in _one_line_error(["compare", str(mcq), aware], capsys)
     assert "is not a run folder" in _one_line_error(["compare", str(tmp_path), aware], capsys)
     # Culture-aware first: not Table 3's order, so the generic per-language comparison.
@@ -217,6 +219,9 @@ def test_compare_errors(runs, tmp_path, capsys):
     lines = (fewer / "samples.jsonl").read_text().splitlines()
     cg = next(i for i, x in enumerate(lines) if json.loads(x)["subset"] == "cultural-cg")
     (fewer / "samples.jsonl").write_text("\n".join(lines[:cg] + lines[cg + 1:]) + "\n")
+    results = json.loads((fewer / "results.json").read_text())  # a run of one item fewer
+    (fewer / "results.json").write_text(json.dumps(dict(results,
+                                                        n_samples=results["n_samples"] - 1)))
     assert "different items" in _one_line_error(["compare", plain, str(fewer)], capsys)
 
     other = tmp_path / "other-task"
