@@ -9,14 +9,13 @@ way.
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from .render.figures import import_in_background
 from .report.html import write_report_of
 from .store.database import StoreError
 from .store.results_db import record_run
-from .store.runs import RunRecord, as_stored
+from .store.runs import RunRecord
 from .views.registry import view_for
 
 
@@ -29,10 +28,9 @@ class ReportStep:
         import_in_background()
 
     def write(self, finished: RunRecord, folder: Path) -> None:
-        # the record as the folder holds it (sorted keys; the config is already), so the report
-        # is byte for byte the one `localeval report` writes from the folder later
-        stored = replace(finished, samples=as_stored(finished.samples))
-        write_report_of([stored], folder / "report.html")
+        # the record is already as the folder holds it (run.py), so the report is byte for
+        # byte the one `localeval report` writes from the folder later
+        write_report_of([finished], folder / "report.html")
 
 
 def record_in_store(record: RunRecord, store: str | Path | None, what: str = "run") -> None:

@@ -25,6 +25,7 @@ from .backends.failures import Unsupported
 from .data.rows import files_read, fingerprint
 from .errors import LocalevalError
 from .finish import record_in_store
+from .records import Sample
 from .run import run_provenance
 from .store.cache import RequestCache
 from .store.executor import CachedExecutor
@@ -32,9 +33,9 @@ from .store.runs import (
     DATA_FILES,
     RunRecord,
     as_stored,
+    as_stored_samples,
     check_output_folder,
     finished_record,
-    finite,
     load_run,
     now,
     run_folder_lock,
@@ -160,18 +161,18 @@ def _rescore(record: RunRecord, source: Path, base: dict, changed: dict, folder:
     _check_answers(record, [source_task.score(p, a) for p, a in zip(planned, answers,
                                                                      strict=True)], cache)
     samples = [task.score(p, a) for p, a in zip(planned, answers, strict=True)]
-    results = task.summarise(samples, data, backend.identity)
-    results["request_failures"] = dict(execute.failures)
-    results["usage"] = execute.usage.data()  # every answer a cache hit: nothing sent
-    results["timing"] = {"seconds": round(time.perf_counter() - begun, 3), **execute.counts}
-    results["history"] = []
+    results = task.summarise(samples, data, backend.identity).with_values({
+        "request_failures": dict(execute.failures),
+        "usage": execute.usage.data(),  # every answer a cache hit: nothing sent
+        "timing": {"seconds": round(time.perf_counter() - begun, 3), **execute.counts},
+        "history": []})
     provenance = run_provenance(command)
     new_config = {**{k: v for k, v in config.items() if k != "command"}, **provenance,
                   **task.describe(data),
                   "rescored_from": {"folder": str(source.resolve()),
                                     "finished_at": record.finished_at,
                                     "options": as_stored(changed)}}
-    out = finished_record(new_config, finite(results), samples, folder=folder,
+    out = finished_record(new_config, results, as_stored_samples(samples), folder=folder,
                           started_at=started, finished_at=now())
     save_run(out)
     if store is not False:  # a run of its own in the store (its folder is its id)
@@ -188,22 +189,23 @@ def _check_data(record: RunRecord, files: dict) -> None:
                              "the same items the run answered")
 
 
-def _check_answers(record: RunRecord, recomputed: list[dict[str, Any]], cache: Path) -> None:
+def _check_answers(record: RunRecord, recomputed: list[Sample], cache: Path) -> None:
     """The cache must hold the answers the run recorded: scored again under the source's own
     options they give its samples.jsonl back, field for field. Skipped: a field the run's
     version did not write, and a sample that failed there (its request was never cached)."""
     if len(recomputed) != len(record.samples):
         raise LocalevalError(f"{record.folder}: it recorded {len(record.samples)} samples and its "
                              f"options plan {len(recomputed)}; rescore scores the same samples")
-    for kept, again in zip(record.samples, as_stored(recomputed), strict=True):
-        if kept.get("failed") or "failure" in kept:
+    for kept, again in zip(record.samples, as_stored_samples(recomputed), strict=True):
+        if kept.is_failed or "failure" in kept:
             continue
-        differs = next((key for key in kept if key in again and kept[key] != again[key]), None)
+        old, new = kept.data(), again.data()
+        differs = next((key for key in old if key in new and old[key] != new[key]), None)
         if differs is not None:
             raise LocalevalError(
-                f"{cache}: its answer to sample {kept.get('id')} is not the one {record.folder} "
-                f"recorded ({differs}: {_short(kept[differs])} in the run, "
-                f"{_short(again[differs])} in the cache); rescore scores the run's own answers: "
+                f"{cache}: its answer to sample {kept.id} is not the one {record.folder} "
+                f"recorded ({differs}: {_short(old[differs])} in the run, "
+                f"{_short(new[differs])} in the cache); rescore scores the run's own answers: "
                 "give the run's own --cache")
 
 

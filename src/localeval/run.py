@@ -25,7 +25,6 @@ from .backends.registry import load_backend, parse_backend_spec
 from .backends.roles import Model, closed_with, preflight_models, resolve_models
 from .data.rows import field_limit, files_read, fingerprint
 from .errors import LocalevalError
-from .records import read_results
 from .store.batches import BatchLedger
 from .store.cache import check_cache_file
 from .store.executor import CachedExecutor, commit_interval, open_cache
@@ -35,10 +34,9 @@ from .store.runs import (
     FirstRun,
     RunInProgress,
     RunRecord,
-    as_stored,
+    as_stored_samples,
     check_output_folder,
     check_same_run,
-    finite,
     first_run,
     now,
     run_folder_lock,
@@ -138,15 +136,15 @@ def _run(task: Task, models: list[Model], place: RunPlace, built: ExitStack) -> 
         _fail(record, e)
         raise
     timing = {**_timing(elapsed, len(samples), task.rate_unit, backend), **execute.counts}
-    results["request_failures"] = dict(execute.failures)
+    lifecycle_facts: dict[str, Any] = {"request_failures": dict(execute.failures)}
     if execute.failure_kinds:
-        results["request_failure_kinds"] = dict(sorted(execute.failure_kinds.items()))
-    results.update(execute.usage.results(place.budget))
-    results["timing"], results["history"] = with_history(
+        lifecycle_facts["request_failure_kinds"] = dict(sorted(execute.failure_kinds.items()))
+    lifecycle_facts.update(execute.usage.results(place.budget))
+    lifecycle_facts["timing"], lifecycle_facts["history"] = with_history(
         first, timing, {"started": record.started_at, "command": provenance["command"]})
-    # typed as the folder will hold it (JSON, keys sorted), so what is printed and reported now
-    # is what `localeval show` and `report` read back later
-    finished = record.finish(read_results(as_stored(finite(results))), samples)
+    # typed as the folder will hold them (JSON, keys sorted), so what is printed and reported
+    # now is what `localeval show` and `report` read back later
+    finished = record.finish(results.with_values(lifecycle_facts), as_stored_samples(samples))
     for warning in finished.results.warnings:  # what qualifies a number: --quiet too
         print(f"warning: {warning}", file=sys.stderr)
     if place.folder:

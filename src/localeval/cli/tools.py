@@ -113,7 +113,7 @@ def add_tool_parsers(sub) -> None:
 
 
 def cmd_agreement(args) -> None:
-    from ..store.runs import finite
+    from ..records import finite
     from ..tools.annotations import measure
 
     result = finite(measure(args.data, comma_list(args.columns) or [], comma_list(args.labels),
@@ -165,7 +165,7 @@ def _cache(args) -> str | None:
 
 
 def cmd_train_guard(args) -> None:
-    from ..store.runs import finite
+    from ..records import finite
     from ..tools.train_guard import train_guard
 
     spec = train_guard(args.data, args.output, embedder=args.embedder,

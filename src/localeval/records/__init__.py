@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
 from . import contamination, llm_safety, mcq, safety
-from .base import Record, RecordError, Results, validated
+from .base import Record, RecordError, Results, as_json, finite, validated
+from .samples import ContaminationSample, LLMSafetySample, MCQSample, SafetySample, Sample
 
 # results.json's "schema" -> its record. A schema not listed (a task kind of a plugin, a test's
 # toy) is read as plain Results: every common field checked, its own keys kept as they are.
@@ -14,6 +18,27 @@ RESULTS_TYPES: dict[str, type[Results]] = {
     llm_safety.SCHEMA: llm_safety.LLMSafetyResults,
     contamination.SCHEMA: contamination.ContaminationResults,
 }
+
+ResultsT = TypeVar("ResultsT", bound=Results)
+
+# results.json's "schema" -> the record of a line of its samples.jsonl (plain Sample otherwise)
+SAMPLE_TYPES: dict[str, type[Sample]] = {
+    mcq.SCHEMA: MCQSample,
+    safety.SCHEMA: SafetySample,
+    llm_safety.SCHEMA: LLMSafetySample,
+    contamination.SCHEMA: ContaminationSample,
+}
+
+
+def sample_type(results: Results) -> type[Sample]:
+    """The sample record of the kind that wrote ``results``."""
+    return SAMPLE_TYPES.get(results.schema_, Sample)
+
+
+def results_record(data: Mapping[str, Any], kind: type[ResultsT]) -> ResultsT:
+    """Results a task made, as ``kind`` (the record of their schema), typed as results.json
+    will hold them (NaN as null, tuples as lists)."""
+    return validated(kind, as_json(data), "results.json")
 
 
 def read_results(data: object, file: str = "results.json") -> Results:
@@ -42,5 +67,5 @@ def json_type(value: object) -> str:
     return names.get(type(value), type(value).__name__)
 
 
-__all__ = ["RESULTS_TYPES", "Record", "RecordError", "Results", "json_type", "read_results",
-           "validated"]
+__all__ = ["RESULTS_TYPES", "SAMPLE_TYPES", "Record", "RecordError", "Results", "Sample",
+           "as_json", "finite", "json_type", "read_results", "results_record", "sample_type", "validated"]

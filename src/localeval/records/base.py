@@ -12,9 +12,12 @@ way they read JSON keep working: ``results["metrics"]["micro"]["acc"]`` reads th
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, TypeVar
+from functools import cache
+from typing import Annotated, Any, Self, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
@@ -41,8 +44,7 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True, strict=True, populate_by_name=True)
 
     def _name(self, key: str) -> str:
-        fields = type(self).model_fields
-        return next((name for name, f in fields.items() if f.alias == key), key)
+        return _field_names(type(self)).get(key, key)
 
     def __getitem__(self, key: str) -> Any:
         name = self._name(key)
@@ -63,6 +65,12 @@ class Record(BaseModel):
     def data(self) -> dict[str, Any]:
         """The record as JSON data, exactly the keys it was made from."""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+@cache
+def _field_names(record: type[Record]) -> dict[str, str]:
+    """A record type's JSON names of fields named otherwise in Python (``schema``)."""
+    return {f.alias: name for name, f in record.model_fields.items() if f.alias}
 
 
 class RoleUsage(Record):
@@ -118,6 +126,11 @@ class Results(Record):
                                         "translator)")
     cost: Cost | None = Field(None, description="the run's cost at --price")
 
+    def with_values(self, changes: Mapping[str, Any]) -> Self:
+        """The same results with ``changes`` (the lifecycle's timing, usage and failures),
+        validated again."""
+        return validated(type(self), as_json({**self.data(), **changes}), "results.json")
+
     def disagreement(self, samples: Sequence[Mapping[str, Any]]) -> tuple[str, str] | None:
         """Where these results and the samples they were computed from contradict each other
         (a file edited by hand): (the file, ``field <name>: …``), or None. Here the count of
@@ -130,6 +143,33 @@ class Results(Record):
 
 
 RecordT = TypeVar("RecordT", bound=Record)  # validated() returns the record type it was given
+
+
+def finite(value: Any) -> Any:
+    """NaN and infinities become None (JSON has no NaN)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
+def as_json(value: Any) -> Any:
+    """``value`` as results.json holds it: NaN and infinities as null, keys sorted, tuples as
+    lists, records as their data."""
+    return json.loads(json.dumps(finite(_plain(value)), ensure_ascii=False, sort_keys=True))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Record):
+        return _plain(value.data())
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 class RecordError(ValueError):

@@ -19,10 +19,9 @@ run gives the same bytes.
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,8 +34,17 @@ from typing import Any, Generic, Literal
 from typing_extensions import TypeVar
 
 from ..errors import LocalevalError
-from ..records import RecordError, Results, json_type, read_results, validated
+from ..records import (
+    RecordError,
+    Results,
+    Sample,
+    json_type,
+    read_results,
+    sample_type,
+    validated,
+)
 from ..records.run import ConfigFile, Lifecycle, RunConfig, Status
+from ..records.samples import read_sample
 from .files import NotPlainFile, open_own, read_plain_text, write_text_whole
 
 fcntl: ModuleType | None
@@ -60,20 +68,22 @@ class NotFinished(LocalevalError):
 
 # covariant: a record is frozen, so a RunRecord[SafetyResults] is a RunRecord[Results]
 ResultsT = TypeVar("ResultsT", bound=Results, covariant=True, default=Results)
+SampleT = TypeVar("SampleT", bound=Sample, covariant=True, default=Sample)
 ReadT = TypeVar("ReadT")
 
 
 @dataclass(frozen=True)
-class RunRecord(Generic[ResultsT]):
+class RunRecord(Generic[ResultsT, SampleT]):
     """A finished run, whole: what was run (``config``), its typed numbers (``results``, the
-    record of its schema; ``RunRecord[SafetyResults]`` where the kind is known), its samples,
+    record of its schema; ``RunRecord[SafetyResults, SafetySample]`` where the kind is known),
+    its samples (the sample record of the same kind),
     its folder (None: a run kept in memory) and when it ran. A run that has not finished is
     never one: it is a :class:`RunInProgress` while it runs, and a folder's :class:`RunState`
     when read back."""
 
     config: RunConfig
     results: ResultsT
-    samples: list[dict[str, Any]]
+    samples: Sequence[SampleT]
     folder: Path | None = None
     started_at: str | None = None
     finished_at: str | None = None
@@ -90,7 +100,7 @@ class RunRecord(Generic[ResultsT]):
 
 
 def finished_record(config: dict[str, Any], results: dict[str, Any] | Results,
-                    samples: list[dict[str, Any]], folder: Path | None = None,
+                    samples: Sequence[Sample], folder: Path | None = None,
                     started_at: str | None = None,
                     finished_at: str | None = None) -> RunRecord:
     """A finished run's record from plain data (a rescore's, a script's): the config and the
@@ -154,9 +164,19 @@ def write_json(path: Path, data) -> None:
     write_text_whole(path, json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
 
 
-def write_samples(path: Path, samples: list[dict]) -> None:
-    write_text_whole(path, "".join(json.dumps(s, ensure_ascii=False, sort_keys=True) + "\n"
-                                for s in samples))
+def write_samples(path: Path, samples: Sequence[Sample]) -> None:
+    write_text_whole(path, "".join(sample_line(s) for s in samples))
+
+
+def sample_line(sample: Sample) -> str:
+    """The sample's line of samples.jsonl (keys sorted)."""
+    return json.dumps(sample.data(), ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def as_stored_samples(samples: Sequence[SampleT]) -> list[SampleT]:
+    """Samples as they read back from the run folder (values as JSON holds them: tuples as
+    lists, enums as text, keys in the file's order)."""
+    return [read_sample(type(s), json.loads(sample_line(s)), "sample") for s in samples]
 
 
 def write_config(run: RunInProgress) -> None:
@@ -196,7 +216,8 @@ def load_run(folder: str | Path) -> RunRecord:
         raise NotFinished(_not_finished(state))
     results = _checked(folder, "results.json", lambda: read_results(
         _read_json(folder / "results.json")))
-    samples = _checked(folder, "samples.jsonl", lambda: read_samples(folder / "samples.jsonl"))
+    samples = _checked(folder, "samples.jsonl", lambda: read_samples(
+        folder / "samples.jsonl", sample_type(results)))
     # an empty samples.jsonl: results a script wrote without its samples, nothing to hold them
     # against
     disagreement = results.disagreement(samples) if samples else None
@@ -272,8 +293,8 @@ def _checked(folder: Path, name: str, read: Callable[[], ReadT]) -> ReadT:
         raise RunFolderError(f"{folder / name}: {detail}") from None
 
 
-def read_samples(path: Path) -> list[dict[str, Any]]:
-    """samples.jsonl: one JSON object per line, each with an ``id``."""
+def read_samples(path: Path, kind: type[SampleT] = Sample) -> list[SampleT]:  # type: ignore[assignment]
+    """samples.jsonl: one JSON object per line, each read into the sample record ``kind``."""
     try:
         text = read_plain_text(path)
     except FileNotFoundError:
@@ -293,9 +314,7 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
         if not isinstance(sample, dict):
             raise RecordError(f"{path.name}: line {number} should be a JSON object, not "
                               f"{json_type(sample)}")
-        if not isinstance(sample.get("id"), str | int):
-            raise RecordError(f"{path.name}: line {number}: field id: missing or not a string")
-        samples.append(sample)
+        samples.append(read_sample(kind, sample, f"{path.name}: line {number}"))
     return samples
 
 
@@ -454,12 +473,3 @@ def _data_diff(old: Any, new: dict[str, dict]) -> str:
     return "data changed: " + ", ".join(changed + gone)
 
 
-def finite(value: Any) -> Any:
-    """NaN and infinities become None (JSON has no NaN)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [finite(v) for v in value]
-    return value

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..backends.base import Backend, Execute
+from ..records import Results, Sample
 from .options import TaskOptions
 
 # Which revision of the authors' protocols a task's defaults reproduce. ``describe()`` of the
@@ -78,13 +79,14 @@ class Task(ABC):
         return execute([p.request for p in planned])
 
     @abstractmethod
-    def score(self, planned: Any, answer: Any) -> dict:
-        """The sample record (a line of samples.jsonl) of one planned sample."""
+    def score(self, planned: Any, answer: Any) -> Sample:
+        """The sample record (a line of samples.jsonl) of one planned sample: the task kind's
+        own record type (``records.samples``)."""
 
     @abstractmethod
-    def summarise(self, samples: list[dict], data: Any, identity: dict) -> dict:
-        """results.json without ``timing`` (the lifecycle adds it); ``identity`` is the run's
-        backend's."""
+    def summarise(self, samples: Any, data: Any, identity: dict) -> Results:
+        """The results record of the task's schema, without ``timing`` (the lifecycle adds
+        it); ``samples`` are what ``score`` made, ``identity`` is the run's backend's."""
 
     @abstractmethod
     def describe(self, data: Any) -> dict:

@@ -35,7 +35,10 @@ from ..data.catalog import BUILTIN_TASKS
 from ..data.items import LETTERS
 from ..data.rows import read_rows
 from ..errors import DataError, LocalevalError
+from ..records import results_record
 from ..records.contamination import SCHEMA as CONTAMINATION_SCHEMA
+from ..records.contamination import ContaminationResults
+from ..records.samples import ContaminationSample
 from .base import Task
 from .contamination_options import ContaminationOptions
 from .options import make_options
@@ -107,27 +110,31 @@ class ContaminationTask(Task):
     def plan(self, data: ContaminationData, backend: Backend) -> list[Text]:
         return list(data)
 
-    def score(self, planned: Text, answer: Response) -> dict[str, Any]:
-        sample: dict[str, Any] = {"id": planned.id, "source": planned.source,
-                                  "subject": planned.subject, "n_chars": len(planned.text)}
+    def score(self, planned: Text, answer: Response) -> ContaminationSample:
+        text = ContaminationSample(id=planned.id, source=planned.source,
+                                   subject=planned.subject, n_chars=len(planned.text))
         if not isinstance(answer, TokenLogprobs):
-            return {**sample, "n_tokens": None, "min_k": None, "min_k_pp": None,
-                    "failed": True, "error": error_of(answer) or "no log-probs"}
+            return text.model_copy(update={"n_tokens": None, "min_k": None, "min_k_pp": None,
+                                           "failed": True,
+                                           "error": error_of(answer) or "no log-probs"})
         values = answer.token_logprobs
         if not values:
-            return {**sample, "n_tokens": 0, "min_k": None, "min_k_pp": None, "failed": True,
-                    "error": "the text is a single token: no token has a context to score"}
-        sample.update(n_tokens=len(values),
-                      min_k={_key(k): min_k(values, k) for k in self.options.k},
-                      min_k_pp=_min_k_pp(values, answer, self.options.k))
-        return sample
+            return text.model_copy(update={
+                "n_tokens": 0, "min_k": None, "min_k_pp": None, "failed": True,
+                "error": "the text is a single token: no token has a context to score"})
+        return text.model_copy(update={
+            "n_tokens": len(values),
+            "min_k": {_key(k): min_k(values, k) for k in self.options.k},
+            "min_k_pp": _min_k_pp(values, answer, self.options.k)})
 
-    def summarise(self, samples: list[dict], data: ContaminationData, identity: dict) -> dict:
+    def summarise(self, samples: Sequence[ContaminationSample], data: ContaminationData,
+                  identity: dict) -> ContaminationResults:
         from ..analysis.contamination import summarise_contamination
 
         results = summarise_contamination(samples, [_key(k) for k in self.options.k], data.labels,
                                           self.results_schema)
-        return {**results, "warnings": list(data.warnings)}
+        return results_record({**results, "warnings": list(data.warnings)},
+                              ContaminationResults)
 
     def describe(self, data: ContaminationData) -> dict:
         o = self.options

@@ -26,7 +26,10 @@ from ..data.items import MCQItem
 from ..data.mcq_loaders import load_mcq_data
 from ..errors import LocalevalError
 from ..metrics.mcq import aggregate
+from ..records import results_record
 from ..records.mcq import SCHEMA as MCQ_SCHEMA
+from ..records.mcq import MCQResults
+from ..records.samples import MCQSample
 from . import extract, mcq_variants
 from .base import PROTOCOL, Task
 from .benchmarks import dataset_of, with_benchmark_options
@@ -129,49 +132,48 @@ def _may_not_fit(prompt: Prompt, budget: int, max_context: int) -> bool:
     return upper + budget > max_context
 
 
-def score(planned: Planned, response: Response, config: MCQConfig) -> dict:
+def score(planned: Planned, response: Response, config: MCQConfig) -> MCQSample:
     """One sample record (a line of samples.jsonl). ``pred`` is None, with ``error``, when no
     answer could be extracted; such a sample counts as wrong. A failed request is ``failed``
     (left out of accuracy, counted; a rerun retries it, which helps when the failure was
     transient: ``store.executor.rerun_advice``)."""
     item = planned.item
-    record: dict[str, Any] = {"id": item.id, "subject": item.subject, "prompt": planned.prompt,
+    fields: dict[str, Any] = {"id": item.id, "subject": item.subject, "prompt": planned.prompt,
                               "n_shots": planned.n_shots, "gold": item.answer}
     if planned.skipped:
-        record["skipped_shots"] = list(planned.skipped)
+        fields["skipped_shots"] = list(planned.skipped)
     pred: str | None = None
     error: str | None = None
+    failed = isinstance(response, Failed)
     if isinstance(response, Failed):
         error = response.error
-        record["failed"] = True
-        record["failure"] = response.reason.kind  # its kind, for the tables
+        fields.update(failed=True, failure=response.reason.kind)  # its kind, for the tables
     elif isinstance(response, NextLogprobs):
         scored = config.prompt.letters(item)
         letters = dict(zip(config.prompt.candidates(item), scored, strict=True))
-        record["logprobs"] = {letters[c]: v for c, v in response.logprobs.items()}
+        fields["logprobs"] = {letters[c]: v for c, v in response.logprobs.items()}
         pred = extract.from_logprobs(response.logprobs, scored)
-        record["extract"] = "likelihood: highest log-prob"
+        fields["extract"] = "likelihood: highest log-prob"
         if response.scoring:  # a server's: read from its top-k, or from prompt + option echoed
-            record["scoring"] = response.scoring
+            fields["scoring"] = response.scoring
     elif isinstance(response, Generated):
-        record["output"] = response.text
-        pred, record["extract"], error = _extract(response.text, item.letters, config)
+        fields["output"] = response.text
+        pred, fields["extract"], error = _extract(response.text, item.letters, config)
     else:
         raise TypeError(f"a multiple-choice answer cannot be a {type(response).__name__}")
-    record["pred"] = pred
-    record["correct"] = None if record.get("failed") else pred == item.answer
+    fields.update(pred=pred, correct=None if failed else pred == item.answer)
     if error:
-        record["error"] = error
+        fields["error"] = error
     for key in ("year", "level"):
         if key in item.metadata:
-            record[key] = item.metadata[key]
-    return record
+            fields[key] = item.metadata[key]
+    return MCQSample(**fields)
 
 
-def _failures(samples: list[dict]) -> dict:
+def _failures(samples: Sequence[MCQSample]) -> dict:
     """The first 50 failed questions with their failure kind and error (absent when none)."""
     rows = [{k: s[k] for k in ("id", "subject", "failure", "error") if k in s}
-            for s in samples if s.get("failed")][:50]
+            for s in samples if s.failed][:50]
     return {"failures": rows} if rows else {}
 
 
@@ -247,14 +249,15 @@ class MCQTask(Task):
     def respond(self, planned: Sequence[Planned], execute: Execute) -> list[Any]:
         return mcq_variants.respond_with_variants(planned, execute)
 
-    def score(self, planned: Planned, answer: Response | mcq_variants.WithVariants) -> dict:
+    def score(self, planned: Planned, answer: Response | mcq_variants.WithVariants) -> MCQSample:
         return mcq_variants.score_with_variants(planned, answer,
                                                 lambda p, a: score(p, a, self.config))
 
-    def summarise(self, samples: list[dict], data: MCQData, identity: dict) -> dict:
+    def summarise(self, samples: Sequence[MCQSample], data: MCQData,
+                  identity: dict) -> MCQResults:
         prompt, spec = self.config.prompt, data.spec
         warnings = _unknown_subjects(data)
-        return {**({"warnings": warnings} if warnings else {}),
+        return results_record({**({"warnings": warnings} if warnings else {}),
             "schema": self.results_schema,
             "task": self.name,
             "model": identity.get("model"),
@@ -266,13 +269,13 @@ class MCQTask(Task):
             "disciplines": list(spec.disciplines),
             "metrics": aggregate(samples, spec.subjects, spec.disciplines, spec.year_floor),
             "n_samples": len(samples),
-            "n_failed": sum(1 for s in samples if s.get("failed")),
-            "failed": [s["id"] for s in samples if s.get("failed")][:50],
+            "n_failed": sum(1 for s in samples if s.failed),
+            "failed": [s.id for s in samples if s.failed][:50],
             **_failures(samples),
-            "unanswered": [s["id"] for s in samples if s["pred"] is None and not s.get("failed")],
+            "unanswered": [s.id for s in samples if s.pred is None and not s.failed],
             **({"robustness": mcq_variants.robustness(samples, self.options)}
                if mcq_variants.has_variants(self.options) else {}),
-        }
+        }, MCQResults)
 
     def describe(self, data: MCQData) -> dict:
         method, o = self.config.method, self.options

@@ -25,6 +25,7 @@ from ..backends.base import Generate, Response
 from ..data.items import LETTERS, MCQItem
 from ..errors import LocalevalError
 from ..metrics.spread import mean_std_interval
+from ..records.samples import MCQSample, VariantEntry
 from .mcq_options import MCQOptions
 
 
@@ -124,60 +125,57 @@ def respond_with_variants(planned: Sequence[Any], execute) -> list:
 
 
 def score_with_variants(planned: Any, answer: Response | WithVariants,
-                        scorer: Callable[[Any, Response], dict]) -> dict[str, Any]:
+                        scorer: Callable[[Any, Response], MCQSample]) -> MCQSample:
     """The question's sample record, with a line per other variant (``variants``)."""
     if not isinstance(answer, WithVariants):
         return scorer(planned, answer)
-    record = scorer(planned, answer.main)
-    record["variants"] = [variant_record(v, scorer(vp, r), len(planned.item.options))
-                          for (v, vp), r in zip(planned.variants, answer.others, strict=True)]
-    return record
+    entries = [variant_record(v, scorer(vp, r), len(planned.item.options))
+               for (v, vp), r in zip(planned.variants, answer.others, strict=True)]
+    return scorer(planned, answer.main).model_copy(update={"variants": entries})
 
 
-def variant_record(variant: Variant, scored: dict[str, Any], n_options: int) -> dict[str, Any]:
+def variant_record(variant: Variant, scored: MCQSample, n_options: int) -> VariantEntry:
     """A variant's line in its sample's ``variants``: the prediction as the original option's
     letter, and whether it is right (None: the request failed)."""
-    out = {"order": variant.order, "pred": original_letter(scored["pred"], variant.order,
-                                                           n_options),
-           "correct": scored["correct"]}
-    if variant.repeat is not None:
-        out["repeat"] = variant.repeat
-    return out
+    pred = original_letter(scored.pred, variant.order, n_options)
+    if variant.repeat is None:
+        return VariantEntry(order=variant.order, pred=pred, correct=scored.correct)
+    return VariantEntry(order=variant.order, pred=pred, correct=scored.correct,
+                        repeat=variant.repeat)
 
 
-def _entries(sample: dict[str, Any], first: int | None) -> list[dict[str, Any]]:
-    own = {"order": 0, "pred": sample["pred"], "correct": sample["correct"]}
-    if first is not None:
-        own["repeat"] = first
-    return [own, *sample.get("variants", [])]
+def _entries(sample: MCQSample, first: int | None) -> list[VariantEntry]:
+    own = VariantEntry(order=0, pred=sample.pred, correct=sample.correct, repeat=first)
+    return [own, *(sample.variants or [])]
 
 
-def _accuracy(entries: list[dict[str, Any]]) -> float | None:
-    scored = [e["correct"] for e in entries if e["correct"] is not None]
+def _accuracy(entries: list[VariantEntry]) -> float | None:
+    scored = [e.correct for e in entries if e.correct is not None]
     return sum(scored) / len(scored) if scored else None
 
 
-def _in(rows: list[list[dict[str, Any]]], order: int | None, repeat: int | None) -> list:
+def _in(rows: list[list[VariantEntry]], order: int | None,
+        repeat: int | None) -> list[VariantEntry]:
     """Every entry of ``order`` (None: any) and draw ``repeat``."""
     return [e for r in rows for e in r
-            if (order is None or e["order"] == order) and e.get("repeat") == repeat]
+            if (order is None or e.order == order) and e.repeat == repeat]
 
 
-def _permutation(rows: list[list[dict[str, Any]]], orders: int, first: int | None) -> dict:
+def _permutation(rows: list[list[VariantEntry]], orders: int, first: int | None) -> dict:
     per_order = [_accuracy(_in(rows, k, first)) for k in range(orders)]
-    preds = [[e["pred"] for e in r if e.get("repeat") == first] for r in rows]
+    preds = [[e.pred for e in r if e.repeat == first] for r in rows]
     answered = [p for p in preds if len(p) > 1 and None not in p]
     same = sum(len(set(p)) == 1 for p in answered) / len(answered) if answered else None
     return {"accuracy": per_order, **mean_std_interval([a for a in per_order if a is not None]),
             "same_option": same, "n_questions": len(answered)}
 
 
-def _draws(rows: list[list[dict[str, Any]]], repeats: int) -> dict:
+def _draws(rows: list[list[VariantEntry]], repeats: int) -> dict:
     per_draw = [_accuracy(_in(rows, 0, d)) for d in range(repeats)]
     return {"accuracy": per_draw, **mean_std_interval([a for a in per_draw if a is not None])}
 
 
-def robustness(samples: list[dict[str, Any]], options: MCQOptions) -> dict[str, Any]:
+def robustness(samples: Sequence[MCQSample], options: MCQOptions) -> dict[str, Any]:
     """results.json's ``robustness``: accuracy per order (first draws) with its mean and std,
     and the share of questions answered with the same option in every order; accuracy per
     draw (order 0) with its mean, std and 95% t interval."""

@@ -34,8 +34,11 @@ from ..data.safety import HUB_REPO, SafetyItem
 from ..errors import LocalevalError
 from ..guards import Conversation, Guard, GuardVerdict, get_guard
 from ..guards.base import VERDICT_FAILURE
+from ..records import results_record
 from ..records.safety import SCHEMA as SAFETY_SCHEMA
+from ..records.safety import SafetyResults
 from ..records.sample_kinds import Context, SampleKind
+from ..records.samples import SafetySample
 from .base import PROTOCOL, Task
 from .label_policy import DEFAULT_SENSITIVE, binary_label, describe_policy
 from .options import make_options
@@ -113,7 +116,7 @@ class SafetyData:
 
 def record(p: Planned, verdict: GuardVerdict, *, guard: str, model: str,
            sensitive: str | None = None, neutral: float | None = None,
-           log_text: bool = True) -> dict:
+           log_text: bool = True) -> SafetySample:
     """The per-sample record of one planned sample and its verdict. A failed verdict keeps
     ``score`` None (left out, counted) unless ``neutral`` is given: then the score is that value
     and ``neutral`` is True on the record (``--on-failure neutral`` or ``iris``).
@@ -121,7 +124,7 @@ def record(p: Planned, verdict: GuardVerdict, *, guard: str, model: str,
     output (``guard_output``: generated text, label log-probs), to debug a verdict."""
     item, verdict = p.item, verdict.checked()  # any guard's score: a probability, or a failure
     raw = p.kind.raw_label(item)
-    out = {
+    out: dict[str, Any] = {
         "id": item.id, "lang": item.lang, "subset": item.subset, "kind": p.kind,
         "context": p.context, "raw_label": raw, "label": binary_label(raw, p.kind, sensitive,
                                                                item.subset),
@@ -137,7 +140,7 @@ def record(p: Planned, verdict: GuardVerdict, *, guard: str, model: str,
         out["failure"] = verdict.failure or VERDICT_FAILURE
         if neutral is not None:
             out.update(score=neutral, neutral=True)
-    return out
+    return SafetySample(**out)
 
 
 def _texts(p: Planned, log_text: bool) -> dict[str, str]:
@@ -149,11 +152,12 @@ def _texts(p: Planned, log_text: bool) -> dict[str, str]:
     return {f"{k}_sha256": hashlib.sha256(v.encode()).hexdigest() for k, v in texts.items()}
 
 
-def _labels_outside_top(sample: dict) -> bool:
+def _labels_outside_top(sample: SafetySample) -> bool:
     """Whether the sample's last ranked response (``guard_output``) had every label outside the
     top k: each rank recorded as None."""
-    ranked = [r["ranks"] for r in sample.get("guard_output") or []
-              if isinstance(r, dict) and isinstance(r.get("ranks"), dict)]
+    outputs = sample.guard_output if isinstance(sample.guard_output, list) else []
+    ranked = [ranks for r in outputs
+              if isinstance(r, dict) and isinstance(ranks := r.get("ranks"), dict)]
     return bool(ranked) and all(rank is None for rank in ranked[-1].values())
 
 
@@ -237,7 +241,7 @@ class SafeguardTask(Task):
     def respond(self, planned: Sequence[Planned], execute: Execute) -> list[GuardVerdict]:
         return self.guard.classify([p.conversation() for p in planned], execute)
 
-    def score(self, planned: Planned, answer: GuardVerdict) -> dict:
+    def score(self, planned: Planned, answer: GuardVerdict) -> SafetySample:
         return record(planned, answer, guard=self.guard.name, model=planned.model,
                       sensitive=self.options.sensitive, neutral=self._failure_score(answer),
                       log_text=self.options.log_samples)
@@ -250,16 +254,16 @@ class SafeguardTask(Task):
             return 1 / self.guard.n_labels
         return self.guard.iris_failure_score(verdict.error or "")
 
-    def summarise(self, samples: list[dict], data: SafetyData,
-                  identity: dict) -> dict[str, Any]:
-        failed = [s for s in samples if "error" in s]
-        n_neutral = sum(1 for s in failed if s.get("neutral"))
+    def summarise(self, samples: Sequence[SafetySample], data: SafetyData,
+                  identity: dict) -> SafetyResults:
+        failed = [s for s in samples if s.is_failed]
+        n_neutral = sum(1 for s in failed if s.neutral)
         # what the guard itself found (an embedding guard scoring its own training texts)
         advice = self._failure_advice(failed, str(identity.get("backend", "")))
         warnings = data.warnings + list(getattr(self.guard, "warnings", [])) + \
             ([self._failure_warning(failed, len(samples), n_neutral, advice)] if failed else [])
         kinds = {kind for kind, _ in self.kinds}
-        return {
+        return results_record({
             "schema": self.results_schema,
             "task": self.name,
             "model": str(identity.get("model", "")),
@@ -274,18 +278,17 @@ class SafeguardTask(Task):
             "failure_advice": advice,
             "on_failure": self.options.on_failure,
             "n_neutral": n_neutral,
-            "n_excluded": sum(1 for s in samples if s["label"] is None),
+            "n_excluded": sum(1 for s in samples if s.label is None),
             "failures": [{k: s[k] for k in ("id", "lang", "subset", "kind", "context", "failure",
                                             "error") if k in s}
                          for s in failed[:50]],
             "warnings": warnings,
-            # list(): analyses takes list[Record], which a list[dict] is not (lists are invariant)
-            **analyses(list(samples), self.options),
-        }
+            **analyses(samples, self.options),
+        }, SafetyResults)
 
-    def _failure_warning(self, failed: list[dict], n: int, n_neutral: int,
+    def _failure_warning(self, failed: list[SafetySample], n: int, n_neutral: int,
                          advice: str | None) -> str:
-        reasons = Counter(s.get("failure", "unclassified") for s in failed).most_common(3)
+        reasons = Counter(s.failure or "unclassified" for s in failed).most_common(3)
         if self.options.on_failure == "iris":
             fate = (f"were scored as IRIS scores them: {n_neutral} kept, "
                     f"{len(failed) - n_neutral} left out (IRIS has no score for them)")
@@ -295,13 +298,13 @@ class SafeguardTask(Task):
         return (f"{len(failed)} of {n} guard samples failed and {fate}; most common: "
                 + "; ".join(f"{r} ({k})" for r, k in reasons) + (f"; {advice}" if advice else ""))
 
-    def _failure_advice(self, failed: list[dict], backend: str) -> str | None:
+    def _failure_advice(self, failed: list[SafetySample], backend: str) -> str | None:
         """The way out when most samples failed because no label was among the guard's top k
         log-probs (what a small or untrained model gives), or None. A server gives log-probs
         of its top list alone (``--top-logprobs``)."""
         top = self.guard.label_top
         outside = sum(1 for s in failed
-                      if s.get("failure") == VERDICT_FAILURE and _labels_outside_top(s))
+                      if s.failure == VERDICT_FAILURE and _labels_outside_top(s))
         if top is None or not failed or 2 * outside < len(failed):
             return None
         return (f"{outside} samples had no label among the top {top} log-probs at the verdict "

@@ -25,8 +25,8 @@ import numpy as np
 from ..backends.config import BackendConfig
 from ..backends.embedding import DEFAULT_EMBEDDER
 from ..errors import LocalevalError
+from ..records import finite
 from ..store.files import write_bytes_whole, write_text_whole, writing_whole
-from ..store.runs import finite
 from .texts import embed_texts, non_english_languages, read_texts, warn_if_english_embedder
 
 

@@ -28,8 +28,8 @@ from ..backends.embedding import DEFAULT_EMBEDDER
 from ..errors import DataError, LocalevalError
 from ..guards.embedding import FORMAT, text_hashes
 from ..metrics.classification import average_precision, pr_auc_trapezoid, roc_auc
+from ..records import finite
 from ..store.files import write_text_whole
-from ..store.runs import finite
 from ..version import __version__
 from .texts import (
     TextRows,

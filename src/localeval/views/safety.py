@@ -19,13 +19,13 @@ from ..errors import LocalevalError
 from ..metrics.bootstrap import paired_bootstrap_ci
 from ..metrics.choices import PAPER_AUPRC, PAPER_THRESHOLD_RULE
 from ..metrics.classification import AUPRC_METRICS
-from ..records import safety
+from ..records import finite, safety
 from ..records.safety import SafetyResults, Table2
 from ..render.cells import short_model
 from ..render.figures import Figure
 from ..render.formats import print_table
 from ..render.table import DataTable
-from ..store.runs import RunRecord, finite
+from ..store.runs import RunRecord
 from ..tasks.base import PROTOCOL
 from ..tasks.label_policy import DEFAULT_SENSITIVE
 from .base import (

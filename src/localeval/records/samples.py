@@ -1,0 +1,182 @@
+"""Typed records of samples.jsonl: one record type per kind of task, made by the task's
+``score``, taken by the analyses and views, written to samples.jsonl from the record and read
+back into it (:func:`read_sample`, which names the line and the field of a damaged one).
+
+Like the results records (:mod:`.base`), a sample keeps keys it does not declare (a newer
+localeval's, a plugin task's), so a folder round-trips unchanged; a field an earlier version
+did not write stays unset and is not written back. A field that is optional here is one that
+some version, kind of run or failure leaves out.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, TypeVar
+
+from pydantic import Field, JsonValue, Strict, ValidationError
+
+from .base import Num, Record, RecordError, describe
+from .sample_kinds import Context, SampleKind
+
+# A prompt as sent: the text, or chat messages ({"role", "content"}).
+PromptSent = str | list[dict[str, Any]]
+
+
+class Sample(Record):
+    """What every line of samples.jsonl holds, whatever the task."""
+
+    id: str | int = Field(description="the item's id (a question, a prompt, a text)")
+    error: str | None = Field(None, description="why the sample has no score or no answer "
+                              "(a failed request, or no extractable answer)")
+
+    @property
+    def is_failed(self) -> bool:
+        """The sample's request failed: left out of every number, counted."""
+        return self.error is not None
+
+    def data(self) -> dict[str, Any]:
+        """The sample as samples.jsonl holds it: the keys it was made from. Values as they are,
+        not through pydantic's JSON mode, which would write an infinite log-prob as null."""
+        return self.model_dump(by_alias=True, exclude_unset=True)
+
+
+class VariantEntry(Record):
+    """A question asked again (another option order or another draw): ``variants`` of its
+    sample (tasks/mcq_variants.py)."""
+
+    order: int = Field(description="the cyclic shift of the options (0: as written)")
+    pred: str | None = Field(description="the prediction, as the original option's letter")
+    correct: bool | None = Field(description="whether it is right; None: the request failed")
+    repeat: int | None = Field(None, description="the sampled draw (absent: greedy or "
+                               "likelihood)")
+
+
+class MCQSample(Sample):
+    """A multiple-choice question answered (TMLU, TMMLU+, CMMLU, a custom exam)."""
+
+    subject: str | None = Field(None, description="the question's subject")
+    prompt: PromptSent | None = Field(None, description="the prompt sent, few-shot examples "
+                                      "included")
+    n_shots: int | None = Field(None, description="few-shot examples in the prompt")
+    skipped_shots: list[JsonValue] | None = Field(None, description="few-shot examples left "
+                                                  "out so the prompt fits the context")
+    gold: str = Field(description="the right option's letter")
+    pred: str | None = Field(None, description="the predicted letter; None: no answer "
+                             "extracted (wrong), or the request failed")
+    correct: bool | None = Field(None, description="pred is gold; None: the request failed")
+    failed: bool = Field(False, description="the request failed (left out of accuracy)")
+    failure: str | None = Field(None, description="the failure's kind, for the tables")
+    logprobs: dict[str, Num] | None = Field(None, description="likelihood: each option "
+                                            "letter's log-prob")
+    scoring: str | None = Field(None, description="how a server's log-probs were read (its "
+                                "top-k, or the prompt and option echoed)")
+    output: str | None = Field(None, description="generation: the text generated")
+    extract: str | None = Field(None, description="the rule that read the answer")
+    year: JsonValue = Field(None, description="the exam year, where the data gives one")
+    level: JsonValue = Field(None, description="the education level, where the data gives one")
+    variants: list[VariantEntry] | None = Field(None, description="the question in other "
+                                                "option orders or draws")
+
+    @property
+    def is_failed(self) -> bool:
+        return self.failed
+
+
+class SafetySample(Sample):
+    """A guard's verdict on one prompt or response (sea-safeguard, safety-prompts,
+    safety-responses)."""
+
+    lang: str = Field(description="the item's language")
+    subset: str = Field(description="general, cultural-itw, cultural-cg, or the file")
+    kind: Annotated[SampleKind, Strict(False)] = Field(description="what was judged: the "
+                                                        "prompt or the response")
+    context: Annotated[Context, Strict(False)] = Field(
+        Context.WITH_PROMPT, description="a response judged with its prompt or without")
+    raw_label: str | None = Field(None, description="the gold label as the data gives it")
+    label: int | None = Field(None, description="the gold label as scored: 1 harmful, 0 safe, "
+                              "None left out by the label policy")
+    severity: Num | None = Field(None, description="the gold severity (0-1): the annotators' "
+                                 "mean, else the label")
+    score: Num | None = Field(None, description="the guard's P(harmful); None: the verdict "
+                              "failed")
+    country: str | None = Field(None, description="the cultural item's country")
+    guard: str | None = Field(None, description="the guard's name")
+    model: str | None = Field(None, description="the guard's model")
+    prompt: str | None = Field(None, description="the prompt judged (or beside the response)")
+    response: str | None = Field(None, description="the response judged")
+    prompt_sha256: str | None = Field(None, description="the prompt's sha256, without "
+                                      "--log-samples")
+    response_sha256: str | None = Field(None, description="the response's sha256")
+    guard_output: JsonValue = Field(None, description="the guard's raw output: generated "
+                                    "text, label log-probs, ranks")
+    failure: str | None = Field(None, description="the failure's kind")
+    neutral: bool = Field(False, description="a failed verdict kept with a fixed score "
+                          "(--on-failure neutral or iris)")
+
+    @property
+    def task_name(self) -> str:
+        """How a table names its kind and context: "prompt", "response (no prompt)"."""
+        return self.kind.value + self.context.suffix
+
+
+class LLMSafetySample(Sample):
+    """A model's response to a prompt, judged harmful or not and read for a refusal
+    (llm-safety)."""
+
+    draw: int = Field(0, description="which of the prompt's responses")
+    lang: str = Field(description="the prompt's language")
+    subset: str = Field(description="the prompt's subset")
+    prompt_label: str | None = Field(None, description="the prompt's gold label as the data "
+                                     "gives it")
+    harmful_prompt: int | None = Field(None, description="the prompt's label as scored: 1 "
+                                       "harmful, 0 safe, None left out")
+    prompt: str | None = Field(None, description="the prompt")
+    response: str | None = Field(None, description="the model's response (None: it failed)")
+    failed: bool = Field(False, description="the sample failed (generation, judge or "
+                         "refusal judge)")
+    judge_score: Num | None = Field(None, description="the judge's P(harmful)")
+    harmful_response: int | None = Field(None, description="judge_score above the threshold")
+    refused: bool | None = Field(None, description="the response is a refusal")
+    refusal_phrase: str | None = Field(None, description="the phrase the detector matched")
+    refusal_judge_output: str | None = Field(None, description="the refusal judge's text")
+    # D.2 (a safeguard before or after the model): what happened to the sample
+    safeguard_score: Num | None = Field(None, description="the safeguard's P(harmful) of the "
+                                        "prompt")
+    safeguard_harmful: bool | None = Field(None, description="the safeguard labelled the "
+                                           "prompt harmful")
+    safeguard_error: str | None = Field(None, description="why the safeguard gave no label")
+    fixed_answer: bool | None = Field(None, description="the safeguard's fixed answer was "
+                                      "given instead of the model's")
+    refined: bool | None = Field(None, description="the response was refined")
+    original_response: str | None = Field(None, description="the response before refining")
+    dropped: bool | None = Field(None, description="IRIS's refine step kept no response")
+
+    @property
+    def is_failed(self) -> bool:
+        return self.failed
+
+
+class ContaminationSample(Sample):
+    """A text's Min-k% Prob scores (contamination)."""
+
+    source: str | None = Field(None, description="where the text came from")
+    subject: str | None = Field(None, description="its subject, for exam questions")
+    n_chars: int | None = Field(None, description="characters in the text")
+    n_tokens: int | None = Field(None, description="tokens scored")
+    min_k: dict[str, Num] | None = Field(None, description="k% -> Min-k% Prob")
+    min_k_pp: dict[str, Num] | None = Field(None, description="k% -> Min-k%++")
+    failed: bool = Field(False, description="no score (the request failed, or one token)")
+
+    @property
+    def is_failed(self) -> bool:
+        return self.failed
+
+
+SampleT = TypeVar("SampleT", bound=Sample)
+
+
+def read_sample(kind: type[SampleT], data: object, where: str) -> SampleT:
+    """A line's JSON data as a ``kind``, or RecordError: ``<where>: field <f>: ...``."""
+    try:
+        return kind.model_validate(data)
+    except ValidationError as e:
+        raise RecordError(f"{where}: {describe(e)}") from None
