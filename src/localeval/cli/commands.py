@@ -39,7 +39,7 @@ def cmd_compare(args) -> None:
                              f"{view_b.kind} run; compare two runs of the same kind")
     comparison = view_a.compare(run_a, run_b)
     if args.json:
-        print_json(comparison)
+        print_json(comparison.data())
     else:
         view_a.print_comparison(comparison, make_console())
 

@@ -17,9 +17,12 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Annotated, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Self, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+if TYPE_CHECKING:  # samples.py builds on this module
+    from .samples import Sample
 
 # A number as results.json stores it: an int stays an int and a float a float (the folder's
 # bytes round-trip), and a string is refused (strict: "0.5" is a hand edit, not a number).
@@ -131,7 +134,7 @@ class Results(Record):
         validated again."""
         return validated(type(self), as_json({**self.data(), **changes}), "results.json")
 
-    def disagreement(self, samples: Sequence[Mapping[str, Any]]) -> tuple[str, str] | None:
+    def disagreement(self, samples: Sequence[Sample]) -> tuple[str, str] | None:
         """Where these results and the samples they were computed from contradict each other
         (a file edited by hand): (the file, ``field <name>: …``), or None. Here the count of
         samples; a kind adds what it checks cheaply (its samples' own fields, its headline

@@ -133,7 +133,7 @@ class RunInProgress:
             fields["error"] = self.error
         return Lifecycle.model_validate(fields)
 
-    def finish(self, results: Results, samples: list[dict[str, Any]]) -> RunRecord:
+    def finish(self, results: Results, samples: Sequence[Sample]) -> RunRecord:
         """The finished run's record, finishing now (its files are written by save_run)."""
         return finished_record(self.config, results, samples, folder=self.folder,
                                started_at=self.started_at, finished_at=now())

@@ -24,6 +24,7 @@ from rich.text import Text as RichText
 
 from ..errors import LocalevalError
 from ..records import Results as AnyResults
+from ..records.comparison import Comparison
 from ..render.cards import Card
 from ..render.figures import Figure
 from ..render.formats import print_table
@@ -136,11 +137,12 @@ class ResultsView(Generic[KindT]):
         and runs are ranked with the one that scored the most items."""
         return None
 
-    def compare(self, run_a: Run, run_b: Run) -> dict[str, Any]:
+    def compare(self, run_a: Run, run_b: Run) -> Comparison:
         raise LocalevalError(f"compare does not handle {self.kind} runs; it compares "
                              "multiple-choice and safeguard runs")
 
-    def print_comparison(self, comparison: dict, console: Console) -> None:
+    def print_comparison(self, comparison: Any, console: Console) -> None:
+        """Print what this view's ``compare`` returned (its own Comparison record)."""
         raise LocalevalError(f"compare does not handle {self.kind} runs")
 
 
