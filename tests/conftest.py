@@ -1,5 +1,7 @@
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -9,7 +11,21 @@ sys.path.insert(0, str(Path(__file__).parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
+# Third-party libraries keep caches and settings in the home folder (the datasets library's
+# Parquet cache, matplotlib's font cache, Chromium's and dconf's settings), some of them read when
+# they are imported, before any fixture runs: HOME and the XDG folders point into a temporary
+# folder from here on, for this process and every process a test starts (removed at the end).
+TEST_HOME = Path(tempfile.mkdtemp(prefix="localeval-tests-home-"))
+for _name, _folder in (("HOME", ""), ("XDG_DATA_HOME", "data"), ("XDG_CACHE_HOME", "cache"),
+                       ("XDG_CONFIG_HOME", "config"), ("XDG_STATE_HOME", "state"),
+                       ("MPLCONFIGDIR", "matplotlib"), ("HF_HOME", "huggingface")):
+    os.environ[_name] = str(TEST_HOME / _folder)
+
 from tiny_models import SHARED, make_model  # noqa: E402
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(TEST_HOME, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
