@@ -17,12 +17,9 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Any, Self, TypeVar
+from typing import Annotated, Any, Self, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
-
-if TYPE_CHECKING:  # samples.py builds on this module
-    from .samples import Sample
 
 # A number as results.json stores it: an int stays an int and a float a float (the folder's
 # bytes round-trip), and a string is refused (strict: "0.5" is a hand edit, not a number).
@@ -100,6 +97,25 @@ class Cost(Record):
     per: str = Field("million tokens", description="the unit of the prices")
     total: Num = Field(description="every answer's tokens priced (cached answers included)")
     spent: Num = Field(description="what this invocation sent, priced")
+
+
+class Sample(Record):
+    """What every line of samples.jsonl holds, whatever the task (each kind's record, in
+    :mod:`.samples`, builds on it)."""
+
+    id: str | int = Field(description="the item's id (a question, a prompt, a text)")
+    error: str | None = Field(None, description="why the sample has no score or no answer "
+                              "(a failed request, or no extractable answer)")
+
+    @property
+    def is_failed(self) -> bool:
+        """The sample's request failed: left out of every number, counted."""
+        return self.error is not None
+
+    def data(self) -> dict[str, Any]:
+        """The sample as samples.jsonl holds it: the keys it was made from. Values as they are,
+        not through pydantic's JSON mode, which would write an infinite log-prob as null."""
+        return self.model_dump(by_alias=True, exclude_unset=True)
 
 
 class Results(Record):

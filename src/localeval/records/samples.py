@@ -14,29 +14,14 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import Field, JsonValue, Strict, ValidationError
 
-from .base import Num, Record, RecordError, describe
+from .base import Num, Record, RecordError, Sample, describe
+
+__all__ = ["ContaminationSample", "LLMSafetySample", "MCQSample", "SafetySample", "Sample",
+           "VariantEntry", "read_sample"]
 from .sample_kinds import Context, SampleKind
 
 # A prompt as sent: the text, or chat messages ({"role", "content"}).
 PromptSent = str | list[dict[str, Any]]
-
-
-class Sample(Record):
-    """What every line of samples.jsonl holds, whatever the task."""
-
-    id: str | int = Field(description="the item's id (a question, a prompt, a text)")
-    error: str | None = Field(None, description="why the sample has no score or no answer "
-                              "(a failed request, or no extractable answer)")
-
-    @property
-    def is_failed(self) -> bool:
-        """The sample's request failed: left out of every number, counted."""
-        return self.error is not None
-
-    def data(self) -> dict[str, Any]:
-        """The sample as samples.jsonl holds it: the keys it was made from. Values as they are,
-        not through pydantic's JSON mode, which would write an infinite log-prob as null."""
-        return self.model_dump(by_alias=True, exclude_unset=True)
 
 
 class VariantEntry(Record):
