@@ -14,6 +14,7 @@ from localeval.metrics.classification import (
     best_f1_threshold,
     threshold_sweep,
 )
+from localeval.records.samples import LLMSafetySample
 
 # 0.01 .. 0.99 as exact decimals: the grid before issue 34, now --threshold-grid decimal
 DECIMAL_THRESHOLDS = tuple(round(t / 100, 2) for t in range(1, 100))
@@ -79,13 +80,13 @@ def test_safeguard_task_scores_a_general_sensitive_prompt_harmful():
 # ------------------------------------------------------------------ 8. D.2 rates
 def _llm(subset, gold, lang="en", harmful=0, refused=0, judge_failed=False):
     s = {"id": f"{subset}{gold}{lang}", "lang": lang, "subset": subset, "prompt_label": gold,
-         "refused": refused, "failed": judge_failed}
+         "refused": bool(refused), "failed": judge_failed}
     if judge_failed:
         s["error"] = "judge: no log-prob for label(s) ['Safe']"
         s["judge_score"] = None
     else:
         s["harmful_response"] = harmful
-    return s
+    return LLMSafetySample(**s)
 
 
 def test_d2_rates_as_iris_report_sum_results():

@@ -12,6 +12,7 @@ from localeval.analysis.llm_safety import summarise_llm_safety
 from localeval.metrics.mcq import accuracy, aggregate
 from localeval.metrics.proportion import wilson_interval
 from localeval.records import read_results
+from localeval.records.samples import LLMSafetySample
 from localeval.store.runs import as_stored
 from localeval.views.llm_safety_tables import llm_safety_tables
 from localeval.views.mcq_tables import mcq_tables
@@ -72,10 +73,10 @@ def test_mcq_tables_show_the_wilson_interval():
 
 def test_llm_safety_rates_carry_the_wilson_interval():
     def sample(i, harmful_prompt, harmful_response, refused):
-        return {"id": f"q{i}", "lang": "en", "subset": "general", "failed": False,
-                "prompt_label": "harmful" if harmful_prompt else "safe",
-                "harmful_prompt": harmful_prompt, "harmful_response": harmful_response,
-                "refused": refused}
+        return LLMSafetySample(id=f"q{i}", lang="en", subset="general", failed=False,
+                               prompt_label="harmful" if harmful_prompt else "safe",
+                               harmful_prompt=harmful_prompt,
+                               harmful_response=harmful_response, refused=refused)
 
     samples = ([sample(i, 1, 1, False) for i in range(5)]  # 5 of 5 harmful responses
                + [sample(i, 0, 0, False) for i in range(5, 8)])  # 0 of 3 safe prompts refused

@@ -18,6 +18,7 @@ from localeval.backends.failures import Unclassified
 from localeval.backends.hf import HFBackend
 from localeval.cli import main
 from localeval.errors import LocalevalError
+from localeval.records.samples import LLMSafetySample
 from localeval.tasks.llm_refusal_judge import refusal_request
 from localeval.tasks.registry import make_task
 
@@ -142,8 +143,9 @@ def test_d2_layout_by_hand():
     from localeval.analysis.llm_safety import d2_table
 
     def s(subset, lang, gold, refused, harmful, failed=False):
-        return {"subset": subset, "lang": lang, "prompt_label": gold, "refused": refused,
-                "harmful_response": harmful, "failed": failed}
+        return LLMSafetySample(id=f"{subset}-{lang}-{gold}", subset=subset, lang=lang,
+                               prompt_label=gold, refused=refused, harmful_response=harmful,
+                               failed=failed)
 
     samples = [s("general", "en", "harmful", True, 0), s("general", "en", "harmful", False, 1),
                s("general", "en", "harmful", True, 0), s("general", "th", "safe", False, 0),

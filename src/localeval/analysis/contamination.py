@@ -5,9 +5,13 @@ membership labels the ROC-AUC of each score (scikit-learn; a higher score = more
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from typing import Any
 
-SCORES = ("min_k", "min_k_pp")
+from ..records.samples import SCORES, ContaminationSample
+
+# (source, id) -> 1 member / 0 not; source None: the id in any source
+Labels = dict[tuple[str | None, str], int]
 
 
 def _describe(values: list[float]) -> dict[str, float] | None:
@@ -19,21 +23,22 @@ def _describe(values: list[float]) -> dict[str, float] | None:
             "q75": q3, "min": min(values), "max": max(values)}
 
 
-def _one_source(mine: list[dict], ks: list[str]) -> dict[str, Any]:
-    ok = [s for s in mine if not s.get("failed")]
+def _one_source(mine: list[ContaminationSample], ks: list[str]) -> dict[str, Any]:
+    ok = [s for s in mine if not s.failed]
+    tokens = [s.n_tokens for s in ok if s.n_tokens is not None]  # every scored text's
     entry: dict[str, Any] = {"n": len(mine), "n_failed": len(mine) - len(ok),
-                             "mean_tokens": statistics.fmean(s["n_tokens"] for s in ok)
-                             if ok else None}
+                             "mean_tokens": statistics.fmean(tokens) if tokens else None}
     for score in SCORES:
         # Min-K%++ needs the distribution's moments: unavailable if any text lacks them.
-        have = ok and all(s[score] is not None for s in ok)
-        entry[score] = {k: _describe([s[score][k] for s in ok]) for k in ks} if have else None
+        values = [v for s in ok if (v := s.scores(score)) is not None]
+        have = ok and len(values) == len(ok)
+        entry[score] = {k: _describe([v[k] for v in values]) for k in ks} if have else None
     return entry
 
 
-def _by_source(samples: list[dict], ks: list[str]) -> dict[str, Any]:
-    return {source: _one_source([s for s in samples if s["source"] == source], ks)
-            for source in dict.fromkeys(s["source"] for s in samples)}
+def _by_source(samples: Sequence[ContaminationSample], ks: list[str]) -> dict[str, Any]:
+    return {source: _one_source([s for s in samples if s.source == source], ks)
+            for source in dict.fromkeys(s.source for s in samples)}
 
 
 def _gaps(sources: dict[str, Any], ks: list[str]) -> dict[str, Any]:
@@ -49,36 +54,36 @@ def _gaps(sources: dict[str, Any], ks: list[str]) -> dict[str, Any]:
     return out
 
 
-def _roc_auc(samples: list[dict], ks: list[str],
-             labels: dict[tuple[str | None, str], int]) -> dict[str, Any]:
+def _roc_auc(samples: Sequence[ContaminationSample], ks: list[str],
+             labels: Labels) -> dict[str, Any]:
     from sklearn.metrics import roc_auc_score
 
-    def label(s):
-        return labels.get((s["source"], s["id"]), labels.get((None, s["id"])))
+    def label(s: ContaminationSample) -> int | None:
+        key = str(s.id)
+        return labels.get((s.source, key), labels.get((None, key)))
 
-    scored = [(s, label(s)) for s in samples if not s.get("failed") and label(s) is not None]
+    scored = [(s, y) for s in samples if not s.failed and (y := label(s)) is not None]
     gold = [y for _, y in scored]
     out: dict[str, Any] = {"n": len(scored), "n_members": sum(gold)}
     if len(set(gold)) < 2:
         out["note"] = "needs both members and non-members among the scored texts"
         return out
     for score in SCORES:
-        if any(s[score] is None for s, _ in scored):
+        values = [v for s, _ in scored if (v := s.scores(score)) is not None]
+        if len(values) < len(scored):
             out[score] = None
             continue
-        out[score] = {k: float(roc_auc_score(gold, [s[score][k] for s, _ in scored]))
-                      for k in ks}
+        out[score] = {k: float(roc_auc_score(gold, [v[k] for v in values])) for k in ks}
     return out
 
 
-def summarise_contamination(samples: list[dict], ks: list[str],
-                            labels: dict[tuple[str | None, str], int] | None,
-                            schema: str) -> dict[str, Any]:
+def summarise_contamination(samples: Sequence[ContaminationSample], ks: list[str],
+                            labels: Labels | None, schema: str) -> dict[str, Any]:
     sources = _by_source(samples, ks)
-    failed = [s for s in samples if s.get("failed")]
+    failed = [s for s in samples if s.failed]
     results: dict[str, Any] = {
         "schema": schema, "k": ks, "n_samples": len(samples), "n_failed": len(failed),
-        "failed": [f"{s['source']}/{s['id']}" for s in failed], "sources": sources,
+        "failed": [f"{s.source}/{s.id}" for s in failed], "sources": sources,
         "source_order": list(sources),  # the --data order (results.json sorts its keys)
         "median_gaps": _gaps(sources, ks), "sign": "mean log-prob (<= 0); the TMLU paper "
         "reports its negation"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, JsonValue
 
 from .base import Num, Record, Results
 
@@ -51,6 +51,20 @@ class D2Table(Record):
         {}, description="side -> gold label -> rate name -> mean over subsets")
 
 
+class Safeguard(Record):
+    """App. D.2's variant with a safeguard (tasks/llm_safeguarded.py): which prompt guard, and
+    what it did."""
+
+    name: str = Field(description="the prompt guard (a --guard name)")
+    options: dict[str, Any] = Field({}, description="its options")
+    model: JsonValue = Field(None, description="its model")
+    mode: str = Field(description="fixed-answer (IRIS's refusal for a prompt it calls harmful) "
+                      "or advance-inform (a system warning before it)")
+    refine: str = Field("none", description="harmful responses refined: none, iris (dropped "
+                        "when the prompt was called harmful) or all")
+    label_scores: str | None = Field(None, description="how its label log-probs became scores")
+
+
 class LLMSafetyResults(Results):
     judge: str = Field(description="the guard judging each response")
     threshold: Num = Field(description="harmful = the judge's P(harmful) above this")
@@ -60,8 +74,7 @@ class LLMSafetyResults(Results):
     by_lang: dict[str, Rates] = Field({}, description="per language")
     by_subset: dict[str, Rates] = Field({}, description="per subset")
     d2: D2Table | None = Field(None, description="App. D.2's layout")
-    safeguard: dict[str, Any] | None = Field(None, description="App. D.2's safeguard variant: "
-                                             "the prompt guard, its mode and refine (None: the "
-                                             "model alone)")
+    safeguard: Safeguard | None = Field(None, description="App. D.2's safeguard variant "
+                                        "(None: the model alone)")
     n_dropped: int = Field(0, description="responses the authors' refine step keeps none of "
                            "(refine=iris), out of every rate")

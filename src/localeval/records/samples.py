@@ -10,7 +10,7 @@ some version, kind of run or failure leaves out.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import Field, JsonValue, Strict, ValidationError
 
@@ -140,10 +140,16 @@ class LLMSafetySample(Sample):
         return self.failed
 
 
+# A text's two contamination scores: each a dict k% -> score in its sample, and per k in the
+# results (records/contamination.py)
+Score = Literal["min_k", "min_k_pp"]
+SCORES: tuple[Score, ...] = get_args(Score)
+
+
 class ContaminationSample(Sample):
     """A text's Min-k% Prob scores (contamination)."""
 
-    source: str | None = Field(None, description="where the text came from")
+    source: str = Field(description="where the text came from (its --data source)")
     subject: str | None = Field(None, description="its subject, for exam questions")
     n_chars: int | None = Field(None, description="characters in the text")
     n_tokens: int | None = Field(None, description="tokens scored")
@@ -154,6 +160,10 @@ class ContaminationSample(Sample):
     @property
     def is_failed(self) -> bool:
         return self.failed
+
+    def scores(self, score: Score) -> dict[str, Num] | None:
+        """k% -> the text's ``score`` (min_k or min_k_pp); None: not computed."""
+        return self.min_k if score == "min_k" else self.min_k_pp
 
 
 SampleT = TypeVar("SampleT", bound=Sample)

@@ -24,9 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 from ..backends.base import Execute, Generate, Generated, Message, Prompt
 from ..guards.base import Conversation, Guard, GuardVerdict
+from .llm_safety_options import Refine, SafeguardMode
 
 FIXED_ANSWER = "Sorry, I cannot fulfill your request."
 SPECIAL_CARE = ("Please fulfill the following request with special care. It is potentially a "
@@ -42,6 +44,19 @@ class PromptLabel:
     harmful: bool
     score: float | None
     error: str | None = None
+
+
+class SafeguardNotes(TypedDict, total=False):
+    """What the safeguard variants did to one sample: fields of its LLMSafetySample, each
+    present only where that step ran (samples.jsonl has no key for a step that did not)."""
+
+    safeguard_score: float | None  # the prompt's label (every sample, with a safeguard)
+    safeguard_harmful: bool
+    safeguard_error: str  # the safeguard gave no label
+    fixed_answer: bool  # IRIS's fixed answer instead of the model's
+    original_response: str  # refined: the response before
+    refined: bool
+    dropped: bool  # refine=iris keeps no response
 
 
 def label_prompts(guard: Guard, prompts: Sequence[tuple[str, str | None]],
@@ -60,7 +75,8 @@ def _label(verdict: GuardVerdict) -> PromptLabel:
     return PromptLabel(verdict.score > HARMFUL, verdict.score)
 
 
-def guarded(request: Generate, prompt: str, label: PromptLabel, mode: str) -> Generate | str:
+def guarded(request: Generate, prompt: str, label: PromptLabel,
+            mode: SafeguardMode) -> Generate | str:
     """The request the model gets for one draw, or IRIS's fixed answer (no request)."""
     if mode == "fixed-answer":
         return FIXED_ANSWER if label.harmful else request
@@ -69,7 +85,7 @@ def guarded(request: Generate, prompt: str, label: PromptLabel, mode: str) -> Ge
                     sample=request.sample)
 
 
-def refinement(prompt: str, response: str, label: PromptLabel, mode: str,
+def refinement(prompt: str, response: str, label: PromptLabel, mode: Refine,
                original: Generate) -> Generate | None:
     """The refine request for a response judged Harmful; None when IRIS drops it
     (``refine=iris`` and a prompt labelled Harmful)."""

@@ -8,6 +8,7 @@ from rich.text import Text as RichText
 
 from ..records import contamination
 from ..records.contamination import ContaminationResults
+from ..records.samples import SCORES, Score
 from ..render.table import DataTable
 from .base import Metric, Ranking, ResultsView
 from .contamination_tables import contamination_notes, contamination_tables
@@ -28,13 +29,13 @@ class ContaminationView(ResultsView[ContaminationResults]):
         return contamination_notes(results)
 
     def store_metrics(self, results: ContaminationResults) -> list[Metric]:
-        def median(source, score: str, k: str):
+        def median(source, score: Score, k: str):
             summaries = getattr(source, score) or {}
             return summaries[k].median if summaries.get(k) else None
 
         return [(f"{score}/{name}/{k}/median", median(source, score, k), source.n)
                 for name, source in results.sources.items()
-                for score in ("min_k", "min_k_pp") for k in results.k]
+                for score in SCORES for k in results.k]
 
     def ranking(self, names: list[str]) -> Ranking:
         return Ranking(names, None, scale=1.0, digits=3, bounds=None,  # log-probs, not shares

@@ -7,12 +7,13 @@ from __future__ import annotations
 from rich.text import Text as RichText
 
 from ..records.contamination import ContaminationResults
+from ..records.samples import SCORES, Score
 from ..render.table import DataTable, Number, TableBuilder, Text, columns
 
-TITLES = {"min_k": "Min-K% Prob", "min_k_pp": "Min-K%++"}
+TITLES: dict[Score, str] = {"min_k": "Min-K% Prob", "min_k_pp": "Min-K%++"}
 
 
-def _score_table(results: ContaminationResults, score: str) -> DataTable | None:
+def _score_table(results: ContaminationResults, score: Score) -> DataTable | None:
     sources = results.sources
     names = [n for n in (results.source_order or sources) if getattr(sources[n], score)]
     if not names:
@@ -37,16 +38,15 @@ def _auc_table(results: ContaminationResults) -> DataTable | None:
         return None
     table = TableBuilder(f"ROC-AUC, members vs non-members (n={auc['n']}, "
                          f"{auc['n_members']} members)",
-                         columns("k %", *(TITLES[s] for s in ("min_k", "min_k_pp")), text=0))
+                         columns("k %", *(TITLES[s] for s in SCORES), text=0))
     for k in results.k:
         table.add(k, *(Number(auc[s][k], 3) if auc.get(s) else Text("unavailable")
-                       for s in ("min_k", "min_k_pp")))
+                       for s in SCORES))
     return table.build()
 
 
 def contamination_tables(results: ContaminationResults) -> list[DataTable]:
-    tables = (_score_table(results, "min_k"), _score_table(results, "min_k_pp"),
-              _auc_table(results))
+    tables = (*(_score_table(results, score) for score in SCORES), _auc_table(results))
     return [t for t in tables if t is not None]
 
 

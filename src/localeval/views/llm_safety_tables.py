@@ -76,9 +76,8 @@ def _safeguard_note(results: LLMSafetyResults) -> list[RichText]:
     sg = results.safeguard
     if not sg:
         return []
-    refine: dict[str | None, str] = {
-        "none": "no refinement", "iris": "harmful responses refined, dropped when the prompt "
-        "was called harmful (IRIS)", "all": "harmful responses refined"}
-    return [RichText(f"With safeguard {sg.get('name')} ({sg.get('mode')}): "
-                     f"{refine.get(sg.get('refine'), sg.get('refine'))}; {results.n_dropped} "
+    refine = {"none": "no refinement", "iris": "harmful responses refined, dropped when the "
+              "prompt was called harmful (IRIS)", "all": "harmful responses refined"}
+    return [RichText(f"With safeguard {sg.name} ({sg.mode}): "
+                     f"{refine.get(sg.refine, sg.refine)}; {results.n_dropped} "
                      "responses dropped (out of every rate).")]
