@@ -4,6 +4,13 @@ import pytest
 
 from localeval.data.catalog import TMLU
 from localeval.metrics.mcq import accuracy, aggregate
+from localeval.records.samples import MCQSample
+
+
+def _samples(*rows: dict) -> list[MCQSample]:
+    """Answered questions (gold A): ``correct`` as 1/0 for short."""
+    return [MCQSample(id=i, gold="A", **{**row, "correct": bool(row["correct"])})
+            for i, row in enumerate(rows)]
 
 
 def test_accuracy_and_stderr_by_hand():
@@ -16,11 +23,11 @@ def test_accuracy_and_stderr_by_hand():
 
 
 def test_discipline_micro_average_and_macro():
-    samples = (
-        [{"subject": "AST_civics", "correct": c, "pred": "A"} for c in (1, 1, 0, 0)]  # Soc 2/4
-        + [{"subject": "CAP_civics", "correct": 1, "pred": "A"}]  # Soc: 3/5 pooled
-        + [{"subject": "AST_physics", "correct": c, "pred": p} for c, p in ((1, "A"), (0, None))]
-        + [{"subject": "driving_rule", "correct": 1, "pred": "B", "year": 2023}]
+    samples = _samples(
+        *[{"subject": "AST_civics", "correct": c, "pred": "A"} for c in (1, 1, 0, 0)],  # 2/4
+        {"subject": "CAP_civics", "correct": 1, "pred": "A"},  # Soc: 3/5 pooled
+        *[{"subject": "AST_physics", "correct": c, "pred": p} for c, p in ((1, "A"), (0, None))],
+        {"subject": "driving_rule", "correct": 1, "pred": "B", "year": 2023},
     )
     m = aggregate(samples, TMLU.subjects, TMLU.disciplines)
     assert m["by_discipline"]["Social Science"]["acc"] == 3 / 5

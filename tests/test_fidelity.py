@@ -271,8 +271,9 @@ def test_tmlu_generation_budget_stop_and_rule_recorded():
 def test_years_before_2017_pool_with_2017():
     from localeval.data.catalog import TMLU
     from localeval.metrics.mcq import aggregate
+    from localeval.records.samples import MCQSample
 
-    samples = [{"subject": "driving_rule", "correct": c, "pred": "A", "year": y}
+    samples = [MCQSample(id=y, gold="A", subject="driving_rule", correct=c, pred="A", year=y)
                for y, c in (("2013", True), ("2016", False), ("2017", True), ("2019", True))]
     m = aggregate(samples, TMLU.subjects, TMLU.disciplines, TMLU.year_floor)
     assert list(m["by_year"]) == ["2017 and earlier", "2019"]

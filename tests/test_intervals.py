@@ -12,7 +12,7 @@ from localeval.analysis.llm_safety import summarise_llm_safety
 from localeval.metrics.mcq import accuracy, aggregate
 from localeval.metrics.proportion import wilson_interval
 from localeval.records import read_results
-from localeval.records.samples import LLMSafetySample
+from localeval.records.samples import LLMSafetySample, MCQSample
 from localeval.store.runs import as_stored
 from localeval.views.llm_safety_tables import llm_safety_tables
 from localeval.views.mcq_tables import mcq_tables
@@ -48,8 +48,10 @@ def test_zero_of_three_and_five_of_five_by_hand():
 
 
 def _mcq_results() -> dict:
-    samples = ([{"subject": "zero", "correct": 0, "pred": "B"}] * 3
-               + [{"subject": "five", "correct": 1, "pred": "A"}] * 5)
+    samples = ([MCQSample(id=i, gold="A", subject="zero", correct=False, pred="B")
+                for i in range(3)]
+               + [MCQSample(id=i, gold="A", subject="five", correct=True, pred="A")
+                  for i in range(3, 8)])
     metrics = aggregate(samples, {}, ())
     return read_results(as_stored({"schema": "localeval.mcq/1", "task": "custom",
                                    "method": "likelihood", "shots": 0, "model": "m",

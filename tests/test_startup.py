@@ -43,7 +43,9 @@ def test_a_run_scores_its_questions_without_scipy():
     """The accuracy's Wilson interval is computed in the run (scipy.stats' import cost a
     one-question run 0.3-0.6 s); test_intervals.py checks it equals scipy's bit for bit."""
     code = ("from localeval.metrics.mcq import aggregate\n"
-            "aggregate([{'subject': 's', 'correct': 1, 'pred': 'A'}] * 3, {}, ())")
+            "from localeval.records.samples import MCQSample\n"
+            "aggregate([MCQSample(id=i, gold='A', subject='s', correct=True, pred='A')\n"
+            "           for i in range(3)], {}, ())")
     assert "scipy" not in _imported(code)
 
 

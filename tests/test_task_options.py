@@ -39,6 +39,18 @@ def test_every_kind_has_one_frozen_options_class_whose_choices_are_literal_types
     assert choices_of(MCQOptions, _field(MCQOptions, "extract")) == ("tmlu", "strict", None)
 
 
+def test_the_methods_results_json_takes_are_the_methods_a_run_takes():
+    """--method's choices are spelled twice (the options stay importable without pydantic for
+    --help): results.json's ``method`` (records.mcq.Method) takes exactly the same."""
+    from typing import get_args
+
+    from localeval.records import mcq
+    from localeval.tasks import mcq_options
+
+    assert get_args(mcq.Method) == get_args(mcq_options.Method)
+    assert choices_of(MCQOptions, _field(MCQOptions, "method")) == get_args(mcq.Method)
+
+
 def _field(options_class, name):
     return next(f for f in option_fields(options_class) if f.name == name)
 

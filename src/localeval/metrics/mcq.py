@@ -19,13 +19,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from ..records.samples import MCQSample
 from .group import grouped
 from .proportion import wilson_interval
 
-Sample = dict[str, Any]  # one line of samples.jsonl, as JSON data
 Row = dict[str, Any]  # one row of numbers in results.json ("acc", "stderr", "n" ...)
 
 
@@ -52,20 +52,21 @@ def accuracy(correct: Iterable[bool]) -> Row:
             "low": low, "high": high}
 
 
-def _answered(members: list[Sample]) -> Row:
+def _answered(members: Sequence[MCQSample]) -> Row:
     """Accuracy over the questions the model answered or failed to answer; a question whose
     request failed (``failed``: the server or backend, not the model) is left out and counted
     in ``n_failed``, never scored as wrong."""
-    scored = [s for s in members if not s.get("failed")]
-    row = accuracy(s["correct"] for s in scored)
-    row["n_unanswered"] = sum(1 for s in scored if s.get("pred") is None)
+    scored = [s for s in members if not s.failed]
+    row = accuracy(s.correct is True for s in scored)
+    row["n_unanswered"] = sum(1 for s in scored if s.pred is None)
     row["n_failed"] = len(members) - len(scored)
     return row
 
 
-def _group(samples: list[Sample], key: Callable[[Sample], object]) -> dict[str, Row]:
+def _group(samples: Sequence[MCQSample],
+           key: Callable[[MCQSample], object]) -> dict[str, Row]:
     """Accuracy per value of ``key`` (as a string, sorted); samples whose key is None skipped."""
-    def name(s: Sample) -> str | None:
+    def name(s: MCQSample) -> str | None:
         k = key(s)
         return None if k is None else str(k)
 
@@ -85,22 +86,24 @@ def _macro(by_subject: dict[str, Row]) -> Row | None:
     }
 
 
-def _year_group(year: str | int | None, floor: int | None) -> str | None:
+def _year_group(year: object, floor: int | None) -> str | None:
+    """The year's group: the year (as text), or every year up to ``floor`` pooled."""
     if year is None:
         return None
-    if floor is not None and str(year).isdigit() and int(year) <= floor:
+    text = str(year)
+    if floor is not None and text.isdigit() and int(text) <= floor:
         return f"{floor} and earlier"
-    return str(year)
+    return text
 
 
-def aggregate(samples: list[Sample], subject_info: Mapping[str, SubjectMeta],
+def aggregate(samples: Sequence[MCQSample], subject_info: Mapping[str, SubjectMeta],
               disciplines: tuple[str, ...], year_floor: int | None = None) -> dict[str, Any]:
     """All the numbers a results.json holds. ``subject_info`` maps subject id -> SubjectInfo."""
-    def info(s: Sample, attr: str) -> object:
-        meta = subject_info.get(s["subject"])
+    def info(s: MCQSample, attr: str) -> object:
+        meta = subject_info.get(s.subject) if s.subject is not None else None
         return getattr(meta, attr, None) if meta else None
 
-    by_subject = _group(samples, lambda s: s["subject"])
+    by_subject = _group(samples, lambda s: s.subject)
     for name, row in by_subject.items():
         meta = subject_info.get(name)
         row["discipline"] = meta.discipline if meta else None
@@ -115,9 +118,9 @@ def aggregate(samples: list[Sample], subject_info: Mapping[str, SubjectMeta],
         "macro": _macro(by_subject),
         "discipline_average": table_average,
         "by_discipline": {d: by_discipline[d] for d in present},
-        "by_level": _group(samples, lambda s: s.get("level") or info(s, "level")),
-        "by_year": _group(samples, lambda s: _year_group(s.get("year"), year_floor)),
-        **({"by_year_ungrouped": _group(samples, lambda s: s.get("year"))}
+        "by_level": _group(samples, lambda s: s.level or info(s, "level")),
+        "by_year": _group(samples, lambda s: _year_group(s.year, year_floor)),
+        **({"by_year_ungrouped": _group(samples, lambda s: s.year)}
            if year_floor is not None else {}),
         "by_subject": by_subject,
     }

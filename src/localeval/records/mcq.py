@@ -4,13 +4,19 @@ per discipline (the TMLU paper's Table 3 columns), level, year and subject."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from .base import Count, Num, Record, Results, Share
+from .comparison import Comparison
+from .samples import MCQSample, Sample, read_sample
 
 SCHEMA = "localeval.mcq/1"
+
+# How the answer is read: the options' log-probs, or a generated text (--method; the task's
+# options, tasks/mcq_options.py, take it from here).
+Method = Literal["likelihood", "generation"]
 
 
 class Accuracy(Record):
@@ -78,7 +84,7 @@ class Robustness(Record):
 
 
 class MCQResults(Results):
-    method: str = Field(description="likelihood or generation")
+    method: Method = Field(description="likelihood or generation")
     shots: int = Field(description="few-shot examples per question")
     cot: bool = Field(False, description="chain-of-thought prompting")
     prompt_style: str | None = Field(None, description="tmlu or lm-eval")
@@ -88,15 +94,17 @@ class MCQResults(Results):
     robustness: Robustness | None = Field(None, description="accuracy over option orders and "
                                           "sampled draws, with --permute-options or --repeats")
 
-    def disagreement(self, samples: Sequence[Mapping[str, Any]]) -> tuple[str, str] | None:
-        """Each sample's own fields (its id once; ``correct`` true, false or null for a failed
-        request, and true exactly when ``pred`` is ``gold``), then the pooled accuracy
-        recomputed from them: the questions scored (failed requests left out), those right."""
-        found = super().disagreement(samples) or _contradicting_sample(samples)
+    def disagreement(self, samples: Sequence[Sample]) -> tuple[str, str] | None:
+        """Each sample's own fields (its id once; ``correct`` true exactly when ``pred`` is
+        ``gold``), then the pooled accuracy recomputed from them: the questions scored (failed
+        requests left out), those right. (``correct`` is true, false or null: the sample's
+        record says so where the line is read.)"""
+        mine = mcq_samples(samples)
+        found = super().disagreement(mine) or _contradicting_sample(mine)
         if found:
             return found
-        scored = [s for s in samples if not s.get("failed")]
-        right = sum(1 for s in scored if s.get("correct") is True)
+        scored = [s for s in mine if not s.failed]
+        right = sum(1 for s in scored if s.correct is True)
         micro = self.metrics.micro
         if micro.n != len(scored) or micro.correct not in (None, right):
             return "results.json", (f"field metrics.micro: {micro.correct} right of {micro.n}, "
@@ -104,21 +112,59 @@ class MCQResults(Results):
         return None
 
 
-def _contradicting_sample(samples: Sequence[Mapping[str, Any]]) -> tuple[str, str] | None:
-    first_line: dict[Any, int] = {}
+def mcq_samples(samples: Sequence[Sample | Mapping[str, Any]],
+                file: str = "samples.jsonl") -> list[MCQSample]:
+    """``samples`` as multiple-choice sample records: those read from a folder are already;
+    a script's (JSON data, or plain :class:`Sample` records) are read into one, a RecordError
+    naming ``file``, the line and the field where one is not (``line 3: field gold: missing``)."""
+    return [s if isinstance(s, MCQSample) else
+            read_sample(MCQSample, s.data() if isinstance(s, Record) else dict(s),
+                        f"{file}: line {number}")
+            for number, s in enumerate(samples, start=1)]
+
+
+def _contradicting_sample(samples: Sequence[MCQSample]) -> tuple[str, str] | None:
+    first_line: dict[str | int, int] = {}
     for number, sample in enumerate(samples, start=1):
         where = f"line {number}"
-        if sample.get("id") in first_line:
-            return "samples.jsonl", (f"{where}: field id: {sample['id']!r} is on line "
-                                     f"{first_line[sample['id']]} too")
-        first_line[sample.get("id")] = number
-        correct = sample.get("correct")
-        if correct is not None and not isinstance(correct, bool):
-            return "samples.jsonl", (f"{where}: field correct: should be true, false or null "
-                                     f"(it is {correct!r})")
-        if isinstance(correct, bool) and "pred" in sample and "gold" in sample and \
-                correct != (sample["pred"] == sample["gold"]):
-            said = "is" if sample["pred"] == sample["gold"] else "is not"
+        if sample.id in first_line:
+            return "samples.jsonl", (f"{where}: field id: {sample.id!r} is on line "
+                                     f"{first_line[sample.id]} too")
+        first_line[sample.id] = number
+        correct, pred, gold = sample.correct, sample.pred, sample.gold
+        if correct is not None and "pred" in sample.model_fields_set and \
+                correct != (pred == gold):
+            said = "is" if pred == gold else "is not"
             return "samples.jsonl", (f"{where}: field correct: {str(correct).lower()}, but pred "
-                                     f"{sample['pred']!r} {said} gold {sample['gold']!r}")
+                                     f"{pred!r} {said} gold {gold!r}")
     return None
+
+
+class PairedAccuracy(Record):
+    """Two runs' accuracy on the same questions (each answered by both, failed requests left
+    out), and the exact McNemar test of their difference."""
+
+    n: Count = Field(description="questions both runs answered")
+    acc_a: Share = Field(description="run A's accuracy on them (0-1)")
+    acc_b: Share = Field(description="run B's accuracy on them (0-1)")
+    diff: Num = Field(description="acc_b - acc_a")
+    a_only: Count = Field(description="questions A answered right and B wrong")
+    b_only: Count = Field(description="questions B answered right and A wrong")
+    p_mcnemar: Share = Field(description="two-sided exact McNemar p-value of the difference "
+                             "(1.0 when the runs never disagree)")
+
+
+class MCQComparison(Comparison):
+    """Two multiple-choice runs compared (``localeval compare``): B minus A accuracy overall
+    and per subject, on the questions both answered."""
+
+    a: str = Field(description="run A's folder (the baseline)")
+    b: str = Field(description="run B's folder")
+    model_a: str | None = Field(description="run A's model")
+    model_b: str | None = Field(description="run B's model")
+    task: str | None = Field(description="run A's task")
+    n_only_a: Count = Field(description="run A's samples outside the comparison: a failed "
+                            "request, or a question B did not answer")
+    n_only_b: Count = Field(description="run B's samples outside it, the same way round")
+    overall: PairedAccuracy = Field(description="every question both runs answered")
+    by_subject: dict[str, PairedAccuracy] = Field(description="per subject (sorted)")

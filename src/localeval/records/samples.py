@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeVar, get_args
 
-from pydantic import Field, JsonValue, Strict, ValidationError
+from pydantic import BeforeValidator, Field, JsonValue, Strict, ValidationError
 
 from .base import Num, Record, RecordError, Sample, describe
 
@@ -24,13 +24,24 @@ from .sample_kinds import Context, SampleKind
 PromptSent = str | list[dict[str, Any]]
 
 
+def _true_false_or_null(value: object) -> object:
+    if value is not None and not isinstance(value, bool):
+        raise ValueError("true, false or null")
+    return value
+
+
+# Whether an answer is right: true, false, or null where its request failed (1 or "yes" is a
+# hand edit; the message says what the field takes, not pydantic's "a valid boolean").
+Correct = Annotated[bool | None, BeforeValidator(_true_false_or_null)]
+
+
 class VariantEntry(Record):
     """A question asked again (another option order or another draw): ``variants`` of its
     sample (tasks/mcq_variants.py)."""
 
     order: int = Field(description="the cyclic shift of the options (0: as written)")
     pred: str | None = Field(description="the prediction, as the original option's letter")
-    correct: bool | None = Field(description="whether it is right; None: the request failed")
+    correct: Correct = Field(description="whether it is right; None: the request failed")
     repeat: int | None = Field(None, description="the sampled draw (absent: greedy or "
                                "likelihood)")
 
@@ -47,7 +58,7 @@ class MCQSample(Sample):
     gold: str = Field(description="the right option's letter")
     pred: str | None = Field(None, description="the predicted letter; None: no answer "
                              "extracted (wrong), or the request failed")
-    correct: bool | None = Field(None, description="pred is gold; None: the request failed")
+    correct: Correct = Field(None, description="pred is gold; None: the request failed")
     failed: bool = Field(False, description="the request failed (left out of accuracy)")
     failure: str | None = Field(None, description="the failure's kind, for the tables")
     logprobs: dict[str, Num] | None = Field(None, description="likelihood: each option "

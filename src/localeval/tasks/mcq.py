@@ -172,7 +172,7 @@ def score(planned: Planned, response: Response, config: MCQConfig) -> MCQSample:
 
 def _failures(samples: Sequence[MCQSample]) -> dict:
     """The first 50 failed questions with their failure kind and error (absent when none)."""
-    rows = [{k: s[k] for k in ("id", "subject", "failure", "error") if k in s}
+    rows = [s.model_dump(include={"id", "subject", "failure", "error"}, exclude_unset=True)
             for s in samples if s.failed][:50]
     return {"failures": rows} if rows else {}
 

@@ -14,6 +14,9 @@ from .options import TaskOptions, hub_or_path, option
 from .prompt_styles import PROMPT_STYLES
 from .prompts import ChatMode, PromptConfig
 
+# --method: records.mcq.Method too (results.json's ``method``). Spelled again here, not
+# imported: the records import pydantic, and --help reads these options without it
+# (test_help_imports.py); test_task_options.py checks the two agree.
 Method = Literal["likelihood", "generation"]
 # How a generated answer becomes a letter: the TMLU code's rules, or our strict ones.
 Extract = Literal["tmlu", "strict"]

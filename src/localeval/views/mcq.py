@@ -13,8 +13,9 @@ from rich.text import Text as RichText
 from ..data.catalog import BUILTIN_TASKS
 from ..errors import LocalevalError
 from ..metrics.paired import mcnemar_exact
-from ..records import mcq
-from ..records.mcq import MCQResults
+from ..records import RecordError, mcq
+from ..records.mcq import MCQComparison, MCQResults, PairedAccuracy, mcq_samples
+from ..records.samples import MCQSample
 from ..render.figures import Figure
 from ..render.table import Column, DataTable, Row, Text
 from ..store.runs import RunRecord
@@ -103,10 +104,10 @@ class MCQView(ResultsView[MCQResults]):
                 "method": default.config.method, "shots": shown(default.config.prompt.shots),
                 "CoT": "no", "prompt style": default.config.prompt.style}
 
-    def compare(self, run_a: Run, run_b: Run) -> dict[str, Any]:
+    def compare(self, run_a: Run, run_b: Run) -> MCQComparison:
         return compare_mcq_runs(run_a, run_b)
 
-    def print_comparison(self, comparison: dict, console: Console) -> None:
+    def print_comparison(self, comparison: MCQComparison, console: Console) -> None:
         print_mcq_comparison(comparison, console)
 
 
@@ -120,17 +121,35 @@ def table3_rows(runs: list[tuple[str, MCQResults]]) -> DataTable:
                      tuple(rows), "Runs whose discipline columns differ are left out.")
 
 
-def _paired(pairs: list[tuple[dict, dict]]) -> dict[str, Any]:
+def _paired(pairs: list[tuple[MCQSample, MCQSample]]) -> PairedAccuracy:
     n = len(pairs)
-    a_right = sum(bool(a["correct"]) for a, _ in pairs)
-    b_right = sum(bool(b["correct"]) for _, b in pairs)
-    a_only = sum(bool(a["correct"]) and not b["correct"] for a, b in pairs)
-    b_only = sum(bool(b["correct"]) and not a["correct"] for a, b in pairs)
-    return {"n": n, "acc_a": a_right / n, "acc_b": b_right / n, "diff": (b_right - a_right) / n,
-            "a_only": a_only, "b_only": b_only, "p_mcnemar": mcnemar_exact(a_only, b_only)}
+    a_right = sum(a.correct is True for a, _ in pairs)
+    b_right = sum(b.correct is True for _, b in pairs)
+    a_only = sum(a.correct is True and not b.correct for a, b in pairs)
+    b_only = sum(b.correct is True and not a.correct for a, b in pairs)
+    return PairedAccuracy(n=n, acc_a=a_right / n, acc_b=b_right / n,
+                          diff=(b_right - a_right) / n, a_only=a_only, b_only=b_only,
+                          p_mcnemar=mcnemar_exact(a_only, b_only))
 
 
-def consistent_samples(record: RunRecord[MCQResults]) -> RunRecord[MCQResults]:
+MCQRun = RunRecord[MCQResults, MCQSample]
+
+
+def typed_samples(record: RunRecord[MCQResults]) -> MCQRun:
+    """``record`` with its samples as multiple-choice sample records: a folder's are already;
+    a script's (a record kept in memory, its samples JSON data) are read into them, or one
+    line naming samples.jsonl, the line and the field."""
+    file = "samples.jsonl" if record.folder is None else record.folder / "samples.jsonl"
+    try:
+        samples = mcq_samples(record.samples, str(file))
+    except RecordError as e:
+        raise LocalevalError(str(e)) from None
+    return RunRecord(config=record.config, results=record.results, samples=samples,
+                     folder=record.folder, started_at=record.started_at,
+                     finished_at=record.finished_at)
+
+
+def consistent_samples(record: MCQRun) -> MCQRun:
     """``record`` if its samples and results agree (``MCQResults.disagreement``: a folder is
     checked as it is read, a record kept in memory here), else one line naming the file."""
     found = record.results.disagreement(record.samples)
@@ -141,24 +160,23 @@ def consistent_samples(record: RunRecord[MCQResults]) -> RunRecord[MCQResults]:
     return record
 
 
-def compare_mcq_runs(run_a: Run, run_b: Run) -> dict[str, Any]:
+def compare_mcq_runs(run_a: Run, run_b: Run) -> MCQComparison:
     """B minus A accuracy overall and per subject, on the questions both runs answered (failed
     requests left out), with the exact McNemar p-value of each difference."""
-    a, b = (consistent_samples(with_sample_fields(
-        of_kind(finished_run(r), MCQResults, "a multiple-choice run"), ("id", "subject")))
+    a, b = (consistent_samples(typed_samples(with_sample_fields(
+        of_kind(finished_run(r), MCQResults, "a multiple-choice run"), ("id", "subject"))))
         for r in (run_a, run_b))
     dir_a, dir_b = a.folder, b.folder
-    theirs = {s["id"]: s for s in b.samples if s.get("correct") is not None}
-    pairs = [(s, theirs[s["id"]]) for s in a.samples
-             if s.get("correct") is not None and s["id"] in theirs]
+    theirs = {s.id: s for s in b.samples if s.correct is not None}
+    pairs = [(s, theirs[s.id]) for s in a.samples if s.correct is not None and s.id in theirs]
     if not pairs:
         raise LocalevalError(f"{dir_a} and {dir_b} share no answered question (same task and "
                              "data?)")
-    subjects: dict[str, list] = {}
+    subjects: dict[str, list[tuple[MCQSample, MCQSample]]] = {}
     for pair in pairs:
-        subjects.setdefault(str(pair[0].get("subject")), []).append(pair)
-    return {"a": str(dir_a), "b": str(dir_b), "model_a": a.results.model,
-            "model_b": b.results.model, "task": a.results.task,
-            "n_only_a": len(a.samples) - len(pairs), "n_only_b": len(b.samples) - len(pairs),
-            "overall": _paired(pairs),
-            "by_subject": {name: _paired(group) for name, group in sorted(subjects.items())}}
+        subjects.setdefault(str(pair[0].subject), []).append(pair)
+    return MCQComparison(
+        a=str(dir_a), b=str(dir_b), model_a=a.results.model, model_b=b.results.model,
+        task=a.results.task, n_only_a=len(a.samples) - len(pairs),
+        n_only_b=len(b.samples) - len(pairs), overall=_paired(pairs),
+        by_subject={name: _paired(group) for name, group in sorted(subjects.items())})

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.text import Text as RichText
 
 from ..metrics.proportion import NAME
-from ..records.mcq import Accuracy, Macro, MCQResults
+from ..records.mcq import Accuracy, Macro, MCQComparison, MCQResults
 from ..render.cells import interval
 from ..render.formats import print_table
 from ..render.table import Column, DataTable, Interval, Number, TableBuilder, Text, columns
@@ -92,16 +92,15 @@ def mcq_notes(results: MCQResults) -> list[RichText]:
     return notes
 
 
-def comparison_table(comparison: dict) -> DataTable:
+def comparison_table(comparison: MCQComparison) -> DataTable:
     """B minus A accuracy per subject on shared questions, with exact McNemar p-values."""
-    table = TableBuilder(f"{comparison['task']}: B − A accuracy on the questions both answered "
+    table = TableBuilder(f"{comparison.task}: B − A accuracy on the questions both answered "
                          "(exact McNemar)",
                          columns("subject", "n", "A %", "B %", "B − A", "A only", "B only", "p"))
-    rows = {"all": comparison["overall"], **comparison["by_subject"]}
+    rows = {"all": comparison.overall, **comparison.by_subject}
     for name, r in rows.items():
-        table.add(name, r["n"], Number(r["acc_a"], 2, 100), Number(r["acc_b"], 2, 100),
-                  Number(r["diff"], 2, 100, sign=True), r["a_only"], r["b_only"],
-                  p_value(r["p_mcnemar"]))
+        table.add(name, r.n, Number(r.acc_a, 2, 100), Number(r.acc_b, 2, 100),
+                  Number(r.diff, 2, 100, sign=True), r.a_only, r.b_only, p_value(r.p_mcnemar))
     return table.build()
 
 
@@ -110,11 +109,10 @@ def p_value(p: float) -> Number | Text:
     return Text("<0.001") if p < 0.001 else Number(p, 3)
 
 
-def print_mcq_comparison(comparison: dict, console: Console | None = None) -> None:
-    console = console or Console()
-    print_table(console, comparison_table(comparison))
+def print_mcq_comparison(comparison: MCQComparison, console: Console | None = None) -> None:
+    c, console = comparison, console or Console()
+    print_table(console, comparison_table(c))
     console.print(RichText(
-        f"A: {comparison['a']} ({comparison['model_a']})\nB: {comparison['b']} "
-        f"({comparison['model_b']}); questions in one run only: {comparison['n_only_a']} (A), "
-        f"{comparison['n_only_b']} (B)"))
+        f"A: {c.a} ({c.model_a})\nB: {c.b} ({c.model_b}); questions in one run only: "
+        f"{c.n_only_a} (A), {c.n_only_b} (B)"))
 
