@@ -16,7 +16,8 @@ from offline_runs import AlwaysLetter, mcq_run
 from localeval import evaluate
 from localeval.cli import main
 from localeval.errors import LocalevalError
-from localeval.store.runs import load_run
+from localeval.records import RecordError
+from localeval.store.runs import load_run, read_samples
 from localeval.views.mcq import compare_mcq_runs
 
 
@@ -173,11 +174,24 @@ def test_compare_of_a_run_kept_in_memory_names_the_missing_field(finished):
     """A record with no folder (a script's) lacking a field: the same one line, not a crash on
     its missing folder."""
     record = load_run(finished)
-    samples = [dict(s) for s in record.samples]
-    del samples[2]["subject"]
+    samples = list(record.samples)
+    samples[2] = type(samples[2]).model_validate(
+        {k: v for k, v in samples[2].data().items() if k != "subject"})
     in_memory = dataclasses.replace(record, samples=samples, folder=None)
     with pytest.raises(LocalevalError, match=r"^samples\.jsonl: line 3: field subject: missing$"):
         compare_mcq_runs(finished, in_memory)
+
+
+def test_a_sample_line_of_no_kind_names_its_field(tmp_path):
+    """read_samples without a kind checks what every sample holds: a line without an id, or
+    with an id that is neither text nor a number, is one line naming the file, line and field."""
+    path = tmp_path / "samples.jsonl"
+    for line, field in (('{"subject": "x"}', "field id: missing"), ('{"id": [1]}', "field id")):
+        path.write_text('{"id": "a"}\n' + line + "\n", encoding="utf-8")
+        with pytest.raises(RecordError, match=rf"^samples\.jsonl: line 2: {field}"):
+            read_samples(path)
+    path.write_text('{"id": "a", "extra": 1}\n{"id": 2}\n', encoding="utf-8")
+    assert [s.data() for s in read_samples(path)] == [{"id": "a", "extra": 1}, {"id": 2}]
 
 
 def _edit_sample(line, change):
@@ -198,7 +212,7 @@ SAMPLE_EDITS = {
     "correct-on-a-wrong-answer": (_edit_sample(2, lambda s: s.update(correct=True)),
                                   "line 2: field correct: true, but pred 'A' is not gold 'B'"),
     "correct-as-text": (_edit_sample(1, lambda s: s.update(correct="yes")),
-                        "line 1: field correct: should be true, false or null (it is 'yes')"),
+                        "line 1: field correct: should be a valid boolean (it is 'yes')"),
     "a-duplicated-id": (_edit_sample(2, _duplicate_id),
                         "line 2: field id: 'Tiếng Việt/0' is on line 1 too"),
 }

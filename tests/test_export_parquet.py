@@ -70,12 +70,13 @@ def test_numbers_no_arrow_type_holds_exactly_are_kept_as_json_text():
     """Issue 48 item 8: a year of 10**30 (beyond int64) and a level of 2**53 + 1 among floats
     (a float64 rounds it) were pyarrow tracebacks; each column is now JSON text, value for
     value, and columns a type holds exactly keep it."""
+    from localeval.records.samples import MCQSample
     from localeval.report.parquet import samples_table
 
-    table, as_json = samples_table([
-        {"id": "a", "year": 10**30, "level": 2**53 + 1, "n": 3, "share": 3},
-        {"id": "b", "year": 1, "level": 0.5, "n": 2**62, "share": 0.5}])
-    assert as_json == ["year", "level"]
+    table, as_json = samples_table([  # n and share: fields a plugin's sample adds
+        MCQSample(id="a", gold="A", year=10**30, level=2**53 + 1, n=3, share=3),
+        MCQSample(id="b", gold="B", year=1, level=0.5, n=2**62, share=0.5)])
+    assert as_json == ["level", "year"]  # columns in samples.jsonl's order: keys sorted
     assert table.column("year").to_pylist() == [str(10**30), "1"]
     assert table.column("level").to_pylist() == [str(2**53 + 1), "0.5"]
     assert table.column("n").to_pylist() == [3, 2**62]  # int64 holds them

@@ -16,6 +16,7 @@ import pytest
 from localeval.analysis.choices import AnalysisChoices
 from localeval.analysis.safety import analyses
 from localeval.cli import main
+from localeval.records.samples import LLMSafetySample, MCQSample, SafetySample
 from localeval.render.browser import browser_data
 from localeval.report.html import SECTIONS, render, write_report
 from localeval.store.runs import RunRecord, finished_record, save_run
@@ -23,7 +24,7 @@ from localeval.store.runs import RunRecord, finished_record, save_run
 EVIL = "</script><script>window.pwned=1</script><!-- & <b>bold</b>"
 
 
-def _safety_samples(n_items: int = 24) -> list[dict]:
+def _safety_samples(n_items: int = 24) -> list[SafetySample]:
     """Prompt and response records for two languages, seeded scores that track the labels."""
     rng = np.random.default_rng(0)
     out = []
@@ -41,7 +42,7 @@ def _safety_samples(n_items: int = 24) -> list[dict]:
                             **({"response": f"response {i} " * 10} if kind == "response"
                                else {})})
     out[5].update(score=None, error="request failed: 500")
-    return out
+    return [SafetySample.model_validate(s) for s in out]
 
 
 def _safety_run(folder) -> RunRecord:
@@ -81,8 +82,8 @@ MCQ_RESULTS = {
 
 
 def _mcq_run(folder, cot: bool = True) -> RunRecord:
-    samples = [{"id": f"q{i}", "subject": "physics", "gold": "A", "pred": p, "correct": p == "A",
-                "output": f"thinking… answer {p}", "year": "2023", "level": "high school"}
+    samples = [MCQSample(id=f"q{i}", subject="physics", gold="A", pred=p, correct=p == "A",
+                         output=f"thinking… answer {p}", year="2023", level="high school")
                for i, p in ((1, "A"), (2, "B"), (3, None))]
     results = {**MCQ_RESULTS, "cot": cot, "method": "generation" if cot else "likelihood"}
     record = finished_record({"task": "tmlu", "model": "hf:org/tiny"}, results, samples,
@@ -126,8 +127,9 @@ def test_safety_report_is_self_contained(tmp_path):
 
 def test_harmful_text_is_behind_the_warning_on_every_row():
     def rec(id, kind, raw, context="with_prompt", **text):
-        return {"id": id, "lang": "th", "kind": kind, "context": context, "raw_label": raw,
-                "score": 0.5, "prompt": f"prompt {id}", **text}
+        return SafetySample.model_validate({
+            "id": id, "lang": "th", "subset": "general", "kind": kind, "context": context,
+            "raw_label": raw, "score": 0.5, "prompt": f"prompt {id}", **text})
 
     samples = [
         # a: harmful prompt, safe refusal, judged with and without the prompt
@@ -144,8 +146,10 @@ def test_harmful_text_is_behind_the_warning_on_every_row():
     # b's harmful response row hides all its text; b's safe prompt stays open on its own row.
     assert data["warn"][3:] == [[], [prompt, response]]
     # Without a kind (LLM safety: the prompt's label, the model's output): all of its text.
-    llm = browser_data([{"id": "c", "prompt_label": "harmful", "harmful_prompt": True,
-                         "prompt": "x", "output": "y"}, {"id": "d", "prompt": "x", "output": "z"}])
+    llm = browser_data([
+        LLMSafetySample(id="c", lang="en", subset="s", prompt_label="harmful", harmful_prompt=1,
+                        prompt="x", output="y"),
+        LLMSafetySample(id="d", lang="en", subset="s", prompt="x", output="z")])
     keys = [c["key"] for c in llm["columns"]]
     assert llm["warn"] == [[keys.index("prompt"), keys.index("output")], [keys.index("prompt")]]
 

@@ -128,9 +128,10 @@ def test_killed_and_old_folders_load(tmp_path):
     (old / "results.json").write_text(json.dumps({
         "schema": "localeval.mcq/1", "task": "tmlu", "n_samples": 1, "method": "likelihood",
         "shots": 0, "metrics": {"micro": {"n": 1, "acc": 1.0}}}))
-    (old / "samples.jsonl").write_text('{"id": "1"}\n')
+    sample = {"correct": True, "gold": "A", "id": "1", "pred": "A"}
+    (old / "samples.jsonl").write_text(json.dumps(sample) + "\n")
     record = load_results(old)
-    assert record.status == "finished" and record.samples == [{"id": "1"}]
+    assert record.status == "finished" and [s.data() for s in record.samples] == [sample]
     assert record.started_at is None and record.finished_at is None
     assert load_run_state(old).lifecycle.status == "finished"
     no_results = tmp_path / "older"  # before the lifecycle, and no results: it never finished

@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
+
+from ..records.samples import Sample
+from ..store.runs import stored_data
 
 # Shown first, in this order, where a task's samples have them.
 FIRST = ("id", "subject", "level", "year", "lang", "subset", "kind", "context", "source",
@@ -30,9 +34,11 @@ LONG = 80  # a string longer than this anywhere in a column makes it a text colu
 WARN_LABELS = {"harmful", "sensitive", "unsafe", 1}  # 1 also matches True
 
 
-def browser_data(samples: list[dict]) -> dict[str, Any]:
+def browser_data(records: Sequence[Sample]) -> dict[str, Any]:
     """``{"columns": [{key, title, type, filter}], "rows": [[...]], "warn": [[k, ...]]}``:
-    ``warn`` lists, per row, the columns whose text stays behind the content warning."""
+    ``warn`` lists, per row, the columns whose text stays behind the content warning. Columns
+    are the samples' JSON fields, whatever their kind (each as samples.jsonl holds it)."""
+    samples = [stored_data(s) for s in records]
     keys = _keys(samples)
     columns = [_column(k, [s.get(k) for s in samples]) for k in keys]
     rows = [[_cell(s.get(k)) for k in keys] for s in samples]

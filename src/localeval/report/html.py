@@ -252,8 +252,9 @@ def _failures(run: RunRecord) -> str:
 
 def _unanswered(run: RunRecord) -> list[dict]:
     wanted = set(run.results.unanswered)
-    return [{"id": s["id"], "subject": s.get("subject"), "error": s.get("error"),
-             "output": (s.get("output") or "")[-200:]} for s in run.samples if s["id"] in wanted]
+    # subject and output: an MCQ sample's (the kind whose results list the unanswered)
+    return [{"id": s.id, "subject": s.get("subject"), "error": s.error,
+             "output": (s.get("output") or "")[-200:]} for s in run.samples if s.id in wanted]
 
 
 def _samples(run: RunRecord, prefix: str) -> str:

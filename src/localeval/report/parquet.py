@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,9 @@ import pyarrow.parquet as pq
 import yaml
 
 from ..records.base import Results
+from ..records.samples import Sample
 from ..store.files import make_own_folder, write_bytes_whole, write_text_whole
+from ..store.runs import stored_data
 from ..version import __version__
 from ..views.registry import view_for
 
@@ -67,8 +70,10 @@ def _arrow_type(values: list[Any]) -> pa.DataType | None:
     return None
 
 
-def samples_table(samples: list[dict[str, Any]]) -> tuple[pa.Table, list[str]]:
-    """samples.jsonl as a table, and the names of the columns held as JSON text."""
+def samples_table(records: Sequence[Sample]) -> tuple[pa.Table, list[str]]:
+    """samples.jsonl as a table (a column per JSON field, in the file's order), and the names
+    of the columns held as JSON text."""
+    samples = [stored_data(s) for s in records]
     names = list(dict.fromkeys(k for s in samples for k in s))
     columns, as_json = {}, []
     for name in names:
@@ -106,7 +111,7 @@ def _parquet_bytes(table: pa.Table) -> bytes:
     return sink.getvalue()
 
 
-def write_parquet(config: dict[str, Any], results: Results, samples: list[dict[str, Any]],
+def write_parquet(config: dict[str, Any], results: Results, samples: Sequence[Sample],
                   out: Path, source: str) -> list[Path]:
     """The three configs' Parquet files and README.md (the dataset card) under ``out``."""
     samples_t, as_json = samples_table(samples)

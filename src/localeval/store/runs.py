@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Generic, Literal
+from typing import Any, Generic, Literal, overload
 
 # a TypeVar with a default (PEP 696; in typing from Python 3.13): a plain ``RunRecord`` is a
 # ``RunRecord[Results]``, so readers that do not name the kind still have typed results
@@ -70,6 +70,7 @@ class NotFinished(LocalevalError):
 ResultsT = TypeVar("ResultsT", bound=Results, covariant=True, default=Results)
 SampleT = TypeVar("SampleT", bound=Sample, covariant=True, default=Sample)
 ReadT = TypeVar("ReadT")
+ReadSampleT = TypeVar("ReadSampleT", bound=Sample)  # invariant: what read_samples makes
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,14 @@ def write_samples(path: Path, samples: Sequence[Sample]) -> None:
 def sample_line(sample: Sample) -> str:
     """The sample's line of samples.jsonl (keys sorted)."""
     return json.dumps(sample.data(), ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def stored_data(sample: Sample) -> dict[str, Any]:
+    """The sample as JSON data, exactly as its line of samples.jsonl reads back (keys sorted,
+    nested ones too; enums as text): for the readers that show every field whatever the kind
+    (the sample browser, the Parquet export), so a live run's and a folder's look the same."""
+    data: dict[str, Any] = json.loads(sample_line(sample))
+    return data
 
 
 def as_stored_samples(samples: Sequence[SampleT]) -> list[SampleT]:
@@ -293,8 +302,19 @@ def _checked(folder: Path, name: str, read: Callable[[], ReadT]) -> ReadT:
         raise RunFolderError(f"{folder / name}: {detail}") from None
 
 
-def read_samples(path: Path, kind: type[SampleT] = Sample) -> list[SampleT]:  # type: ignore[assignment]
-    """samples.jsonl: one JSON object per line, each read into the sample record ``kind``."""
+@overload
+def read_samples(path: Path) -> list[Sample]: ...
+
+
+@overload
+def read_samples(path: Path, kind: type[ReadSampleT]) -> list[ReadSampleT]: ...
+
+
+def read_samples(path: Path, kind: type[ReadSampleT] | None = None
+                 ) -> list[ReadSampleT] | list[Sample]:
+    """samples.jsonl: one JSON object per line, each read into the sample record ``kind`` (the
+    base record, its common fields checked, when not given)."""
+    record: type[Sample] = Sample if kind is None else kind
     try:
         text = read_plain_text(path)
     except FileNotFoundError:
@@ -303,7 +323,7 @@ def read_samples(path: Path, kind: type[SampleT] = Sample) -> list[SampleT]:  # 
         raise RecordError(f"{path.name}: {NOT_PLAIN}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise RecordError(f"{path.name}: unreadable ({e})") from None
-    samples = []
+    samples: list[Sample] = []
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
@@ -314,7 +334,7 @@ def read_samples(path: Path, kind: type[SampleT] = Sample) -> list[SampleT]:  # 
         if not isinstance(sample, dict):
             raise RecordError(f"{path.name}: line {number} should be a JSON object, not "
                               f"{json_type(sample)}")
-        samples.append(read_sample(kind, sample, f"{path.name}: line {number}"))
+        samples.append(read_sample(record, sample, f"{path.name}: line {number}"))
     return samples
 
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import LocalevalError
+from ..records.samples import Sample
 from ..render.browser import browser_data
 
 PAGE_SIZE = 100
@@ -43,7 +45,7 @@ def shown_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def browse(samples: list[dict], query: dict[str, str]) -> Browsed:
+def browse(samples: Sequence[Sample], query: dict[str, str]) -> Browsed:
     data = browser_data(samples)
     columns, rows = data["columns"], list(zip(data["rows"], data["warn"]))
     filters = {c["key"]: k for k, c in enumerate(columns)
