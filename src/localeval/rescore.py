@@ -25,7 +25,7 @@ from .backends.failures import Unsupported
 from .data.rows import files_read, fingerprint
 from .errors import LocalevalError
 from .finish import record_in_store
-from .records import Sample
+from .records import Sample, task_results, task_sample
 from .run import run_provenance
 from .store.cache import RequestCache
 from .store.executor import CachedExecutor
@@ -158,10 +158,10 @@ def _rescore(record: RunRecord, source: Path, base: dict, changed: dict, folder:
         answers = source_task.respond(planned, execute)
     missed = backend.missed + sum(r.missed for r in roles.loaded.values())
     _check_missed(record, missed, len(planned), cache)
-    _check_answers(record, [source_task.score(p, a) for p, a in zip(planned, answers,
-                                                                     strict=True)], cache)
-    samples = [task.score(p, a) for p, a in zip(planned, answers, strict=True)]
-    results = task.summarise(samples, data, backend.identity).with_values({
+    _check_answers(record, [task_sample(source_task.score(p, a))
+                            for p, a in zip(planned, answers, strict=True)], cache)
+    samples = [task_sample(task.score(p, a)) for p, a in zip(planned, answers, strict=True)]
+    results = task_results(task.summarise(samples, data, backend.identity)).with_values({
         "request_failures": dict(execute.failures),
         "usage": execute.usage.data(),  # every answer a cache hit: nothing sent
         "timing": {"seconds": round(time.perf_counter() - begun, 3), **execute.counts},

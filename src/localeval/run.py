@@ -25,6 +25,7 @@ from .backends.registry import load_backend, parse_backend_spec
 from .backends.roles import Model, closed_with, preflight_models, resolve_models
 from .data.rows import field_limit, files_read, fingerprint
 from .errors import LocalevalError
+from .records import task_results, task_sample
 from .store.batches import BatchLedger
 from .store.cache import check_cache_file
 from .store.executor import CachedExecutor, commit_interval, open_cache
@@ -130,8 +131,9 @@ def _run(task: Task, models: list[Model], place: RunPlace, built: ExitStack) -> 
         elapsed = time.perf_counter() - started
         if roles.loaded:
             record.config["role_backends"] = {r: b.identity for r, b in roles.loaded.items()}
-        samples = [task.score(p, a) for p, a in zip(planned, answers, strict=True)]
-        results = task.summarise(samples, data, backend.identity)
+        samples = [task_sample(task.score(p, a))
+                   for p, a in zip(planned, answers, strict=True)]
+        results = task_results(task.summarise(samples, data, backend.identity))
     except BaseException as e:
         _fail(record, e)
         raise

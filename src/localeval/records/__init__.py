@@ -41,6 +41,18 @@ def results_record(data: Mapping[str, Any], kind: type[ResultsT]) -> ResultsT:
     return validated(kind, as_json(data), "results.json")
 
 
+def task_results(made: Results | Mapping[str, Any]) -> Results:
+    """What a task's ``summarise`` made, as a results record: the record itself, or (a task of
+    another package written before samples were typed) its JSON data read by its schema."""
+    return made if isinstance(made, Results) else read_results(as_json(made))
+
+
+def task_sample(made: Sample | Mapping[str, Any]) -> Sample:
+    """What a task's ``score`` made, as a sample record: the record itself, or (a task of
+    another package) its JSON data as a plain :class:`Sample`, every key kept."""
+    return made if isinstance(made, Sample) else validated(Sample, as_json(made), "sample")
+
+
 def read_results(data: object, file: str = "results.json") -> Results:
     """results.json's data as the record of its schema; RecordError naming the field (or the
     schema, when no task kind this localeval knows wrote it and it is not even plain Results)."""
@@ -68,4 +80,4 @@ def json_type(value: object) -> str:
 
 
 __all__ = ["RESULTS_TYPES", "SAMPLE_TYPES", "Record", "RecordError", "Results", "Sample",
-           "as_json", "finite", "json_type", "read_results", "results_record", "sample_type", "validated"]
+           "as_json", "finite", "json_type", "read_results", "results_record", "task_results", "task_sample", "sample_type", "validated"]
