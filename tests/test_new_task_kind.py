@@ -1,5 +1,6 @@
 """A new kind of task costs its own files: this test adds one from inside itself (its data, plan,
-score, options and results view), registers it in the task table at run time, and runs every
+score, options, sample and results records, and results view), registers them in the tables at
+run time, and runs every
 command that reads results on it: run, show, export, report, leaderboard and compare. Nothing
 else in the package knows it. (docs/architecture.md, "A new kind of task", lists what it took.)
 
@@ -17,6 +18,9 @@ import pytest
 
 from localeval.backends.base import NextLogprobs, ScoreNext
 from localeval.cli import main
+from localeval.records import RESULTS_TYPES, SAMPLE_TYPES, Results, Sample, results_record
+from localeval.records.base import Share
+from localeval.records.comparison import Comparison
 from localeval.render.table import Number, TableBuilder, columns
 from localeval.tasks.base import Task
 from localeval.tasks.options import make_options, option
@@ -46,6 +50,22 @@ class ToyOptions:
     min_letters: int = option(3, "gold: a text with more letters than this is long", type=int)
 
 
+class ToySample(Sample):
+    """A line of the toy's samples.jsonl."""
+
+    gold: bool
+    pred: bool
+    correct: bool
+
+
+class ToyResults(Results):
+    accuracy: Share
+
+
+class ToyComparison(Comparison):
+    diff: float
+
+
 class ToyTask(Task):
     results_schema = "test.toy/1"
     Options = ToyOptions
@@ -64,15 +84,16 @@ class ToyTask(Task):
     def respond(self, planned, execute):
         return execute([request for _, request in planned])
 
-    def score(self, planned, answer):
+    def score(self, planned, answer) -> ToySample:
         (item_id, _, gold), _ = planned
         pred = max(answer.logprobs, key=answer.logprobs.get) == " long"
-        return {"id": item_id, "gold": gold, "pred": pred, "correct": pred == gold}
+        return ToySample(id=item_id, gold=gold, pred=pred, correct=pred == gold)
 
-    def summarise(self, samples, data, identity):
-        right = sum(s["correct"] for s in samples)
-        return {"schema": self.results_schema, "task": self.name, "n_samples": len(samples),
-                "n_failed": 0, "accuracy": right / len(samples)}
+    def summarise(self, samples, data, identity) -> ToyResults:
+        right = sum(s.correct for s in samples)
+        return results_record({"schema": self.results_schema, "task": self.name,
+                               "n_samples": len(samples), "n_failed": 0,
+                               "accuracy": right / len(samples)}, ToyResults)
 
     def describe(self, data):
         return {"task": self.name, "data": self.options.data,
@@ -81,34 +102,38 @@ class ToyTask(Task):
 
 class ToyView(ResultsView):
     kind = "toy"
-    schema = ToyTask.results_schema  # its results are read as plain Results, its keys kept
+    schema = ToyTask.results_schema
+    Results = ToyResults
 
     def tables(self, results):
         table = TableBuilder("Toy accuracy", columns("n", "accuracy %", text=0))
-        table.add(results.n_samples, Number(results["accuracy"], scale=100))
+        table.add(results.n_samples, Number(results.accuracy, scale=100))
         return [table.build()]
 
     def cards(self, results):
-        return [(f"{100 * results['accuracy']:.1f}%", "toy accuracy", False)]
+        return [(f"{100 * results.accuracy:.1f}%", "toy accuracy", False)]
 
     def store_metrics(self, results):
-        return [("accuracy", results["accuracy"], results["n_samples"])]
+        return [("accuracy", results.accuracy, results.n_samples)]
 
     def ranking(self, names):
         return Ranking(["accuracy"], "accuracy")
 
     def compare(self, run_a, run_b):
         a, b = finished_run(run_a), finished_run(run_b)
-        return {"diff": b.results["accuracy"] - a.results["accuracy"]}
+        assert all(isinstance(s, ToySample) for s in (*a.samples, *b.samples))  # read back typed
+        return ToyComparison(diff=b.results.accuracy - a.results.accuracy)
 
     def print_comparison(self, comparison, console):
-        console.print(f"toy B - A: {100 * comparison['diff']:+.1f} points")
+        console.print(f"toy B - A: {100 * comparison.diff:+.1f} points")
 
 
 @pytest.fixture
 def toy(monkeypatch, tmp_path):
     monkeypatch.setitem(TASKS, "toy", TaskEntry("toy", ToyTask, "(--data)", "", "toy task"))
     monkeypatch.setitem(VIEWS, ToyView.schema, ToyView)
+    monkeypatch.setitem(RESULTS_TYPES, ToyTask.results_schema, ToyResults)
+    monkeypatch.setitem(SAMPLE_TYPES, ToyTask.results_schema, ToySample)
     data = tmp_path / "toy.jsonl"
     data.write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in TEXTS.items()))
     return str(data)
