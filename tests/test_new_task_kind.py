@@ -1,8 +1,7 @@
 """A new kind of task costs its own files: this test adds one from inside itself (its data, plan,
 score, options, sample and results records, and results view), registers them in the tables at
-run time, and runs every
-command that reads results on it: run, show, export, report, leaderboard and compare. Nothing
-else in the package knows it. (docs/architecture.md, "A new kind of task", lists what it took.)
+run time, and runs every command that reads results on it: run, show, export, report,
+leaderboard and compare. Nothing else in the package knows it. (docs/architecture.md, "A new kind of task", lists what it took.)
 
 The toy: is a text longer than ``min_letters``? The "model" answers through ordinary ScoreNext
 requests (its log-probs come from the text's length), so the run goes through the cache, the
