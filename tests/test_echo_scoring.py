@@ -164,3 +164,15 @@ def test_scoring_flag_is_checked_and_is_the_servers_alone(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([*data, "--model", "openai:tiny", "--scoring", "exact"])
     assert "invalid choice: 'exact'" in capsys.readouterr().err
+
+
+def test_a_run_says_how_many_questions_were_echoed(capped, shared, tmp_path, capsys):
+    """Issue 52 item 5: auto switched every question to echo (5 requests each) without a line
+    saying so; the run now says it where it prints its warnings, and results.json keeps it."""
+    run = evaluate(model=OpenAIBackend("tiny", base_url=capped.url, top_logprobs=2),
+                   task="cmmlu", data=shared / "data" / "cmmlu", subjects=["arts"], limit=4,
+                   shots=1, quiet=True, store=False, output=tmp_path / "run")
+    assert all(s["scoring"] == "echo" for s in run.samples)
+    note = "4 of 4 questions were read from prompt + option echoed (1 + #options requests each"
+    assert any(w.startswith(note) for w in run.results.warnings)
+    assert note in capsys.readouterr().err

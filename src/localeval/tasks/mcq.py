@@ -187,6 +187,19 @@ def _extract(text: str, letters: str, config: MCQConfig) -> tuple[str | None, st
     return pred, "strict-cot" if config.prompt.cot else "strict", error
 
 
+def _echoed(samples: Sequence[MCQSample]) -> list[str]:
+    """A line when a server's questions were read from prompt + option echoed (``--scoring``
+    auto or echo: 1 + #options requests each, where the top-k reads one): what the run cost is
+    said where it is seen."""
+    echoed = sum(1 for s in samples if s.scoring == "echo")
+    if not echoed:
+        return []
+    return [f"{echoed} of {len(samples)} questions were read from prompt + option echoed (1 + "
+            "#options requests each; the server's top log-probs did not hold every option): "
+            "--top-logprobs as large as the server allows reads more of them from one request, "
+            "--scoring top-k never echoes (questions it cannot read fail)"]
+
+
 def _unknown_subjects(data: MCQData) -> list[str]:
     """A subject the built-in task does not list (a file named after its folder, such as the
     TMMLU+ sample's test.jsonl) is in no discipline: no column and no Average counts it."""
@@ -256,7 +269,7 @@ class MCQTask(Task):
     def summarise(self, samples: Sequence[MCQSample], data: MCQData,
                   identity: dict) -> MCQResults:
         prompt, spec = self.config.prompt, data.spec
-        warnings = _unknown_subjects(data)
+        warnings = _unknown_subjects(data) + _echoed(samples)
         return results_record({**({"warnings": warnings} if warnings else {}),
             "schema": self.results_schema,
             "task": self.name,
