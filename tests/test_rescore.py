@@ -197,3 +197,27 @@ def test_an_edited_cache_of_the_run_itself_is_refused(tmp_path, forbidden_loads,
     assert main(["rescore", str(source), "--extract", "tmlu", "--no-store", "--quiet",
                  "--no-report"]) == 2
     assert "its answer to sample exam/0 is not the one" in capsys.readouterr().err
+
+
+def test_rescore_prints_what_run_prints_and_names_the_flags_it_changed(tmp_path,
+                                                                       forbidden_loads, capsys):
+    """Issue 52 item 10: rescore printed every table where run prints the headline, and said
+    ``n_resamples=0`` after ``--bootstrap 0``."""
+    guard = Once(_guard)
+    source = tmp_path / "guard"
+    evaluate(task="sea-safeguard", model=guard, guard="zero-shot", data=Path(str(SAMPLE_SAFETY)),
+             output=source, cache=source / "cache.sqlite", quiet=True, n_resamples=20,
+             store=False)
+    guard.forbid()
+    capsys.readouterr()
+    assert main(["rescore", str(source), "--bootstrap", "0", "--threshold-rule", "ge",
+                 "--no-store", "--quiet", "--no-report", "--output", str(tmp_path / "a")]) == 0
+    headline = capsys.readouterr()
+    assert "rescored from" in headline.err and "--bootstrap 0" in headline.err
+    assert "--threshold-rule ge" in headline.err and "n_resamples" not in headline.err
+    assert "more tables: localeval show" in headline.err
+    assert main(["rescore", str(source), "--bootstrap", "0", "--threshold-rule", "ge",
+                 "--no-store", "--quiet", "--no-report", "--all",
+                 "--output", str(tmp_path / "b")]) == 0
+    everything = capsys.readouterr()
+    assert len(everything.out) > len(headline.out) and "more tables" not in everything.err

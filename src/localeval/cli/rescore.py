@@ -49,6 +49,8 @@ def add_rescore_parser(sub) -> None:
                    "$XDG_DATA_HOME/localeval/results.sqlite)")
     p.add_argument("--no-store", action="store_true", help="do not record it in the store")
     p.add_argument("--no-report", action="store_true", help="do not write its report.html")
+    p.add_argument("--all", action="store_true", help="print every table of the rescored run "
+                   "(default: the headline table, as run prints)")
     p.add_argument("--json", action="store_true", help="print results.json instead of tables")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     # an option that changes the requests is refused in one line naming those it may change
@@ -63,6 +65,7 @@ def cmd_rescore(args) -> None:
     from ..api import write_report
     from ..report.console import make_console, print_json, print_results
     from ..rescore import rescore_run
+    from .run_and_report import say_where
 
     names = [f.name for _, f in _rescorable_fields()]
     changes = {n: getattr(args, n) for n in names if hasattr(args, n)}
@@ -73,10 +76,26 @@ def cmd_rescore(args) -> None:
     assert record.folder is not None  # rescore_run writes a new folder, always
     if not args.no_report:
         write_report([record.folder])
+    left_out = 0
     if args.json:
         print_json(record.results.data())
     else:
-        print_results(record.results, make_console())
-    shown = ", ".join(f"{k}={v}" for k, v in record.config["rescored_from"]["options"].items())
-    print(f"wrote {record.folder}/ (rescored from {args.folder}: {shown or 'nothing changed'})",
+        left_out = print_results(record.results, make_console(), everything=args.all)
+    changed = record.config["rescored_from"]["options"]
+    print(f"rescored from {args.folder}: {_as_flags(changed) or 'nothing changed'}",
           file=sys.stderr)
+    say_where(record.folder, left_out, not args.no_report)
+
+
+def _as_flags(changed: dict) -> str:
+    """The changes as the command line gives them: ``--bootstrap 0``, not ``n_resamples=0``
+    (an option of another package's task as ``-T name=value``)."""
+    flags = {f.name: flag_of(f) for _, f in _rescorable_fields()}
+    return ", ".join(f"{flags[name]} {_shown(value)}" if name in flags else f"-T {name}={value}"
+                     for name, value in changed.items())
+
+
+def _shown(value) -> str:
+    if isinstance(value, list | tuple):
+        return ",".join(map(str, value))
+    return str(value).lower() if isinstance(value, bool) else str(value)
