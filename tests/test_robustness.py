@@ -177,3 +177,38 @@ def test_orders_draws_and_tokens_on_a_real_hf_model(tmp_path):
     assert again.results.usage["model"].cache_hits == 24
     assert again.results.usage["model"].sent_prompt_tokens == 0
     assert again.results.robustness == r
+
+
+def test_a_permuted_run_shows_its_robustness_where_the_headline_is(tmp_path, capsys):
+    """Issue 52 item 4: with --permute-options the run printed only the plain accuracy (the
+    per-order table only in `show`, folded in the report, no card), and the progress bar
+    counted 4 requests a question as "questions"."""
+    from localeval.tasks.registry import make_task
+    from localeval.views.registry import view_for
+
+    run = evaluate(task="my-exam", model=AlwaysLetter("A"), data=_exam(tmp_path), shots=0,
+                   permute_options=4, output=tmp_path / "run", quiet=True, store=False)
+    view = view_for(run.results)
+    headline = [t.title for t in view.tables(run.results)[:view.headline(run.results)]]
+    assert any("robustness" in title for title in headline)
+    assert any("mean accuracy over 4 option orders" in c.label for c in view.cards(run.results))
+    assert make_task("my-exam", data=str(_exam(tmp_path)), permute_options=4).progress_unit \
+        == "requests"
+    assert make_task("my-exam", data=str(_exam(tmp_path))).progress_unit == "questions"
+
+
+def test_the_progress_rate_counts_what_this_invocation_did_over_its_time():
+    """Issue 52 item 4: the bar's rate read "31701.25 questions/s" (rich's moving window, a
+    batch reported at once, answers from the cache counted): it is the units done since the
+    start, cached ones left out, over the time elapsed."""
+    from rich.progress import Progress
+
+    from localeval.progress import RateColumn
+
+    now = [0.0]
+    bar = Progress(get_time=lambda: now[0], disable=True)
+    task_id = bar.add_task("questions", total=100, completed=50, cached=50)
+    now[0] = 2.0
+    bar.advance(task_id, 10)  # a batch of 10 reported at once, after 2 s
+    rate = RateColumn("questions").render(bar.tasks[0]).plain
+    assert rate == "5.00 questions/s"

@@ -24,13 +24,20 @@ from rich.text import Text
 
 
 class RateColumn(ProgressColumn):
+    """What this invocation has done per second since it started: the units it finished (those
+    the cache already held left out) over the time elapsed. Rich's own speed is a moving window
+    that a backend reporting a batch at once turns into thousands per second."""
+
     def __init__(self, unit: str):
         super().__init__()
         self.unit = unit
 
     def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text(f"{speed:.2f} {self.unit}/s" if speed else f"- {self.unit}/s")
+        done = task.completed - task.fields.get("cached", 0)
+        elapsed = task.finished_time if task.finished else task.elapsed
+        if not done or not elapsed:
+            return Text(f"- {self.unit}/s")
+        return Text(f"{done / elapsed:.2f} {self.unit}/s")
 
 
 @contextmanager
@@ -42,7 +49,7 @@ def progress_bar(unit: str, total: int, done: int = 0, quiet: bool = False
     columns = [TextColumn(f"[bold]{unit}"), BarColumn(), MofNCompleteColumn(), RateColumn(unit),
                TimeElapsedColumn(), TimeRemainingColumn()]
     with Progress(*columns, console=Console(stderr=True), transient=False) as progress:
-        task = progress.add_task(unit, total=total, completed=done)
+        task = progress.add_task(unit, total=total, completed=done, cached=done)
 
         def advance(n: int = 1) -> None:
             progress.advance(task, n)

@@ -219,11 +219,14 @@ class MCQTask(Task):
 
     results_schema = MCQ_SCHEMA
     Options = MCQOptions
-    progress_unit = rate_unit = "questions"
+    rate_unit = "questions"
 
     def __init__(self, name: str, **options: Any):
         self.name = name
         self.options = make_options(MCQOptions, name, with_benchmark_options(name, options))
+        # the bar counts requests: a question asked in other option orders or draws is several
+        self.progress_unit = "requests" if mcq_variants.has_variants(self.options) \
+            else "questions"
         self.dataset = dataset_of(name)  # a benchmark reads its catalog dataset
         self.config = MCQConfig.of(self.options, self.dataset,
                                    default_prompt_style(self.dataset))

@@ -32,7 +32,7 @@ from .base import (
     with_sample_fields,
 )
 from .mcq_figures import mcq_comparison_figure, mcq_figures
-from .mcq_robustness import robustness_metrics, robustness_tables
+from .mcq_robustness import robustness_cards, robustness_metrics, robustness_tables
 from .mcq_tables import discipline_table, mcq_notes, mcq_tables, print_mcq_comparison
 
 
@@ -42,7 +42,14 @@ class MCQView(ResultsView[MCQResults]):
     Results = MCQResults
 
     def tables(self, results: MCQResults) -> list[DataTable]:
-        return [*mcq_tables(results), *robustness_tables(results)]
+        """The headline table, then the robustness table of a run made with
+        --permute-options or --repeats (what such a run was for: headline too), then the
+        breakdowns."""
+        first, *rest = mcq_tables(results)
+        return [first, *robustness_tables(results), *rest]
+
+    def headline(self, results: MCQResults) -> int:
+        return 1 + len(robustness_tables(results))
 
     def notes(self, results: MCQResults) -> list[RichText]:
         return mcq_notes(results)
@@ -54,7 +61,7 @@ class MCQView(ResultsView[MCQResults]):
             cards.append(Card(f"{100 * micro.acc:.2f}%", f"accuracy over {micro.n} questions"))
         if avg is not None:
             cards.append(Card(f"{100 * avg:.2f}%", "mean of the discipline columns"))
-        return cards
+        return cards + robustness_cards(results)
 
     def figures(self, results: MCQResults, folder: Path | None) -> list[Figure]:
         return list(mcq_figures(results, folder))

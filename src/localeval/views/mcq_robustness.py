@@ -6,6 +6,7 @@ It only reads results.json's ``robustness``."""
 from __future__ import annotations
 
 from ..records.mcq import MCQResults, Spread
+from ..render.cards import Card
 from ..render.table import Column, DataTable, Interval, Number, TableBuilder, Text
 from .base import Metric
 
@@ -38,6 +39,16 @@ def robustness_tables(results: MCQResults) -> list[DataTable]:
         notes.append(f"{r.repeats} sampled draws per question (order 0)")
     table.caption = "; ".join(notes) + ". std: sample standard deviation (n - 1)."
     return [table.build()]
+
+
+def robustness_cards(results: MCQResults) -> list[Card]:
+    """The report's summary: mean accuracy over the orders and over the draws, with their
+    spread."""
+    r = results.robustness
+    spreads = [] if r is None else [(r.permutation, "option orders"), (r.draws, "sampled draws")]
+    return [Card(f"{100 * s.mean:.2f}%", f"mean accuracy over {s.n} {what}"
+                 + (f" (std {100 * s.std:.2f})" if s.std is not None else ""))
+            for s, what in spreads if s is not None and s.mean is not None]
 
 
 def robustness_metrics(results: MCQResults) -> list[Metric]:
