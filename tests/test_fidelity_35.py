@@ -86,8 +86,9 @@ def test_mse_and_spearman_against_gold_severity_as_parallax_safety_metrics():
            gold_severity("harmful", ["harmful"] * 4)]
     assert sev == [0.625, 0.125, 1.0]
     assert gold_severity("sensitive") == 0.5  # General and ITW: the gold label's value
-    records = [{"model": "", "kind": "prompt", "subset": "cultural-cg", "lang": "th",
-                "severity": v, "score": s} for v, s in zip(sev, (0.5, 0.25, 0.75), strict=True)]
+    records = [{"id": f"c{i}", "model": "", "kind": "prompt", "subset": "cultural-cg",
+                "lang": "th", "label": 1, "severity": v, "score": s}
+               for i, (v, s) in enumerate(zip(sev, (0.5, 0.25, 0.75), strict=True))]
     (pooled, th) = severity_metrics(records)
     assert (pooled["lang"], th["lang"], pooled["n"]) == ("all", "th", 3)
     assert pooled["mse"] == pytest.approx(0.03125) and pooled["spearman"] == pytest.approx(1.0)

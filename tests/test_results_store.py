@@ -119,9 +119,10 @@ def _safety_run(folder, guard, scores):
     from localeval.store.runs import finished_record, save_run
 
     folder.mkdir()
-    samples = [SafetySample(id=f"q{i}", lang=lang, subset="general", kind="prompt",
-                            context="with_prompt", label=label, score=score)
-               for i, (lang, label, score) in enumerate(scores)]
+    samples = [SafetySample.model_validate(
+        {"id": f"q{i}", "lang": lang, "subset": "file", "kind": "prompt",
+         "context": "with_prompt", "label": label, "score": score})
+        for i, (lang, label, score) in enumerate(scores)]
     save_run(finished_record({"task": "safety-prompts"},
                              {"schema": "localeval.safety/1", "guard": guard,
                               "n_samples": len(samples), "auprc": "trapezoid",

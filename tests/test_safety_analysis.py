@@ -18,6 +18,7 @@ from localeval.analysis.safety import pair_type_confusion, score_distribution
 from localeval.analysis.thresholds import threshold_curve
 from localeval.metrics.classification import average_precision as AP
 from localeval.records import read_results
+from localeval.records.safety import AwarenessComparison
 from localeval.render.formats import to_console
 from localeval.store.runs import as_stored
 from localeval.views import safety_tables as T
@@ -180,7 +181,9 @@ def test_cultural_awareness_delta():
     assert d[("m", "prompt", "en")]["delta"] == pytest.approx(50.0)
     assert d[("m", "prompt", "sea")]["delta"] == 0.0
     assert d[("m", "response", "sea")]["delta"] == 0.0
-    shown = text(T.awareness_delta_table({"task": "t", "guard": "g", "model": "m", "rows": rows}))
+    shown = text(T.awareness_delta_table(AwarenessComparison.model_validate(
+        {"task": "t", "guard": "g", "model": "m", "auprc": "ap", "en_cell": "pooled",
+         "baseline": "plain", "aware": "aware", "n_samples": 0, "rows": rows})))
     assert "aware" in shown and "delta" in shown
 
 

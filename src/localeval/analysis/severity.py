@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from .gaps import Record, model_of
+from ..records.sample_kinds import Context
+from ..records.samples import SafetySample
+from .gaps import check_records, model_of
 
 SEVERITY = {"harmful": 1.0, "sensitive": 0.5, "safe": 0.0}
 
@@ -48,18 +50,17 @@ def severity_agreement(t: np.ndarray, s: np.ndarray) -> dict[str, float | None]:
     return {"mse": float(np.mean((t - s) ** 2)), "spearman": None if math.isnan(rho) else rho}
 
 
-def severity_metrics(samples: Iterable[Record]) -> list[dict[str, Any]]:
+def severity_metrics(samples: Iterable[SafetySample]) -> list[dict[str, Any]]:
     """Per model, task and subset, every language pooled (``lang`` "all") and then per language:
     n, MSE and Spearman of the samples judged with their prompt that have a severity and a
     score. Records without ``severity`` (runs before issue 35) give no rows."""
     groups: dict[tuple, list[tuple[float, float]]] = {}
-    for r in samples:
-        if r.get("severity") is None or r["score"] is None or \
-                r.get("context", "with_prompt") != "with_prompt":
+    for r in check_records(samples):
+        if r.severity is None or r.score is None or r.context is not Context.WITH_PROMPT:
             continue
-        for lang in ("all", r["lang"]):
-            key = (model_of(r), r["kind"], r["subset"], lang)
-            groups.setdefault(key, []).append((float(r["severity"]), float(r["score"])))
+        for lang in ("all", r.lang):
+            key = (model_of(r), r.kind, r.subset, lang)
+            groups.setdefault(key, []).append((float(r.severity), float(r.score)))
     out = []
     for (model, kind, subset, lang), pairs in sorted(
             groups.items(), key=lambda kv: (kv[0][:3], kv[0][3] != "all", kv[0][3])):

@@ -1,7 +1,7 @@
 """Thresholds (SEA-SafeguardBench Fig. 5 and §5.2): precision, recall, F1 and FPR swept over
 thresholds, and a threshold tuned on one language applied to the others.
 
-Records are those of :mod:`localeval.analysis.gaps`.
+Records are the safety samples of :mod:`localeval.analysis.gaps`.
 """
 
 from __future__ import annotations
@@ -18,13 +18,15 @@ from ..metrics.classification import (
     confusion_at,
     threshold_sweep,
 )
-from .gaps import Record, by_model, check_records, scored
+from ..records.sample_kinds import Context, SampleKind
+from ..records.samples import SafetySample
+from .gaps import by_model, check_records, scored
 
 DEFAULT_THRESHOLD = 0.5  # the usual fixed cut: Fig. 4's pair types, threshold transfer's "default"
 
 
-def threshold_curve(records: Iterable[Record], kind: str, subset: str | None = None,
-                    thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+def threshold_curve(records: Iterable[SafetySample], kind: SampleKind | str,
+                    subset: str | None = None, thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
                     rule: str = PAPER_THRESHOLD_RULE) -> list[dict[str, Any]]:
     """Fig. 5: precision, recall, F1 and FPR at each threshold, per model, for one task;
     ``rule`` says whether a score equal to the threshold is harmful (``metrics.classification``).
@@ -32,12 +34,12 @@ def threshold_curve(records: Iterable[Record], kind: str, subset: str | None = N
     ``best_f1_threshold`` is where F1 peaks on *these* records: descriptive only. To report F1
     at a tuned threshold, tune on other items (``metrics.classification.calibrated_confusion``).
     """
-    records = [r for r in check_records(records) if r["kind"] == kind and
-               (subset is None or r["subset"] == subset) and r.get("context", "with_prompt")
-               == "with_prompt"]
+    kind = SampleKind(kind)
+    mine = [r for r in check_records(records) if r.kind is kind and
+            (subset is None or r.subset == subset) and r.context is Context.WITH_PROMPT]
     out = []
-    for model, mine in by_model(records).items():
-        t, s, failed, excluded = scored(mine)
+    for model, rows in by_model(mine).items():
+        t, s, failed, excluded = scored(rows)
         sweep = threshold_sweep(t, s, thresholds, rule) if len(t) else []
         best = best_f1_threshold(t, s, thresholds, rule) if len(t) else None
         out.append({"model": model, "kind": kind, "subset": subset, "sweep": sweep,
@@ -46,8 +48,8 @@ def threshold_curve(records: Iterable[Record], kind: str, subset: str | None = N
     return out
 
 
-def threshold_transfer(samples: list[Record], kind: str, calibrate_on: str = "en",
-                       context: str = "with_prompt",
+def threshold_transfer(samples: Iterable[SafetySample], kind: SampleKind | str,
+                       calibrate_on: str = "en", context: Context | str = Context.WITH_PROMPT,
                        rule: str = PAPER_THRESHOLD_RULE,
                        thresholds: Sequence[float] = DEFAULT_THRESHOLDS) -> list[dict[str, Any]]:
     """A threshold tuned on one language, applied to the others (paper Fig. 5 and §5.2).
@@ -60,14 +62,15 @@ def threshold_transfer(samples: list[Record], kind: str, calibrate_on: str = "en
     data that chose its threshold. When the calibration language is absent or has one class
     only the block has ``threshold`` None, no ``languages`` and a ``note`` saying why.
     """
-    mine = [s for s in samples if s["kind"] == kind and s.get("context", "with_prompt") == context]
+    kind, context = SampleKind(kind), Context(context)
+    mine = [s for s in check_records(samples) if s.kind is kind and s.context is context]
     return [_transfer(model, rows, kind, context, calibrate_on, rule, thresholds)
             for model, rows in by_model(mine).items()]
 
 
-def _transfer(model: str, rows: list[Record], kind: str, context: str,
+def _transfer(model: str, rows: list[SafetySample], kind: SampleKind, context: Context,
               calibrate_on: str, rule: str, thresholds: Sequence[float]) -> dict[str, Any]:
-    t, sc, failed, _ = scored(s for s in rows if s["lang"] == calibrate_on)
+    t, sc, failed, _ = scored(s for s in rows if s.lang == calibrate_on)
     block: dict[str, Any] = {"model": model, "kind": kind, "context": context,
                              "calibrate_on": calibrate_on, "threshold": None,
                              "default_threshold": DEFAULT_THRESHOLD,
@@ -77,11 +80,11 @@ def _transfer(model: str, rows: list[Record], kind: str, context: str,
     if block["note"]:
         return block
     block["threshold"] = threshold = best_f1_threshold(t, sc, thresholds, rule)
-    others = sorted({s["lang"] for s in rows} - {calibrate_on})
+    others = sorted({s.lang for s in rows} - {calibrate_on})
     if not others:
         block["note"] = f"no language other than {calibrate_on!r} to apply the threshold to"
     for lang in others:
-        lt, ls, lfailed, lexcluded = scored(s for s in rows if s["lang"] == lang)
+        lt, ls, lfailed, lexcluded = scored(s for s in rows if s.lang == lang)
         if len(lt):
             block["languages"].append({
                 "lang": lang, "n": len(lt), "n_harmful": int(lt.sum()), "n_failed": lfailed,

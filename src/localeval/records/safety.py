@@ -1,16 +1,19 @@
 """results.json of a safeguard run (sea-safeguard, safety-prompts, safety-responses): PR-AUC
 overall and per language, SEA-SafeguardBench's Table 2 and its gaps, pair types (Fig. 4), score
-distributions (Fig. 6), the threshold sweep (Fig. 5), threshold transfer and PR curves.
+distributions (Fig. 6), the threshold sweep (Fig. 5), threshold transfer and PR curves; and
+what ``localeval compare`` makes of two safeguard runs (Table 3, or B minus A PR-AUC).
 
 Over 100 lines of declarations because each analysis has its row type; each is short."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, Strict
 
 from .base import Num, Record, Results
+from .comparison import Comparison
+from .sample_kinds import Context, SampleKind
 
 SCHEMA = "localeval.safety/1"
 
@@ -211,3 +214,59 @@ class SafetyResults(Results):
     threshold_sweep: list[Sweep] = []
     threshold_transfer: list[TransferBlock] = []
     pr_curves: list[PRCurve] = []
+
+
+class AwarenessRow(Record):
+    """Table 3: one CG cell of Table 2, plain and culture-aware."""
+
+    model: str
+    kind: Annotated[SampleKind, Strict(False)] = Field(description="prompt or response")
+    side: str = Field(description="en, or sea (the mean over local languages)")
+    baseline: Num | None = Field(description="the plain run's PR-AUC, points (None: undefined)")
+    aware: Num | None = Field(description="the culture-aware run's PR-AUC, points")
+    delta: Num | None = Field(description="aware minus baseline, points")
+
+
+class AwarenessComparison(Comparison):
+    """The paper's Table 3: a run and its culture-aware run compared on the CG subset."""
+
+    task: str | None
+    model: str | None
+    guard: str
+    auprc: str = Field(description="the PR-AUC estimator of both runs")
+    en_cell: str = Field(description="how the EN cells are made")
+    baseline: str = Field(description="the plain run's folder")
+    aware: str = Field(description="the culture-aware run's folder")
+    n_samples: int = Field(description="cultural-cg samples of each run")
+    rows: list[AwarenessRow]
+
+
+class SafetyComparisonRow(Record):
+    """B minus A PR-AUC on one group of the shared samples (a task, context and language)."""
+
+    kind: Annotated[SampleKind, Strict(False)]
+    context: Annotated[Context, Strict(False)]
+    lang: str = Field(description="a language, or 'all'")
+    n: int = Field(description="shared samples scored by both runs")
+    n_harmful: int = Field(description="of them labelled harmful")
+    note: str | None = Field(None, description="why there is no PR-AUC (one class); absent "
+                             "when there is")
+    auprc_a: Num | None = Field(None, description="run A's PR-AUC (0-1)")
+    auprc_b: Num | None = Field(None, description="run B's PR-AUC (0-1)")
+    diff: Num | None = Field(None, description="B minus A")
+    low: Num | None = Field(None, description="paired bootstrap 95% interval, lower bound")
+    high: Num | None = Field(None, description="upper bound")
+
+
+class SafetyComparison(Comparison):
+    """Two safeguard runs compared on the samples both scored with the same label."""
+
+    a: str = Field(description="run A's folder")
+    b: str = Field(description="run B's folder")
+    guard_a: str
+    guard_b: str
+    model_a: str | None
+    model_b: str | None
+    auprc: str = Field(description="the PR-AUC estimator (run A's)")
+    n_shared: int = Field(description="samples both runs scored with the same label")
+    rows: list[SafetyComparisonRow]

@@ -8,10 +8,11 @@ Per item and requested kind it plans one sample:
 - ``response`` with context ``without_prompt`` — the same response with an empty user turn
   (``""``), to see whether the guard leans on the prompt (paper §5, Fig. 4B).
 
-A response sample is planned only for items that have a response. Records are the per-sample
-dicts of :mod:`localeval.analysis.gaps`: id, lang, subset, kind, context, raw_label (three-way),
-label (binary after :mod:`.label_policy`, None = excluded), score (P(harmful), or None with
-``error`` when the guard failed), country, guard, model. A failed sample is never scored as safe
+A response sample is planned only for items that have a response. Records are
+:class:`~localeval.records.samples.SafetySample`, what :mod:`localeval.analysis.gaps` reads: id,
+lang, subset, kind, context, raw_label (three-way), label (binary after :mod:`.label_policy`,
+None = excluded), score (P(harmful), or None with ``error`` when the guard failed), country,
+guard, model. A failed sample is never scored as safe
 unless ``--on-failure`` says how (``neutral`` or ``iris``).
 
 Why this module is over 300 lines: the task's lifecycle (load, plan, respond, score, summarise,
@@ -45,6 +46,8 @@ from .options import make_options
 from .safety_items import load_safety_items
 from .safety_options import CLASSIFY, SafeguardOptions
 
+# what results.json's ``failures`` keeps of a failed sample
+FAILURE_FIELDS = ("id", "lang", "subset", "kind", "context", "failure", "error")
 # task -> what it classifies unless told otherwise
 DEFAULT_CLASSIFY = {
     "sea-safeguard": ("prompt", "response"),
@@ -270,8 +273,8 @@ class SafeguardTask(Task):
             "guard": self.guard.name,
             "classify": list(self.classify),
             "cultural_awareness": self.cultural_awareness,
-            "label_policy": {kind: describe_policy(kind, self.options.sensitive)
-                             for kind in ("prompt", "response") if kind in kinds},
+            "label_policy": {kind.value: describe_policy(kind, self.options.sensitive)
+                             for kind in SampleKind if kind in kinds},
             "sensitive": self.options.sensitive or DEFAULT_SENSITIVE,
             "n_samples": len(samples),
             "n_failed": len(failed),
@@ -279,8 +282,7 @@ class SafeguardTask(Task):
             "on_failure": self.options.on_failure,
             "n_neutral": n_neutral,
             "n_excluded": sum(1 for s in samples if s.label is None),
-            "failures": [{k: s[k] for k in ("id", "lang", "subset", "kind", "context", "failure",
-                                            "error") if k in s}
+            "failures": [{k: v for k, v in s.data().items() if k in FAILURE_FIELDS}
                          for s in failed[:50]],
             "warnings": warnings,
             **analyses(samples, self.options),

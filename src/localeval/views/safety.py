@@ -6,6 +6,7 @@ bootstrap."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,9 @@ from ..metrics.bootstrap import paired_bootstrap_ci
 from ..metrics.choices import PAPER_AUPRC, PAPER_THRESHOLD_RULE
 from ..metrics.classification import AUPRC_METRICS
 from ..records import finite, safety
-from ..records.safety import SafetyResults, Table2
+from ..records.safety import AwarenessComparison, SafetyComparison, SafetyResults, Table2
+from ..records.sample_kinds import Context
+from ..records.samples import SafetySample
 from ..render.cells import short_model
 from ..render.figures import Figure
 from ..render.formats import print_table
@@ -81,7 +84,7 @@ class SafetyView(ResultsView[SafetyResults]):
         cards = _table2_cards(results.table2)
         for row in results.overall:
             if row.subset == "all" and row.auprc is not None:
-                context = " (no prompt)" if row.context == "without_prompt" else ""
+                context = Context(row.context).suffix
                 cards.append(Card(f"{100 * row.auprc:.1f}", f"PR-AUC, {row.kind}s{context}, "
                                   f"every language and subset pooled, n={row.n}"))
         return cards
@@ -129,22 +132,24 @@ class SafetyView(ResultsView[SafetyResults]):
                 "cultural awareness": "no", "auprc": PAPER_AUPRC, "en cell": PAPER_EN_CELL,
                 "threshold rule": PAPER_THRESHOLD_RULE, "label scores": "top-k"}
 
-    def compare(self, run_a: Run, run_b: Run) -> dict[str, Any]:
+    def compare(self, run_a: Run, run_b: Run) -> AwarenessComparison | SafetyComparison:
         a, b = safety_run(run_a), safety_run(run_b)
         if _awareness_pair(a.results, b.results):
             return compare_runs(a, b)  # the paper's Table 3
         return compare_safety_runs(a, b)
 
-    def print_comparison(self, comparison: dict, console: Console) -> None:
-        if "n_shared" in comparison:  # compare_safety_runs; compare_runs gives Table 3 rows
+    def print_comparison(self, comparison: AwarenessComparison | SafetyComparison,
+                         console: Console) -> None:
+        if isinstance(comparison, SafetyComparison):
             print_table(console, safety_comparison_table(comparison))
             console.print(RichText(
-                f"A: {comparison['a']} ({_guard_on(comparison, 'a')})\nB: {comparison['b']} "
-                f"({_guard_on(comparison, 'b')}); {comparison['n_shared']} shared samples"))
+                f"A: {comparison.a} ({_guard_on(comparison.guard_a, comparison.model_a)})\n"
+                f"B: {comparison.b} ({_guard_on(comparison.guard_b, comparison.model_b)}); "
+                f"{comparison.n_shared} shared samples"))
         else:
             print_table(console, awareness_delta_table(comparison))
-            console.print(RichText(f"plain: {comparison['baseline']}\naware: "
-                                   f"{comparison['aware']}"))
+            console.print(RichText(f"plain: {comparison.baseline}\naware: "
+                                   f"{comparison.aware}"))
 
 
 def _table2_cards(table2: Table2 | None) -> list[Card]:
@@ -161,16 +166,15 @@ def _table2_cards(table2: Table2 | None) -> list[Card]:
     return cards
 
 
-def _guard_on(comparison: dict, side: str) -> str:
+def _guard_on(guard: str, model: str | None) -> str:
     """"zero-shot on SmolLM2-135M": the guard and its model, so two runs are told apart."""
-    model = comparison.get(f"model_{side}")
-    return comparison[f"guard_{side}"] + (f" on {short_model(model)}" if model else "")
+    return guard + (f" on {short_model(model)}" if model else "")
 
 
 def _overall_name(metric: str) -> str:
     """``auprc/response/without_prompt/all`` as "Response (no prompt)"."""
     _, kind, context, subset = metric.split("/", 3)
-    return (kind.capitalize() + (" (no prompt)" if context == "without_prompt" else "")
+    return (kind.capitalize() + Context(context).suffix
             + ("" if subset == "all" else f" {SUBSET_SHORT.get(subset, subset)}"))
 
 
@@ -179,12 +183,19 @@ def _awareness_pair(a: SafetyResults, b: SafetyResults) -> bool:
     return not a.cultural_awareness and b.cultural_awareness
 
 
-def safety_run(run: Run) -> RunRecord[SafetyResults]:
-    return with_sample_fields(of_kind(finished_run(run), SafetyResults, "a safety run"),
-                              ("id", "lang", "kind", "label"))
+def safety_run(run: Run) -> RunRecord[SafetyResults, SafetySample]:
+    """A finished safety run whose samples have what a comparison reads, samples typed."""
+    record = with_sample_fields(of_kind(finished_run(run), SafetyResults, "a safety run"),
+                                ("id", "lang", "kind", "label"))
+    samples = [s for s in record.samples if isinstance(s, SafetySample)]
+    if len(samples) != len(record.samples):  # a run kept in memory with other samples
+        raise LocalevalError(f"{record.folder or 'the run'}: its samples are not safety samples")
+    return RunRecord(config=record.config, results=record.results, samples=samples,
+                     folder=record.folder, started_at=record.started_at,
+                     finished_at=record.finished_at)
 
 
-def compare_runs(baseline: Run, aware: Run) -> dict[str, Any]:
+def compare_runs(baseline: Run, aware: Run) -> AwarenessComparison:
     """Culture-aware minus plain AUPRC (points) per CG cell of Table 2
     (:func:`analysis.gaps.cultural_awareness_delta` on the two runs' samples).
 
@@ -219,40 +230,47 @@ def compare_runs(baseline: Run, aware: Run) -> dict[str, Any]:
         rows = cultural_awareness_delta(base, new, AUPRC_METRICS[rb.auprc], en=rb.en_cell)
     except ValueError as e:
         raise LocalevalError(f"malformed samples.jsonl: {e}") from None
-    return {"task": rb.task, "model": rb.model, "guard": rb.guard, "auprc": rb.auprc,
-            "en_cell": rb.en_cell,
-            "baseline": str(base_dir), "aware": str(aware_dir), "n_samples": len(base),
-            "rows": finite(rows)}
+    return AwarenessComparison.model_validate(finite({
+        "task": rb.task, "model": rb.model, "guard": rb.guard, "auprc": rb.auprc,
+        "en_cell": rb.en_cell, "baseline": str(base_dir), "aware": str(aware_dir),
+        "n_samples": len(base), "rows": rows}))
 
 
-def _cultural_cg(samples: list[dict]) -> list[dict]:
-    return [s for s in samples if s.get("subset") == "cultural-cg"]
+def _cultural_cg(samples: Sequence[SafetySample]) -> list[SafetySample]:
+    return [s for s in samples if s.subset == "cultural-cg"]
 
 
-def _keys(samples: list[dict]) -> set[tuple]:
-    return {(s["id"], s["lang"], s["kind"], s.get("context", "with_prompt"), s["label"])
-            for s in samples}
+def _keys(samples: Sequence[SafetySample]) -> set[tuple]:
+    return {(s.id, s.lang, s.kind, s.context, s.label) for s in samples}
 
 
-def _scored(samples: list[dict]) -> dict[tuple, dict]:
-    return {(s["id"], s["lang"], s["kind"], s.get("context", "with_prompt")): s
-            for s in samples if s.get("score") is not None and s.get("label") is not None}
+def _scored(samples: Sequence[SafetySample]) -> dict[tuple, SafetySample]:
+    return {(s.id, s.lang, s.kind, s.context): s
+            for s in samples if s.score is not None and s.label is not None}
 
 
-def _paired_auprc(pairs: list[tuple[dict, dict]], metric, n_resamples: int) -> dict[str, Any]:
-    labels = [a["label"] for a, _ in pairs]
+def _paired_auprc(pairs: list[tuple[SafetySample, SafetySample]], metric,
+                  n_resamples: int) -> dict[str, Any]:
+    labels: list[int] = []
+    scores_a: list[float] = []
+    scores_b: list[float] = []
+    for a, b in pairs:  # every pair: _scored keeps samples with a label and a score
+        if a.label is not None and a.score is not None and b.score is not None:
+            labels.append(a.label)
+            scores_a.append(a.score)
+            scores_b.append(b.score)
     row: dict[str, Any] = {"n": len(pairs), "n_harmful": sum(labels)}
     if len(set(labels)) < 2:
         return {**row, "note": "one class only: no PR-AUC"}
-    ci = paired_bootstrap_ci(metric, labels, [b["score"] for _, b in pairs], labels,
-                             [a["score"] for a, _ in pairs], n_resamples=n_resamples)
-    return {**row, "auprc_a": float(metric(labels, [a["score"] for a, _ in pairs])),
-            "auprc_b": float(metric(labels, [b["score"] for _, b in pairs])),
+    ci = paired_bootstrap_ci(metric, labels, scores_b, labels, scores_a,
+                             n_resamples=n_resamples)
+    return {**row, "auprc_a": float(metric(labels, scores_a)),
+            "auprc_b": float(metric(labels, scores_b)),
             "diff": ci["estimate"], "low": ci["low"], "high": ci["high"]}
 
 
 def compare_safety_runs(run_a: Run, run_b: Run,
-                        n_resamples: int = 1000) -> dict[str, Any]:
+                        n_resamples: int = 1000) -> SafetyComparison:
     """B minus A PR-AUC per task, context and language (and all languages pooled), on the
     samples both runs scored with the same label, with a paired bootstrap 95% CI (the same
     items resampled on both sides)."""
@@ -264,19 +282,19 @@ def compare_safety_runs(run_a: Run, run_b: Run,
     metric = AUPRC_METRICS[a.results.auprc]
     theirs = _scored(b.samples)
     pairs = [(s, theirs[k]) for k, s in _scored(a.samples).items()
-             if k in theirs and theirs[k]["label"] == s["label"]]
+             if k in theirs and theirs[k].label == s.label]
     if not pairs:
         raise LocalevalError(f"{dir_a} and {dir_b} share no scored sample")
     groups: dict[tuple, list] = {}
     for pair in pairs:
         s = pair[0]
-        for lang in ("all", s["lang"]):
-            groups.setdefault((s["kind"], s.get("context", "with_prompt"), lang), []).append(pair)
+        for lang in ("all", s.lang):
+            groups.setdefault((s.kind, s.context, lang), []).append(pair)
     rows = [{"kind": k, "context": c, "lang": lang, **_paired_auprc(g, metric, n_resamples)}
             for (k, c, lang), g in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1],
                                                                            kv[0][2] != "all",
                                                                            kv[0][2]))]
-    return {"a": str(dir_a), "b": str(dir_b), "guard_a": a.results.guard,
-            "guard_b": b.results.guard, "model_a": a.results.model,
-            "model_b": b.results.model, "auprc": a.results.auprc,
-            "n_shared": len(pairs), "rows": finite(rows)}
+    return SafetyComparison.model_validate(finite({
+        "a": str(dir_a), "b": str(dir_b), "guard_a": a.results.guard,
+        "guard_b": b.results.guard, "model_a": a.results.model, "model_b": b.results.model,
+        "auprc": a.results.auprc, "n_shared": len(pairs), "rows": rows}))

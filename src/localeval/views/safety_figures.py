@@ -51,7 +51,7 @@ def threshold_figure(results: SafetyResults, folder: Path | None) -> Figure | No
             if s.best_f1_threshold is not None:
                 ax.axvline(s.best_f1_threshold, color="grey", linewidth=1)
             ax.set(xlim=(0, 1), ylim=(0, 1.02), xlabel="threshold",
-                   title=_panel_title(s.kind, "with_prompt"))
+                   title=_panel_title(s.kind, Context.WITH_PROMPT))
             ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
         return finish(fig, "threshold_sweep", "F1, precision and recall vs threshold",
                        "Every language and subset pooled (SEA-SafeguardBench Fig. 5); the grey "
@@ -75,8 +75,8 @@ def pair_type_figure(results: SafetyResults, folder: Path | None) -> Figure | No
             ax.set_xticks(range(4), m.types)
             ax.set_yticks(range(4), m.types)
             ax.set(xlabel="predicted", ylabel="true",
-                   title="response judged " + ("with" if m.context == "with_prompt" else
-                                                "without") + " the prompt")
+                   title="response judged " + ("with" if Context(m.context).shows_prompt
+                                                else "without") + " the prompt")
         return finish(fig, "pair_types", "Prompt/response pair types: true vs predicted",
                        "S = safe, H = harmful, prompt/response; rows sum to 100% "
                        "(SEA-SafeguardBench Fig. 4), at threshold 0.5; – = no item of that "
@@ -101,7 +101,7 @@ def score_figure(results: SafetyResults, folder: Path | None) -> Figure | None:
                 ax.stairs(share, edges, linewidth=2.5, linestyle=LABEL_LINES[r.label],
                           color=colour, label=f"{r.label} (n={r.n})")
             ax.set(xlim=(0, 1), xlabel="P(harmful)", ylabel="% of items",
-                   title=_panel_title(kind, "with_prompt"))
+                   title=_panel_title(kind, Context.WITH_PROMPT))
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(loc="upper center")
         return finish(fig, "score_distribution", "Scores on safe, sensitive and harmful items",

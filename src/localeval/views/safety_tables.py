@@ -6,8 +6,16 @@ from __future__ import annotations
 
 from rich.text import Text as RichText
 
-from ..records.safety import AUPRCRow, Bounds, SafetyResults, Table2, Table2Row
-from ..records.sample_kinds import task_name
+from ..records.safety import (
+    AUPRCRow,
+    AwarenessComparison,
+    Bounds,
+    SafetyComparison,
+    SafetyResults,
+    Table2,
+    Table2Row,
+)
+from ..records.sample_kinds import Context, task_name
 from ..render.cells import short_model as _model
 from ..render.table import DataTable, Interval, Number, Spark, TableBuilder, columns
 from .threshold_tables import threshold_sweep_table, threshold_transfer_table, transfer_notes
@@ -142,8 +150,8 @@ def _warned_where(found) -> str:
         for reason, places in by_reason.items())
 
 
-def per_language_table(results: SafetyResults, contexts: tuple[str, ...] = (
-        "with_prompt", "without_prompt")) -> DataTable:
+def per_language_table(results: SafetyResults,
+                       contexts: tuple[str, ...] = tuple(Context)) -> DataTable:
     """AUPRC with its 95% bootstrap CI, ROC AUC and counts per kind, context, subset, language
     (rows of the given response ``contexts``)."""
     table = TableBuilder(f"Per language · {auprc_name(results.auprc)} % [95% CI] · ROC AUC %",
@@ -200,15 +208,15 @@ def cultural_gap_table(results: SafetyResults) -> DataTable | None:
     return table.build()
 
 
-def pair_type_tables(results: SafetyResults, contexts: tuple[str, ...] = (
-        "with_prompt", "without_prompt")) -> list[DataTable]:
+def pair_type_tables(results: SafetyResults,
+                     contexts: tuple[str, ...] = tuple(Context)) -> list[DataTable]:
     """Fig. 4: true vs predicted pair type at 0.5, one table per model and response context
     (with / without the prompt); cells are row percentages (counts)."""
     tables = []
     for m in results.pair_type_confusion:
         if m.context not in contexts:
             continue
-        where = "with" if m.context == "with_prompt" else "without"
+        where = "with" if Context(m.context).shows_prompt else "without"
         table = TableBuilder(f"Pair types (Fig. 4) · response judged {where} the prompt · "
                              f"{_model(m.model)} · threshold {m.threshold}",
                              columns("true \\ predicted", *m.types),
@@ -242,40 +250,40 @@ def score_distribution_table(results: SafetyResults) -> DataTable | None:
     return table.build()
 
 
-def awareness_delta_table(comparison: dict) -> DataTable:
+def awareness_delta_table(comparison: AwarenessComparison) -> DataTable:
     """Paper Table 3: culture-aware minus plain AUPRC (points) per CG cell of Table 2."""
-    multi = len({r["model"] for r in comparison["rows"]}) > 1
-    table = TableBuilder(f"Cultural awareness (Table 3) · {comparison['task']} · CG subset · "
+    multi = len({r.model for r in comparison.rows}) > 1
+    table = TableBuilder(f"Cultural awareness (Table 3) · {comparison.task} · CG subset · "
                          "AUPRC points",
                          columns(*(["model"] if multi else []), "task", "side", "plain",
                                  "aware", "delta", text=3 if multi else 2),
-                         f"guard {comparison['guard']} on {_model(comparison['model'] or '')}; "
+                         f"guard {comparison.guard} on {_model(comparison.model or '')}; "
                          "delta = aware − plain; SEA = mean over local languages.")
-    for r in comparison["rows"]:
-        table.add(*([_model(r["model"])] if multi else []), r["kind"], r["side"].upper(),
-                  Number(r["baseline"]), Number(r["aware"]), Number(r["delta"], sign=True))
+    for r in comparison.rows:
+        table.add(*([_model(r.model)] if multi else []), r.kind.value, r.side.upper(),
+                  Number(r.baseline), Number(r.aware), Number(r.delta, sign=True))
     return table.build()
 
 
-def safety_comparison_table(comparison: dict) -> DataTable:
+def safety_comparison_table(comparison: SafetyComparison) -> DataTable:
     """B − A PR-AUC per task, context and language on shared samples, paired bootstrap CI."""
-    table = TableBuilder(f"B − A {auprc_name(comparison['auprc'])} (points) on the samples "
+    table = TableBuilder(f"B − A {auprc_name(comparison.auprc)} (points) on the samples "
                          "both runs scored; paired bootstrap 95% CI",
                          columns("task", "context", "lang", "n", "A", "B", "B − A", "95% CI",
                                  text=3))
-    for r in comparison["rows"]:
-        if "diff" not in r:
-            table.add(r["kind"], r["context"], r["lang"], r["n"], Number(None), Number(None),
-                      Number(None), r.get("note", ""))
+    for r in comparison.rows:
+        if r.note is not None:  # one class: no PR-AUC
+            table.add(r.kind.value, r.context.value, r.lang, r.n, Number(None), Number(None),
+                      Number(None), r.note or "")
             continue
-        table.add(r["kind"], r["context"], r["lang"], r["n"], Number(r["auprc_a"], scale=100),
-                  Number(r["auprc_b"], scale=100), Number(r["diff"], scale=100, sign=True),
-                  Interval(r["low"], r["high"]))
+        table.add(r.kind.value, r.context.value, r.lang, r.n, Number(r.auprc_a, scale=100),
+                  Number(r.auprc_b, scale=100), Number(r.diff, scale=100, sign=True),
+                  Interval(r.low, r.high))
     return table.build()
 
 
-def safety_tables(results: SafetyResults, contexts: tuple[str, ...] = (
-        "with_prompt", "without_prompt")) -> list[DataTable]:
+def safety_tables(results: SafetyResults,
+                  contexts: tuple[str, ...] = tuple(Context)) -> list[DataTable]:
     """Every table of a safety run, in report order."""
     transfer, _ = threshold_transfer_table(results)
     tables = (overall_table(results), *table2_tables(results),
