@@ -212,7 +212,7 @@ SAMPLE_EDITS = {
     "correct-on-a-wrong-answer": (_edit_sample(2, lambda s: s.update(correct=True)),
                                   "line 2: field correct: true, but pred 'A' is not gold 'B'"),
     "correct-as-text": (_edit_sample(1, lambda s: s.update(correct="yes")),
-                        "line 1: field correct: should be a valid boolean (it is 'yes')"),
+                        "line 1: field correct: should be true, false or null (it is 'yes')"),
     "a-duplicated-id": (_edit_sample(2, _duplicate_id),
                         "line 2: field id: 'Tiếng Việt/0' is on line 1 too"),
 }
