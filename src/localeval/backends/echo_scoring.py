@@ -40,10 +40,11 @@ from .replies import only_choice
 AUTO, TOP_K, ECHO = SCORING
 REFUSED = "greater than max allowed"  # vLLM's words for a top-k over its --max-logprobs
 NO_CANDIDATE = "no candidate among the top"
+# what multiple choice does instead of echo on such a server
+USE_TOP_K = "use --scoring top-k with a --top-logprobs that holds the options"
 MISALIGNED = ("llama-cpp-python's echo misaligns prompt log-probs for a model without a BOS token "
               "(llama_cpp/llama.py Llama._create_completion reads each token's log-prob from the "
-              "distribution after it): use --scoring top-k with a --top-logprobs that holds the "
-              "options")
+              f"distribution after it): {USE_TOP_K}")
 CHAT = ("echo scoring needs a plain-text prompt (chat prompts go to /chat/completions, which "
         "has no echo); use --scoring top-k or drop --chat")
 
@@ -69,10 +70,11 @@ def echo_texts(request: ScoreNext) -> list[str] | str:
     return [stripped] + [request.prompt + c for c in request.candidates]
 
 
-def echo_body(model: str, text: str, request: ScoreNext, token_ids: bool) -> dict[str, Any]:
+def echo_body(model: str, text: str, add_special_tokens: bool,
+              token_ids: bool) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model, "prompt": text, "temperature": 0.0, "max_tokens": 1,
             "echo": True, "logprobs": 1}
-    if not request.add_special_tokens:
+    if not add_special_tokens:
         body["add_special_tokens"] = False  # vLLM's extra parameter: no BOS
     if token_ids:
         body["return_tokens_as_token_ids"] = True  # vLLM: echoed tokens compared by id
@@ -130,6 +132,69 @@ def combine(request: ScoreNext, parts: list[Echoed | Failed]) -> NextLogprobs | 
         return Failed(Unsupported(f"candidates {request.candidates} share a first token; "
                                   "ScoreNext reads one position"))
     return NextLogprobs(logprobs=found, scoring=ECHO)
+
+
+# How far an echoed log-prob may lie from the same token's top-k log-prob: the README's allowance
+# for float order between two computations of one distribution.
+PROBE_TOLERANCE = 1e-3
+
+
+# The probe asks the top few next tokens and echoes each (5: what a server capping log-probs
+# allows; a token that merges with the text before it when echoed proves nothing).
+PROBE_TOP = 5
+
+
+def probe_body(model: str, context: str, add_special_tokens: bool) -> dict[str, Any]:
+    """The probe's first request: the top next tokens after ``context``, with log-probs."""
+    body: dict[str, Any] = {"model": model, "prompt": context, "temperature": 0.0,
+                            "max_tokens": 1, "logprobs": PROBE_TOP}
+    if not add_special_tokens:
+        body["add_special_tokens"] = False
+    return body
+
+
+def ranked_next(reply: Any) -> list[tuple[str, float]]:
+    """The top next tokens of a completions reply with ``logprobs`` and their log-probs, best
+    first; empty where the reply does not show them."""
+    try:
+        top = only_choice(reply)["logprobs"]["top_logprobs"][0]
+    except (Invalid, KeyError, IndexError, TypeError):
+        return []
+    if not isinstance(top, dict) or \
+            not all(isinstance(v, float | int) and not isinstance(v, bool) for v in top.values()):
+        return []
+    return sorted(((t, float(v)) for t, v in top.items() if t), key=lambda tv: -tv[1])
+
+
+@dataclass(frozen=True)
+class ProbeVerdict:
+    """What the echo probe showed: ``proved`` False where the reply could not show anything
+    (the token merged with the context's last one, a malformed reply); else ``problem`` is why
+    the echo misreads log-probs, or None where it reads them right."""
+
+    proved: bool
+    problem: str | None = None
+
+
+def echo_verdict(next_token: tuple[str, float], reply: Any) -> ProbeVerdict:
+    """``reply`` echoes the probe's context followed by one of its top next tokens, whose
+    echoed log-prob must be the one the top-k gave at that position (within PROBE_TOLERANCE).
+    A server that reads each log-prob from the distribution after its token (llama-cpp-python
+    on a model without BOS does) fails it."""
+    token, expected = next_token
+    try:
+        echo = echoed(reply)
+    except (Invalid, Retry, KeyError, TypeError):
+        return ProbeVerdict(proved=False)
+    if not echo.tokens or echo.tokens[-1] != token or not isinstance(echo.logprobs[-1], float):
+        return ProbeVerdict(proved=False)
+    got = echo.logprobs[-1]
+    if abs(got - expected) <= PROBE_TOLERANCE:
+        return ProbeVerdict(proved=True)
+    return ProbeVerdict(proved=True, problem=(
+        f"the server's echo does not read a token's log-prob where its top log-probs do "
+        f"(probe: token {token!r} after the same text, {got:.4f} echoed against {expected:.4f} "
+        "in the top log-probs), so its echoed log-probs cannot be scored"))
 
 
 def llama_cpp_without_bos(labels: Any) -> str | None:

@@ -54,7 +54,7 @@ import os
 import re
 import urllib.parse
 from collections import ChainMap, Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, TypeVar
 
@@ -88,13 +88,18 @@ from .echo_scoring import (
     AUTO,
     ECHO,
     TOP_K,
+    USE_TOP_K,
     Echoed,
+    ProbeVerdict,
     combine,
     echo_body,
     echo_texts,
+    echo_verdict,
     echoed,
     llama_cpp_without_bos,
     needs_echo,
+    probe_body,
+    ranked_next,
 )
 from .failures import BadReply, ErrorReply, ModelError, OverLimit, Unsupported
 from .label_tokens import LabelTokenError, label_tokens
@@ -144,6 +149,8 @@ class OpenAIBackend(ApiBackend):
         self.base_urls, self.api_key_env = openai_urls(base_url), api_key_env
         self.top_logprobs, self.timeout, self.max_retries = top_logprobs, timeout, max_retries
         self.scoring = scoring  # multiple choice: top-k, echo or auto (.echo_scoring)
+        # the echo probe's verdict, once one proved something (.echo_scoring.echo_verdict)
+        self._echo_probed: ProbeVerdict | None = None
         key = os.environ.get(api_key_env, "")
         self.connect(key, self.base_urls, bearer(key), timeout=timeout, max_retries=max_retries,
                      concurrency=concurrency, rate_limit=rate_limit, max_reply_mb=max_reply_mb)
@@ -327,9 +334,9 @@ class OpenAIBackend(ApiBackend):
         done: dict[int, Response] = {}
         calls: list[Call[Echoed]] = []
         owner: list[int] = []
-        refused = llama_cpp_without_bos(self.labels)
         # only multiple choice is ever echoed (``ScoreNext.echo``)
         scores = {i: q for i in which if isinstance(q := requests[i], ScoreNext)}
+        refused = llama_cpp_without_bos(self.labels) or self._echo_refused(scores.values())
         for i, request in scores.items():
             texts = refused or echo_texts(request)
             if isinstance(texts, str):
@@ -339,7 +346,8 @@ class OpenAIBackend(ApiBackend):
                     progress(i, failed)
                 continue
             for text in texts:
-                body = echo_body(self.model, text, request, self.labels.token_ids)
+                body = echo_body(self.model, text, request.add_special_tokens,
+                                 self.labels.token_ids)
                 calls.append(Call(join_url(urls[i], "/completions"), body, echoed, tuple(
                     join_url(u, "/completions") for u in self.base_urls if u != urls[i])))
                 owner.append(i)
@@ -357,6 +365,36 @@ class OpenAIBackend(ApiBackend):
 
         self._post(calls, finished)
         return done
+
+    def _echo_refused(self, requests: Iterable[ScoreNext]) -> str | None:
+        """Why multiple choice cannot be echoed on this server (the probe below), or None."""
+        first = next((r for r in requests if isinstance(r.prompt, str)), None)
+        if first is None or not isinstance(first.prompt, str):
+            return None
+        misread = self._echo_misread(first.prompt.rstrip(" \t"), first.add_special_tokens)
+        return f"{misread}; {USE_TOP_K}" if misread else None
+
+    def _echo_misread(self, context: str, add_special_tokens: bool) -> str | None:
+        """Why this server's echo cannot be scored, or None: one probe per backend (issue 47
+        item 8). The top next tokens after ``context``, then ``context`` + each of them echoed:
+        each echoed log-prob must be its top-k one (every one is asked: a model sure of its
+        next token gives it nearly 0 at both positions, so the first alone may prove
+        nothing). A probe that proves nothing (a failed request, every token merging with the
+        context) is made again with the next echo."""
+        if self._echo_probed is not None:
+            return self._echo_probed.problem
+        url = join_url(self.base_urls[0], "/completions")
+        (top,) = self._post_each([(url, probe_body(self.model, context, add_special_tokens))])
+        tokens = ranked_next(top) if isinstance(top, dict) else []
+        replies = self._post_each([(url, echo_body(self.model, context + token, add_special_tokens,
+                                                   False)) for token, _ in tokens])
+        verdicts = [echo_verdict(token, reply) for token, reply in zip(tokens, replies, strict=True)
+                    if isinstance(reply, dict)]
+        proved = [v for v in verdicts if v.proved]
+        if not proved:
+            return None
+        self._echo_probed = next((v for v in proved if v.problem), proved[0])
+        return self._echo_probed.problem
 
     def _combined(self, request: ScoreNext, parts: list[Echoed | Failed]) -> Response:
         response = combine(request, parts)
@@ -377,8 +415,12 @@ class OpenAIBackend(ApiBackend):
             if i in later:
                 continue
             named = names.get(i)
-            problem: LabelTokenError | NoPrefill
-            if isinstance(named, LabelTokenError):
+            problem: LabelTokenError | NoPrefill | Unsupported
+            if isinstance(request, TextLogprobs) and \
+                    (misread := self._echo_misread(request.text, True)):
+                problem = Unsupported(f"{misread}: Min-k% Prob needs a server whose echo reads "
+                                      "them right, or the model on hf:")
+            elif isinstance(named, LabelTokenError):
                 problem = named
             else:
                 try:
