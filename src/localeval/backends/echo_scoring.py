@@ -36,6 +36,7 @@ from .config import SCORING
 from .failures import BadReply, Unsupported
 from .label_tokens import LLAMA_CPP
 from .replies import only_choice
+from .usage import Tokens, UsageError, reply_tokens, summed, with_tokens
 
 AUTO, TOP_K, ECHO = SCORING
 REFUSED = "greater than max allowed"  # vLLM's words for a top-k over its --max-logprobs
@@ -84,17 +85,23 @@ def echo_body(model: str, text: str, add_special_tokens: bool,
 @dataclass(frozen=True)
 class Echoed:
     """One echo reply: the prompt's tokens as the server split them, and their log-probs (the
-    first may be null: nothing precedes it)."""
+    first may be null: nothing precedes it); the reply's usage (each echo is paid for)."""
 
     tokens: list[str]
     logprobs: list[float | None]
+    usage: Tokens | None = None
 
 
-def echoed(reply: dict[str, Any]) -> Echoed:
-    """One echo reply's prompt tokens and their log-probs; malformed is :class:`Invalid`."""
+def echoed(reply: dict[str, Any], context: int | None = None) -> Echoed:
+    """One echo reply's prompt tokens and their log-probs, its usage checked against the
+    model's ``context`` (:mod:`.usage`); malformed is :class:`Invalid`."""
     lp = only_choice(reply)["logprobs"] or {}
     tokens, values = lp.get("tokens"), lp.get("token_logprobs")
-    n_prompt = (reply.get("usage") or {}).get("prompt_tokens")
+    try:
+        usage = reply_tokens(reply, context)
+    except UsageError as e:
+        raise Invalid(str(e)) from None
+    n_prompt = usage.prompt if usage else None
     if not isinstance(tokens, list) or not isinstance(values, list) \
             or len(tokens) != len(values) or not all(isinstance(t, str) for t in tokens):
         raise Retry("the server echoed no tokens with log-probs; does it support echo with "
@@ -104,11 +111,13 @@ def echoed(reply: dict[str, Any]) -> Echoed:
     # vLLM echoes the prompt then the generated token; llama-cpp-python 0.3 the prompt alone,
     # less a BOS it drops (usage still counts it): the prompt's part is the shorter
     n = min(len(tokens), n_prompt)
-    return Echoed(tokens[:n], values[:n])
+    return Echoed(tokens[:n], values[:n], usage)
 
 
-def combine(request: ScoreNext, parts: list[Echoed | Failed]) -> NextLogprobs | Failed:
-    """The request's response from its echo replies (context first, then each option)."""
+def combine(request: ScoreNext, parts: list[Echoed | Failed],
+            paid: Tokens | None = None) -> NextLogprobs | Failed:
+    """The request's response from its echo replies (context first, then each option), with
+    their tokens summed, and ``paid``'s: the top-k reply ``auto`` redid, if any."""
     failed = next((p for p in parts if isinstance(p, Failed)), None)
     if failed is not None:
         return failed
@@ -131,7 +140,8 @@ def combine(request: ScoreNext, parts: list[Echoed | Failed]) -> NextLogprobs | 
     if len(set(firsts)) < len(firsts):
         return Failed(Unsupported(f"candidates {request.candidates} share a first token; "
                                   "ScoreNext reads one position"))
-    return NextLogprobs(logprobs=found, scoring=ECHO)
+    return with_tokens(NextLogprobs(logprobs=found, scoring=ECHO),
+                       summed([paid, *(p.usage for p in echoes)]))
 
 
 # How far an echoed log-prob may lie from the same token's top-k log-prob: the README's allowance

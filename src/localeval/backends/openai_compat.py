@@ -11,6 +11,10 @@
 - ``scoring`` (``--scoring``): a multiple-choice ScoreNext (``echo`` set) whose top-k lacks a
   candidate, or whose top-k the server refuses, is redone from prompt + option echoed (``auto``,
   the default); ``echo`` always, ``top-k`` never (:mod:`.echo_scoring`). Guards: top-k only.
+- Tokens (what ``--price`` and a budget count): each reply's ``usage`` (:mod:`.usage`, a count
+  beyond the model's context fails the request); an echoed question's replies summed, with the
+  top-k reply ``auto`` redid; an answer without ``usage`` counted by ``--tokenizer`` or the
+  server's ``/tokenize`` where either exists, else left uncounted (the budget then stops).
 - ``batch`` (``--batch``): every call goes to the server's Batch API instead
   (:mod:`.openai_batch`), read back through the same parse and checks.
 - Requests are sent in the order of their prompt text, so prompts sharing a prefix (a subject's
@@ -56,6 +60,7 @@ import urllib.parse
 from collections import ChainMap, Counter
 from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from ..errors import LocalevalError
@@ -69,6 +74,7 @@ from .async_http import (
 )
 from .base import (
     AFTER_TEMPLATE,
+    Answered,
     Embed,
     Failed,
     Generate,
@@ -107,7 +113,7 @@ from .openai_batch import BatchPoster
 from .replies import Ambiguous, Top, generated_text, logprob_of, only_choice, top_logprobs
 from .reply_checks import response_problem
 from .secrets import query_digest
-from .usage import UsageError, with_usage
+from .usage import MAX_TOKEN_COUNT, Tokens, UsageError, reply_tokens, with_tokens, with_usage
 
 T = TypeVar("T")
 
@@ -165,6 +171,7 @@ class OpenAIBackend(ApiBackend):
         self.stats = ChainMap(*([self.batches.stats] if self.batches else []),
                               self.client.stats, self.counts)
         infos = [self._model_info(u) for u in self.base_urls]
+        self._tokenize = True  # False once the server said it has no /tokenize
         self._context = min((i.get("max_model_len") or 0 for i in infos), default=0) or None
         # vLLM's /models reports max_model_len; api.openai.com's does not (and refuses vLLM's
         # chat arguments)
@@ -245,17 +252,62 @@ class OpenAIBackend(ApiBackend):
     def max_context(self) -> int | None:
         return self._context
 
-    def count_tokens(self, prompt: Prompt) -> int | None:
-        """Via vLLM's /tokenize; None where the server has no such endpoint."""
+    def count_tokens(self, prompt: Prompt, add_special_tokens: bool = True) -> int | None:
+        """With --tokenizer, else via vLLM's /tokenize; None where neither counts (a server
+        without /tokenize is asked once)."""
+        local = getattr(self.labels, "tok", None)  # --tokenizer's (label_tokens.NamedTokenizer)
+        if local is not None:
+            return _local_count(local, prompt, add_special_tokens)
+        if not self._tokenize:
+            return None
         body: dict[str, Any] = {"model": self.model}
         body.update({"prompt": prompt} if isinstance(prompt, str) else {"messages": prompt})
+        if not add_special_tokens and isinstance(prompt, str):
+            body["add_special_tokens"] = False
         try:
             resp = self.httpx.post(join_url(self._root, "/tokenize"), json=body,
                                    headers=self.headers, timeout=self.timeout)
+            if resp.status_code in (404, 405, 501):  # no such endpoint: not asked again
+                self._tokenize = False
             resp.raise_for_status()
-            return int(resp.json()["count"])
+            count = resp.json()["count"]
         except (self.httpx.HTTPError, KeyError, ValueError, TypeError):
             return None
+        return count if isinstance(count, int) and not isinstance(count, bool) \
+            and 0 <= count <= MAX_TOKEN_COUNT else None
+
+    def _metering(self, requests: Sequence[Request], progress: Progress | None
+                  ) -> tuple[Progress, Callable[[int, Response], Response]]:
+        """``progress``, and ``meter(i, response)``: request ``i``'s answer, counted by
+        :meth:`_metered` once, whether it is reported or returned."""
+        done: dict[int, tuple[Response, Response]] = {}  # i: (as it came, as counted)
+
+        def meter(i: int, response: Response) -> Response:
+            if i not in done or done[i][0] is not response:
+                done[i] = (response, self._metered(requests[i], response))
+            return done[i][1]
+
+        def report(i: int, response: Response) -> None:
+            if progress is not None:
+                progress(i, meter(i, response))
+        return report, meter
+
+    def _metered(self, request: Request, response: Response) -> Response:
+        """An answer the server sent no usage for, counted with the served tokenizer
+        (/tokenize) or --tokenizer (issue 47 item 9): the prompt, and the generated text (one
+        token where a single one is asked for); as it is where neither can count it, so
+        the run's usage says it is uncounted. /tokenize is asked synchronously as each answer
+        is reported: slow, but only on a server that sends no usage and has the endpoint."""
+        if not isinstance(response, Answered) or not isinstance(request, ScoreNext | Generate) \
+                or response.n_prompt_tokens is not None \
+                or response.n_completion_tokens is not None:
+            return response
+        prompt = self.count_tokens(request.prompt, request.add_special_tokens is not False)
+        completion = self.count_tokens(response.text, False) \
+            if isinstance(response, Generated) else 1
+        if prompt is None or completion is None:
+            return response
+        return replace(response, n_prompt_tokens=prompt, n_completion_tokens=completion)
 
     def run(self, requests: Sequence[Request],
             progress: Progress | None = None) -> Sequence[Response]:
@@ -267,7 +319,8 @@ class OpenAIBackend(ApiBackend):
         urls = [""] * len(requests)
         for rank, i in enumerate(order):
             urls[i] = self.base_urls[(rank // REPLICA_BLOCK) % len(self.base_urls)]
-        out = self._scored(requests, urls, order, progress)
+        report, meter = self._metering(requests, progress)
+        out = [meter(i, r) for i, r in enumerate(self._scored(requests, urls, order, report))]
         self.counts["requests"] += len(requests)
         self.counts["failed"] += sum(1 for r in out if isinstance(r, Failed))
         scores = [r for q, r in zip(requests, out, strict=True) if isinstance(q, ScoreNext)]
@@ -289,11 +342,13 @@ class OpenAIBackend(ApiBackend):
             if progress and not needs_echo(requests[i], response, mode):
                 progress(i, response)
 
-        out = self._send(requests, urls, order, names, report, later)
+        paid: dict[int, Tokens] = {}  # the usage of each multiple-choice top-k reply
+        out = self._send(requests, urls, order, names, report, later, paid)
         redo = later | {i for i, r in enumerate(out)
                         if r is not None and needs_echo(requests[i], r, mode)}
         rank = {i: k for k, i in enumerate(order)}
-        echoed = self._echo(requests, sorted(redo, key=lambda i: rank[i]), urls, progress)
+        echoed = self._echo(requests, sorted(redo, key=lambda i: rank[i]), urls, progress,
+                            paid)
         return [echoed[i] if i in echoed else _sent(r) for i, r in enumerate(out)]
 
     def _check_logprobs(self, scores: list[Response]) -> None:
@@ -327,10 +382,11 @@ class OpenAIBackend(ApiBackend):
         return out
 
     def _echo(self, requests: Sequence[Request], which: list[int], urls: list[str],
-              progress: Progress | None) -> dict[int, Response]:
+              progress: Progress | None,
+              paid: dict[int, Tokens] | None = None) -> dict[int, Response]:
         """The requests ``which`` scored in echo mode (:mod:`.echo_scoring`): 1 + #options
         completions each, posted in this order; each request reported once all its replies
-        are in."""
+        are in, with their tokens and those of its top-k reply in ``paid`` (all were paid)."""
         done: dict[int, Response] = {}
         calls: list[Call[Echoed]] = []
         owner: list[int] = []
@@ -348,7 +404,8 @@ class OpenAIBackend(ApiBackend):
             for text in texts:
                 body = echo_body(self.model, text, request.add_special_tokens,
                                  self.labels.token_ids)
-                calls.append(Call(join_url(urls[i], "/completions"), body, echoed, tuple(
+                calls.append(Call(join_url(urls[i], "/completions"), body,
+                                  lambda reply: echoed(reply, self._context), tuple(
                     join_url(u, "/completions") for u in self.base_urls if u != urls[i])))
                 owner.append(i)
         parts: dict[int, dict[int, Echoed | Failed]] = {i: {} for i in set(owner)}
@@ -358,7 +415,8 @@ class OpenAIBackend(ApiBackend):
             i = owner[k]
             parts[i][k] = response
             if len(parts[i]) == need[i]:
-                answer = self._combined(scores[i], [parts[i][j] for j in sorted(parts[i])])
+                answer = self._combined(scores[i], [parts[i][j] for j in sorted(parts[i])],
+                                        (paid or {}).get(i))
                 done[i] = answer
                 if progress:
                     progress(i, answer)
@@ -396,8 +454,9 @@ class OpenAIBackend(ApiBackend):
         self._echo_probed = next((v for v in proved if v.problem), proved[0])
         return self._echo_probed.problem
 
-    def _combined(self, request: ScoreNext, parts: list[Echoed | Failed]) -> Response:
-        response = combine(request, parts)
+    def _combined(self, request: ScoreNext, parts: list[Echoed | Failed],
+                  paid: Tokens | None = None) -> Response:
+        response = combine(request, parts, paid)
         problem = response_problem(request, response)
         if problem:
             return Failed(BadReply(f"invalid reply from the server: {problem}"))
@@ -405,9 +464,12 @@ class OpenAIBackend(ApiBackend):
 
     def _send(self, requests: Sequence[Request], urls: list[str], order: list[int],
               names: dict[int, dict[str, str] | LabelTokenError], progress: Progress | None,
-              later: AbstractSet[int] = frozenset()) -> list[Response | None]:
+              later: AbstractSet[int] = frozenset(),
+              paid: dict[int, Tokens] | None = None) -> list[Response | None]:
         """Every request that can run, posted in ``order``; one that cannot (its ``names`` is
-        the reason) fails alone, as on the hf backend. Those in ``later`` are left None."""
+        the reason) fails alone, as on the hf backend. Those in ``later`` are left None. The
+        usage of each multiple-choice reply goes in ``paid`` too: ``auto`` may redo it in echo,
+        and what it cost counts there."""
         out: list[Response | None] = [None] * len(requests)
         sent: list[int] = []
         calls: list[Call[Response]] = []
@@ -424,7 +486,10 @@ class OpenAIBackend(ApiBackend):
                 problem = named
             else:
                 try:
-                    calls.append(self._call(urls[i], request, named))
+                    call = self._call(urls[i], request, named)
+                    if paid is not None and isinstance(request, ScoreNext) and request.echo:
+                        call = replace(call, parse=_keeping(call.parse, paid, i, self._context))
+                    calls.append(call)
                     sent.append(i)
                     continue
                 except NoPrefill as e:
@@ -453,13 +518,14 @@ class OpenAIBackend(ApiBackend):
             body = {"model": self.model, "prompt": request.text, "max_tokens": 1,
                     "temperature": 0.0, "echo": True, "logprobs": 1}
             return Call(join_url(url, "/completions"), body,
-                        lambda reply: _valid(request, _echoed_logprobs(reply)),
+                        lambda reply: _valid(request, _echoed_logprobs(reply, self._context)),
                         tuple(join_url(u, "/completions") for u in others))
         path, body = self._request_body(request)
         chat = path == "/chat/completions"
         return Call(join_url(url, path), body,
                     lambda reply: _valid(request, _counted(
-                        self._parse(request, only_choice(reply), chat, names), reply)),
+                        self._parse(request, only_choice(reply), chat, names), reply,
+                        self._context)),
                     tuple(join_url(u, path) for u in others),
                     draw=request.sample if isinstance(request, Generate) else None)
 
@@ -546,12 +612,28 @@ def served_models(reply: Any, url: str) -> list[dict]:
     return data
 
 
-def _counted(response: Response, reply: dict) -> Response:
-    """The reply's ``usage`` token counts on the response (:mod:`.usage`), checked."""
+def _counted(response: Response, reply: dict, context: int | None = None) -> Response:
+    """The reply's ``usage`` token counts on the response (:mod:`.usage`), checked: a count
+    beyond the model's ``context`` fails the request."""
     try:
-        return with_usage(response, reply)
+        return with_usage(response, reply, context)
     except UsageError as e:
         raise Invalid(str(e)) from None
+
+
+def _keeping(parse: Callable[[Any], T], paid: dict[int, Tokens], i: int,
+             context: int | None) -> Callable[[Any], T]:
+    """``parse``, keeping the reply's usage in ``paid[i]`` (an invalid one is the parse's to
+    refuse)."""
+    def parse_and_keep(reply: Any) -> T:
+        try:
+            tokens = reply_tokens(reply, context)
+        except UsageError:
+            tokens = None
+        if tokens is not None:
+            paid[i] = tokens
+        return parse(reply)
+    return parse_and_keep
 
 
 def _valid(request: Request, response: Response) -> Response:
@@ -561,6 +643,18 @@ def _valid(request: Request, response: Response) -> Response:
     if problem:
         raise Invalid(problem)
     return response
+
+
+def _local_count(tokenizer: Any, prompt: Prompt, add_special_tokens: bool) -> int | None:
+    """The prompt's tokens by a transformers tokenizer (a chat one through its template)."""
+    try:
+        if isinstance(prompt, str):
+            return len(tokenizer(prompt, add_special_tokens=add_special_tokens)["input_ids"])
+        ids = tokenizer.apply_chat_template(list(prompt), tokenize=True,
+                                            add_generation_prompt=True)
+        return len(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+    except Exception:  # a template that refuses these messages: uncounted, never a crash
+        return None
 
 
 def _echoed_at_once(requests: Sequence[Request],
@@ -594,12 +688,16 @@ def _prompt_key(prompt: Prompt) -> str:
     return prompt if isinstance(prompt, str) else json.dumps(prompt, ensure_ascii=False)
 
 
-def _echoed_logprobs(reply: dict[str, Any]) -> TokenLogprobs:
+def _echoed_logprobs(reply: dict[str, Any], context: int | None = None) -> TokenLogprobs:
     """A completions reply with ``echo``: the prompt's token log-probs (the first is null, it
     has no context), then the one generated token's, which ``usage.prompt_tokens`` cuts off.
     The distribution's moments are not in the API: Min-K%++ is unavailable on this backend."""
     values = only_choice(reply)["logprobs"]["token_logprobs"]
-    n_prompt = reply["usage"]["prompt_tokens"]
+    n_prompt = reply["usage"]["prompt_tokens"]  # none: a malformed reply, retried
+    try:
+        tokens = reply_tokens(reply, context)
+    except UsageError as e:
+        raise Invalid(str(e)) from None
     if isinstance(n_prompt, bool) or not isinstance(n_prompt, int) or n_prompt < 1:
         raise Invalid(f"usage.prompt_tokens is {n_prompt!r}, not a count of tokens")
     if not isinstance(values, list | None):
@@ -610,7 +708,8 @@ def _echoed_logprobs(reply: dict[str, Any]) -> TokenLogprobs:
     prompt = values[1:n_prompt]
     if any(v is None for v in prompt):
         raise Retry("the server echoed a null log-prob inside the prompt")
-    return TokenLogprobs(token_logprobs=prompt, n_prompt_tokens=n_prompt)  # checked by _valid
+    # checked by _valid
+    return with_tokens(TokenLogprobs(token_logprobs=prompt, n_prompt_tokens=n_prompt), tokens)
 
 
 def _ranked(request: ScoreNext, found: dict[str, float | None], top: list[Top],
