@@ -83,7 +83,7 @@ from .base import (
     TextLogprobs,
     TokenLogprobs,
 )
-from .config import DEFAULT_MAX_REPLY_MB
+from .config import DEFAULT_BATCH_DEADLINE_H, DEFAULT_MAX_REPLY_MB
 from .echo_scoring import (
     AUTO,
     ECHO,
@@ -141,7 +141,7 @@ class OpenAIBackend(ApiBackend):
                  rate_limit: float | None = None, tokenizer: str | None = None,
                  max_reply_mb: float = DEFAULT_MAX_REPLY_MB,
                  chat_extensions: str | None = None, scoring: str = AUTO,
-                 batch: bool = False):
+                 batch: bool = False, batch_deadline: float = DEFAULT_BATCH_DEADLINE_H):
         import httpx
 
         self.httpx = httpx
@@ -158,7 +158,8 @@ class OpenAIBackend(ApiBackend):
         # --batch: the Batch API instead of one request each (not in the identity: the same
         # numbers); executor.py hands it all of a run's requests at once
         self.batches = BatchPoster(httpx, self.base_urls[0], self.headers, self.scrub,
-                                   max_retries, timeout) if batch else None
+                                   max_retries, timeout, self.client.max_reply_bytes,
+                                   batch_deadline) if batch else None
         self.chunk = BATCH_CHUNK if batch else None
         # the timing record's counters, read live: requests and failures, the client's HTTP
         # calls and retries, and the batches' (a later map's key wins, as a dict merge would)
