@@ -33,6 +33,21 @@ class Padded:
                 "usage": {"prompt_tokens": 50, "completion_tokens": 1, "total_tokens": 51}}
 
 
+class Billed:
+    """Answers "A", billing a third of the prompt's UTF-8 bytes and every ``max_tokens``: the
+    tokens a model at its most verbose would take."""
+
+    def __init__(self):
+        self.billed: list[tuple[int, int]] = []
+
+    def handle(self, path, body):
+        prompt = len(json.dumps(body.get("prompt", body.get("messages"))).encode()) // 3
+        self.billed.append((prompt, body["max_tokens"]))
+        return {"choices": [{"index": 0, "text": " A", "finish_reason": "length"}],
+                "usage": {"prompt_tokens": prompt, "completion_tokens": body["max_tokens"],
+                          "total_tokens": prompt + body["max_tokens"]}}
+
+
 def _server(model, monkeypatch, mode="complete"):
     monkeypatch.setenv("LOCALEVAL_BATCH_POLL_MAX_S", "0.02")
     return BatchServer(model, mode=mode)
@@ -119,3 +134,41 @@ def test_batch_deadline_must_be_a_positive_number_of_hours(tmp_path, capsys):
             "--base-url", "http://127.0.0.1:9/v1", "--batch", "--output", str(tmp_path / "r")]
     assert main([*base, "--batch-deadline", "0"]) == 2
     assert "--batch-deadline must be a positive number of hours" in capsys.readouterr().err
+
+
+def _priced(model: Billed, price_in: float, price_out: float) -> float:
+    return sum(p * price_in + c * price_out for p, c in model.billed) / 1e6
+
+
+def test_max_spend_splits_the_batches_and_stops_resumably(monkeypatch, tmp_path, capsys):
+    """Before: --batch ignored --max-spend (210 requests in one batch, 10 times the budget).
+    Now no batch is submitted whose upper bound (each prompt's UTF-8 bytes at the input price,
+    max_tokens at the output price) passes what is left; the run stops as the direct one
+    does (exit 4), and the same command with a larger budget sends only what is missing."""
+    model = Billed()
+    server = _server(model, monkeypatch)
+    try:
+        command = _command(server, tmp_path / "run", "--repeats", "14", "--price",
+                           "in=100,out=1000")
+        assert main([*command, "--max-spend", "3"]) == 4
+        err = capsys.readouterr().err.strip().splitlines()
+        assert "budget reached" in err[-1] and "--max-spend 3" in err[-1], err
+        spent = _priced(model, 100, 1000)
+        assert 0 < spent <= 3, spent
+        sent = [len(b["lines"]) for b in server.batches.values()]
+        assert len(sent) >= 2 and sent[0] > 1 and sum(sent) < 210, sent  # split, stopped short
+        assert main([*command, "--max-spend", "100"]) == 0
+        assert sum(len(b["lines"]) for b in server.batches.values()) == 210  # none twice
+    finally:
+        server.stop()
+
+
+def test_max_tokens_total_bounds_each_batch_too(monkeypatch, tmp_path):
+    model = Billed()
+    server = _server(model, monkeypatch)
+    try:
+        assert main([*_command(server, tmp_path / "run", "--repeats", "4"),
+                     "--max-tokens-total", "3000"]) == 4
+        assert 0 < sum(p + c for p, c in model.billed) <= 3000
+    finally:
+        server.stop()

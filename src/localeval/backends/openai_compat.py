@@ -258,6 +258,27 @@ class OpenAIBackend(ApiBackend):
         except (self.httpx.HTTPError, KeyError, ValueError, TypeError):
             return None
 
+    def cost_bound(self, request: Request) -> tuple[int, int]:
+        """At most how many (prompt, completion) tokens ``request`` may be billed, whatever
+        --scoring sends for it (the top-k request, and echo's 1 + #options): each body's UTF-8
+        JSON bytes as prompt tokens (an over-estimate without a tokenizer: a token is at least
+        one byte of its text, and the JSON around the text outweighs a chat template's own
+        tokens), and its ``max_tokens`` as completion tokens."""
+        bodies: list[dict] = []
+        if isinstance(request, TextLogprobs):
+            bodies.append({"prompt": request.text, "max_tokens": 1})
+        elif not (isinstance(request, ScoreNext) and request.echo and self.scoring == ECHO):
+            try:
+                bodies.append(self._request_body(request)[1])
+            except NoPrefill:
+                pass  # never sent
+        if isinstance(request, ScoreNext) and request.echo and self.scoring != TOP_K \
+                and isinstance(texts := echo_texts(request), list):
+            bodies += [echo_body(self.model, text, request.add_special_tokens,
+                                 self.labels.token_ids) for text in texts]
+        return (sum(len(json.dumps(b, ensure_ascii=False).encode()) for b in bodies),
+                sum(b.get("max_tokens") or 0 for b in bodies))
+
     def run(self, requests: Sequence[Request],
             progress: Progress | None = None) -> Sequence[Response]:
         """Every request, ``concurrency`` at a time; each response reported as it finishes."""

@@ -14,7 +14,10 @@ Four counts are kept apart, per role (``model``, ``judge``, ``translator``):
 every answer, ``cost.spent`` for this invocation. ``--max-spend`` and ``--max-tokens-total``
 stop the run between two backend calls once this invocation has spent that much: what
 finished is in the cache, the run is marked failed ("budget reached"), and the same command
-(with a larger budget) goes on from there.
+(with a larger budget) goes on from there. A provider batch (``--batch``) is paid for whole
+once submitted, so it is costed before: its requests' upper bound (the backend's
+``cost_bound``) must fit what is left, and the requests are split into batches that do
+(:mod:`.executor`); the run stops once the next request alone would not fit.
 """
 
 from __future__ import annotations
@@ -118,6 +121,11 @@ class Usage:
             raise BudgetReached(f"budget reached: {spent:.4f} spent, --max-spend "
                                 f"{budget.max_spend:g}; the answers so far are cached: rerun "
                                 "the command (with a larger budget) to go on")
+
+    def left(self, budget: Budget) -> tuple[float | None, int | None]:
+        """What this invocation may still spend: money (for the run's model) and tokens."""
+        return (None if budget.max_spend is None else budget.max_spend - self.spent(budget),
+                None if budget.max_tokens is None else budget.max_tokens - self.sent())
 
     def data(self) -> dict[str, dict[str, int]]:
         return {role: dict(c) for role, c in sorted(self.roles.items())}
