@@ -89,7 +89,7 @@ from .base import (
     TextLogprobs,
     TokenLogprobs,
 )
-from .config import DEFAULT_MAX_REPLY_MB
+from .config import DEFAULT_BATCH_DEADLINE_H, DEFAULT_MAX_REPLY_MB
 from .echo_scoring import (
     AUTO,
     ECHO,
@@ -147,7 +147,7 @@ class OpenAIBackend(ApiBackend):
                  rate_limit: float | None = None, tokenizer: str | None = None,
                  max_reply_mb: float = DEFAULT_MAX_REPLY_MB,
                  chat_extensions: str | None = None, scoring: str = AUTO,
-                 batch: bool = False):
+                 batch: bool = False, batch_deadline: float = DEFAULT_BATCH_DEADLINE_H):
         import httpx
 
         self.httpx = httpx
@@ -164,7 +164,8 @@ class OpenAIBackend(ApiBackend):
         # --batch: the Batch API instead of one request each (not in the identity: the same
         # numbers); executor.py hands it all of a run's requests at once
         self.batches = BatchPoster(httpx, self.base_urls[0], self.headers, self.scrub,
-                                   max_retries, timeout) if batch else None
+                                   max_retries, timeout, self.client.max_reply_bytes,
+                                   batch_deadline) if batch else None
         self.chunk = BATCH_CHUNK if batch else None
         # the timing record's counters, read live: requests and failures, the client's HTTP
         # calls and retries, and the batches' (a later map's key wins, as a dict merge would)
@@ -308,6 +309,27 @@ class OpenAIBackend(ApiBackend):
         if prompt is None or completion is None:
             return response
         return replace(response, n_prompt_tokens=prompt, n_completion_tokens=completion)
+
+    def cost_bound(self, request: Request) -> tuple[int, int]:
+        """At most how many (prompt, completion) tokens ``request`` may be billed, whatever
+        --scoring sends for it (the top-k request, and echo's 1 + #options): each body's UTF-8
+        JSON bytes as prompt tokens (an over-estimate without a tokenizer: a token is at least
+        one byte of its text, and the JSON around the text outweighs a chat template's own
+        tokens), and its ``max_tokens`` as completion tokens."""
+        bodies: list[dict] = []
+        if isinstance(request, TextLogprobs):
+            bodies.append({"prompt": request.text, "max_tokens": 1})
+        elif not (isinstance(request, ScoreNext) and request.echo and self.scoring == ECHO):
+            try:
+                bodies.append(self._request_body(request)[1])
+            except NoPrefill:
+                pass  # never sent
+        if isinstance(request, ScoreNext) and request.echo and self.scoring != TOP_K \
+                and isinstance(texts := echo_texts(request), list):
+            bodies += [echo_body(self.model, text, request.add_special_tokens,
+                                 self.labels.token_ids) for text in texts]
+        return (sum(len(json.dumps(b, ensure_ascii=False).encode()) for b in bodies),
+                sum(b.get("max_tokens") or 0 for b in bodies))
 
     def run(self, requests: Sequence[Request],
             progress: Progress | None = None) -> Sequence[Response]:

@@ -17,6 +17,10 @@ finished is in the cache, the run is marked failed ("budget reached"), and the s
 (with a larger budget) goes on from there. A cap cannot be enforced on answers whose tokens no
 one counted (a server that sends no ``usage``, with no /tokenize and no ``--tokenizer``,
 issue 47 item 9): the first backend call that brings one stops the run the same way, saying so.
+A provider batch (``--batch``) is paid for whole once submitted, so it is costed before: its
+requests' upper bound (the backend's ``cost_bound``) must fit what is left, and the requests
+are split into batches that do (:mod:`.executor`); the run stops once the next request alone
+would not fit.
 """
 
 from __future__ import annotations
@@ -141,6 +145,11 @@ class Usage:
                 "server sends no usage and has no /tokenize); pass --tokenizer with the "
                 "model's tokenizer or use a server that reports usage, or drop the cap; the "
                 "answers so far are cached: rerun the command to go on")
+
+    def left(self, budget: Budget) -> tuple[float | None, int | None]:
+        """What this invocation may still spend: money (for the run's model) and tokens."""
+        return (None if budget.max_spend is None else budget.max_spend - self.spent(budget),
+                None if budget.max_tokens is None else budget.max_tokens - self.sent())
 
     def data(self) -> dict[str, dict[str, int]]:
         return {role: dict(c) for role, c in sorted(self.roles.items())}
