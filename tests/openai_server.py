@@ -36,7 +36,7 @@ OPENAI_ARGS = {
 
 class ModelServer(LoopbackServer):
     def __init__(self, model_dir, name="tiny", api_key=None, fail_first=0, tokenize=True,
-                 openai_strict=False, max_logprobs=None):
+                 openai_strict=False, max_logprobs=None, echo_after=False):
         import torch
         import transformers
 
@@ -46,6 +46,9 @@ class ModelServer(LoopbackServer):
         self.name, self.api_key, self.fail_left = name, api_key, fail_first
         self.strict = openai_strict
         self.max_logprobs = max_logprobs  # vLLM's --max-logprobs: more is refused, as vLLM does
+        # echo reads each prompt token's log-prob from the distribution after it (what
+        # llama-cpp-python does on a model without BOS): wrong, and no one reply shows it
+        self.echo_after = echo_after
         self.paths = {"/v1/completions", "/v1/chat/completions"} | (
             {"/tokenize", "/detokenize"} if tokenize and not openai_strict else set())
         self.received: list[str] = []
@@ -127,7 +130,7 @@ class ModelServer(LoopbackServer):
         log-probs (null first), then the greedy next token's; ``usage`` counts the prompt."""
         with self.torch.no_grad():
             lp = self.model(self.torch.tensor([ids])).logits[0].log_softmax(-1)
-        values = [None] + [lp[i, t].item() for i, t in enumerate(ids[1:])]
+        values = [None] + [lp[i + self.echo_after, t].item() for i, t in enumerate(ids[1:])]
         nxt = int(lp[-1].argmax())
         tokens = [self._piece(t) for t in ids] + [self._piece(nxt)]
         return {"choices": [{"text": "".join(tokens), "logprobs": {

@@ -51,3 +51,34 @@ class ScriptedServer(LoopbackServer):
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class TokenizingServer(ScriptedServer):
+    """A :class:`ScriptedServer` that also has vLLM's ``POST /tokenize`` (``{"prompt": …}`` or
+    ``{"messages": …}`` -> ``{"count", "tokens"}``), by ``tokenizer`` (a transformers one)."""
+
+    def __init__(self, reply: Callable[[str, dict], bytes], tokenizer,
+                 models: bytes | None = None):
+        self.tokenizer = tokenizer
+        super().__init__(reply, models)
+
+    def serve(self, handler):
+        server = self
+        posted = handler.do_POST
+
+        class Tokenizing(handler):
+            def do_POST(self):
+                if self.path != "/tokenize":
+                    return posted(self)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                tok = server.tokenizer
+                if "messages" in body:
+                    ids = tok.apply_chat_template(body["messages"], tokenize=True,
+                                                  add_generation_prompt=True)
+                else:
+                    ids = tok(body["prompt"], add_special_tokens=body.get(
+                        "add_special_tokens", True))["input_ids"]
+                self._send(200, json.dumps({"count": len(ids), "tokens": list(ids),
+                                            "max_model_len": 4096}).encode())
+
+        return super().serve(Tokenizing)

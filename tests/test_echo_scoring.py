@@ -14,13 +14,15 @@ from scripted_server import ScriptedServer
 
 from localeval.api import evaluate
 from localeval.backends.base import Failed, NextLogprobs, Response, ScoreNext, error_of
-from localeval.backends.echo_scoring import CHAT, Echoed, combine
+from localeval.backends.echo_scoring import CHAT, PROBE_TOP, Echoed, combine
 from localeval.backends.hf import HFBackend
 from localeval.backends.label_tokens import LabelTokenError
 from localeval.backends.openai_compat import OpenAIBackend
 from localeval.cli import main
 
 TOL = 1e-4  # the loopback server runs the same weights through transformers (float32)
+# the echo probe's requests, once per backend: the top next tokens, then each echoed
+PROBE = 1 + PROBE_TOP
 PROMPT = "問題：一加一等於幾？\nA. 一\nB. 二\n答案："
 
 
@@ -55,7 +57,9 @@ def test_auto_redoes_in_echo_what_the_top_k_lacks_and_equals_hf(capped, hf):
     # a failure carries no scoring mode (Failed has only its reason): the guard's request
     # failed on the top-k reply, never echoed
     assert isinstance(out[1], Failed) and "no candidate among the top 2" in out[1].error
-    assert len(capped.received) == 2 + 3  # two top-k requests, then the echo of one
+    # two top-k requests, the echo probe (the top tokens after the prompt, the prompt and one
+    # of them echoed: once per backend), then the echo of one request
+    assert len(capped.received) == 2 + PROBE + 3
     assert backend.identity["scoring"] == "auto"
 
 
@@ -98,7 +102,9 @@ def test_top_k_mode_never_echoes_and_echo_mode_never_asks_the_top_k(capped):
     capped.received.clear()
     (out,) = OpenAIBackend("tiny", base_url=capped.url, scoring="echo").run([request])
     assert out.scoring == "echo" and error_of(out) is None
-    assert sorted(capped.received) == sorted([PROMPT, PROMPT + "A", PROMPT + "B"])
+    probe, asked = capped.received[:PROBE], capped.received[PROBE:]  # once per backend
+    assert probe[0] == PROMPT and all(p.startswith(PROMPT) and p != PROMPT for p in probe[1:])
+    assert sorted(asked) == sorted([PROMPT, PROMPT + "A", PROMPT + "B"])
 
 
 def test_a_chat_prompt_in_echo_mode_fails_alone_with_the_reason(capped):
@@ -176,3 +182,57 @@ def test_a_run_says_how_many_questions_were_echoed(capped, shared, tmp_path, cap
     note = "4 of 4 questions were read from prompt + option echoed (1 + #options requests each"
     assert any(w.startswith(note) for w in run.results.warnings)
     assert note in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def echo_after(tiny_llama):
+    """A server whose echo reads each prompt token's log-prob from the distribution after it
+    (llama-cpp-python does on a model without BOS): each reply is well formed."""
+    s = ModelServer(tiny_llama, max_logprobs=5, echo_after=True)
+    yield s
+    s.stop()
+
+
+@pytest.mark.parametrize("scoring", ["echo", "auto"])
+def test_an_echo_that_reads_the_wrong_position_is_refused_by_one_probe(echo_after, shared,
+                                                                        scoring, tmp_path):
+    """Issue 47 item 8: on main this run scored every question from the misread echo (exit 0,
+    another accuracy than hf:). One probe per backend (the top next tokens after a prompt, then
+    the prompt and each echoed) shows the echoed log-prob is not the top-k one: every
+    question that needs echo fails with the reason, none is scored."""
+    run = evaluate(model=OpenAIBackend("tiny", base_url=echo_after.url, top_logprobs=2,
+                                       scoring=scoring),
+                   task="cmmlu", data=shared / "data" / "cmmlu", subjects=["arts"], limit=4,
+                   shots=1, quiet=True, store=False, output=tmp_path / "run")
+    assert run.results["n_failed"] == 4
+    for sample in run.samples:
+        assert sample["pred"] is None
+        assert "the server's echo does not read a token's log-prob where its top log-probs " \
+               "do" in sample["error"] and "use --scoring top-k" in sample["error"]
+
+
+def test_the_probe_is_made_once_per_server_and_passes_a_right_echo(capped, hf):
+    backend = OpenAIBackend("tiny", base_url=capped.url, scoring="echo")
+    request = ScoreNext(PROMPT, ("A", "B"), echo=True)
+    capped.received.clear()
+    first = backend.run([request])
+    assert len(capped.received) == PROBE + 3  # the probe, then context and two options
+    again = backend.run([request])
+    assert len(capped.received) == PROBE + 3 + 3  # no second probe
+    (want,) = hf.run([request])
+    for (out,) in (first, again):
+        assert out.logprobs == pytest.approx(want.logprobs, abs=TOL)
+
+
+def test_min_k_prob_on_an_echo_that_reads_the_wrong_position_fails_each_text(echo_after,
+                                                                             tmp_path):
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in
+                             enumerate(["The cat sat on the mat.", "臺灣的首都是臺北。"])))
+    out = tmp_path / "run"
+    # exit 3: every text failed (over --max-failed 0), none scored
+    assert main(["contamination", "--data", str(texts), "--model", "openai:tiny",
+                 "--base-url", echo_after.url, "--output", str(out), "--quiet"]) == 3
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert [s["failed"] for s in samples] == [True, True]
+    assert all("cannot be scored: Min-k% Prob needs" in s["error"] for s in samples)

@@ -370,6 +370,11 @@ class Backend(ABC):
         forward pass; None when fine or when only running can tell (a server)."""
         return None
 
+    def cost_bound(self, request: Request) -> tuple[int, int] | None:
+        """At most how many (prompt, completion) tokens ``request`` may be billed, for a
+        budget to cost a provider batch before it is submitted; None when unknown."""
+        return None
+
     def keep_batches(self, ledger: Any) -> None:
         """Where a backend that sends provider batches (``--batch``) keeps their ids: the run
         folder's ledger, so a killed run re-attaches; by default it sends none."""
@@ -403,7 +408,7 @@ class Adapted(Backend):
         self.wrapped = backend
         self.identity = backend.identity
         for name in ("max_context", "count_tokens", "check_candidates", "plans_over_all",
-                     "stats", "chunk", "keep_batches", "close", "run_planned"):
+                     "stats", "chunk", "keep_batches", "close", "run_planned", "cost_bound"):
             if hasattr(backend, name):
                 setattr(self, name, getattr(backend, name))
 

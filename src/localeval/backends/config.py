@@ -19,6 +19,7 @@ from ..errors import LocalevalError
 from .secrets import redact_options, redact_value
 
 MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: asyncio cannot wait for ever, nor should a request
+DEFAULT_BATCH_DEADLINE_H = 25.0  # the provider's 24 h window, and a margin for queues
 DEFAULT_MAX_REPLY_MB = 64.0  # a top-20 log-prob reply is a few kB; an echoed long text, ~1 MB
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 # what an OpenAI-compatible chat server is sent to continue an assistant prefill
@@ -97,6 +98,11 @@ class BackendConfig:
         "price on api.openai.com) and wait for it; the batch ids are kept in the run folder "
         "(batches.json), so a killed run re-attaches, and a rerun submits only what is "
         "missing", action="store_true", speed_only=True))
+    batch_deadline: float = field(default=DEFAULT_BATCH_DEADLINE_H, metadata=_help(
+        "hours --batch waits for a batch (polling it, with a line on stderr each time) before "
+        "the run stops; the batch stays in batches.json and the same command re-attaches to it "
+        "(default 25: the provider's 24 h window and a margin)", type=float, metavar="HOURS",
+        speed_only=True))
     tokenizer: str | None = field(default=None, metadata=_help(
         "the served model's tokenizer (Hub name or folder): a server's answer options are read "
         "by their first token (default: the server's own /tokenize, else the whole option "
@@ -150,6 +156,9 @@ class BackendConfig:
             return f"--rate-limit must be a positive number per second, not {self.rate_limit!r}"
         if not 0 < self.max_reply_mb < math.inf:
             return f"--max-reply-mb must be a positive number of MB, not {self.max_reply_mb!r}"
+        if not 0 < self.batch_deadline < math.inf:
+            return ("--batch-deadline must be a positive number of hours, not "
+                    f"{self.batch_deadline!r}")
         return None
 
     @classmethod

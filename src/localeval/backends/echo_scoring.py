@@ -36,14 +36,16 @@ from .config import SCORING
 from .failures import BadReply, Unsupported
 from .label_tokens import LLAMA_CPP
 from .replies import only_choice
+from .usage import Tokens, UsageError, reply_tokens, summed, with_tokens
 
 AUTO, TOP_K, ECHO = SCORING
 REFUSED = "greater than max allowed"  # vLLM's words for a top-k over its --max-logprobs
 NO_CANDIDATE = "no candidate among the top"
+# what multiple choice does instead of echo on such a server
+USE_TOP_K = "use --scoring top-k with a --top-logprobs that holds the options"
 MISALIGNED = ("llama-cpp-python's echo misaligns prompt log-probs for a model without a BOS token "
               "(llama_cpp/llama.py Llama._create_completion reads each token's log-prob from the "
-              "distribution after it): use --scoring top-k with a --top-logprobs that holds the "
-              "options")
+              f"distribution after it): {USE_TOP_K}")
 CHAT = ("echo scoring needs a plain-text prompt (chat prompts go to /chat/completions, which "
         "has no echo); use --scoring top-k or drop --chat")
 
@@ -69,10 +71,11 @@ def echo_texts(request: ScoreNext) -> list[str] | str:
     return [stripped] + [request.prompt + c for c in request.candidates]
 
 
-def echo_body(model: str, text: str, request: ScoreNext, token_ids: bool) -> dict[str, Any]:
+def echo_body(model: str, text: str, add_special_tokens: bool,
+              token_ids: bool) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model, "prompt": text, "temperature": 0.0, "max_tokens": 1,
             "echo": True, "logprobs": 1}
-    if not request.add_special_tokens:
+    if not add_special_tokens:
         body["add_special_tokens"] = False  # vLLM's extra parameter: no BOS
     if token_ids:
         body["return_tokens_as_token_ids"] = True  # vLLM: echoed tokens compared by id
@@ -82,17 +85,23 @@ def echo_body(model: str, text: str, request: ScoreNext, token_ids: bool) -> dic
 @dataclass(frozen=True)
 class Echoed:
     """One echo reply: the prompt's tokens as the server split them, and their log-probs (the
-    first may be null: nothing precedes it)."""
+    first may be null: nothing precedes it); the reply's usage (each echo is paid for)."""
 
     tokens: list[str]
     logprobs: list[float | None]
+    usage: Tokens | None = None
 
 
-def echoed(reply: dict[str, Any]) -> Echoed:
-    """One echo reply's prompt tokens and their log-probs; malformed is :class:`Invalid`."""
+def echoed(reply: dict[str, Any], context: int | None = None) -> Echoed:
+    """One echo reply's prompt tokens and their log-probs, its usage checked against the
+    model's ``context`` (:mod:`.usage`); malformed is :class:`Invalid`."""
     lp = only_choice(reply)["logprobs"] or {}
     tokens, values = lp.get("tokens"), lp.get("token_logprobs")
-    n_prompt = (reply.get("usage") or {}).get("prompt_tokens")
+    try:
+        usage = reply_tokens(reply, context)
+    except UsageError as e:
+        raise Invalid(str(e)) from None
+    n_prompt = usage.prompt if usage else None
     if not isinstance(tokens, list) or not isinstance(values, list) \
             or len(tokens) != len(values) or not all(isinstance(t, str) for t in tokens):
         raise Retry("the server echoed no tokens with log-probs; does it support echo with "
@@ -102,11 +111,13 @@ def echoed(reply: dict[str, Any]) -> Echoed:
     # vLLM echoes the prompt then the generated token; llama-cpp-python 0.3 the prompt alone,
     # less a BOS it drops (usage still counts it): the prompt's part is the shorter
     n = min(len(tokens), n_prompt)
-    return Echoed(tokens[:n], values[:n])
+    return Echoed(tokens[:n], values[:n], usage)
 
 
-def combine(request: ScoreNext, parts: list[Echoed | Failed]) -> NextLogprobs | Failed:
-    """The request's response from its echo replies (context first, then each option)."""
+def combine(request: ScoreNext, parts: list[Echoed | Failed],
+            paid: Tokens | None = None) -> NextLogprobs | Failed:
+    """The request's response from its echo replies (context first, then each option), with
+    their tokens summed, and ``paid``'s: the top-k reply ``auto`` redid, if any."""
     failed = next((p for p in parts if isinstance(p, Failed)), None)
     if failed is not None:
         return failed
@@ -129,7 +140,71 @@ def combine(request: ScoreNext, parts: list[Echoed | Failed]) -> NextLogprobs | 
     if len(set(firsts)) < len(firsts):
         return Failed(Unsupported(f"candidates {request.candidates} share a first token; "
                                   "ScoreNext reads one position"))
-    return NextLogprobs(logprobs=found, scoring=ECHO)
+    return with_tokens(NextLogprobs(logprobs=found, scoring=ECHO),
+                       summed([paid, *(p.usage for p in echoes)]))
+
+
+# How far an echoed log-prob may lie from the same token's top-k log-prob: the README's allowance
+# for float order between two computations of one distribution.
+PROBE_TOLERANCE = 1e-3
+
+
+# The probe asks the top few next tokens and echoes each (5: what a server capping log-probs
+# allows; a token that merges with the text before it when echoed proves nothing).
+PROBE_TOP = 5
+
+
+def probe_body(model: str, context: str, add_special_tokens: bool) -> dict[str, Any]:
+    """The probe's first request: the top next tokens after ``context``, with log-probs."""
+    body: dict[str, Any] = {"model": model, "prompt": context, "temperature": 0.0,
+                            "max_tokens": 1, "logprobs": PROBE_TOP}
+    if not add_special_tokens:
+        body["add_special_tokens"] = False
+    return body
+
+
+def ranked_next(reply: Any) -> list[tuple[str, float]]:
+    """The top next tokens of a completions reply with ``logprobs`` and their log-probs, best
+    first; empty where the reply does not show them."""
+    try:
+        top = only_choice(reply)["logprobs"]["top_logprobs"][0]
+    except (Invalid, KeyError, IndexError, TypeError):
+        return []
+    if not isinstance(top, dict) or \
+            not all(isinstance(v, float | int) and not isinstance(v, bool) for v in top.values()):
+        return []
+    return sorted(((t, float(v)) for t, v in top.items() if t), key=lambda tv: -tv[1])
+
+
+@dataclass(frozen=True)
+class ProbeVerdict:
+    """What the echo probe showed: ``proved`` False where the reply could not show anything
+    (the token merged with the context's last one, a malformed reply); else ``problem`` is why
+    the echo misreads log-probs, or None where it reads them right."""
+
+    proved: bool
+    problem: str | None = None
+
+
+def echo_verdict(next_token: tuple[str, float], reply: Any) -> ProbeVerdict:
+    """``reply`` echoes the probe's context followed by one of its top next tokens, whose
+    echoed log-prob must be the one the top-k gave at that position (within PROBE_TOLERANCE).
+    A server that reads each log-prob from the distribution after its token (llama-cpp-python
+    on a model without BOS does) fails it."""
+    token, expected = next_token
+    try:
+        echo = echoed(reply)
+    except (Invalid, Retry, KeyError, TypeError):
+        return ProbeVerdict(proved=False)
+    if not echo.tokens or echo.tokens[-1] != token or not isinstance(echo.logprobs[-1], float):
+        return ProbeVerdict(proved=False)
+    got = echo.logprobs[-1]
+    if abs(got - expected) <= PROBE_TOLERANCE:
+        return ProbeVerdict(proved=True)
+    return ProbeVerdict(proved=True, problem=(
+        f"the server's echo does not read a token's log-prob where its top log-probs do "
+        f"(probe: token {token!r} after the same text, {got:.4f} echoed against {expected:.4f} "
+        "in the top log-probs), so its echoed log-probs cannot be scored"))
 
 
 def llama_cpp_without_bos(labels: Any) -> str | None:

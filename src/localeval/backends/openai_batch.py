@@ -20,16 +20,26 @@ poll ``/v1/batches/{id}``, read ``output_file_id`` and ``error_file_id`` through
   reason, and are never scored; those a rerun may fix are marked so (``permanent`` None). So
   does a request whose custom_id is in more than one row of the output and error files: which
   row is its answer cannot be told (the other rows are keyed by their own ids and still read).
-- Polling backs off from 1 s to ``LOCALEVAL_BATCH_POLL_MAX_S`` (default 60 s).
+- The output and error files are streamed a line at a time, each row at most ``max_reply_mb``
+  (``--max-reply-mb``), never the whole file: a longer row fails its request alone with that
+  reason, and each row is turned into its request's response as it is read (issue 47 item 10).
+- Polling backs off from 1 s to ``LOCALEVAL_BATCH_POLL_MAX_S`` (default 60 s), with one line on
+  stderr each time (terminal or not). A batch still running after ``deadline_h`` hours
+  (``--batch-deadline``, by default 25 h: the provider's 24 h window and a margin) stops the
+  run with :class:`BatchPending`, one line naming the batch; it stays in the ledger, so the same
+  command re-attaches to it later.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import re
+import sys
 import time
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from ..errors import LocalevalError, env_number
@@ -45,13 +55,15 @@ from .async_http import (
     public_url,
 )
 from .base import Failed
-from .failures import BadReply, ErrorReply, HTTPStatus
+from .config import DEFAULT_BATCH_DEADLINE_H
+from .failures import BadReply, ErrorReply, HTTPStatus, OverLimit
 
 T = TypeVar("T")
 
 RUNNING = ("validating", "in_progress", "finalizing", "cancelling")
 DONE = ("completed", "expired", "cancelled", "failed")
 WINDOW = "24h"
+ROW_ID = re.compile(rb'"custom_id"\s*:\s*"([^"\\]{1,200})"')  # an over-long row's, at its head
 
 
 class MemoryLedger:
@@ -71,6 +83,12 @@ class BatchError(LocalevalError):
     """The batch routes cannot be used (upload, create or poll failed after the retries)."""
 
 
+class BatchPending(LocalevalError):
+    """A batch still running at ``--batch-deadline``: kept in the ledger, a rerun re-attaches."""
+
+    exit_code = 5
+
+
 def custom_id(endpoint: str, body: dict, draw: int | None = None) -> str:
     """The id of a batch line; draws 0 and None keep the id they had before draws were
     numbered, so a batch submitted then still re-attaches."""
@@ -81,9 +99,11 @@ def custom_id(endpoint: str, body: dict, draw: int | None = None) -> str:
 
 class BatchPoster:
     def __init__(self, httpx, base_url: str, headers: dict, scrub: Callable[[str], str],
-                 max_retries: int, timeout: float):
+                 max_retries: int, timeout: float, max_reply_bytes: int = 64 * 2**20,
+                 deadline_h: float = DEFAULT_BATCH_DEADLINE_H):
         self.httpx, self.base_url, self.headers, self.scrub = httpx, base_url, headers, scrub
         self.max_retries, self.timeout = max_retries, timeout
+        self.max_reply_bytes, self.deadline_h = max_reply_bytes, deadline_h
         self.ledger = MemoryLedger()
         self.poll_max = env_number("LOCALEVAL_BATCH_POLL_MAX_S", 60.0, low=0.01)
         self.stats = {"batches_submitted": 0, "batches_reattached": 0}
@@ -111,10 +131,9 @@ class BatchPoster:
             attached.append(batch)
         out: list[T | Failed | None] = [None] * len(calls)
         for batch in attached:
-            rows = self._rows(batch)
+            answers = self._answers(batch, calls, wanted)
             for i in batch["custom_ids"]:
-                for k in wanted.get(i, []):
-                    answer = _answer(calls[k], rows.get(i), batch, self.scrub)
+                for k, answer in zip(wanted.get(i, []), answers[i], strict=True):
                     out[k] = answer
                     if progress:
                         progress(k, answer)
@@ -146,29 +165,97 @@ class BatchPoster:
         self.stats["batches_submitted"] += 1
         return _text_field(created, "id", "the created batch")
 
-    def _rows(self, batch: dict) -> dict[str, dict | str]:
-        """Each custom_id's row (the ``response``/``error`` of its line), from the output and
-        error files of the batch once it is done; a str for the whole batch: why none came."""
+    def _answers(self, batch: dict, calls: Sequence[Call[T]],
+                 wanted: dict[str, list[int]]) -> dict[str, list[T | Failed]]:
+        """The responses of each of the batch's custom_ids (one per call that has it), read
+        from its output and error files, a row at a time, once the batch is done."""
         state = self._wait(batch["id"])
-        rows: dict[str, dict | str] = {}
+
+        def answered(i: str, row: dict | str | Failed | None) -> list[T | Failed]:
+            out = []
+            for k in wanted.get(i, []):
+                answer = _answer(calls[k], row, batch, self.scrub)
+                out.append(answer)
+            return out
+
+        got: dict[str, list[T | Failed]] = {}
+        seen: set[str] = set()
+        over = 0  # rows past the limit whose custom_id could not be read
         twice = (f"this request's custom_id is in more than one row of batch {batch['id']}'s "
                  "output and error files (which is its answer cannot be told); a rerun "
                  "submits it again")
         for key in ("output_file_id", "error_file_id"):
             file_id = state.get(key)
-            if isinstance(file_id, str) and file_id:
-                for row in _lines(self._http("GET", f"/files/{file_id}/content", raw=True)):
-                    rows[row["custom_id"]] = twice if row["custom_id"] in rows else row
+            if not isinstance(file_id, str) or not file_id:
+                continue
+            for line in self._file_rows(f"/files/{file_id}/content"):
+                row: dict | str | Failed = line if isinstance(line, dict) else \
+                    self._too_long(batch)
+                if isinstance(line, dict):
+                    i = line["custom_id"]
+                elif found := ROW_ID.search(line):  # the head of a row over the limit
+                    i = found.group(1).decode(errors="replace")
+                else:
+                    over += 1
+                    continue
+                if i in seen:
+                    row = twice
+                seen.add(i)
+                if i in wanted:
+                    got[i] = answered(i, row)  # the row itself is let go here
         status = state["status"]
         if status != "completed":
             why = _errors(state) or ("a rerun submits it again" if status != "failed" else "")
             gone = f"batch {batch['id']} {status} before this request ran" + (
                 f" ({self.scrub(why)})" if why else "")
-            rows = {i: rows.get(i, gone) for i in batch["custom_ids"]}
-        return rows
+            for i in batch["custom_ids"]:
+                if i not in seen:
+                    got[i] = answered(i, gone)
+        missing = None if not over else (
+            f"no row for this request could be read in batch {batch['id']}'s files: {over} "
+            f"row(s) were over the limit of {self.max_reply_bytes / 2**20:g} MB and left "
+            "unread; raise --max-reply-mb if they are meant to be, and rerun")
+        return {i: got[i] if i in got else answered(i, missing) for i in batch["custom_ids"]}
+
+    def _too_long(self, batch: dict) -> Failed:
+        """A row over the limit: the same reply on a rerun, so never asked again."""
+        return Failed(OverLimit(
+            f"this request's row in batch {batch['id']}'s file is over the limit of "
+            f"{self.max_reply_bytes / 2**20:g} MB; raise --max-reply-mb if it is meant to be"))
+
+    def _file_rows(self, path: str) -> Iterator[dict | bytes]:
+        """A batch file's rows, streamed: a line at a time, at most ``max_reply_bytes`` of it
+        held (a longer one yields its first bytes, the rest is skipped unread); a line that is
+        not a row with a custom_id is left out (its request then has no row, and fails with
+        that reason)."""
+        line, skipping = bytearray(), False
+        with self._opened(path) as resp:
+            try:
+                for chunk in resp.iter_bytes():  # decoded: a gzip bomb is bounded too
+                    while chunk:
+                        head, newline, chunk = chunk.partition(b"\n")
+                        if not skipping:
+                            line += head[:self.max_reply_bytes + 1 - len(line)]
+                            if len(line) > self.max_reply_bytes:
+                                yield bytes(line[:1000])
+                                line, skipping = bytearray(), True
+                        if newline:
+                            if not skipping and (row := _row(line)) is not None:
+                                yield row
+                            line, skipping = bytearray(), False
+            except self.httpx.HTTPError as e:
+                raise BatchError(f"reading {public_url(join_url(self.base_url, path))} "
+                                 f"failed partway ({self.scrub(f'{type(e).__name__}: {e}')}); "
+                                 "the batch is kept in the run folder's batches.json: rerun "
+                                 "to re-attach") from None
+        if not skipping and (row := _row(line)) is not None:
+            yield row
 
     def _wait(self, batch_id: str) -> dict:
-        delay = min(1.0, self.poll_max)
+        """The batch's state once it is done, polled with a line on stderr each time; past the
+        deadline, :class:`BatchPending` (the batch stays in the ledger)."""
+        delay, start = min(1.0, self.poll_max), time.monotonic()
+        deadline = self.deadline_h * 3600
         while True:
             state = self._http("GET", f"/batches/{batch_id}")
             status = state.get("status")
@@ -177,12 +264,42 @@ class BatchPoster:
             if status not in RUNNING:
                 raise BatchError(f"batch {batch_id} at {public_url(self.base_url)} has status "
                                  f"{self.scrub(str(status))[:40]!r}, not one of the Batch API's")
-            time.sleep(delay)
+            waited = time.monotonic() - start
+            print(f"batch {batch_id}: {status}{_counts(state)}, waited {_hms(waited)} of the "
+                  f"--batch-deadline {self.deadline_h:g} h", file=sys.stderr, flush=True)
+            if waited >= deadline:
+                raise BatchPending(
+                    f"batch {batch_id} is still {status} after {_hms(waited)} (--batch-deadline "
+                    f"{self.deadline_h:g} h); it is kept in the run folder's batches.json: rerun "
+                    "the same command later to re-attach to it (it is not submitted again)")
+            time.sleep(max(0.0, min(delay, deadline - waited)))
             delay = min(delay * 2, self.poll_max)
 
-    def _http(self, method: str, path: str, raw: bool = False, **kwargs):
+    @contextlib.contextmanager
+    def _opened(self, path: str) -> Iterator[Any]:
+        """A GET of a batch file, its status 200 (retried as :meth:`_http`), body unread."""
+        url, last = join_url(self.base_url, path), ""
+        headers = {k: v for k, v in self.headers.items() if k != "Content-Type"}
+        for attempt in range(self.max_retries + 1):
+            try:
+                with self.httpx.stream("GET", url, headers=headers,
+                                       timeout=self.timeout) as resp:
+                    if resp.status_code == 200:
+                        yield resp
+                        return
+                    last = f"HTTP {resp.status_code}: {self.scrub(_head(resp))}"
+                if resp.status_code not in (408, 429) and resp.status_code < 500:
+                    break
+            except self.httpx.HTTPError as e:
+                last = self.scrub(f"{type(e).__name__}: {e}")
+            if attempt < self.max_retries:
+                time.sleep(backoff(attempt))
+        raise BatchError(f"GET {public_url(url)} failed ({last}); the batch ids are kept "
+                         "in the run folder's batches.json: rerun to re-attach")
+
+    def _http(self, method: str, path: str, **kwargs):
         """One call to a batch route, retried with backoff on 408/429/5xx and dropped
-        connections; its JSON (``raw``: its text), or BatchError naming the route."""
+        connections; its JSON, or BatchError naming the route."""
         url, last = join_url(self.base_url, path), ""
         headers = {k: v for k, v in self.headers.items() if k != "Content-Type"}
         for attempt in range(self.max_retries + 1):
@@ -190,7 +307,7 @@ class BatchPoster:
                 resp = self.httpx.request(method, url, headers=headers, timeout=self.timeout,
                                           **kwargs)
                 if resp.status_code == 200:
-                    return resp.text if raw else _object(resp.json(), path)
+                    return _object(resp.json(), path)
                 last = f"HTTP {resp.status_code}: {self.scrub(resp.text)}"
                 if resp.status_code not in (408, 429) and resp.status_code < 500:
                     break
@@ -223,27 +340,49 @@ def _errors(state: dict) -> str:
     return ""
 
 
-def _lines(text: str) -> list[dict]:
-    """A batch file's rows; a line that is not a row with a custom_id is left out (its
-    request then has no row, and fails with that reason)."""
-    rows = []
-    for line in text.splitlines():
-        try:
-            row = load_json(line)  # a row that repeats a name is left out too, never read
-        except ValueError:
-            continue
-        if isinstance(row, dict) and isinstance(row.get("custom_id"), str):
-            rows.append(row)
-    return rows
+def _row(line: bytes | bytearray) -> dict | None:
+    """One line of a batch file as a row with a custom_id, else None."""
+    try:
+        row = load_json(bytes(line))  # a row that repeats a name is left out too, never read
+    except ValueError:
+        return None
+    return row if isinstance(row, dict) and isinstance(row.get("custom_id"), str) else None
 
 
-def _answer(call: Call[T], row: dict[str, Any] | str | None, batch: dict[str, Any],
+def _head(resp) -> str:
+    """The first few kB of an error reply's body, never all of it."""
+    head = b""
+    for chunk in resp.iter_bytes():
+        head += chunk
+        if len(head) > 4096:
+            break
+    return head[:4096].decode("utf-8", errors="replace")
+
+
+def _counts(state: dict) -> str:
+    counts = state.get("request_counts")
+    if not isinstance(counts, dict) or not all(
+            isinstance(counts.get(k), int) for k in ("total", "completed", "failed")):
+        return ""
+    return (f", {counts['completed']}/{counts['total']} requests done"
+            + (f" ({counts['failed']} failed)" if counts["failed"] else ""))
+
+
+def _hms(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s" if s >= 3600 else \
+        f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{seconds:.1f}s"
+
+
+def _answer(call: Call[T], row: dict[str, Any] | str | Failed | None, batch: dict[str, Any],
             scrub: Callable[[str], str]) -> T | Failed:
     """One request's response from its row, checked as a direct reply is."""
     where = f"batch {batch['id']}"
     if row is None:
         return Failed(ErrorReply(f"no row for this request in {where}'s output or error file; "
                                  "a rerun submits it again"))
+    if isinstance(row, Failed):
+        return row
     if isinstance(row, str):
         return Failed(ErrorReply(row))
     if row.get("error"):

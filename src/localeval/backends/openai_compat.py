@@ -11,6 +11,10 @@
 - ``scoring`` (``--scoring``): a multiple-choice ScoreNext (``echo`` set) whose top-k lacks a
   candidate, or whose top-k the server refuses, is redone from prompt + option echoed (``auto``,
   the default); ``echo`` always, ``top-k`` never (:mod:`.echo_scoring`). Guards: top-k only.
+- Tokens (what ``--price`` and a budget count): each reply's ``usage`` (:mod:`.usage`, a count
+  beyond the model's context fails the request); an echoed question's replies summed, with the
+  top-k reply ``auto`` redid; an answer without ``usage`` counted by ``--tokenizer`` or the
+  server's ``/tokenize`` where either exists, else left uncounted (the budget then stops).
 - ``batch`` (``--batch``): every call goes to the server's Batch API instead
   (:mod:`.openai_batch`), read back through the same parse and checks.
 - Requests are sent in the order of their prompt text, so prompts sharing a prefix (a subject's
@@ -54,8 +58,9 @@ import os
 import re
 import urllib.parse
 from collections import ChainMap, Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from ..errors import LocalevalError
@@ -69,6 +74,7 @@ from .async_http import (
 )
 from .base import (
     AFTER_TEMPLATE,
+    Answered,
     Embed,
     Failed,
     Generate,
@@ -83,18 +89,23 @@ from .base import (
     TextLogprobs,
     TokenLogprobs,
 )
-from .config import DEFAULT_MAX_REPLY_MB
+from .config import DEFAULT_BATCH_DEADLINE_H, DEFAULT_MAX_REPLY_MB
 from .echo_scoring import (
     AUTO,
     ECHO,
     TOP_K,
+    USE_TOP_K,
     Echoed,
+    ProbeVerdict,
     combine,
     echo_body,
     echo_texts,
+    echo_verdict,
     echoed,
     llama_cpp_without_bos,
     needs_echo,
+    probe_body,
+    ranked_next,
 )
 from .failures import BadReply, ErrorReply, ModelError, OverLimit, Unsupported
 from .label_tokens import LabelTokenError, label_tokens
@@ -102,7 +113,7 @@ from .openai_batch import BatchPoster
 from .replies import Ambiguous, Top, generated_text, logprob_of, only_choice, top_logprobs
 from .reply_checks import response_problem
 from .secrets import query_digest
-from .usage import UsageError, with_usage
+from .usage import MAX_TOKEN_COUNT, Tokens, UsageError, reply_tokens, with_tokens, with_usage
 
 T = TypeVar("T")
 
@@ -136,7 +147,7 @@ class OpenAIBackend(ApiBackend):
                  rate_limit: float | None = None, tokenizer: str | None = None,
                  max_reply_mb: float = DEFAULT_MAX_REPLY_MB,
                  chat_extensions: str | None = None, scoring: str = AUTO,
-                 batch: bool = False):
+                 batch: bool = False, batch_deadline: float = DEFAULT_BATCH_DEADLINE_H):
         import httpx
 
         self.httpx = httpx
@@ -144,6 +155,8 @@ class OpenAIBackend(ApiBackend):
         self.base_urls, self.api_key_env = openai_urls(base_url), api_key_env
         self.top_logprobs, self.timeout, self.max_retries = top_logprobs, timeout, max_retries
         self.scoring = scoring  # multiple choice: top-k, echo or auto (.echo_scoring)
+        # the echo probe's verdict, once one proved something (.echo_scoring.echo_verdict)
+        self._echo_probed: ProbeVerdict | None = None
         key = os.environ.get(api_key_env, "")
         self.connect(key, self.base_urls, bearer(key), timeout=timeout, max_retries=max_retries,
                      concurrency=concurrency, rate_limit=rate_limit, max_reply_mb=max_reply_mb)
@@ -151,13 +164,15 @@ class OpenAIBackend(ApiBackend):
         # --batch: the Batch API instead of one request each (not in the identity: the same
         # numbers); executor.py hands it all of a run's requests at once
         self.batches = BatchPoster(httpx, self.base_urls[0], self.headers, self.scrub,
-                                   max_retries, timeout) if batch else None
+                                   max_retries, timeout, self.client.max_reply_bytes,
+                                   batch_deadline) if batch else None
         self.chunk = BATCH_CHUNK if batch else None
         # the timing record's counters, read live: requests and failures, the client's HTTP
         # calls and retries, and the batches' (a later map's key wins, as a dict merge would)
         self.stats = ChainMap(*([self.batches.stats] if self.batches else []),
                               self.client.stats, self.counts)
         infos = [self._model_info(u) for u in self.base_urls]
+        self._tokenize = True  # False once the server said it has no /tokenize
         self._context = min((i.get("max_model_len") or 0 for i in infos), default=0) or None
         # vLLM's /models reports max_model_len; api.openai.com's does not (and refuses vLLM's
         # chat arguments)
@@ -238,17 +253,83 @@ class OpenAIBackend(ApiBackend):
     def max_context(self) -> int | None:
         return self._context
 
-    def count_tokens(self, prompt: Prompt) -> int | None:
-        """Via vLLM's /tokenize; None where the server has no such endpoint."""
+    def count_tokens(self, prompt: Prompt, add_special_tokens: bool = True) -> int | None:
+        """With --tokenizer, else via vLLM's /tokenize; None where neither counts (a server
+        without /tokenize is asked once)."""
+        local = getattr(self.labels, "tok", None)  # --tokenizer's (label_tokens.NamedTokenizer)
+        if local is not None:
+            return _local_count(local, prompt, add_special_tokens)
+        if not self._tokenize:
+            return None
         body: dict[str, Any] = {"model": self.model}
         body.update({"prompt": prompt} if isinstance(prompt, str) else {"messages": prompt})
+        if not add_special_tokens and isinstance(prompt, str):
+            body["add_special_tokens"] = False
         try:
             resp = self.httpx.post(join_url(self._root, "/tokenize"), json=body,
                                    headers=self.headers, timeout=self.timeout)
+            if resp.status_code in (404, 405, 501):  # no such endpoint: not asked again
+                self._tokenize = False
             resp.raise_for_status()
-            return int(resp.json()["count"])
+            count = resp.json()["count"]
         except (self.httpx.HTTPError, KeyError, ValueError, TypeError):
             return None
+        return count if isinstance(count, int) and not isinstance(count, bool) \
+            and 0 <= count <= MAX_TOKEN_COUNT else None
+
+    def _metering(self, requests: Sequence[Request], progress: Progress | None
+                  ) -> tuple[Progress, Callable[[int, Response], Response]]:
+        """``progress``, and ``meter(i, response)``: request ``i``'s answer, counted by
+        :meth:`_metered` once, whether it is reported or returned."""
+        done: dict[int, tuple[Response, Response]] = {}  # i: (as it came, as counted)
+
+        def meter(i: int, response: Response) -> Response:
+            if i not in done or done[i][0] is not response:
+                done[i] = (response, self._metered(requests[i], response))
+            return done[i][1]
+
+        def report(i: int, response: Response) -> None:
+            if progress is not None:
+                progress(i, meter(i, response))
+        return report, meter
+
+    def _metered(self, request: Request, response: Response) -> Response:
+        """An answer the server sent no usage for, counted with the served tokenizer
+        (/tokenize) or --tokenizer (issue 47 item 9): the prompt, and the generated text (one
+        token where a single one is asked for); as it is where neither can count it, so
+        the run's usage says it is uncounted. /tokenize is asked synchronously as each answer
+        is reported: slow, but only on a server that sends no usage and has the endpoint."""
+        if not isinstance(response, Answered) or not isinstance(request, ScoreNext | Generate) \
+                or response.n_prompt_tokens is not None \
+                or response.n_completion_tokens is not None:
+            return response
+        prompt = self.count_tokens(request.prompt, request.add_special_tokens is not False)
+        completion = self.count_tokens(response.text, False) \
+            if isinstance(response, Generated) else 1
+        if prompt is None or completion is None:
+            return response
+        return replace(response, n_prompt_tokens=prompt, n_completion_tokens=completion)
+
+    def cost_bound(self, request: Request) -> tuple[int, int]:
+        """At most how many (prompt, completion) tokens ``request`` may be billed, whatever
+        --scoring sends for it (the top-k request, and echo's 1 + #options): each body's UTF-8
+        JSON bytes as prompt tokens (an over-estimate without a tokenizer: a token is at least
+        one byte of its text, and the JSON around the text outweighs a chat template's own
+        tokens), and its ``max_tokens`` as completion tokens."""
+        bodies: list[dict] = []
+        if isinstance(request, TextLogprobs):
+            bodies.append({"prompt": request.text, "max_tokens": 1})
+        elif not (isinstance(request, ScoreNext) and request.echo and self.scoring == ECHO):
+            try:
+                bodies.append(self._request_body(request)[1])
+            except NoPrefill:
+                pass  # never sent
+        if isinstance(request, ScoreNext) and request.echo and self.scoring != TOP_K \
+                and isinstance(texts := echo_texts(request), list):
+            bodies += [echo_body(self.model, text, request.add_special_tokens,
+                                 self.labels.token_ids) for text in texts]
+        return (sum(len(json.dumps(b, ensure_ascii=False).encode()) for b in bodies),
+                sum(b.get("max_tokens") or 0 for b in bodies))
 
     def run(self, requests: Sequence[Request],
             progress: Progress | None = None) -> Sequence[Response]:
@@ -260,7 +341,8 @@ class OpenAIBackend(ApiBackend):
         urls = [""] * len(requests)
         for rank, i in enumerate(order):
             urls[i] = self.base_urls[(rank // REPLICA_BLOCK) % len(self.base_urls)]
-        out = self._scored(requests, urls, order, progress)
+        report, meter = self._metering(requests, progress)
+        out = [meter(i, r) for i, r in enumerate(self._scored(requests, urls, order, report))]
         self.counts["requests"] += len(requests)
         self.counts["failed"] += sum(1 for r in out if isinstance(r, Failed))
         scores = [r for q, r in zip(requests, out, strict=True) if isinstance(q, ScoreNext)]
@@ -282,11 +364,13 @@ class OpenAIBackend(ApiBackend):
             if progress and not needs_echo(requests[i], response, mode):
                 progress(i, response)
 
-        out = self._send(requests, urls, order, names, report, later)
+        paid: dict[int, Tokens] = {}  # the usage of each multiple-choice top-k reply
+        out = self._send(requests, urls, order, names, report, later, paid)
         redo = later | {i for i, r in enumerate(out)
                         if r is not None and needs_echo(requests[i], r, mode)}
         rank = {i: k for k, i in enumerate(order)}
-        echoed = self._echo(requests, sorted(redo, key=lambda i: rank[i]), urls, progress)
+        echoed = self._echo(requests, sorted(redo, key=lambda i: rank[i]), urls, progress,
+                            paid)
         return [echoed[i] if i in echoed else _sent(r) for i, r in enumerate(out)]
 
     def _check_logprobs(self, scores: list[Response]) -> None:
@@ -320,16 +404,17 @@ class OpenAIBackend(ApiBackend):
         return out
 
     def _echo(self, requests: Sequence[Request], which: list[int], urls: list[str],
-              progress: Progress | None) -> dict[int, Response]:
+              progress: Progress | None,
+              paid: dict[int, Tokens] | None = None) -> dict[int, Response]:
         """The requests ``which`` scored in echo mode (:mod:`.echo_scoring`): 1 + #options
         completions each, posted in this order; each request reported once all its replies
-        are in."""
+        are in, with their tokens and those of its top-k reply in ``paid`` (all were paid)."""
         done: dict[int, Response] = {}
         calls: list[Call[Echoed]] = []
         owner: list[int] = []
-        refused = llama_cpp_without_bos(self.labels)
         # only multiple choice is ever echoed (``ScoreNext.echo``)
         scores = {i: q for i in which if isinstance(q := requests[i], ScoreNext)}
+        refused = llama_cpp_without_bos(self.labels) or self._echo_refused(scores.values())
         for i, request in scores.items():
             texts = refused or echo_texts(request)
             if isinstance(texts, str):
@@ -339,8 +424,10 @@ class OpenAIBackend(ApiBackend):
                     progress(i, failed)
                 continue
             for text in texts:
-                body = echo_body(self.model, text, request, self.labels.token_ids)
-                calls.append(Call(join_url(urls[i], "/completions"), body, echoed, tuple(
+                body = echo_body(self.model, text, request.add_special_tokens,
+                                 self.labels.token_ids)
+                calls.append(Call(join_url(urls[i], "/completions"), body,
+                                  lambda reply: echoed(reply, self._context), tuple(
                     join_url(u, "/completions") for u in self.base_urls if u != urls[i])))
                 owner.append(i)
         parts: dict[int, dict[int, Echoed | Failed]] = {i: {} for i in set(owner)}
@@ -350,7 +437,8 @@ class OpenAIBackend(ApiBackend):
             i = owner[k]
             parts[i][k] = response
             if len(parts[i]) == need[i]:
-                answer = self._combined(scores[i], [parts[i][j] for j in sorted(parts[i])])
+                answer = self._combined(scores[i], [parts[i][j] for j in sorted(parts[i])],
+                                        (paid or {}).get(i))
                 done[i] = answer
                 if progress:
                     progress(i, answer)
@@ -358,8 +446,39 @@ class OpenAIBackend(ApiBackend):
         self._post(calls, finished)
         return done
 
-    def _combined(self, request: ScoreNext, parts: list[Echoed | Failed]) -> Response:
-        response = combine(request, parts)
+    def _echo_refused(self, requests: Iterable[ScoreNext]) -> str | None:
+        """Why multiple choice cannot be echoed on this server (the probe below), or None."""
+        first = next((r for r in requests if isinstance(r.prompt, str)), None)
+        if first is None or not isinstance(first.prompt, str):
+            return None
+        misread = self._echo_misread(first.prompt.rstrip(" \t"), first.add_special_tokens)
+        return f"{misread}; {USE_TOP_K}" if misread else None
+
+    def _echo_misread(self, context: str, add_special_tokens: bool) -> str | None:
+        """Why this server's echo cannot be scored, or None: one probe per backend (issue 47
+        item 8). The top next tokens after ``context``, then ``context`` + each of them echoed:
+        each echoed log-prob must be its top-k one (every one is asked: a model sure of its
+        next token gives it nearly 0 at both positions, so the first alone may prove
+        nothing). A probe that proves nothing (a failed request, every token merging with the
+        context) is made again with the next echo."""
+        if self._echo_probed is not None:
+            return self._echo_probed.problem
+        url = join_url(self.base_urls[0], "/completions")
+        (top,) = self._post_each([(url, probe_body(self.model, context, add_special_tokens))])
+        tokens = ranked_next(top) if isinstance(top, dict) else []
+        replies = self._post_each([(url, echo_body(self.model, context + token, add_special_tokens,
+                                                   False)) for token, _ in tokens])
+        verdicts = [echo_verdict(token, reply) for token, reply in zip(tokens, replies, strict=True)
+                    if isinstance(reply, dict)]
+        proved = [v for v in verdicts if v.proved]
+        if not proved:
+            return None
+        self._echo_probed = next((v for v in proved if v.problem), proved[0])
+        return self._echo_probed.problem
+
+    def _combined(self, request: ScoreNext, parts: list[Echoed | Failed],
+                  paid: Tokens | None = None) -> Response:
+        response = combine(request, parts, paid)
         problem = response_problem(request, response)
         if problem:
             return Failed(BadReply(f"invalid reply from the server: {problem}"))
@@ -367,9 +486,12 @@ class OpenAIBackend(ApiBackend):
 
     def _send(self, requests: Sequence[Request], urls: list[str], order: list[int],
               names: dict[int, dict[str, str] | LabelTokenError], progress: Progress | None,
-              later: AbstractSet[int] = frozenset()) -> list[Response | None]:
+              later: AbstractSet[int] = frozenset(),
+              paid: dict[int, Tokens] | None = None) -> list[Response | None]:
         """Every request that can run, posted in ``order``; one that cannot (its ``names`` is
-        the reason) fails alone, as on the hf backend. Those in ``later`` are left None."""
+        the reason) fails alone, as on the hf backend. Those in ``later`` are left None. The
+        usage of each multiple-choice reply goes in ``paid`` too: ``auto`` may redo it in echo,
+        and what it cost counts there."""
         out: list[Response | None] = [None] * len(requests)
         sent: list[int] = []
         calls: list[Call[Response]] = []
@@ -377,12 +499,19 @@ class OpenAIBackend(ApiBackend):
             if i in later:
                 continue
             named = names.get(i)
-            problem: LabelTokenError | NoPrefill
-            if isinstance(named, LabelTokenError):
+            problem: LabelTokenError | NoPrefill | Unsupported
+            if isinstance(request, TextLogprobs) and \
+                    (misread := self._echo_misread(request.text, True)):
+                problem = Unsupported(f"{misread}: Min-k% Prob needs a server whose echo reads "
+                                      "them right, or the model on hf:")
+            elif isinstance(named, LabelTokenError):
                 problem = named
             else:
                 try:
-                    calls.append(self._call(urls[i], request, named))
+                    call = self._call(urls[i], request, named)
+                    if paid is not None and isinstance(request, ScoreNext) and request.echo:
+                        call = replace(call, parse=_keeping(call.parse, paid, i, self._context))
+                    calls.append(call)
                     sent.append(i)
                     continue
                 except NoPrefill as e:
@@ -411,13 +540,14 @@ class OpenAIBackend(ApiBackend):
             body = {"model": self.model, "prompt": request.text, "max_tokens": 1,
                     "temperature": 0.0, "echo": True, "logprobs": 1}
             return Call(join_url(url, "/completions"), body,
-                        lambda reply: _valid(request, _echoed_logprobs(reply)),
+                        lambda reply: _valid(request, _echoed_logprobs(reply, self._context)),
                         tuple(join_url(u, "/completions") for u in others))
         path, body = self._request_body(request)
         chat = path == "/chat/completions"
         return Call(join_url(url, path), body,
                     lambda reply: _valid(request, _counted(
-                        self._parse(request, only_choice(reply), chat, names), reply)),
+                        self._parse(request, only_choice(reply), chat, names), reply,
+                        self._context)),
                     tuple(join_url(u, path) for u in others),
                     draw=request.sample if isinstance(request, Generate) else None)
 
@@ -504,12 +634,28 @@ def served_models(reply: Any, url: str) -> list[dict]:
     return data
 
 
-def _counted(response: Response, reply: dict) -> Response:
-    """The reply's ``usage`` token counts on the response (:mod:`.usage`), checked."""
+def _counted(response: Response, reply: dict, context: int | None = None) -> Response:
+    """The reply's ``usage`` token counts on the response (:mod:`.usage`), checked: a count
+    beyond the model's ``context`` fails the request."""
     try:
-        return with_usage(response, reply)
+        return with_usage(response, reply, context)
     except UsageError as e:
         raise Invalid(str(e)) from None
+
+
+def _keeping(parse: Callable[[Any], T], paid: dict[int, Tokens], i: int,
+             context: int | None) -> Callable[[Any], T]:
+    """``parse``, keeping the reply's usage in ``paid[i]`` (an invalid one is the parse's to
+    refuse)."""
+    def parse_and_keep(reply: Any) -> T:
+        try:
+            tokens = reply_tokens(reply, context)
+        except UsageError:
+            tokens = None
+        if tokens is not None:
+            paid[i] = tokens
+        return parse(reply)
+    return parse_and_keep
 
 
 def _valid(request: Request, response: Response) -> Response:
@@ -519,6 +665,18 @@ def _valid(request: Request, response: Response) -> Response:
     if problem:
         raise Invalid(problem)
     return response
+
+
+def _local_count(tokenizer: Any, prompt: Prompt, add_special_tokens: bool) -> int | None:
+    """The prompt's tokens by a transformers tokenizer (a chat one through its template)."""
+    try:
+        if isinstance(prompt, str):
+            return len(tokenizer(prompt, add_special_tokens=add_special_tokens)["input_ids"])
+        ids = tokenizer.apply_chat_template(list(prompt), tokenize=True,
+                                            add_generation_prompt=True)
+        return len(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+    except Exception:  # a template that refuses these messages: uncounted, never a crash
+        return None
 
 
 def _echoed_at_once(requests: Sequence[Request],
@@ -552,12 +710,16 @@ def _prompt_key(prompt: Prompt) -> str:
     return prompt if isinstance(prompt, str) else json.dumps(prompt, ensure_ascii=False)
 
 
-def _echoed_logprobs(reply: dict[str, Any]) -> TokenLogprobs:
+def _echoed_logprobs(reply: dict[str, Any], context: int | None = None) -> TokenLogprobs:
     """A completions reply with ``echo``: the prompt's token log-probs (the first is null, it
     has no context), then the one generated token's, which ``usage.prompt_tokens`` cuts off.
     The distribution's moments are not in the API: Min-K%++ is unavailable on this backend."""
     values = only_choice(reply)["logprobs"]["token_logprobs"]
-    n_prompt = reply["usage"]["prompt_tokens"]
+    n_prompt = reply["usage"]["prompt_tokens"]  # none: a malformed reply, retried
+    try:
+        tokens = reply_tokens(reply, context)
+    except UsageError as e:
+        raise Invalid(str(e)) from None
     if isinstance(n_prompt, bool) or not isinstance(n_prompt, int) or n_prompt < 1:
         raise Invalid(f"usage.prompt_tokens is {n_prompt!r}, not a count of tokens")
     if not isinstance(values, list | None):
@@ -568,7 +730,8 @@ def _echoed_logprobs(reply: dict[str, Any]) -> TokenLogprobs:
     prompt = values[1:n_prompt]
     if any(v is None for v in prompt):
         raise Retry("the server echoed a null log-prob inside the prompt")
-    return TokenLogprobs(token_logprobs=prompt, n_prompt_tokens=n_prompt)  # checked by _valid
+    # checked by _valid
+    return with_tokens(TokenLogprobs(token_logprobs=prompt, n_prompt_tokens=n_prompt), tokens)
 
 
 def _ranked(request: ScoreNext, found: dict[str, float | None], top: list[Top],

@@ -26,6 +26,7 @@ from .base import (
     answer_type,
 )
 from .failures import BadReply
+from .usage import MAX_TOKEN_COUNT, shown
 
 # A log-prob is log p <= 0; a backend that sums in low precision may land a hair above 0 for a
 # token of probability 1, which is rounding, not a wrong number.
@@ -109,11 +110,17 @@ def _text_logprobs_problem(response: TokenLogprobs) -> str | None:
 
 
 def _token_counts_problem(response: Answered) -> str | None:
-    """Generated and provider-cached token counts (the prompt's is checked per kind)."""
+    """Generated and provider-cached token counts (the prompt's is checked per kind), and no
+    count beyond any model's context (:data:`.usage.MAX_TOKEN_COUNT`: an answer cached with
+    10**400 tokens is recomputed, never priced)."""
     for name in ("n_completion_tokens", "n_cached_tokens"):
         n = getattr(response, name)
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
             return f"the token count {name} {n!r} is not a count"
+    for name in ("n_prompt_tokens", "n_completion_tokens", "n_cached_tokens"):
+        n = getattr(response, name)
+        if isinstance(n, int | float) and n > MAX_TOKEN_COUNT:
+            return f"the token count {name} {shown(n) if isinstance(n, int) else repr(n)} is beyond {shown(MAX_TOKEN_COUNT)}"
     return None
 
 

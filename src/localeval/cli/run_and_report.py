@@ -47,8 +47,13 @@ def run_and_report(args, task: str, options: dict) -> None:
               file=sys.stderr)
     cost = result.results.cost
     if cost is not None:  # stdout holds only the tables or JSON
+        role = result.results.usage.get(cost.role)
+        uncounted = role.uncounted if role is not None else 0
         print(f"cost: {cost.total:.4f} for the {cost.role}'s tokens ({cost.spent:.4f} sent by "
-              "this invocation); tokens per model role in results.json's usage", file=sys.stderr)
+              "this invocation)"
+              + (f", {uncounted} requests uncounted (no usage from the server and no "
+                 "tokenizer to count them: pass --tokenizer)" if uncounted else "")
+              + "; tokens per model role in results.json's usage", file=sys.stderr)
     check_failures(result.results, args.max_failed)
 
 

@@ -31,7 +31,7 @@ from ..backends.reply_checks import checked
 from ..errors import LocalevalError, env_number
 from ..progress import progress_bar
 from .cache import RequestCache
-from .usage import BUDGET_CHUNK, MODEL, Budget, Usage
+from .usage import BUDGET_CHUNK, MODEL, Budget, BudgetReached, Usage
 
 CHUNK = 512  # requests per backend call: big enough for prefix sharing, small enough to lose little
 
@@ -101,7 +101,7 @@ class CachedExecutor:
         with progress_bar(self.unit, total=len(unique), done=len(unique) - len(todo),
                           quiet=self.quiet) as advance, \
                 CacheWriter(cache, backend.identity) as writer:
-            for part, needed in _chunks(backend, todo, len(unique), self._chunk()):
+            for part, needed in self._parts(backend, todo, unique):
                 self.usage.check(self.budget)  # between backend calls: nothing half-done
                 _run_part(backend, part, needed, _reporter(part, unique, responses, writer,
                                                            advance), unique, responses)
@@ -116,6 +116,40 @@ class CachedExecutor:
         return [done[w] for w in where]
 
 
+    def _parts(self, backend: Backend, todo: list[int],
+               unique: list[Request]) -> Iterator[tuple[list[int], list[bool] | None]]:
+        """The backend calls: :func:`_chunks`, or under a budget, batches (``backend.chunk``)
+        whose upper bound fits what is left, sized as each comes (a batch is paid whole)."""
+        budget = self.budget
+        if budget is None or not budget.limits or not backend.chunk \
+                or backend.plans_over_all:
+            yield from _chunks(backend, todo, len(unique), self._chunk())
+            return
+        start = 0
+        while start < len(todo):
+            self.usage.check(budget)
+            money, tokens = self.usage.left(budget)
+            if self.role_name != MODEL:
+                money = None  # --max-spend prices the run's own model
+            part: list[int] = []
+            cost = sent = 0.0
+            bound: tuple[int, int] | None = (0, 0)
+            for i in todo[start:start + backend.chunk]:
+                bound = backend.cost_bound(unique[i])
+                if bound is None:
+                    raise LocalevalError(f"{type(unique[i]).__name__} requests cannot be costed "
+                                         "before a batch is submitted: drop --batch, or the "
+                                         "budget (--max-spend, --max-tokens-total)")
+                cost, sent = cost + budget.cost(*bound), sent + sum(bound)
+                if (money is not None and cost > money) or (tokens is not None
+                                                            and sent > tokens):
+                    break
+                part.append(i)
+            if not part:
+                raise BudgetReached(_unaffordable(budget, money, tokens, bound or (0, 0)))
+            yield part, None
+            start += len(part)
+
     def _chunk(self) -> int:
         """Requests per backend call: fewer under a budget, so it stops close to it."""
         return BUDGET_CHUNK if self.budget is not None and self.budget.limits else CHUNK
@@ -127,6 +161,21 @@ class CachedExecutor:
             answer = responses[i]
             if (needed is None or needed[k]) and answer is not None:
                 self.usage.add(self.role_name, answer, cached=False)
+
+
+def _unaffordable(budget: Budget, money: float | None, tokens: int | None,
+                  bound: tuple[int, int]) -> str:
+    """Why the next batch is not submitted: its first request's upper bound passes what is
+    left."""
+    if money is not None and budget.cost(*bound) > money:
+        over = (f"{budget.cost(*bound):.4f} at most for the next request, {money:.4f} left of "
+                f"--max-spend {budget.max_spend:g}")
+    else:
+        over = (f"{sum(bound)} tokens at most for the next request, {tokens} left of "
+                f"--max-tokens-total {budget.max_tokens}")
+    return (f"budget reached: {over} (a batch is costed before it is submitted: its prompts' "
+            "UTF-8 bytes at the input price, max_tokens at the output price); the answers so "
+            "far are cached: rerun the command (with a larger budget) to go on")
 
 
 def _all_answered(responses: list[Response | None]) -> list[Response]:

@@ -14,7 +14,13 @@ Four counts are kept apart, per role (``model``, ``judge``, ``translator``):
 every answer, ``cost.spent`` for this invocation. ``--max-spend`` and ``--max-tokens-total``
 stop the run between two backend calls once this invocation has spent that much: what
 finished is in the cache, the run is marked failed ("budget reached"), and the same command
-(with a larger budget) goes on from there.
+(with a larger budget) goes on from there. A cap cannot be enforced on answers whose tokens no
+one counted (a server that sends no ``usage``, with no /tokenize and no ``--tokenizer``,
+issue 47 item 9): the first backend call that brings one stops the run the same way, saying so.
+A provider batch (``--batch``) is paid for whole once submitted, so it is costed before: its
+requests' upper bound (the backend's ``cost_bound``) must fit what is left, and the requests
+are split into batches that do (:mod:`.executor`); the run stops once the next request alone
+would not fit.
 """
 
 from __future__ import annotations
@@ -80,6 +86,7 @@ class Usage:
 
     def __init__(self) -> None:
         self.roles: dict[str, dict[str, int]] = {}
+        self.unmetered: dict[str, int] = {}  # by role: answers sent uncounted (not cached)
 
     def add(self, role: str, response: Response, cached: bool) -> None:
         if isinstance(response, Failed):
@@ -89,6 +96,8 @@ class Usage:
         prompt, completion = response.n_prompt_tokens, response.n_completion_tokens
         if prompt is None and completion is None:
             c["uncounted"] += 1  # a backend that counts nothing (an embedding, a moderation)
+            if not cached:
+                self.unmetered[role] = self.unmetered.get(role, 0) + 1
         c["prompt_tokens"] += prompt or 0
         c["completion_tokens"] += completion or 0
         c["provider_cached_tokens"] += response.n_cached_tokens or 0
@@ -108,6 +117,7 @@ class Usage:
         """BudgetReached once this invocation has spent its budget."""
         if budget is None or not budget.limits:
             return
+        self._check_counted(budget)
         sent = self.sent()
         if budget.max_tokens is not None and sent >= budget.max_tokens:
             raise BudgetReached(f"budget reached: {sent} tokens sent, --max-tokens-total "
@@ -118,6 +128,28 @@ class Usage:
             raise BudgetReached(f"budget reached: {spent:.4f} spent, --max-spend "
                                 f"{budget.max_spend:g}; the answers so far are cached: rerun "
                                 "the command (with a larger budget) to go on")
+
+    def _check_counted(self, budget: Budget) -> None:
+        """BudgetReached once an answer this invocation sent came back with no token count:
+        the cap cannot be enforced (--max-spend counts the run's model, --max-tokens-total
+        every role)."""
+        flag: str | None = None
+        n = sum(self.unmetered.values())
+        if budget.max_tokens is not None and n:
+            flag = f"--max-tokens-total {budget.max_tokens}"
+        if budget.max_spend is not None and self.unmetered.get(MODEL):
+            flag, n = f"--max-spend {budget.max_spend:g}", self.unmetered[MODEL]
+        if flag:
+            raise BudgetReached(
+                f"{flag} cannot be enforced: {n} answers came back with no token count (the "
+                "server sends no usage and has no /tokenize); pass --tokenizer with the "
+                "model's tokenizer or use a server that reports usage, or drop the cap; the "
+                "answers so far are cached: rerun the command to go on")
+
+    def left(self, budget: Budget) -> tuple[float | None, int | None]:
+        """What this invocation may still spend: money (for the run's model) and tokens."""
+        return (None if budget.max_spend is None else budget.max_spend - self.spent(budget),
+                None if budget.max_tokens is None else budget.max_tokens - self.sent())
 
     def data(self) -> dict[str, dict[str, int]]:
         return {role: dict(c) for role, c in sorted(self.roles.items())}
