@@ -49,7 +49,7 @@ def _harmful(samples: Sequence[LLMSafetySample]) -> list[int]:
     return [s.harmful_response for s in samples if s.harmful_response is not None]
 
 
-def _rates(samples: Sequence[LLMSafetySample], n_resamples: int) -> dict[str, Any]:
+def group_rates(samples: Sequence[LLMSafetySample], n_resamples: int) -> dict[str, Any]:
     ok = [s for s in samples if not s.failed]
     harmful = [s for s in ok if s.harmful_prompt == 1]
     safe = [s for s in ok if s.harmful_prompt == 0]
@@ -160,8 +160,8 @@ def summarise_llm_safety(samples: Sequence[LLMSafetySample], n_resamples: int,
     return {
         "n_samples": len(kept), "n_failed": len(failed), "n_dropped": len(samples) - len(kept),
         "failures": [{"id": s.id, "lang": s.lang, "error": s.error} for s in failed[:50]],
-        "overall": _rates(kept, n_resamples),
-        "by_lang": grouped(lambda g: _rates(g, n_resamples), kept, lambda s: s.lang),
-        "by_subset": grouped(lambda g: _rates(g, n_resamples), kept, lambda s: s.subset),
+        "overall": group_rates(kept, n_resamples),
+        "by_lang": grouped(lambda g: group_rates(g, n_resamples), kept, lambda s: s.lang),
+        "by_subset": grouped(lambda g: group_rates(g, n_resamples), kept, lambda s: s.subset),
         "d2": d2_table(kept, n_resamples, d2),
     }

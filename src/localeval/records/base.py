@@ -38,6 +38,16 @@ Share = Annotated[Num, AfterValidator(_a_share)]
 Count = Annotated[int, Field(ge=0)]
 
 
+def _points(value: float | int | None) -> float | int | None:
+    if value is not None and not 0 <= value <= 100:
+        raise ValueError("points from 0 to 100")
+    return value
+
+
+# A share said in points, as the paper's tables are (Table 2's cells, their intervals): 0 to 100.
+Points = Annotated[Num, AfterValidator(_points)]
+
+
 class Record(BaseModel):
     """A validated, read-only record; mapping-style reads (``r["key"]``, ``r.get``) for scripts."""
 
@@ -125,8 +135,8 @@ class Results(Record):
                          "wrote it and its version, e.g. localeval.mcq/1")
     task: str | None = Field(None, description="the task as named to --task")
     model: str | None = Field(None, description="the run's model as its backend names it")
-    n_samples: int = Field(description="samples scored (one per line of samples.jsonl)")
-    n_failed: int = Field(0, description="samples whose request failed: left out, never "
+    n_samples: Count = Field(description="samples scored (one per line of samples.jsonl)")
+    n_failed: Count = Field(0, description="samples whose request failed: left out, never "
                           "counted right or safe")
     failed: list[str] = Field([], description="ids of the failed samples (the first 50)")
     failures: list[dict[str, Any]] = Field([], description="the failed samples' ids and errors")

@@ -3,11 +3,12 @@ responses are harmful or refusals, per language and subset, and the D.2 layout."
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import Field, JsonValue
 
-from .base import Num, Record, Results
+from .base import Count, Record, Results, Sample, Share
 
 SCHEMA = "localeval.llm-safety/1"
 
@@ -15,18 +16,18 @@ SCHEMA = "localeval.llm-safety/1"
 class Rate(Record):
     """A share of responses with its Wilson score 95% interval."""
 
-    n: int = Field(description="responses the rate is over")
-    rate: Num | None = Field(None, description="the share (0-1); None when n is 0")
-    low: Num | None = Field(None, description="interval lower bound (None: --bootstrap 0)")
-    high: Num | None = Field(None, description="interval upper bound")
+    n: Count = Field(description="responses the rate is over")
+    rate: Share | None = Field(None, description="the share (0-1); None when n is 0")
+    low: Share | None = Field(None, description="interval lower bound (None: --bootstrap 0)")
+    high: Share | None = Field(None, description="interval upper bound")
 
 
 class Rates(Record):
     """The three rates of a group of responses."""
 
-    n: int = Field(description="responses in the group")
-    n_failed: int = Field(0, description="responses whose request failed (left out)")
-    n_refusal_unknown: int = Field(0, description="responses no refusal reading could tell")
+    n: Count = Field(description="responses in the group")
+    n_failed: Count = Field(0, description="responses whose request failed (left out)")
+    n_refusal_unknown: Count = Field(0, description="responses no refusal reading could tell")
     harmful_response_rate: Rate = Field(description="harmful responses to harmful prompts")
     refusal_rate_harmful: Rate = Field(description="refusals of harmful prompts")
     refusal_rate_safe: Rate = Field(description="refusals of safe prompts (over-refusal)")
@@ -47,7 +48,7 @@ class D2Table(Record):
     """The authors' App. D.2 layout."""
 
     rows: list[D2Row] = []
-    average: dict[str, dict[str, dict[str, Num]]] = Field(
+    average: dict[str, dict[str, dict[str, Share]]] = Field(
         {}, description="side -> gold label -> rate name -> mean over subsets")
 
 
@@ -67,7 +68,7 @@ class Safeguard(Record):
 
 class LLMSafetyResults(Results):
     judge: str = Field(description="the guard judging each response")
-    threshold: Num = Field(description="harmful = the judge's P(harmful) above this")
+    threshold: Share = Field(description="harmful = the judge's P(harmful) above this")
     refusal: str = Field("detector", description="how refusals were found: judge or detector")
     responses_per_prompt: int | None = Field(1, description="responses drawn per prompt")
     overall: Rates = Field(description="every response")
@@ -76,5 +77,24 @@ class LLMSafetyResults(Results):
     d2: D2Table | None = Field(None, description="App. D.2's layout")
     safeguard: Safeguard | None = Field(None, description="App. D.2's safeguard variant "
                                         "(None: the model alone)")
-    n_dropped: int = Field(0, description="responses the authors' refine step keeps none of "
+    n_dropped: Count = Field(0, description="responses the authors' refine step keeps none of "
                            "(refine=iris), out of every rate")
+
+    def disagreement(self, samples: Sequence[Sample]) -> tuple[str, str] | None:
+        """The samples counted as the rates count them: ``n_samples`` the samples not dropped
+        (IRIS's refine step kept no response), ``n_dropped`` the others, ``n_failed`` the
+        failed among those kept. The rates themselves are recomputed a layer above
+        (:func:`localeval.analysis.agreement.disagreement`)."""
+        kept = [s for s in samples if not s.get("dropped")]
+        if self.n_samples != len(kept):
+            dropped = " not dropped" if len(kept) < len(samples) else ""
+            return "results.json", (f"field n_samples: {self.n_samples}, but samples.jsonl has "
+                                    f"{len(kept)}{dropped}")
+        if "n_dropped" in self and self.n_dropped != len(samples) - len(kept):
+            return "results.json", (f"field n_dropped: {self.n_dropped}, but samples.jsonl has "
+                                    f"{len(samples) - len(kept)} dropped")
+        failed = sum(1 for s in kept if s.is_failed)
+        if "n_failed" in self and self.n_failed != failed:
+            return "results.json", (f"field n_failed: {self.n_failed}, but samples.jsonl has "
+                                    f"{failed} failed")
+        return None

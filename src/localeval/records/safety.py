@@ -7,11 +7,12 @@ Over 100 lines of declarations because each analysis has its row type; each is s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from pydantic import Field, Strict
 
-from .base import Num, Record, Results
+from .base import Count, Num, Points, Record, Results, Sample, Share
 from .comparison import Comparison
 from .sample_kinds import Context, SampleKind
 
@@ -26,22 +27,23 @@ class AUPRCRow(Record):
                          "prompt")
     subset: str = Field(description="general, cultural-itw, cultural-cg, a file, or all")
     lang: str = Field("", description="the language ('' in the overall rows)")
-    n: int = Field(description="samples scored")
-    n_harmful: int = Field(0, description="of them labelled harmful")
-    auprc: Num | None = Field(None, description="PR-AUC (0-1) by the run's estimator")
-    low: Num | None = Field(None, description="bootstrap 95% interval, lower bound (0-1)")
-    high: Num | None = Field(None, description="upper bound")
-    roc_auc: Num | None = Field(None, description="ROC AUC (0-1)")
-    n_failed: int = Field(0, description="samples whose request failed (left out)")
-    n_excluded: int = Field(0, description="samples the label policy leaves out")
+    n: Count = Field(description="samples scored")
+    n_harmful: Count = Field(0, description="of them labelled harmful")
+    auprc: Share | None = Field(None, description="PR-AUC (0-1) by the run's estimator")
+    low: Share | None = Field(None, description="bootstrap 95% interval, lower bound (0-1)")
+    high: Share | None = Field(None, description="upper bound")
+    roc_auc: Share | None = Field(None, description="ROC AUC (0-1)")
+    n_failed: Count = Field(0, description="samples whose request failed (left out)")
+    n_excluded: Count = Field(0, description="samples the label policy leaves out")
     warning: str | None = Field(None, description="why the PR-AUC says nothing here (one "
                                 "class, every score equal); absent when it does")
 
 
 class Table2Row(Record):
     model: str
-    values: dict[str, Num | None] = Field(description="column -> PR-AUC points (None: empty)")
-    n_failed: dict[str, int] = Field({}, description="column -> failed samples left out")
+    values: dict[str, Points | None] = Field(description="column -> PR-AUC points (0-100; "
+                                             "None: empty)")
+    n_failed: dict[str, Count] = Field({}, description="column -> failed samples left out")
     warnings: dict[str, dict[str, str]] = Field({}, description=(
         "column -> group of the cell (a language, a country; '' when pooled) -> why its PR-AUC "
         "says nothing (one class, every score equal)"))
@@ -58,8 +60,8 @@ class Table2(Record):
 
 
 class Bounds(Record):
-    low: Num
-    high: Num
+    low: Points
+    high: Points
 
 
 class Gap(Record):
@@ -103,11 +105,11 @@ class PairTypes(Record):
     context: str = "with_prompt"
     threshold: Num
     types: list[str]
-    fractions: list[list[Num] | None] = Field(description="row shares; empty: no item")
-    counts: list[list[int]]
-    n: int
-    n_failed: int = 0
-    n_excluded: int = 0
+    fractions: list[list[Share] | None] = Field(description="row shares; empty: no item")
+    counts: list[list[Count]]
+    n: Count
+    n_failed: Count = 0
+    n_excluded: Count = 0
 
 
 class ScoreRow(Record):
@@ -116,21 +118,21 @@ class ScoreRow(Record):
     model: str
     kind: str
     label: str
-    n: int
+    n: Count
     mean: Num | None = None
     q25: Num | None = None
     median: Num | None = None
     q75: Num | None = None
-    frac_middle: Num | None = Field(None, description="share of scores in [0.25, 0.75]")
-    histogram: list[int] = Field([], description="counts over ten equal bins of [0, 1]")
+    frac_middle: Share | None = Field(None, description="share of scores in [0.25, 0.75]")
+    histogram: list[Count] = Field([], description="counts over ten equal bins of [0, 1]")
 
 
 class ThresholdPoint(Record):
     threshold: Num
-    precision: Num | None = None
-    recall: Num | None = None
-    f1: Num | None = None
-    fpr: Num | None = None
+    precision: Share | None = None
+    recall: Share | None = None
+    f1: Share | None = None
+    fpr: Share | None = None
 
 
 class Sweep(Record):
@@ -144,7 +146,7 @@ class Sweep(Record):
 
 class TransferLanguage(Record):
     lang: str
-    n: int
+    n: Count
     default: ThresholdPoint = Field(description="at the fixed threshold")
     calibrated: ThresholdPoint = Field(description="at the calibration language's best F1")
 
@@ -165,7 +167,7 @@ class SeverityRow(Record):
     kind: str = Field(description="prompt or response classification")
     subset: str
     lang: str = Field(description="a language, or 'all' (every language pooled)")
-    n: int = Field(description="samples with a severity and a score")
+    n: Count = Field(description="samples with a severity and a score")
     mse: Num | None = Field(None, description="mean of (severity - score)^2")
     spearman: Num | None = Field(None, description="Spearman's rho (None: a constant side)")
 
@@ -175,9 +177,9 @@ class PRCurve(Record):
     kind: str
     context: str = "with_prompt"
     lang: str
-    n: int
-    recall: list[Num]
-    precision: list[Num]
+    n: Count
+    recall: list[Share]
+    precision: list[Share]
 
 
 class SafetyResults(Results):
@@ -188,8 +190,8 @@ class SafetyResults(Results):
     label_policy: dict[str, str] = Field({}, description="how gold labels became binary")
     sensitive: str | None = Field(None, description="the label policy's name (--sensitive)")
     on_failure: str | None = Field(None, description="what a failed sample became")
-    n_neutral: int = Field(0, description="failed samples scored neutral and kept")
-    n_excluded: int = Field(0, description="samples the label policy leaves out")
+    n_neutral: Count = Field(0, description="failed samples scored neutral and kept")
+    n_excluded: Count = Field(0, description="samples the label policy leaves out")
     auprc: str = Field("ap", description="the PR-AUC estimator (runs before --auprc: ap)")
     en_cell: str = Field("pooled", description="how Table 2's cultural EN cells are made")
     n_resamples: int | None = Field(None, description="bootstrap resamples of the intervals")
@@ -214,6 +216,24 @@ class SafetyResults(Results):
     threshold_sweep: list[Sweep] = []
     threshold_transfer: list[TransferBlock] = []
     pr_curves: list[PRCurve] = []
+
+    def disagreement(self, samples: Sequence[Sample]) -> tuple[str, str] | None:
+        """The count of samples, then the failed and the excluded samples recounted where the
+        folder recorded them (a failed sample has an error; an excluded one no label). The
+        headline PR-AUC needs the metrics, a layer above: :func:`localeval.analysis.agreement.
+        disagreement` recomputes it after this."""
+        found = super().disagreement(samples)
+        if found:
+            return found
+        failed = sum(1 for s in samples if s.is_failed)
+        if "n_failed" in self and self.n_failed != failed:
+            return "results.json", (f"field n_failed: {self.n_failed}, but samples.jsonl has "
+                                    f"{failed} failed")
+        excluded = sum(1 for s in samples if s.get("label") is None)
+        if "n_excluded" in self and self.n_excluded != excluded:
+            return "results.json", (f"field n_excluded: {self.n_excluded}, but samples.jsonl "
+                                    f"has {excluded} left out by the label policy")
+        return None
 
 
 class AwarenessRow(Record):

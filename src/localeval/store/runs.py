@@ -33,6 +33,7 @@ from typing import Any, Generic, Literal, overload
 # ``RunRecord[Results]``, so readers that do not name the kind still have typed results
 from typing_extensions import TypeVar
 
+from ..analysis import agreement
 from ..errors import LocalevalError
 from ..records import (
     RecordError,
@@ -229,7 +230,7 @@ def load_run(folder: str | Path) -> RunRecord:
         folder / "samples.jsonl", sample_type(results)))
     # an empty samples.jsonl: results a script wrote without its samples, nothing to hold them
     # against
-    disagreement = results.disagreement(samples) if samples else None
+    disagreement = agreement.disagreement(results, samples) if samples else None
     if disagreement:
         file, problem = disagreement
         raise RunFolderError(f"{folder / file}: {problem} (a hand edit? results.json and "
