@@ -94,7 +94,39 @@ def test_a_guards_second_model_not_here_names_its_option(model_folder, no_model_
 
 def test_a_model_not_here_still_gets_the_hf_folder_advice(no_model_load, capsys):
     assert main(["run", "--task", "tmlu", "--model", "hf:nobody/no-such-model"]) == 2
-    assert one_line(capsys).endswith("and pass hf:<its folder>")
+    assert one_line(capsys).endswith("and pass --model hf:<its folder>")
+
+
+@pytest.mark.parametrize("extra, named, way", [
+    (["--judge-model", "hf:nobody/no-judge", "--refusal", "detector"],
+     "the judge 'nobody/no-judge'", "--judge-model hf:<its folder>"),
+    (["--judge-model", "MODEL", "--refusal", "judge", "--refusal-judge-model",
+      "vllm:nobody/no-refusal-judge"],
+     "the refusal judge 'nobody/no-refusal-judge'", "--refusal-judge-model vllm:<its folder>")])
+def test_a_judge_not_here_names_its_option(extra, named, way, model_folder, no_model_load,
+                                           capsys):
+    """A judge not on this machine said "pass hf:<its folder>", naming neither the option
+    that names the judge nor the judge (the run's own model reads the same line)."""
+    from localeval.demo.safety import SAMPLE_SAFETY
+
+    extra = [model_folder if x == "MODEL" else x for x in extra]
+    assert main(["run", "--task", "llm-safety", "--data", str(SAMPLE_SAFETY), "--model",
+                 model_folder, *extra]) == 2
+    line = one_line(capsys)
+    assert f"{named} is not in the local cache" in line, line
+    assert line.endswith(f"and pass {way}"), line
+
+
+def test_an_embedder_not_here_names_its_option_and_kind(tmp_path, capsys):
+    """`diversity --embedder st:…` offline said "pass hf:<its folder>": neither its option
+    nor its kind (an hf: folder is not an embedder)."""
+    table = tmp_path / "t.csv"
+    table.write_text("text,g\nhello,a\nworld,b\n")
+    assert main(["diversity", "--data", str(table), "--by", "g", "--output",
+                 str(tmp_path / "out"), "--embedder", "st:nobody/no-embedder"]) == 2
+    line = one_line(capsys)
+    assert "the embedder 'nobody/no-embedder' is not in the local cache" in line, line
+    assert line.endswith("and pass --embedder st:<its folder>"), line
 
 
 def test_bare_localeval_prints_the_help(capsys):

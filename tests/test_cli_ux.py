@@ -81,7 +81,7 @@ def test_missing_model_folder_and_unreachable_hub(tmp_path, cmmlu, capsys):
     assert main(run_args(cmmlu, "hf:Qwen/Qwen2.5-0.5B-Instruct")) == 2
     assert one_line(capsys) == ("error: cannot reach the Hugging Face Hub and "
                                 "'Qwen/Qwen2.5-0.5B-Instruct' is not in the local cache; connect, "
-                                "or download it on another machine and pass hf:<its folder>")
+                                "or download it on another machine and pass --model hf:<its folder>")
 
 
 def test_debug_after_the_command_and_version(capsys):

@@ -187,11 +187,12 @@ def _save(record: RunInProgress, finished: RunRecord, folder: Path,
 
 
 def load_model(spec: str, config: BackendConfig | None = None,
-               role: str = "model") -> BackendBase:
+               role: str = "model", flag: str = "--model") -> BackendBase:
     """A model outside a task's run (the dataset tools' embedder and response model), with the
-    same checks before it loads as a run's models; the caller closes it (``with``)."""
+    same checks before it loads as a run's models; the caller closes it (``with``). ``flag``:
+    the option that names it, said when it is not on this machine."""
     (model,) = resolve_models(spec, config or BackendConfig(), {})
-    preflight_models([replace(model, role=role)])
+    preflight_models([replace(model, role=role)], flags={role: flag})
     return _load(model)
 
 
@@ -227,7 +228,8 @@ def checked_data(task: Task, models: list[Model], place: RunPlace) -> tuple[Any,
     none for data from the Hub), after every check that needs no model: where each model comes
     from and its options, the data and task options, and (for a folder that holds a run) its
     settings, the data's fingerprint among them."""
-    preflight_models(models, {m.role: way for m in models if (way := task.role_way(m.role))})
+    preflight_models(models, {m.role: way for m in models if (way := task.role_way(m.role))},
+                     {m.role: flag for m in models if (flag := task.role_flag(m.role))})
     with files_read() as files:
         data = task.load()
     files_used = {DATA_FILES: fingerprint(files)} if files else {}

@@ -64,19 +64,29 @@ def resolve_models(target: str | Backend, config: BackendConfig, roles: dict[str
     return models
 
 
-def preflight_models(models: list[Model], ways: Mapping[str, str] | None = None) -> None:
+def preflight_models(models: list[Model], ways: Mapping[str, str] | None = None,
+                     flags: Mapping[str, str] | None = None) -> None:
     """Every named model's cheap checks (its spec, options and source), before any loads.
-    ``ways``: role -> how the task's user names that model (a guard option), said when it is
-    not on this machine."""
+    A model not on this machine is one line that says how to name a downloaded copy:
+    ``ways``: role -> the whole way (a guard option); else ``flags``: role -> the option that
+    names it (``--judge-model``; the run's own: ``--model``), followed by ``<kind>:<its folder>``."""
     for m in models:
         if not m.named:
             continue
         try:
             preflight(m.named, m.config, "the model" if m.role == TARGET else f"the {m.role}")
         except NotCached as e:
-            if m.role not in (ways or {}):
-                raise
-            raise NotCached(e.target, (ways or {})[m.role], m.role) from None
+            raise NotCached(e.target, _way(m.role, m.named, ways or {}, flags or {}),
+                            None if m.role == TARGET else m.role.replace("_", " ")) from None
+
+
+def _way(role: str, spec: str, ways: Mapping[str, str], flags: Mapping[str, str]) -> str:
+    """How to name a downloaded copy of ``role``'s model: ``--judge-model hf:<its folder>``."""
+    if role in ways:
+        return ways[role]
+    folder = f"{parse_backend_spec(spec)[0]}:<its folder>"
+    flag = {TARGET: "--model", **flags}.get(role)
+    return f"{flag} {folder}" if flag else folder
 
 
 def _taken(spec: str | Backend, config: BackendConfig) -> BackendConfig:

@@ -62,7 +62,12 @@ class Task(ABC):
 
     def role_way(self, role: str) -> str | None:
         """How a user names the model of ``role`` (a guard option), for the line a model not on
-        this machine gets; None: as any model (``hf:<its folder>``)."""
+        this machine gets; None: by its option (:meth:`role_flag`) and ``hf:<its folder>``."""
+        return None
+
+    def role_flag(self, role: str) -> str | None:
+        """The option that names the model of ``role`` (``--judge-model``), for the line a model
+        not on this machine gets: ``pass --judge-model hf:<its folder>``."""
         return None
 
     @abstractmethod

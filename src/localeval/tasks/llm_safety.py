@@ -141,6 +141,10 @@ class LLMSafetyTask(Task):
             roles["safeguard"] = self.safeguard_model
         return roles
 
+    def role_flag(self, role: str) -> str | None:
+        return {"judge": "--judge-model", "refusal_judge": "--refusal-judge-model",
+                "safeguard": "--safeguard-model"}.get(role)
+
     def load(self) -> list[SafetyItem]:
         o = self.options
         source = "sea-safeguard" if o.data is None else "safety-prompts"

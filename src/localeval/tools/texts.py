@@ -70,7 +70,8 @@ def embed_texts(texts: Sequence[str], embedder: str, *, cache: str | Path | None
     """(one row per text, the embedder's identity). The embedder (role ``embedder``, with
     ``config``: device, batch size) is checked before it loads; embeddings already in
     ``cache`` are read back; the rest are computed and stored."""
-    with load_model(embedder, config, "embedder") as backend, open_cache(cache) as store:
+    with load_model(embedder, config, "embedder", "--embedder") as backend, \
+            open_cache(cache) as store:
         responses = CachedExecutor(backend, store, quiet, "texts")([Embed(t) for t in texts])
     vectors = [r.embedding for r in responses if isinstance(r, Embedding)]
     if len(vectors) < len(responses):
