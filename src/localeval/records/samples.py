@@ -15,10 +15,10 @@ from typing import Annotated, Any, Literal, TypeVar, get_args
 from pydantic import BeforeValidator, Field, JsonValue, Strict, ValidationError
 
 from .base import Num, Record, RecordError, Sample, describe
+from .sample_kinds import Context, SampleKind
 
 __all__ = ["ContaminationSample", "LLMSafetySample", "MCQSample", "SafetySample", "Sample",
            "VariantEntry", "read_sample"]
-from .sample_kinds import Context, SampleKind
 
 # A prompt as sent: the text, or chat messages ({"role", "content"}).
 PromptSent = str | list[dict[str, Any]]
