@@ -1,9 +1,10 @@
-"""A hand-edited safeguard or LLM safety folder is refused in one line naming the file and the
-field (issue 48 item 4, the safety half), as a multiple-choice one is (test_damaged_folders.py):
+"""A hand-edited safeguard, LLM safety or contamination folder is refused in one line naming the
+file and the field (issue 48 item 4), as a multiple-choice one is (test_damaged_folders.py):
 numbers out of their range (a PR-AUC of 1.5, an n_failed of -3, a Table 2 cell of 150 points),
 and results that the samples contradict: the counts recounted and the headline recomputed from
 samples.jsonl (the overall PR-AUC per kind and context under the folder's recorded estimator; an
-LLM safety run's rates), without the bootstrap. Before, `show` and `compare` printed the edits as
+LLM safety run's rates; a contamination run's summaries per source, score and k), without the
+bootstrap. Before, `show` and `compare` printed the edits as
 facts."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from localeval.cli import main
 from localeval.store.runs import load_run
 
 LLM_SAFETY = Path(__file__).parent / "fixtures" / "runs-a9a91f9" / "llm-safety"
+CONTAMINATION = Path(__file__).parent / "fixtures" / "runs-a9a91f9" / "contamination"
 
 
 def _set(path, value):
@@ -49,6 +51,16 @@ def _label_dropped(old):
     lines = old.splitlines()
     lines[0] = json.dumps({**json.loads(lines[0]), "label": None})
     return "\n".join(lines) + "\n"
+
+
+def _first_min_k(value):
+    """The first text's Min-10% Prob set to ``value``, results.json left as it was."""
+    def edit(old):
+        lines = old.splitlines()
+        sample = json.loads(lines[0])
+        lines[0] = json.dumps({**sample, "min_k": {**sample["min_k"], "10": value}})
+        return "\n".join(lines) + "\n"
+    return edit
 
 
 # (folder, file edited, edit, what the one line says); the line names results.json, whose
@@ -83,6 +95,18 @@ DAMAGE = {
                             "field by_lang.en.refusal_rate_safe.n: 3, but samples.jsonl gives 1"),
     "llm-n-failed": ("llm-safety", "results.json", _set(("n_failed",), 4),
                      "field n_failed: 4, but samples.jsonl has 0 failed"),
+    # a contamination run: its per-source summaries recomputed from the texts' scores
+    "min-k-median": ("contamination", "results.json",
+                     _set(("sources", "texts", "min_k", "10", "median"), -1.0),
+                     "field sources.texts.min_k.10.median: -1.0, but samples.jsonl gives "
+                     "-27.55"),
+    "min-k-of-a-text": ("contamination", "samples.jsonl", _first_min_k(-1.0),
+                        "field sources.texts.min_k.10."),
+    "source-count": ("contamination", "results.json", _set(("sources", "texts", "n"), 9),
+                     "field sources.texts.n: 9, but samples.jsonl gives 4"),
+    "min-k-n-negative": ("contamination", "results.json",
+                         _set(("sources", "texts", "min_k", "10", "n"), -4),
+                         "field sources.texts.min_k.10.n: should be greater than or equal to 0"),
 }
 
 
@@ -95,7 +119,7 @@ def safeguard(tmp_path_factory):
 
 @pytest.fixture
 def finished(safeguard):
-    return {"safeguard": safeguard, "llm-safety": LLM_SAFETY}
+    return {"safeguard": safeguard, "llm-safety": LLM_SAFETY, "contamination": CONTAMINATION}
 
 
 @pytest.fixture(params=sorted(DAMAGE))
@@ -124,7 +148,7 @@ def test_every_reading_command_says_one_line(damaged, command, capsys):
 
 def test_compare_says_one_line(damaged, capsys):
     finished, folder, name, said = damaged
-    if finished == LLM_SAFETY:
+    if finished in (LLM_SAFETY, CONTAMINATION):
         pytest.skip("compare takes multiple-choice and safeguard runs")
     assert main(["compare", str(finished), str(folder)]) == 2
     err = capsys.readouterr().err

@@ -3,7 +3,7 @@ record checks itself (:meth:`~localeval.records.base.Results.disagreement`: coun
 own fields, a multiple-choice run's accuracy), then the headline that needs the metrics,
 recomputed from the samples under the folder's *recorded* options, without the bootstrap: a
 safeguard run's overall PR-AUC rows (per kind, context and subset, by its recorded estimator),
-an LLM safety run's rates. ``store.runs.load_run`` calls :func:`disagreement`, the one place a
+an LLM safety run's rates, a contamination run's summaries per source, score and k. ``store.runs.load_run`` calls :func:`disagreement`, the one place a
 folder is checked.
 
 A hand edit is caught; a folder an earlier version wrote still loads, as its headline was
@@ -17,9 +17,11 @@ from typing import Any
 
 from ..metrics.group import grouped
 from ..records.base import Record, Results, Sample
+from ..records.contamination import ContaminationResults
 from ..records.llm_safety import LLMSafetyResults
 from ..records.safety import SafetyResults
-from ..records.samples import LLMSafetySample, SafetySample
+from ..records.samples import SCORES, ContaminationSample, LLMSafetySample, SafetySample
+from .contamination import by_source
 from .llm_safety import group_rates
 from .safety import overall
 
@@ -38,6 +40,9 @@ def disagreement(results: Results, samples: Sequence[Sample]) -> Found:
         return _safety(results, [s for s in samples if isinstance(s, SafetySample)])
     if isinstance(results, LLMSafetyResults):
         return _llm_safety(results, [s for s in samples if isinstance(s, LLMSafetySample)])
+    if isinstance(results, ContaminationResults):
+        return _contamination(results,
+                              [s for s in samples if isinstance(s, ContaminationSample)])
     return None
 
 
@@ -109,4 +114,29 @@ def _llm_safety(results: LLMSafetyResults, samples: list[LLMSafetySample]) -> Fo
                                           f"{where}.{rate}")
             if found:
                 return found
+    return None
+
+
+SUMMARY = ("n", "mean", "median", "q25", "q75", "min", "max")
+
+
+def _contamination(results: ContaminationResults,
+                   samples: list[ContaminationSample]) -> Found:
+    """Each source's text count and each score's summary per k, recomputed from the texts'
+    scores."""
+    again = by_source(samples, results.k)
+    for name, source in results.sources.items():
+        mine = again.get(name)
+        if mine is None:
+            return "results.json", (f"field sources.{name}: a source of that name, but "
+                                    "samples.jsonl has no text of it")
+        found = _compare(source, mine, ("n", "n_failed"), f"sources.{name}")
+        for score in SCORES:
+            recorded, recomputed = source.get(score), mine.get(score)
+            for k, summary in (recorded or {}).items():
+                if summary is not None and (recomputed or {}).get(k) is not None:
+                    found = found or _compare(summary, recomputed[k], SUMMARY,
+                                              f"sources.{name}.{score}.{k}")
+        if found:
+            return found
     return None

@@ -36,7 +36,9 @@ def _one_source(mine: list[ContaminationSample], ks: list[str]) -> dict[str, Any
     return entry
 
 
-def _by_source(samples: Sequence[ContaminationSample], ks: list[str]) -> dict[str, Any]:
+def by_source(samples: Sequence[ContaminationSample], ks: list[str]) -> dict[str, Any]:
+    """results.json's ``sources``: per source (in the --data order), its texts, failures and
+    each score's summary per k."""
     return {source: _one_source([s for s in samples if s.source == source], ks)
             for source in dict.fromkeys(s.source for s in samples)}
 
@@ -79,7 +81,7 @@ def _roc_auc(samples: Sequence[ContaminationSample], ks: list[str],
 
 def summarise_contamination(samples: Sequence[ContaminationSample], ks: list[str],
                             labels: Labels | None, schema: str) -> dict[str, Any]:
-    sources = _by_source(samples, ks)
+    sources = by_source(samples, ks)
     failed = [s for s in samples if s.failed]
     results: dict[str, Any] = {
         "schema": schema, "k": ks, "n_samples": len(samples), "n_failed": len(failed),

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from .base import Num, Record, Results
+from .base import Count, Num, Record, Results
 
 SCHEMA = "localeval.contamination/1"
 
@@ -15,13 +15,13 @@ SCHEMA = "localeval.contamination/1"
 class Summary(Record):
     """One score over one source's texts at one k."""
 
-    n: int = Field(description="texts scored")
+    n: Count = Field(description="texts scored")
     median: Num | None = Field(None, description="median score (mean log-prob, <= 0)")
     mean: Num | None = Field(None, description="mean score")
 
 
 class Source(Record):
-    n: int | None = Field(None, description="texts of the source")
+    n: Count | None = Field(None, description="texts of the source")
     min_k: dict[str, Summary | None] | None = Field(None, description="Min-K% Prob per k")
     min_k_pp: dict[str, Summary | None] | None = Field(None, description="Min-K%++ per k (None: the "
                                                 "backend gives no next-token distribution)")
