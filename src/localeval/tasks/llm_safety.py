@@ -62,7 +62,7 @@ from .llm_safeguarded import (
 from .llm_safety_options import LLMSafetyOptions
 from .options import make_options
 from .safeguard import check_guard, make_guard
-from .safety_items import load_safety_items
+from .safety_items import SafetyTask, load_safety_items
 
 HARMFUL_THRESHOLD = 0.5
 PAPER_RESPONSES = 3  # IRIS inference_llm.py --n
@@ -147,7 +147,7 @@ class LLMSafetyTask(Task):
 
     def load(self) -> list[SafetyItem]:
         o = self.options
-        source = "sea-safeguard" if o.data is None else "safety-prompts"
+        source: SafetyTask = "sea-safeguard" if o.data is None else "safety-prompts"
         return load_safety_items(source, o.data, o.subsets, o.langs, o.limit, o.dataset_revision)
 
     def plan(self, items: list[SafetyItem], backend: Backend) -> list[Planned]:

@@ -43,13 +43,13 @@ from ..records.samples import SafetySample
 from .base import PROTOCOL, Task
 from .label_policy import DEFAULT_SENSITIVE, binary_label, describe_policy
 from .options import make_options
-from .safety_items import load_safety_items
+from .safety_items import load_safety_items, safety_task
 from .safety_options import CLASSIFY, SafeguardOptions
 
 # what results.json's ``failures`` keeps of a failed sample
 FAILURE_FIELDS = ("id", "lang", "subset", "kind", "context", "failure", "error")
 # task -> what it classifies unless told otherwise
-DEFAULT_CLASSIFY = {
+DEFAULT_CLASSIFY: dict[str, tuple[str, ...]] = {
     "sea-safeguard": ("prompt", "response"),
     "safety-prompts": ("prompt",),
     "safety-responses": ("response",),
@@ -213,7 +213,7 @@ class SafeguardTask(Task):
     def load(self) -> SafetyData:
         warnings: list[str] = []
         o = self.options
-        items = load_safety_items(self.name, o.data, o.subsets, o.langs, o.limit,
+        items = load_safety_items(safety_task(self.name), o.data, o.subsets, o.langs, o.limit,
                                   o.dataset_revision)
         for field, why in self.guard.requires.items():
             kept = [i for i in items if getattr(i, field)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from ..data.rows import TABLE_SUFFIXES
 from ..data.safety import (
@@ -20,16 +20,25 @@ from ..data.safety import (
 )
 from ..errors import LocalevalError
 
-SAFETY_TASKS = ("sea-safeguard", "safety-prompts", "safety-responses")
+# The safety tasks, each reading its own kind of data (llm-safety reads sea-safeguard's or a
+# prompt file's items)
+SafetyTask = Literal["sea-safeguard", "safety-prompts", "safety-responses"]
+SAFETY_TASKS: tuple[SafetyTask, ...] = get_args(SafetyTask)
 
 
-def load_safety_items(task: str, data: str | Path | None = None,
+def safety_task(name: str) -> SafetyTask:
+    """``name`` as one of the safety tasks, or LocalevalError naming them."""
+    for task in SAFETY_TASKS:
+        if name == task:
+            return task
+    raise LocalevalError(f"unknown safety task {name!r}; use one of {', '.join(SAFETY_TASKS)}")
+
+
+def load_safety_items(task: SafetyTask, data: str | Path | None = None,
                       subsets: Sequence[str] | None = None, langs: Sequence[str] | None = None,
                       limit: int | None = None,
                       dataset_revision: str | None = None) -> list[SafetyItem]:
     """The task's items, filtered by subset and language, then cut by :func:`limit_items`."""
-    if task not in SAFETY_TASKS:
-        raise LocalevalError(f"unknown safety task {task!r}; use one of {', '.join(SAFETY_TASKS)}")
     if data is not None and not Path(data).exists():
         raise LocalevalError(f"--data {data}: no such file or folder")
     items = _items(task, data, subsets, langs, dataset_revision)
@@ -50,7 +59,8 @@ COUNTRY_FOR_LANGUAGE = {"vn": "vi", "cn": "zh", "tw": "zh", "kr": "ko", "jp": "j
                         "us": "en", "uk": "en", "gb": "en", "kh": "km", "la": "lo"}
 
 
-def _items(task, data, subsets, langs, revision) -> list[SafetyItem]:
+def _items(task: SafetyTask, data: str | Path | None, subsets: Sequence[str] | None,
+           langs: Sequence[str] | None, revision: str | None) -> list[SafetyItem]:
     """Every item the task's data holds (the Hub benchmark: only the subsets and languages
     named)."""
     if task == "sea-safeguard" and (data is None or Path(data).is_dir()):
