@@ -177,3 +177,16 @@ def test_a_guard_with_only_the_small_interface(shared, tmp_path):
     with pytest.raises(LocalevalError, match="guard_options are for a guard given by name"):
         evaluate(task="safety-prompts", model=backend, guard=KeywordGuard(),
                  guard_options={"style": "yes-no"}, data="x")
+
+
+def test_a_reused_folder_names_the_setting_not_the_data(tmp_path):
+    """Issue 51 item 6: rerunning into a folder with other --subjects blamed the data ("data
+    changed: …/CAP_mathematics_test.jsonl (none -> sha256 …)"), which no one edited. The
+    subjects are named; files read or no longer read are said as such, and only a file whose
+    contents changed is "data changed"."""
+    _mcq(tmp_path, HashBackend(), subjects=["CAP_civics"])
+    with pytest.raises(LocalevalError) as e:
+        _mcq(tmp_path, HashBackend(), subjects=["CAP_civics", "CAP_mathematics"])
+    said = str(e.value)
+    assert "subjects: ['CAP_civics'] -> ['CAP_civics', 'CAP_mathematics']" in said
+    assert "data changed" not in said and "CAP_mathematics_test.jsonl (newly read)" in said

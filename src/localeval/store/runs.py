@@ -457,8 +457,11 @@ def check_same_run(folder: Path, settings: dict[str, Any], overwrite: bool = Fal
         print(f"note: {folder} was written before runs recorded their data's fingerprint; "
               f"it records it from now on ({len(new.pop(DATA_FILES))} file(s))",
               file=sys.stderr)
-    diffs = [_data_diff(old.get(k), v) if k == DATA_FILES else f"{k}: {old.get(k)!r} -> {v!r}"
-             for k, v in sorted(new.items()) if old.get(k) != v]
+    # the settings first: the data files read follow from them (--subjects, --limit)
+    diffs = [f"{k}: {old.get(k)!r} -> {v!r}" for k, v in sorted(new.items())
+             if k != DATA_FILES and old.get(k) != v]
+    if DATA_FILES in new and old.get(DATA_FILES) != new[DATA_FILES]:
+        diffs.append(_data_diff(old.get(DATA_FILES), new[DATA_FILES]))
     if diffs:
         shown = "; ".join(d if len(d) < 120 else d[:117] + "..." for d in diffs[:3])
         more = f" (+{len(diffs) - 3} more)" if len(diffs) > 3 else ""
@@ -481,16 +484,21 @@ def _readable_run(folder: Path) -> dict[str, Any]:
 
 
 def _data_diff(old: Any, new: dict[str, dict]) -> str:
-    """Which data files differ from the run's: "data changed: test.jsonl (sha256 1a2b3c4d… ->
-    5e6f…)"."""
+    """How the data files differ from the run's: a file whose contents changed is "data
+    changed: test.jsonl (sha256 1a2b3c4d… -> 5e6f…)"; a file read now or no longer (another
+    --subjects or --limit) is said as such, not blamed on the data."""
     old = old if isinstance(old, dict) else {}
 
     def short(entry: Any) -> str:
         return f"sha256 {str(entry.get('sha256'))[:8]}…" if isinstance(entry, dict) else "none"
 
-    changed = [f"{name} ({short(old.get(name))} -> {short(entry)})"
-               for name, entry in new.items() if old.get(name) != entry]
-    gone = [f"{name} (no longer read)" for name in old if name not in new]
-    return "data changed: " + ", ".join(changed + gone)
+    changed = [f"{name} ({short(old[name])} -> {short(entry)})"
+               for name, entry in new.items() if name in old and old[name] != entry]
+    # by file name: they are the task's own files (the full path of each would fill the line)
+    read = [f"{Path(name).name} (newly read)" for name in new if name not in old]
+    read += [f"{Path(name).name} (no longer read)" for name in old if name not in new]
+    return "; ".join(part for part in (
+        "data changed: " + ", ".join(changed) if changed else "",
+        "files read: " + ", ".join(read) if read else "") if part)
 
 
