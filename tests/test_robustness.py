@@ -212,3 +212,27 @@ def test_the_progress_rate_counts_what_this_invocation_did_over_its_time():
     bar.advance(task_id, 10)  # a batch of 10 reported at once, after 2 s
     rate = RateColumn("questions").render(bar.tasks[0]).plain
     assert rate == "5.00 questions/s"
+
+
+def test_progress_where_stderr_is_not_a_terminal_is_a_line_at_intervals(capfd):
+    """Issue 53 item 4: the README's contamination example said nothing on a non-terminal
+    stderr for 15 minutes (rich draws its bar there only at the end). A line every interval:
+    what is done, the rate of this invocation, the time left; and one at the end."""
+    import io
+
+    from localeval.progress import progress_bar, progress_lines
+
+    now = [0.0]
+    out = io.StringIO()
+    with progress_lines("texts", 100, 40, 30.0, out, clock=lambda: now[0]) as advance:
+        for _ in range(6):  # 10 texts every 10 s
+            now[0] += 10.0
+            advance(10)
+    assert out.getvalue().splitlines() == [
+        "texts: 70/100 done (70%), 1.00 texts/s, about 0:00:30 left",
+        "texts: 100/100 done (100%), 1.00 texts/s"]
+    capfd.readouterr()
+    with progress_bar("texts", 10) as advance:  # pytest's stderr is no terminal: lines
+        advance(10)
+    (last,) = capfd.readouterr().err.splitlines()
+    assert last.startswith("texts: 10/10 done (100%), ") and last.endswith(" texts/s")

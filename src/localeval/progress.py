@@ -1,4 +1,5 @@
-"""A rich progress bar with throughput, as a context manager yielding ``advance(n)``.
+"""A rich progress bar with throughput, as a context manager yielding ``advance(n)``; where
+stderr is not a terminal, a line of progress at intervals instead.
 
 The bar is drawn on stderr: stdout holds only what a command promises (its tables or JSON), so
 ``localeval run ... --json | jq`` reads JSON alone.
@@ -6,8 +7,12 @@ The bar is drawn on stderr: stdout holds only what a command promises (its table
 
 from __future__ import annotations
 
+import os
+import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TextIO
 
 from rich.console import Console
 from rich.progress import (
@@ -40,20 +45,69 @@ class RateColumn(ProgressColumn):
         return Text(f"{done / elapsed:.2f} {self.unit}/s")
 
 
+# Where stderr is not a terminal (a log file, a CI job, a pipe), a line every this many
+# seconds instead of a bar: rich draws a bar there only when it ends, so a 15-minute run said
+# nothing for 15 minutes (issue 53 item 4). LOCALEVAL_PROGRESS_SECONDS sets it.
+LINE_SECONDS = 30.0
+
+
 @contextmanager
 def progress_bar(unit: str, total: int, done: int = 0, quiet: bool = False
                  ) -> Iterator[Callable[[int], None]]:
     if quiet or total == 0:
         yield _no_bar
         return
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        seconds = float(os.environ.get("LOCALEVAL_PROGRESS_SECONDS") or LINE_SECONDS)
+        with progress_lines(unit, total, done, seconds, sys.stderr) as advance:
+            yield advance
+        return
     columns = [TextColumn(f"[bold]{unit}"), BarColumn(), MofNCompleteColumn(), RateColumn(unit),
                TimeElapsedColumn(), TimeRemainingColumn()]
-    with Progress(*columns, console=Console(stderr=True), transient=False) as progress:
+    with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task(unit, total=total, completed=done, cached=done)
 
         def advance(n: int = 1) -> None:
             progress.advance(task, n)
         yield advance
+
+
+@contextmanager
+def progress_lines(unit: str, total: int, done: int, seconds: float, out: TextIO,
+                   clock: Callable[[], float] = time.monotonic
+                   ) -> Iterator[Callable[[int], None]]:
+    """``advance(n)`` printing, at most every ``seconds``, one line of what is done: the
+    count, the rate of this invocation (answers the cache held left out) and the time left;
+    and a last line when the work ends."""
+    start = last = clock()
+    cached, count, shown = done, done, None
+
+    def line() -> None:
+        nonlocal shown
+        shown = count
+        elapsed = clock() - start
+        rate = (count - cached) / elapsed if elapsed > 0 else 0.0
+        left = f", about {_clock_time((total - count) / rate)} left" if rate and \
+            count < total else ""
+        print(f"{unit}: {count}/{total} done ({100 * count / total:.0f}%), {rate:.2f} "
+              f"{unit}/s{left}", file=out, flush=True)
+
+    def advance(n: int = 1) -> None:
+        nonlocal count, last
+        count += n
+        if clock() - last >= seconds:
+            last = clock()
+            line()
+    yield advance
+    if shown != count:
+        line()
+
+
+def _clock_time(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"
 
 
 def _no_bar(n: int = 1) -> None:
