@@ -149,7 +149,9 @@ def timing_free(text: str) -> str:
     """What the rules above miss: progress bars' requests/s, the report's timing facts (nested
     in its provenance list) and a model's fingerprint inside the report's JSON of a role's
     backend. Applied again by ``diff``, so folders recorded before it compare the same way."""
-    text = re.sub(r"\d+(\.\d+)? requests/s", "<RATE>", text)
+    text = re.sub(r"\d+(\.\d+)? (requests|questions|texts|samples)/s", "<RATE>", text)
+    # a progress line where stderr is no terminal: its time left
+    text = re.sub(r"about \d+:\d\d:\d\d left", "about <LEFT> left", text)
     text = re.sub(r"&quot;fingerprint&quot;: &quot;[0-9a-f]+&quot;", "&quot;fingerprint&quot;: …",
                   text)
     return re.sub(r"<dt>(seconds|[a-z ]+ per second)</dt><dd>[\d.]+</dd>", r"<dt>\1</dt><dd>…</dd>",
