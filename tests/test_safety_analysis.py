@@ -17,10 +17,9 @@ from localeval.analysis.gaps import (
 from localeval.analysis.safety import pair_type_confusion, score_distribution
 from localeval.analysis.thresholds import threshold_curve
 from localeval.metrics.classification import average_precision as AP
-from localeval.records import read_results
+from localeval.records import as_json, read_results
 from localeval.records.safety import AwarenessComparison
 from localeval.render.formats import to_console
-from localeval.store.runs import as_stored
 from localeval.views import safety_tables as T
 
 
@@ -33,9 +32,10 @@ def text(*tables) -> str:
 
 
 def safety(**fields):
-    """Typed safety results holding only ``fields`` (and what every results.json has)."""
-    return read_results(as_stored({"schema": "localeval.safety/1", "task": "t", "guard": "g",
-                                   "n_samples": 0, **fields}))
+    """Typed safety results holding only ``fields`` (and what every results.json has), as the
+    run makes them: NaN as null."""
+    return read_results(as_json({"schema": "localeval.safety/1", "task": "t", "guard": "g",
+                                 "n_samples": 0, **fields}))
 
 
 def R(id, lang, subset, kind, label, score, model="m", **kw):  # noqa: N802 - a record builder
