@@ -151,6 +151,7 @@ def test_bad_queries_are_one_line(runs, client):
             ("/?since=٢٠٢٦-٠١-٠١", 400, "a date is YYYY-MM-DD"),
             ("/runs/0123456789abcdef/report", 404, "no run '0123456789abcdef'"),
             ("/leaderboard?task=nope", 404, "no recorded run of it"),
+            ("/leaderboard?task=my-exam&reference=ffffffff", 400, "reference run ffffffff"),
             (f"/compare?a={ids['mcq']}&b={ids['safety']}", 422, "same kind"),
             ("/no/such/page", 404, "no page")]:
         response = client.get(url)
@@ -162,6 +163,11 @@ def test_the_leaderboard_ranks_the_store_and_the_folders(runs, client):
     text = unescape(client.get("/leaderboard?task=my-exam").text)
     assert "my-exam leaderboard" in text
     assert "org/other" in text and "org/unrecorded" in text and SCRIPT in text
+    # issue 51 item 3: the page says which run is the reference, and any run can be picked
+    assert "Ranked on the protocol of run " in text and "(the reference)" in text
+    picked = _ids(runs)["mcq_b"]
+    text = unescape(client.get(f"/leaderboard?task=my-exam&reference={picked}").text)
+    assert f"Ranked on the protocol of run {picked[:8]}" in text and "picked" in text
 
 
 def test_it_only_reads(runs, client, pages):

@@ -55,6 +55,10 @@ def add_results_parsers(sub) -> None:
     lb.add_argument("--any-protocol", action="store_true", help="rank every run together, "
                     "also those not on the task's paper protocol (a --limit, a subset of the "
                     "subjects, the sample data, other options; each still says how it differs)")
+    lb.add_argument("--reference", metavar="RUN", help="rank the runs on this run's protocol "
+                    "(its id, a prefix of it, as `leaderboard --json` gives them, or its "
+                    "folder) instead of the paper's protocol or, for a task of one's own data, "
+                    "the run with the most items")
     lb.set_defaults(func=cmd_leaderboard)
 
     f = sub.add_parser("forget", help="remove runs from the results store (their folders are "
@@ -138,14 +142,15 @@ def cmd_leaderboard(args) -> None:
     from ..tasks.registry import TASKS
 
     existing_store(args.store)
-    board = leaderboard(args.task, task_runs(args.task, args.store), args.any_protocol)
-    if not board["rows"] and not board["apart"]:
+    runs = task_runs(args.task, args.store)
+    if not runs:
         held = recorded_tasks(args.store)
         close = difflib.get_close_matches(args.task, [*held, *TASKS], n=1, cutoff=0.6)
         hint = f"did you mean {close[0]}? " if close else ""
         raise LocalevalError(f"no recorded runs of task {args.task!r} in "
                              f"{store_label(args.store)} ({hint}it holds "
                              f"{', '.join(held) or 'no runs yet'})")
+    board = leaderboard(args.task, runs, args.any_protocol, args.reference)
     if args.json:
         print_json(board)
         return

@@ -14,6 +14,7 @@ summary), ``figures``, ``store_metrics`` and ``ranking`` (the leaderboard), ``co
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,6 +156,36 @@ def shown(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     return str(value)
+
+
+DATA_BY_PATH = "data matched by its path (a run from before runs recorded their data's sha256)"
+
+
+def data_by_path(config: dict[str, Any]) -> bool:
+    """Whether the run's data can only be matched by its path: local data (not the Hub's)
+    without the fingerprint config.json keeps since (``data_files``)."""
+    data = config.get("data")
+    return bool(data) and not str(data).startswith("hf://") and \
+        not isinstance(config.get("data_files"), dict)
+
+
+def data_fact(config: dict[str, Any]) -> str:
+    """The run's data as the leaderboard compares it: by its contents, the sha256 config.json
+    records of each file read (``data_files``), whatever path it was reached by ("sha256
+    1a2b3c4d5e6f", or for several files the sha256 of their sorted sha256s, "sha256 … (67
+    files)"); the Hub's data by its name; a folder from before the fingerprint by its path
+    ("path ../shared/items.jsonl")."""
+    files = config.get("data_files")
+    if isinstance(files, dict) and files:
+        digests = sorted(str(entry.get("sha256")) if isinstance(entry, dict) else "none"
+                         for entry in files.values())
+        if len(digests) == 1:
+            return f"sha256 {digests[0][:12]}"
+        combined = hashlib.sha256("\n".join(digests).encode()).hexdigest()
+        return f"sha256 {combined[:12]} ({len(digests)} files)"
+    if data_by_path(config):
+        return f"path {config.get('data')}"
+    return shown(config.get("data"))
 
 
 def finished_run(run: Run) -> RunRecord:

@@ -26,6 +26,7 @@ from .base import (
     Ranking,
     ResultsView,
     Run,
+    data_fact,
     finished_run,
     of_kind,
     shown,
@@ -95,7 +96,8 @@ class MCQView(ResultsView[MCQResults]):
         return {**super().protocol(config),
                 "subjects": f"{subjects} of {len(spec.subjects)}" if spec else f"{subjects}",
                 "method": shown(config.get("method")), "shots": shown(prompt.get("shots")),
-                "CoT": shown(prompt.get("cot")), "prompt style": shown(prompt.get("style"))}
+                "CoT": shown(prompt.get("cot")), "prompt style": shown(prompt.get("style")),
+                "data": data_fact(config)}
 
     def paper_protocol(self, task: str) -> dict[str, str] | None:
         """TMLU, CMMLU and TMMLU+: every subject, no limit, the options' defaults (5-shot

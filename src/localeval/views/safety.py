@@ -37,6 +37,7 @@ from .base import (
     Ranking,
     ResultsView,
     Run,
+    data_fact,
     finished_run,
     of_kind,
     shown,
@@ -119,7 +120,7 @@ class SafetyView(ResultsView[SafetyResults]):
         facts = {key.replace("_", " "): shown(config.get(key)) for key in keys}
         if "label_scores" in config and config["label_scores"] is None:
             facts["label scores"] = "top-k"  # a guard that reads no log-probs truncates none
-        return {**super().protocol(config), **facts, "data": shown(config.get("data"))}
+        return {**super().protocol(config), **facts, "data": data_fact(config)}
 
     def paper_protocol(self, task: str) -> dict[str, str] | None:
         """SEA-SafeguardBench: its three subsets and eight languages from the Hub, prompts and

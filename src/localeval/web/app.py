@@ -117,10 +117,17 @@ def make_app(catalog: Catalog) -> Starlette:
             raise NotFound(f"task={task}: no recorded run of it (tasks: {', '.join(tasks)})")
         if not task:
             return page("Leaderboard", pages.leaderboard_page("", tasks, False, "", None))
-        ranked = leaderboard(task, [r for r in every if r["task"] == task], any_protocol)
+        reference = request.query_params.get("reference") or None
+        try:
+            ranked = leaderboard(task, [r for r in every if r["task"] == task], any_protocol,
+                                 reference)
+        except LocalevalError as error:
+            if reference is None:
+                raise
+            raise BadQuery(str(error)) from None
         tables = "".join(table_html(t) for t in leaderboard_tables(task, ranked))
         return page(f"{task} leaderboard", pages.leaderboard_page(
-            task, tasks, any_protocol, tables, ranked))
+            task, tasks, any_protocol, tables, ranked, reference or ""))
 
     def report(request: Request) -> HTMLResponse:
         run_id = request.path_params["run_id"]

@@ -91,18 +91,27 @@ def _run_row(run: dict[str, Any]) -> str:
 
 # ------------------------------------------------------------------------ a leaderboard
 def leaderboard_page(task: str, tasks: list[str], any_protocol: bool, tables_html: str,
-                     board: dict[str, Any] | None) -> str:
+                     board: dict[str, Any] | None, reference: str = "") -> str:
     form = ('<form class="filters" method="get" action="/leaderboard">'
             + _label("task", _select("task", tasks, task, "choose a task"))
+            + _label("reference run", _input("reference", reference, "text"))
             + f'<label><input type="checkbox" name="any_protocol" value="1"'
             f'{" checked" if any_protocol else ""}> every protocol</label>'
             + '<button type="submit">Show</button></form>')
     if board is None:
         return form + "<p>Choose a task.</p>"
+    def pick(r: dict[str, Any]) -> str:
+        if r["reference"]:
+            return ' <span class="small">(the reference)</span>'
+        link = urlencode({"task": task, "reference": r["run_id"],
+                          **({"any_protocol": "1"} if any_protocol else {})})
+        return f' <a class="small" href="/leaderboard?{e(link)}">rank on its protocol</a>'
+
+    said = f'<p class="small">Ranked on {e(board["reference_is"])}.</p>'
     runs = "".join(f'<li><a href="/runs/{e(r["run_id"])}/report">{e(r["model"])}</a> '
-                   f'<span class="small">{e(r["finished_at"])}</span></li>'
+                   f'<span class="small">{e(r["finished_at"])}</span>{pick(r)}</li>'
                    for r in board["rows"] + board["apart"])
-    return form + tables_html + f"<h2>The runs' reports</h2><ol>{runs}</ol>"
+    return form + said + tables_html + f"<h2>The runs' reports</h2><ol>{runs}</ol>"
 
 
 # ------------------------------------------------------------------------ the samples
