@@ -76,9 +76,12 @@ def _no_user_store(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def _in_tmp_dir(tmp_path, monkeypatch):
     """Runs without --output write to ./runs/…, and every finished run is recorded in the
-    results store: keep both out of the checkout and the home folder."""
+    results store, and embeddings in the shared embedding cache: keep all out of the checkout
+    and the home folder."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("LOCALEVAL_STORE", str(tmp_path / "results-store.sqlite"))
+    # the embedding cache the embedding commands share (store/embed_cache.py): each test its own
+    monkeypatch.setenv("LOCALEVAL_EMBED_CACHE", str(tmp_path / "embeddings.sqlite"))
 
 
 # Test files that need a third-party engine, each selectable with -m NAME (see README): they

@@ -28,6 +28,7 @@ from .errors import LocalevalError
 from .records import task_results, task_sample
 from .store.batches import BatchLedger
 from .store.cache import check_cache_file
+from .store.embed_cache import SharedEmbeddings, say_hits
 from .store.executor import CachedExecutor, commit_interval, open_cache
 from .store.provenance import run_provenance
 from .store.runs import (
@@ -124,10 +125,12 @@ def _run(task: Task, models: list[Model], place: RunPlace, built: ExitStack) -> 
         place.finish_with.prepare()  # while the model runs
     try:
         started = time.perf_counter()
-        with open_cache(place.cache) as store:
+        with open_cache(place.cache) as store, \
+                SharedEmbeddings.default(place.cache is not None, place.cache) as embeddings:
             execute = CachedExecutor(backend, store, place.quiet, task.progress_unit,
-                                     roles=roles, budget=place.budget)
+                                     roles=roles, budget=place.budget, embeddings=embeddings)
             answers = task.respond(planned, execute)
+        say_hits(execute.embedded, place.quiet)
         elapsed = time.perf_counter() - started
         if roles.loaded:
             record.config["role_backends"] = {r: b.identity for r, b in roles.loaded.items()}
@@ -138,6 +141,8 @@ def _run(task: Task, models: list[Model], place: RunPlace, built: ExitStack) -> 
         _fail(record, e)
         raise
     timing = {**_timing(elapsed, len(samples), task.rate_unit, backend), **execute.counts}
+    if execute.embedded["embeddings"]:  # the shared embedding cache's hits (store/embed_cache)
+        timing.update(execute.embedded)
     lifecycle_facts: dict[str, Any] = {"request_failures": dict(execute.failures)}
     if execute.failure_kinds:
         lifecycle_facts["request_failure_kinds"] = dict(sorted(execute.failure_kinds.items()))

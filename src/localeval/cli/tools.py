@@ -20,6 +20,16 @@ def _add_cache_options(parser, what: str) -> None:
                         "(all are computed again next time)")
 
 
+def _add_embedding_cache_options(parser) -> None:
+    """--cache and --no-cache of a tool that embeds texts: the embedding cache it shares with
+    the other embedding commands (store/embed_cache.py), and a file of its own besides."""
+    parser.add_argument("--cache", help="another SQLite file of embeddings to read and add to "
+                        "(the shared embedding cache is always used: $LOCALEVAL_EMBED_CACHE, "
+                        "else $XDG_CACHE_HOME/localeval/embeddings.sqlite)")
+    parser.add_argument("--no-cache", action="store_true", help="keep no cache of embeddings, "
+                        "not even the shared one (all are computed again next time)")
+
+
 def add_tool_parsers(sub) -> None:
     a = sub.add_parser("agreement", help="inter-annotator agreement: percent, Cohen's and "
                        "Fleiss' kappa, Krippendorff's alpha")
@@ -81,7 +91,7 @@ def add_tool_parsers(sub) -> None:
     d.add_argument("--perplexity", type=float, default=30.0, help="t-SNE's perplexity")
     d.add_argument("--seed", type=int, default=0, help="t-SNE's seed: the same seed and input "
                    "give the same map")
-    _add_cache_options(d, "embeddings")
+    _add_embedding_cache_options(d)
     _add_embedder_options(d)
     d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.set_defaults(func=cmd_diversity)
@@ -105,7 +115,7 @@ def add_tool_parsers(sub) -> None:
     t.add_argument("--sensitive", default="exclude", choices=("exclude", "harmful", "safe"),
                    help="what a 'sensitive' label counts as (default: left out)")
     t.add_argument("--seed", type=int, default=0, help="seed of the folds' shuffle")
-    _add_cache_options(t, "embeddings")
+    _add_embedding_cache_options(t)
     _add_embedder_options(t)
     t.add_argument("--json", action="store_true", help="print the cross-validation as JSON")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -164,6 +174,11 @@ def _cache(args) -> str | None:
     return args.cache or f"{args.output}.cache.sqlite"
 
 
+def _embedding_cache(args) -> str | None:
+    """--cache of an embedding tool: a file besides the shared embedding cache, if named."""
+    return None if args.no_cache else args.cache
+
+
 def cmd_train_guard(args) -> None:
     from ..records import finite
     from ..tools.train_guard import train_guard
@@ -172,8 +187,9 @@ def cmd_train_guard(args) -> None:
                        text_column=args.text_column, label_column=args.label_column,
                        lang_column=args.lang_column, group_column=args.group_column,
                        train_langs=comma_list(args.train_langs), folds=args.folds, c=args.c,
-                       sensitive=args.sensitive, seed=args.seed, cache=_cache(args),
-                       quiet=args.quiet, embedder_options=_embedder_options(args))
+                       sensitive=args.sensitive, seed=args.seed, cache=_embedding_cache(args),
+                       quiet=args.quiet, embedder_options=_embedder_options(args),
+                       shared_cache=not args.no_cache)
     cv = finite(spec["cross_validation"])
     if args.json:
         print(json.dumps(cv, ensure_ascii=False))
@@ -205,8 +221,10 @@ def cmd_diversity(args) -> None:
 
     summary = diversity_map(args.data, args.output, by=args.by, text_column=args.text_column,
                             where=_where(args.where), embedder=args.embedder,
-                            perplexity=args.perplexity, seed=args.seed, cache=_cache(args),
-                            quiet=args.quiet, embedder_options=_embedder_options(args))
+                            perplexity=args.perplexity, seed=args.seed,
+                            cache=_embedding_cache(args), quiet=args.quiet,
+                            embedder_options=_embedder_options(args),
+                            shared_cache=not args.no_cache)
     names = list(summary["groups"])
     print(f"{summary['n_texts']} texts by {summary['by']}; centroid cosine distance "
           "(spread on the diagonal):")

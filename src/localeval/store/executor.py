@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from ..backends.base import (
     Backend,
+    Embed,
     Failed,
     Request,
     Response,
@@ -31,6 +32,7 @@ from ..backends.reply_checks import checked
 from ..errors import LocalevalError, env_number
 from ..progress import progress_bar
 from .cache import RequestCache
+from .embed_cache import SharedEmbeddings, new_counts
 from .usage import BUDGET_CHUNK, MODEL, Budget, BudgetReached, Usage
 
 CHUNK = 512  # requests per backend call: big enough for prefix sharing, small enough to lose little
@@ -47,13 +49,20 @@ class CachedExecutor:
     on the backend, which reports each response as it finishes (``progress(i, response)``);
     each is stored at once (:class:`CacheWriter`), so a killed run resumes where it stopped,
     losing at most the requests in flight. ``on(other)`` runs another backend (a guard's helper
-    model) through the same cache."""
+    model) through the same cache.
+
+    ``Embed`` requests missing from ``cache`` are looked up in ``embeddings`` too (the cache
+    the embedding commands share, :mod:`.embed_cache`), copied into ``cache`` when found there,
+    and stored in both when computed; ``embedded`` counts them (``embeddings``,
+    ``embeddings_cached``: read back from either cache)."""
 
     def __init__(self, backend: Backend, cache: RequestCache | None, quiet: bool, unit: str,
                  counts: dict[str, int] | None = None, roles: Roles | None = None,
                  failures: dict[str, int] | None = None,
                  failure_kinds: dict[str, int] | None = None, budget: Budget | None = None,
-                 usage: Usage | None = None, role_name: str = MODEL):
+                 usage: Usage | None = None, role_name: str = MODEL,
+                 embeddings: SharedEmbeddings | None = None,
+                 embedded: dict[str, int] | None = None):
         self.backend = with_defaults(backend)
         self.cache = cache
         self.quiet = quiet
@@ -69,12 +78,15 @@ class CachedExecutor:
         self.failures = failures if failures is not None else {"transient": 0, "permanent": 0}
         # ... and by the kind of failure (backends/failures.py: timeout, http, bad_reply …)
         self.failure_kinds = failure_kinds if failure_kinds is not None else {}
+        self.embeddings = embeddings
+        self.embedded = embedded if embedded is not None else new_counts()
 
     def on(self, backend: Backend, role: str | None = None) -> CachedExecutor:
         """``execute`` for another backend (a guard's helper model), through the same cache."""
         return CachedExecutor(backend, self.cache, self.quiet, self.unit, self.counts,
                               self.roles, self.failures, self.failure_kinds, self.budget,
-                              self.usage, role or self.role_name)
+                              self.usage, role or self.role_name, self.embeddings,
+                              self.embedded)
 
     def role(self, name: str) -> CachedExecutor | None:
         """``execute`` for the model of role ``name`` (None: the run has none)."""
@@ -87,7 +99,14 @@ class CachedExecutor:
         unique = [requests[f] for f in firsts]
         responses: list[Response | None] = (cache.get_many(backend.identity, unique) if cache
                                             else [None] * len(unique))
+        embeds = [i for i, r in enumerate(unique) if isinstance(r, Embed)]
+        shared = self.embeddings.get() if embeds and self.embeddings else None
+        if shared is not None:
+            _read_shared(shared, cache, backend.identity, unique, embeds, responses)
         todo = [i for i, r in enumerate(responses) if r is None]
+        if embeds:
+            self.embedded["embeddings"] += len(embeds)
+            self.embedded["embeddings_cached"] += sum(responses[i] is not None for i in embeds)
         for r in responses:
             if r is not None:
                 self.usage.add(self.role_name, r, cached=True)
@@ -100,10 +119,15 @@ class CachedExecutor:
         self.counts["requests_cached"] += len(unique) - len(todo)
         with progress_bar(self.unit, total=len(unique), done=len(unique) - len(todo),
                           quiet=self.quiet) as advance, \
-                CacheWriter(cache, backend.identity) as writer:
+                CacheWriter(cache, backend.identity) as writer, \
+                CacheWriter(shared, backend.identity) as shared_writer:
+            def store(request: Request, response: Response) -> None:
+                writer.add(request, response)
+                if isinstance(request, Embed):
+                    shared_writer.add(request, response)
             for part, needed in self._parts(backend, todo, unique):
                 self.usage.check(self.budget)  # between backend calls: nothing half-done
-                _run_part(backend, part, needed, _reporter(part, unique, responses, writer,
+                _run_part(backend, part, needed, _reporter(part, unique, responses, store,
                                                            advance), unique, responses)
                 self._count(part, needed, responses)
         done = _all_answered(responses)
@@ -161,6 +185,24 @@ class CachedExecutor:
             answer = responses[i]
             if (needed is None or needed[k]) and answer is not None:
                 self.usage.add(self.role_name, answer, cached=False)
+
+
+def _read_shared(shared: RequestCache, cache: RequestCache | None, identity: dict,
+                 unique: list[Request], embeds: list[int],
+                 responses: list[Response | None]) -> None:
+    """The embeddings missing from the command's cache, read from the shared one (and copied
+    into the command's, which then holds every answer it used: rescore reads it)."""
+    missing = [i for i in embeds if responses[i] is None]
+    if not missing:
+        return
+    copied: list[tuple[Request, Response]] = []
+    for i, found in zip(missing, shared.get_many(identity, [unique[i] for i in missing]),
+                        strict=True):
+        if found is not None:
+            responses[i] = found
+            copied.append((unique[i], found))
+    if cache is not None and copied:
+        cache.put_many(identity, copied)
 
 
 def _unaffordable(budget: Budget, money: float | None, tokens: int | None,
@@ -241,7 +283,8 @@ Reporter = Callable[[int, Response], None]
 
 
 def _reporter(part: list[int], requests: list[Request], responses: list[Response | None],
-              writer: CacheWriter, advance: Callable[[int], None]) -> Reporter:
+              store: Callable[[Request, Response], None],
+              advance: Callable[[int], None]) -> Reporter:
     """The ``progress`` callback a backend gets: ``progress(k, response)`` as its k-th request
     finishes (from any thread). Every response is checked (:func:`.reply_checks.checked`)
     before it is used or stored: an invalid value is a failed request, whichever backend gave
@@ -250,7 +293,7 @@ def _reporter(part: list[int], requests: list[Request], responses: list[Response
         i = part[k]
         response = checked(requests[i], response)
         responses[i] = response
-        writer.add(requests[i], response)
+        store(requests[i], response)
         advance(1)
     return report
 

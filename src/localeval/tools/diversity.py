@@ -26,6 +26,7 @@ from ..backends.config import BackendConfig
 from ..backends.embedding import DEFAULT_EMBEDDER
 from ..errors import LocalevalError
 from ..records import finite
+from ..store.embed_cache import new_counts
 from ..store.files import write_bytes_whole, write_text_whole, writing_whole
 from .texts import embed_texts, non_english_languages, read_texts, warn_if_english_embedder
 
@@ -59,10 +60,13 @@ def diversity_map(data: str | Path, output: str | Path, *, by: str = "lang",
                   text_column: str | None = None, where: dict[str, str] | None = None,
                   embedder: str = DEFAULT_EMBEDDER, perplexity: float = 30.0, seed: int = 0,
                   cache: str | Path | None = None, quiet: bool = False,
-                  embedder_options: BackendConfig | dict | None = None) -> dict[str, Any]:
+                  embedder_options: BackendConfig | dict | None = None,
+                  shared_cache: bool = True) -> dict[str, Any]:
     """Embed the texts of ``data`` (the rows matching every ``where`` column=value), map them
     with t-SNE coloured by column ``by``, and write diversity.{png,svg,json}, points.csv and
-    centroid_distances.csv into folder ``output``. Returns what diversity.json holds."""
+    centroid_distances.csv into folder ``output``. Returns what diversity.json holds.
+    Embeddings are read back from ``cache`` and (``shared_cache``) the embedding cache the
+    embedding commands share; ``embedding_cache`` says how many were."""
     rows = read_texts(data, text_column, [by, *(where or {})])
     keep = [i for i, r in enumerate(rows.rows)
             if all(str(r.get(k, "")).strip() == v for k, v in (where or {}).items())]
@@ -71,15 +75,17 @@ def diversity_map(data: str | Path, output: str | Path, *, by: str = "lang",
     texts = [rows.texts[i] for i in keep]
     groups = [rows.column(by)[i] or "(none)" for i in keep]
     warning = warn_if_english_embedder(embedder, non_english_languages(rows, keep))
+    hits = new_counts()  # read back from a cache, of those embedded
     x, identity = embed_texts(texts, embedder, cache=cache, quiet=quiet,
-                              config=BackendConfig.of(embedder_options))
+                              config=BackendConfig.of(embedder_options),
+                              shared_cache=shared_cache, counts=hits)
     names, distances, spread = centroid_distances(x, groups)
     points = tsne(x, perplexity, seed)
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
     summary = {
         "data": str(rows.path), "by": by, "where": where or {}, "embedder": embedder,
-        "embedder_identity": identity, "n_texts": len(texts),
+        "embedder_identity": identity, "n_texts": len(texts), "embedding_cache": hits,
         "groups": {g: {"n": groups.count(g), "spread": spread[g]} for g in names},
         "centroid_distance": {a: {b: float(distances[i, j]) for j, b in enumerate(names)}
                               for i, a in enumerate(names)},

@@ -1,5 +1,6 @@
 """Texts for the dataset tools: rows of a CSV/JSONL/Parquet file with a text column, and their
-sentence embeddings through the request cache (the same cache and progress bar as a run)."""
+sentence embeddings through the request cache (the same cache and progress bar as a run) and
+the embedding cache the embedding commands share (:mod:`..store.embed_cache`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ..backends.config import BackendConfig
 from ..data.rows import read_rows
 from ..errors import DataError
 from ..run import load_model
+from ..store.embed_cache import SharedEmbeddings, say_hits
 from ..store.executor import CachedExecutor, open_cache
 
 TEXT_COLUMNS = ("text", "prompt")  # the text column when none is named, first found
@@ -65,14 +67,24 @@ def read_texts(path: str | Path, text_column: str | None = None,
 
 
 def embed_texts(texts: Sequence[str], embedder: str, *, cache: str | Path | None = None,
-                quiet: bool = False,
-                config: BackendConfig | None = None) -> tuple[np.ndarray, dict]:
+                quiet: bool = False, config: BackendConfig | None = None,
+                shared_cache: bool = True,
+                counts: dict[str, int] | None = None) -> tuple[np.ndarray, dict]:
     """(one row per text, the embedder's identity). The embedder (role ``embedder``, with
     ``config``: device, batch size) is checked before it loads; embeddings already in
-    ``cache`` are read back; the rest are computed and stored."""
+    ``cache`` or (``shared_cache``) the embedding cache the embedding commands share
+    (:mod:`..store.embed_cache`) are read back; the rest are computed and stored in both.
+    Says "embeddings: N of M from the cache" unless ``quiet``, and adds M and N to ``counts``
+    (``embeddings``, ``embeddings_cached``: distinct texts)."""
     with load_model(embedder, config, "embedder", "--embedder") as backend, \
-            open_cache(cache) as store:
-        responses = CachedExecutor(backend, store, quiet, "texts")([Embed(t) for t in texts])
+            open_cache(cache) as store, \
+            SharedEmbeddings.default(shared_cache, cache) as shared:
+        execute = CachedExecutor(backend, store, quiet, "texts", embeddings=shared)
+        responses = execute([Embed(t) for t in texts])
+    say_hits(execute.embedded, quiet)
+    if counts is not None:
+        for key, n in execute.embedded.items():
+            counts[key] = counts.get(key, 0) + n
     vectors = [r.embedding for r in responses if isinstance(r, Embedding)]
     if len(vectors) < len(responses):
         first = next(error_of(r) for r in responses if not isinstance(r, Embedding))

@@ -29,6 +29,7 @@ from ..errors import DataError, LocalevalError
 from ..guards.embedding import FORMAT, text_hashes
 from ..metrics.classification import average_precision, pr_auc_trapezoid, roc_auc
 from ..records import finite
+from ..store.embed_cache import new_counts
 from ..store.files import write_text_whole
 from ..version import __version__
 from .texts import (
@@ -71,8 +72,11 @@ def train_guard(data: str | Path, output: str | Path, *, embedder: str = DEFAULT
                 train_langs: Sequence[str] | None = None, folds: int = 5, c: float = 1.0,
                 sensitive: str = "exclude", seed: int = 0, cache: str | Path | None = None,
                 quiet: bool = False,
-                embedder_options: BackendConfig | dict | None = None) -> dict[str, Any]:
-    """Fit, cross-validate and save an embedding guard; returns what the file holds."""
+                embedder_options: BackendConfig | dict | None = None,
+                shared_cache: bool = True) -> dict[str, Any]:
+    """Fit, cross-validate and save an embedding guard; returns what the file holds.
+    Embeddings are read back from ``cache`` and (``shared_cache``) the embedding cache the
+    embedding commands share; ``training.embedding_cache`` says how many were."""
     rows = read_texts(data, text_column, [label_column])
     labels = binary_labels(rows, label_column, sensitive)
     keep = [i for i, y in enumerate(labels) if y is not None]
@@ -86,8 +90,10 @@ def train_guard(data: str | Path, output: str | Path, *, embedder: str = DEFAULT
     _check_trainable(rows.path, y[in_training], train_langs)
     warning = warn_if_english_embedder(embedder, non_english_languages(rows, keep, lang_column))
     texts = [rows.texts[i] for i in keep]
+    hits = new_counts()  # read back from a cache, of those embedded
     x, identity = embed_texts(texts, embedder, cache=cache, quiet=quiet,
-                              config=BackendConfig.of(embedder_options))
+                              config=BackendConfig.of(embedder_options),
+                              shared_cache=shared_cache, counts=hits)
     scores = cross_validated_scores(x, y, groups, in_training, folds, c, seed)
     head = _fit(x[in_training], y[in_training], c)
     spec: dict[str, Any] = {
@@ -102,6 +108,7 @@ def train_guard(data: str | Path, output: str | Path, *, embedder: str = DEFAULT
         "warnings": [warning] if warning else [],
     }
     # what the head was fitted on, so a run scoring these texts can say so (guards/embedding.py)
+    spec["training"]["embedding_cache"] = hits
     spec["training"]["text_hashes"] = text_hashes([t for t, kept in zip(texts, in_training,
                                                                         strict=True) if kept])
     out = Path(output)
