@@ -101,3 +101,15 @@ def one_line(capsys, *needles) -> str:
     for needle in needles:
         assert needle in err, err
     return err
+
+
+def json_set(old: str, path: tuple, value) -> str:
+    """The JSON text ``old`` with the key at ``path`` (``"metrics", "micro", "acc"``) set to
+    ``value``: a hand edit of a run folder's file, for the damaged-folder tests."""
+    data = json.loads(old)
+    *above, key = path
+    inner = data
+    for step in above:
+        inner = inner[step]
+    inner[key] = value
+    return json.dumps(data)

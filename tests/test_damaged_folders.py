@@ -11,7 +11,7 @@ import json
 import shutil
 
 import pytest
-from offline_runs import AlwaysLetter, mcq_run
+from offline_runs import AlwaysLetter, json_set, mcq_run
 
 from localeval import evaluate
 from localeval.cli import main
@@ -38,15 +38,6 @@ def _without(*path):
     return edit
 
 
-def _set(old, path, value):
-    """The JSON with the key at ``path`` set to ``value``."""
-    data = json.loads(old)
-    *above, key = path
-    inner = data
-    for step in above:
-        inner = inner[step]
-    inner[key] = value
-    return json.dumps(data)
 
 
 # (file, edit, what the one line says)
@@ -63,12 +54,12 @@ DAMAGE = {
     "results-string-number": ("results.json", lambda old: old.replace(
         '"n_samples": 12', '"n_samples": "12"'), "field n_samples: should be a valid integer"),
     # issue 48 item 4: `show` printed "Micro 150.00 ... over -6 questions"
-    "results-acc-over-1": ("results.json", lambda old: _set(old, ("metrics", "micro", "acc"), 1.5),
+    "results-acc-over-1": ("results.json", lambda old: json_set(old, ("metrics", "micro", "acc"), 1.5),
                            "field metrics.micro.acc: should be a share from 0 to 1 (it is 1.5)"),
-    "results-n-negative": ("results.json", lambda old: _set(old, ("metrics", "micro", "n"), -6),
+    "results-n-negative": ("results.json", lambda old: json_set(old, ("metrics", "micro", "n"), -6),
                            "field metrics.micro.n: should be greater than or equal to 0"),
     # results that the samples contradict (a limit or a count edited by hand)
-    "results-disagree": ("results.json", lambda old: _set(old, ("metrics", "micro", "correct"),
+    "results-disagree": ("results.json", lambda old: json_set(old, ("metrics", "micro", "correct"),
                                                           11),
                          "field metrics.micro: 11 right of 12, but samples.jsonl has"),
     "samples-correct-flipped": ("samples.jsonl", lambda old: old.replace(

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from offline_runs import safeguard_run
+from offline_runs import json_set, safeguard_run
 
 from localeval.cli import main
 from localeval.store.runs import load_run
@@ -24,15 +24,7 @@ CONTAMINATION = Path(__file__).parent / "fixtures" / "runs-a9a91f9" / "contamina
 
 
 def _set(path, value):
-    def edit(old):
-        data = json.loads(old)
-        *above, key = path
-        inner = data
-        for step in above:
-            inner = inner[step]
-        inner[key] = value
-        return json.dumps(data)
-    return edit
+    return lambda old: json_set(old, path, value)
 
 
 def _score_of_a_harmful_prompt(old):

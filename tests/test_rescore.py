@@ -72,6 +72,17 @@ def _mcq_source(tmp_path: Path) -> tuple[Path, Once]:
     return folder, model
 
 
+def _guard_source(tmp_path: Path) -> Path:
+    """A sea-safeguard run on the bundled sample (bootstrap 20), its model then forbidden."""
+    guard = Once(_guard)
+    source = tmp_path / "guard"
+    evaluate(task="sea-safeguard", model=guard, guard="zero-shot", data=Path(str(SAMPLE_SAFETY)),
+             output=source, cache=source / "cache.sqlite", quiet=True, n_resamples=20,
+             store=False)
+    guard.forbid()
+    return source
+
+
 def _snapshot(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()
             and not p.name.startswith("cache.sqlite")}
@@ -146,12 +157,7 @@ def test_rescore_refuses_edited_data(tmp_path, forbidden_loads, capsys):
 
 def test_rescore_a_safeguard_run_with_another_label_policy_and_threshold_rule(tmp_path,
                                                                               forbidden_loads):
-    guard = Once(_guard)
-    source = tmp_path / "guard"
-    evaluate(task="sea-safeguard", model=guard, guard="zero-shot", data=Path(str(SAMPLE_SAFETY)),
-             output=source, cache=source / "cache.sqlite", quiet=True, n_resamples=20,
-             store=False)
-    guard.forbid()
+    source = _guard_source(tmp_path)
     before = _snapshot(source)
     out = rescore_run(source, {"sensitive": "exclude", "threshold_rule": "ge",
                                "n_resamples": 0}, store=False, quiet=True)
@@ -203,12 +209,7 @@ def test_rescore_prints_what_run_prints_and_names_the_flags_it_changed(tmp_path,
                                                                        forbidden_loads, capsys):
     """Issue 52 item 10: rescore printed every table where run prints the headline, and said
     ``n_resamples=0`` after ``--bootstrap 0``."""
-    guard = Once(_guard)
-    source = tmp_path / "guard"
-    evaluate(task="sea-safeguard", model=guard, guard="zero-shot", data=Path(str(SAMPLE_SAFETY)),
-             output=source, cache=source / "cache.sqlite", quiet=True, n_resamples=20,
-             store=False)
-    guard.forbid()
+    source = _guard_source(tmp_path)
     capsys.readouterr()
     assert main(["rescore", str(source), "--bootstrap", "0", "--threshold-rule", "ge",
                  "--no-store", "--quiet", "--no-report", "--output", str(tmp_path / "a")]) == 0
