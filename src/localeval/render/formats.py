@@ -40,13 +40,14 @@ def _min_widths(table: DataTable) -> list[int]:
     return out
 
 
-def to_console(table: DataTable, narrow: bool = False) -> RichTable:
+def to_console(table: DataTable, narrow: bool = False, caption: bool = True) -> RichTable:
     """A rich table whose every string is plain text (rich reads none of it as markup). In a
     narrow terminal text wraps and a number never does: a number column is never narrower
     than its widest number, so no number is ever cut to "41…"; ``narrow``: number columns
-    exactly that wide (their headers wrap), the rest of the room to the text."""
+    exactly that wide (their headers wrap), the rest of the room to the text. ``caption``
+    False: without its caption (:func:`print_table` prints it under the table)."""
     out = RichTable(title=RichText(table.title), caption=RichText(table.caption) if
-                    table.caption else None)
+                    table.caption and caption else None)
     for column, width in zip(table.columns, _min_widths(table), strict=True):
         out.add_column(RichText(column.name), justify="right" if column.numeric else "left",
                        overflow="fold", min_width=width,
@@ -84,10 +85,14 @@ def _columns_of(table: DataTable, keep: list[int], suffix: str,
 
 
 def print_table(console, table: DataTable) -> None:
-    """``table`` on ``console``, stacked in blocks where the terminal is too narrow for it."""
+    """``table`` on ``console``, stacked in blocks where the terminal is too narrow for it; its
+    caption (the footnotes) under it as a paragraph at the console's width, from the left
+    edge (rich's own caption is squeezed to the table's width and centred)."""
     blocks = fitted(table, console)
     for block in blocks:
-        console.print(to_console(block, narrow=len(blocks) > 1))
+        console.print(to_console(block, narrow=len(blocks) > 1, caption=False))
+    if table.caption:
+        console.print(RichText(table.caption))
 
 
 # ---------------------------------------------------------------------------------- Markdown
