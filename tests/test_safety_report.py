@@ -10,15 +10,16 @@ import pytest
 from rich.console import Console
 
 from localeval.analysis.choices import AnalysisChoices
-from localeval.analysis.safety import analyses, score_distribution
+from localeval.analysis.safety import analyses, overall, score_distribution
 from localeval.analysis.thresholds import threshold_transfer
 from localeval.api import evaluate
 from localeval.cli import main
 from localeval.demo.safety import SAMPLE_SAFETY, build_safety_demo_model
-from localeval.records import read_results
+from localeval.records import as_json, read_results
+from localeval.records.samples import SafetySample
 from localeval.render.formats import to_console
 from localeval.report.console import print_results
-from localeval.store.runs import as_stored
+from localeval.store.runs import as_stored, read_samples
 from localeval.views import safety_tables as T
 
 
@@ -219,8 +220,12 @@ def test_compare_errors(runs, tmp_path, capsys):
     lines = (fewer / "samples.jsonl").read_text().splitlines()
     cg = next(i for i, x in enumerate(lines) if json.loads(x)["subset"] == "cultural-cg")
     (fewer / "samples.jsonl").write_text("\n".join(lines[:cg] + lines[cg + 1:]) + "\n")
-    results = json.loads((fewer / "results.json").read_text())  # a run of one item fewer
-    (fewer / "results.json").write_text(json.dumps(dict(results,
+    # a run of one item fewer: its count and its overall rows as the samples left give them
+    # (the folder is checked against its samples where it is read)
+    results = json.loads((fewer / "results.json").read_text())
+    kept = read_samples(fewer / "samples.jsonl", SafetySample)
+    rows = as_json(overall(kept, n_resamples=0, auprc=results["auprc"]))
+    (fewer / "results.json").write_text(json.dumps(dict(results, overall=rows,
                                                         n_samples=results["n_samples"] - 1)))
     assert "different items" in _one_line_error(["compare", plain, str(fewer)], capsys)
 
