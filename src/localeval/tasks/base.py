@@ -24,11 +24,15 @@ from ..backends.base import Backend, Execute
 from ..records import Results, Sample
 from .options import TaskOptions
 
-# Which revision of the authors' protocols a task's defaults reproduce. ``describe()`` of the
-# papers' tasks records it, so it is in config.json and in the settings a rerun compares: a
-# folder made under older defaults is "a run with other settings" naming it. "fidelity-3"
-# (issue 34): IRIS's threshold grid, sensitive labels and D.2 rates, every TMLU shot kept.
-PROTOCOL = "fidelity-3"
+# Which revision of the authors' protocols a task's defaults reproduce, one per task kind, so a
+# changed safeguard default does not set every multiple-choice run apart (issue 49).
+# ``describe()`` of the papers' tasks records its kind's, so it is in config.json and in the
+# settings a rerun compares: a folder made under older defaults is "a run with other settings"
+# naming it. "fidelity-3" (issue 34): IRIS's threshold grid, sensitive labels and D.2 rates,
+# every TMLU shot kept.
+MCQ_PROTOCOL = "fidelity-3"  # cmmlu, tmlu, tmmlu+, a custom exam
+SAFEGUARD_PROTOCOL = "fidelity-3"  # sea-safeguard, safety-prompts, safety-responses
+LLM_SAFETY_PROTOCOL = "fidelity-3"  # llm-safety
 
 
 class Task(ABC):

@@ -48,7 +48,7 @@ from ..records.llm_safety import SCHEMA as LLM_SAFETY_SCHEMA
 from ..records.llm_safety import LLMSafetyResults
 from ..records.sample_kinds import Context, SampleKind
 from ..records.samples import LLMSafetySample
-from .base import PROTOCOL, Task
+from .base import LLM_SAFETY_PROTOCOL, Task
 from .label_policy import DEFAULT_SENSITIVE, binary_label
 from .llm_refusal_judge import ask_refusal_judge, read_refusal
 from .llm_safeguarded import (
@@ -314,7 +314,7 @@ class LLMSafetyTask(Task):
 
     def describe(self, items: list[SafetyItem]) -> dict:
         o = self.options
-        return {"task": self.name, "protocol": PROTOCOL,
+        return {"task": self.name, "protocol": LLM_SAFETY_PROTOCOL,
                 "data": str(o.data) if o.data else None,
                 "judge": self.guard.name, "judge_options": dict(self.guard.options),
                 "judge_template_source": self.guard.template_source,

@@ -31,7 +31,7 @@ from ..records.mcq import SCHEMA as MCQ_SCHEMA
 from ..records.mcq import MCQResults
 from ..records.samples import MCQSample
 from . import extract, mcq_variants
-from .base import PROTOCOL, Task
+from .base import MCQ_PROTOCOL, Task
 from .benchmarks import dataset_of, with_benchmark_options
 from .custom import announce_custom_task
 from .mcq_options import MCQConfig, MCQOptions
@@ -297,7 +297,7 @@ class MCQTask(Task):
         method, o = self.config.method, self.options
         return {
             "task": self.name,
-            "protocol": PROTOCOL,
+            "protocol": MCQ_PROTOCOL,
             "data": str(o.data) if o.data is not None else f"hf://{data.spec.hub_id}",
             "dataset_revision": o.dataset_revision,
             "subjects": [subject for subject, _, _ in data.subjects],

@@ -40,7 +40,7 @@ from ..records.safety import SCHEMA as SAFETY_SCHEMA
 from ..records.safety import SafetyResults
 from ..records.sample_kinds import Context, SampleKind
 from ..records.samples import SafetySample
-from .base import PROTOCOL, Task
+from .base import SAFEGUARD_PROTOCOL, Task
 from .label_policy import DEFAULT_SENSITIVE, binary_label, describe_policy
 from .options import make_options
 from .safety_items import load_safety_items, safety_task
@@ -324,7 +324,7 @@ class SafeguardTask(Task):
         guard, o = self.guard, self.options
         return {
             "task": self.name,
-            "protocol": PROTOCOL,
+            "protocol": SAFEGUARD_PROTOCOL,
             "data": str(o.data) if o.data is not None else f"hf://{HUB_REPO}",
             "dataset_revision": o.dataset_revision,
             "subsets": sorted({i.subset for i in data.items}),

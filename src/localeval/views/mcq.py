@@ -19,7 +19,7 @@ from ..records.samples import MCQSample
 from ..render.figures import Figure
 from ..render.table import Column, DataTable, Row, Text
 from ..store.runs import RunRecord
-from ..tasks.base import PROTOCOL
+from ..tasks.base import MCQ_PROTOCOL
 from .base import (
     Card,
     Metric,
@@ -108,7 +108,7 @@ class MCQView(ResultsView[MCQResults]):
         from ..tasks.mcq import MCQTask  # on first use: the task module imports numpy
 
         default = MCQTask(task)  # a built-in dataset's task is a multiple-choice task
-        return {"limit": "none", "protocol": PROTOCOL,
+        return {"limit": "none", "protocol": MCQ_PROTOCOL,
                 "subjects": f"{len(spec.subjects)} of {len(spec.subjects)}",
                 "method": default.config.method, "shots": shown(default.config.prompt.shots),
                 "CoT": "no", "prompt style": default.config.prompt.style}

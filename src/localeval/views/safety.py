@@ -29,7 +29,7 @@ from ..render.figures import Figure
 from ..render.formats import print_table
 from ..render.table import DataTable
 from ..store.runs import RunRecord
-from ..tasks.base import PROTOCOL
+from ..tasks.base import SAFEGUARD_PROTOCOL
 from ..tasks.label_policy import DEFAULT_SENSITIVE
 from .base import (
     Card,
@@ -127,7 +127,7 @@ class SafetyView(ResultsView[SafetyResults]):
         responses, no limit, the authors' label policy and PR-AUC, no cultural prompt."""
         if task != "sea-safeguard":
             return None
-        return {"limit": "none", "protocol": PROTOCOL, "data": f"hf://{HUB_REPO}",
+        return {"limit": "none", "protocol": SAFEGUARD_PROTOCOL, "data": f"hf://{HUB_REPO}",
                 "subsets": ",".join(sorted(SUBSETS)), "langs": ",".join(sorted(("en", *SEA_LANGS))),
                 "classify": "prompt,response", "sensitive": DEFAULT_SENSITIVE,
                 "cultural awareness": "no", "auprc": PAPER_AUPRC, "en cell": PAPER_EN_CELL,
