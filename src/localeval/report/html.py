@@ -24,7 +24,6 @@ from typing import Any
 from ..errors import LocalevalError
 from ..records import Results
 from ..render.browser import browser_data, script_json
-from ..render.cells import short_model
 from ..render.facts import fact_html, records_table
 from ..render.figures import Figure
 from ..render.formats import to_html
@@ -276,7 +275,7 @@ def two_runs_compared(run_a: RunRecord, run_b: RunRecord, labels: tuple[str, str
     """``localeval compare``'s comparison of runs A and B as HTML: its figures, its tables (per
     language, per subject), its notes; where the two cannot be compared, one line saying why."""
     view = view_for(run_a.results)
-    if view.schema != view_for(run_b.results).schema:
+    if view.schema != view_for(run_b.results).schema or not view.compares:
         return []
     try:
         comparison = view.compare(run_a, run_b)

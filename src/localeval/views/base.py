@@ -87,6 +87,7 @@ class ResultsView(Generic[KindT]):
     kind = "results"  # how messages name the kind of run ("a mcq run")
     schema = ""  # the results schema this view reads ("localeval.mcq/1")
     Results: type[AnyResults] = AnyResults  # its typed record (KindT)
+    compares = False  # whether it has ``compare`` (two runs, sample by sample)
 
     def tables(self, results: KindT) -> list[DataTable]:
         """Every table of a run, in report order (the console, ``export`` and the report)."""

@@ -46,6 +46,7 @@ class MCQView(ResultsView[MCQResults]):
     kind = "mcq"
     schema = mcq.SCHEMA
     Results = MCQResults
+    compares = True
 
     def tables(self, results: MCQResults) -> list[DataTable]:
         """The headline table, then the robustness table of a run made with

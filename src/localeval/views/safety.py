@@ -61,6 +61,7 @@ class SafetyView(ResultsView[SafetyResults]):
     kind = "safety"
     schema = safety.SCHEMA
     Results = SafetyResults
+    compares = True
 
     def tables(self, results: SafetyResults) -> list[DataTable]:
         """Every table, App. D.5's F1 and FPR and the severity table after the per-language
