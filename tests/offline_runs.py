@@ -57,11 +57,13 @@ class AlwaysLetter(Backend):
 
 
 def safeguard_run(folder: Path, task: str = "sea-safeguard", **options):
-    """The zero-shot guard on the bundled SEA-SafeguardBench-style sample (its three subsets,
-    English and seven local languages), or on ``data``; ``model``: another backend."""
+    """The zero-shot guard (or ``guard``) on the bundled SEA-SafeguardBench-style sample (its
+    three subsets, English and seven local languages), or on ``data``; ``model``: another
+    backend."""
     data = options.pop("data", Path(str(SAMPLE_SAFETY)))
     model = options.pop("model", None) or HashedGuard(options.pop("model_name", "hashed-guard"))
-    return evaluate(task=task, model=model, guard="zero-shot", data=data,
+    guard = options.pop("guard", "zero-shot")
+    return evaluate(task=task, model=model, guard=guard, data=data,
                     output=folder, quiet=True, n_resamples=20, **options)
 
 

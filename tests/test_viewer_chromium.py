@@ -37,7 +37,9 @@ def served(tmp_path_factory):
 
 def _visit(watched, url: str, dialogs: list) -> None:
     page = watched.page
-    page.goto(url, wait_until="load")
+    # a safeguard compare page runs a 1000-resample paired bootstrap: on a loaded machine
+    # that outlasts Playwright's 30 s default
+    page.goto(url, wait_until="load", timeout=300_000)
     assert page.evaluate("document.querySelectorAll('img').length") == 0, url
     assert page.evaluate("() => window.__pwned === undefined"), url
     assert dialogs == [], url

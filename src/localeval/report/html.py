@@ -24,7 +24,6 @@ from typing import Any
 from ..errors import LocalevalError
 from ..records import Results
 from ..render.browser import browser_data, script_json
-from ..render.cells import short_model
 from ..render.facts import fact_html, records_table
 from ..render.figures import Figure
 from ..render.formats import to_html
@@ -33,6 +32,7 @@ from ..store.executor import rerun_advice
 from ..store.files import refuse_link
 from ..store.runs import RunRecord, load_run, write_text_whole
 from ..version import __version__
+from ..views.base import distinct_names
 from ..views.registry import view_for
 from .headline import headline
 from .tables import run_tables
@@ -68,7 +68,7 @@ def write_report_of(runs: list[RunRecord], path: Path) -> Path:
 def render(runs: list[RunRecord], figures: Path | None = None) -> str:
     """The whole page. With several runs: a side-by-side comparison first, then each run."""
     several = len(runs) > 1
-    labels = [run_label(r) for r in runs]
+    labels = distinct_names(runs)  # two runs of one model and method told apart
     body = []
     if several:
         body.append(_comparison(runs, labels, figures))
@@ -79,20 +79,6 @@ def render(runs: list[RunRecord], figures: Path | None = None) -> str:
         body.append(_run_sections(run, label, f"run{k}-" if several else "", folder))
     title = labels[0] if not several else f"{len(runs)} runs compared"
     return _page(title, _header(runs, labels), "\n".join(body))
-
-
-def run_label(run: RunRecord) -> str:
-    r = run.results
-    model = short_model(r.model or run.config.model or "")
-    # the keys of a kind's results, read by name: the report does not branch on the kind
-    guard = r.get("guard")
-    method = r.get("method")
-    if guard:
-        return f"{guard} on {model} · {r.task}"
-    if method:
-        style = "CoT" if r.get("cot") else method
-        return f"{model} · {r.task} · {r.get('shots')}-shot {style}"
-    return f"{model} · {r.task}"
 
 
 # ------------------------------------------------------------------------ page frame
@@ -275,11 +261,31 @@ def _comparison(runs: list[RunRecord], labels: list[str], figures: Path | None) 
         for run, label in zip(runs, labels))
     parts = [f'<div class="scroll"><table class="data"><thead>{head}</thead><tbody>{rows}'
              "</tbody></table></div>"]
+    if len(runs) == 2:
+        parts += two_runs_compared(runs[0], runs[1], (labels[0], labels[1]), figures)
     for view, group in _by_kind(runs, labels):
         shown = view.side_by_side(group, figures)  # figures first, as in each run's sections
         parts += [figure_html(p) for p in shown if isinstance(p, Figure)]
         parts += [table_html(p) for p in shown if not isinstance(p, Figure)]
     return _section("compare", "Comparison", "\n".join(parts))
+
+
+def two_runs_compared(run_a: RunRecord, run_b: RunRecord, labels: tuple[str, str],
+                      figures: Path | None) -> list[str]:
+    """``localeval compare``'s comparison of runs A and B as HTML: its figures, its tables (per
+    language, per subject), its notes; where the two cannot be compared, one line saying why."""
+    view = view_for(run_a.results)
+    if view.schema != view_for(run_b.results).schema or not view.compares:
+        return []
+    try:
+        comparison = view.compare(run_a, run_b)
+    except LocalevalError as e:
+        return [f'<p class="warning">Not compared sample by sample: {escape(str(e))}</p>']
+    names = f"<p>A: {escape(labels[0])}<br>B: {escape(labels[1])}</p>"
+    return [names, *(figure_html(f) for f in view.comparison_figures(comparison, labels, figures)),
+            *(table_html(t) for t in view.comparison_tables(comparison)),
+            *(f'<p class="caption">{escape(line)}</p>' for line in
+              view.comparison_notes(comparison))]
 
 
 def _by_kind(runs: list[RunRecord], labels: list[str]) -> list[tuple[Any, list]]:

@@ -8,14 +8,19 @@ the samples) only: it never recomputes a number that the task's ``summarise`` wr
 
 A new kind of task subclasses :class:`ResultsView` and overrides what it has: ``tables`` (data
 tables: the console's, ``export``'s and the report's), ``notes``, ``cards`` (the report's
-summary), ``figures``, ``store_metrics`` and ``ranking`` (the leaderboard), ``compare`` and
-``print_comparison``.
+summary), ``figures``, ``store_metrics`` and ``ranking`` (the leaderboard), ``compare``,
+``comparison_tables`` and ``comparison_notes`` (what ``compare`` prints, and the viewer's compare
+page and the report of two runs show).
+
+How a run is named wherever one is shown (the report's headings, chart legends, the compare
+page): :func:`run_name`, made distinct among several by :func:`distinct_names`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -27,6 +32,7 @@ from ..errors import LocalevalError
 from ..records import Results as AnyResults
 from ..records.comparison import Comparison
 from ..render.cards import Card
+from ..render.cells import short_model
 from ..render.figures import Figure
 from ..render.formats import print_table
 from ..render.table import DataTable
@@ -81,6 +87,7 @@ class ResultsView(Generic[KindT]):
     kind = "results"  # how messages name the kind of run ("a mcq run")
     schema = ""  # the results schema this view reads ("localeval.mcq/1")
     Results: type[AnyResults] = AnyResults  # its typed record (KindT)
+    compares = False  # whether it has ``compare`` (two runs, sample by sample)
 
     def tables(self, results: KindT) -> list[DataTable]:
         """Every table of a run, in report order (the console, ``export`` and the report)."""
@@ -142,9 +149,26 @@ class ResultsView(Generic[KindT]):
         raise LocalevalError(f"compare does not handle {self.kind} runs; it compares "
                              "multiple-choice and safeguard runs")
 
-    def print_comparison(self, comparison: Any, console: Console) -> None:
-        """Print what this view's ``compare`` returned (its own Comparison record)."""
+    def comparison_tables(self, comparison: Any) -> list[DataTable]:
+        """The tables of what this view's ``compare`` returned (its own Comparison record):
+        the console's, the viewer's compare page's and the report's of two runs."""
         raise LocalevalError(f"compare does not handle {self.kind} runs")
+
+    def comparison_figures(self, comparison: Any, labels: tuple[str, str],
+                           folder: Path | None) -> list[Figure]:
+        """Figures of that comparison, runs A and B named by ``labels``."""
+        return []
+
+    def comparison_notes(self, comparison: Any) -> list[str]:
+        """Lines said after those tables (which run is A and B, what was shared)."""
+        return []
+
+    def print_comparison(self, comparison: Any, console: Console) -> None:
+        """Print what this view's ``compare`` returned: its tables, then its notes."""
+        for table in self.comparison_tables(comparison):
+            print_table(console, table)
+        for line in self.comparison_notes(comparison):
+            console.print(RichText(line))
 
 
 def shown(value: Any) -> str:
@@ -186,6 +210,43 @@ def data_fact(config: dict[str, Any]) -> str:
     if data_by_path(config):
         return f"path {config.get('data')}"
     return shown(config.get("data"))
+
+
+def run_name(run: RunRecord) -> str:
+    """How a run is named for people: the guard on its model and the task, with the options
+    that change a safeguard protocol (cultural awareness, label scores other than the authors'
+    top-k) ("llamaguard3 on mymodel · sea-safeguard · culture-aware"); a multiple-choice run by
+    model, task, shots and method ("mymodel · tmlu · 5-shot CoT"). Keys are read by name: no
+    branch on the kind of task."""
+    r = run.results
+    model = short_model(r.model or run.config.model or "")
+    guard, method = r.get("guard"), r.get("method")
+    if guard:
+        options = ["culture-aware"] if r.get("cultural_awareness") else []
+        scores = run.config.data().get("label_scores")
+        if scores not in (None, "top-k"):  # None: a guard that reads no log-probs
+            options.append(f"label scores {scores}")
+        return " · ".join([f"{guard} on {model}", str(r.task), *options])
+    if method:
+        style = "CoT" if r.get("cot") else method
+        return f"{model} · {r.task} · {r.get('shots')}-shot {style}"
+    return f"{model} · {r.task}"
+
+
+def distinct_names(runs: Sequence[RunRecord]) -> list[str]:
+    """:func:`run_name` of each run, told apart where two coincide (the same model, task and
+    method run twice): by the run's folder name, else by its place ("run 2")."""
+    names = [run_name(r) for r in runs]
+    folders = [r.folder.name if r.folder is not None else "" for r in runs]
+    out = []
+    for k, (name, folder) in enumerate(zip(names, folders), start=1):
+        if names.count(name) == 1:
+            out.append(name)
+        elif folder and sum(f == folder for n, f in zip(names, folders) if n == name) == 1:
+            out.append(f"{name} · {folder}")
+        else:
+            out.append(f"{name} · run {k}")
+    return out
 
 
 def finished_run(run: Run) -> RunRecord:

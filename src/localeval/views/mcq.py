@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.text import Text as RichText
 
 from ..data.catalog import BUILTIN_TASKS
@@ -34,13 +33,20 @@ from .base import (
 )
 from .mcq_figures import mcq_comparison_figure, mcq_figures
 from .mcq_robustness import robustness_cards, robustness_metrics, robustness_tables
-from .mcq_tables import discipline_table, mcq_notes, mcq_tables, print_mcq_comparison
+from .mcq_tables import (
+    comparison_notes,
+    comparison_table,
+    discipline_table,
+    mcq_notes,
+    mcq_tables,
+)
 
 
 class MCQView(ResultsView[MCQResults]):
     kind = "mcq"
     schema = mcq.SCHEMA
     Results = MCQResults
+    compares = True
 
     def tables(self, results: MCQResults) -> list[DataTable]:
         """The headline table, then the robustness table of a run made with
@@ -116,8 +122,11 @@ class MCQView(ResultsView[MCQResults]):
     def compare(self, run_a: Run, run_b: Run) -> MCQComparison:
         return compare_mcq_runs(run_a, run_b)
 
-    def print_comparison(self, comparison: MCQComparison, console: Console) -> None:
-        print_mcq_comparison(comparison, console)
+    def comparison_tables(self, comparison: MCQComparison) -> list[DataTable]:
+        return [comparison_table(comparison)]
+
+    def comparison_notes(self, comparison: MCQComparison) -> list[str]:
+        return comparison_notes(comparison)
 
 
 def table3_rows(runs: list[tuple[str, MCQResults]]) -> DataTable:

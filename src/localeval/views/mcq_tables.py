@@ -4,13 +4,11 @@ read results; they never recompute."""
 
 from __future__ import annotations
 
-from rich.console import Console
 from rich.text import Text as RichText
 
 from ..metrics.proportion import NAME
 from ..records.mcq import Accuracy, Macro, MCQComparison, MCQResults
 from ..render.cells import interval
-from ..render.formats import print_table
 from ..render.table import Column, DataTable, Interval, Number, TableBuilder, Text, columns
 
 # Column titles of the TMLU paper's Table 3.
@@ -109,10 +107,7 @@ def p_value(p: float) -> Number | Text:
     return Text("<0.001") if p < 0.001 else Number(p, 3)
 
 
-def print_mcq_comparison(comparison: MCQComparison, console: Console | None = None) -> None:
-    c, console = comparison, console or Console()
-    print_table(console, comparison_table(c))
-    console.print(RichText(
-        f"A: {c.a} ({c.model_a})\nB: {c.b} ({c.model_b}); questions in one run only: "
-        f"{c.n_only_a} (A), {c.n_only_b} (B)"))
+def comparison_notes(c: MCQComparison) -> list[str]:
+    return [f"A: {c.a} ({c.model_a})", f"B: {c.b} ({c.model_b}); questions in one run only: "
+            f"{c.n_only_a} (A), {c.n_only_b} (B)"]
 

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.text import Text as RichText
 
 from ..analysis.choices import PAPER_EN_CELL
@@ -26,7 +25,6 @@ from ..records.sample_kinds import Context
 from ..records.samples import SafetySample
 from ..render.cells import short_model
 from ..render.figures import Figure
-from ..render.formats import print_table
 from ..render.table import DataTable
 from ..store.runs import RunRecord
 from ..tasks.base import SAFEGUARD_PROTOCOL
@@ -44,10 +42,11 @@ from .base import (
     with_sample_fields,
 )
 from .d5_tables import d5_tables
-from .safety_figures import SAFETY_FIGURES
+from .safety_figures import SAFETY_FIGURES, comparison_figure
 from .safety_tables import (
     SUBSET_SHORT,
     awareness_delta_table,
+    per_language_runs_table,
     safety_comparison_table,
     safety_notes,
     safety_tables,
@@ -62,6 +61,7 @@ class SafetyView(ResultsView[SafetyResults]):
     kind = "safety"
     schema = safety.SCHEMA
     Results = SafetyResults
+    compares = True
 
     def tables(self, results: SafetyResults) -> list[DataTable]:
         """Every table, App. D.5's F1 and FPR and the severity table after the per-language
@@ -139,18 +139,33 @@ class SafetyView(ResultsView[SafetyResults]):
             return compare_runs(a, b)  # the paper's Table 3
         return compare_safety_runs(a, b)
 
-    def print_comparison(self, comparison: AwarenessComparison | SafetyComparison,
-                         console: Console) -> None:
+    def comparison_tables(self, comparison: AwarenessComparison | SafetyComparison
+                          ) -> list[DataTable]:
         if isinstance(comparison, SafetyComparison):
-            print_table(console, safety_comparison_table(comparison))
-            console.print(RichText(
-                f"A: {comparison.a} ({_guard_on(comparison.guard_a, comparison.model_a)})\n"
-                f"B: {comparison.b} ({_guard_on(comparison.guard_b, comparison.model_b)}); "
-                f"{comparison.n_shared} shared samples"))
-        else:
-            print_table(console, awareness_delta_table(comparison))
-            console.print(RichText(f"plain: {comparison.baseline}\naware: "
-                                   f"{comparison.aware}"))
+            return [safety_comparison_table(comparison)]
+        return [awareness_delta_table(comparison)]
+
+    def comparison_figures(self, comparison: AwarenessComparison | SafetyComparison,
+                           labels: tuple[str, str], folder: Path | None) -> list[Figure]:
+        if not isinstance(comparison, SafetyComparison):
+            return []
+        figure = comparison_figure(comparison, labels, folder)
+        return [figure] if figure is not None else []
+
+    def comparison_notes(self, comparison: AwarenessComparison | SafetyComparison) -> list[str]:
+        if isinstance(comparison, SafetyComparison):
+            return [f"A: {comparison.a} ({_guard_on(comparison.guard_a, comparison.model_a)})",
+                    f"B: {comparison.b} ({_guard_on(comparison.guard_b, comparison.model_b)}); "
+                    f"{comparison.n_shared} shared samples"]
+        return [f"plain: {comparison.baseline}", f"aware: {comparison.aware}"]
+
+    def side_by_side(self, runs: list[tuple[str, SafetyResults]],
+                     folder: Path | None) -> list[DataTable | Figure]:
+        """PR-AUC per task, subset and language, run by run."""
+        if len(runs) < 2:
+            return []
+        table = per_language_runs_table(runs)
+        return [table] if table is not None else []
 
 
 def _table2_cards(table2: Table2 | None) -> list[Card]:

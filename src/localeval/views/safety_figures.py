@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ..records.safety import SafetyResults
-from ..records.sample_kinds import Context, SampleKind
-from ..render.figures import Figure, figure_panels, finish
+from ..records.safety import SafetyComparison, SafetyResults
+from ..records.sample_kinds import Context, SampleKind, task_name
+from ..render.figures import Figure, colormap, figure_panels, finish
 
 LABEL_COLOURS = {"safe": "#2b8a3e", "sensitive": "#e67700", "harmful": "#c92a2a"}
 LABEL_LINES = {"safe": "-", "sensitive": "--", "harmful": ":"}  # tell overlapping lines apart
@@ -107,6 +107,31 @@ def score_figure(results: SafetyResults, folder: Path | None) -> Figure | None:
         return finish(fig, "score_distribution", "Scores on safe, sensitive and harmful items",
                        "Share of items per score bin (SEA-SafeguardBench Fig. 6): a calibrated "
                        "guard puts sensitive items in the middle.", folder)
+
+
+def comparison_figure(comparison: SafetyComparison, labels: tuple[str, str],
+                      folder: Path | None) -> Figure | None:
+    """Runs A and B's PR-AUC per language on the samples both scored, a panel per task and
+    context: ``localeval compare``'s table drawn (the table has the paired CI of B − A)."""
+    panels = list(dict.fromkeys((r.kind, r.context) for r in comparison.rows))
+    if not panels:
+        return None
+    colours = colormap("tab10")
+    with figure_panels(len(panels)) as (fig, axes):
+        for ax, (kind, context) in zip(axes, panels):
+            rows = [r for r in comparison.rows if (r.kind, r.context) == (kind, context)]
+            xs = range(len(rows))
+            for k, label in enumerate(labels):
+                values = [100 * ((r.auprc_a if k == 0 else r.auprc_b) or 0.0) for r in rows]
+                ax.bar([x + (k - 0.5) * 0.4 for x in xs], values, width=0.4,
+                       color=colours(k), label=f"{'AB'[k]}: {label}")
+            ax.set_xticks(list(xs), [r.lang for r in rows])
+            ax.set(ylim=(0, 100), ylabel="PR-AUC %", title=task_name(kind, context))
+        axes[0].legend(loc="upper left", bbox_to_anchor=(0.0, -0.15), borderaxespad=0.0)
+        return finish(fig, "compare_languages", "PR-AUC by language, A and B",
+                      "On the samples both runs scored with the same label, every subset "
+                      "pooled per language; the table gives B − A with its paired bootstrap "
+                      "95% CI. A language with one class has no bar.", folder)
 
 
 SAFETY_FIGURES: tuple[Callable[[SafetyResults, Path | None], Figure | None], ...] = (

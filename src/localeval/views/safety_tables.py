@@ -304,3 +304,29 @@ def safety_notes(results: SafetyResults) -> list[RichText]:
                  f"{results.n_excluded} excluded by the label policy.")
     return [RichText(line) for line in lines]
 
+
+
+RUN_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def per_language_runs_table(runs: list[tuple[str, SafetyResults]]) -> DataTable | None:
+    """PR-AUC % per task, subset and language, one column per run (A, B, ...; the caption
+    names them): several runs' per-language tables side by side, as each run scored them."""
+    keyed: dict[tuple[str, str, str], list[Number]] = {}
+    for k, (_, results) in enumerate(runs):
+        for r in results.per_language:
+            cells = keyed.setdefault((_task_name(r), r.subset, r.lang),
+                                     [Number(None)] * len(runs))
+            cells[k] = Number(r.auprc, scale=100, note=WARNED if r.warning else "")
+    if not keyed:
+        return None
+    letters = RUN_LETTERS[:len(runs)]
+    table = TableBuilder(f"Per subset and language, run by run · "
+                         f"{auprc_name(runs[0][1].auprc)} %",
+                         columns("task", "subset", "lang", *letters, text=3),
+                         "; ".join(f"{letter} = {label}" for letter, (label, _) in
+                                   zip(letters, runs)) + f"; {WARNED}: the run's PR-AUC says "
+                         "nothing there (one class, or every score equal).")
+    for (task, subset, lang), cells in keyed.items():
+        table.add(task, SUBSET_SHORT.get(subset, subset), lang, *cells)
+    return table.build()

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import io
 import re
 import socket
 import threading
 from datetime import date
 from importlib.resources import files
 
-from rich.console import Console
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -31,9 +29,10 @@ from starlette.routing import Route
 
 from ..errors import LocalevalError
 from ..render.figures import Figure
-from ..report.html import figure_html, render, run_label, table_html
+from ..report.html import figure_html, render, table_html, two_runs_compared
 from ..report.leaderboard import leaderboard, leaderboard_tables
 from ..store.runs import RunRecord
+from ..views.base import distinct_names
 from ..views.registry import view_for
 from . import pages
 from .catalog import KEPT, Catalog, NotFound, RunFilter
@@ -200,19 +199,22 @@ def report_csp(text: str) -> str:
 
 
 def comparison(run_a: RunRecord, run_b: RunRecord) -> str:
-    """``localeval compare``'s comparison of runs A and B as text, then the runs side by side
-    (the report's tables and figures of several runs); the caller holds DRAWING."""
+    """``localeval compare``'s comparison of runs A and B (figures, tables, notes), then the
+    runs side by side (the report's tables and figures of several runs); the caller holds
+    DRAWING."""
     view_a, view_b = view_for(run_a.results), view_for(run_b.results)
     if view_a.schema != view_b.schema:
         raise LocalevalError(f"run A is a {view_a.kind} run and run B a {view_b.kind} run; "
                              "compare two runs of the same kind")
-    console = Console(file=io.StringIO(), width=120, color_system=None, record=True)
-    view_a.print_comparison(view_a.compare(run_a, run_b), console)
-    labels = (run_label(run_a), run_label(run_b))
+    if not view_a.compares:
+        view_a.compare(run_a, run_b)  # a kind without a comparison says so in one line (422)
+    names = distinct_names([run_a, run_b])
+    labels = (names[0], names[1])
+    parts = two_runs_compared(run_a, run_b, labels, None)
     shown = view_a.side_by_side(list(zip(labels, (run_a.results, run_b.results))), None)
-    parts = [figure_html(p) for p in shown if isinstance(p, Figure)]
+    parts += [figure_html(p) for p in shown if isinstance(p, Figure)]
     parts += [table_html(p) for p in shown if not isinstance(p, Figure)]
-    return pages.comparison_html(labels, console.export_text(), parts)
+    return "\n".join(parts)
 
 
 def serve(catalog: Catalog, port: int, ready=None) -> None:

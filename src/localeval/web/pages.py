@@ -176,11 +176,5 @@ def compare_page(every: list[dict], a: str, b: str, content: str) -> str:
     return form + (content or "<p>Choose two runs of the same kind.</p>")
 
 
-def comparison_html(labels: tuple[str, str], text: str, parts: list[str]) -> str:
-    """The comparison as ``localeval compare`` prints it, then the two runs side by side."""
-    return (f"<p>A: {e(labels[0])}<br>B: {e(labels[1])}</p>"
-            f'<pre class="comparison">{e(text)}</pre>' + "\n".join(parts))
-
-
 def message_page(message: str) -> str:
     return f'<p class="error">{e(message)}</p>'
