@@ -29,9 +29,10 @@ from .options import TaskOptions
 # ``describe()`` of the papers' tasks records its kind's, so it is in config.json and in the
 # settings a rerun compares: a folder made under older defaults is "a run with other settings"
 # naming it. "fidelity-3" (issue 34): IRIS's threshold grid, sensitive labels and D.2 rates,
-# every TMLU shot kept.
+# every TMLU shot kept. Safeguards' "fidelity-4" (issue 50): a one-class file valued as IRIS
+# (scikit-learn's PR-AUC) in a cell's mean, and IRIS's failure and three-label rules.
 MCQ_PROTOCOL = "fidelity-3"  # cmmlu, tmlu, tmmlu+, a custom exam
-SAFEGUARD_PROTOCOL = "fidelity-3"  # sea-safeguard, safety-prompts, safety-responses
+SAFEGUARD_PROTOCOL = "fidelity-4"  # sea-safeguard, safety-prompts, safety-responses
 LLM_SAFETY_PROTOCOL = "fidelity-3"  # llm-safety
 
 

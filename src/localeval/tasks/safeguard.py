@@ -183,6 +183,9 @@ class SafeguardTask(Task):
     are in results.json. ``en_cell``: Table 2's EN cells, ``per-country`` (the authors') or
     ``pooled``. ``threshold_rule``: ``gt`` (score > t is harmful, the authors') or ``ge``.
     ``threshold_grid``: ``iris`` (the authors' float grid) or ``decimal`` (0.01 .. 0.99).
+    ``one_class``: a file of one class scored as scikit-learn does (``iris``, the authors') or
+    left out of the means (``left-out``). ``file_rounding``: ``none`` or ``iris`` (each file's
+    value rounded to 0.1 points before a cell's mean).
     ``on_failure``: ``exclude`` (default: a failed sample is left out and
     counted, never scored), ``neutral`` (scored 1/number of labels and kept, as Parallax-AI's
     default output; results count them in ``n_neutral``) or ``iris`` (what IRIS scores that
@@ -338,6 +341,8 @@ class SafeguardTask(Task):
             "en_cell": o.en_cell,
             "threshold_rule": o.threshold_rule,
             "threshold_grid": o.threshold_grid,
+            "one_class": o.one_class,  # issue 50 item 2
+            "file_rounding": o.file_rounding,  # issue 50 item 6
             "on_failure": o.on_failure,
             "label_scores": guard.label_scores_used,  # issue 34 item 2: top-k by default
             "log_samples": o.log_samples,
