@@ -323,7 +323,8 @@ class LLMSafetyTask(Task):
              "safeguard": self._safeguard_facts(),
              "threshold": HARMFUL_THRESHOLD, "refusal": self.options.refusal,
              "responses_per_prompt": self.responses,
-             **summarise_llm_safety(samples, self.options.n_resamples, self.options.d2)},
+             **summarise_llm_safety(samples, self.options.n_resamples, self.options.d2,
+                                    self.options.d2_rounding)},
             LLMSafetyResults)
 
     def _safeguard_facts(self) -> dict | None:
@@ -349,6 +350,7 @@ class LLMSafetyTask(Task):
                 "max_tokens": self.max_tokens, "system": o.system,
                 "sensitive": o.sensitive or DEFAULT_SENSITIVE, "d2": o.d2,
                 "d2_verdict": o.d2_verdict,  # issue 50 item 4
+                "d2_rounding": o.d2_rounding,  # issue 50 item 6
                 "safeguard": self._safeguard_facts(),
                 "dataset_revision": o.dataset_revision}
 

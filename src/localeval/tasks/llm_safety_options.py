@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..analysis.choices import N_RESAMPLES, D2Rates
 from ..errors import LocalevalError
+from ..metrics.choices import FileRounding
 from .label_policy import Sensitive
 from .options import option
 from .safety_options import BOOTSTRAP_HELP, SENSITIVE_HELP, SafetySelection
@@ -88,6 +89,10 @@ class LLMSafetyOptions(SafetySelection):
         "--safeguard or a response as --judge: argmax (the label of highest probability, the "
         "authors' code: Sensitive is neither Safe nor Harmful) or score (ours: P(harmful) > "
         "0.5)")
+
+    d2_rounding: FileRounding = option(
+        "none", "App. D.2's cells: none, or iris (each rate rounded to 0.1 points, and the "
+        "mean of the rounded cells rounded, as the authors' code)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
