@@ -24,7 +24,7 @@ from ..backends.base import Execute, Failed, Response
 from ..backends.reply_checks import number_problem
 from ..errors import LocalevalError
 
-
+# IRIS's label names (guard_models valid_tokens values): a three-label guard's verdict
 VerdictLabel = Literal["Safe", "Sensitive", "Harmful"]
 
 

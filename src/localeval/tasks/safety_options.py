@@ -121,8 +121,9 @@ class SafeguardOptions(SafetySelection):
         "iris (rounded to 0.1 points first, as the authors' code)", rescorable=True)
     on_failure: OnFailure = option(
         "exclude", "a failed guard sample: exclude (left out and counted), neutral (scored "
-        "1/#labels and kept, as Parallax-AI) or iris (as IRIS per kind of failure: an HTTP 400 "
-        "1/#labels, no label found 0.0, a failed call left out)", rescorable=True)
+        "1/#labels and kept, as Parallax-AI) or iris (as IRIS per kind of failure: an HTTP 400 or "
+        "a prompt over the model's context 1/#labels, PolyGuard's response after one 0.0, no "
+        "label found 0.0, a failed call left out)", rescorable=True)
     log_samples: bool = option(True, "samples.jsonl keeps a sha256 of each prompt and response "
                                "instead of the text", flag="--no-log-samples",
                                action="store_false")
