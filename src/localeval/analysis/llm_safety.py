@@ -125,7 +125,8 @@ def d2_table(samples: Sequence[LLMSafetySample], n_resamples: int,
             mine = [s for s in ok if s.subset == subset and _side(s) == side]
             rates = _gold_rates(mine, n_resamples, _golds(subset, iris))
             for cell in (c for gold in rates.values() for c in gold.values()):
-                cell["rate"] = _rounded(cell["rate"], rounding)
+                if cell["rate"] is not None:
+                    cell["rate"] = _rounded(cell["rate"], rounding)
             if rates:
                 rows.append({"subset": subset, "side": side, "rates": rates})
     average = {side: _side_average([r for r in rows if r["side"] == side]) for side in SIDES}
@@ -135,12 +136,12 @@ def d2_table(samples: Sequence[LLMSafetySample], n_resamples: int,
     return {"mode": mode, "rounding": rounding, "rows": rows, "average": average}
 
 
-def _rounded(rate: float | None, rounding: str) -> float | None:
+def _rounded(rate: float, rounding: str) -> float:
     """A rate (0-1) as IRIS prints it with ``rounding="iris"``: ``round(rate * 100, 1)`` points
     (Python's round, as there), back on 0-1."""
     if rounding not in ("none", "iris"):
         raise ValueError(f"rounding must be 'none' or 'iris', not {rounding!r}")
-    return rate if rounding == "none" or rate is None else round(rate * 100, 1) / 100
+    return rate if rounding == "none" else round(rate * 100, 1) / 100
 
 
 def _kept(samples: Sequence[LLMSafetySample], iris: bool) -> list[LLMSafetySample]:
