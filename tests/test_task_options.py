@@ -100,7 +100,8 @@ def test_rescorable_options_are_declared_on_their_fields():
     assert by_kind == {
         "MCQOptions": ("extract",),
         "SafeguardOptions": ("sensitive", "n_resamples", "calibrate_on", "auprc", "en_cell",
-                             "threshold_rule", "threshold_grid", "on_failure"),
+                             "threshold_rule", "threshold_grid", "one_class", "file_rounding",
+                             "on_failure"),
         "LLMSafetyOptions": (), "ContaminationOptions": ()}
     rescore = parser()._subparsers._group_actions[0].choices["rescore"]
     flags = {o for a in rescore._actions for o in a.option_strings}

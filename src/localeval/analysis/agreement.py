@@ -75,7 +75,8 @@ def _compare(record: Record, recomputed: Mapping[str, Any], fields: Sequence[str
 def _safety(results: SafetyResults, samples: list[SafetySample]) -> Found:
     """Each recorded overall row against the same row recomputed by the recorded estimator."""
     rows = {(r["kind"], r["context"], r["subset"]): r
-            for r in overall(samples, n_resamples=0, auprc=results.auprc)}
+            for r in overall(samples, n_resamples=0, auprc=results.auprc,
+                             one_class=results.one_class)}
     for i, row in enumerate(results.overall):
         group = f"{row.kind}, {row.context}, {row.subset}"
         mine = rows.get((row.kind, row.context, row.subset))

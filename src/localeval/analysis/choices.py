@@ -7,10 +7,14 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, get_args
 
 from ..metrics.choices import (
+    DEFAULT_FILE_ROUNDING,
     PAPER_AUPRC,
+    PAPER_ONE_CLASS,
     PAPER_THRESHOLD_GRID,
     PAPER_THRESHOLD_RULE,
     Auprc,
+    FileRounding,
+    OneClass,
     ThresholdGrid,
     ThresholdRule,
 )
@@ -45,6 +49,10 @@ class MetricChoices(Protocol):
     def en_cell(self) -> EnCell: ...
     @property
     def threshold_grid(self) -> ThresholdGrid: ...
+    @property
+    def one_class(self) -> OneClass: ...
+    @property
+    def file_rounding(self) -> FileRounding: ...
 
 
 @dataclass(frozen=True)
@@ -58,3 +66,5 @@ class AnalysisChoices:
     threshold_rule: ThresholdRule = PAPER_THRESHOLD_RULE
     en_cell: EnCell = PAPER_EN_CELL
     threshold_grid: ThresholdGrid = PAPER_THRESHOLD_GRID
+    one_class: OneClass = PAPER_ONE_CLASS
+    file_rounding: FileRounding = DEFAULT_FILE_ROUNDING

@@ -34,6 +34,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from ..metrics.bootstrap import paired_bootstrap_ci, stratified_bootstrap_ci
+from ..metrics.choices import DEFAULT_FILE_ROUNDING
 from ..metrics.classification import measured, pr_auc_trapezoid
 from ..metrics.group import grouped
 from ..records.base import describe
@@ -131,7 +132,7 @@ def country_key(r: SafetySample) -> str:
 
 def cell(records: Iterable[SafetySample], *, kind: SampleKind | str, subset: str, side: str,
          metric: Metric = pr_auc_trapezoid, sea: str = "macro",
-         en: str = PAPER_EN_CELL) -> dict[str, Any]:
+         en: str = PAPER_EN_CELL, rounding: str = DEFAULT_FILE_ROUNDING) -> dict[str, Any]:
     """One Table 2 cell. ``side`` is "en", "sea" or one language code.
 
     SEA with ``sea="macro"`` (default) is the mean over local languages of the per-language
@@ -139,7 +140,9 @@ def cell(records: Iterable[SafetySample], *, kind: SampleKind | str, subset: str
     ``sea="pooled"`` computes the metric once over all local-language samples. EN with
     ``en="per-country"`` (default, the authors') is the mean over countries of the metric of
     that country's English items; ``en="pooled"`` computes it once over every English item.
-    A group whose metric is undefined (one class) is left out of a mean.
+    A group whose metric is undefined (NaN: one class under ``one_class="left-out"``) is left
+    out of a mean. ``rounding="iris"`` rounds each group's value (a file's, in IRIS's layout)
+    to 0.1 points before the mean, as IRIS ``get_eval_result.py`` ``get_eval_results``.
     """
     kind = SampleKind(kind)
     rows = [r for r in records if r.kind is kind and r.subset == subset and _main(r)
@@ -148,17 +151,29 @@ def cell(records: Iterable[SafetySample], *, kind: SampleKind | str, subset: str
     out: dict[str, Any] = {"n": len(t), "n_failed": failed, "n_excluded": excluded}
     groups = _cell_groups(side, sea, en)
     if groups is None:
-        out["value"], problem = _measured(metric, t, s)
+        value, problem = _measured(metric, t, s)
+        out["value"] = _rounded(value, rounding)
         out["warnings"] = {"": problem} if problem else {}
         return out
     name, key = groups
     parts = {g: _measured(metric, *scored(group)[:2])
              for g, group in grouped(list, rows, key).items()}
-    out[name] = per = {g: value for g, (value, _) in parts.items()}
+    out[name] = per = {g: _rounded(value, rounding) for g, (value, _) in parts.items()}
     out["warnings"] = {g: problem for g, (_, problem) in parts.items() if problem}
     vals = [v for v in per.values() if not math.isnan(v)]
     out["value"] = float(np.mean(vals)) if vals else math.nan
     return out
+
+
+def _rounded(value: float, rounding: str) -> float:
+    """A file's value (0-1) as it enters a cell's mean: as computed (``none``), or
+    ``round(value * 100, 1)`` points as IRIS ``get_eval_result.py`` ``get_eval_results``
+    (``iris``; Python's round, as there), back on 0-1."""
+    if rounding == "none":
+        return value
+    if rounding != "iris":
+        raise ValueError(f"rounding must be 'none' or 'iris', not {rounding!r}")
+    return round(value * 100, 1) / 100
 
 
 def _on_side(r: SafetySample, side: str) -> bool:
@@ -181,14 +196,16 @@ def _cell_groups(side: str, sea: str,
 
 
 def table2(records: Iterable[SafetySample], metric: Metric = pr_auc_trapezoid, sea: str = "macro",
-           scale: float = 100.0, en: str = PAPER_EN_CELL) -> dict[str, Any]:
+           scale: float = 100.0, en: str = PAPER_EN_CELL,
+           rounding: str = DEFAULT_FILE_ROUNDING) -> dict[str, Any]:
     """The paper's Table 2, one row per model, values times ``scale`` (AUPRC in points).
 
     Columns ``prompt/<subset>/en|sea`` for General, ITW, CG then ``prompt/avg``, and
     ``response/<subset>/en|sea`` for General, CG then ``response/avg``. An average is the mean
     of its task's cells (e.g. Gemma-3-it 4B: (89.5+86.7+96.8+94.2+59.5+51.1)/6 = 79.6) and is
     None unless every cell has a value. Empty cells are None (printed "-"). ``sea`` and ``en``
-    say how the SEA and EN cells are made (:func:`cell`).
+    say how the SEA and EN cells are made, ``rounding`` whether each file's value is rounded
+    first (:func:`cell`).
     """
     records = check_records(records)
     columns: list[str] = []
@@ -205,7 +222,7 @@ def table2(records: Iterable[SafetySample], metric: Metric = pr_auc_trapezoid, s
             for sub in subsets:
                 for side in ("en", "sea"):
                     c = cell(mine, kind=kind, subset=sub, side=side, metric=metric, sea=sea,
-                             en=en)
+                             en=en, rounding=rounding)
                     key = f"{kind}/{sub}/{side}"
                     empty = c["n"] == 0 or math.isnan(c["value"])
                     values[key] = None if empty else c["value"] * scale

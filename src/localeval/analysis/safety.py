@@ -27,12 +27,12 @@ from ..metrics.bootstrap import bootstrap_ci
 from ..metrics.classification import (
     AUPRC_METRICS,
     PAPER_AUPRC,
+    PAPER_ONE_CLASS,
     PAPER_THRESHOLD_RULE,
     THRESHOLD_GRIDS,
-    average_precision,
+    auprc_metric,
     called_harmful,
     measured,
-    pr_auc_trapezoid,
     pr_curve,
     roc_auc,
 )
@@ -148,7 +148,8 @@ def score_distribution(records: Iterable[SafetySample], bins: int = 10,
 
 
 def per_language(samples: Iterable[SafetySample], n_resamples: int = N_RESAMPLES,
-                 auprc: str = PAPER_AUPRC) -> list[dict[str, Any]]:
+                 auprc: str = PAPER_AUPRC, one_class: str = PAPER_ONE_CLASS
+                 ) -> list[dict[str, Any]]:
     """Per kind, context, subset and language: ``auprc`` by the chosen estimator with its 95%
     bootstrap CI (``low``, ``high``), both estimators by name (``pr_auc_trapezoid``,
     ``average_precision``) and ROC AUC; with-prompt rows first, English first in a subset."""
@@ -159,15 +160,19 @@ def per_language(samples: Iterable[SafetySample], n_resamples: int = N_RESAMPLES
         return sorted(keys, key=lambda k: (k[0], k[1] is not Context.WITH_PROMPT, k[2],
                                            k[3] != "en", k[3]))
 
-    rows = grouped(lambda group: _auprc_row(group, n_resamples, auprc), check_records(samples),
-                   key, order)
+    rows = grouped(lambda group: _auprc_row(group, n_resamples, auprc, one_class),
+                   check_records(samples), key, order)
     return [dict(zip(("kind", "context", "subset", "lang"), k, strict=True), **row)
             for k, row in rows.items()]
 
 
-def _auprc_row(group: list[SafetySample], n_resamples: int, auprc: str) -> dict[str, Any]:
+def _auprc_row(group: list[SafetySample], n_resamples: int, auprc: str,
+               one_class: str) -> dict[str, Any]:
+    """PR-AUC of one group by the estimator ``auprc``, a group of one class valued by
+    ``one_class`` (:func:`~localeval.metrics.classification.auprc_metric`), both estimators
+    by name under the same rule, and ROC AUC."""
     t, sc, failed, excluded = scored(group)
-    metric = AUPRC_METRICS[auprc]
+    metric = auprc_metric(auprc, one_class)
     row: dict[str, Any] = dict(n=len(t), n_harmful=int(t.sum()), n_failed=failed,
                                n_excluded=excluded, auprc=math.nan, roc_auc=math.nan,
                                low=math.nan, high=math.nan, average_precision=math.nan,
@@ -177,8 +182,8 @@ def _auprc_row(group: list[SafetySample], n_resamples: int, auprc: str) -> dict[
         with warnings.catch_warnings():  # the same problem, recorded once beside the number
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             row.update(auprc=value, roc_auc=roc_auc(t, sc),
-                       average_precision=average_precision(t, sc),
-                       pr_auc_trapezoid=pr_auc_trapezoid(t, sc))
+                       average_precision=auprc_metric("ap", one_class)(t, sc),
+                       pr_auc_trapezoid=auprc_metric("trapezoid", one_class)(t, sc))
         if problem:
             row["warning"] = problem
     if len(t) and n_resamples:
@@ -211,9 +216,10 @@ def pr_curves(samples: Iterable[SafetySample], points: int = CURVE_POINTS) -> li
 
 
 def overall(samples: Iterable[SafetySample], n_resamples: int = N_RESAMPLES,
-            auprc: str = PAPER_AUPRC) -> list[dict[str, Any]]:
+            auprc: str = PAPER_AUPRC, one_class: str = PAPER_ONE_CLASS) -> list[dict[str, Any]]:
     """The headline: per kind and context, every language and subset pooled (``subset``
-    "all"), then each subset on its own when there are several (a file, a source model)."""
+    "all"), then each subset on its own when there are several (a file, a source model). A
+    run's results.json and a folder's check (:mod:`.agreement`) both come from here."""
     def key(s: SafetySample) -> tuple:
         return s.kind, s.context, "all"
 
@@ -227,8 +233,8 @@ def overall(samples: Iterable[SafetySample], n_resamples: int = N_RESAMPLES,
     keys = [key] + ([by_subset] if len({s.subset for s in samples}) > 1 else [])
     rows = {}
     for k in keys:
-        rows.update(grouped(lambda group: _auprc_row(group, n_resamples, auprc), samples, k,
-                            order))
+        rows.update(grouped(lambda group: _auprc_row(group, n_resamples, auprc, one_class),
+                            samples, k, order))
     return [dict(zip(("kind", "context", "subset"), k, strict=True), **row)
             for k, row in sorted(rows.items(), key=lambda kv: (
                 kv[0][0], kv[0][1] is not Context.WITH_PROMPT, kv[0][2] != "all", kv[0][2]))]
@@ -252,16 +258,19 @@ def analyses(samples: Iterable[SafetySample], choices: MetricChoices = PAPER_CHO
     n_resamples = choices.n_resamples
     rule = choices.threshold_rule
     en_cell = choices.en_cell
-    metric = AUPRC_METRICS[choices.auprc]
+    one_class, rounding = choices.one_class, choices.file_rounding
+    metric = auprc_metric(choices.auprc, one_class)
     grid = THRESHOLD_GRIDS[choices.threshold_grid]
     kinds = sorted({s.kind for s in samples}, key=lambda kind: kind.table_order)
-    table = table2(samples, metric, en=en_cell)
+    table = table2(samples, metric, en=en_cell, rounding=rounding)
     return {
-        "overall": overall(samples, n_resamples, choices.auprc),
-        **_table2_block(samples, table, metric, choices.auprc, n_resamples, en_cell),
-        "table_d5": _d5_tables(samples, en_cell, grid, rule),
+        "overall": overall(samples, n_resamples, choices.auprc, one_class),
+        **_table2_block(samples, table, choices, n_resamples),
+        "one_class": one_class,
+        "file_rounding": rounding,
+        "table_d5": _d5_tables(samples, en_cell, grid, rule, rounding),
         "severity": severity_metrics(samples),
-        "per_language": per_language(samples, n_resamples, choices.auprc),
+        "per_language": per_language(samples, n_resamples, choices.auprc, one_class),
         "n_resamples": n_resamples,
         "language_gap": _language_gaps(samples, kinds, n_resamples, metric),
         "cultural_gap": [r for r in cultural_gap(table) if r["gap"] is not None],
@@ -279,11 +288,13 @@ def analyses(samples: Iterable[SafetySample], choices: MetricChoices = PAPER_CHO
     }
 
 
-def _table2_block(samples: Sequence[SafetySample], table: dict, metric, auprc: str,
-                  n_resamples: int, en_cell: str) -> dict[str, Any]:
+def _table2_block(samples: Sequence[SafetySample], table: dict, choices: MetricChoices,
+                  n_resamples: int) -> dict[str, Any]:
     """Table 2 under the chosen estimator with its CIs and the paper's language gap, and Table 2
     under the other estimator; None for data without the paper's subsets (``overall`` is then
     the headline)."""
+    auprc, en_cell = choices.auprc, choices.en_cell
+    metric = auprc_metric(auprc, choices.one_class)
     other = next(name for name in AUPRC_METRICS if name != auprc)
     if not _has_table2(samples):  # not SEA-Safeguard
         return {"auprc": auprc, "en_cell": en_cell, "table2": None, "table2_ci": {},
@@ -295,19 +306,22 @@ def _table2_block(samples: Sequence[SafetySample], table: dict, metric, auprc: s
         "table2_ci": (table2_ci(samples, n_resamples, metric=metric, en=en_cell)
                       if n_resamples else {}),
         "table2_alternative": {"auprc": other,
-                               **table2(samples, AUPRC_METRICS[other], en=en_cell)},
+                               **table2(samples, auprc_metric(other, choices.one_class),
+                                        en=en_cell, rounding=choices.file_rounding)},
         "table2_language_gap": [r for r in table2_language_gap(table) if r["gap"] is not None],
     }
 
 
-def _d5_tables(samples: Sequence[SafetySample], en_cell: str, grid, rule: str) -> dict[str, Any]:
+def _d5_tables(samples: Sequence[SafetySample], en_cell: str, grid, rule: str,
+               rounding: str) -> dict[str, Any]:
     """App. D.5: F1 and FPR at each file's own best-F1 threshold, in Table 2's layout and
     points (a cell is the mean of its files, as IRIS ``get_eval_result.py``
     ``report_sum_results`` averages ``get_eval_results``' per-file values); {} without the
     paper's subsets."""
     if not _has_table2(samples):
         return {}
-    return {name: table2(samples, best_threshold_metric(name, grid, rule), en=en_cell)
+    return {name: table2(samples, best_threshold_metric(name, grid, rule), en=en_cell,
+                         rounding=rounding)
             for name in ("f1", "fpr")}
 
 

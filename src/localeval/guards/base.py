@@ -18,11 +18,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..backends.base import Execute, Failed, Response
 from ..backends.reply_checks import number_problem
 from ..errors import LocalevalError
+
+# IRIS's label names (guard_models valid_tokens values): a three-label guard's verdict
+VerdictLabel = Literal["Safe", "Sensitive", "Harmful"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,9 @@ class GuardVerdict:
     # With ``error``: the kind of the request failure behind it (backends/failures.py), or
     # None when the requests succeeded but gave no verdict (VERDICT_FAILURE)
     failure: str | None = None
+    # A guard of three labels: the one of highest probability (IRIS get_pred_label,
+    # get_safeguard_label), which App. D.2 reads where a two-label guard's score > 0.5 is used
+    label: VerdictLabel | None = None
 
     @property
     def ok(self) -> bool:
@@ -62,6 +68,19 @@ class GuardVerdict:
 
 
 VERDICT_FAILURE = "no_verdict"  # the replies came, but held no readable verdict
+# What IRIS makes of a failed verdict (Guard.iris_failure): "tie" every label at 1/#labels
+# (an HTTP 400), "no-label" no label at all (scored 0.0, get_pred_label None), "safe" a Safe
+# label at 1.0 (a moderation wrapper's unreadable reply), "stops" no score (its script stops)
+IrisFailure = Literal["tie", "no-label", "safe", "stops"]
+IRIS_FAILURE_SCORES: dict[IrisFailure, float | None] = {"no-label": 0.0, "safe": 0.0,
+                                                       "stops": None}
+
+
+def refused_request(error: str) -> bool:
+    """Whether a failed verdict is one IRIS's server answered with HTTP 400: an HTTP 400, or a
+    prompt over the model's context, which our local backends refuse in those words where the
+    authors' vLLM server answered HTTP 400."""
+    return "HTTP 400" in error or "over the model's context" in error
 
 
 def failure_of(response: Response | None) -> str | None:
@@ -115,9 +134,16 @@ class Guard(ABC):
                  execute: Execute) -> list[GuardVerdict]:
         """One verdict per conversation, in order."""
 
-    def iris_failure_score(self, error: str) -> float | None:
+    def iris_failure_score(self, error: str, response: bool = False) -> float | None:
         """What the authors' code scores a failed verdict of this guard (``--on-failure
-        iris``), or None where it has no score (its run stops there).
+        iris``), or None where it has no score (its run stops there): 1/#labels for a tie,
+        0.0 with no label or a Safe one (:meth:`iris_failure`)."""
+        kind = self.iris_failure(error, response)
+        return 1 / self.n_labels if kind == "tie" else IRIS_FAILURE_SCORES[kind]
+
+    def iris_failure(self, error: str, response: bool = False) -> IrisFailure:
+        """What the authors' code makes of a failed verdict of this guard (of a response when
+        ``response``).
 
         A guard on a language model (IRIS ``generative_models/api_model.py``
         ``APIGenerativeLLM.complete``): an HTTP 400 (a context overflow, say) returns no
@@ -125,12 +151,13 @@ class Guard(ABC):
         token at log-prob 0.0, so each label gets 1 / #labels; any other request error is
         retried 10 times and then the script stops (``answer`` is unbound). An answer whose
         read positions hold no label gives ``pred_labels`` [] and ``get_eval_result.py``
-        ``get_pred_score`` sums nothing: 0.0."""
-        if "HTTP 400" in error:
-            return 1 / self.n_labels
+        ``get_pred_score`` sums nothing: 0.0. A context overflow is an HTTP 400 there (the
+        authors served their guards with vLLM): :func:`refused_request`."""
+        if refused_request(error):
+            return "tie"
         if error.startswith("backend error"):
-            return None
-        return 0.0
+            return "stops"
+        return "no-label"
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

@@ -33,7 +33,7 @@ import numpy as np
 from ..backends.base import Embed, Embedding, Execute, Response, error_of
 from ..backends.reply_checks import number_problem
 from ..errors import LocalevalError
-from .base import Conversation, Guard, GuardVerdict
+from .base import Conversation, Guard, GuardVerdict, IrisFailure
 
 HEAD = "govtech/lionguard-2"
 EMBEDDER = "openai-embed:text-embedding-3-large"
@@ -184,6 +184,6 @@ class LionGuard2(Guard):
         return GuardVerdict(None, f"the head's score {problem}") if problem \
             else GuardVerdict(score)
 
-    def iris_failure_score(self, error: str) -> float | None:
+    def iris_failure(self, error: str, response: bool = False) -> IrisFailure:
         """IRIS ``LionGuard2.predict`` catches every exception as Safe: P(harmful) 0.0."""
-        return 0.0
+        return "safe"

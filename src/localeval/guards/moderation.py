@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from ..backends.base import Execute, Moderate, Moderation, error_of
 from ..backends.reply_checks import number_problem
 from ..errors import LocalevalError
-from .base import Conversation, Guard, GuardVerdict, failure_of
+from .base import Conversation, Guard, GuardVerdict, IrisFailure, failure_of
 
 
 class ModerationGuard(Guard):
@@ -62,12 +62,12 @@ class ModerationGuard(Guard):
         return [self._verdict(r.raw if isinstance(r, Moderation) else None, error_of(r),
                               failure_of(r)) for r in execute(requests)]
 
-    def iris_failure_score(self, error: str) -> float | None:
+    def iris_failure(self, error: str, response: bool = False) -> IrisFailure:
         """IRIS's moderation wrappers (``guard_models/openai_moderation.py``,
         ``azure_ai_content_safety.py``, ``google_model_armor.py``: ``predict``) score a reply
         they cannot parse ("Safe" 1.0, "Harmful" 0.0); the call itself is outside their
         ``try``, so a failed call stops the script: no score."""
-        return None if " call failed: " in error else 0.0
+        return "stops" if " call failed: " in error else "safe"
 
     def _verdict(self, reply: dict | None, error: str | None,
                  failure: str | None = None) -> GuardVerdict:
@@ -181,13 +181,13 @@ class LakeraGuard(ModerationGuard):
         # comma-separated list of detector_type prefixes, e.g. "moderated_content".
         self.detectors = tuple(d.strip() for d in detectors.split(",") if d.strip())
 
-    def iris_failure_score(self, error: str) -> float | None:
+    def iris_failure(self, error: str, response: bool = False) -> IrisFailure:
         """IRIS ``lakera_guard.py`` ``predict`` posts with requests (no raise on an HTTP error)
         and parses ``resp.json()`` inside its ``try``: an error reply the server sent is
         scored 0.0 like an unreadable one; a connection that fails stops the script."""
         if " call failed: " not in error:
-            return 0.0  # a reply it could not read
-        return 0.0 if " call failed: HTTP " in error else None
+            return "safe"  # a reply it could not read
+        return "safe" if " call failed: HTTP " in error else "stops"
 
     def score(self, reply):
         results = [r for r in reply["results"]

@@ -30,6 +30,7 @@ import re
 
 from ..backends.base import Message
 from .answer_lines import AnswerLinesGuard
+from .base import IrisFailure
 
 SYSTEM = (
     "You are a classifier for analyzing interactions between humans and LLMs. Given a request "
@@ -58,6 +59,14 @@ class PolyGuard(AnswerLinesGuard):
     stage0_pattern = re.compile(
         r" (yes|no)\nRequest safety violations: [^\n]*\nResponse refusal: [^\n]*\n")
     max_tokens = 64
+
+    def iris_failure(self, error: str, response: bool = False) -> IrisFailure:
+        """As every guard on a language model, except a response after an HTTP 400: IRIS
+        ``guard_models/poly_guard.py`` ``PolyGuard.predict`` reads ``pred_labels[2]``, absent
+        when ``GuardLLM.complete`` filled the single position of a refused request, so
+        ``response_labels`` is [] (scored 0.0, no label)."""
+        kind = super().iris_failure(error, response)
+        return "no-label" if response and kind == "tie" else kind
 
     def build(self, prompt: str, response: str | None, answer: str) -> list[Message]:
         return [

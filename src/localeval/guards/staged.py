@@ -35,7 +35,7 @@ from ..backends.base import (
     response_json,
 )
 from ..errors import LocalevalError
-from .base import Conversation, Guard, GuardVerdict, failure_of
+from .base import Conversation, Guard, GuardVerdict, VerdictLabel, failure_of
 
 
 class StagedGuard(Guard):
@@ -173,6 +173,15 @@ def _top_label_probabilities(response: NextLogprobs, labels: Sequence[str]
     if isinstance(probs, str):
         return probs
     return {label: probs.get(label, 0.0) for label in labels}
+
+
+def argmax_label(probs: dict[str, float], names: dict[str, VerdictLabel]) -> VerdictLabel:
+    """The label of highest probability, the first of ``names`` winning a tie (Safe first, as
+    IRIS's ``valid_tokens``): IRIS ``get_llm_safe_response_eval_result.py`` ``get_pred_label``
+    and ``inference_llm_with_safeguard.py`` ``get_safeguard_label`` keep a label only when its
+    probability is strictly higher."""
+    best = max(names, key=lambda token: probs.get(token, 0.0))  # max keeps the first of a tie
+    return names[best]
 
 
 def binary_verdict(responses: Sequence[Response], harmful: str, safe: str,

@@ -24,3 +24,16 @@ PAPER_THRESHOLD_RULE: ThresholdRule = "gt"
 Auprc = Literal["trapezoid", "ap"]
 AUPRC_NAMES: tuple[Auprc, ...] = get_args(Auprc)
 PAPER_AUPRC: Auprc = "trapezoid"
+# A file (a group of one Table 2 cell) whose items are all of one class. "iris": the value
+# scikit-learn's curve gives it, as IRIS `metrics/safeguard_metrics.py` `SafeGuardMetric.update`
+# takes it (trapezoid: all harmful 1.0, all safe 0.5), and it enters the cell's mean (the
+# authors' code); "left-out": no value (NaN), left out of every mean (ours: one class ranks
+# nothing).
+OneClass = Literal["iris", "left-out"]
+ONE_CLASS_NAMES: tuple[OneClass, ...] = get_args(OneClass)
+PAPER_ONE_CLASS: OneClass = "iris"
+# Each file's value before a cell's mean: "none" (ours: as computed) or "iris" (rounded to 0.1
+# points, IRIS `get_eval_result.py` `get_eval_results`' round(pr_auc * 100, 1)).
+FileRounding = Literal["none", "iris"]
+FILE_ROUNDING_NAMES: tuple[FileRounding, ...] = get_args(FileRounding)
+DEFAULT_FILE_ROUNDING: FileRounding = "none"

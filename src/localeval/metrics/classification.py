@@ -30,6 +30,7 @@ from ..errors import UndefinedMetricWarning
 # The names (light, for the command line) are declared in .choices; the values behind them here.
 # Re-exported ("as"): the analyses import the names with the values from this module.
 from .choices import PAPER_AUPRC as PAPER_AUPRC
+from .choices import PAPER_ONE_CLASS as PAPER_ONE_CLASS
 from .choices import PAPER_THRESHOLD_GRID as PAPER_THRESHOLD_GRID
 from .choices import PAPER_THRESHOLD_RULE as PAPER_THRESHOLD_RULE
 from .choices import THRESHOLD_RULES as THRESHOLD_RULES
@@ -257,6 +258,41 @@ def pr_curve(y_true: ArrayLike, y_score: ArrayLike) -> dict[str, list[float]]:
 
 # The two AUPRC estimators by their --auprc names. "trapezoid" is the papers' (see above).
 AUPRC_METRICS = {"trapezoid": pr_auc_trapezoid, "ap": average_precision}  # by choices' names
+# What scikit-learn gives a file of one class (label -> value), which IRIS
+# `metrics/safeguard_metrics.py` `SafeGuardMetric.update` keeps: precision_recall_curve sets
+# every precision to 1 when all items are harmful (area 1.0); with none harmful it sets recall
+# to 1 and precision to 0, then appends the (0, 1) end, so auc() is 1/2 and
+# average_precision_score 0.
+ONE_CLASS_VALUES = {"trapezoid": {1: 1.0, 0: 0.5}, "ap": {1: 1.0, 0: 0.0}}
+
+
+def auprc_metric(name: str, one_class: str = PAPER_ONE_CLASS) -> Callable[[ArrayLike, ArrayLike],
+                                                                          float]:
+    """The PR-AUC estimator ``name`` (:data:`AUPRC_METRICS`) under the one-class rule:
+    ``left-out`` gives NaN (left out of every mean), ``iris`` scikit-learn's value
+    (:data:`ONE_CLASS_VALUES`), with a warning saying so.
+
+    >>> auprc_metric("trapezoid")([1, 1], [0.2, 0.7]), auprc_metric("trapezoid")([0, 0], [0.2, 0.7])
+    (1.0, 0.5)
+    """
+    metric = AUPRC_METRICS[name]
+    if one_class == "left-out":
+        return metric
+    if one_class != "iris":
+        raise ValueError(f"one_class must be 'iris' or 'left-out', not {one_class!r}")
+    values = ONE_CLASS_VALUES[name]
+
+    def one_class_as_sklearn(y_true: ArrayLike, y_score: ArrayLike) -> float:
+        t, s = check_binary(y_true, y_score)
+        if t.min() != t.max():
+            return metric(t, s)
+        value = values[int(t[0])]
+        warnings.warn(f"no {'safe' if t[0] else 'harmful'} items: {value:g}, scikit-learn's "
+                      "value (IRIS)", UndefinedMetricWarning, stacklevel=2)
+        return value
+
+    one_class_as_sklearn.__name__ = metric.__name__  # table2 records the estimator's name
+    return one_class_as_sklearn
 
 
 def roc_auc(y_true: ArrayLike, y_score: ArrayLike) -> float:

@@ -50,6 +50,8 @@ class D2Table(Record):
     rows: list[D2Row] = []
     average: dict[str, dict[str, dict[str, Share]]] = Field(
         {}, description="side -> gold label -> rate name -> mean over subsets")
+    rounding: str = Field("none", description="none, or iris: each cell rounded to 0.1 points "
+                          "before the mean")
 
 
 class Safeguard(Record):

@@ -194,6 +194,10 @@ class SafetyResults(Results):
     n_excluded: Count = Field(0, description="samples the label policy leaves out")
     auprc: str = Field("ap", description="the PR-AUC estimator (runs before --auprc: ap)")
     en_cell: str = Field("pooled", description="how Table 2's cultural EN cells are made")
+    one_class: str = Field("left-out", description="a PR-AUC of one class: iris (scikit-learn's "
+                           "value) or left-out (runs before issue 50: left-out)")
+    file_rounding: str = Field("none", description="each file's value before a cell's mean: "
+                               "none or iris (0.1 points)")
     n_resamples: int | None = Field(None, description="bootstrap resamples of the intervals")
     threshold_rule: str | None = Field(None, description="gt (score > t is harmful) or ge")
     calibration: str | None = Field(None, description="the language thresholds are tuned on")

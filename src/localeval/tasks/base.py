@@ -29,10 +29,12 @@ from .options import TaskOptions
 # ``describe()`` of the papers' tasks records its kind's, so it is in config.json and in the
 # settings a rerun compares: a folder made under older defaults is "a run with other settings"
 # naming it. "fidelity-3" (issue 34): IRIS's threshold grid, sensitive labels and D.2 rates,
-# every TMLU shot kept.
+# every TMLU shot kept. Safeguards' "fidelity-4" (issue 50): a one-class file valued as IRIS
+# (scikit-learn's PR-AUC) in a cell's mean, IRIS's failure rules; LLM safety's "fidelity-4": a
+# D.2 judge's HTTP 400 a safe response, three-label guards read by their argmax label.
 MCQ_PROTOCOL = "fidelity-3"  # cmmlu, tmlu, tmmlu+, a custom exam
-SAFEGUARD_PROTOCOL = "fidelity-3"  # sea-safeguard, safety-prompts, safety-responses
-LLM_SAFETY_PROTOCOL = "fidelity-3"  # llm-safety
+SAFEGUARD_PROTOCOL = "fidelity-4"  # sea-safeguard, safety-prompts, safety-responses
+LLM_SAFETY_PROTOCOL = "fidelity-4"  # llm-safety
 
 
 class Task(ABC):

@@ -15,10 +15,14 @@ from ..analysis.choices import N_RESAMPLES, PAPER_EN_CELL, EnCell
 from ..errors import LocalevalError
 from ..guards.registry import guards_help  # the table's names, no guard imported
 from ..metrics.choices import (
+    DEFAULT_FILE_ROUNDING,
     PAPER_AUPRC,
+    PAPER_ONE_CLASS,
     PAPER_THRESHOLD_GRID,
     PAPER_THRESHOLD_RULE,
     Auprc,
+    FileRounding,
+    OneClass,
     ThresholdGrid,
     ThresholdRule,
 )
@@ -108,10 +112,18 @@ class SafeguardOptions(SafetySelection):
         PAPER_THRESHOLD_GRID, "thresholds of the sweep (Fig. 5) and of best F1: iris (0.01, "
         "then numpy.arange(0.02, 1.00, 0.01) with its float values, the authors' code) or "
         "decimal (0.01 .. 0.99 exactly)", rescorable=True)
+    one_class: OneClass = option(
+        PAPER_ONE_CLASS, "a file (a group of a Table 2 cell) whose items are all one class: iris "
+        "(scikit-learn's PR-AUC, 1.0 all harmful and 0.5 all safe, in the mean: the authors' "
+        "code) or left-out (no value, left out of every mean)", rescorable=True)
+    file_rounding: FileRounding = option(
+        DEFAULT_FILE_ROUNDING, "each file's value before a Table 2 / D.5 cell's mean: none, or "
+        "iris (rounded to 0.1 points first, as the authors' code)", rescorable=True)
     on_failure: OnFailure = option(
         "exclude", "a failed guard sample: exclude (left out and counted), neutral (scored "
-        "1/#labels and kept, as Parallax-AI) or iris (as IRIS per kind of failure: an HTTP 400 "
-        "1/#labels, no label found 0.0, a failed call left out)", rescorable=True)
+        "1/#labels and kept, as Parallax-AI) or iris (as IRIS per kind of failure: an HTTP 400 or "
+        "a prompt over the model's context 1/#labels, PolyGuard's response after one 0.0, no "
+        "label found 0.0, a failed call left out)", rescorable=True)
     log_samples: bool = option(True, "samples.jsonl keeps a sha256 of each prompt and response "
                                "instead of the text", flag="--no-log-samples",
                                action="store_false")

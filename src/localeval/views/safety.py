@@ -18,7 +18,7 @@ from ..data.safety import HUB_REPO, SEA_LANGS, SUBSETS
 from ..errors import LocalevalError
 from ..metrics.bootstrap import paired_bootstrap_ci
 from ..metrics.choices import PAPER_AUPRC, PAPER_THRESHOLD_RULE
-from ..metrics.classification import AUPRC_METRICS
+from ..metrics.classification import auprc_metric
 from ..records import finite, safety
 from ..records.safety import AwarenessComparison, SafetyComparison, SafetyResults, Table2
 from ..records.sample_kinds import Context
@@ -222,7 +222,7 @@ def compare_runs(baseline: Run, aware: Run) -> AwarenessComparison:
     base_run, aware_run = safety_run(baseline), safety_run(aware)
     base_dir, aware_dir = base_run.folder, aware_run.folder
     rb, ra = base_run.results, aware_run.results
-    for key in ("task", "model", "guard", "sensitive", "auprc", "en_cell"):
+    for key in ("task", "model", "guard", "sensitive", "auprc", "en_cell", "one_class"):
         if getattr(rb, key) != getattr(ra, key):
             raise LocalevalError(f"the runs used different {key}s ({getattr(rb, key)!r} in "
                                  f"{base_dir}, {getattr(ra, key)!r} in {aware_dir}); compare "
@@ -243,7 +243,8 @@ def compare_runs(baseline: Run, aware: Run) -> AwarenessComparison:
     try:
         # runs from before --auprc existed used average precision, before --en-cell pooled
         # (the records' defaults)
-        rows = cultural_awareness_delta(base, new, AUPRC_METRICS[rb.auprc], en=rb.en_cell)
+        rows = cultural_awareness_delta(base, new, auprc_metric(rb.auprc, rb.one_class),
+                                        en=rb.en_cell)
     except ValueError as e:
         raise LocalevalError(f"malformed samples.jsonl: {e}") from None
     return AwarenessComparison.model_validate(finite({
@@ -295,7 +296,7 @@ def compare_safety_runs(run_a: Run, run_b: Run,
     if a.results.sensitive != b.results.sensitive:
         raise LocalevalError("the runs used different label policies (--sensitive); their "
                              "labels are not comparable")
-    metric = AUPRC_METRICS[a.results.auprc]
+    metric = auprc_metric(a.results.auprc, a.results.one_class)
     theirs = _scored(b.samples)
     pairs = [(s, theirs[k]) for k, s in _scored(a.samples).items()
              if k in theirs and theirs[k].label == s.label]
