@@ -9,13 +9,14 @@ they are (results.json keeps them in points already), so a printed cell is the r
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from ..errors import LocalevalError
 from ..render.cells import distinct_names
 from ..render.table import DataTable, Number, TableBuilder, columns
-from ..views.base import DATA_BY_PATH, Ranking, data_by_path, shown
+from ..views.base import DATA_BY_PATH, Ranking, data_by_path, guard_name, protocol_options, shown
 from ..views.registry import view_for_task
 
 
@@ -57,7 +58,10 @@ def leaderboard(task: str, runs: list[dict[str, Any]], any_protocol: bool = Fals
     def row(r: dict) -> dict[str, Any]:
         notes = [DATA_BY_PATH] if "data" in facts and _by_path(r.get("config") or {},
                                                                chosen) else []
-        return {"model": r["model"], "run_id": r.get("run_id"), "folder": r["folder"],
+        config = r.get("config") or {}
+        return {"model": r["model"], "guard": guard_name(config),
+                "options": protocol_options(config), "run_id": r.get("run_id"),
+                "folder": r["folder"],
                 "host": r.get("host"), "finished_at": r["finished_at"],
                 "items": r.get("n_samples"), "differs": differs[r["run_id"]],
                 "notes": notes, "reference": r.get("run_id") == reference_run,
@@ -203,3 +207,153 @@ def _apart(task: str, board: dict[str, Any], ranking, shown: dict[str, str]) -> 
                     if head else []), "; ".join(r["differs"] + r.get("notes", [])),
                   str(r["folder"] or ""))
     return table.build()
+
+
+# ------------------------------------------------------------------ ranked in the database
+def store_leaderboard(task: str, db, any_protocol: bool = False, reference: str | None = None,
+                      limit: int | None = None, offset: int = 0) -> dict[str, Any]:
+    """:func:`leaderboard` read from the store's run summaries (issue 53): the same rows in the
+    same order, ranked by the database, ``limit`` ranked rows (and as many listed apart) from
+    ``offset``; nothing read grows with the runs stored but the protocols they were run on.
+    ``ranked_total`` and ``apart_total`` count every row."""
+    from ..store.results_db import SHOWN, like, with_metrics
+
+    view = view_for_task(task)
+    ranking = view.ranking(_metric_names(db, task))
+    columns, rank_by, lower = ranking.columns, ranking.rank_by, ranking.lower_is_better
+    _check_stored(db, task, ranking)
+    cols = ", ".join(f"s.{c}" for c in SHOWN)
+    join = "LEFT JOIN metrics m ON m.run_id = s.run_id AND m.name = ?"
+    ref_row = None
+    if reference is not None:
+        found = db.execute(f"SELECT {cols}, s.protocol, s.data, s.by_path FROM run_summary s "
+                           "WHERE s.task = ? AND s.run_id LIKE ? ESCAPE '!' LIMIT 2",
+                           (task, like(reference) + "%")).fetchall() if reference else []
+        if not found:
+            folder = _resolved(reference)
+            found = db.execute(f"SELECT {cols}, s.protocol, s.data, s.by_path FROM "
+                               "run_summary s WHERE s.task = ? AND s.folder = ? LIMIT 2",
+                               (task, folder)).fetchall() if folder else []
+        if len(found) != 1:
+            what = "several runs' ids start so" if found else "no recorded run of it has " \
+                "that id or folder"
+            raise LocalevalError(f"reference run {reference}: {what} (task {task}; `localeval "
+                                 f"leaderboard --task {task} --any-protocol --json` lists the "
+                                 "run ids)")
+        ref_row = found[0]
+    paper = view.paper_protocol(task) if reference is None else None
+    if reference is None and paper is None:
+        ref_row = db.execute(
+            f"SELECT {cols}, s.protocol, s.data, s.by_path FROM run_summary s {join} "
+            "WHERE s.task = ? ORDER BY (m.value IS NULL), COALESCE(s.n_samples, 0) DESC, "
+            "COALESCE(s.finished_at, '') DESC, s.run_id DESC LIMIT 1",
+            (rank_by, task)).fetchone()
+    chosen = None
+    if ref_row is not None:
+        run = dict(zip(SHOWN, ref_row))
+        facts, chosen = json.loads(ref_row[-3]), _as_config(ref_row[-2], ref_row[-1])
+        source = (f"the protocol of run {_run_name(run)}, picked (--reference)" if reference
+                  is not None else f"the protocol of run {_run_name(run)}, the one with the "
+                  f"most items ({run['n_samples']}; --reference RUN picks another)")
+        reference_run = run["run_id"]
+    elif paper is not None:
+        facts, source, reference_run = paper, "the paper's protocol", None
+    else:
+        facts, source, reference_run = {}, "no run", None
+    groups = {}
+    for key, protocol, data, by_path in db.execute(
+            "SELECT DISTINCT protocol_key, protocol, data, by_path FROM run_summary WHERE "
+            "task = ?", (task,)):
+        config = _as_config(data, by_path)
+        groups[key] = (_differences(json.loads(protocol), facts, config, chosen),
+                       [DATA_BY_PATH] if "data" in facts and _by_path(config, chosen) else [])
+    same = [k for k, (differs, _) in groups.items() if not differs]
+    marks = ", ".join("?" * len(same))
+    inside = "" if any_protocol else (f" AND s.protocol_key IN ({marks})" if same else
+                                      " AND 1 = 0")
+    outside = " AND 1 = 0" if any_protocol else (f" AND s.protocol_key NOT IN ({marks})"
+                                                 if same else "")
+    keys = () if any_protocol else tuple(same)
+    order = "s.finished_at, s.model, s.run_id"  # task_runs' order: ties keep it
+    by_value = (f"(m.value IS NULL), m.value {'ASC' if lower else 'DESC'}, " if rank_by
+                else "")
+    page = f" LIMIT {int(limit)} OFFSET {int(offset)}" if limit is not None else ""
+    ranked = db.execute(f"SELECT {cols}, s.protocol_key, m.value FROM run_summary s {join} "
+                        f"WHERE s.task = ?{inside} ORDER BY {by_value}{order}{page}",
+                        (rank_by, task, *keys)).fetchall()
+    apart = db.execute(f"SELECT {cols}, s.protocol_key FROM run_summary s WHERE s.task = ?"
+                       f"{outside} ORDER BY {order}{page}",
+                       (task, *(() if any_protocol else keys))).fetchall()
+    totals = [db.execute(f"SELECT COUNT(*) FROM run_summary s WHERE s.task = ?{where}",
+                         (task, *(() if any_protocol else keys))).fetchone()[0]
+              for where in (inside, outside)]
+
+    def rows(found: list) -> list[dict[str, Any]]:
+        return with_metrics(db, [{**dict(zip(SHOWN, r)), "key": r[len(SHOWN)]}
+                                 for r in found], columns)
+
+    def row(r: dict) -> dict[str, Any]:
+        differs, notes = groups[r["key"]]
+        return {"model": r["model"], "guard": r["guard"] or "none",
+                "options": r["options"] or "", "run_id": r["run_id"], "folder": r["folder"],
+                "host": r["host"], "finished_at": r["finished_at"], "items": r["n_samples"],
+                "differs": differs, "notes": list(notes),
+                "reference": r["run_id"] == reference_run,
+                "values": {c: r["metrics"].get(c) for c in columns}}
+
+    shown_rows = rows(ranked)
+    return {"rank_by": rank_by, "lower_is_better": lower, "columns": columns,
+            "titles": {c: ranking.title(c) for c in columns}, "scale": ranking.scale,
+            "unit": ranking.unit, "reference": facts, "reference_is": source,
+            "reference_run": reference_run, "any_protocol": any_protocol,
+            "rows": [{"rank": offset + i if rank_by and r["metrics"].get(rank_by) is not None
+                      else None, **row(r)} for i, r in enumerate(shown_rows, start=1)],
+            "apart": [row(r) for r in rows(apart)],
+            "ranked_total": totals[0], "apart_total": totals[1]}
+
+
+def _metric_names(db, task: str) -> list[str]:
+    """The task's metric names in the order :func:`leaderboard` meets them: each run's, sorted,
+    the runs in the store's order (finished, model, id); read per set of names, not per run."""
+    firsts = []
+    for (names,) in db.execute("SELECT DISTINCT metric_names FROM run_summary WHERE task = ?",
+                               (task,)).fetchall():
+        (first,) = db.execute("SELECT run_id FROM run_summary WHERE task = ? AND metric_names "
+                              "= ? ORDER BY finished_at, model, run_id LIMIT 1",
+                              (task, names)).fetchone()
+        firsts.append(first)
+    if not firsts:
+        return []
+    ordered = db.execute(f"SELECT metric_names FROM run_summary WHERE run_id IN "
+                         f"({', '.join('?' * len(firsts))}) ORDER BY finished_at, model, "
+                         "run_id", tuple(firsts)).fetchall()
+    return list(dict.fromkeys(n for (names,) in ordered for n in json.loads(names)))
+
+
+def _check_stored(db, task: str, ranking: Ranking) -> None:
+    """:func:`_check_values` in the database: a value out of the ranking's bounds (an
+    infinity, NaN, or in SQLite a text, sorts outside them too) is one line naming the run."""
+    if not ranking.columns:
+        return
+    low, high = ranking.bounds or (-1.7e308, 1.7e308)
+    found = db.execute(
+        "SELECT s.run_id, s.folder, m.name, m.value FROM run_summary s JOIN metrics m ON "
+        f"m.run_id = s.run_id AND m.name IN ({', '.join('?' * len(ranking.columns))}) WHERE "
+        "s.task = ? AND (m.value < ? OR m.value > ? OR m.value <> m.value) LIMIT 1",
+        (*ranking.columns, task, low, high)).fetchone()
+    if found is not None:
+        run_id, folder, name, value = found
+        _check_values([{"run_id": run_id, "folder": folder, "metrics": {name: value}}], ranking)
+
+
+def _as_config(data: str | None, by_path: int | bool) -> dict[str, Any]:
+    """What :func:`_differences` reads of a config, from a summary: the data's path, and a
+    fingerprint or none (whether its data is matched by path)."""
+    return {"data": data, "data_files": None if by_path else {"": {}}}
+
+
+def _resolved(ref: str) -> str | None:
+    try:
+        return str(Path(ref).resolve())
+    except (OSError, RuntimeError, ValueError):
+        return None
