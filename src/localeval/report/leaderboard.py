@@ -178,31 +178,66 @@ def _ranked(task: str, board: dict[str, Any], ranking, shown: dict[str, str]) ->
     note = (f" Ranked: every run, whatever its protocol; 'differs' says how each differs from "
             f"{board['reference_is']}." if board["any_protocol"] else
             f" Ranked: the runs on {board['reference_is']}"
-            + (f"; {len(board['apart'])} other run(s) listed apart, saying how they differ "
-               "(--any-protocol ranks them too)." if board["apart"] else ".")) + \
+            + (f"; {_total(board, 'apart')} other run(s) listed apart, saying how they "
+               "differ (--any-protocol ranks them too)." if board["apart"] else ".")) + \
         (" A run without the number ranked by has no rank (-) and comes last."
-         if board["rank_by"] and any(r["rank"] is None for r in board["rows"]) else "")
-    names = ["#", "model", "items", *(ranking.title(c) for c in board["columns"]), "finished",
-             *(["differs"] if differs else []), "run folder"]
-    table = TableBuilder(title, columns(*names, text=2), ranking.unit + "." + note)
+         if board["rank_by"] and any(r["rank"] is None for r in board["rows"]) else "") + \
+        _shared(board) + _more(board, "rows")
+    run = _run_columns(board)
+    names = ["#", "model", *run, "items", *(ranking.title(c) for c in board["columns"]),
+             "finished", *(["differs"] if differs else []), "run folder"]
+    table = TableBuilder(title, columns(*names, text=2 + len(run)),
+                         ranking.unit + "." + note)
     table.columns[-3 if differs else -2:] = columns(*names[-3 if differs else -2:], text=3)
     for r in board["rows"]:
         table.add("-" if r["rank"] is None else str(r["rank"]), shown[str(r["model"])],
+                  *(str(r.get(c) or "") for c in run),
                   r["items"], *(Number(r["values"][c], ranking.digits, ranking.scale)
                                 for c in board["columns"]), str(r["finished_at"] or ""),
                   *(["; ".join(said[id(r)])] if differs else []), str(r["folder"] or ""))
     return table.build()
 
 
+def _run_columns(board: dict[str, Any]) -> list[str]:
+    """The guard and the protocol options, as columns where the runs differ in them (issue 51
+    item 1: two guards on one model are two rows that say which is which); where every run
+    shares one, the caption says it (:func:`_shared`)."""
+    rows = board["rows"] + board["apart"]
+    return [c for c in ("guard", "options") if len({r.get(c) or "" for r in rows}) > 1]
+
+
+def _shared(board: dict[str, Any]) -> str:
+    rows = board["rows"] + board["apart"]
+    said = []
+    for column in ("guard", "options"):
+        values = {r.get(column) or "" for r in rows}
+        if len(values) == 1 and next(iter(values)) not in ("", "none"):
+            said.append(f"{column} {next(iter(values))}")
+    return f" Every run: {'; '.join(said)}." if said else ""
+
+
+def _total(board: dict[str, Any], part: str) -> int:
+    return board.get(f"{'ranked' if part == 'rows' else part}_total", len(board[part]))
+
+
+def _more(board: dict[str, Any], part: str) -> str:
+    shown, total = len(board[part]), _total(board, part)
+    return f" The first {shown} of {total} shown (--limit N; 0 for all)." if total > shown \
+        else ""
+
+
 def _apart(task: str, board: dict[str, Any], ranking, shown: dict[str, str]) -> DataTable:
     head = board["rank_by"] or (board["columns"] or [None])[0]
+    run = _run_columns(board)
     table = TableBuilder(f"{task}: runs listed apart (not on {board['reference_is']})",
-                         columns("model", "items", *([ranking.title(head)] if head else []),
-                                 "differs", "run folder", text=1),
-                         "Not ranked: their numbers are not comparable with the ranked ones.")
+                         columns("model", *run, "items",
+                                 *([ranking.title(head)] if head else []),
+                                 "differs", "run folder", text=1 + len(run)),
+                         "Not ranked: their numbers are not comparable with the ranked ones."
+                         + _more(board, "apart"))
     table.columns[-2:] = columns("differs", "run folder", text=2)
     for r in board["apart"]:
-        table.add(shown[str(r["model"])], r["items"],
+        table.add(shown[str(r["model"])], *(str(r.get(c) or "") for c in run), r["items"],
                   *([Number(r["values"].get(head), ranking.digits, ranking.scale)]
                     if head else []), "; ".join(r["differs"] + r.get("notes", [])),
                   str(r["folder"] or ""))

@@ -132,7 +132,7 @@ def summary_row(run: dict[str, Any], config: dict[str, Any], n_samples: int | No
     facts = _protocol(str(run["task"]), str(run["results_schema"]), config)
     by_path = data_by_path(config)
     data = None if config.get("data") is None else str(config.get("data"))
-    text = json.dumps(facts, ensure_ascii=False, sort_keys=True)
+    text = json.dumps(facts, ensure_ascii=False)  # in the view's order: "differs" keeps it
     key = hashlib.sha256(json.dumps([text, data, by_path]).encode()).hexdigest()[:24]
     return (run["run_id"], SUMMARY_REVISION, run["task"], run["results_schema"], run["model"],
             guard_name(config), protocol_options(config), text,
