@@ -124,3 +124,47 @@ def test_the_viewer_names_an_old_store_and_still_shows_it(store, tmp_path):
         pass
     page = TestClient(make_app(Catalog(old)), base_url="http://127.0.0.1").get("/").text
     assert "predates" not in page and _count(page) == 8
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    from postgres_server import running_postgres
+
+    yield from running_postgres()
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_a_postgres_store_from_before_is_migrated_and_ranks_as_in_python(store, postgres):
+    """The mixed store's runs and metrics copied into PostgreSQL without their summaries (a
+    store from before them): the viewer names it and still shows every run; the writer
+    summarises it; then the database's ranking is the Python path's, and the guard filter and
+    the runs pages read the summaries."""
+    import psycopg
+
+    from localeval.store.database import opened
+    from localeval.store.results_db import COLUMNS, SCHEMA
+
+    with opened(postgres.url, SCHEMA[:3], COLUMNS) as db:  # runs and metrics: no summary
+        with sqlite3.connect(store) as source:
+            for table in ("runs", "metrics"):
+                cursor = source.execute(f"SELECT * FROM {table}")
+                names = [d[0] for d in cursor.description]
+                db.executemany(f"INSERT INTO {table} ({', '.join(names)}) VALUES "
+                               f"({', '.join('?' * len(names))})", cursor.fetchall())
+    client = TestClient(make_app(Catalog(postgres.url)), base_url="http://127.0.0.1")
+    page = client.get("/", params={"guard": "llamaguard3"}).text
+    assert _count(page) == 1 and "predates the run summary" in page
+    with psycopg.connect(postgres.url) as conn:
+        assert conn.execute("SELECT to_regclass('run_summary')").fetchone() == (None,)
+    with writable(postgres.url) as db:
+        for task in ("sea-safeguard", "my-exam"):
+            for reference in (None, *(r["run_id"] for r in task_runs(task, store))):
+                for any_protocol in (False, True):
+                    python = leaderboard(task, task_runs(task, store), any_protocol, reference)
+                    ranked = store_leaderboard(task, db, any_protocol, reference)
+                    del ranked["ranked_total"], ranked["apart_total"]
+                    assert ranked == python
+    page = client.get("/", params={"guard": "llamaguard3"}).text
+    assert _count(page) == 1 and "predates" not in page
+    assert _count(client.get("/", params={"guard": "none", "model": "ALWAYS"}).text) == 4
