@@ -296,9 +296,11 @@ def store_leaderboard(task: str, db, any_protocol: bool = False, reference: str 
     else:
         facts, source, reference_run = {}, "no run", None
     groups = {}
-    for key, protocol, data, by_path in db.execute(
-            "SELECT DISTINCT protocol_key, protocol, data, by_path FROM run_summary WHERE "
-            "task = ?", (task,)):
+    for (key,) in db.execute("SELECT DISTINCT protocol_key FROM run_summary WHERE task = ?",
+                             (task,)).fetchall():
+        protocol, data, by_path = db.execute(
+            "SELECT protocol, data, by_path FROM run_summary WHERE task = ? AND protocol_key "
+            "= ? LIMIT 1", (task, key)).fetchone()
         config = _as_config(data, by_path)
         groups[key] = (_differences(json.loads(protocol), facts, config, chosen),
                        [DATA_BY_PATH] if "data" in facts and _by_path(config, chosen) else [])
@@ -371,14 +373,20 @@ def _check_stored(db, task: str, ranking: Ranking) -> None:
     if not ranking.columns:
         return
     low, high = ranking.bounds or (-1.7e308, 1.7e308)
+    marks = ", ".join("?" * len(ranking.columns))
+    # each name's values below and above the bounds: two index ranges. SQLite keeps a NaN as
+    # NULL and sorts a text above every number; PostgreSQL sorts NaN above every number.
     found = db.execute(
-        "SELECT s.run_id, s.folder, m.name, m.value FROM run_summary s JOIN metrics m ON "
-        f"m.run_id = s.run_id AND m.name IN ({', '.join('?' * len(ranking.columns))}) WHERE "
-        "s.task = ? AND (m.value < ? OR m.value > ? OR m.value <> m.value) LIMIT 1",
-        (*ranking.columns, task, low, high)).fetchone()
-    if found is not None:
-        run_id, folder, name, value = found
-        _check_values([{"run_id": run_id, "folder": folder, "metrics": {name: value}}], ranking)
+        f"SELECT run_id, name, value FROM metrics WHERE name IN ({marks}) AND value < ? "
+        f"UNION ALL SELECT run_id, name, value FROM metrics WHERE name IN ({marks}) AND "
+        "value > ?",
+        (*ranking.columns, low, *ranking.columns, high)).fetchall()
+    for run_id, name, value in found:  # another task's run: not this board's
+        folder = db.execute("SELECT folder FROM run_summary WHERE run_id = ? AND task = ?",
+                            (run_id, task)).fetchone()
+        if folder is not None:
+            _check_values([{"run_id": run_id, "folder": folder[0], "metrics": {name: value}}],
+                          ranking)
 
 
 def _as_config(data: str | None, by_path: int | bool) -> dict[str, Any]:
