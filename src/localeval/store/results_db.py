@@ -184,17 +184,20 @@ def writable(path: str | Path | None = None) -> Iterator[Database]:
 
 
 def _summarise(db: Database, run_ids: list[str]) -> None:
+    """Summarise these runs, read in the transaction that writes their summaries: a run
+    replaced meanwhile by another process is summarised as it is now, or not at all (a run
+    forgotten meanwhile)."""
     marks = ", ".join("?" * len(run_ids))
-    cursor = db.execute(f"SELECT * FROM runs WHERE run_id IN ({marks})", tuple(run_ids))
-    names = [d[0] for d in cursor.description]
-    runs = [dict(zip(names, row)) for row in cursor.fetchall()]
-    metric_names: dict[str, list[str]] = {}
-    for run_id, name in db.execute(f"SELECT run_id, name FROM metrics WHERE run_id IN "
-                                   f"({marks})", tuple(run_ids)):
-        metric_names.setdefault(run_id, []).append(name)
-    rows = [summary_row(r, _json_object(r["config"]), _json_object(r["results"]).get(
-        "n_samples"), metric_names.get(r["run_id"], [])) for r in runs]
     with db.writing("run_summary"):
+        cursor = db.execute(f"SELECT * FROM runs WHERE run_id IN ({marks})", tuple(run_ids))
+        names = [d[0] for d in cursor.description]
+        runs = [dict(zip(names, row)) for row in cursor.fetchall()]
+        metric_names: dict[str, list[str]] = {}
+        for run_id, name in db.execute(f"SELECT run_id, name FROM metrics WHERE run_id IN "
+                                       f"({marks})", tuple(run_ids)).fetchall():
+            metric_names.setdefault(run_id, []).append(name)
+        rows = [summary_row(r, _json_object(r["config"]), _json_object(r["results"]).get(
+            "n_samples"), metric_names.get(r["run_id"], [])) for r in runs]
         db.execute(f"DELETE FROM run_summary WHERE run_id IN ({marks})", tuple(run_ids))
         _insert_summaries(db, rows)
 
