@@ -5,7 +5,8 @@ The store is built without running a model: each kind of run in ``tests/fixtures
 (multiple choice, safeguard with and without cultural awareness, LLM safety, contamination) is
 recorded once through the store's own record path (``record_run``), then its rows are copied
 by direct inserts, each copy under another id, folder, model name (50 models) and finish time,
-until the store holds N runs. Each command is timed in this process (the CLI's start-up
+until the store holds N runs (PostgreSQL then ANALYZEd, as autovacuum would have
+by the time a store holds that many). Each command is timed in this process (the CLI's start-up
 aside), best of ``--repeats``; the viewer's pages through Starlette's TestClient (no socket),
 with the bytes each sent. The last column is the growth ratio from the smallest size.
 
@@ -69,6 +70,8 @@ def build(store: str | Path, size: int) -> None:
                     if batch:
                         db.executemany(f"INSERT INTO {table} ({', '.join(names[table])}) "
                                        f"VALUES ({', '.join('?' * len(names[table]))})", batch)
+        if db.postgres:  # the planner's statistics, as autovacuum keeps them on a store in use
+            db.execute("ANALYZE")
 
 
 def _has_table(db, table: str) -> bool:

@@ -55,6 +55,7 @@ SCHEMA = (
     "finished_at, model, run_id)",
     "CREATE INDEX IF NOT EXISTS metrics_by_value ON metrics (name, value)",
     "CREATE INDEX IF NOT EXISTS summary_by_revision ON run_summary (revision)",
+    "CREATE INDEX IF NOT EXISTS summary_by_guard ON run_summary (guard)",
     "CREATE INDEX IF NOT EXISTS summary_in_order ON run_summary (task, finished_at, model, "
     "run_id)",
 )
@@ -205,13 +206,19 @@ def _summarise(db: Database, run_ids: list[str]) -> None:
 def has_summaries(db: Database) -> bool:
     """Whether every run of the store has a summary of this revision (read-only: says, never
     writes one)."""
+    return summarised(db) is not None
+
+
+def summarised(db: Database) -> int | None:
+    """How many runs the store holds when every one has a summary of this revision, else
+    None (a store from before the summary, or a run a localeval from before it recorded)."""
     try:  # two counts, not a join: a summary is written and deleted with its run
         (runs,) = db.execute("SELECT COUNT(*) FROM runs").fetchone()
-        (summarised,) = db.execute("SELECT COUNT(*) FROM run_summary WHERE revision = ?",
-                                   (SUMMARY_REVISION,)).fetchone()
+        (done,) = db.execute("SELECT COUNT(*) FROM run_summary WHERE revision = ?",
+                             (SUMMARY_REVISION,)).fetchone()
     except driver_errors():  # no such table: a store from before the summary
-        return False
-    return runs == summarised
+        return None
+    return int(runs) if runs == done else None
 
 
 def task_runs(task: str, path: str | Path | None = None) -> list[dict[str, Any]]:

@@ -124,7 +124,7 @@ def make_app(catalog: Catalog) -> Starlette:
         any_protocol = request.query_params.get("any_protocol") == "1"
         reference = request.query_params.get("reference") or None
         number = page_number(request)
-        tasks = catalog.listing(Wanted(), 0).tasks
+        tasks = catalog.tasks()
         if task and task not in tasks:
             raise NotFound(f"task={task}: no recorded run of it (tasks: {', '.join(tasks)})")
         if not task:

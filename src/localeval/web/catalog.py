@@ -15,6 +15,7 @@ from ..errors import LocalevalError
 from ..records import read_results
 from ..store.files import read_plain_text
 from ..store.results_db import (UPGRADE, Wanted, count, distinct, folder_id, has_summaries,
+                                 summarised,
                                  read_store, recorded_runs, store_path, summaries)
 from ..store.runs import NotFinished, RunFolderError, RunRecord, load_run, load_run_state
 from ..views.base import guard_name, protocol_options
@@ -68,14 +69,16 @@ class Catalog:
         folders = self._folders()
         if self.use_store:
             with read_store(self.store) as db:
-                if has_summaries(db):
+                total = summarised(db)
+                if total is not None:
                     recorded = _recorded(db, [f["run_id"] for f in folders])
                     loose = [f for f in folders if f["run_id"] not in recorded]
                     shown = [f for f in loose if keeps(wanted, f)]
-                    runs = summaries(db, wanted, offset + limit) + shown
-                    runs.sort(key=_newest, reverse=True)
-                    return Listing(runs[offset:offset + limit], count(db, wanted) + len(shown),
-                                   count(db, Wanted()) + len(loose),
+                    runs = summaries(db, wanted, offset + limit) if limit else []
+                    runs = sorted(runs + shown, key=_newest, reverse=True)
+                    matching = total if wanted == Wanted() else count(db, wanted)
+                    return Listing(runs[offset:offset + limit], matching + len(shown),
+                                   total + len(loose),
                                    sorted({*distinct(db, "task"), *(f["task"] for f in loose)}),
                                    sorted({*distinct(db, "guard"),
                                            *(f["guard"] for f in loose)}), "")
@@ -84,6 +87,16 @@ class Catalog:
         return Listing(shown[offset:offset + limit], len(shown), len(every),
                        sorted({r["task"] for r in every}), sorted({r["guard"] for r in every}),
                        UPGRADE if self.use_store else "")
+
+    def tasks(self) -> list[str]:
+        """The tasks of the runs shown, by name (the leaderboard's choices)."""
+        folders = sorted({f["task"] for f in self._folders()})
+        if self.use_store:
+            with read_store(self.store) as db:
+                if has_summaries(db):
+                    return sorted({*distinct(db, "task"), *folders})
+            return sorted({r["task"] for r in self.runs()})
+        return folders
 
     def board(self, task: str, any_protocol: bool, reference: str | None, limit: int,
               offset: int) -> tuple[dict[str, Any], str]:
