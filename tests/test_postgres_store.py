@@ -77,7 +77,7 @@ def test_a_store_from_before_gains_the_data_files_column(shared, tmp_path, postg
 
 
 def test_two_processes_record_40_runs_each_at_once(tmp_path, postgres):
-    _psql(postgres, "DROP TABLE IF EXISTS metrics, runs")  # both processes create the schema
+    _psql(postgres, "DROP TABLE IF EXISTS run_summary, metrics, runs")  # both processes create the schema
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path / "runs"), name,
                                postgres.url], stderr=subprocess.PIPE, text=True)
              for name in ("first", "second")]

@@ -59,6 +59,8 @@ def add_results_parsers(sub) -> None:
                     "(its id, a prefix of it, as `leaderboard --json` gives them, or its "
                     "folder) instead of the paper's protocol or, for a task of one's own data, "
                     "the run with the most items")
+    lb.add_argument("--limit", type=int, default=100, metavar="N", help="the first N ranked "
+                    "runs, and N listed apart (default 100; 0: every run)")
     lb.set_defaults(func=cmd_leaderboard)
 
     f = sub.add_parser("forget", help="remove runs from the results store (their folders are "
@@ -137,20 +139,23 @@ def chosen_tables(tables: list, number: int | None, fmt: str, output: str | None
 def cmd_leaderboard(args) -> None:
     from ..render.formats import RENDER, print_table
     from ..report.console import make_console, print_json
-    from ..report.leaderboard import leaderboard, leaderboard_tables
-    from ..store.results_db import recorded_tasks, store_label, task_runs
+    from ..report.leaderboard import leaderboard_tables, store_leaderboard
+    from ..store.results_db import recorded_tasks, store_label, writable
     from ..tasks.registry import TASKS
 
     existing_store(args.store)
-    runs = task_runs(args.task, args.store)
-    if not runs:
+    if args.limit < 0:
+        raise LocalevalError(f"--limit {args.limit}: a number of runs, 0 for every run")
+    with writable(args.store) as db:  # a store from before the run summary is migrated here
+        board = store_leaderboard(args.task, db, args.any_protocol, args.reference,
+                                  args.limit or None)
+    if not board["rows"] and not board["apart"]:
         held = recorded_tasks(args.store)
         close = difflib.get_close_matches(args.task, [*held, *TASKS], n=1, cutoff=0.6)
         hint = f"did you mean {close[0]}? " if close else ""
         raise LocalevalError(f"no recorded runs of task {args.task!r} in "
                              f"{store_label(args.store)} ({hint}it holds "
                              f"{', '.join(held) or 'no runs yet'})")
-    board = leaderboard(args.task, runs, args.any_protocol, args.reference)
     if args.json:
         print_json(board)
         return

@@ -9,13 +9,14 @@ they are (results.json keeps them in points already), so a printed cell is the r
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from ..errors import LocalevalError
 from ..render.cells import distinct_names
 from ..render.table import DataTable, Number, TableBuilder, columns
-from ..views.base import DATA_BY_PATH, Ranking, data_by_path, shown
+from ..views.base import DATA_BY_PATH, Ranking, data_by_path, guard_name, protocol_options, shown
 from ..views.registry import view_for_task
 
 
@@ -57,7 +58,10 @@ def leaderboard(task: str, runs: list[dict[str, Any]], any_protocol: bool = Fals
     def row(r: dict) -> dict[str, Any]:
         notes = [DATA_BY_PATH] if "data" in facts and _by_path(r.get("config") or {},
                                                                chosen) else []
-        return {"model": r["model"], "run_id": r.get("run_id"), "folder": r["folder"],
+        config = r.get("config") or {}
+        return {"model": r["model"], "guard": guard_name(config),
+                "options": protocol_options(config), "run_id": r.get("run_id"),
+                "folder": r["folder"],
                 "host": r.get("host"), "finished_at": r["finished_at"],
                 "items": r.get("n_samples"), "differs": differs[r["run_id"]],
                 "notes": notes, "reference": r.get("run_id") == reference_run,
@@ -174,32 +178,225 @@ def _ranked(task: str, board: dict[str, Any], ranking, shown: dict[str, str]) ->
     note = (f" Ranked: every run, whatever its protocol; 'differs' says how each differs from "
             f"{board['reference_is']}." if board["any_protocol"] else
             f" Ranked: the runs on {board['reference_is']}"
-            + (f"; {len(board['apart'])} other run(s) listed apart, saying how they differ "
-               "(--any-protocol ranks them too)." if board["apart"] else ".")) + \
+            + (f"; {_total(board, 'apart')} other run(s) listed apart, saying how they "
+               "differ (--any-protocol ranks them too)." if board["apart"] else ".")) + \
         (" A run without the number ranked by has no rank (-) and comes last."
-         if board["rank_by"] and any(r["rank"] is None for r in board["rows"]) else "")
-    names = ["#", "model", "items", *(ranking.title(c) for c in board["columns"]), "finished",
-             *(["differs"] if differs else []), "run folder"]
-    table = TableBuilder(title, columns(*names, text=2), ranking.unit + "." + note)
+         if board["rank_by"] and any(r["rank"] is None for r in board["rows"]) else "") + \
+        _shared(board) + _more(board, "rows")
+    run = _run_columns(board)
+    names = ["#", "model", *run, "items", *(ranking.title(c) for c in board["columns"]),
+             "finished", *(["differs"] if differs else []), "run folder"]
+    table = TableBuilder(title, columns(*names, text=2 + len(run)),
+                         ranking.unit + "." + note)
     table.columns[-3 if differs else -2:] = columns(*names[-3 if differs else -2:], text=3)
     for r in board["rows"]:
         table.add("-" if r["rank"] is None else str(r["rank"]), shown[str(r["model"])],
+                  *(str(r.get(c) or "") for c in run),
                   r["items"], *(Number(r["values"][c], ranking.digits, ranking.scale)
                                 for c in board["columns"]), str(r["finished_at"] or ""),
                   *(["; ".join(said[id(r)])] if differs else []), str(r["folder"] or ""))
     return table.build()
 
 
+def _run_columns(board: dict[str, Any]) -> list[str]:
+    """The guard and the protocol options, as columns where the runs differ in them (issue 51
+    item 1: two guards on one model are two rows that say which is which); where every run
+    shares one, the caption says it (:func:`_shared`)."""
+    rows = board["rows"] + board["apart"]
+    return [c for c in ("guard", "options") if len({r.get(c) or "" for r in rows}) > 1]
+
+
+def _shared(board: dict[str, Any]) -> str:
+    rows = board["rows"] + board["apart"]
+    said = []
+    for column in ("guard", "options"):
+        values = {r.get(column) or "" for r in rows}
+        if len(values) == 1 and next(iter(values)) not in ("", "none"):
+            said.append(f"{column} {next(iter(values))}")
+    return f" Every run: {'; '.join(said)}." if said else ""
+
+
+def _total(board: dict[str, Any], part: str) -> int:
+    return board.get(f"{'ranked' if part == 'rows' else part}_total", len(board[part]))
+
+
+def _more(board: dict[str, Any], part: str) -> str:
+    shown, total = len(board[part]), _total(board, part)
+    return f" The first {shown} of {total} shown (--limit N; 0 for all)." if total > shown \
+        else ""
+
+
 def _apart(task: str, board: dict[str, Any], ranking, shown: dict[str, str]) -> DataTable:
     head = board["rank_by"] or (board["columns"] or [None])[0]
+    run = _run_columns(board)
     table = TableBuilder(f"{task}: runs listed apart (not on {board['reference_is']})",
-                         columns("model", "items", *([ranking.title(head)] if head else []),
-                                 "differs", "run folder", text=1),
-                         "Not ranked: their numbers are not comparable with the ranked ones.")
+                         columns("model", *run, "items",
+                                 *([ranking.title(head)] if head else []),
+                                 "differs", "run folder", text=1 + len(run)),
+                         "Not ranked: their numbers are not comparable with the ranked ones."
+                         + _more(board, "apart"))
     table.columns[-2:] = columns("differs", "run folder", text=2)
     for r in board["apart"]:
-        table.add(shown[str(r["model"])], r["items"],
+        table.add(shown[str(r["model"])], *(str(r.get(c) or "") for c in run), r["items"],
                   *([Number(r["values"].get(head), ranking.digits, ranking.scale)]
                     if head else []), "; ".join(r["differs"] + r.get("notes", [])),
                   str(r["folder"] or ""))
     return table.build()
+
+
+# ------------------------------------------------------------------ ranked in the database
+def store_leaderboard(task: str, db, any_protocol: bool = False, reference: str | None = None,
+                      limit: int | None = None, offset: int = 0) -> dict[str, Any]:
+    """:func:`leaderboard` read from the store's run summaries (issue 53): the same rows in the
+    same order, ranked by the database, ``limit`` ranked rows (and as many listed apart) from
+    ``offset``; nothing read grows with the runs stored but the protocols they were run on.
+    ``ranked_total`` and ``apart_total`` count every row."""
+    from ..store.results_db import SHOWN, like, with_metrics
+
+    view = view_for_task(task)
+    ranking = view.ranking(_metric_names(db, task))
+    columns, rank_by, lower = ranking.columns, ranking.rank_by, ranking.lower_is_better
+    _check_stored(db, task, ranking)
+    cols = ", ".join(f"s.{c}" for c in SHOWN)
+    join = "LEFT JOIN metrics m ON m.run_id = s.run_id AND m.name = ?"
+    ref_row = None
+    if reference is not None:
+        found = db.execute(f"SELECT {cols}, s.protocol, s.data, s.by_path FROM run_summary s "
+                           "WHERE s.task = ? AND s.run_id LIKE ? ESCAPE '!' LIMIT 2",
+                           (task, like(reference) + "%")).fetchall() if reference else []
+        if not found:
+            folder = _resolved(reference)
+            found = db.execute(f"SELECT {cols}, s.protocol, s.data, s.by_path FROM "
+                               "run_summary s WHERE s.task = ? AND s.folder = ? LIMIT 2",
+                               (task, folder)).fetchall() if folder else []
+        if len(found) != 1:
+            what = "several runs' ids start so" if found else "no recorded run of it has " \
+                "that id or folder"
+            raise LocalevalError(f"reference run {reference}: {what} (task {task}; `localeval "
+                                 f"leaderboard --task {task} --any-protocol --json` lists the "
+                                 "run ids)")
+        ref_row = found[0]
+    paper = view.paper_protocol(task) if reference is None else None
+    if reference is None and paper is None:
+        ref_row = db.execute(
+            f"SELECT {cols}, s.protocol, s.data, s.by_path FROM run_summary s {join} "
+            "WHERE s.task = ? ORDER BY (m.value IS NULL), COALESCE(s.n_samples, 0) DESC, "
+            "COALESCE(s.finished_at, '') DESC, s.run_id DESC LIMIT 1",
+            (rank_by, task)).fetchone()
+    chosen = None
+    if ref_row is not None:
+        run = dict(zip(SHOWN, ref_row))
+        facts, chosen = json.loads(ref_row[-3]), _as_config(ref_row[-2], ref_row[-1])
+        source = (f"the protocol of run {_run_name(run)}, picked (--reference)" if reference
+                  is not None else f"the protocol of run {_run_name(run)}, the one with the "
+                  f"most items ({run['n_samples']}; --reference RUN picks another)")
+        reference_run = run["run_id"]
+    elif paper is not None:
+        facts, source, reference_run = paper, "the paper's protocol", None
+    else:
+        facts, source, reference_run = {}, "no run", None
+    groups = {}
+    for (key,) in db.execute("SELECT DISTINCT protocol_key FROM run_summary WHERE task = ?",
+                             (task,)).fetchall():
+        protocol, data, by_path = db.execute(
+            "SELECT protocol, data, by_path FROM run_summary WHERE task = ? AND protocol_key "
+            "= ? LIMIT 1", (task, key)).fetchone()
+        config = _as_config(data, by_path)
+        groups[key] = (_differences(json.loads(protocol), facts, config, chosen),
+                       [DATA_BY_PATH] if "data" in facts and _by_path(config, chosen) else [])
+    same = [k for k, (differs, _) in groups.items() if not differs]
+    marks = ", ".join("?" * len(same))
+    inside = "" if any_protocol else (f" AND s.protocol_key IN ({marks})" if same else
+                                      " AND 1 = 0")
+    outside = " AND 1 = 0" if any_protocol else (f" AND s.protocol_key NOT IN ({marks})"
+                                                 if same else "")
+    keys = () if any_protocol else tuple(same)
+    order = "s.finished_at, s.model, s.run_id"  # task_runs' order: ties keep it
+    by_value = (f"(m.value IS NULL), m.value {'ASC' if lower else 'DESC'}, " if rank_by
+                else "")
+    page = f" LIMIT {int(limit)} OFFSET {int(offset)}" if limit is not None else ""
+    ranked = db.execute(f"SELECT {cols}, s.protocol_key, m.value FROM run_summary s {join} "
+                        f"WHERE s.task = ?{inside} ORDER BY {by_value}{order}{page}",
+                        (rank_by, task, *keys)).fetchall()
+    apart = db.execute(f"SELECT {cols}, s.protocol_key FROM run_summary s WHERE s.task = ?"
+                       f"{outside} ORDER BY {order}{page}",
+                       (task, *(() if any_protocol else keys))).fetchall()
+    totals = [db.execute(f"SELECT COUNT(*) FROM run_summary s WHERE s.task = ?{where}",
+                         (task, *(() if any_protocol else keys))).fetchone()[0]
+              for where in (inside, outside)]
+
+    def rows(found: list) -> list[dict[str, Any]]:
+        return with_metrics(db, [{**dict(zip(SHOWN, r)), "key": r[len(SHOWN)]}
+                                 for r in found], columns)
+
+    def row(r: dict) -> dict[str, Any]:
+        differs, notes = groups[r["key"]]
+        return {"model": r["model"], "guard": r["guard"] or "none",
+                "options": r["options"] or "", "run_id": r["run_id"], "folder": r["folder"],
+                "host": r["host"], "finished_at": r["finished_at"], "items": r["n_samples"],
+                "differs": differs, "notes": list(notes),
+                "reference": r["run_id"] == reference_run,
+                "values": {c: r["metrics"].get(c) for c in columns}}
+
+    shown_rows = rows(ranked)
+    return {"rank_by": rank_by, "lower_is_better": lower, "columns": columns,
+            "titles": {c: ranking.title(c) for c in columns}, "scale": ranking.scale,
+            "unit": ranking.unit, "reference": facts, "reference_is": source,
+            "reference_run": reference_run, "any_protocol": any_protocol,
+            "rows": [{"rank": offset + i if rank_by and r["metrics"].get(rank_by) is not None
+                      else None, **row(r)} for i, r in enumerate(shown_rows, start=1)],
+            "apart": [row(r) for r in rows(apart)],
+            "ranked_total": totals[0], "apart_total": totals[1]}
+
+
+def _metric_names(db, task: str) -> list[str]:
+    """The task's metric names in the order :func:`leaderboard` meets them: each run's, sorted,
+    the runs in the store's order (finished, model, id); read per set of names, not per run."""
+    firsts = []
+    for (names,) in db.execute("SELECT DISTINCT metric_names FROM run_summary WHERE task = ?",
+                               (task,)).fetchall():
+        (first,) = db.execute("SELECT run_id FROM run_summary WHERE task = ? AND metric_names "
+                              "= ? ORDER BY finished_at, model, run_id LIMIT 1",
+                              (task, names)).fetchone()
+        firsts.append(first)
+    if not firsts:
+        return []
+    ordered = db.execute(f"SELECT metric_names FROM run_summary WHERE run_id IN "
+                         f"({', '.join('?' * len(firsts))}) ORDER BY finished_at, model, "
+                         "run_id", tuple(firsts)).fetchall()
+    return list(dict.fromkeys(n for (names,) in ordered for n in json.loads(names)))
+
+
+def _check_stored(db, task: str, ranking: Ranking) -> None:
+    """:func:`_check_values` in the database: a value out of the ranking's bounds (an
+    infinity, NaN, or in SQLite a text, sorts outside them too) is one line naming the run."""
+    if not ranking.columns:
+        return
+    low, high = ranking.bounds or (-1.7e308, 1.7e308)
+    marks = ", ".join("?" * len(ranking.columns))
+    # each name's values below and above the bounds: two index ranges. SQLite keeps a NaN as
+    # NULL and sorts a text above every number; PostgreSQL sorts NaN above every number.
+    found = db.execute(
+        f"SELECT run_id, name, value FROM metrics WHERE name IN ({marks}) AND value < ? "
+        f"UNION ALL SELECT run_id, name, value FROM metrics WHERE name IN ({marks}) AND "
+        "value > ?",
+        (*ranking.columns, low, *ranking.columns, high)).fetchall()
+    for run_id, name, value in found:  # another task's run: not this board's
+        folder = db.execute("SELECT folder FROM run_summary WHERE run_id = ? AND task = ?",
+                            (run_id, task)).fetchone()
+        if folder is not None:
+            _check_values([{"run_id": run_id, "folder": folder[0], "metrics": {name: value}}],
+                          ranking)
+
+
+def _as_config(data: str | None, by_path: int | bool) -> dict[str, Any]:
+    """What :func:`_differences` reads of a config, from a summary: the data's path, and a
+    fingerprint or none (whether its data is matched by path)."""
+    return {"data": data, "data_files": None if by_path else {"": {}}}
+
+
+def _resolved(ref: str) -> str | None:
+    try:
+        return str(Path(ref).resolve())
+    except (OSError, RuntimeError, ValueError):
+        return None

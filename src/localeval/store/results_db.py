@@ -21,10 +21,13 @@ import os
 import re
 import socket
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .database import StoreError, is_url, opened, shown
+from .database import Database, StoreError, driver_errors, is_url, opened, shown
 from .runs import RunRecord
 
 SCHEMA = (
@@ -34,7 +37,38 @@ SCHEMA = (
     "CREATE TABLE IF NOT EXISTS metrics (run_id TEXT NOT NULL REFERENCES runs (run_id), "
     "name TEXT NOT NULL, value DOUBLE PRECISION, n INTEGER, PRIMARY KEY (run_id, name))",
     "CREATE INDEX IF NOT EXISTS runs_by_task ON runs (task)",
+    # One row per run, written with it (issue 53): what the viewer's lists and the leaderboard
+    # read, so that neither parses a run's config and results JSON. ``protocol`` is the task
+    # view's protocol facts as JSON, ``protocol_key`` their digest (with the data's path and
+    # whether the data is matched by path), ``metric_names`` the run's metrics as JSON.
+    "CREATE TABLE IF NOT EXISTS run_summary (run_id TEXT PRIMARY KEY REFERENCES runs (run_id), "
+    "revision INTEGER NOT NULL, task TEXT NOT NULL, results_schema TEXT NOT NULL, model TEXT, "
+    "guard TEXT, options TEXT, protocol TEXT NOT NULL, protocol_text TEXT NOT NULL, "
+    "protocol_key TEXT NOT NULL, data TEXT, by_path INTEGER NOT NULL, "
+    "metric_names TEXT NOT NULL, n_samples INTEGER, folder TEXT, started_at TEXT, "
+    "finished_at TEXT, host TEXT)",
+    "CREATE INDEX IF NOT EXISTS summary_by_time ON run_summary (finished_at, run_id)",
+    "CREATE INDEX IF NOT EXISTS summary_by_task ON run_summary (task, protocol_key)",
+    # the leaderboard's metric names in the store's order, and its check for values out of
+    # range, each a seek instead of a pass over the task's runs
+    "CREATE INDEX IF NOT EXISTS summary_by_names ON run_summary (task, metric_names, "
+    "finished_at, model, run_id)",
+    "CREATE INDEX IF NOT EXISTS metrics_by_value ON metrics (name, value)",
+    "CREATE INDEX IF NOT EXISTS summary_by_revision ON run_summary (revision)",
+    "CREATE INDEX IF NOT EXISTS summary_by_guard ON run_summary (guard)",
+    "CREATE INDEX IF NOT EXISTS summary_in_order ON run_summary (task, finished_at, model, "
+    "run_id)",
 )
+# The summary's revision: a store whose summaries were written under another one is summarised
+# again by the next command that writes (its rows are derived, never the record). Raise it
+# when what a summary holds changes (a view's ``protocol``, the guard or options columns).
+SUMMARY_REVISION = 1
+SUMMARY_COLUMNS = ("run_id", "revision", "task", "results_schema", "model", "guard", "options",
+                   "protocol", "protocol_text", "protocol_key", "data", "by_path",
+                   "metric_names", "n_samples", "folder", "started_at", "finished_at", "host")
+UPGRADE = ("this store predates the run summary (issue 53), so every page reads every run; "
+           "any command that writes upgrades it: `localeval leaderboard --task TASK --store "
+           "STORE`")
 # Added to every store (new ones too) by migration, in this order, after the SCHEMA's columns.
 COLUMNS = (("runs", "data_files", "TEXT"),  # config.json's data fingerprint, as JSON
            ("runs", "host", "TEXT"))  # the machine the folder was recorded from
@@ -85,19 +119,112 @@ def record_run(record: RunRecord, metrics: list[Metric], path: str | Path | None
            json.dumps(config["data_files"]) if config.get("data_files") else None,
            socket.gethostname())
     rows = [(run_id, name, value, n) for name, value, n in metrics]
-    with opened(store_path(path), SCHEMA, COLUMNS) as db, db.writing(run_id):
+    record_row = dict(zip(RUN_COLUMNS, row))
+    summary = summary_row(record_row, config, record.results.n_samples,
+                          [name for name, _, _ in metrics])
+    with writable(path) as db, db.writing(run_id):
+        db.execute("DELETE FROM run_summary WHERE run_id = ?", (run_id,))
         db.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
         db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
         db.execute(f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES "
                    f"({', '.join('?' * len(RUN_COLUMNS))})", row)
         db.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?)", rows)
+        _insert_summaries(db, [summary])
     return run_id
+
+
+def summary_row(run: dict[str, Any], config: dict[str, Any], n_samples: int | None,
+                metric_names: list[str]) -> tuple:
+    """A run's summary, in SUMMARY_COLUMNS order, from its row in ``runs`` and its config."""
+    from ..views.base import data_by_path, guard_name, protocol_options
+
+    facts = _protocol(str(run["task"]), str(run["results_schema"]), config)
+    by_path = data_by_path(config)
+    data = None if config.get("data") is None else str(config.get("data"))
+    text = json.dumps(facts, ensure_ascii=False)  # in the view's order: "differs" keeps it
+    key = hashlib.sha256(json.dumps([text, data, by_path]).encode()).hexdigest()[:24]
+    return (run["run_id"], SUMMARY_REVISION, run["task"], run["results_schema"], run["model"],
+            guard_name(config), protocol_options(config), text,
+            " · ".join(f"{k} {v}" for k, v in facts.items()), key, data, int(by_path),
+            json.dumps(sorted(metric_names)), n_samples, run["folder"], run["started_at"],
+            run["finished_at"], run.get("host"))
+
+
+def _protocol(task: str, schema: str, config: dict[str, Any]) -> dict[str, str]:
+    """The protocol facts the leaderboard compares (the task's view), else the results
+    schema's view's (a task this localeval no longer knows), else none."""
+    from ..errors import LocalevalError
+    from ..views.registry import view_for_schema, view_for_task
+
+    for view in (lambda: view_for_task(task), lambda: view_for_schema(schema)):
+        try:
+            return view().protocol(config)
+        except LocalevalError:
+            continue
+    return {}
+
+
+def _insert_summaries(db: Database, rows: list[tuple]) -> None:
+    db.executemany(f"INSERT INTO run_summary ({', '.join(SUMMARY_COLUMNS)}) VALUES "
+                   f"({', '.join('?' * len(SUMMARY_COLUMNS))})", rows)
+
+
+@contextmanager
+def writable(path: str | Path | None = None) -> Iterator[Database]:
+    """The store opened to write: created, its columns added, and every run without a summary
+    of this revision summarised (the migration of a store from before the summary: each run's
+    config and results read once, here, never again by a page)."""
+    with opened(store_path(path), SCHEMA, COLUMNS) as db:
+        stale = [] if has_summaries(db) else [run_id for (run_id,) in db.execute(
+            "SELECT r.run_id FROM runs r LEFT JOIN run_summary s ON s.run_id = r.run_id "
+            "AND s.revision = ? WHERE s.run_id IS NULL", (SUMMARY_REVISION,))]
+        for start in range(0, len(stale), 500):
+            chunk = stale[start:start + 500]
+            _summarise(db, chunk)
+        yield db
+
+
+def _summarise(db: Database, run_ids: list[str]) -> None:
+    """Summarise these runs, read in the transaction that writes their summaries: a run
+    replaced meanwhile by another process is summarised as it is now, or not at all (a run
+    forgotten meanwhile)."""
+    marks = ", ".join("?" * len(run_ids))
+    with db.writing("run_summary"):
+        cursor = db.execute(f"SELECT * FROM runs WHERE run_id IN ({marks})", tuple(run_ids))
+        names = [d[0] for d in cursor.description]
+        runs = [dict(zip(names, row)) for row in cursor.fetchall()]
+        metric_names: dict[str, list[str]] = {}
+        for run_id, name in db.execute(f"SELECT run_id, name FROM metrics WHERE run_id IN "
+                                       f"({marks})", tuple(run_ids)).fetchall():
+            metric_names.setdefault(run_id, []).append(name)
+        rows = [summary_row(r, _json_object(r["config"]), _json_object(r["results"]).get(
+            "n_samples"), metric_names.get(r["run_id"], [])) for r in runs]
+        db.execute(f"DELETE FROM run_summary WHERE run_id IN ({marks})", tuple(run_ids))
+        _insert_summaries(db, rows)
+
+
+def has_summaries(db: Database) -> bool:
+    """Whether every run of the store has a summary of this revision (read-only: says, never
+    writes one)."""
+    return summarised(db) is not None
+
+
+def summarised(db: Database) -> int | None:
+    """How many runs the store holds when every one has a summary of this revision, else
+    None (a store from before the summary, or a run a localeval from before it recorded)."""
+    try:  # two counts, not a join: a summary is written and deleted with its run
+        (runs,) = db.execute("SELECT COUNT(*) FROM runs").fetchone()
+        (done,) = db.execute("SELECT COUNT(*) FROM run_summary WHERE revision = ?",
+                             (SUMMARY_REVISION,)).fetchone()
+    except driver_errors():  # no such table: a store from before the summary
+        return None
+    return int(runs) if runs == done else None
 
 
 def task_runs(task: str, path: str | Path | None = None) -> list[dict[str, Any]]:
     """Every recorded run of ``task``: its columns, its config, the samples it scored, the
     host it was recorded from, and its metrics by name."""
-    with opened(store_path(path), SCHEMA, COLUMNS) as db:
+    with writable(path) as db:
         runs = db.execute("SELECT run_id, model, folder, finished_at, config, results, host "
                           "FROM runs WHERE task = ? ORDER BY finished_at, model, run_id",
                           (task,)).fetchall()
@@ -151,7 +278,7 @@ def forget(refs: list[str], missing: bool = False, path: str | Path | None = Non
     teammate's run on a shared store is never pruned from here). The folders are left alone.
     The ids removed."""
     here = socket.gethostname()
-    with opened(store_path(path), SCHEMA, COLUMNS) as db:
+    with writable(path) as db:
         rows = db.execute("SELECT run_id, folder, host FROM runs").fetchall()
         chosen = [run_id for run_id, folder, host in rows
                   if any(run_id.startswith(r) or (folder and folder == str(Path(r).resolve()))
@@ -159,6 +286,7 @@ def forget(refs: list[str], missing: bool = False, path: str | Path | None = Non
                   or (missing and host == here and folder and not Path(folder).exists())]
         for run_id in chosen:
             with db.writing(run_id):
+                db.execute("DELETE FROM run_summary WHERE run_id = ?", (run_id,))
                 db.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
                 db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
     return chosen
@@ -181,3 +309,91 @@ def run_folder(ref: str, path: str | Path | None = None) -> str:
         raise StoreError(f"run {rows[0][0]} was recorded from {folder}, which is not on this "
                          "machine (the store keeps its numbers, the folder its samples)")
     return folder
+
+
+# ------------------------------------------------------------------ reading the summaries
+SHOWN = ("run_id", "task", "results_schema", "model", "guard", "options", "protocol_text",
+         "n_samples", "folder", "started_at", "finished_at", "host")
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """Which summaries: each field empty for "any". ``model`` and ``protocol`` are words each
+    found in the model's name or the protocol line (case-insensitive); ``guard`` is a guard's
+    name ("none": no guard); ``since``/``until`` are days (YYYY-MM-DD) the run finished."""
+
+    task: str = ""
+    model: str = ""
+    guard: str = ""
+    protocol: str = ""
+    since: str = ""
+    until: str = ""
+
+    def where(self) -> tuple[str, tuple]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        for column, value in (("task", self.task), ("guard", self.guard)):
+            if value:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        for column, words in (("model", self.model), ("protocol_text", self.protocol)):
+            for word in words.lower().split():
+                clauses.append(f"LOWER(COALESCE({column}, '')) LIKE ? ESCAPE '!'")
+                params.append(f"%{like(word)}%")
+        if self.since:
+            clauses.append("SUBSTR(COALESCE(finished_at, ''), 1, 10) >= ?")
+            params.append(self.since)
+        if self.until:
+            clauses.append("finished_at IS NOT NULL AND SUBSTR(finished_at, 1, 10) <= ?")
+            params.append(self.until)
+        return (" WHERE " + " AND ".join(clauses)) if clauses else "", tuple(params)
+
+
+def like(text: str) -> str:
+    """``text`` as it is inside a LIKE pattern (its % and _ no wildcards; ESCAPE '!')."""
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+
+
+def read_store(path: str | Path | None = None):
+    """The store opened read-only (``localeval view``): neither created nor migrated."""
+    return opened(store_path(path), SCHEMA, read_only=True)
+
+
+def summaries(db: Database, wanted: Wanted, limit: int, offset: int = 0) -> list[dict[str, Any]]:
+    """The runs ``wanted`` picks, newest first, ``limit`` of them from ``offset``, each with
+    its metrics; read from the summary and the metrics of these runs only."""
+    where, params = wanted.where()
+    rows = db.execute(f"SELECT {', '.join(SHOWN)} FROM run_summary{where} ORDER BY "
+                      "finished_at DESC, run_id DESC LIMIT ? OFFSET ?",
+                      (*params, limit, offset)).fetchall()
+    return with_metrics(db, [dict(zip(SHOWN, row)) for row in rows])
+
+
+def count(db: Database, wanted: Wanted) -> int:
+    where, params = wanted.where()
+    (n,) = db.execute(f"SELECT COUNT(*) FROM run_summary{where}", params).fetchone()
+    return int(n)
+
+
+def distinct(db: Database, column: str) -> list[str]:
+    """The values of a summary column (``task``, ``guard``), sorted: a filter's choices."""
+    return [str(v) for (v,) in db.execute(f"SELECT DISTINCT {column} FROM run_summary "
+                                          f"WHERE {column} IS NOT NULL ORDER BY {column}")]
+
+
+def with_metrics(db: Database, runs: list[dict[str, Any]],
+                 names: list[str] | None = None) -> list[dict[str, Any]]:
+    """``runs`` with ``metrics`` (by name; only ``names`` when given), read for them only."""
+    for run in runs:
+        run["metrics"] = {}
+    by_id = {r["run_id"]: r for r in runs}
+    ids = list(by_id)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        only = f" AND name IN ({', '.join('?' * len(names))})" if names else ""
+        for run_id, name, value in db.execute(
+                f"SELECT run_id, name, value FROM metrics WHERE run_id IN "
+                f"({', '.join('?' * len(chunk))}){only} ORDER BY run_id, name",
+                (*chunk, *(names or []))):
+            by_id[run_id]["metrics"][name] = value
+    return runs

@@ -249,6 +249,23 @@ def distinct_names(runs: Sequence[RunRecord]) -> list[str]:
     return out
 
 
+def guard_name(config: dict[str, Any]) -> str:
+    """The safeguard a run used ("zero-shot", "llamaguard3"), or "none" (issue 51 item 1: a
+    zero-shot run and a llamaguard3 run on one model are two rows, never both "mymodel")."""
+    guard = config.get("guard")
+    name = guard.get("name") if isinstance(guard, dict) else guard
+    return str(name) if name else "none"
+
+
+def protocol_options(config: dict[str, Any]) -> str:
+    """The options that change a run's protocol, as one line ("cultural awareness · label
+    scores full"); "" for none."""
+    said = ["cultural awareness"] if config.get("cultural_awareness") else []
+    if "label_scores" in config:
+        said.append(f"label scores {shown(config['label_scores'])}")
+    return " · ".join(said)
+
+
 def finished_run(run: Run) -> RunRecord:
     """A finished run: a folder is read once (one that has not finished is refused there); a
     record already read is used as it is."""

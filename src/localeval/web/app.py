@@ -30,12 +30,13 @@ from starlette.routing import Route
 from ..errors import LocalevalError
 from ..render.figures import Figure
 from ..report.html import figure_html, render, table_html, two_runs_compared
-from ..report.leaderboard import leaderboard, leaderboard_tables
+from ..report.leaderboard import leaderboard_tables
+from ..store.results_db import Wanted
 from ..store.runs import RunRecord
 from ..views.base import distinct_names
 from ..views.registry import view_for
 from . import pages
-from .catalog import KEPT, Catalog, NotFound, RunFilter
+from .catalog import KEPT, PAGE, PICKER, Catalog, NotFound
 from .samples import BadQuery, browse
 
 HOST = "127.0.0.1"
@@ -96,37 +97,47 @@ def make_app(catalog: Catalog) -> Starlette:
     def page(title: str, body: str, status: int = 200) -> HTMLResponse:
         return html(pages.frame(title, body, source), status)
 
-    def runs(request: Request) -> HTMLResponse:
+    def wanted(request: Request) -> Wanted:
         q = request.query_params
-        f = RunFilter(*(q.get(k, "").strip() for k in ("task", "model", "protocol", "since",
-                                                        "until")))
+        f = Wanted(*(q.get(k, "").strip() for k in ("task", "model", "guard", "protocol",
+                                                    "since", "until")))
         for name in ("since", "until"):
             value = getattr(f, name)
             if value and not is_date(value):
                 raise BadQuery(f"{name}={value}: a date is YYYY-MM-DD")
-        every = catalog.runs()
-        return page("Runs", pages.runs_page([r for r in every if f.keeps(r)], every, f))
+        return f
+
+    def page_number(request: Request) -> int:
+        text = request.query_params.get("page", "1")
+        if not text.isascii() or not text.isdigit() or int(text) < 1:
+            raise BadQuery(f"page={text}: a page is a number from 1")
+        return int(text)
+
+    def runs(request: Request) -> HTMLResponse:
+        f, number = wanted(request), page_number(request)
+        listing = catalog.listing(f, PAGE, (number - 1) * PAGE)
+        return page("Runs", pages.runs_page(listing, f, number, PAGE))
 
     def board(request: Request) -> HTMLResponse:
-        every = catalog.runs()
-        tasks = sorted({r["task"] for r in every})
         task = request.query_params.get("task", "")
         any_protocol = request.query_params.get("any_protocol") == "1"
+        reference = request.query_params.get("reference") or None
+        number = page_number(request)
+        tasks = catalog.tasks()
         if task and task not in tasks:
             raise NotFound(f"task={task}: no recorded run of it (tasks: {', '.join(tasks)})")
         if not task:
             return page("Leaderboard", pages.leaderboard_page("", tasks, False, "", None))
-        reference = request.query_params.get("reference") or None
         try:
-            ranked = leaderboard(task, [r for r in every if r["task"] == task], any_protocol,
-                                 reference)
+            ranked, note = catalog.board(task, any_protocol, reference, PAGE,
+                                         (number - 1) * PAGE)
         except LocalevalError as error:
             if reference is None:
                 raise
             raise BadQuery(str(error)) from None
         tables = "".join(table_html(t) for t in leaderboard_tables(task, ranked))
         return page(f"{task} leaderboard", pages.leaderboard_page(
-            task, tasks, any_protocol, tables, ranked, reference or ""))
+            task, tasks, any_protocol, tables, ranked, reference or "", note, number, PAGE))
 
     def report(request: Request) -> HTMLResponse:
         run_id = request.path_params["run_id"]
@@ -146,13 +157,16 @@ def make_app(catalog: Catalog) -> Starlette:
                     pages.samples_page(entry, shown, query))
 
     def compare(request: Request) -> HTMLResponse:
-        every = catalog.runs()
+        f = wanted(request)
         a, b = (request.query_params.get(k, "") for k in ("a", "b"))
+        listing = catalog.listing(f, PICKER)
+        chosen = [catalog.entry(i) for i in (a, b) if i and i not in
+                  {r["run_id"] for r in listing.runs}]
         content = ""
         if a and b:
             records = (catalog.record(a), catalog.record(b))
             content = drawn.get(("compare", a, b), records, lambda: comparison(*records))
-        return page("Two runs compared", pages.compare_page(every, a, b, content))
+        return page("Two runs compared", pages.compare_page(listing, chosen, f, a, b, content))
 
     def stylesheet(request: Request) -> Response:
         text = files(__package__).joinpath("assets", "viewer.css").read_text(encoding="utf-8")

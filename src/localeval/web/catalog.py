@@ -14,10 +14,25 @@ from typing import Any
 from ..errors import LocalevalError
 from ..records import read_results
 from ..store.files import read_plain_text
-from ..store.results_db import folder_id, recorded_runs, store_path
+from ..store.results_db import (
+    UPGRADE,
+    Wanted,
+    count,
+    distinct,
+    folder_id,
+    has_summaries,
+    read_store,
+    recorded_runs,
+    store_path,
+    summaries,
+    summarised,
+)
 from ..store.runs import NotFinished, RunFolderError, RunRecord, load_run, load_run_state
+from ..views.base import guard_name, protocol_options
 from ..views.registry import view_for, view_for_schema
 
+PAGE = 50  # runs on a page of the runs list, rows on a page of a leaderboard
+PICKER = 200  # runs the compare page offers to choose from (its filters narrow them)
 SCAN_DEPTH = 4  # how deep under a --runs folder run folders are looked for
 KEPT = 8  # runs kept read (samples and all); the one read longest ago goes first
 FILES = ("config.json", "results.json", "samples.jsonl")
@@ -45,19 +60,90 @@ class Catalog:
         return " · ".join(parts + [f"folders under {r}" for r in self.roots])
 
     def runs(self) -> list[dict[str, Any]]:
-        """Newest first; a folder's run recorded in the store is listed once, as recorded."""
-        found = recorded_runs(self.store) if self.use_store else []
+        """Every run, newest first; a folder's run recorded in the store is listed once, as
+        recorded. Reads every run: the pages use :meth:`listing` instead."""
+        found = [_summarised(r) for r in recorded_runs(self.store)] if self.use_store else []
         known = {r["run_id"] for r in found}
-        for root in self.roots:
-            for folder in _run_folders(root):
-                entry = folder_entry(folder)
-                if entry is not None and entry["run_id"] not in known:
-                    known.add(entry["run_id"])
-                    found.append(entry)
+        found += [r for r in self._folders() if r["run_id"] not in known]
         return sorted(found, key=lambda r: (r["finished_at"] or "", r["run_id"]), reverse=True)
 
+    def _folders(self) -> list[dict[str, Any]]:
+        entries = (folder_entry(f) for root in self.roots for f in _run_folders(root))
+        return [e for e in entries if e is not None]
+
+    def listing(self, wanted: Wanted, limit: int = PAGE, offset: int = 0) -> Listing:
+        """The runs ``wanted`` picks, newest first, ``limit`` from ``offset``: read from the
+        store's run summaries, a page at a time (issue 53), with the runs of the folders
+        scanned; a store from before the summary is read whole, as before, and ``note`` says
+        how to upgrade it (the viewer never writes to a store)."""
+        folders = self._folders()
+        if self.use_store:
+            with read_store(self.store) as db:
+                total = summarised(db)
+                if total is not None:
+                    recorded = _recorded(db, [f["run_id"] for f in folders])
+                    loose = [f for f in folders if f["run_id"] not in recorded]
+                    shown = [f for f in loose if keeps(wanted, f)]
+                    runs = summaries(db, wanted, offset + limit) if limit else []
+                    runs = sorted(runs + shown, key=_newest, reverse=True)
+                    matching = total if wanted == Wanted() else count(db, wanted)
+                    return Listing(runs[offset:offset + limit], matching + len(shown),
+                                   total + len(loose),
+                                   sorted({*distinct(db, "task"), *(f["task"] for f in loose)}),
+                                   sorted({*distinct(db, "guard"),
+                                           *(f["guard"] for f in loose)}), "")
+        every = self.runs()
+        shown = [r for r in every if keeps(wanted, r)]
+        return Listing(shown[offset:offset + limit], len(shown), len(every),
+                       sorted({r["task"] for r in every}), sorted({r["guard"] for r in every}),
+                       UPGRADE if self.use_store else "")
+
+    def tasks(self) -> list[str]:
+        """The tasks of the runs shown, by name (the leaderboard's choices)."""
+        folders = sorted({f["task"] for f in self._folders()})
+        if self.use_store:
+            with read_store(self.store) as db:
+                if has_summaries(db):
+                    return sorted({*distinct(db, "task"), *folders})
+            return sorted({r["task"] for r in self.runs()})
+        return folders
+
+    def board(self, task: str, any_protocol: bool, reference: str | None, limit: int,
+              offset: int) -> tuple[dict[str, Any], str]:
+        """The task's leaderboard, ``limit`` rows from ``offset``, and a note: ranked in the
+        store from its summaries; with a store from before the summary, or runs of the task
+        in folders scanned that the store has not recorded, every run of the task is read and
+        ranked here as before (the note says why, for the old store)."""
+        from ..report.leaderboard import leaderboard, store_leaderboard
+
+        loose = [f for f in self._folders() if f["task"] == task]
+        if self.use_store:
+            with read_store(self.store) as db:
+                if has_summaries(db) and not (loose and _recorded(
+                        db, [f["run_id"] for f in loose]) != {f["run_id"] for f in loose}):
+                    return store_leaderboard(task, db, any_protocol, reference, limit,
+                                             offset), ""
+        every = [r for r in self.runs() if r["task"] == task]
+        every.sort(key=lambda r: (r["finished_at"] or "", str(r["model"]), r["run_id"]))
+        board = leaderboard(task, every, any_protocol, reference)
+        board["ranked_total"], board["apart_total"] = len(board["rows"]), len(board["apart"])
+        board["rows"] = board["rows"][offset:offset + limit]
+        board["apart"] = board["apart"][offset:offset + limit]
+        return board, UPGRADE if self.use_store else ""
+
     def entry(self, run_id: str) -> dict[str, Any]:
-        match = next((r for r in self.runs() if r["run_id"] == run_id), None)
+        """The run ``run_id``: its summary (one row read), else a scanned folder's."""
+        every = None
+        if self.use_store:
+            with read_store(self.store) as db:
+                if has_summaries(db):
+                    found = _by_id(db, run_id)
+                    if found is not None:
+                        return found
+                    every = self._folders()
+        if every is None:
+            every = self.runs()
+        match = next((r for r in every if r["run_id"] == run_id), None)
         if match is None:
             raise NotFound(f"no run {run_id!r} in {self.label()}")
         return match
@@ -85,6 +171,57 @@ class Catalog:
             while len(self._loaded) > KEPT:
                 self._loaded.pop(next(iter(self._loaded)))
         return record
+
+
+@dataclass
+class Listing:
+    """A page of runs: those shown, how many match, how many there are, the choices of the
+    task and guard filters, and a note (an old store: how to upgrade it)."""
+
+    runs: list[dict[str, Any]]
+    matching: int
+    total: int
+    tasks: list[str]
+    guards: list[str]
+    note: str
+
+
+def _newest(run: dict[str, Any]) -> tuple[str, str]:
+    return (run["finished_at"] or "", run["run_id"])
+
+
+def _recorded(db, ids: list[str]) -> set[str]:
+    if not ids:
+        return set()
+    return {i for (i,) in db.execute(f"SELECT run_id FROM run_summary WHERE run_id IN "
+                                     f"({', '.join('?' * len(ids))})", tuple(ids))}
+
+
+def _by_id(db, run_id: str) -> dict[str, Any] | None:
+    from ..store.results_db import SHOWN, with_metrics
+
+    row = db.execute(f"SELECT {', '.join(SHOWN)} FROM run_summary WHERE run_id = ?",
+                     (run_id,)).fetchone()
+    return None if row is None else with_metrics(db, [dict(zip(SHOWN, row))])[0]
+
+
+def _summarised(run: dict[str, Any]) -> dict[str, Any]:
+    """A run read whole (a folder, or a store from before the summary) with the summary's
+    columns: the guard, the protocol options and the protocol line."""
+    config = run.get("config") or {}
+    return {**run, "guard": guard_name(config), "options": protocol_options(config),
+            "protocol_text": _protocol_line(run)}
+
+
+def keeps(wanted: Wanted, run: dict[str, Any]) -> bool:
+    """What :class:`Wanted` keeps in the store, for a run read whole."""
+    day = (run["finished_at"] or "")[:10]
+    return ((not wanted.task or run["task"] == wanted.task)
+            and (not wanted.guard or run["guard"] == wanted.guard)
+            and _has(str(run["model"] or ""), wanted.model)
+            and _has(run["protocol_text"], wanted.protocol)
+            and (not wanted.since or day >= wanted.since)
+            and (not wanted.until or bool(day) and day <= wanted.until))
 
 
 def _mtime(path: Path) -> int:
@@ -125,16 +262,27 @@ def folder_entry(folder: Path) -> dict[str, Any] | None:
             "folder": str(folder.resolve()), "started_at": state.lifecycle.started_at,
             "finished_at": state.lifecycle.finished_at, "host": None,
             "metrics": {name: value for name, value, _ in view.store_metrics(results)},
-            "config": config, "n_samples": results.n_samples}
+            "config": config, "n_samples": results.n_samples} | _columns(config, view.schema,
+                                                                          folder)
 
 
-def protocol_text(run: dict[str, Any]) -> str:
+def _columns(config: dict[str, Any], schema: str, folder: Path) -> dict[str, str]:
+    run = {"task": str(config.get("task") or ""), "results_schema": schema, "config": config}
+    return {"guard": guard_name(config), "options": protocol_options(config),
+            "protocol_text": _protocol_line(run)}
+
+
+def _protocol_line(run: dict[str, Any]) -> str:
     """The run's protocol facts as one line ("limit none · method likelihood · …")."""
     try:
         facts = view_for_schema(run["results_schema"]).protocol(run["config"] or {})
     except LocalevalError:
         return ""
     return " · ".join(f"{key} {value}" for key, value in facts.items())
+
+
+def protocol_text(run: dict[str, Any]) -> str:
+    return str(run.get("protocol_text") or "")
 
 
 def headline_metric(run: dict[str, Any]) -> tuple[str, str]:
@@ -149,26 +297,6 @@ def headline_metric(run: dict[str, Any]) -> tuple[str, str]:
     if value is None:
         return ranking.title(ranking.rank_by), ""
     return ranking.title(ranking.rank_by), f"{value * ranking.scale:.{ranking.digits}f}"
-
-
-@dataclass(frozen=True)
-class RunFilter:
-    """The runs list's filters, each empty for "any": a task by name, words of the model's
-    name and of the protocol (case-insensitive), and the day it finished (ISO dates)."""
-
-    task: str = ""
-    model: str = ""
-    protocol: str = ""
-    since: str = ""
-    until: str = ""
-
-    def keeps(self, run: dict[str, Any]) -> bool:
-        day = (run["finished_at"] or "")[:10]
-        return ((not self.task or run["task"] == self.task)
-                and _has(str(run["model"] or ""), self.model)
-                and _has(protocol_text(run), self.protocol)
-                and (not self.since or day >= self.since)
-                and (not self.until or bool(day) and day <= self.until))
 
 
 def _has(text: str, words: str) -> bool:

@@ -9,8 +9,9 @@ from typing import Any
 from urllib.parse import urlencode
 
 from ..render.cells import short_model
+from ..store.results_db import Wanted
 from ..version import __version__
-from .catalog import RunFilter, headline_metric, protocol_text
+from .catalog import Listing, headline_metric, protocol_text
 from .samples import Browsed, shown_value
 
 TEXT_PREVIEW = 80  # characters of a long text shown before it is opened
@@ -33,8 +34,12 @@ def frame(title: str, body: str, source: str) -> str:
 
 
 def run_label(run: dict[str, Any]) -> str:
-    return (f"{run['task']} · {short_model(str(run['model'] or ''))} · "
-            f"{(run['finished_at'] or '')[:16].replace('T', ' ')}")
+    """task · model · guard (where a guard judged) · protocol options · when it finished."""
+    guard = run.get("guard") or "none"
+    return " · ".join([run["task"], short_model(str(run["model"] or "")),
+                       *([guard] if guard != "none" else []),
+                       *([run["options"]] if run.get("options") else []),
+                       (run["finished_at"] or "")[:16].replace("T", " ")])
 
 
 def _select(name: str, values: list[str], chosen: str, anything: str = "any") -> str:
@@ -53,26 +58,51 @@ def _input(name: str, value: str, kind: str = "search") -> str:
 
 
 # ------------------------------------------------------------------------ the runs
-def runs_page(shown: list[dict], every: list[dict], f: RunFilter) -> str:
-    tasks = sorted({r["task"] for r in every})
-    form = ('<form class="filters" method="get" action="/">'
-            + _label("task", _select("task", tasks, f.task))
+def _filters(action: str, listing: Listing, f: Wanted, extra: str = "") -> str:
+    return (f'<form class="filters" method="get" action="{action}">'
+            + _label("task", _select("task", listing.tasks, f.task))
             + _label("model", _input("model", f.model))
+            + _label("guard", _select("guard", listing.guards, f.guard))
             + _label("protocol", _input("protocol", f.protocol))
             + _label("finished from", _input("since", f.since, "date"))
-            + _label("to", _input("until", f.until, "date"))
+            + _label("to", _input("until", f.until, "date")) + extra
             + '<button type="submit">Filter</button></form>')
-    count = (f'<p class="count" data-matching="{len(shown)}">{len(shown)} of {len(every)} '
-             "runs</p>")
+
+
+def _note(listing_note: str) -> str:
+    return f'<p class="note small">{e(listing_note)}</p>' if listing_note else ""
+
+
+def runs_page(listing: Listing, f: Wanted, number: int = 1, per_page: int = 50) -> str:
+    shown = listing.runs
+    form = _filters("/", listing, f)
+    first = (number - 1) * per_page
+    where = (f" · {first + 1}–{first + len(shown)} shown" if listing.matching > len(shown)
+             and shown else "")
+    count = (f'<p class="count" data-matching="{listing.matching}">{listing.matching} of '
+             f"{listing.total} runs{where}</p>")
     if not shown:
-        return form + count + "<p>No run matches.</p>"
+        return _note(listing.note) + form + count + "<p>No run matches.</p>"
     head = ("<tr><th>A</th><th>B</th><th>finished</th><th>task</th><th>model</th>"
-            "<th>items</th><th>headline</th><th>protocol</th><th>open</th></tr>")
+            "<th>guard</th><th>options</th><th>items</th><th>headline</th><th>protocol</th>"
+            "<th>open</th></tr>")
     rows = "".join(_run_row(r) for r in shown)
     table = (f'<form method="get" action="/compare"><div class="scroll"><table class="data runs">'
              f"<thead>{head}</thead><tbody>{rows}</tbody></table></div>"
              '<button type="submit">Compare A with B</button></form>')
-    return form + count + table
+    query = {k: v for k, v in vars(f).items() if v}
+    return _note(listing.note) + form + count + table + _pages("/", query, number,
+                                                               listing.matching, per_page)
+
+
+def _pages(path: str, query: dict[str, str], number: int, total: int, per_page: int) -> str:
+    """Links to the previous and the next page (the filters kept)."""
+    last = max(1, -(-total // per_page))
+    links = [f'<a href="{path}?{e(urlencode({**query, "page": n}))}" rel="{rel}">{what} page'
+             "</a>" for n, what, rel in ((number - 1, "previous", "prev"),
+                                         (number + 1, "next", "next")) if 1 <= n <= last]
+    return (f'<nav class="pager">page {number} of {last}' + (" · " if links else "")
+            + " · ".join(links) + "</nav>") if last > 1 else ""
 
 
 def _run_row(run: dict[str, Any]) -> str:
@@ -85,13 +115,16 @@ def _run_row(run: dict[str, Any]) -> str:
             f'aria-label="A"></td><td><input type="radio" name="b" value="{rid}" '
             f'aria-label="B"></td><td>{e((run["finished_at"] or "")[:19].replace("T", " "))}'
             f'</td><td>{e(run["task"])}</td><td>{e(run["model"])}</td>'
+            f'<td>{e(run.get("guard") or "none")}</td>'
+            f'<td class="small">{e(run.get("options") or "")}</td>'
             f'<td class="num">{e(run["n_samples"])}</td><td>{e(title)} {e(value)}</td>'
             f'<td class="small">{e(protocol_text(run))}</td><td>{links}</td></tr>')
 
 
 # ------------------------------------------------------------------------ a leaderboard
 def leaderboard_page(task: str, tasks: list[str], any_protocol: bool, tables_html: str,
-                     board: dict[str, Any] | None, reference: str = "") -> str:
+                     board: dict[str, Any] | None, reference: str = "", note: str = "",
+                     number: int = 1, per_page: int = 50) -> str:
     form = ('<form class="filters" method="get" action="/leaderboard">'
             + _label("task", _select("task", tasks, task, "choose a task"))
             + _label("reference run", _input("reference", reference, "text"))
@@ -107,11 +140,21 @@ def leaderboard_page(task: str, tasks: list[str], any_protocol: bool, tables_htm
                           **({"any_protocol": "1"} if any_protocol else {})})
         return f' <a class="small" href="/leaderboard?{e(link)}">rank on its protocol</a>'
 
+    def named(r: dict[str, Any]) -> str:
+        extra = [x for x in ((r.get("guard") or "none"), r.get("options") or "")
+                 if x and x != "none"]
+        return e(r["model"]) + (f' <span class="small">({e(" · ".join(extra))})</span>'
+                                if extra else "")
+
     said = f'<p class="small">Ranked on {e(board["reference_is"])}.</p>'
-    runs = "".join(f'<li><a href="/runs/{e(r["run_id"])}/report">{e(r["model"])}</a> '
+    runs = "".join(f'<li><a href="/runs/{e(r["run_id"])}/report">{named(r)}</a> '
                    f'<span class="small">{e(r["finished_at"])}</span>{pick(r)}</li>'
                    for r in board["rows"] + board["apart"])
-    return form + said + tables_html + f"<h2>The runs' reports</h2><ol>{runs}</ol>"
+    total = max(board.get("ranked_total", 0), board.get("apart_total", 0))
+    query = {"task": task, **({"any_protocol": "1"} if any_protocol else {}),
+             **({"reference": reference} if reference else {})}
+    return (_note(note) + form + said + tables_html + f"<h2>The runs' reports</h2><ol>{runs}"
+            "</ol>" + _pages("/leaderboard", query, number, total, per_page))
 
 
 # ------------------------------------------------------------------------ the samples
@@ -160,20 +203,28 @@ def _pager(rid: str, browsed: Browsed, query: dict[str, str]) -> str:
 
 
 # ------------------------------------------------------------------------ two runs
-def compare_page(every: list[dict], a: str, b: str, content: str) -> str:
-    ids = [r["run_id"] for r in every]
+def compare_page(listing: Listing, chosen: list[dict], f: Wanted, a: str, b: str,
+                 content: str) -> str:
+    """Two pickers of the newest runs the filters keep (the runs chosen always among them)."""
+    every = listing.runs + chosen
     labels = {r["run_id"]: f"{run_label(r)} · {r['run_id'][:8]}" for r in every}
 
-    def choose(name: str, chosen: str) -> str:
+    def choose(name: str, picked: str) -> str:
         options = ['<option value="">choose a run</option>'] + [
-            f'<option value="{e(i)}"{" selected" if i == chosen else ""}>{e(labels[i])}'
-            "</option>" for i in ids]
+            f'<option value="{e(i)}"{" selected" if i == picked else ""}>{e(label)}'
+            "</option>" for i, label in labels.items()]
         return f'<select name="{name}" data-filter="{name}">{"".join(options)}</select>'
 
-    form = ('<form class="filters" method="get" action="/compare">'
-            + _label("run A", choose("a", a)) + _label("run B", choose("b", b))
-            + '<button type="submit">Compare</button></form>')
-    return form + (content or "<p>Choose two runs of the same kind.</p>")
+    narrow = (f'<p class="small">The newest {len(listing.runs)} of {listing.matching} runs '
+              "matching; the filters narrow them.</p>" if listing.matching >
+              len(listing.runs) else "")
+    pickers = ('<form class="filters" method="get" action="/compare">'
+               + "".join(f'<input type="hidden" name="{k}" value="{e(v)}">'
+                         for k, v in vars(f).items() if v)
+               + _label("run A", choose("a", a)) + _label("run B", choose("b", b))
+               + '<button type="submit">Compare</button></form>')
+    return (_note(listing.note) + _filters("/compare", listing, f) + narrow + pickers
+            + (content or "<p>Choose two runs of the same kind.</p>"))
 
 
 def message_page(message: str) -> str:

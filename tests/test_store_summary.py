@@ -1,0 +1,170 @@
+"""Issue 53 item 1 and issue 51 item 1: the results store keeps a summary per run (task, model,
+guard, protocol options, protocol facts, data, metric names), written with the run; the
+leaderboard ranked from it in the database gives the rows the Python path gives; the viewer's
+pages read it a page at a time and show the guard and the protocol options as columns and
+filters; a store from before the summary is migrated by the writer and only named by the
+viewer (which opens it read-only)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+
+import pytest
+from offline_runs import AlwaysLetter, HashedGuard
+from starlette.testclient import TestClient
+
+from localeval import evaluate
+from localeval.cli import main
+from localeval.report.leaderboard import leaderboard, store_leaderboard
+from localeval.store.results_db import task_runs, writable
+from localeval.web.app import make_app
+from localeval.web.catalog import Catalog
+
+
+def _exam(path, answers):
+    path.write_text("".join(json.dumps({"id": str(i), "subject": "s", "question": f"Q{i}?",
+                                        "A": "a", "B": "b", "C": "c", "D": "d",
+                                        "answer": a}) + "\n" for i, a in enumerate(answers)),
+                    encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """A mixed store: one model under two guards (and cultural awareness), safeguard runs on
+    a limit, and a custom exam on two data files, one run from before the fingerprint."""
+    root = tmp_path_factory.mktemp("summary")
+    store = root / "store.sqlite"
+    for name, options in (("zs", {}), ("lg", {"guard": "llamaguard3"}),
+                          ("aware", {"guard_options": {"cultural_awareness": True}}),
+                          ("limited", {"limit": 12})):
+        guard = options.pop("guard", "zero-shot")
+        evaluate(task="sea-safeguard", model=HashedGuard("mymodel"), guard=guard,
+                 data=safeguard_data(), output=root / name, quiet=True, n_resamples=20,
+                 store=store, **options)
+    one, two = _exam(root / "one.jsonl", "AAAB"), _exam(root / "two.jsonl", "BBBA")
+    for letter, data in (("A", one), ("B", one), ("C", two), ("D", one)):
+        evaluate(task="my-exam", model=AlwaysLetter(letter), data=data, shots=0,
+                 output=root / f"exam-{letter}", quiet=True, store=store)
+    with sqlite3.connect(store) as db:  # always-D as a run from before data_files existed
+        (config,) = db.execute("SELECT config FROM runs WHERE model = 'always-D'").fetchone()
+        old = json.loads(config)
+        del old["data_files"]
+        db.execute("UPDATE runs SET config = ?, data_files = NULL WHERE model = 'always-D'",
+                   (json.dumps(old),))
+        db.execute("DELETE FROM run_summary WHERE run_id IN (SELECT run_id FROM runs WHERE "
+                   "model = 'always-D')")
+    return store
+
+
+def safeguard_data():
+    from localeval.demo.safety import SAMPLE_SAFETY
+
+    return SAMPLE_SAFETY
+
+
+def _count(text: str) -> int:
+    return int(re.search(r'class="count" data-matching="(\d+)"', text).group(1))
+
+
+def test_filtering_the_runs_by_guard_finds_them(store):
+    client = TestClient(make_app(Catalog(store)), base_url="http://127.0.0.1")
+    page = client.get("/", params={"guard": "llamaguard3"}).text
+    assert _count(page) == 1, page
+    assert _count(client.get("/", params={"guard": "zero-shot"}).text) == 3
+    assert _count(client.get("/", params={"guard": "none"}).text) == 4
+    every = client.get("/").text
+    assert ">llamaguard3<" in every and ">zero-shot<" in every  # a column of its own
+    assert "cultural awareness" in every  # the protocol options too
+    picker = client.get("/compare").text
+    assert re.search(r"<option [^>]*>[^<]*mymodel[^<]*llamaguard3", picker), picker
+
+
+def test_the_leaderboard_says_the_guard(store, capsys):
+    assert main(["leaderboard", "--task", "sea-safeguard", "--any-protocol", "--json",
+                 "--store", str(store)]) == 0
+    board = json.loads(capsys.readouterr().out)
+    assert sorted(r["guard"] for r in board["rows"]) == ["llamaguard3"] + ["zero-shot"] * 3
+    assert main(["leaderboard", "--task", "sea-safeguard", "--any-protocol", "--store",
+                 str(store)]) == 0
+    assert "llamaguard3" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("task", ["sea-safeguard", "my-exam"])
+@pytest.mark.parametrize("any_protocol", [False, True])
+def test_ranked_in_the_database_as_in_python(store, task, any_protocol):
+    with writable(store) as db:  # migrates always-D's summary
+        for reference in (None, *(r["run_id"] for r in task_runs(task, store))):
+            python = leaderboard(task, task_runs(task, store), any_protocol, reference)
+            ranked = store_leaderboard(task, db, any_protocol, reference)
+            assert ranked.pop("ranked_total") == len(python["rows"])
+            assert ranked.pop("apart_total") == len(python["apart"])
+            for part in ("rows", "apart"):
+                for ours, theirs in zip(ranked[part], python[part], strict=True):
+                    assert ours == theirs, {k: (ours[k], theirs[k]) for k in ours
+                                            if ours[k] != theirs.get(k)}
+            assert ranked == python
+
+
+def test_the_viewer_names_an_old_store_and_still_shows_it(store, tmp_path):
+    old = tmp_path / "old.sqlite"
+    old.write_bytes(store.read_bytes())
+    with sqlite3.connect(old) as db:
+        db.execute("DROP TABLE run_summary")
+    before = old.read_bytes()
+    client = TestClient(make_app(Catalog(old)), base_url="http://127.0.0.1")
+    page = client.get("/", params={"guard": "llamaguard3"}).text
+    assert _count(page) == 1 and "predates the run summary" in page
+    board = client.get("/leaderboard", params={"task": "my-exam"})
+    assert board.status_code == 200 and "predates the run summary" in board.text
+    assert old.read_bytes() == before  # never migrated by the viewer
+    with writable(old):
+        pass
+    page = TestClient(make_app(Catalog(old)), base_url="http://127.0.0.1").get("/").text
+    assert "predates" not in page and _count(page) == 8
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    from postgres_server import running_postgres
+
+    yield from running_postgres()
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_a_postgres_store_from_before_is_migrated_and_ranks_as_in_python(store, postgres):
+    """The mixed store's runs and metrics copied into PostgreSQL without their summaries (a
+    store from before them): the viewer names it and still shows every run; the writer
+    summarises it; then the database's ranking is the Python path's, and the guard filter and
+    the runs pages read the summaries."""
+    import psycopg
+
+    from localeval.store.database import opened
+    from localeval.store.results_db import COLUMNS, SCHEMA
+
+    with opened(postgres.url, SCHEMA[:3], COLUMNS) as db:  # runs and metrics: no summary
+        with sqlite3.connect(store) as source:
+            for table in ("runs", "metrics"):
+                cursor = source.execute(f"SELECT * FROM {table}")
+                names = [d[0] for d in cursor.description]
+                db.executemany(f"INSERT INTO {table} ({', '.join(names)}) VALUES "
+                               f"({', '.join('?' * len(names))})", cursor.fetchall())
+    client = TestClient(make_app(Catalog(postgres.url)), base_url="http://127.0.0.1")
+    page = client.get("/", params={"guard": "llamaguard3"}).text
+    assert _count(page) == 1 and "predates the run summary" in page
+    with psycopg.connect(postgres.url) as conn:
+        assert conn.execute("SELECT to_regclass('run_summary')").fetchone() == (None,)
+    with writable(postgres.url) as db:
+        for task in ("sea-safeguard", "my-exam"):
+            for reference in (None, *(r["run_id"] for r in task_runs(task, store))):
+                for any_protocol in (False, True):
+                    python = leaderboard(task, task_runs(task, store), any_protocol, reference)
+                    ranked = store_leaderboard(task, db, any_protocol, reference)
+                    del ranked["ranked_total"], ranked["apart_total"]
+                    assert ranked == python
+    page = client.get("/", params={"guard": "llamaguard3"}).text
+    assert _count(page) == 1 and "predates" not in page
+    assert _count(client.get("/", params={"guard": "none", "model": "ALWAYS"}).text) == 4
