@@ -74,7 +74,7 @@ def test_a_template_without_a_date_records_none(tiny_llama):
     assert "template_date" not in HFBackend(str(tiny_llama), device="cpu").identity
 
 
-def test_a_run_resumed_on_another_day_hits_its_cache(dated_model, clock, tmp_path):
+def test_a_run_resumed_on_another_day_hits_its_cache(dated_model, clock, tmp_path, capsys):
     """A chat run made on 2 Jan 2030 and run again on 3 Jan: every request is the cached one
     (the prompt is the same text), and config.json records the date it rendered. Another
     --template-date is another run: nothing cached."""
@@ -100,6 +100,14 @@ def test_a_run_resumed_on_another_day_hits_its_cache(dated_model, clock, tmp_pat
     assert again == first and timing["requests_run"] == 0 and timing["requests_cached"] > 0
     other, timing = run(tmp_path / "b", "--template-date", "03 Jan 2030")
     assert other == "03 Jan 2030" and timing["requests_cached"] == 0
+    # resumed without the flag, the folder's date is kept; another date is another run
+    kept, timing = run(tmp_path / "b")
+    assert kept == "03 Jan 2030" and timing["requests_run"] == 0
+    capsys.readouterr()
+    with pytest.raises(AssertionError):
+        run(tmp_path / "b", "--template-date", "04 Jan 2030")
+    assert "other settings (template_date: '03 Jan 2030' -> '04 Jan 2030')" in \
+        capsys.readouterr().err
 
 
 def test_template_date_is_a_date_as_templates_print_it():

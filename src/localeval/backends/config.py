@@ -41,6 +41,15 @@ DEFAULT_TEMPLATE_DATE = "26 Jul 2024"
 TEMPLATE_DATE_FORMAT = "%d %b %Y"
 
 
+def is_template_date(text: str) -> bool:
+    """Whether ``text`` is a date as the templates print it ("26 Jul 2024")."""
+    try:
+        datetime.datetime.strptime(text, TEMPLATE_DATE_FORMAT)
+    except ValueError:
+        return False
+    return True
+
+
 def flags(names) -> str:
     """Option names as the command line spells them: "--base-url, --top-logprobs"."""
     return ", ".join("--" + name.replace("_", "-") for name in names)
@@ -155,14 +164,10 @@ class BackendConfig:
 
     def _date_problem(self) -> str | None:
         """--template-date is a date written as the templates print it ("26 Jul 2024")."""
-        if self.template_date is None:
+        if self.template_date is None or is_template_date(self.template_date):
             return None
-        try:
-            datetime.datetime.strptime(self.template_date, TEMPLATE_DATE_FORMAT)
-        except ValueError:
-            return (f"--template-date must be a date written as chat templates print it, e.g. "
-                    f"'{DEFAULT_TEMPLATE_DATE}', not {self.template_date!r}")
-        return None
+        return (f"--template-date must be a date written as chat templates print it, e.g. "
+                f"'{DEFAULT_TEMPLATE_DATE}', not {self.template_date!r}")
 
     def _key_env_problem(self) -> str | None:
         """--api-key-env names a variable that is set; a key given in its place (it would be
