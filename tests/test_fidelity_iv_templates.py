@@ -262,3 +262,14 @@ def test_llamaguard3_without_a_template_of_its_own(tmp_path):
     assert "S13: Elections.\n<END UNSAFE" in meta.prompt
     with pytest.raises(LocalevalError, match="categories applies to template=hf or meta"):
         get_guard("llamaguard3", categories=13)
+
+
+def test_content_parts_as_vllm_detects_them():
+    """vLLM entrypoints/chat_utils.py _detect_content_format: a loop over a message's content,
+    through filters, is its "openai" format; a loop over something computed from it is not."""
+    from localeval.backends.prompt_tokens import reads_content_parts
+
+    assert reads_content_parts(OWN_GUARD)
+    assert reads_content_parts("{% for c in m.content %}{{ c.text }}{% endfor %}")
+    assert not reads_content_parts("{% for x in m.content.split() %}{{ x }}{% endfor %}")
+    assert not reads_content_parts(DATED)

@@ -40,12 +40,18 @@ def reads_content_parts(template: str) -> bool:
     except jinja2.TemplateError:
         return False
     for loop in tree.find_all(nodes.For):
-        for node in (loop.iter, *loop.iter.find_all((nodes.Getitem, nodes.Getattr))):
-            if isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const) and \
-                    node.arg.value == "content":
-                return True
-            if isinstance(node, nodes.Getattr) and node.attr == "content":
-                return True
+        node = loop.iter
+        # through filters and slices (``message['content'] | selectattr(...)``), as vLLM's
+        # _is_var_or_elems_access; a call (``message.content.split()``) is not the parts
+        while (isinstance(node, (nodes.Filter, nodes.Test)) or (
+                isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Slice))) \
+                and node.node is not None:
+            node = node.node
+        if isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const) and \
+                node.arg.value == "content":
+            return True
+        if isinstance(node, nodes.Getattr) and node.attr == "content":
+            return True
     return False
 
 
