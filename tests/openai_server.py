@@ -118,11 +118,18 @@ class ModelServer(LoopbackServer):
     def _text(self, path, body):
         if path.endswith("/chat/completions") or "messages" in body:
             msgs = body["messages"]
+            kwargs = body.get("chat_template_kwargs") or {}  # vLLM's: e.g. date_string
+            if "selectattr('type'" in str(self.tok.chat_template):
+                # vLLM's "openai" content format: a template that reads content parts gets
+                # each message's text as one
+                msgs = [{**m, "content": [{"type": "text", "text": m["content"]}]} for m in msgs]
             if body.get("continue_final_message"):
                 head = self.tok.apply_chat_template(msgs[:-1], tokenize=False,
-                                                    add_generation_prompt=True)
+                                                    add_generation_prompt=True, **kwargs)
                 return head + msgs[-1]["content"], False
-            return self.tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True), False
+            return self.tok.apply_chat_template(
+                msgs, tokenize=False, add_generation_prompt=body.get("add_generation_prompt", True),
+                **kwargs), False
         return body["prompt"], body.get("add_special_tokens", True)  # vLLM's extra parameter
 
     def _echo(self, ids):

@@ -469,10 +469,11 @@ def test_llama_guard_3_1b_categories():
     """llama-stack llama_guard.py: Llama Guard 3 1B gets S1-S13, the 8B model S1-S14."""
     from localeval.errors import LocalevalError
 
-    eight = get_guard("llamaguard3").requests(Conversation(PROMPT))[0].prompt
-    one = get_guard("llamaguard3", categories=13).requests(Conversation(PROMPT))[0].prompt
+    eight = get_guard("llamaguard3", template="hf").requests(Conversation(PROMPT))[0].prompt
+    one = get_guard("llamaguard3", template="hf", categories=13).requests(
+        Conversation(PROMPT))[0].prompt
     assert "S13: Elections.\nS14: Code Interpreter Abuse.\n<END UNSAFE" in eight
     assert "S13: Elections.\n<END UNSAFE CONTENT CATEGORIES>" in one and "S14" not in one
     assert one == eight.replace("\nS14: Code Interpreter Abuse.", "")
     with pytest.raises(LocalevalError, match="13"):
-        get_guard("llamaguard3", categories=12)
+        get_guard("llamaguard3", template="hf", categories=12)

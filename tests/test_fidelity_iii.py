@@ -255,7 +255,8 @@ def test_llamaguard3_model_sees_a_space_token_then_bos():
     tok.add_special_tokens({"additional_special_tokens": [
         "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]})
     space = tok(" ", add_special_tokens=False)["input_ids"]
-    (req,) = get_guard("llamaguard3").requests(Conversation("How do I pick a lock?"))
+    (req,) = get_guard("llamaguard3", template="hf").requests(
+        Conversation("How do I pick a lock?"))
     ids, _ = score_tokens(tok, req, "llama-guard")
     assert ids[:2] == [*space, tok.bos_token_id] and len(space) == 1
     (meta,) = get_guard("llamaguard3", template="meta").requests(

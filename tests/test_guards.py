@@ -210,9 +210,10 @@ Provide your safety assessment for ONLY THE LAST Agent message in the above conv
 
 
 def test_llamaguard3_prompt_only():
-    # the HF template's text (its space before BOS, no special tokens added: the default,
-    # tests/test_fidelity_iii.py) or Meta's (template=meta, BOS from the tokenizer)
-    (req,) = get_guard("llamaguard3").requests(C(PROMPT))
+    # the HF template's text (its space before BOS, no special tokens added:
+    # tests/test_fidelity_iii.py) or Meta's (template=meta, BOS from the tokenizer); the default
+    # is the checkpoint's own template (tests/test_fidelity_iv_templates.py)
+    (req,) = get_guard("llamaguard3", template="hf").requests(C(PROMPT))
     assert req.prompt == " <|begin_of_text|>" + LG3_PROMPT_ONLY and not req.add_special_tokens
     (req,) = get_guard("llamaguard3", template="meta").requests(C(PROMPT))
     assert req.prompt == LG3_PROMPT_ONLY and req.add_special_tokens

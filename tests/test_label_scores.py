@@ -115,7 +115,8 @@ def _guard_on_server(top: dict, tmp_path, **options):
 
     with ScriptedServer(lambda path, body: top_logprobs_reply(top)) as server:
         backend = OpenAIBackend("m", base_url=server.url, max_retries=0)
-        guard = get_guard("llamaguard3", **options)
+        # the hand-written template: a completions reply (the default renders on chat)
+        guard = get_guard("llamaguard3", template="hf", **options)
         (verdict,) = guard.classify([Conversation("p")], Direct(backend))
     return verdict
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .backends.base import Backend, BackendBase, with_defaults
-from .backends.config import BackendConfig
+from .backends.config import BackendConfig, is_template_date
 from .backends.registry import load_backend, parse_backend_spec
 from .backends.roles import Model, closed_with, preflight_models, resolve_models
 from .data.rows import field_limit, files_read, fingerprint
@@ -40,6 +40,7 @@ from .store.runs import (
     check_output_folder,
     check_same_run,
     first_run,
+    load_run_state,
     now,
     run_folder_lock,
     save_run,
@@ -111,6 +112,7 @@ class RunPlace:
 
 def _run(task: Task, models: list[Model], place: RunPlace, built: ExitStack) -> RunRecord:
     data, files_used = checked_data(task, models, place)
+    models = [resumed_date(models[0], place), *models[1:]]
     if place.cache:
         check_cache_file(place.cache)  # before the model loads
     backend = closed_with(built, models[0], _load(models[0]))
@@ -157,6 +159,24 @@ def _run(task: Task, models: list[Model], place: RunPlace, built: ExitStack) -> 
     if place.folder:
         _save(record, finished, place.folder, place.finish_with)
     return finished
+
+
+def resumed_date(model: Model, place: RunPlace) -> Model:
+    """A rerun into a folder keeps the date its chat template was pinned to (config.json's
+    ``backend.template_date``) when --template-date is not given; another one is another run."""
+    if not place.folder or place.overwrite or not (place.folder / "config.json").exists():
+        return model
+    recorded = (load_run_state(place.folder).config.backend or {}).get("template_date")
+    if not isinstance(recorded, str) or not is_template_date(recorded):
+        return model  # none recorded (a template without a date), or a server not pinned
+    given = model.config.template_date
+    if given is None:
+        return replace(model, config=replace(model.config, template_date=recorded))
+    if given != recorded:
+        raise LocalevalError(f"{place.folder} holds a run with other settings (template_date: "
+                             f"{recorded!r} -> {given!r}); give another --output, or "
+                             "--overwrite to replace it")
+    return model
 
 
 def _new_record(config: dict, models: list[Model], backend: Backend, place: RunPlace,

@@ -8,6 +8,7 @@ for a backend that does not take it is one clear error before anything loads, ne
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import math
 import os
 import re
@@ -30,6 +31,23 @@ SCORING: tuple[Literal["auto"], Literal["top-k"], Literal["echo"]] = ("auto", "t
 HUB_SECRETS = frozenset({"token", "use_auth_token", "hf_token", "api_key", "password"})
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The date a chat template prints (Llama 3.1/3.3: "Today Date: ..." from strftime_now("%d %b
+# %Y") unless the caller passes date_string) is pinned per run, so a run resumed after midnight
+# renders the prompts it began with. The default is the date those templates fall back to when
+# they have no clock (their ``set date_string = "26 Jul 2024"``; copies without strftime_now
+# always print it): fixed, so a rerun any day is the same run; the authors' run date is not
+# recorded anywhere.
+DEFAULT_TEMPLATE_DATE = "26 Jul 2024"
+TEMPLATE_DATE_FORMAT = "%d %b %Y"
+
+
+def is_template_date(text: str) -> bool:
+    """Whether ``text`` is a date as the templates print it ("26 Jul 2024")."""
+    try:
+        datetime.datetime.strptime(text, TEMPLATE_DATE_FORMAT)
+    except ValueError:
+        return False
+    return True
 
 
 def flags(names) -> str:
@@ -112,6 +130,13 @@ class BackendConfig:
         "continue_final_message (vllm), or the server takes no such argument (none: "
         "api.openai.com refuses unknown arguments); default: vllm when the server's /models "
         "reports max_model_len, as vLLM's does, else none", choices=CHAT_EXTENSIONS))
+    template_date: str | None = field(default=None, metadata=_help(
+        "the date a chat template that prints today's date renders (Llama 3.1/3.3), as it "
+        f"prints it, e.g. '{DEFAULT_TEMPLATE_DATE}' (the default: those templates' own "
+        "fallback date), so that a run is the same run on any day; pinned on hf: and vllm: "
+        "(date_string) and on a vLLM server (chat_template_kwargs); another chat server "
+        "renders its own date, and the run records that it was not pinned",
+        metavar="'DD Mon YYYY'"))
 
     def __post_init__(self):
         problem = self._problem()
@@ -135,7 +160,14 @@ class BackendConfig:
         if self.chat_extensions not in (None, *CHAT_EXTENSIONS):
             return (f"--chat-extensions must be one of {', '.join(CHAT_EXTENSIONS)}, not "
                     f"{self.chat_extensions!r}")
-        return self._key_env_problem() or self._seconds_problem()
+        return self._key_env_problem() or self._seconds_problem() or self._date_problem()
+
+    def _date_problem(self) -> str | None:
+        """--template-date is a date written as the templates print it ("26 Jul 2024")."""
+        if self.template_date is None or is_template_date(self.template_date):
+            return None
+        return (f"--template-date must be a date written as chat templates print it, e.g. "
+                f"'{DEFAULT_TEMPLATE_DATE}', not {self.template_date!r}")
 
     def _key_env_problem(self) -> str | None:
         """--api-key-env names a variable that is set; a key given in its place (it would be
@@ -211,7 +243,7 @@ class BackendConfig:
         ``tokenizer`` is left out, so run folders named before it existed keep their names."""
         out = self.redacted({k: v for k, v in dataclasses.asdict(self).items()
                              if k not in self.speed_only()})
-        for late in ("tokenizer", "chat_extensions"):  # added later: unset keeps the names
+        for late in ("tokenizer", "chat_extensions", "template_date"):  # added later: unset keeps the names
             if out.get(late) is None:
                 out.pop(late, None)
         return out

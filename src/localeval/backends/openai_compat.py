@@ -89,7 +89,7 @@ from .base import (
     TextLogprobs,
     TokenLogprobs,
 )
-from .config import DEFAULT_BATCH_DEADLINE_H, DEFAULT_MAX_REPLY_MB
+from .config import DEFAULT_BATCH_DEADLINE_H, DEFAULT_MAX_REPLY_MB, DEFAULT_TEMPLATE_DATE
 from .echo_scoring import (
     AUTO,
     ECHO,
@@ -125,6 +125,13 @@ PREFILL_REFUSED = ("the prompt ends with an assistant prefill, which only vLLM's
 AFTER_TEMPLATE_REFUSED = ("the guard appends text after the model's chat template (SEA-LION "
                           "Guard's model header), which a chat server cannot be sent: run it "
                           "on hf: or vllm:")
+OWN_TEMPLATE_REFUSED = ("the guard asks for the model's own chat template rendered as it is, "
+                        "without a generation prompt (vLLM's add_generation_prompt), and this "
+                        "server is not known to take it: pass --chat-extensions vllm if it "
+                        "does, or give the guard a template of ours (--guard-option "
+                        "template=hf)")
+# what config.json records of a chat server that renders its own date (it takes no date_string)
+UNPINNED = "not pinned: a chat server that takes no chat_template_kwargs renders its own date"
 
 
 class NoPrefill(LocalevalError):
@@ -147,7 +154,8 @@ class OpenAIBackend(ApiBackend):
                  rate_limit: float | None = None, tokenizer: str | None = None,
                  max_reply_mb: float = DEFAULT_MAX_REPLY_MB,
                  chat_extensions: str | None = None, scoring: str = AUTO,
-                 batch: bool = False, batch_deadline: float = DEFAULT_BATCH_DEADLINE_H):
+                 batch: bool = False, batch_deadline: float = DEFAULT_BATCH_DEADLINE_H,
+                 template_date: str | None = None):
         import httpx
 
         self.httpx = httpx
@@ -186,6 +194,15 @@ class OpenAIBackend(ApiBackend):
                          **query_digest(self.base_urls),
                          "top_logprobs": top_logprobs, "label_tokens": self.labels.source,
                          "chat_extensions": self.chat_extensions, "scoring": scoring}
+        # the date a chat template prints: vLLM takes it (chat_template_kwargs), as the hf:
+        # and vllm: backends pass it; another server renders its own, and the record says so
+        self.template_date = template_date or DEFAULT_TEMPLATE_DATE
+        if self.chat_extensions != "vllm" and template_date is not None:
+            raise LocalevalError(f"--template-date: {shown[0]} is not known to take vLLM's "
+                                 "chat_template_kwargs, so the date its chat template prints "
+                                 "cannot be pinned; pass --chat-extensions vllm if it does")
+        self.identity["template_date"] = self.template_date \
+            if self.chat_extensions == "vllm" else UNPINNED
 
     @property
     def base_url(self) -> str:
@@ -577,8 +594,18 @@ class OpenAIBackend(ApiBackend):
         if isinstance(prompt, str):
             return "/completions", {**body, "prompt": prompt}
         body["messages"] = list(prompt)
+        if self.chat_extensions == "vllm":
+            body["chat_template_kwargs"] = {"date_string": self.template_date}
         if prompt and prompt[-1]["role"] == AFTER_TEMPLATE:
-            raise NoPrefill(AFTER_TEMPLATE_REFUSED)
+            if prompt[-1]["content"]:
+                raise NoPrefill(AFTER_TEMPLATE_REFUSED)
+            if self.chat_extensions != "vllm":
+                raise NoPrefill(OWN_TEMPLATE_REFUSED)
+            # nothing after the template (a guard's own template, Llama Guard 3's): the
+            # template rendered as it is, without a generation prompt
+            body["messages"] = list(prompt[:-1])
+            body["add_generation_prompt"] = False
+            return "/chat/completions", body
         if prompt and prompt[-1]["role"] == "assistant" and prompt[-1]["content"]:
             if self.chat_extensions != "vllm":
                 raise NoPrefill(PREFILL_REFUSED)

@@ -2,41 +2,100 @@
 and ``vllm:``) so that both score and generate from the same ids: a chat prompt rendered with
 the model's template (a final assistant message is a prefill), and a ScoreNext request split
 into its context and each candidate's first token, the way lm-evaluation-harness splits them.
+
+A template is given two things as vLLM's chat endpoint gives them, so that both local backends
+render what the authors' vLLM server rendered: ``date_string``, the run's pinned date
+(:data:`.config.DEFAULT_TEMPLATE_DATE`; Llama 3.1/3.3 templates print today's date without it),
+and, for a template that loops over a message's content (Llama Guard 3 1B's), each message's
+text as one ``{"type": "text"}`` part (vLLM ``entrypoints/chat_utils.py``
+``_detect_content_format``: a loop over ``message['content']`` is its "openai" format).
 """
 
 from __future__ import annotations
 
+import functools
+import re
+
 from ..errors import LocalevalError
-from .base import AFTER_TEMPLATE, Prompt, ScoreNext
+from .base import AFTER_TEMPLATE, Message, Prompt, ScoreNext
+from .config import DEFAULT_TEMPLATE_DATE
+
+# what a template that prints a date reads: transformers' clock, or the date it is given
+DATE_READERS = re.compile(r"\bstrftime_now\b|\bdate_string\b")
 
 
-def render(tokenizer, prompt: Prompt, model: str) -> tuple[str, bool]:
-    """The text the model sees, and whether the tokenizer should add its special tokens."""
+def prints_date(tokenizer) -> bool:
+    """Whether the tokenizer's chat template prints a date (so the run records the pinned one)."""
+    return bool(DATE_READERS.search(str(getattr(tokenizer, "chat_template", None) or "")))
+
+
+@functools.lru_cache(maxsize=8)
+def reads_content_parts(template: str) -> bool:
+    """Whether ``template`` loops over a message's content (vLLM's "openai" content format)."""
+    import jinja2
+    from jinja2 import nodes
+
+    try:
+        tree = jinja2.Environment(extensions=["jinja2.ext.loopcontrols"]).parse(template)
+    except jinja2.TemplateError:
+        return False
+    for loop in tree.find_all(nodes.For):
+        node = loop.iter
+        # through filters and slices (``message['content'] | selectattr(...)``), as vLLM's
+        # _is_var_or_elems_access; a call (``message.content.split()``) is not the parts
+        while (isinstance(node, (nodes.Filter, nodes.Test)) or (
+                isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Slice))) \
+                and node.node is not None:
+            node = node.node
+        if isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const) and \
+                node.arg.value == "content":
+            return True
+        if isinstance(node, nodes.Getattr) and node.attr == "content":
+            return True
+    return False
+
+
+def _apply(tokenizer, messages: list[Message], generation: bool, date: str | None) -> str:
+    """The chat template rendered as vLLM's chat endpoint renders it (see the module)."""
+    parts = reads_content_parts(str(tokenizer.chat_template))
+    chat: list[dict[str, object]] = [
+        {"role": m["role"],
+         "content": [{"type": "text", "text": m["content"]}] if parts else m["content"]}
+        for m in messages]
+    return tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=generation,
+                                         date_string=date or DEFAULT_TEMPLATE_DATE)
+
+
+def render(tokenizer, prompt: Prompt, model: str, date: str | None = None) -> tuple[str, bool]:
+    """The text the model sees, and whether the tokenizer should add its special tokens.
+    ``date``: the date a template prints (None: :data:`.config.DEFAULT_TEMPLATE_DATE`)."""
     if isinstance(prompt, str):
         return prompt, True
     if not getattr(tokenizer, "chat_template", None):
-        raise LocalevalError(f"model {model!r} has no chat template; drop --chat to use plain "
-                             "prompts, or use an instruct model")
+        raise LocalevalError(f"model {model!r} has no chat template (tokenizer_config.json "
+                             "chat_template): drop --chat to use plain prompts, use an instruct "
+                             "model, or give a guard one of its own templates (--guard-option "
+                             "template=...)")
     messages, prefill = list(prompt), ""
     if messages and messages[-1]["role"] == AFTER_TEMPLATE:
         after = messages.pop()["content"]
-        text = tokenizer.apply_chat_template(messages, tokenize=False,
-                                             add_generation_prompt=False)
+        text = _apply(tokenizer, messages, False, date)
         return text + after, False  # the template already holds any BOS token
     if messages and messages[-1]["role"] == "assistant":
         prefill = messages.pop()["content"]
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    text = _apply(tokenizer, messages, True, date)
     return text + prefill, False  # the template already holds any BOS token
 
 
-def generation_text(tokenizer, request, model: str) -> tuple[str, bool]:
+def generation_text(tokenizer, request, model: str, date: str | None = None) -> tuple[str, bool]:
     """A Generate request's text and whether special tokens are added: :func:`render`'s, unless
     the request says (``Generate.add_special_tokens``)."""
-    text, special = render(tokenizer, request.prompt, model)
+    text, special = render(tokenizer, request.prompt, model, date)
     return text, special if request.add_special_tokens is None else request.add_special_tokens
 
 
-def score_tokens(tokenizer, request: ScoreNext, model: str) -> tuple[list[int], list[int]]:
+def score_tokens(tokenizer, request: ScoreNext, model: str,
+                 date: str | None = None) -> tuple[list[int], list[int]]:
     """Context ids and each candidate's first token id, split the way lm-evaluation-harness
     splits them: trailing spaces move from the context to the candidates (" A" is one token,
     "A" after a space is not), and the candidate token is read from tokenising context +
@@ -45,7 +104,7 @@ def score_tokens(tokenizer, request: ScoreNext, model: str) -> tuple[list[int], 
     prompt's last tokens (some tokenizers split "\\n\\n" differently before a word), the
     prompt's own tokens are kept and the candidate's first token scored: what the model,
     generating, would be choosing between."""
-    text, special = render(tokenizer, request.prompt, model)
+    text, special = render(tokenizer, request.prompt, model, date)
     special = special and request.add_special_tokens
     stripped = text.rstrip(" \t")
     moved = text[len(stripped):]

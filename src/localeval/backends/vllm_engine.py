@@ -48,9 +48,9 @@ from .base import (
     TextLogprobs,
     TokenLogprobs,
 )
-from .config import BackendConfig
+from .config import DEFAULT_TEMPLATE_DATE, BackendConfig
 from .failures import Unsupported
-from .prompt_tokens import generation_text, render, score_tokens
+from .prompt_tokens import generation_text, prints_date, render, score_tokens
 
 BLOCK = 512  # requests handed to the engine at once; their responses are stored together
 
@@ -79,7 +79,7 @@ class VllmBackend(BackendBase):
         check_model_source(target, config.revision, weights=True)
 
     def __init__(self, model: str, *, revision: str | None = None, dtype: str = "auto",
-                 model_args: dict | None = None):
+                 model_args: dict | None = None, template_date: str | None = None):
         import transformers
 
         vllm = _vllm()
@@ -103,6 +103,10 @@ class VllmBackend(BackendBase):
             **({"model_args": BackendConfig.redacted({"model_args": dict(model_args)})[
                 "model_args"]} if model_args else {}),
         }
+        # the date its chat template prints, pinned (recorded only where the template prints one)
+        self.template_date = template_date or DEFAULT_TEMPLATE_DATE
+        if prints_date(self.tokenizer):
+            self.identity["template_date"] = self.template_date
 
     @property
     def llm(self):
@@ -135,7 +139,7 @@ class VllmBackend(BackendBase):
 
     # ---------------------------------------------------------------- prompts and tokens
     def render(self, prompt: Prompt) -> tuple[str, bool]:
-        return render(self.tokenizer, prompt, self.name)
+        return render(self.tokenizer, prompt, self.name, self.template_date)
 
     def encode(self, text: str, special: bool) -> list[int]:
         return self.tokenizer(text, add_special_tokens=special)["input_ids"]
@@ -151,7 +155,7 @@ class VllmBackend(BackendBase):
         """Why ``request``'s candidates cannot be read at one position, from the tokenizer
         alone (the run checks this before the engine starts); or None."""
         try:
-            score_tokens(self.tokenizer, request, self.name)
+            score_tokens(self.tokenizer, request, self.name, self.template_date)
         except LocalevalError as e:
             return str(e)
         return None
@@ -191,7 +195,7 @@ class VllmBackend(BackendBase):
         from vllm import SamplingParams
 
         if isinstance(request, ScoreNext):
-            ids, targets = score_tokens(self.tokenizer, request, self.name)
+            ids, targets = score_tokens(self.tokenizer, request, self.name, self.template_date)
             self._fits(ids, 1)
             if request.top is not None:  # the top k, ranked over the vocabulary, as a server
                 return ids, SamplingParams(max_tokens=1, temperature=0.0, detokenize=False,
@@ -204,7 +208,8 @@ class VllmBackend(BackendBase):
             return ids, SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0,
                                        detokenize=False), []
         if isinstance(request, Generate):
-            ids = self.encode(*generation_text(self.tokenizer, request, self.name))
+            ids = self.encode(*generation_text(self.tokenizer, request, self.name,
+                                                      self.template_date))
             self._fits(ids, request.max_tokens)
             return ids, self._generation_params(request, ids), []
         raise LocalevalError(f"the vllm backend cannot run {type(request).__name__} requests")

@@ -1,16 +1,29 @@
 """Llama Guard 3 and Llama Guard 4 (Meta).
 
-Templates. Both models build their prompt in their tokenizer's chat template; we send the text
-that template renders, as a plain string (see :mod:`localeval.guards.base` for why).
+Templates. Both models build their prompt in their tokenizer's chat template.
 
-- Llama Guard 3: the chat template of ``meta-llama/Llama-Guard-3-8B`` (HF tokenizer_config.json,
+- Llama Guard 3, by default (``template="own"``): the checkpoint's own chat template, rendered by
+  the backend from the conversation's messages, as the authors had vLLM's chat endpoint render
+  it (IRIS ``guard_models/llama_guard.py`` ``LlamaGuard`` on ``APIGenerativeLLM``). Each
+  checkpoint's template says what its model was trained on: Llama Guard 3 1B's (read in
+  IntelLabs/LLMart ``src/llmart/config.py`` ``LlamaGuard3_1BConf``, a copy of
+  ``meta-llama/Llama-Guard-3-1B`` at revision 9e4f4b01, and in a GGUF copy by the audit of
+  issue 49) prints ``<|begin_of_text|>`` with no space before it, its 13 categories S1-S13,
+  each message's text read as a content part, and a space before ``<|eot_id|>``; it ends at
+  the assistant header and its ``\n\n``. The backend renders it with nothing after it
+  (``backends/base.py`` ``AFTER_TEMPLATE``): ``hf:`` and ``vllm:`` with the tokenizer, a vLLM
+  server on its chat endpoint (``add_generation_prompt`` false). The categories are the
+  template's own: ``categories`` applies to the hand-written templates only.
+- Llama Guard 3, ``template="hf"`` or ``"meta"``, for a checkpoint without a template of its
+  own (we send the text as a plain string, see :mod:`localeval.guards.base` for why): the chat
+  template of ``meta-llama/Llama-Guard-3-8B`` (HF tokenizer_config.json,
   S1-S14 names as listed there, e.g. "S3: Sex Crimes.", "S11: Self-Harm."), matching Meta's
   prompt format page https://www.llama.com/docs/model-cards-and-prompt-formats/llama-guard-3/.
   The HF template emits one space before ``<|begin_of_text|>``, and the authors sent the
   conversation through vLLM's chat endpoint (IRIS ``guard_models/llama_guard.py`` ``LlamaGuard``
   on ``APIGenerativeLLM``), which tokenises the rendered text without adding special tokens: the
-  model sees a space token, then BOS. That is the default (``template="hf"``: the text starts
-  with ``" <|begin_of_text|>"`` and the request adds no special tokens).
+  model sees a space token, then BOS (``template="hf"``: the text starts with
+  ``" <|begin_of_text|>"`` and the request adds no special tokens).
   ``template="meta"`` leaves the space out and lets the tokenizer add BOS, as Meta's format page
   and llama-recipes ``PROMPT_TEMPLATE_3`` have it. Message text is ``strip()``-ed as in the
   template. Categories cannot be changed in that template either.
@@ -35,7 +48,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..backends.base import Request, Response, ScoreNext
+from ..backends.base import AFTER_TEMPLATE, Message, Request, Response, ScoreNext
 from ..errors import LocalevalError
 from .base import Conversation, GuardVerdict
 from .staged import StagedGuard, binary_verdict
@@ -54,7 +67,8 @@ INSTRUCTIONS = (
 PREFILL = "\n\n"
 # what the HF chat template of Llama-Guard-3 renders before its first header (template="hf")
 HF_LEAD = " <|begin_of_text|>"
-TEMPLATES = ("hf", "meta")
+OWN = "own"  # the checkpoint's own chat template, rendered by the backend
+TEMPLATES = (OWN, "hf", "meta")
 # Llama Guard 3 1B was trained on S1-S13 (no Code Interpreter Abuse): llama-stack
 # `llama_guard.py` gives the 1B model the first 13 categories, the 8B model all 14.
 CATEGORY_COUNTS = (13, 14)
@@ -68,19 +82,29 @@ class LlamaGuard3(StagedGuard):
 
     lead = ""  # text before the first header; "" = the tokenizer adds BOS
 
-    def __init__(self, categories: int = 14, template: str = "hf"):
-        """``categories``: 14 (S1-S14, the 8B model's template) or 13 (S1-S13, Llama Guard 3
-        1B's, as llama-stack sends it). ``template``: ``hf`` (the HF chat template's text, its
-        space before BOS included, sent without special tokens, as the authors' vLLM chat
-        requests) or ``meta`` (Meta's format page: no space, BOS from the tokenizer)."""
-        if categories not in CATEGORY_COUNTS:
-            raise LocalevalError(f"{self.name} categories must be 13 (Llama Guard 3 1B) or 14, "
-                                 f"not {categories!r}")
+    def __init__(self, categories: int | None = None, template: str = OWN):
+        """``template``: ``own`` (the checkpoint's own chat template, rendered by the backend,
+        as the authors' vLLM chat requests; the default), ``hf`` (the 8B model's HF chat
+        template's text, its space before BOS included, sent without special tokens) or
+        ``meta`` (Meta's format page: no space, BOS from the tokenizer). ``categories``, for
+        ``hf`` and ``meta`` only: 14 (S1-S14, the 8B model's template; their default) or 13
+        (S1-S13, Llama Guard 3 1B's, as llama-stack sends it); ``own`` prints the template's."""
         if template not in TEMPLATES:
             raise LocalevalError(f"{self.name} template must be one of {', '.join(TEMPLATES)}, "
                                  f"not {template!r}")
-        self.categories = "\n".join(CATEGORIES.split("\n")[:categories])
+        if template == OWN and categories is not None:
+            raise LocalevalError(f"{self.name} categories applies to template=hf or meta: the "
+                                 "checkpoint's own template (the default) prints its own list")
+        count = 14 if categories is None else categories
+        if count not in CATEGORY_COUNTS:
+            raise LocalevalError(f"{self.name} categories must be 13 (Llama Guard 3 1B) or 14, "
+                                 f"not {categories!r}")
+        self.template = template
+        self.categories = "\n".join(CATEGORIES.split("\n")[:count])
         self.lead = HF_LEAD if template == "hf" else ""
+        if template == OWN:
+            self.template_source = ("the checkpoint's own chat template (tokenizer_config.json), "
+                                    "rendered by the backend as vLLM's chat endpoint renders it")
 
     def render(self, prompt: str, response: str | None) -> str:
         role = "User" if response is None else "Agent"
@@ -103,6 +127,13 @@ class LlamaGuard3(StagedGuard):
                  earlier: Sequence[Response] = ()) -> list[Request]:
         if earlier:
             return []
+        if self.template == OWN:
+            chat: list[Message] = [{"role": "user", "content": conversation.prompt}]
+            if conversation.response is not None:
+                chat.append({"role": "assistant", "content": conversation.response})
+            # nothing after the template: it ends at the assistant header and its "\n\n"
+            chat.append({"role": AFTER_TEMPLATE, "content": ""})
+            return [ScoreNext(chat, ("unsafe", "safe"))]
         return [ScoreNext(self.lead + self.render(conversation.prompt, conversation.response),
                           ("unsafe", "safe"), add_special_tokens=not self.lead)]
 

@@ -43,9 +43,9 @@ from ..base import (
     TextLogprobs,
     only,
 )
-from ..config import DTYPES, BackendConfig
+from ..config import DEFAULT_TEMPLATE_DATE, DTYPES, BackendConfig
 from ..failures import ModelError, Unsupported
-from ..prompt_tokens import render, score_tokens
+from ..prompt_tokens import prints_date, render, score_tokens
 from .attention import grouped as grouped_attention
 from .attention import implementation as attention_implementation
 from .tree import plan, walk
@@ -72,6 +72,7 @@ class HFBackend(BackendBase):
         max_batch_tokens: int | None = None,
         padding_side: str = "right",
         model_args: dict | None = None,
+        template_date: str | None = None,
     ):
         import torch
         import transformers
@@ -123,6 +124,11 @@ class HFBackend(BackendBase):
             **({"model_args": BackendConfig.redacted({"model_args": self.model_args})[
                 "model_args"]} if self.model_args else {}),
         }
+        # the date its chat template prints, pinned: recorded (and keying the cache) only for
+        # a template that prints one, so other models' caches and folders stay as they were
+        self.template_date = template_date or DEFAULT_TEMPLATE_DATE
+        if prints_date(self.tokenizer):
+            self.identity["template_date"] = self.template_date
 
     def _layout(self) -> str:
         """How rows are laid out and attended. Each way gives the same results to the last few
@@ -160,7 +166,7 @@ class HFBackend(BackendBase):
     # ---------------------------------------------------------------- prompts and tokens
     def render(self, prompt: Prompt) -> tuple[str, bool]:
         """The text the model sees, and whether the tokenizer should add its special tokens."""
-        return render(self.tokenizer, prompt, self.identity["model"])
+        return render(self.tokenizer, prompt, self.identity["model"], self.template_date)
 
     def encode(self, text: str, special: bool) -> list[int]:
         return self.tokenizer(text, add_special_tokens=special)["input_ids"]
@@ -173,7 +179,7 @@ class HFBackend(BackendBase):
 
     def _score_tokens(self, request: ScoreNext) -> tuple[list[int], list[int]]:
         """Context ids and each candidate's first token id (:func:`..prompt_tokens.score_tokens`)."""
-        return score_tokens(self.tokenizer, request, self.identity["model"])
+        return score_tokens(self.tokenizer, request, self.identity["model"], self.template_date)
 
     # ---------------------------------------------------------------- running requests
     # run_planned() takes ``needed``: the executor gives every request of a chunk, cached ones

@@ -75,7 +75,8 @@ GREEDY_NEUTRAL = {"repetition_penalty": (None, 1.0), "no_repeat_ngram_size": (No
 def run_generations(backend, requests: list[Generate]) -> Iterator[tuple[int, Response]]:
     """Yield (index, response) for each request, batch by batch; draws (``sample`` set) one at
     a time with ``model.generate``."""
-    encoded = [backend.encode(*generation_text(backend.tokenizer, r, backend.identity["model"]))
+    encoded = [backend.encode(*generation_text(backend.tokenizer, r, backend.identity["model"],
+                                               backend.template_date))
                for r in requests]
     ok = yield from _over_the_context(backend, requests, encoded)
     ok = yield from _draws(backend, requests, encoded, ok)
