@@ -29,8 +29,9 @@ from .options import TaskOptions
 # ``describe()`` of the papers' tasks records its kind's, so it is in config.json and in the
 # settings a rerun compares: a folder made under older defaults is "a run with other settings"
 # naming it. "fidelity-3" (issue 34): IRIS's threshold grid, sensitive labels and D.2 rates,
-# every TMLU shot kept.
-MCQ_PROTOCOL = "fidelity-3"  # cmmlu, tmlu, tmmlu+, a custom exam
+# every TMLU shot kept. MCQ "fidelity-4" (issue 50): no stop string with --chat api and the
+# TMLU rules, as MiuLab's OpenAI_LM.query.
+MCQ_PROTOCOL = "fidelity-4"  # cmmlu, tmlu, tmmlu+, a custom exam
 SAFEGUARD_PROTOCOL = "fidelity-3"  # sea-safeguard, safety-prompts, safety-responses
 LLM_SAFETY_PROTOCOL = "fidelity-3"  # llm-safety
 

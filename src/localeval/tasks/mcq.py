@@ -305,6 +305,7 @@ class MCQTask(Task):
             "method": method,
             "max_tokens": self.config.generation_budget if method == "generation" else None,
             "extract": self.config.extraction if method == "generation" else None,
+            "stop_at": self.config.stops_at if method == "generation" else None,
             "prompt": asdict(self.config.prompt),
             "reduce_few_shot": self.config.reduce_few_shot,
             "chat_special_tokens": self.config.chat_special_tokens,
