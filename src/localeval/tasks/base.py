@@ -30,10 +30,11 @@ from .options import TaskOptions
 # settings a rerun compares: a folder made under older defaults is "a run with other settings"
 # naming it. "fidelity-3" (issue 34): IRIS's threshold grid, sensitive labels and D.2 rates,
 # every TMLU shot kept. MCQ "fidelity-4" (issue 50): no stop string with --chat api and the
-# TMLU rules, as MiuLab's OpenAI_LM.query.
+# TMLU rules, as MiuLab's OpenAI_LM.query. LLM safety "fidelity-4" (issue 50): a blank response
+# goes to the refusal judge, as IRIS eval_llm_refusal.py.
 MCQ_PROTOCOL = "fidelity-4"  # cmmlu, tmlu, tmmlu+, a custom exam
 SAFEGUARD_PROTOCOL = "fidelity-3"  # sea-safeguard, safety-prompts, safety-responses
-LLM_SAFETY_PROTOCOL = "fidelity-3"  # llm-safety
+LLM_SAFETY_PROTOCOL = "fidelity-4"  # llm-safety
 
 
 class Task(ABC):
