@@ -198,3 +198,65 @@ def test_upstream_min_k_through_the_cli_on_a_tiny_model(tiny_llama, tmp_path, ca
     assert all(s["min_k"]["50"] is not None for s in up.values())
     assert up_results["roc_auc"]["min_k"]["50"] == ours_results["roc_auc"]["min_k"]["50"]
     assert up_results["roc_auc"]["min_k"]["10"] is None
+
+
+# ------------------------------------------------------------------ item 6: MiuLab's left cut
+def test_max_length_cuts_the_context_from_the_left_as_miulab_encode_pair(tiny_llama):
+    """MiuLab model.py HFLM_transformers.encode_pair: whole = encode(context + "A"), ctx =
+    encode(context), conti = whole[len(ctx):] (one token, "A"), ctx = ctx[-(max_length -
+    len(conti)):]: with --max-length 8 the model sees the last 7 context tokens, then reads "A"
+    (add_special_tokens=False throughout, as HFLM_transformers.encode)."""
+    import transformers
+
+    from localeval.backends.base import ScoreNext
+    from localeval.backends.prompt_tokens import score_tokens
+
+    tok = transformers.AutoTokenizer.from_pretrained(tiny_llama)
+    prompt = "以下選擇題為出自臺灣的考題，答案為其中一個選項。\n\n問題：1+1=?\n正確答案：("
+    full = tok.encode(prompt, add_special_tokens=False)
+    whole = tok.encode(prompt + "A", add_special_tokens=False)
+    assert len(full) > 8 and len(whole) == len(full) + 1  # the letter is one token
+    ctx, targets = score_tokens(tok, ScoreNext(prompt, ("A", "B"), add_special_tokens=False,
+                                               max_length=8), "tiny")
+    assert ctx == full[-7:] and targets[0] == whole[-1]
+    assert score_tokens(tok, ScoreNext(prompt, ("A", "B"), add_special_tokens=False),
+                        "tiny")[0] == full  # default: nothing cut
+
+
+def test_max_length_reaches_the_request_and_config(tiny_llama, tmp_path):
+    from localeval.demo.mcq import SAMPLE_MCQ
+
+    record = evaluate(task="tmlu", model=f"hf:{tiny_llama}", data=SAMPLE_MCQ,
+                      subjects=["CAP_mathematics"], limit=2, max_length=20,
+                      output=tmp_path / "run", quiet=True, store=False)
+    assert record.config["max_length"] == 20
+    assert record.results["usage"]["model"].prompt_tokens == 2 * 19  # two prompts cut to 19
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--max-length", "20", "--method", "generation"], "needs --method likelihood"),
+    (["--max-length", "1"], "at least 2"),
+    (["--max-length", "20", "--prompt-style", "lm-eval"], "use it with --prompt-style tmlu"),
+    (["--stop-at", "budget"], "needs --method generation"),
+])
+def test_max_length_and_stop_at_refusals_are_one_line(argv, words, model_folder, no_model_load,
+                                                      capsys):
+    from localeval.cli import main
+
+    assert main(["run", "--task", "tmlu", "--model", model_folder, *argv]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1
+
+
+def test_max_length_on_a_server_is_refused_in_one_line(tmp_path):
+    from scripted_server import ScriptedServer
+
+    from localeval.demo.mcq import SAMPLE_MCQ
+    from localeval.errors import LocalevalError
+
+    with ScriptedServer(lambda path, body: b"{}") as server, \
+            pytest.raises(LocalevalError, match="use a local backend"):
+        evaluate(task="tmlu", model="openai:m", data=SAMPLE_MCQ, subjects=["CAP_mathematics"],
+                 limit=1, max_length=20, output=tmp_path / "run", quiet=True, store=False,
+                 backend_options={"base_url": server.url, "max_retries": 0})
+    assert not [p for p, _ in server.posts if p.endswith("completions")]

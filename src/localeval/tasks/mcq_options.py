@@ -63,6 +63,13 @@ class MCQOptions(TaskOptions):
         "makes up is not read) or budget (--max-tokens alone: MiuLab's OpenAI_LM.query); "
         "default: budget with --chat api and the TMLU rules, question otherwise")
 
+    max_length: int | None = option(
+        None, "--method likelihood with the tmlu style: cut the prompt from the left to its last "
+        "N - 1 tokens before the letter, as MiuLab's encode_pair does with --max_length N "
+        "(without it MiuLab cuts to the model's generation_config.json max_length, 20 unless "
+        "the model sets one: give that number); local backends (hf:, vllm:) only; default: "
+        "nothing cut, a prompt over the context fails", type=int, metavar="N")
+
     reduce_few_shot: bool = option(
         False, "leave out few-shot examples that do not fit the model's context: tmlu style "
         "skips each one that does not fit (MiuLab's --reduce_few_shot), lm-eval style drops "
@@ -106,6 +113,12 @@ class MCQOptions(TaskOptions):
         if self.cot and self.method == "likelihood":
             raise LocalevalError("--cot needs --method generation: the answer comes after the "
                                  "reasoning, so there is no single position to score")
+        if self.max_length is not None and self.method != "likelihood":
+            raise LocalevalError("--max-length cuts the prompt MiuLab's likelihood path scores: "
+                                 "it needs --method likelihood")
+        if self.max_length is not None and self.max_length < 2:
+            raise LocalevalError(f"--max-length must be at least 2 (the letter's token and one "
+                                 f"before it), not {self.max_length}")
         if self.stop_at is not None and self.method != "generation":
             raise LocalevalError("--stop-at says where generation stops: it needs --method "
                                  "generation")
@@ -131,7 +144,8 @@ class MCQOptions(TaskOptions):
                    "lm_eval_choices": prompt.get("lm_eval_choices", "fixed"),
                    "chat_special_tokens": config.get("chat_special_tokens", True),
                    "permute_options": config.get("permute_options", 1),
-                   "repeats": config.get("repeats", 1)}
+                   "repeats": config.get("repeats", 1),
+                   "max_length": config.get("max_length")}
         if config.get("method") == "generation":
             # a folder from before issue 50 stopped every generation at 問題：
             options.update(max_tokens=config.get("max_tokens"), extract=config.get("extract"),
@@ -157,6 +171,7 @@ class MCQConfig:
     max_tokens: int | None = None  # generation budget; see generation_budget
     extract: Extract | None = None  # None: the prompt style's default_extraction
     stop_at: StopAt | None = None  # None: see stops_at
+    max_length: int | None = None  # see MCQOptions.max_length
     # MiuLab tmlu_eval.py: format_problem budgets shots only with --reduce_few_shot (off by
     # default), and its vLLM path (HFLM_vLLM.generate) cuts nothing
     reduce_few_shot: bool = False
@@ -167,7 +182,8 @@ class MCQConfig:
         """The config of a run of ``dataset`` with ``options``."""
         o = options
         return cls(method=o.method, max_tokens=o.max_tokens, extract=o.extract,
-                   stop_at=o.stop_at, reduce_few_shot=o.reduce_few_shot,
+                   stop_at=o.stop_at, max_length=o.max_length,
+                   reduce_few_shot=o.reduce_few_shot,
                    chat_special_tokens=o.chat_special_tokens,
                    prompt=PromptConfig(style=o.prompt_style or default_style, shots=o.shots,
                                        cot=o.cot, chat=o.chat, system=o.system, task=dataset,
@@ -182,6 +198,9 @@ class MCQConfig:
                                  + " or ".join(n for n, s in PROMPT_STYLES.items()
                                                if s.supports_cot))
         _check_api_layout(self.prompt, self.method)
+        if self.max_length is not None and self.prompt.style != "tmlu":
+            raise LocalevalError("--max-length is MiuLab's cut (the TMLU code's likelihood "
+                                 "path): use it with --prompt-style tmlu")
 
     @property
     def extraction(self) -> str:
