@@ -260,3 +260,52 @@ def test_max_length_on_a_server_is_refused_in_one_line(tmp_path):
                  limit=1, max_length=20, output=tmp_path / "run", quiet=True, store=False,
                  backend_options={"base_url": server.url, "max_retries": 0})
     assert not [p for p, _ in server.posts if p.endswith("completions")]
+
+
+# ------------------------------------------------------------------ item 7: the paper's gaps
+# SEA-SafeguardBench Table 2's prompt cells of its 24 guards (General EN, SEA, ITW EN, SEA,
+# CG EN, SEA), as printed (/work/shared/seeds/sea-safeguardbench.md)
+TABLE2_PROMPT = [
+    (89.5, 86.7, 96.8, 94.2, 59.5, 51.1), (89.3, 87.5, 98.0, 97.0, 65.8, 65.3),
+    (90.9, 88.5, 98.2, 97.4, 65.4, 64.7), (89.8, 83.8, 95.1, 89.4, 60.3, 49.9),
+    (90.7, 87.0, 97.7, 94.8, 67.5, 62.6), (69.5, 67.2, 75.8, 59.7, 30.3, 35.1),
+    (92.0, 88.1, 96.8, 94.3, 67.9, 61.2), (87.9, 87.1, 92.0, 89.8, 59.7, 55.3),
+    (94.9, 92.3, 98.9, 98.1, 65.2, 59.7), (83.1, 79.9, 95.8, 90.6, 53.2, 51.8),
+    (86.0, 83.2, 97.2, 95.3, 52.2, 55.7), (90.1, 81.6, 91.8, 86.4, 45.7, 33.9),
+    (93.9, 90.4, 97.3, 95.7, 56.7, 47.4), (92.6, 84.6, 94.6, 84.7, 46.0, 32.4),
+    (91.3, 75.8, 97.5, 82.6, 40.8, 32.4), (92.2, 85.2, 98.6, 94.9, 53.8, 41.0),
+    (93.0, 88.3, 98.2, 95.4, 53.3, 42.0), (94.1, 90.6, 96.3, 95.3, 55.0, 45.9),
+    (85.6, 72.7, 95.8, 78.5, 46.7, 41.9), (84.0, 80.7, 97.0, 86.1, 42.5, 35.1),
+    (79.1, 72.5, 86.6, 75.6, 40.1, 33.8), (80.0, 74.5, 88.5, 83.1, 37.6, 30.2),
+    (88.0, 78.3, 95.3, 86.4, 45.5, 40.3), (82.4, 72.6, 88.9, 76.6, 30.0, 37.8)]
+
+
+def test_the_gap_tables_say_the_papers_averages_do_not_follow_from_its_table_2():
+    """The paper's text: prompt language gaps 5.7 / 6.1 / 5.4 (General / ITW / CG) and
+    cultural gaps (General - CG) 36.4 EN / 36.2 SEA; the means over its Table 2 are 5.45 /
+    6.12 / 5.59 and 36.22 / 36.36. The footnote under each gap table carries them."""
+    from statistics import fmean
+
+    from localeval.views.safety_tables import PAPER_CULTURAL_GAP_NOTE, PAPER_LANGUAGE_GAP_NOTE
+
+    lang = [round(fmean(r[2 * i] - r[2 * i + 1] for r in TABLE2_PROMPT), 2) for i in range(3)]
+    cult = [round(fmean(r[side] - r[4 + side] for r in TABLE2_PROMPT), 2) for side in (0, 1)]
+    assert lang == [5.45, 6.12, 5.59] and cult == [36.22, 36.36]
+    assert "5.45 / 6.12 / 5.59" in PAPER_LANGUAGE_GAP_NOTE
+    assert "5.7 / 6.1 / 5.4" in PAPER_LANGUAGE_GAP_NOTE
+    assert "36.22 / 36.36" in PAPER_CULTURAL_GAP_NOTE
+    assert "36.4 / 36.2" in PAPER_CULTURAL_GAP_NOTE
+
+
+def test_the_footnote_is_printed_under_the_gap_tables():
+    from test_safety_analysis import RECORDS, safety, text
+
+    from localeval.analysis.gaps import cultural_gap, table2, table2_language_gap
+    from localeval.metrics.classification import average_precision
+    from localeval.views import safety_tables as T
+
+    table = table2(RECORDS, average_precision)
+    shown = text(T.table2_gap_table(safety(table2_language_gap=table2_language_gap(table))),
+                 T.cultural_gap_table(safety(cultural_gap=cultural_gap(table))))
+    shown = " ".join(shown.split())  # the caption is wrapped at the table's width
+    assert "5.45 / 6.12 / 5.59" in shown and "36.22 / 36.36" in shown
