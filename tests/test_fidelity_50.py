@@ -17,7 +17,7 @@ RUNAWAY = "這題要看選項的內容\n\n問題：下列何者正確？\n(A) �
 
 
 def _one_question(folder):
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)
     row = {"id": "q1", "question": "哪一個？", "A": "甲", "B": "乙", "C": "丙", "D": "丁",
            "answer": "A"}
     (folder / "CAP_mathematics_test.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n",
@@ -309,3 +309,17 @@ def test_the_footnote_is_printed_under_the_gap_tables():
                  T.cultural_gap_table(safety(cultural_gap=cultural_gap(table))))
     shown = " ".join(shown.split())  # the caption is wrapped at the table's width
     assert "5.45 / 6.12 / 5.59" in shown and "36.22 / 36.36" in shown
+
+
+def test_a_chat_api_folder_from_fidelity_3_is_a_run_with_other_settings(tmp_path):
+    from localeval.errors import LocalevalError
+
+    record, _ = _api_run(tmp_path)
+    config_file = tmp_path / "run" / "config.json"
+    config = json.loads(config_file.read_text(encoding="utf-8"))
+    assert config["protocol"] == "fidelity-4"
+    old = {k: v for k, v in config.items() if k != "stop_at"}
+    config_file.write_text(json.dumps({**old, "protocol": "fidelity-3"}), encoding="utf-8")
+    with pytest.raises(LocalevalError, match="holds a run with other settings") as e:
+        _api_run(tmp_path)
+    assert "protocol: 'fidelity-3' -> 'fidelity-4'" in str(e.value)
