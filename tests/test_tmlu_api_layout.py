@@ -104,7 +104,10 @@ def test_the_empty_assistant_message_reaches_a_chat_server(tmp_path, tiny_llama)
     for body in chats:
         assert body["messages"][-1] == {"role": "assistant", "content": ""}
         assert body["messages"][0]["content"].endswith("\n正確答案：(")
-        assert body["stop"] == ["問題："] and body["max_tokens"] == 4
+        # MiuLab model.py OpenAI_LM.query: model, messages, max_tokens, temperature; no stop
+        # (issue 50 item 1)
+        assert set(body) == {"model", "messages", "max_tokens", "temperature"}
+        assert "stop" not in body and body["max_tokens"] == 4 and body["temperature"] == 0
 
 
 @pytest.mark.parametrize("argv, words", [

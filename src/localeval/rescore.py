@@ -53,6 +53,8 @@ class CacheReplay(Backend):
     comes back failed (and is counted in ``missed``). Its identity is the source run's
     backend's, so the cache is read under the same keys."""
 
+    cuts_context = True  # a cut context was cut by the source run's backend, in the key
+
     def __init__(self, identity: dict[str, Any]):
         self.identity = identity
         self.missed = 0

@@ -10,6 +10,10 @@ from typing import Any
 
 from ..records.samples import SCORES, ContaminationSample
 
+# results.json's ``sign``, by --min-k-sign
+SIGNS = {"log-prob": "mean log-prob (<= 0); the TMLU paper reports its negation",
+         "negated": "Min-K% Prob negated (>= 0, higher = less likely seen), as "
+         "detect-pretrain-code and the TMLU paper; Min-K%++ is not negated"}
 # (source, id) -> 1 member / 0 not; source None: the id in any source
 Labels = dict[tuple[str | None, str], int]
 
@@ -32,7 +36,9 @@ def _one_source(mine: list[ContaminationSample], ks: list[str]) -> dict[str, Any
         # Min-K%++ needs the distribution's moments: unavailable if any text lacks them.
         values = [v for s in ok if (v := s.scores(score)) is not None]
         have = ok and len(values) == len(ok)
-        entry[score] = {k: _describe([v[k] for v in values]) for k in ks} if have else None
+        # a text --k-tokens floor leaves without a value at k is out of that k's summary
+        entry[score] = {k: _describe([x for v in values if (x := v[k]) is not None])
+                        for k in ks} if have else None
     return entry
 
 
@@ -50,14 +56,14 @@ def _gaps(sources: dict[str, Any], ks: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for other in names[1:]:
         out[f"{other} - {names[0]}"] = {
-            score: {k: sources[other][score][k]["median"] - sources[names[0]][score][k]["median"]
-                    for k in ks}
-            for score in SCORES if sources[names[0]][score] and sources[other][score]}
+            score: {k: b[k]["median"] - a[k]["median"] for k in ks if a[k] and b[k]}
+            for score in SCORES
+            if (a := sources[names[0]][score]) and (b := sources[other][score])}
     return out
 
 
 def _roc_auc(samples: Sequence[ContaminationSample], ks: list[str],
-             labels: Labels) -> dict[str, Any]:
+             labels: Labels, sign: str = "log-prob") -> dict[str, Any]:
     from sklearn.metrics import roc_auc_score
 
     def label(s: ContaminationSample) -> int | None:
@@ -75,20 +81,25 @@ def _roc_auc(samples: Sequence[ContaminationSample], ks: list[str],
         if len(values) < len(scored):
             out[score] = None
             continue
-        out[score] = {k: float(roc_auc_score(gold, [v[k] for v in values])) for k in ks}
+        # a k where a text has no value (--k-tokens floor): none, as sklearn refuses NaN
+        # higher = more likely seen, whatever the sign printed: a negated Min-K% back to +
+        flip = -1.0 if score == "min_k" and sign == "negated" else 1.0
+        at_k = {k: [x for v in values if (x := v[k]) is not None] for k in ks}
+        out[score] = {k: float(roc_auc_score(gold, [flip * x for x in xs]))
+                      if len(xs) == len(values) else None for k, xs in at_k.items()}
     return out
 
 
 def summarise_contamination(samples: Sequence[ContaminationSample], ks: list[str],
-                            labels: Labels | None, schema: str) -> dict[str, Any]:
+                            labels: Labels | None, schema: str,
+                            sign: str = "log-prob") -> dict[str, Any]:
     sources = by_source(samples, ks)
     failed = [s for s in samples if s.failed]
     results: dict[str, Any] = {
         "schema": schema, "k": ks, "n_samples": len(samples), "n_failed": len(failed),
         "failed": [f"{s.source}/{s.id}" for s in failed], "sources": sources,
         "source_order": list(sources),  # the --data order (results.json sorts its keys)
-        "median_gaps": _gaps(sources, ks), "sign": "mean log-prob (<= 0); the TMLU paper "
-        "reports its negation"}
+        "median_gaps": _gaps(sources, ks), "sign": SIGNS[sign]}
     if labels is not None:
-        results["roc_auc"] = _roc_auc(samples, ks, labels)
+        results["roc_auc"] = _roc_auc(samples, ks, labels, sign)
     return results

@@ -287,7 +287,8 @@ def _paired_gap(model: str, lang: str, english: dict[str | int, SafetySample],
 def cultural_gap(table: Mapping[str, Any]) -> list[dict[str, Any]]:
     """General minus CG for each model, task and side, read from :func:`table2`'s output.
 
-    gap = General - CG (paper §4: prompt 36.4 EN / 36.2 SEA, response 21.0 / 21.2 points).
+    gap = General - CG (paper §4: prompt 36.4 EN / 36.2 SEA, response 21.0 / 21.2 points; the
+    means of its own Table 2 are 36.22 / 36.36 and 21.13 / 21.22: views/safety_tables.py).
     The two subsets hold different items, so this is a difference of table cells, not paired.
     """
     out = []

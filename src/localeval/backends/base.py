@@ -60,11 +60,19 @@ class ScoreNext:
     # (``Response.ranks``, None beyond the k-th), so a guard can keep only the labels among the
     # top k log-probs as the authors' code does (IRIS guard_models/base.py GuardLLM.complete).
     top: int | None = None
+    # n: the context cut from the left to its last n - 1 tokens before the candidate is read
+    # (MiuLab/TMLU model.py HFLM_transformers.encode_pair with --max_length n, a one-token
+    # letter); None: nothing cut. Token-level backends only (``Backend.cuts_context``).
+    max_length: int | None = None
     kind: str = field(default="score_next", init=False)
 
     def __post_init__(self) -> None:
         if self.top is not None and (not isinstance(self.top, int) or self.top < 1):
             raise ValueError(f"ScoreNext.top must be a positive integer, not {self.top!r}")
+        if self.max_length is not None and (not isinstance(self.max_length, int)
+                                            or self.max_length < 2):
+            raise ValueError(f"ScoreNext.max_length must be an integer of at least 2, not "
+                             f"{self.max_length!r}")
 
 
 GENERATION_CONFIG = "generation_config"
@@ -265,7 +273,8 @@ def request_fields(request: Request) -> dict[str, Any]:
     existed."""
     fields = asdict(request)
     fields.pop("echo", None)  # how a ScoreNext may be read, not what it asks
-    for late in ("sample", "add_special_tokens", "decoding", "top"):  # unset: the key before
+    # unset: the key before
+    for late in ("sample", "add_special_tokens", "decoding", "top", "max_length"):
         if late in fields and fields[late] is None:
             del fields[late]
     return fields
@@ -328,6 +337,9 @@ class Backend(ABC):
     # plans over every request of a run at once (the hf prefix tree): a resumed run gets the
     # same chunks as a clean one (store/executor.py), through :meth:`run_planned`
     plans_over_all: bool = False
+    # cuts a ScoreNext context to its ``max_length`` in tokens (the local backends, which
+    # tokenise it themselves; a server is sent text)
+    cuts_context: bool = False
     stats: Mapping[str, Any] = MappingProxyType({})  # counters for the run's timing record
     chunk: int | None = None  # requests per call it wants (--batch: all of them), else the run's
 

@@ -123,4 +123,6 @@ def score_tokens(tokenizer, request: ScoreNext, model: str,
         raise LocalevalError(
             f"candidates {request.candidates} share a first token; ScoreNext reads one position"
         )
+    if request.max_length is not None:  # MiuLab model.py encode_pair: the left cut, after
+        context = context[-(request.max_length - 1):]  # the letter's tokens were split off
     return context, targets

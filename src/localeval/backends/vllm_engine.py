@@ -71,6 +71,8 @@ def _vllm():
 
 
 class VllmBackend(BackendBase):
+    cuts_context = True  # ScoreNext.max_length: prompt_tokens.score_tokens cuts the ids
+
     @classmethod
     def preflight(cls, target: str, config) -> None:
         """The model folder or Hub repo exists, with config.json and weights."""

@@ -31,6 +31,7 @@ class ContaminationResults(Results):
     k: list[str] = Field(description="the percentages of lowest-probability tokens, as keys")
     sources: dict[str, Source] = Field(description="per --data source")
     source_order: list[str] | None = Field(None, description="the --data order")
+    sign: str | None = Field(None, description="what the scores' sign means (--min-k-sign)")
     median_gaps: dict[str, dict[str, dict[str, Num]]] = Field(
         {}, description="'a - b' -> score -> k -> difference of medians")
     roc_auc: dict[str, Any] | None = Field(None, description="members vs non-members, per "

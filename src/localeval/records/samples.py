@@ -168,15 +168,16 @@ class ContaminationSample(Sample):
     subject: str | None = Field(None, description="its subject, for exam questions")
     n_chars: int | None = Field(None, description="characters in the text")
     n_tokens: int | None = Field(None, description="tokens scored")
-    min_k: dict[str, Num] | None = Field(None, description="k% -> Min-k% Prob")
-    min_k_pp: dict[str, Num] | None = Field(None, description="k% -> Min-k%++")
+    # a k's value is None where --k-tokens floor leaves it no token (the reference codes' NaN)
+    min_k: dict[str, Num | None] | None = Field(None, description="k% -> Min-k% Prob")
+    min_k_pp: dict[str, Num | None] | None = Field(None, description="k% -> Min-k%++")
     failed: bool = Field(False, description="no score (the request failed, or one token)")
 
     @property
     def is_failed(self) -> bool:
         return self.failed
 
-    def scores(self, score: Score) -> dict[str, Num] | None:
+    def scores(self, score: Score) -> dict[str, Num | None] | None:
         """k% -> the text's ``score`` (min_k or min_k_pp); None: not computed."""
         return self.min_k if score == "min_k" else self.min_k_pp
 

@@ -40,7 +40,7 @@ from ..records.contamination import SCHEMA as CONTAMINATION_SCHEMA
 from ..records.contamination import ContaminationResults
 from ..records.samples import ContaminationSample
 from .base import Task
-from .contamination_options import ContaminationOptions
+from .contamination_options import ContaminationOptions, KTokens, MinKSign
 from .options import make_options
 
 
@@ -72,10 +72,19 @@ def mcq_text(question: str, options: Sequence[str]) -> str:
     return "\n".join([question, *(f"{LETTERS[i]}. {o}" for i, o in enumerate(options))])
 
 
-def min_k(values: Sequence[float], k: float) -> float:
-    """Mean of the ⌊k% · n⌋ (at least 1) lowest values."""
-    count = max(1, math.floor(k / 100 * len(values)))
-    return statistics.fmean(sorted(values)[:count])
+def min_k(values: Sequence[float], k: float, k_tokens: KTokens = "at-least-1") -> float | None:
+    """Mean of the ⌊k% · n⌋ lowest values (at least 1 with ``at-least-1``); None where ``floor``
+    leaves no value (swj0419/detect-pretrain-code src/run.py and zjysteven/mink-plus-plus
+    run.py: ``int(len * ratio)`` values, whose mean is then NaN)."""
+    count = math.floor(k / 100 * len(values))
+    if count == 0 and k_tokens == "floor":
+        return None
+    return statistics.fmean(sorted(values)[:max(1, count)])
+
+
+def _signed(value: float | None, sign: MinKSign) -> float | None:
+    """detect-pretrain-code src/run.py reports ``-np.mean(topk_prob)``."""
+    return -value if value is not None and sign == "negated" else value
 
 
 class ContaminationTask(Task):
@@ -117,22 +126,23 @@ class ContaminationTask(Task):
             return text.model_copy(update={"n_tokens": None, "min_k": None, "min_k_pp": None,
                                            "failed": True,
                                            "error": error_of(answer) or "no log-probs"})
-        values = answer.token_logprobs
+        values, o = answer.token_logprobs, self.options
         if not values:
             return text.model_copy(update={
                 "n_tokens": 0, "min_k": None, "min_k_pp": None, "failed": True,
                 "error": "the text is a single token: no token has a context to score"})
         return text.model_copy(update={
             "n_tokens": len(values),
-            "min_k": {_key(k): min_k(values, k) for k in self.options.k},
-            "min_k_pp": _min_k_pp(values, answer, self.options.k)})
+            "min_k": {_key(k): _signed(min_k(values, k, o.k_tokens), o.min_k_sign)
+                      for k in o.k},
+            "min_k_pp": _min_k_pp(values, answer, o.k, o.k_tokens)})
 
     def summarise(self, samples: Sequence[ContaminationSample], data: ContaminationData,
                   identity: dict) -> ContaminationResults:
         from ..analysis.contamination import summarise_contamination
 
         results = summarise_contamination(samples, [_key(k) for k in self.options.k], data.labels,
-                                          self.results_schema)
+                                          self.results_schema, sign=self.options.min_k_sign)
         return results_record({**results, "warnings": list(data.warnings)},
                               ContaminationResults)
 
@@ -140,6 +150,7 @@ class ContaminationTask(Task):
         o = self.options
         return {"task": self.name, "data": self.sources, "k": list(o.k), "sample": o.sample,
                 "seed": o.seed, "drop_longest": o.drop_longest, "members": o.members,
+                "min_k_sign": o.min_k_sign, "k_tokens": o.k_tokens,
                 "dataset_revision": o.dataset_revision}
 
 
@@ -154,13 +165,13 @@ def _key(k: float) -> str:
     return f"{k:g}"
 
 
-def _min_k_pp(values: list[float], answer: TokenLogprobs,
-              ks: Sequence[float]) -> dict[str, float] | None:
+def _min_k_pp(values: list[float], answer: TokenLogprobs, ks: Sequence[float],
+              k_tokens: KTokens) -> dict[str, float | None] | None:
     means, stds = answer.token_means, answer.token_stds
     if not means or not stds or len(means) != len(values) or any(s <= 0 for s in stds):
         return None  # the backend gave no moments (or a degenerate distribution)
     standard = [(v - m) / s for v, m, s in zip(values, means, stds, strict=True)]
-    return {_key(k): min_k(standard, k) for k in ks}
+    return {_key(k): min_k(standard, k, k_tokens) for k in ks}
 
 
 # ---------------------------------------------------------------- sources

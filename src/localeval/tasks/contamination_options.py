@@ -6,11 +6,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from ..errors import LocalevalError
 from .options import TaskOptions, option
 
 DEFAULT_K = (5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0)  # floats, as --k parses them
+# Min-K% Prob as a mean log-prob (<= 0; Min-K%++'s code) or its negation (detect-pretrain-code,
+# the TMLU paper)
+MinKSign = Literal["log-prob", "negated"]
+# How many tokens a k takes: ⌊k% · n⌋ but at least 1 (ours), or ⌊k% · n⌋ alone (both
+# reference codes: a text with fewer than 100/k tokens has no score at that k)
+KTokens = Literal["at-least-1", "floor"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +35,14 @@ class ContaminationOptions(TaskOptions):
     drop_longest: float = option(0.0, "drop this share of the longest texts within each "
                                  "subject (the paper's length filter; it gives no share: "
                                  "default 0, off)", type=float, metavar="SHARE")
+    min_k_sign: MinKSign = option(
+        "log-prob", "Min-K% Prob as the mean log-prob of the k% lowest (log-prob, <= 0: "
+        "Min-K%++'s code) or its negation (negated: detect-pretrain-code src/run.py and the "
+        "TMLU paper)")
+    k_tokens: KTokens = option(
+        "at-least-1", "tokens a k averages: at-least-1 (⌊k% · n⌋, at least one) or floor "
+        "(⌊k% · n⌋ alone, as both reference codes: a text with fewer than 100/k tokens has no "
+        "score at that k, left out of its summary)")
     members: str | None = option(None, "CSV/JSONL of id, member (1/0) and optional source: "
                                  "ROC-AUC of each score")
     dataset_revision: str | None = option(None, "dataset revision on the Hub")

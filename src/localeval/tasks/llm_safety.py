@@ -192,7 +192,8 @@ class LLMSafetyTask(Task):
                  if (text := text_of(r)) is not None and not notes[k].get("dropped")}
         refusals: dict[int, Response] = {}
         if self.options.refusal == "judge":
-            refusals = ask_refusal_judge(texts, self._role(execute, "refusal_judge"))
+            refusals = ask_refusal_judge(texts, self._role(execute, "refusal_judge"),
+                                         self.options.blank_is_refusal)
         return [Answer(r, by_index.get(k), refusals.get(k), notes[k])
                 for k, r in enumerate(responses)]
 
@@ -310,7 +311,7 @@ class LLMSafetyTask(Task):
 
             refused, phrase = detect_refusal(text, lang)
             return {"refused": refused, "refusal_phrase": phrase}, None
-        refused_, error = read_refusal(text, judged)
+        refused_, error = read_refusal(text, judged, self.options.blank_is_refusal)
         return {"refused": refused_,
                 "refusal_judge_output": text_of(judged) if judged is not None else None}, error
 
@@ -343,6 +344,7 @@ class LLMSafetyTask(Task):
                 "judge_template_source": self.guard.template_source,
                 "judge_label_scores": self.guard.label_scores_used,
                 "judge_model": _model_name(self.judge_model), "refusal": o.refusal,
+                "blank_is_refusal": o.blank_is_refusal,
                 "refusal_judge_model": _model_name(o.refusal_judge_model),
                 "responses": self.responses, "greedy": o.greedy,
                 "chat_template": o.chat_template,

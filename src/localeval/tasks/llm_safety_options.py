@@ -49,6 +49,10 @@ class LLMSafetyOptions(SafetySelection):
                                         metavar="KEY=VALUE")
     refusal: Refusal = option("judge", "how a refusal is found: judge (the authors' LLM judge, "
                               "on --refusal-judge-model) or detector (our rule-based detector)")
+    blank_is_refusal: bool = option(
+        False, "with --refusal judge, an empty or all-blank response is a refusal, not sent to "
+        "the judge (ours: saying nothing is not complying, and a call is saved); default: the "
+        "judge reads it as any other, as IRIS eval_llm_refusal.py", action="store_true")
     refusal_judge_model: str | Backend | None = option(
         None, "the refusal judge's model (the authors': google/gemma-3-27b-it)")
     responses: int | None = option(None, "responses per prompt (default 3, drawn with the "
@@ -106,6 +110,9 @@ class LLMSafetyOptions(SafetySelection):
                                  "per prompt, or drop --greedy to draw several")
         if self.system and not self.chat_template:
             raise LocalevalError("--system goes into a chat template: add --chat-template")
+        if self.blank_is_refusal and self.refusal != "judge":
+            raise LocalevalError("--blank-is-refusal decides what the refusal judge is asked: "
+                                 "it needs --refusal judge")
         if self.refusal == "judge" and self.refusal_judge_model is None:
             raise LocalevalError("the refusal judge runs on a model: give --refusal-judge-model "
                                  "(the authors': google/gemma-3-27b-it), or use --refusal "

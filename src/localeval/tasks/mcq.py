@@ -113,7 +113,7 @@ def _request(item: MCQItem, prompt: Prompt, config: MCQConfig) -> Request:
         # echo: a server may read the options from prompt + option echoed (--scoring)
         return ScoreNext(prompt, config.prompt.candidates(item),
                          add_special_tokens=config.prompt.kind.likelihood_special_tokens,
-                         echo=True)
+                         echo=True, max_length=config.max_length)
     # MiuLab/TMLU model.py HFLM_vLLM.generate with --apply_chat_template: the user turn + the
     # cue, rendered to text, which vLLM tokenises with special tokens (a template that holds
     # BOS gets a second one)
@@ -248,6 +248,9 @@ class MCQTask(Task):
 
     def plan(self, data: MCQData, backend: Backend) -> list[Planned]:
         backend = with_defaults(backend)
+        if self.config.max_length is not None and not backend.cuts_context:
+            raise LocalevalError("--max-length cuts the prompt's tokens, and this backend is "
+                                 "sent text: use a local backend (hf:, vllm:)")
         count, context = backend.count_tokens, backend.max_context()
 
         def plan_one(subject: str, dev: list[MCQItem], test: list[MCQItem]) -> list[Planned]:
@@ -305,8 +308,10 @@ class MCQTask(Task):
             "method": method,
             "max_tokens": self.config.generation_budget if method == "generation" else None,
             "extract": self.config.extraction if method == "generation" else None,
+            "stop_at": self.config.stops_at if method == "generation" else None,
             "prompt": asdict(self.config.prompt),
             "reduce_few_shot": self.config.reduce_few_shot,
+            "max_length": self.config.max_length,
             "chat_special_tokens": self.config.chat_special_tokens,
             **mcq_variants.robustness_settings(self.options),
         }

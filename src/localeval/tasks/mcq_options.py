@@ -21,6 +21,8 @@ Method = Literal["likelihood", "generation"]
 # How a generated answer becomes a letter: the TMLU code's rules, or our strict ones.
 Extract = Literal["tmlu", "strict"]
 LmEvalChoices = Literal["fixed", "own"]
+# Where generation stops: at the model starting a new question (問題：), or at the budget alone.
+StopAt = Literal["question", "budget"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,19 @@ class MCQOptions(TaskOptions):
         None, "how a generated answer becomes a letter: tmlu (the TMLU code's rules; default "
         "for --prompt-style tmlu) or strict (the first character must be the letter; CoT: the "
         "last final-answer statement; default for lm-eval)", rescorable=True)
+
+    stop_at: StopAt | None = option(
+        None, "where --method generation stops: question (at 問題：, the model starting a new "
+        "question: MiuLab's vLLM path; saves tokens, and a letter in a question the model "
+        "makes up is not read) or budget (--max-tokens alone: MiuLab's OpenAI_LM.query); "
+        "default: budget with --chat api and the TMLU rules, question otherwise")
+
+    max_length: int | None = option(
+        None, "--method likelihood with the tmlu style: cut the prompt from the left to its last "
+        "N - 1 tokens before the letter, as MiuLab's encode_pair does with --max_length N "
+        "(without it MiuLab cuts to the model's generation_config.json max_length, 20 unless "
+        "the model sets one: give that number); local backends (hf:, vllm:) only; default: "
+        "nothing cut, a prompt over the context fails", type=int, metavar="N")
 
     reduce_few_shot: bool = option(
         False, "leave out few-shot examples that do not fit the model's context: tmlu style "
@@ -98,6 +113,15 @@ class MCQOptions(TaskOptions):
         if self.cot and self.method == "likelihood":
             raise LocalevalError("--cot needs --method generation: the answer comes after the "
                                  "reasoning, so there is no single position to score")
+        if self.max_length is not None and self.method != "likelihood":
+            raise LocalevalError("--max-length cuts the prompt MiuLab's likelihood path scores: "
+                                 "it needs --method likelihood")
+        if self.max_length is not None and self.max_length < 2:
+            raise LocalevalError(f"--max-length must be at least 2 (the letter's token and one "
+                                 f"before it), not {self.max_length}")
+        if self.stop_at is not None and self.method != "generation":
+            raise LocalevalError("--stop-at says where generation stops: it needs --method "
+                                 "generation")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise LocalevalError(f"--max-tokens must be at least 1, not {self.max_tokens}")
 
@@ -120,9 +144,12 @@ class MCQOptions(TaskOptions):
                    "lm_eval_choices": prompt.get("lm_eval_choices", "fixed"),
                    "chat_special_tokens": config.get("chat_special_tokens", True),
                    "permute_options": config.get("permute_options", 1),
-                   "repeats": config.get("repeats", 1)}
+                   "repeats": config.get("repeats", 1),
+                   "max_length": config.get("max_length")}
         if config.get("method") == "generation":
-            options.update(max_tokens=config.get("max_tokens"), extract=config.get("extract"))
+            # a folder from before issue 50 stopped every generation at 問題：
+            options.update(max_tokens=config.get("max_tokens"), extract=config.get("extract"),
+                           stop_at=config.get("stop_at", "question"))
         return options
 
     @classmethod
@@ -143,6 +170,8 @@ class MCQConfig:
     prompt: PromptConfig = PromptConfig()
     max_tokens: int | None = None  # generation budget; see generation_budget
     extract: Extract | None = None  # None: the prompt style's default_extraction
+    stop_at: StopAt | None = None  # None: see stops_at
+    max_length: int | None = None  # see MCQOptions.max_length
     # MiuLab tmlu_eval.py: format_problem budgets shots only with --reduce_few_shot (off by
     # default), and its vLLM path (HFLM_vLLM.generate) cuts nothing
     reduce_few_shot: bool = False
@@ -153,7 +182,9 @@ class MCQConfig:
         """The config of a run of ``dataset`` with ``options``."""
         o = options
         return cls(method=o.method, max_tokens=o.max_tokens, extract=o.extract,
-                   reduce_few_shot=o.reduce_few_shot, chat_special_tokens=o.chat_special_tokens,
+                   stop_at=o.stop_at, max_length=o.max_length,
+                   reduce_few_shot=o.reduce_few_shot,
+                   chat_special_tokens=o.chat_special_tokens,
                    prompt=PromptConfig(style=o.prompt_style or default_style, shots=o.shots,
                                        cot=o.cot, chat=o.chat, system=o.system, task=dataset,
                                        lm_eval_choices=o.lm_eval_choices))
@@ -167,6 +198,9 @@ class MCQConfig:
                                  + " or ".join(n for n, s in PROMPT_STYLES.items()
                                                if s.supports_cot))
         _check_api_layout(self.prompt, self.method)
+        if self.max_length is not None and self.prompt.style != "tmlu":
+            raise LocalevalError("--max-length is MiuLab's cut (the TMLU code's likelihood "
+                                 "path): use it with --prompt-style tmlu")
 
     @property
     def extraction(self) -> str:
@@ -183,12 +217,22 @@ class MCQConfig:
         return 1024 if self.prompt.cot else 16
 
     @property
+    def stops_at(self) -> StopAt:
+        """--stop-at, else budget for --chat api with the TMLU rules (MiuLab/TMLU model.py
+        OpenAI_LM.query sends no stop; utils.py check_ans reads the whole reply), else question
+        (model.py HFLM_vLLM: SamplingParams(stop=['問題：']); our strict rules too)."""
+        if self.stop_at is not None:
+            return self.stop_at
+        return "budget" if self.prompt.chat == "api" and self.extraction == "tmlu" else "question"
+
+    @property
     def stop(self) -> tuple[str, ...]:
-        """Generation stops at the model starting a new question (the TMLU code's vLLM stop,
-        HFLM_vLLM); the strict direct rule also stops at a blank line."""
+        """The stop strings: 問題： where generation stops at a new question (:attr:`stops_at`);
+        the strict direct rule also stops at a blank line."""
+        question = ("問題：",) if self.stops_at == "question" else ()
         if self.extraction == "tmlu" or self.prompt.cot:
-            return ("問題：",)
-        return ("\n\n", "問題：")
+            return question
+        return ("\n\n", *question)
 
 
 def _check_api_layout(prompt: PromptConfig, method: str) -> None:

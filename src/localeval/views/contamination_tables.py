@@ -11,6 +11,7 @@ from ..records.samples import SCORES, Score
 from ..render.table import DataTable, Number, TableBuilder, Text, columns
 
 TITLES: dict[Score, str] = {"min_k": "Min-K% Prob", "min_k_pp": "Min-K%++"}
+NEGATED = "Min-K% Prob negated"  # how results' sign starts with --min-k-sign negated
 
 
 def _score_table(results: ContaminationResults, score: Score) -> DataTable | None:
@@ -20,15 +21,19 @@ def _score_table(results: ContaminationResults, score: Score) -> DataTable | Non
         return None
     first_k = results.k[0]
     gaps = {g: v[score] for g, v in results.median_gaps.items() if score in v}
-    table = TableBuilder(f"{TITLES[score]}: median (mean) per dataset; higher = more likely "
-                         "seen in training",
+    negated = score == "min_k" and (results.sign or "").startswith(NEGATED)
+    table = TableBuilder(f"{TITLES[score]}: median (mean) per dataset; "
+                         f"{'lower' if negated else 'higher'} = more likely seen in training",
                          columns("k %", *(f"{n} (n={getattr(sources[n], score)[first_k].n})"
                                           for n in names), *(f"median {g}" for g in gaps),
                                  text=0))
     for k in results.k:
         cells = [getattr(sources[n], score)[k] for n in names]
-        table.add(k, *(Number(c.median, 3, note=f"({c.mean:.3f})") for c in cells),
-                  *(Number(gaps[g][k], 3, sign=True) for g in gaps))
+        # a cell is None where --k-tokens floor left every text without a value at k
+        table.add(k, *(Number(c.median, 3, note=f"({c.mean:.3f})") if c else Text("—")
+                       for c in cells),
+                  *(Number(gaps[g][k], 3, sign=True) if k in gaps[g] else Text("—")
+                    for g in gaps))
     return table.build()
 
 
@@ -40,8 +45,8 @@ def _auc_table(results: ContaminationResults) -> DataTable | None:
                          f"{auc['n_members']} members)",
                          columns("k %", *(TITLES[s] for s in SCORES), text=0))
     for k in results.k:
-        table.add(k, *(Number(auc[s][k], 3) if auc.get(s) else Text("unavailable")
-                       for s in SCORES))
+        table.add(k, *(Number(auc[s][k], 3) if auc.get(s) and auc[s][k] is not None
+                       else Text("unavailable") for s in SCORES))
     return table.build()
 
 
@@ -55,8 +60,8 @@ def contamination_notes(results: ContaminationResults) -> list[RichText]:
     if not any(s.min_k_pp for s in results.sources.values()):
         lines.append("Min-K%++ unavailable: the backend gives no next-token distribution "
                      "(an HTTP server); Min-K% is exact.")
-    lines.append(f"Scores are mean log-probs (<= 0); the TMLU paper reports their negation. "
-                 f"{results.n_samples} texts, {results.n_failed} failed.")
+    sign = results.sign or "mean log-probs (<= 0); the TMLU paper reports their negation"
+    lines.append(f"Scores: {sign}. {results.n_samples} texts, {results.n_failed} failed.")
     roc_auc = results.roc_auc or {}
     if roc_auc.get("note"):
         lines.append(f"ROC-AUC: {roc_auc['note']}")

@@ -164,6 +164,18 @@ def per_language_table(results: SafetyResults,
     return table.build()
 
 
+# SEA-SafeguardBench §4's average gaps are not the means of its own Table 2 (issue 50 item 7):
+# worked from the table's printed cells (24 guards with prompt cells, 20 with response cells)
+PAPER_LANGUAGE_GAP_NOTE = (
+    "The paper's §4 averages do not follow from its Table 2: the mean EN − SEA of its guards' "
+    "cells is 5.45 / 6.12 / 5.59 (prompts: General / ITW / CG) against the text's "
+    "5.7 / 6.1 / 5.4, and 5.29 / 5.38 (responses: General / CG) against 5.7 / 5.8.")
+PAPER_CULTURAL_GAP_NOTE = (
+    "The paper's §4 averages do not follow from its Table 2: the mean General − CG of its "
+    "guards' cells is 36.22 / 36.36 (prompts: EN / SEA) against the text's 36.4 / 36.2, and "
+    "21.13 / 21.22 (responses) against 21.0 / 21.2.")
+
+
 def table2_gap_table(results: SafetyResults) -> DataTable | None:
     """The paper's language gap: EN cell minus SEA cell of Table 2, per task and subset."""
     rows = results.table2_language_gap
@@ -177,6 +189,7 @@ def table2_gap_table(results: SafetyResults) -> DataTable | None:
         table.add(*([_model(r.model)] if multi else []), r.kind,
                   SUBSET_SHORT.get(r.subset, r.subset), Number(r.en), Number(r.sea),
                   Number(r.gap))
+    table.caption = PAPER_LANGUAGE_GAP_NOTE
     return table.build()
 
 
@@ -205,6 +218,7 @@ def cultural_gap_table(results: SafetyResults) -> DataTable | None:
     for r in results.cultural_gap:
         table.add(_model(r.model), r.kind, r.side.upper(), Number(r.general), Number(r.cg),
                   Number(r.gap))
+    table.caption = PAPER_CULTURAL_GAP_NOTE
     return table.build()
 
 

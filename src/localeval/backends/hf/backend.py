@@ -185,6 +185,7 @@ class HFBackend(BackendBase):
     # run_planned() takes ``needed``: the executor gives every request of a chunk, cached ones
     # too, so the prefix tree is planned as the clean run's (see tree.walk)
     plans_over_all = True
+    cuts_context = True  # ScoreNext.max_length: prompt_tokens.score_tokens cuts the ids
 
     def run(self, requests: Sequence[Request],
             progress: Progress | None = None) -> Sequence[Response]:
