@@ -105,7 +105,9 @@ def test_the_empty_assistant_message_reaches_a_chat_server(tmp_path, tiny_llama)
         assert body["messages"][-1] == {"role": "assistant", "content": ""}
         assert body["messages"][0]["content"].endswith("\n正確答案：(")
         # MiuLab model.py OpenAI_LM.query: model, messages, max_tokens, temperature; no stop
-        # (issue 50 item 1)
+        # (issue 50 item 1). This server reports max_model_len, so it is taken for vLLM and is
+        # also sent the pinned date its chat template prints (issue 49 item 3), nothing else.
+        assert body.pop("chat_template_kwargs") == {"date_string": "26 Jul 2024"}
         assert set(body) == {"model", "messages", "max_tokens", "temperature"}
         assert "stop" not in body and body["max_tokens"] == 4 and body["temperature"] == 0
 
