@@ -58,3 +58,40 @@ def test_a_server_verdict_is_read_at_the_first_position_holding_a_label(tmp_path
     (_, body), = posts
     assert body["max_tokens"] == 100  # IRIS LLMGuard: max_new_tokens=100
     assert body["logprobs"] is True and body["temperature"] == 0.0
+
+
+def test_hf_decodes_until_the_first_labelled_position_as_iris_generate(tmp_path):
+    """The hf backend against transformers' greedy generate() read as IRIS reads it: per
+    generated position the top 2 of the full distribution, the first holding a candidate.
+    The candidates are tokens the untied random model writes at its 4th step and never before
+    among its top 2, so the verdict is at a later position than the first."""
+    import torch
+    from tiny_models import make_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from localeval.backends.hf import HFBackend
+
+    folder = make_model(tmp_path / "m", tied=False)
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32).eval()
+    prompt = "Is this safe?"
+    ids = tok(prompt, return_tensors="pt")["input_ids"]
+    out = model.generate(ids, max_new_tokens=12, do_sample=False, output_scores=True,
+                         return_dict_in_generate=True, pad_token_id=0)
+    tops = [s[0].log_softmax(-1).topk(2).indices.tolist() for s in out.scores]
+    seen = {t for top in tops[:3] for t in top}
+    later = [t for p in range(3, 12) for t in tops[p] if t not in seen]
+    first = next(p for p in range(3, 12) if set(tops[p]) & set(later[:1]))
+    candidates = (tok.decode([later[0]]), "\u0e01\u0e02")  # a word it never writes
+    backend = HFBackend(str(folder), dtype="float32", device="cpu")
+    request = ScoreNext(prompt, candidates, top=2, positions=12)
+    assert backend._score_tokens(request)[1][0] == later[0]
+    (got,) = backend.run([request])
+    scores = out.scores[first][0].log_softmax(-1)
+    assert got.position == first
+    assert got.ranks[candidates[0]] is not None and got.ranks[candidates[1]] is None
+    assert got.logprobs[candidates[0]] == pytest.approx(float(scores[later[0]]), abs=1e-5)
+    (fixed,) = backend.run([ScoreNext(prompt, candidates, top=2)])
+    assert fixed.position is None and fixed.ranks == dict.fromkeys(candidates)
+    (short,) = backend.run([ScoreNext(prompt, candidates, top=2, positions=first)])
+    assert short.position is None and short.ranks == dict.fromkeys(candidates)  # not reached
