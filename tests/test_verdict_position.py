@@ -95,3 +95,60 @@ def test_hf_decodes_until_the_first_labelled_position_as_iris_generate(tmp_path)
     assert fixed.position is None and fixed.ranks == dict.fromkeys(candidates)
     (short,) = backend.run([ScoreNext(prompt, candidates, top=2, positions=first)])
     assert short.position is None and short.ranks == dict.fromkeys(candidates)  # not reached
+
+
+def test_fixed_restores_the_one_position_reading_and_is_recorded(tmp_path):
+    """``verdict_position=fixed``: one token asked for, the first position read, the scenario
+    fails as before issue 49; the option is in the guard's options (config.json)."""
+    verdict, posts = _zero_shot_on_server(SCENARIO, tmp_path, verdict_position="fixed")
+    assert verdict.error == "no label among the top log-probs at the verdict position"
+    assert posts[0][1]["max_tokens"] == 1
+    guard = get_guard("zero-shot", verdict_position="fixed")
+    assert guard.options == {"verdict_position": "fixed"}
+    assert guard.verdict_position_used == "fixed"
+    assert get_guard("zero-shot").verdict_position_used == "first-label"
+    assert get_guard("llamaguard4").new_tokens == 10  # IRIS LlamaGuard4: max_new_tokens=10
+    assert get_guard("zero-shot", reasoning=True).verdict_position_used is None
+    from localeval.errors import LocalevalError
+
+    with pytest.raises(LocalevalError, match="first-label .* or fixed, not 'last'"):
+        get_guard("llamaguard3", verdict_position="last")
+    with pytest.raises(LocalevalError, match="fixed position, as its authors do"):
+        get_guard("shieldgemma", verdict_position="fixed")
+
+
+def test_full_and_top_n_under_the_first_labelled_position(tmp_path):
+    """``full``: the position is still the first whose top 2 (the authors' k) holds a label;
+    both labels are read there over what the server gave (here its top 20). ``top-1``: the
+    first position whose top 1 holds a label, the other label 0."""
+    positions = [[("**", -0.1), ("Harm", -2.4), ("The", -2.5)],
+                 [("Harm", -0.05), ("Safe", -3.2), ("x", -4.0)]]
+    full, _ = _zero_shot_on_server(positions, tmp_path, label_scores="full")
+    # position 0's top 2 is "**", "Harm": read there, both labels over their values there,
+    # "Safe" not among the 3 given at position 0: no value, so the verdict fails
+    assert full.score is None and "'Safe': None" in full.error
+    both = [[("**", -0.1), ("Harm", -2.4), ("Safe", -2.6)], positions[1]]
+    full, _ = _zero_shot_on_server(both, tmp_path, label_scores="full")
+    assert full.score == pytest.approx(math.exp(-2.4) / (math.exp(-2.4) + math.exp(-2.6)))
+    top2, _ = _zero_shot_on_server(both, tmp_path)  # top 2 at position 0: "Harm" alone
+    assert top2.score == 1.0
+    top1, _ = _zero_shot_on_server(both, tmp_path, label_scores="top-1")
+    assert top1.score == 1.0 and top1.raw[0]["position"] == 1  # "Harm" first at position 1
+    none = [[("**", -0.1), ("The", -2.5)]] * 3
+    failed, _ = _zero_shot_on_server(none, tmp_path)
+    assert failed.error == "no label among the top log-probs at the verdict position"
+    failed, _ = _zero_shot_on_server(none, tmp_path, label_scores="full")
+    assert failed.error == "no label among the top log-probs at the verdict position"
+
+
+def test_the_reading_keys_the_cache():
+    """A first-label request is another cache entry than the fixed one; a request without the
+    field keys as before it existed."""
+    from localeval.backends.base import request_fields
+
+    fixed = ScoreNext("p", ("Harmful", "Safe"), top=2)
+    first = ScoreNext("p", ("Harmful", "Safe"), top=2, positions=100)
+    assert "positions" not in request_fields(fixed)
+    assert request_key({}, fixed) != request_key({}, first)
+    with pytest.raises(ValueError, match="with top set"):
+        ScoreNext("p", ("a", "b"), positions=3)

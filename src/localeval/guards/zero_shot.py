@@ -68,7 +68,7 @@ class ZeroShotGuard(StagedGuard):
                        "(LLMGuard system prompts and user turn)")
     verdict_position = ("the first of up to 100 generated tokens after the chat template whose "
                         "top k holds 'Harmful' / 'Safe' (verdict_position=fixed: the first)")
-    new_tokens = 100  # IRIS llm_guard.py LLMGuard: max_new_tokens=100
+    new_tokens: int | None = 100  # IRIS llm_guard.py LLMGuard: max_new_tokens=100
 
     def __init__(self, cultural_awareness: bool = False, reasoning: bool = False,
                  reasoning_tokens: int | None = None, decoding: str = "generation-config"):

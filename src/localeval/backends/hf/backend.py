@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import replace
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
