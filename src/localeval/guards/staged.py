@@ -122,7 +122,7 @@ class StagedGuard(Guard):
         """Under ``full``, a first-label answer's ranks only found the position: the labels are
         read there over the whole vocabulary (a position with no label keeps them, so fails)."""
         if self.label_top is None and isinstance(response, NextLogprobs) \
-                and response.position is not None:
+                and any(r is not None for r in (response.ranks or {}).values()):
             return replace(response, ranks=None)
         return response
 

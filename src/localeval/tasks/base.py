@@ -29,10 +29,12 @@ from .options import TaskOptions
 # ``describe()`` of the papers' tasks records its kind's, so it is in config.json and in the
 # settings a rerun compares: a folder made under older defaults is "a run with other settings"
 # naming it. "fidelity-3" (issue 34): IRIS's threshold grid, sensitive labels and D.2 rates,
-# every TMLU shot kept.
+# every TMLU shot kept. Safeguards' and LLM safety's "fidelity-4" (issue 49 item 1): a guard
+# the authors run generating reads its verdict at the first generated position whose top k
+# holds a label (``verdict_position``; LLM safety's judge is such a guard).
 MCQ_PROTOCOL = "fidelity-3"  # cmmlu, tmlu, tmmlu+, a custom exam
-SAFEGUARD_PROTOCOL = "fidelity-3"  # sea-safeguard, safety-prompts, safety-responses
-LLM_SAFETY_PROTOCOL = "fidelity-3"  # llm-safety
+SAFEGUARD_PROTOCOL = "fidelity-4"  # sea-safeguard, safety-prompts, safety-responses
+LLM_SAFETY_PROTOCOL = "fidelity-4"  # llm-safety
 
 
 class Task(ABC):
