@@ -152,3 +152,32 @@ def test_the_reading_keys_the_cache():
     assert request_key({}, fixed) != request_key({}, first)
     with pytest.raises(ValueError, match="with top set"):
         ScoreNext("p", ("a", "b"), positions=3)
+
+
+def test_vllm_engine_reads_its_generated_positions_in_turn():
+    """The engine's reply (vLLM ``CompletionOutput.logprobs``: per generated position, token
+    id -> Logprob, the top k plus the token written) read position by position: the issue's
+    scenario with token ids 7 ("**"), 8 ("The"), 1 ("Harm"), 2 ("Safe")."""
+    from types import SimpleNamespace
+
+    from localeval.backends.vllm_engine import VllmBackend
+
+    def step(**values):
+        return {int(t[1:]): SimpleNamespace(logprob=v) for t, v in values.items()}
+
+    steps = [step(t7=-0.1, t8=-2.5), step(t1=-0.05, t2=-3.2)]
+    output = SimpleNamespace(outputs=[SimpleNamespace(token_ids=[7, 1], text="**Harm",
+                                                      logprobs=steps)])
+    engine = SimpleNamespace(stats={"requests": 0, "prompt_tokens": 0, "generated_tokens": 0})
+    request = ScoreNext("p", ("Harmful", "Safe"), top=2, positions=100)
+    got = VllmBackend._read(engine, request, [5, 6], [1, 2], output)
+    assert (got.position, got.ranks) == (1, {"Harmful": 1, "Safe": 2})
+    guard = get_guard("zero-shot")
+    from localeval.guards.staged import binary_verdict
+
+    assert binary_verdict([guard._read(got)], "Harmful", "Safe").score == \
+        pytest.approx(IRIS_SCORE, abs=1e-12)
+    none = SimpleNamespace(outputs=[SimpleNamespace(token_ids=[7], text="**",
+                                                    logprobs=steps[:1])])
+    missed = VllmBackend._read(engine, request, [5, 6], [1, 2], none)
+    assert missed.position is None and missed.ranks == {"Harmful": None, "Safe": None}
