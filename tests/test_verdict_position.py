@@ -181,3 +181,17 @@ def test_vllm_engine_reads_its_generated_positions_in_turn():
                                                     logprobs=steps[:1])])
     missed = VllmBackend._read(engine, request, [5, 6], [1, 2], none)
     assert missed.position is None and missed.ranks == {"Harmful": None, "Safe": None}
+
+
+def test_the_leaderboard_tells_the_readings_apart():
+    """A folder from before issue 49 (no ``verdict_position``) and one read ``fixed`` are apart
+    from the paper's protocol; one read where the authors read it is not."""
+    from localeval.views.safety import SafetyView
+
+    view = SafetyView()
+    paper = view.paper_protocol("sea-safeguard")
+    assert paper is not None and paper["verdict position"] == "authors'"
+    assert view.protocol({"verdict_position": "first-label"})["verdict position"] == "authors'"
+    assert view.protocol({"verdict_position": None})["verdict position"] == "authors'"
+    assert view.protocol({"verdict_position": "fixed"})["verdict position"] == "fixed"
+    assert view.protocol({})["verdict position"] == "fixed"
