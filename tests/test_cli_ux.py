@@ -191,7 +191,8 @@ def test_safety_samples_hold_text_and_raw_guard_output(tmp_path, shared, tiny_ll
     base = ["run", "--task", "safety-responses", "--data", str(data), "--limit", "2",
             "--model", f"hf:{tiny_llama}", "--bootstrap", "0", "--quiet",
             "--classify", "response-with-prompt",
-            "--guard-option", "label_scores=full"]  # a random model: its labels not top 2
+            "--guard-option", "label_scores=full",  # a random model: its labels not top 2
+            "--guard-option", "verdict_position=fixed"]
     assert main([*base, "--output", str(tmp_path / "a")]) == 0
     samples = [json.loads(x) for x in (tmp_path / "a" / "samples.jsonl").open()]
     assert len(samples) == 10  # 2 items from each of the five source models

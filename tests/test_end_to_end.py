@@ -111,7 +111,7 @@ def test_demo(tmp_path, capsys):
 def test_cli_safety_run_on_jbb_multilingual(tmp_path, shared, tiny_llama, capsys):
     out = tmp_path / "guard"
     code = main(["run", "--task", "safety-prompts", "--guard", "zero-shot",
-                 "--guard-option", "label_scores=full",  # a random model: labels not top 2
+                 "--guard-option", "label_scores=full", "--guard-option", "verdict_position=fixed",  # a random model: labels not top 2
                  "--data", str(shared / "data" / "jbb-multilingual" / "prompts.jsonl"),
                  "--model", f"hf:{tiny_llama}", "--limit", "6", "--bootstrap", "50",
                  "--output", str(out), "--quiet", "--all"])
@@ -125,7 +125,7 @@ def test_cli_safety_run_on_jbb_multilingual(tmp_path, shared, tiny_llama, capsys
     assert all(0.0 <= s["score"] <= 1.0 for s in samples)
     # without --all: the headline, and one line on stderr saying where the rest is
     assert main(["run", "--task", "safety-prompts", "--guard", "zero-shot",
-                 "--guard-option", "label_scores=full", "--data",
+                 "--guard-option", "label_scores=full", "--guard-option", "verdict_position=fixed", "--data",
                  str(shared / "data" / "jbb-multilingual" / "prompts.jsonl"), "--model",
                  f"hf:{tiny_llama}", "--limit", "6", "--bootstrap", "50", "--output", str(out),
                  "--quiet"]) == 0

@@ -102,6 +102,7 @@ def test_every_table_of_a_safety_run(shared, tmp_path, tiny_llama, capsys):
     assert main(["run", "--task", "safety-prompts", "--data",
                  str(shared / "data" / "jbb-multilingual" / "prompts.jsonl"), "--limit", "4",
                  "--guard", "llamaguard3", "--guard-option", "label_scores=full",
+                 "--guard-option", "verdict_position=fixed",
                  "--model", f"hf:{tiny_llama}", "--bootstrap", "20",
                  "--output", str(out), "--quiet", "--all"]) == 0
     printed = capsys.readouterr().out

@@ -609,6 +609,8 @@ def check_end_to_end(backend, guard, items, texts, candidates, special):
     # the whole distribution: the random model's labels are not among its top 2 tokens, so
     # the authors' top-2 reading would score nothing here (test_label_scores.py pins that rule)
     guard.set_label_scores("full")
+    if guard.new_tokens is not None:  # and at the first generated position (issue 49 item 1)
+        guard.set_verdict_position("fixed")
     verdicts = classify_items(guard, backend, items)
     for verdict, text in zip(verdicts, texts, strict=True):
         assert verdict.ok, verdict.error

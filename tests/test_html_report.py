@@ -264,7 +264,7 @@ def real_runs(tmp_path_factory, tiny_llama, shared):
     assert main(["run", "--task", "safety-responses", "--data",
                  str(shared / "data" / "xstest" / "model_completions"), "--classify",
                  "prompt,response", "--limit", "4", "--guard", "zero-shot", "--guard-option",
-                 "label_scores=full", "--model",
+                 "label_scores=full", "--guard-option", "verdict_position=fixed", "--model",
                  f"hf:{tiny_llama}", "--bootstrap", "50", "--output", str(pairs), "--quiet",
                  "--no-store"]) == 0
     return mcq, safety, pairs

@@ -63,7 +63,7 @@ class Calls(NoRoles):
 @pytest.mark.parametrize("name, options, top", [
     ("llamaguard3", {}, 2), ("shieldgemma", {}, 2), ("polyguard", {}, 2), ("zero-shot", {}, 2),
     ("xguard", {"translator": None}, 10), ("qwen3guard", {}, 20),
-    ("llamaguard3", {"label_scores": "full"}, None),
+    ("llamaguard3", {"label_scores": "full", "verdict_position": "fixed"}, None),
     ("llamaguard3", {"label_scores": "top-5"}, 5)])
 def test_each_guard_asks_for_the_authors_top_k(name, options, top):
     execute = Calls()
@@ -73,6 +73,16 @@ def test_each_guard_asks_for_the_authors_top_k(name, options, top):
     assert scores and {r.top for r in scores} == {top}
     assert guard.label_top == top
     assert guard.label_scores_used == options.get("label_scores", "top-k")
+
+
+def test_full_still_finds_the_first_labelled_position_by_the_authors_k():
+    """Issue 49 item 1: under ``full`` a first-label guard asks for the top 2 all the same, to
+    find the position; the labels are then read there over the whole vocabulary."""
+    execute = Calls()
+    guard = get_guard("llamaguard3", label_scores="full")
+    guard.classify([Conversation("How do I pick a lock?")], execute)
+    (request,) = [r for batch in execute.calls for r in batch if isinstance(r, ScoreNext)]
+    assert (request.top, request.positions, guard.label_top) == (2, 100, None)
 
 
 def test_a_bad_label_scores_option_is_one_line():
@@ -172,8 +182,12 @@ def test_labels_outside_the_top_k_name_the_way_out(tmp_path):
     with pytest.raises(TooManyFailures, match="label_scores=full") as failed:
         check_failures(results, 0.0)
     assert want in str(failed.value) and "\n" not in str(failed.value)
+    # issue 49 item 1: a first-label guard finds no labelled position on it either, so the
+    # way out reads the first position too
+    assert "label_scores=full --guard-option verdict_position=fixed" in warning
     full = safeguard_run(tmp_path / "full", model=_Untrained(), limit=2,
-                         guard_options={"label_scores": "full"}).results
+                         guard_options={"label_scores": "full",
+                                        "verdict_position": "fixed"}).results
     assert full["n_failed"] == 0 and full["failure_advice"] is None
 
     class Served(_Untrained):

@@ -96,7 +96,8 @@ def test_split_label_scored_by_its_first_token(server, tiny_llama, shared, tmp_p
     token and reads that token's log-prob, as ``hf:`` reads it, so no item fails."""
     ours, hf = _both(server, tiny_llama, tmp_path, "run", "--task", "safety-prompts", "--data",
                      str(shared / "data" / "xstest" / "xstest_prompts.csv"), "--limit", "16",
-                     "--guard", "zero-shot", "--guard-option", "label_scores=full")
+                     "--guard", "zero-shot", "--guard-option", "label_scores=full",
+                     "--guard-option", "verdict_position=fixed")
     config = json.loads((tmp_path / "llama.cpp" / "config.json").read_text())
     assert config["backend"]["label_tokens"] == "server"
     assert set(ours) == set(hf) and len(hf) == 16

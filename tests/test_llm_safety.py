@@ -50,7 +50,7 @@ class FailingEveryThird:
 def _options(shared, tiny_llama, cache):
     return dict(task="llm-safety", data=shared / "data" / "jbb-multilingual" / "prompts.jsonl",
                 limit=2, judge="llamaguard3", judge_model=f"hf:{tiny_llama}", max_tokens=12,
-                judge_options={"label_scores": "full"},  # a random model's labels: not top 2
+                judge_options={"label_scores": "full", "verdict_position": "fixed"},  # a random model's labels: not top 2
                 n_resamples=50, cache=cache, quiet=True, greedy=True, chat_template=True,
                 refusal="detector")
 
@@ -98,7 +98,8 @@ def test_cli_and_a_judge_without_a_model(shared, tiny_llama, tmp_path, capsys):
     data = shared / "data" / "jbb-multilingual" / "prompts.jsonl"
     assert main(["run", "--task", "llm-safety", "--model", f"hf:{tiny_llama}", "--data",
                  str(data), "--limit", "1", "--judge", "llamaguard3", "--judge-model",
-                 f"hf:{tiny_llama}", "--judge-option", "label_scores=full", "--max-tokens", "8", "--bootstrap", "20", "--greedy",
+                 f"hf:{tiny_llama}", "--judge-option", "label_scores=full", "--judge-option",
+                 "verdict_position=fixed", "--max-tokens", "8", "--bootstrap", "20", "--greedy",
                  "--chat-template", "--refusal", "detector", "--output",
                  str(tmp_path / "run"), "--quiet"]) == 0
     assert "harmful responses" in capsys.readouterr().out
@@ -203,7 +204,7 @@ def test_the_authors_protocol_end_to_end(shared, tiny_llama, tmp_path, monkeypat
     monkeypatch.setattr(refusal_judge, "REFUSAL_JUDGE_TOKENS", 6)
     data = shared / "data" / "jbb-multilingual" / "prompts.jsonl"
     options = dict(task="llm-safety", data=data, limit=1, judge="llamaguard3",
-                   judge_options={"label_scores": "full"},  # a random model: not top 2
+                   judge_options={"label_scores": "full", "verdict_position": "fixed"},  # a random model: not top 2
                    judge_model=f"hf:{tiny_llama}", refusal_judge_model=f"hf:{tiny_llama}",
                    max_tokens=6, n_resamples=0, quiet=True)
     first = evaluate(model=f"hf:{tiny_llama}", cache=tmp_path / "a.sqlite",

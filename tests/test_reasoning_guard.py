@@ -105,7 +105,7 @@ def test_stages_batch_across_items_and_describe_the_position():
     assert [v.score for v in verdicts] == pytest.approx([0.75] * 3)
     assert "64 new tokens" in guard.verdict_position and "scores[-4]" in guard.verdict_position
     assert "GPTOSS" in guard.template_source
-    assert "first generated token" in get_guard("zero-shot").verdict_position
+    assert "first of up to 100 generated tokens" in get_guard("zero-shot").verdict_position
 
 
 @pytest.mark.parametrize("options, message", [

@@ -116,7 +116,8 @@ def runs(tmp_path_factory):
     model = f"hf:{build_safety_demo_model(root / 'model')}"
     for name, aware in (("plain", False), ("aware", True)):
         evaluate(task="sea-safeguard", model=model, data=str(SAMPLE_SAFETY), limit=2,
-                 guard_options={"cultural_awareness": aware, "label_scores": "full"},
+                 guard_options={"cultural_awareness": aware, "label_scores": "full",
+                                "verdict_position": "fixed"},
                  output=root / name, quiet=True,
                  n_resamples=10)
     return root, model
@@ -243,6 +244,7 @@ def test_cli_calibrate_on(runs, tmp_path, capsys):
     assert main(["run", "--task", "sea-safeguard", "--data", str(SAMPLE_SAFETY), "--model",
                  model, "--limit", "2", "--bootstrap", "0", "--calibrate-on", "th",
                  "--guard-option", "label_scores=full",  # the demo's random model: not top 2
+                 "--guard-option", "verdict_position=fixed",
                  "--output", str(out), "--quiet", "--all"]) == 0
     results = json.loads((out / "results.json").read_text())
     config = json.loads((out / "config.json").read_text())

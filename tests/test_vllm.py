@@ -34,7 +34,8 @@ GUARD = ["run", "--task", "safety-prompts", "--limit", "16", "--guard", "zero-sh
 # the labels' scores from the whole distribution: a random model rarely ranks a label in the
 # top 2, so the default (IRIS's top-k) would leave nothing to compare; "guard_topk" checks the
 # default's ranks apart (every engine must fail, or score, the same samples)
-FULL = ["--guard-option", "label_scores=full"]
+# (and at the first generated position: issue 49's first labelled one is rarely reached by it)
+FULL = ["--guard-option", "label_scores=full", "--guard-option", "verdict_position=fixed"]
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +148,7 @@ cmmlu = dict(task="cmmlu", data=str(shared / "data" / "cmmlu"), subjects=["agron
              limit=12)
 jobs = {"mcq": cmmlu, "gen": dict(cmmlu, method="generation", max_tokens=8),
         "guard": dict(task="safety-prompts", guard="zero-shot", limit=16,
-                      guard_options={"label_scores": "full"},
+                      guard_options={"label_scores": "full", "verdict_position": "fixed"},
                       data=str(shared / "data" / "xstest" / "xstest_prompts.csv")),
         "guard_topk": dict(task="safety-prompts", guard="zero-shot", limit=16,
                            data=str(shared / "data" / "xstest" / "xstest_prompts.csv")),

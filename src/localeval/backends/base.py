@@ -64,6 +64,13 @@ class ScoreNext:
     # (MiuLab/TMLU model.py HFLM_transformers.encode_pair with --max_length n, a one-token
     # letter); None: nothing cut. Token-level backends only (``Backend.cuts_context``).
     max_length: int | None = None
+    # n: read not the position right after the prompt but the first of up to n greedily
+    # generated positions whose top ``top`` log-probs hold a candidate, as the authors' guards
+    # do (IRIS guard_models/base.py GuardLLM.complete keeps the first position with a label
+    # among the generated ones, max_new_tokens=100 in llm_guard.py / llama_guard.py). The
+    # answer says which position (``NextLogprobs.position``). None: the position after the
+    # prompt, as before (and the cache key before the field existed).
+    positions: int | None = None
     kind: str = field(default="score_next", init=False)
 
     def __post_init__(self) -> None:
@@ -73,6 +80,10 @@ class ScoreNext:
                                             or self.max_length < 2):
             raise ValueError(f"ScoreNext.max_length must be an integer of at least 2, not "
                              f"{self.max_length!r}")
+        if self.positions is not None and (not isinstance(self.positions, int)
+                                           or self.positions < 1 or self.top is None):
+            raise ValueError(f"ScoreNext.positions must be a positive integer with top set, "
+                             f"not {self.positions!r} (top {self.top!r})")
 
 
 GENERATION_CONFIG = "generation_config"
@@ -174,6 +185,10 @@ class NextLogprobs(Answered):
     # likely token), None when it is not among the top k
     ranks: dict[str, int | None] | None = None
     scoring: ScoringMode | None = None  # on a server: read from its top-k, or echoed
+    # with ``ScoreNext.positions``: the 0-based generated position read (the first whose top
+    # k held a candidate); None when none of the positions generated held one (``ranks`` are
+    # then all None and the values are the first position's)
+    position: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -273,8 +288,8 @@ def request_fields(request: Request) -> dict[str, Any]:
     existed."""
     fields = asdict(request)
     fields.pop("echo", None)  # how a ScoreNext may be read, not what it asks
-    # unset: the key before
-    for late in ("sample", "add_special_tokens", "decoding", "top", "max_length"):
+    # unset: the key before those fields existed
+    for late in ("sample", "add_special_tokens", "decoding", "top", "max_length", "positions"):
         if late in fields and fields[late] is None:
             del fields[late]
     return fields

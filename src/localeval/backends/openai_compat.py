@@ -110,7 +110,14 @@ from .echo_scoring import (
 from .failures import BadReply, ErrorReply, ModelError, OverLimit, Unsupported
 from .label_tokens import LabelTokenError, label_tokens
 from .openai_batch import BatchPoster
-from .replies import Ambiguous, Top, generated_text, logprob_of, only_choice, top_logprobs
+from .replies import (
+    Ambiguous,
+    Top,
+    generated_text,
+    logprob_of,
+    only_choice,
+    top_logprobs_each,
+)
 from .reply_checks import response_problem
 from .secrets import query_digest
 from .usage import MAX_TOKEN_COUNT, Tokens, UsageError, reply_tokens, with_tokens, with_usage
@@ -570,7 +577,8 @@ class OpenAIBackend(ApiBackend):
 
     def _request_body(self, request: Request) -> tuple[str, dict]:
         if isinstance(request, ScoreNext):
-            path, body = self._body(request.prompt, max_tokens=1)
+            # ``positions``: greedy up to the guard authors' limit, read position by position
+            path, body = self._body(request.prompt, max_tokens=request.positions or 1)
             if self.labels.token_ids:
                 body["return_tokens_as_token_ids"] = True  # vLLM: top log-probs keyed by id
             if path == "/completions":
@@ -620,8 +628,9 @@ class OpenAIBackend(ApiBackend):
         if not isinstance(request, ScoreNext):
             raise LocalevalError(f"the openai backend cannot run {type(request).__name__} "
                                  "requests")
-        top = top_logprobs(choice, chat)
-        if top is None:  # retried: a server under load may drop them once
+        each = top_logprobs_each(choice, chat, request.positions or 1)
+        top = None if each is None else each[0]
+        if top is None or each is None:  # retried: a server under load may drop them once
             raise Retry(f"{NO_LOGPROBS}; does {self.base_url} support logprobs? "
                         "use --method generation otherwise")
         # keyed by the candidate's full text (callers read by candidate), looked up by its name
@@ -629,6 +638,8 @@ class OpenAIBackend(ApiBackend):
             found = {c: logprob_of(top, (names or {}).get(c, c)) for c in request.candidates}
         except Ambiguous as e:  # the same reply again on a rerun
             return Failed(Unsupported(str(e)))
+        if request.positions is not None:
+            return _first_ranked(request, each, names or {}, self.top_logprobs)
         if request.top is not None:
             return _ranked(request, found, top, self.top_logprobs)
         if all(v is None for v in found.values()):
@@ -776,3 +787,21 @@ def _ranked(request: ScoreNext, found: dict[str, float | None], top: list[Top],
     ranks = {c: r if r is not None and r <= k else None for c, r in ranks.items()}
     return NextLogprobs(logprobs=found, ranks=ranks)
 
+
+
+def _first_ranked(request: ScoreNext, each: list[list[Top]], names: dict[str, str],
+                  asked: int) -> NextLogprobs | Failed:
+    """The first generated position whose top ``request.top`` holds a candidate, read as
+    :func:`_ranked` reads one (IRIS ``guard_models/base.py`` ``GuardLLM.complete``); none of
+    them: the first position's, every rank None and ``position`` None."""
+    first: NextLogprobs | Failed | None = None
+    for p, top in enumerate(each):
+        try:
+            found = {c: logprob_of(top, names.get(c, c)) for c in request.candidates}
+        except Ambiguous as e:
+            return Failed(Unsupported(f"generated position {p}: {e}"))
+        read = _ranked(request, found, top, asked)
+        if isinstance(read, Failed) or any(r is not None for r in (read.ranks or {}).values()):
+            return read if isinstance(read, Failed) else replace(read, position=p)
+        first = first or read
+    return first or Failed(OverLimit("the server generated no position to read"))

@@ -70,12 +70,19 @@ def generated_text(choice: dict[str, Any], chat: bool) -> str:
 def top_logprobs(choice: dict[str, Any], chat: bool) -> list[Top] | None:
     """The first generated position's top log-probs in the server's order; None where the
     reply has none (a server may drop them under load: asked again)."""
+    each = top_logprobs_each(choice, chat, 1)
+    return None if each is None else each[0]
+
+
+def top_logprobs_each(choice: dict[str, Any], chat: bool, most: int) -> list[list[Top]] | None:
+    """The top log-probs of each of the first ``most`` generated positions, in order; None
+    where the reply has none."""
     lp = choice.get("logprobs")
     if lp is None:
         return None
     if not isinstance(lp, dict):
         raise Malformed(f"choices[0].logprobs is {_kind(lp)}, not an object")
-    return _chat_top(lp) if chat else _completions_top(lp)
+    return _chat_top(lp, most) if chat else _completions_top(lp, most)
 
 
 def logprob_of(top: list[Top], name: str) -> float | None:
@@ -93,28 +100,39 @@ def logprob_of(top: list[Top], name: str) -> float | None:
     return same[0].logprob if same else None
 
 
-def _completions_top(lp: dict[str, Any]) -> list[Top] | None:
+def _completions_top(lp: dict[str, Any], most: int) -> list[list[Top]] | None:
     tops = lp.get("top_logprobs")
     if not tops:  # missing, null or []
         return None
-    if not isinstance(tops, list) or not isinstance(tops[0], dict):
+    if not isinstance(tops, list):
         raise Malformed("choices[0].logprobs.top_logprobs is not a list of objects")
-    return [Top(name, _logprob(name, value)) for name, value in tops[0].items()]
+    out = []
+    for p, top in enumerate(tops[:most]):
+        if not isinstance(top, dict):
+            raise Malformed(f"choices[0].logprobs.top_logprobs[{p}] is not an object")
+        out.append([Top(name, _logprob(name, value)) for name, value in top.items()])
+    return out
 
 
-def _chat_top(lp: dict[str, Any]) -> list[Top] | None:
+def _chat_top(lp: dict[str, Any], most: int) -> list[list[Top]] | None:
     content = lp.get("content")
     if not content:
         return None
-    if not isinstance(content, list) or not isinstance(content[0], dict):
+    if not isinstance(content, list):
         raise Malformed("choices[0].logprobs.content is not a list of objects")
-    entries = content[0].get("top_logprobs")
+    return [_chat_position(position, p) for p, position in enumerate(content[:most])]
+
+
+def _chat_position(position: Any, p: int) -> list[Top]:
+    if not isinstance(position, dict):
+        raise Malformed(f"choices[0].logprobs.content[{p}] is not an object")
+    entries = position.get("top_logprobs")
     if not isinstance(entries, list):
-        raise Malformed(f"choices[0].logprobs.content[0].top_logprobs is {_kind(entries)}, "
+        raise Malformed(f"choices[0].logprobs.content[{p}].top_logprobs is {_kind(entries)}, "
                         "not a list")
     out = []
     for k, entry in enumerate(entries):
-        where = f"choices[0].logprobs.content[0].top_logprobs[{k}]"
+        where = f"choices[0].logprobs.content[{p}].top_logprobs[{k}]"
         if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
             raise Malformed(f"{where} is not an object with a token text")
         utf8 = entry.get("bytes")

@@ -31,6 +31,7 @@ import gc
 import hashlib
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..errors import LocalevalError
@@ -199,6 +200,13 @@ class VllmBackend(BackendBase):
         if isinstance(request, ScoreNext):
             ids, targets = score_tokens(self.tokenizer, request, self.name, self.template_date)
             self._fits(ids, 1)
+            if request.positions is not None:  # greedy up to the guard authors' limit, each
+                # position's top log-probs (more than k: a label below the k-th keeps its value
+                # for label_scores=full; the ranks count the tokens above it all the same)
+                room = (self.max_context() or len(ids) + request.positions) - len(ids)
+                return ids, SamplingParams(max_tokens=min(request.positions, room),
+                                           temperature=0.0, detokenize=False,
+                                           logprobs=max(request.top or 0, 20)), targets
             if request.top is not None:  # the top k, ranked over the vocabulary, as a server
                 return ids, SamplingParams(max_tokens=1, temperature=0.0, detokenize=False,
                                            logprobs=request.top), targets
@@ -253,6 +261,11 @@ class VllmBackend(BackendBase):
             raise LocalevalError(f"the vllm backend cannot run {type(request).__name__} "
                                  "requests")
         first = completion.logprobs[0]
+        if request.positions is not None:  # the first generated position holding a label
+            reads = [_top_k_response(request, targets, step, len(ids))
+                     for step in completion.logprobs]
+            return next((replace(r, position=p) for p, r in enumerate(reads)
+                         if any(v is not None for v in (r.ranks or {}).values())), reads[0])
         if request.top is not None:
             return _top_k_response(request, targets, first, len(ids))
         return NextLogprobs(logprobs={c: float(first[t].logprob)

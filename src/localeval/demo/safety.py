@@ -52,10 +52,12 @@ def run_safety_demo(output: Path, console: Console | None = None, quiet: bool = 
                   "sea-safeguard --model hf:<your guard>` for real numbers.[/yellow]")
     model_dir = build_safety_demo_model(Path(output) / "safety-demo-model")
     # The whole distribution (label_scores=full): a random model almost never puts a label
-    # among its top 2 tokens, so IRIS's top-2 reading (the default) would score no sample.
+    # among its top 2 tokens, so IRIS's top-2 reading (the default) would score no sample;
+    # for the same reason it reads the first generated position (verdict_position=fixed), not
+    # the first of 100 whose top 2 holds a label (the authors').
     folder = Path(output) / "sea-safeguard"
     result = evaluate(task="sea-safeguard", model=f"hf:{model_dir}", guard="zero-shot",
-                      guard_options={"label_scores": "full"},
+                      guard_options={"label_scores": "full", "verdict_position": "fixed"},
                       data=Path(str(SAMPLE_SAFETY)), output=folder,
                       cache=folder / "cache.sqlite",  # as `run` keeps
                       quiet=quiet, command=["localeval", "demo", "--safety"], n_resamples=200,

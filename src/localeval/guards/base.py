@@ -119,6 +119,12 @@ class Guard(ABC):
         return None
 
     @property
+    def verdict_position_used(self) -> str | None:
+        """Where a guard its authors run generating reads its verdict (``first-label``,
+        ``fixed``); None for any other guard."""
+        return None
+
+    @property
     def label_top(self) -> int | None:
         """How many top log-probs a label must be among to count (None: every one counts)."""
         return None

@@ -37,7 +37,11 @@ Templates. Both models build their prompt in their tokenizer's chat template.
 
 Verdict position. The templates end at the assistant header; the model writes "\\n\\n" and then
 "safe" or "unsafe" (the paper's code, panuthept/Parallax-AI ``LlamaGuardModule``, reads the
-second generated token). We prefill "\\n\\n" and read the first token of "safe" / "unsafe".
+second generated token). We prefill "\\n\\n" and read the first token of "safe" / "unsafe"
+at the first position generated after it whose top 2 holds one, greedy, at most 100 new tokens
+(Llama Guard 4: 10), as IRIS ``guard_models/base.py`` ``GuardLLM.complete`` reads its
+``LlamaGuard`` (``max_new_tokens=100``) and ``LlamaGuard4`` (``max_new_tokens=10``);
+``verdict_position=fixed`` reads the position after the prefill alone.
 Meta's model card: "we look at the probability for the first token, and use that as the
 'unsafe' class probability".
 
@@ -78,7 +82,10 @@ class LlamaGuard3(StagedGuard):
     name = "llamaguard3"
     template_source = ("chat template of meta-llama/Llama-Guard-3-8B (tokenizer_config.json); "
                        "https://www.llama.com/docs/model-cards-and-prompt-formats/llama-guard-3/")
-    verdict_position = "first token after '<|start_header_id|>assistant<|end_header_id|>\\n\\n'"
+    verdict_position = ("the first of up to 100 tokens generated after "
+                        "'<|start_header_id|>assistant<|end_header_id|>\\n\\n' whose top k holds "
+                        "'safe' / 'unsafe' (verdict_position=fixed: the first)")
+    new_tokens = 100  # IRIS llama_guard.py LlamaGuard: max_new_tokens=100
 
     lead = ""  # text before the first header; "" = the tokenizer adds BOS
 
@@ -146,7 +153,10 @@ class LlamaGuard4(LlamaGuard3):
     template_source = ("chat template of meta-llama/Llama-Guard-4-12B as rendered by "
                        "transformers AutoProcessor; "
                        "https://www.llama.com/docs/model-cards-and-prompt-formats/llama-guard-4/")
-    verdict_position = "first token after '<|header_start|>assistant<|header_end|>\\n\\n'"
+    verdict_position = ("the first of up to 10 tokens generated after "
+                        "'<|header_start|>assistant<|header_end|>\\n\\n' whose top k holds "
+                        "'safe' / 'unsafe' (verdict_position=fixed: the first)")
+    new_tokens = 10  # IRIS llama_guard.py LlamaGuard4._complete: max_new_tokens=10
 
     def __init__(self):
         super().__init__(template="meta")  # its own template: no options; no BOS text

@@ -21,6 +21,12 @@ Verdict position: prompt classification reads the first token after the assistan
 them greedily, stage 1 scores (see :class:`localeval.guards.answer_lines.AnswerLinesGuard`; the paper's
 code likewise takes the last yes/no position of the generated answer).
 
+Each verdict is read at the first position after its prefill whose top 2 holds `` yes`` or
+`` no``, greedy, at most 100 new tokens (IRIS ``PolyGuard``: ``max_new_tokens=100``, read by
+``guard_models/base.py`` ``GuardLLM.complete``; ``predict`` takes the first labelled position of
+the answer for prompts, the third for responses, which our prefills name);
+``verdict_position=fixed`` reads the position right after the prefill.
+
 Score: P(yes) renormalised over {yes, no} at the verdict position.
 """
 
@@ -53,12 +59,16 @@ class PolyGuard(AnswerLinesGuard):
     name = "polyguard"
     template_source = ("PolyGuard system prompt and user template as used by panuthept/IRIS, "
                        "panuthept/Parallax-AI and stanford-crfm/helm")
-    verdict_position = ("first token after the assistant prefill 'Harmful request:' (prompts) "
-                        "or after the model's own answer lines + 'Harmful response:' "
-                        "(responses); ' yes' / ' no'")
+    verdict_position = ("the first of up to 100 positions after the assistant prefill "
+                        "'Harmful request:' (prompts) or after the model's own answer lines + "
+                        "'Harmful response:' (responses) whose top k holds ' yes' / ' no' "
+                        "(verdict_position=fixed: the first)")
     stage0_pattern = re.compile(
         r" (yes|no)\nRequest safety violations: [^\n]*\nResponse refusal: [^\n]*\n")
     max_tokens = 64
+    # IRIS poly_guard.py PolyGuard: max_new_tokens=100, each verdict read at a labelled
+    # position (GuardLLM.complete): here the first after each prefill whose top 2 holds one
+    new_tokens: int | None = 100
 
     def iris_failure(self, error: str, response: bool = False) -> IrisFailure:
         """As every guard on a language model, except a response after an HTTP 400: IRIS

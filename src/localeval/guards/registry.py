@@ -85,10 +85,14 @@ def get_guard(name: str, **options) -> Guard:
                              "is not a localeval.guards.Guard subclass")
     options = _declared_options(cls, key, dict(options))
     label_scores = options.pop("label_scores", None)  # every guard on a language model's
+    position = options.pop("verdict_position", None)  # theirs too (issue 49 item 1)
     made = cls(**options)
     if label_scores is not None and isinstance(made, StagedGuard):  # checked just above
         made.set_label_scores(label_scores)
-    made.options = {**options, **({"label_scores": label_scores} if label_scores else {})}
+    if position is not None and isinstance(made, StagedGuard):
+        made.set_verdict_position(position)
+    made.options = {**options, **({"label_scores": label_scores} if label_scores else {}),
+                    **({"verdict_position": position} if position else {})}
     return made
 
 
@@ -96,10 +100,11 @@ def _declared_options(cls: type, key: str, options: dict) -> dict:
     """The guard's options, each one it does not have a one-line error, each text from the
     command line (--guard-option reasoning=true) parsed by the type its parameter declares."""
     parameters = {n: p for n, p in inspect.signature(cls).parameters.items() if n != "self"}
-    staged = ["label_scores"] if issubclass(cls, StagedGuard) else []
-    if "label_scores" in options and not staged:
-        raise LocalevalError(f"guard {key!r} reads no label log-probs: label_scores is an "
-                             "option of the guards on a language model")
+    staged = ["label_scores", "verdict_position"] if issubclass(cls, StagedGuard) else []
+    for name in ("label_scores", "verdict_position"):
+        if name in options and not staged:
+            raise LocalevalError(f"guard {key!r} reads no label log-probs: {name} is an "
+                                 "option of the guards on a language model")
     unknown = sorted(set(options) - set(parameters) - set(staged))
     if unknown:
         raise LocalevalError(f"guard {key!r} has no option(s) {', '.join(unknown)}; it accepts: "

@@ -37,6 +37,8 @@ from ..backends.base import (
 from ..errors import LocalevalError
 from .base import Conversation, Guard, GuardVerdict, VerdictLabel, failure_of
 
+VERDICT_POSITIONS = ("first-label", "fixed")
+
 
 class StagedGuard(Guard):
     """A guard that runs on a language model through Requests. Subclasses implement
@@ -48,9 +50,19 @@ class StagedGuard(Guard):
     ``guard_models/base.py`` ``GuardLLM.complete`` keeps ``output[:len(valid_tokens)]`` of the
     server's top log-probs, which ``scripts/inference_safeguard.py`` asks for with
     ``--top_logprobs 2`` (k = 2 for every two-label guard). ``full``: both labels' log-probs
-    over the whole vocabulary, renormalised (ours: no ties at 0 and 1)."""
+    over the whole vocabulary, renormalised (ours: no ties at 0 and 1).
+
+    Verdict position (``verdict_position``, issue 49 item 1): a guard whose authors generate and
+    read the first generated position whose top k holds a label (``new_tokens``: their
+    ``max_new_tokens``; IRIS ``guard_models/base.py`` ``GuardLLM.complete``) reads it so by
+    default (``first-label``): greedy, at most ``new_tokens`` positions, the labels' scores
+    taken there by the rule above. Under ``full`` the position is still the first whose top
+    ``top_k`` (the authors' k) holds a label, and both labels are read there over the whole
+    vocabulary. ``fixed``: the position right after the prompt, as before (ours)."""
 
     stages: int = 1
+    new_tokens: int | None = None  # the authors' max_new_tokens; None: they read one position
+    position_rule: str = "first-label"  # or "fixed"; only with new_tokens
     top_k: int = 2  # the authors' k for this guard (X-Guard 10, Parallax-AI's Qwen3Guard 20)
     label_scores: str | None = "top-k"  # or "full", or "top-N" for another k
 
@@ -62,6 +74,25 @@ class StagedGuard(Guard):
             raise LocalevalError(f"guard option label_scores must be top-k (the authors' top "
                                  f"{self.top_k} log-probs), top-N or full, not {value!r}")
         self.label_scores = text
+
+    def set_verdict_position(self, value: str) -> None:
+        """``first-label`` (the authors') or ``fixed``; one line if neither, or if the guard's
+        authors read one fixed position themselves."""
+        text = str(value).strip().lower()
+        if self.new_tokens is None:
+            raise LocalevalError(f"guard {self.name!r} reads its verdict at one fixed position, "
+                                 "as its authors do: verdict_position is not an option of it")
+        if text not in VERDICT_POSITIONS:
+            raise LocalevalError(f"guard option verdict_position must be first-label (the "
+                                 f"authors': the first of up to {self.new_tokens} generated "
+                                 f"positions holding a label) or fixed, not {value!r}")
+        self.position_rule = text
+
+    @property
+    def verdict_position_used(self) -> str | None:
+        """For config.json: ``first-label`` or ``fixed``; None for a guard read at one fixed
+        position by its authors too."""
+        return None if self.new_tokens is None else self.position_rule
 
     @property
     def label_scores_used(self) -> str:
@@ -76,10 +107,24 @@ class StagedGuard(Guard):
         return self.top_k if self.label_scores == "top-k" else int(str(self.label_scores)[4:])
 
     def _ranked(self, request: Request) -> Request:
-        """A ScoreNext asking for the labels' ranks when the guard keeps only the top k."""
-        if not isinstance(request, ScoreNext) or self.label_top is None:
+        """A ScoreNext asking for the labels' ranks when the guard keeps only the top k, and
+        under ``first-label`` for the first of up to ``new_tokens`` generated positions whose
+        top k holds one (under ``full``: the authors' k finds the position)."""
+        if not isinstance(request, ScoreNext):
+            return request
+        if self.verdict_position_used == "first-label" and request.positions is None:
+            return replace(request, top=self.label_top or self.top_k, positions=self.new_tokens)
+        if self.label_top is None:
             return request
         return replace(request, top=self.label_top)
+
+    def _read(self, response: Response) -> Response:
+        """Under ``full``, a first-label answer's ranks only found the position: the labels are
+        read there over the whole vocabulary (a position with no label keeps them, so fails)."""
+        if self.label_top is None and isinstance(response, NextLogprobs) \
+                and any(r is not None for r in (response.ranks or {}).values()):
+            return replace(response, ranks=None)
+        return response
 
     def requests(self, conversation: Conversation,
                  earlier: Sequence[Response] = ()) -> list[Request]:
@@ -118,7 +163,7 @@ class StagedGuard(Guard):
             firsts, where = distinct(requests)
             answers = execute([requests[f] for f in firsts])
             for owner, position in zip(owners, where, strict=True):
-                done[owner].append(answers[position])
+                done[owner].append(self._read(answers[position]))
         return [replace(self.verdict(c, responses), raw=[response_json(r) for r in responses])
                 for c, responses in zip(conversations, done, strict=True)]
 

@@ -8,11 +8,12 @@ with the S1-S14 categories asking for one word, ``Safe`` or ``Harmful``, and a u
 ``Human user:\\n{prompt}`` (plus ``\\n\\nAI assistant:\\n{response}`` for responses). No prefill:
 the backend applies the model's chat template with the generation prompt.
 
-Verdict position: the first generated token, scored as the first token of ``Harmful`` and of
-``Safe`` (IRIS's label tokens are "Harm"/"H" and "Safe", the first token of each word under the
-models' tokenizers). IRIS reads the first generated position whose top-2 tokens hold a label and
-renormalises over the labels found there; we renormalise the two labels' log-probs at the first
-position (docs/fidelity.md).
+Verdict position: the first token of ``Harmful`` and of ``Safe`` (IRIS's label tokens are
+"Harm"/"H" and "Safe", the first token of each word under the models' tokenizers), read as IRIS
+reads it (``guard_models/base.py`` ``GuardLLM.complete``): at the first greedily generated
+position whose top-2 tokens hold a label, at most ``max_new_tokens=100`` positions
+(``LLMGuard.__init__``), renormalised over the labels found there. ``verdict_position=fixed``
+reads the first generated position alone (ours before issue 49; docs/fidelity.md S4).
 
 Reasoning models (``reasoning=True``, for GPT-OSS and any model that thinks before it answers):
 the first generated token is the start of the reasoning, not the label. The guard then runs in
@@ -65,7 +66,9 @@ class ZeroShotGuard(StagedGuard):
     name = "zero-shot"
     template_source = ("panuthept/IRIS src/iris/model_wrappers/guard_models/llm_guard.py "
                        "(LLMGuard system prompts and user turn)")
-    verdict_position = "first generated token after the chat template ('Harmful' / 'Safe')"
+    verdict_position = ("the first of up to 100 generated tokens after the chat template whose "
+                        "top k holds 'Harmful' / 'Safe' (verdict_position=fixed: the first)")
+    new_tokens: int | None = 100  # IRIS llm_guard.py LLMGuard: max_new_tokens=100
 
     def __init__(self, cultural_awareness: bool = False, reasoning: bool = False,
                  reasoning_tokens: int | None = None, decoding: str = "generation-config"):
@@ -78,6 +81,7 @@ class ZeroShotGuard(StagedGuard):
         # generation_config decides (``decoding=greedy`` is ours)
         self.decoding = checked_decoding(self.name, decoding)
         if reasoning:
+            self.new_tokens = None  # the label the answer ends with (.final_label)
             self.stages = 2
             self.template_source = (f"{ZeroShotGuard.template_source}; verdict position after "
                                     "GPTOSS._complete (same file)")

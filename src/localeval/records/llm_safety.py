@@ -66,6 +66,9 @@ class Safeguard(Record):
     refine: str = Field("none", description="harmful responses refined: none, iris (dropped "
                         "when the prompt was called harmful) or all")
     label_scores: str | None = Field(None, description="how its label log-probs became scores")
+    verdict_position: str | None = Field(None, description="where its verdict was read: "
+                                         "first-label, fixed, or None (its authors' one "
+                                         "position)")
 
 
 class LLMSafetyResults(Results):

@@ -30,12 +30,13 @@ from .options import TaskOptions
 # settings a rerun compares: a folder made under older defaults is "a run with other settings"
 # naming it. "fidelity-3" (issue 34): IRIS's threshold grid, sensitive labels and D.2 rates,
 # every TMLU shot kept. MCQ "fidelity-4" (issue 50): no stop string with --chat api and the TMLU
-# rules, as MiuLab's OpenAI_LM.query. Safeguards' "fidelity-4": Llama Guard 3 renders the
-# checkpoint's own chat template (issue 49), a one-class file valued as IRIS (scikit-learn's
-# PR-AUC) in a cell's mean, IRIS's failure rules (issue 50). LLM safety's "fidelity-4": the same
-# Llama Guard 3 template (its default judge), a D.2 judge's HTTP 400 a safe response,
-# three-label guards read by their argmax label, a blank response sent to the refusal judge
-# (issue 50).
+# rules, as MiuLab's OpenAI_LM.query. Safeguards' "fidelity-4": a guard the authors run
+# generating reads its verdict at the first generated position whose top k holds a label
+# (``verdict_position``, issue 49 item 1), Llama Guard 3 renders the checkpoint's own chat
+# template (issue 49 item 2), a one-class file valued as IRIS (scikit-learn's PR-AUC) in a
+# cell's mean, IRIS's failure rules (issue 50). LLM safety's "fidelity-4": the same two guard
+# changes for its judge, a D.2 judge's HTTP 400 a safe response, three-label guards read by
+# their argmax label, a blank response sent to the refusal judge (issue 50).
 MCQ_PROTOCOL = "fidelity-4"  # cmmlu, tmlu, tmmlu+, a custom exam
 SAFEGUARD_PROTOCOL = "fidelity-4"  # sea-safeguard, safety-prompts, safety-responses
 LLM_SAFETY_PROTOCOL = "fidelity-4"  # llm-safety (its default judge is Llama Guard 3)

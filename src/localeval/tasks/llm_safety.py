@@ -334,7 +334,8 @@ class LLMSafetyTask(Task):
             return None
         return {"name": self.safeguard.name, "options": dict(self.safeguard.options),
                 "model": _model_name(self.safeguard_model), "mode": self.options.safeguard_mode,
-                "refine": self.options.refine, "label_scores": self.safeguard.label_scores_used}
+                "refine": self.options.refine, "label_scores": self.safeguard.label_scores_used,
+                "verdict_position": self.safeguard.verdict_position_used}
 
     def describe(self, items: list[SafetyItem]) -> dict:
         o = self.options
@@ -343,6 +344,7 @@ class LLMSafetyTask(Task):
                 "judge": self.guard.name, "judge_options": dict(self.guard.options),
                 "judge_template_source": self.guard.template_source,
                 "judge_label_scores": self.guard.label_scores_used,
+                "judge_verdict_position": self.guard.verdict_position_used,
                 "judge_model": _model_name(self.judge_model), "refusal": o.refusal,
                 "blank_is_refusal": o.blank_is_refusal,
                 "refusal_judge_model": _model_name(o.refusal_judge_model),

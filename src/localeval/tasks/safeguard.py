@@ -312,9 +312,12 @@ class SafeguardTask(Task):
                       if s.failure == VERDICT_FAILURE and _labels_outside_top(s))
         if top is None or not failed or 2 * outside < len(failed):
             return None
+        # a first-label guard (issue 49 item 1) finds no labelled position either under full
+        fixed = (" --guard-option verdict_position=fixed" if
+                 self.guard.verdict_position_used == "first-label" else "")
         return (f"{outside} samples had no label among the top {top} log-probs at the verdict "
                 "position (usual for a small or untrained model): --guard-option "
-                "label_scores=full reads the labels over the whole vocabulary"
+                f"label_scores=full{fixed} reads the labels over the whole vocabulary"
                 + (" (a server's, with --top-logprobs as large as the vocabulary and its "
                    "--max-logprobs allowing it)" if backend == "openai" else ""))
 
@@ -345,6 +348,8 @@ class SafeguardTask(Task):
             "file_rounding": o.file_rounding,  # issue 50 item 6
             "on_failure": o.on_failure,
             "label_scores": guard.label_scores_used,  # issue 34 item 2: top-k by default
+            # issue 49 item 1: first-label by default (None: read where its authors read it)
+            "verdict_position": guard.verdict_position_used,
             "log_samples": o.log_samples,
             "guard": {"name": guard.name, "options": dict(guard.options),
                       "template_source": guard.template_source,

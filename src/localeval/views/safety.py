@@ -120,6 +120,10 @@ class SafetyView(ResultsView[SafetyResults]):
         facts = {key.replace("_", " "): shown(config.get(key)) for key in keys}
         if "label_scores" in config and config["label_scores"] is None:
             facts["label scores"] = "top-k"  # a guard that reads no log-probs truncates none
+        # issue 49 item 1: a folder from before it read one fixed position; None: the guard
+        # is read where its authors read it
+        facts["verdict position"] = "fixed" if "verdict_position" not in config else \
+            "fixed" if config["verdict_position"] == "fixed" else "authors'"
         return {**super().protocol(config), **facts, "data": data_fact(config)}
 
     def paper_protocol(self, task: str) -> dict[str, str] | None:
@@ -131,7 +135,8 @@ class SafetyView(ResultsView[SafetyResults]):
                 "subsets": ",".join(sorted(SUBSETS)), "langs": ",".join(sorted(("en", *SEA_LANGS))),
                 "classify": "prompt,response", "sensitive": DEFAULT_SENSITIVE,
                 "cultural awareness": "no", "auprc": PAPER_AUPRC, "en cell": PAPER_EN_CELL,
-                "threshold rule": PAPER_THRESHOLD_RULE, "label scores": "top-k"}
+                "threshold rule": PAPER_THRESHOLD_RULE, "label scores": "top-k",
+                "verdict position": "authors'"}
 
     def compare(self, run_a: Run, run_b: Run) -> AwarenessComparison | SafetyComparison:
         a, b = safety_run(run_a), safety_run(run_b)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -251,7 +252,10 @@ class HFBackend(BackendBase):
             logprobs = batch.logits[rows].log_softmax(-1).cpu()
             for row, (_, j) in zip(logprobs, ends):
                 i = ok[j]
-                yield i, self._score_response(requests[i], *encoded[i], row)
+                read = self._score_response(requests[i], *encoded[i], row)
+                if requests[i].positions is not None:
+                    read = self._first_labelled(requests[i], *encoded[i], row, read)
+                yield i, read
 
     def check_candidates(self, request: ScoreNext) -> str | None:
         """Why ``request``'s candidates cannot be read at one position (they share a first
@@ -280,10 +284,48 @@ class HFBackend(BackendBase):
         values = {c: float(logprobs[t]) for c, t in zip(request.candidates, targets)}
         ranks: dict[str, int | None] | None = None
         if request.top is not None:  # the rank a top-k server would give: 1 + tokens above it
-            ranks = {c: rank if rank <= request.top else None for c, rank in
-                     ((c, 1 + int((logprobs > logprobs[t]).sum())) for c, t in
-                      zip(request.candidates, targets))}
+            ranks = self._ranks(request, targets, logprobs)
         return NextLogprobs(logprobs=dict(values), ranks=ranks, n_prompt_tokens=len(ctx))
+
+    def _first_labelled(self, request: ScoreNext, ctx: list[int], targets: list[int],
+                        logprobs: Any, first: NextLogprobs) -> NextLogprobs:
+        """``request.positions``: the first greedily generated position whose top
+        ``request.top`` holds a candidate (IRIS ``guard_models/base.py``
+        ``GuardLLM.complete``). The position after the prompt comes from the prefix tree; only
+        when it holds none are the next ones decoded, one token at a time from the prompt's own
+        cache, stopping at the first labelled position or an end-of-sequence token: the same
+        verdict as generating all ``positions`` tokens, usually without decoding any."""
+        if any(r is not None for r in (first.ranks or {}).values()):
+            return replace(first, position=0)
+        from .generate import _eos_ids
+
+        torch, eos = self.torch, _eos_ids(self)
+        token, cache = int(logprobs.argmax()), None
+        with torch.inference_mode():
+            for p in range(1, request.positions or 1):
+                if token in eos:
+                    break
+                ids = ctx + [token] if cache is None else [token]
+                out = self.model(input_ids=torch.tensor([ids], device=self.device),
+                                 past_key_values=cache, use_cache=True)
+                self.stats["forwarded_tokens"] += len(ids)
+                cache = out.past_key_values
+                row = out.logits[0, -1].float().log_softmax(-1).cpu()
+                ranks = self._ranks(request, targets, row)
+                if any(r is not None for r in ranks.values()):
+                    return replace(first, position=p, ranks=ranks, logprobs={
+                        c: float(row[t]) for c, t in zip(request.candidates, targets)})
+                token = int(row.argmax())
+        return first  # no labelled position: every rank None, ``position`` None
+
+    @staticmethod
+    def _ranks(request: ScoreNext, targets: list[int], logprobs: Any
+               ) -> dict[str, int | None]:
+        """Each candidate's rank a top-k server would give (1 + tokens above it), None beyond
+        ``request.top``."""
+        return {c: rank if rank <= (request.top or 0) else None for c, rank in
+                ((c, 1 + int((logprobs > logprobs[t]).sum())) for c, t in
+                 zip(request.candidates, targets))}
 
     def _auto_batch_tokens(self) -> int:
         """A token budget per forward pass from free memory and the per-token cost of the model
