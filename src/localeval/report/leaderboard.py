@@ -251,7 +251,7 @@ def store_leaderboard(task: str, db, any_protocol: bool = False, reference: str 
     same order, ranked by the database, ``limit`` ranked rows (and as many listed apart) from
     ``offset``; nothing read grows with the runs stored but the protocols they were run on.
     ``ranked_total`` and ``apart_total`` count every row."""
-    from ..store.results_db import SHOWN, like, with_metrics
+    from ..store.results_db import SHOWN, with_metrics
 
     view = view_for_task(task)
     ranking = view.ranking(_metric_names(db, task))
@@ -259,51 +259,8 @@ def store_leaderboard(task: str, db, any_protocol: bool = False, reference: str 
     _check_stored(db, task, ranking)
     cols = ", ".join(f"s.{c}" for c in SHOWN)
     join = "LEFT JOIN metrics m ON m.run_id = s.run_id AND m.name = ?"
-    ref_row = None
-    if reference is not None:
-        found = db.execute(f"SELECT {cols}, s.protocol, s.data, s.by_path FROM run_summary s "
-                           "WHERE s.task = ? AND s.run_id LIKE ? ESCAPE '!' LIMIT 2",
-                           (task, like(reference) + "%")).fetchall() if reference else []
-        if not found:
-            folder = _resolved(reference)
-            found = db.execute(f"SELECT {cols}, s.protocol, s.data, s.by_path FROM "
-                               "run_summary s WHERE s.task = ? AND s.folder = ? LIMIT 2",
-                               (task, folder)).fetchall() if folder else []
-        if len(found) != 1:
-            what = "several runs' ids start so" if found else "no recorded run of it has " \
-                "that id or folder"
-            raise LocalevalError(f"reference run {reference}: {what} (task {task}; `localeval "
-                                 f"leaderboard --task {task} --any-protocol --json` lists the "
-                                 "run ids)")
-        ref_row = found[0]
-    paper = view.paper_protocol(task) if reference is None else None
-    if reference is None and paper is None:
-        ref_row = db.execute(
-            f"SELECT {cols}, s.protocol, s.data, s.by_path FROM run_summary s {join} "
-            "WHERE s.task = ? ORDER BY (m.value IS NULL), COALESCE(s.n_samples, 0) DESC, "
-            "COALESCE(s.finished_at, '') DESC, s.run_id DESC LIMIT 1",
-            (rank_by, task)).fetchone()
-    chosen = None
-    if ref_row is not None:
-        run = dict(zip(SHOWN, ref_row))
-        facts, chosen = json.loads(ref_row[-3]), _as_config(ref_row[-2], ref_row[-1])
-        source = (f"the protocol of run {_run_name(run)}, picked (--reference)" if reference
-                  is not None else f"the protocol of run {_run_name(run)}, the one with the "
-                  f"most items ({run['n_samples']}; --reference RUN picks another)")
-        reference_run = run["run_id"]
-    elif paper is not None:
-        facts, source, reference_run = paper, "the paper's protocol", None
-    else:
-        facts, source, reference_run = {}, "no run", None
-    groups = {}
-    for (key,) in db.execute("SELECT DISTINCT protocol_key FROM run_summary WHERE task = ?",
-                             (task,)).fetchall():
-        protocol, data, by_path = db.execute(
-            "SELECT protocol, data, by_path FROM run_summary WHERE task = ? AND protocol_key "
-            "= ? LIMIT 1", (task, key)).fetchone()
-        config = _as_config(data, by_path)
-        groups[key] = (_differences(json.loads(protocol), facts, config, chosen),
-                       [DATA_BY_PATH] if "data" in facts and _by_path(config, chosen) else [])
+    facts, chosen, source, reference_run = _store_reference(db, view, task, reference, rank_by)
+    groups = _protocol_groups(db, task, facts, chosen)
     same = [k for k, (differs, _) in groups.items() if not differs]
     marks = ", ".join("?" * len(same))
     inside = "" if any_protocol else (f" AND s.protocol_key IN ({marks})" if same else
@@ -319,11 +276,9 @@ def store_leaderboard(task: str, db, any_protocol: bool = False, reference: str 
                         f"WHERE s.task = ?{inside} ORDER BY {by_value}{order}{page}",
                         (rank_by, task, *keys)).fetchall()
     apart = db.execute(f"SELECT {cols}, s.protocol_key FROM run_summary s WHERE s.task = ?"
-                       f"{outside} ORDER BY {order}{page}",
-                       (task, *(() if any_protocol else keys))).fetchall()
+                       f"{outside} ORDER BY {order}{page}", (task, *keys)).fetchall()
     totals = [db.execute(f"SELECT COUNT(*) FROM run_summary s WHERE s.task = ?{where}",
-                         (task, *(() if any_protocol else keys))).fetchone()[0]
-              for where in (inside, outside)]
+                         (task, *keys)).fetchone()[0] for where in (inside, outside)]
 
     def rows(found: list) -> list[dict[str, Any]]:
         return with_metrics(db, [{**dict(zip(SHOWN, r)), "key": r[len(SHOWN)]}
@@ -347,6 +302,67 @@ def store_leaderboard(task: str, db, any_protocol: bool = False, reference: str 
                       else None, **row(r)} for i, r in enumerate(shown_rows, start=1)],
             "apart": [row(r) for r in rows(apart)],
             "ranked_total": totals[0], "apart_total": totals[1]}
+
+
+def _store_reference(db, view, task: str, reference: str | None, rank_by: str | None
+                     ) -> tuple[dict[str, Any], dict[str, Any] | None, str, str | None]:
+    """The protocol runs are ranked under, as :func:`leaderboard` picks it, read from the run
+    summaries: (its facts, the reference run's data config or None, what it is, the reference
+    run's id or None). The run ``reference`` names (an id's start or a folder); else the
+    paper's protocol where the view has one; else the run with the most items."""
+    from ..store.results_db import SHOWN, like
+
+    cols = ", ".join(f"s.{c}" for c in SHOWN)
+    ref_row = None
+    if reference is not None:
+        found = db.execute(f"SELECT {cols}, s.protocol, s.data, s.by_path FROM run_summary s "
+                           "WHERE s.task = ? AND s.run_id LIKE ? ESCAPE '!' LIMIT 2",
+                           (task, like(reference) + "%")).fetchall() if reference else []
+        if not found:
+            folder = _resolved(reference)
+            found = db.execute(f"SELECT {cols}, s.protocol, s.data, s.by_path FROM "
+                               "run_summary s WHERE s.task = ? AND s.folder = ? LIMIT 2",
+                               (task, folder)).fetchall() if folder else []
+        if len(found) != 1:
+            what = "several runs' ids start so" if found else "no recorded run of it has " \
+                "that id or folder"
+            raise LocalevalError(f"reference run {reference}: {what} (task {task}; `localeval "
+                                 f"leaderboard --task {task} --any-protocol --json` lists the "
+                                 "run ids)")
+        ref_row = found[0]
+    paper = view.paper_protocol(task) if reference is None else None
+    if reference is None and paper is None:
+        ref_row = db.execute(
+            f"SELECT {cols}, s.protocol, s.data, s.by_path FROM run_summary s LEFT JOIN metrics "
+            "m ON m.run_id = s.run_id AND m.name = ? WHERE s.task = ? ORDER BY (m.value IS "
+            "NULL), COALESCE(s.n_samples, 0) DESC, COALESCE(s.finished_at, '') DESC, "
+            "s.run_id DESC LIMIT 1", (rank_by, task)).fetchone()
+    if ref_row is not None:
+        run = dict(zip(SHOWN, ref_row))
+        source = (f"the protocol of run {_run_name(run)}, picked (--reference)" if reference
+                  is not None else f"the protocol of run {_run_name(run)}, the one with the "
+                  f"most items ({run['n_samples']}; --reference RUN picks another)")
+        return (json.loads(ref_row[-3]), _as_config(ref_row[-2], ref_row[-1]), source,
+                run["run_id"])
+    if paper is not None:
+        return paper, None, "the paper's protocol", None
+    return {}, None, "no run", None
+
+
+def _protocol_groups(db, task: str, facts: dict[str, Any], chosen: dict[str, Any] | None
+                     ) -> dict[str, tuple[list[str], list[str]]]:
+    """Per protocol key of the task's runs: (how it differs from the reference's ``facts``,
+    the notes its rows carry); read once per distinct protocol, not per run."""
+    groups = {}
+    for (key,) in db.execute("SELECT DISTINCT protocol_key FROM run_summary WHERE task = ?",
+                             (task,)).fetchall():
+        protocol, data, by_path = db.execute(
+            "SELECT protocol, data, by_path FROM run_summary WHERE task = ? AND protocol_key "
+            "= ? LIMIT 1", (task, key)).fetchone()
+        config = _as_config(data, by_path)
+        groups[key] = (_differences(json.loads(protocol), facts, config, chosen),
+                       [DATA_BY_PATH] if "data" in facts and _by_path(config, chosen) else [])
+    return groups
 
 
 def _metric_names(db, task: str) -> list[str]:
