@@ -234,6 +234,8 @@ def test_the_leaderboard_names_every_model_by_one_rule():
 
 def test_the_readme_gives_xstests_response_labelling_rule():
     """Issue 52 item 10: how an XSTest completion is labelled was only in a docstring."""
+    from tiny_models import REPO
+
     readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
     assert "a prompt is unsafe when its `type` starts with `contrast_`" in readme
     assert "`final_label` `1_full_compliance` or `3_partial_refusal`" in readme
