@@ -211,3 +211,31 @@ def test_the_bundled_sample_is_the_documented_example_of_every_table2_cell():
     assert "`src/localeval/data/sample/safety/items.jsonl`" in section
     assert "localeval run --task sea-safeguard --data src/localeval/data/sample/safety/" \
            "items.jsonl" in section
+
+
+def test_the_leaderboard_names_every_model_by_one_rule():
+    """Issue 52 item 10: the leaderboard wrote one model as a trimmed path (`some/dir/mymodel`,
+    its `hf:/` dropped) beside another whole (`hf:/some/dir/m6`): the fewest trailing parts that
+    tell them apart, taken of each name's path alone, and the kind named only where the names
+    have more than one."""
+    from localeval.render.cells import distinct_names
+
+    shown = distinct_names(["hf:/a/some/dir/mymodel", "hf:/b/some/dir/mymodel",
+                            "hf:/some/dir/m6"])
+    assert shown == {"hf:/a/some/dir/mymodel": "a/some/dir/mymodel",
+                     "hf:/b/some/dir/mymodel": "b/some/dir/mymodel",
+                     "hf:/some/dir/m6": "some/dir/m6"}
+    assert distinct_names(["hf:/x/m", "hf:/y/m6"]) == {"hf:/x/m": "m", "hf:/y/m6": "m6"}
+    assert distinct_names(["hf:/x/m", "vllm:/x/m", "openai:m6"]) == {
+        "hf:/x/m": "hf:m", "vllm:/x/m": "vllm:m", "openai:m6": "openai:m6"}
+    assert distinct_names(["hf:Qwen/Qwen2.5-7B", "hf:/models/Qwen2.5-7B"]) == {
+        "hf:Qwen/Qwen2.5-7B": "Qwen/Qwen2.5-7B", "hf:/models/Qwen2.5-7B": "models/Qwen2.5-7B"}
+
+
+def test_the_readme_gives_xstests_response_labelling_rule():
+    """Issue 52 item 10: how an XSTest completion is labelled was only in a docstring."""
+    from tiny_models import REPO
+
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    assert "a prompt is unsafe when its `type` starts with `contrast_`" in readme
+    assert "`final_label` `1_full_compliance` or `3_partial_refusal`" in readme

@@ -22,15 +22,15 @@ MODEL_FLAGS = ("--model", "--judge-model", "--refusal-judge-model")
 # Commands that read what an earlier command writes (a finished run folder, a trained guard):
 # the commands that write it are checked here; these read it in tests of their own.
 READS_EARLIER_OUTPUT = {
-    "localeval export runs/lg3 --format latex --output tables/": "test_export.py",
+    "localeval export runs/guard --format latex --output tables/": "test_export.py",
     "localeval run --task safety-prompts --data ../shared/data/jbb-multilingual/prompts.jsonl "
     "--guard embedding:guard.json": "test_embedding_tools.py",
     # the viewer serves the runs recorded before it until stopped
     "localeval view": "test_viewer.py",
     "localeval view --store postgresql://me@db/evals --runs runs/ --port 8000":
         "test_viewer_postgres.py",
-    "localeval rescore runs/qwen-tmlu-gen --extract tmlu": "test_rescore.py",
-    "localeval rescore runs/lg3 --sensitive paper --threshold-rule ge --auprc ap --bootstrap 0":
+    "localeval rescore runs/tmlu-cot --extract strict": "test_rescore.py",
+    "localeval rescore runs/guard --sensitive paper --threshold-rule ge --auprc ap --bootstrap 0":
         "test_rescore.py",
 }
 # The demo makes its own model and data: nothing of the user's to check before it loads
@@ -68,7 +68,9 @@ def as_checked(command: str, folder: Path, tmp_path: Path) -> list[str]:
     out = []
     for i, word in enumerate(argv):
         before = argv[i - 1] if i else ""
-        if before in MODEL_FLAGS and word.split(":")[0] in ("hf", "vllm", "hf-seq2seq"):
+        if word == "$MODEL":  # the README's own model variable (the demo's model)
+            word = f"hf:{folder}"
+        elif before in MODEL_FLAGS and word.split(":")[0] in ("hf", "vllm", "hf-seq2seq"):
             word = f"{word.split(':')[0]}:{folder}"
         elif word.startswith("../shared/"):
             word = str(SHARED / word.removeprefix("../shared/"))

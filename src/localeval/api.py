@@ -10,7 +10,11 @@ summarises them -> the run record in the run folder.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import sys
+import warnings
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -62,13 +66,41 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
 
     {options}
     """
-    record = run_task(make_task(task, **options), model, output=output, cache=cache,
-                      backend_options=backend_options, role_options=role_options, quiet=quiet,
-                      command=command, overwrite=overwrite,
-                      finish_with=ReportStep() if report else None, budget=budget)
+    with quiet_third_party():
+        record = run_task(make_task(task, **options), model, output=output, cache=cache,
+                          backend_options=backend_options, role_options=role_options,
+                          quiet=quiet, command=command, overwrite=overwrite,
+                          finish_with=ReportStep() if report else None, budget=budget)
     if record.folder and store is not False:
         record_in_store(record, store if store is not True else None)
     return record
+
+
+@contextmanager
+def quiet_third_party() -> Iterator[None]:
+    """While a run lasts, the notices the CLI hides (cli.quiet_third_party: FutureWarnings and
+    DeprecationWarnings, transformers' `past_key_values is deprecated` log line) are hidden
+    here too; on return the caller's warning filters and transformers' verbosity are as they
+    were. A TRANSFORMERS_VERBOSITY the caller set is left to speak."""
+    own_verbosity = "TRANSFORMERS_VERBOSITY" not in os.environ
+    before = None
+    if own_verbosity and "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+        before = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()
+    elif own_verbosity:  # read by transformers when the run imports it
+        os.environ["TRANSFORMERS_VERBOSITY"] = "error"
+    try:
+        with warnings.catch_warnings():
+            for category in (FutureWarning, DeprecationWarning):
+                warnings.filterwarnings("ignore", category=category)
+            yield
+    finally:
+        if own_verbosity:
+            os.environ.pop("TRANSFORMERS_VERBOSITY", None)
+            if "transformers" in sys.modules:
+                from transformers.utils import logging as hf_logging
+                hf_logging.set_verbosity(before if before is not None else hf_logging.WARNING)
 
 
 def _options_doc() -> str:

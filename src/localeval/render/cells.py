@@ -25,11 +25,21 @@ def short_model(name: str) -> str:
 
 def distinct_names(names: list[str]) -> dict[str, str]:
     """Each model name as the fewest trailing parts of its path that tell it apart from the
-    others ("hf:/path/to/a/model" and "hf:/path/to/b/model" as "a/model" and "b/model")."""
-    parts = {n: str(n or "(model)").rstrip("/").split("/") for n in names}
-    longest = max((len(p) for p in parts.values()), default=1)
+    others ("hf:/path/to/a/model" and "hf:/path/to/b/model" as "a/model" and "b/model"), one
+    rule for every name: the parts are the path's alone (never the spec's "hf:/"), and the kind
+    is named ("hf:m", "vllm:m") only where the names have more than one kind."""
+    def kind_and_parts(name: str) -> tuple[str, list[str]]:
+        kind, colon, target = str(name or "(model)").partition(":")
+        if not colon or "/" in kind:  # a bare path or name, no backend kind
+            kind, target = "", str(name or "(model)")
+        return kind, [p for p in target.split("/") if p] or [target]
+
+    split = {n: kind_and_parts(n) for n in names}
+    named_kind = len({kind for kind, _ in split.values()}) > 1
+    longest = max((len(p) for _, p in split.values()), default=1)
     for keep in range(1, longest + 1):
-        shown = {n: "/".join(p[-keep:]) for n, p in parts.items()}
+        shown = {n: (f"{kind}:" if named_kind and kind else "") + "/".join(p[-keep:])
+                 for n, (kind, p) in split.items()}
         if len(set(shown.values())) == len(set(names)):
             return shown
     return {n: str(n) for n in names}
