@@ -39,8 +39,9 @@ def runs(model: str, out: Path) -> dict[str, list[str]]:
     """The run commands, by run name."""
     cmmlu = ["--task", "cmmlu", "--data", str(SHARED / "data" / "cmmlu"), "--subjects",
              "arts,virology", "--limit", "12", "--model", model]
-    # label_scores=full: a random model ranks no label in its top 20, so every verdict would fail
-    full = ["--guard-option", "label_scores=full"]
+    # label_scores=full and verdict_position=fixed: a random model ranks no label in its top 20,
+    # at the first position or in the 100 it would generate, so every verdict would fail
+    full = ["--guard-option", "label_scores=full", "--guard-option", "verdict_position=fixed"]
     safety = ["--task", "sea-safeguard", "--guard", "zero-shot", "--data", str(REPO / SAMPLE),
               "--model", model, "--bootstrap", "20", *full]
     texts = out / "texts.jsonl"
@@ -63,6 +64,7 @@ def runs(model: str, out: Path) -> dict[str, list[str]]:
                        str(SHARED / "data" / "jbb-multilingual" / "prompts.jsonl"), "--limit", "2",
                        "--judge", "llamaguard3", "--judge-model", model, "--max-tokens", "6",
                        "--judge-option", "label_scores=full",
+                       "--judge-option", "verdict_position=fixed",
                        "--bootstrap", "20", "--greedy", "--refusal", "detector"],
         "contamination": ["contamination", "--model", model, "--data", str(texts), "--k",
                           "10,50"],
