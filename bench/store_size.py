@@ -39,13 +39,13 @@ def build(store: str | Path, size: int) -> None:
     from localeval.store.database import opened
     from localeval.store.results_db import COLUMNS, SCHEMA, record_run
     from localeval.store.runs import load_run
-    from localeval.views.registry import view_for
+    from localeval.views.registry import protocol_facts, view_for
 
     templates = []
     for kind in KINDS:
         record = load_run(FIXTURES / kind)
         templates.append(record_run(record, view_for(record.results).store_metrics(
-            record.results), store))
+            record.results), store, protocol_of=protocol_facts))
     with opened(store, SCHEMA, COLUMNS) as db:
         tables = [t for t in ("runs", "metrics", "run_summary") if _has_table(db, t)]
         names: dict[str, list[str]] = {}

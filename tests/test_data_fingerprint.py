@@ -78,6 +78,7 @@ def test_a_store_from_before_gains_the_data_files_column(tmp_path):
     import sqlite3
 
     from localeval.store.results_db import SCHEMA, record_run
+    from localeval.views.registry import protocol_facts
 
     store = tmp_path / "store.sqlite"
     with sqlite3.connect(store) as db:  # a store as it was: the SCHEMA's ten columns, one run
@@ -88,8 +89,8 @@ def test_a_store_from_before_gains_the_data_files_column(tmp_path):
     data = tmp_path / "test.jsonl"
     _write(data, ["A", "B"])
     record = _run(data, tmp_path / "run", None)
-    record_run(record, [], store)
-    record_run(record, [], store)  # again: the column is there already
+    record_run(record, [], store, protocol_of=protocol_facts)
+    record_run(record, [], store, protocol_of=protocol_facts)  # again: the column is there already
     with sqlite3.connect(store) as db:
         rows = dict(db.execute("SELECT run_id, data_files FROM runs"))
     assert rows.pop("old") is None

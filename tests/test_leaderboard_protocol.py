@@ -16,6 +16,7 @@ from localeval.cli import main
 from localeval.store.results_db import record_run, task_runs
 from localeval.store.runs import finished_record
 from localeval.views.mcq import MCQView
+from localeval.views.registry import protocol_facts
 
 
 def _board(*args) -> dict:
@@ -102,7 +103,8 @@ def _recorded(folder, model, n, accuracy):
                    "by_subject": {"s": {"acc": accuracy, "n": n}}}}
     record = finished_record({"task": "t", "model": model, "data": "t.jsonl", "limit": n},
                              results, [], folder=folder)
-    return record_run(record, MCQView().store_metrics(record.results))
+    return record_run(record, MCQView().store_metrics(record.results),
+                      protocol_of=protocol_facts)
 
 
 def test_the_reference_run_is_named_and_can_be_picked(tmp_path):

@@ -85,9 +85,11 @@ class ConstantGuard:
 def test_a_constant_guard_run_carries_the_warning_into_results_and_the_report(
         tmp_path, capsys, monkeypatch):
     # before: PR-AUC 75.0-83.3 per cell, and nothing said the guard ranked nothing
-    # label_scores=full: the stand-in gives the labels' log-probs, not their ranks
+    # label_scores=full and verdict_position=fixed: the stand-in gives the labels' log-probs at
+    # one position, not their ranks (which finding the first labelled position needs)
     record = evaluate(task="sea-safeguard", model=ConstantGuard(), guard="zero-shot",
-                      guard_options={"label_scores": "full"}, data=Path(str(SAMPLE_SAFETY)),
+                      guard_options={"label_scores": "full", "verdict_position": "fixed"},
+                      data=Path(str(SAMPLE_SAFETY)),
                       output=tmp_path / "run", n_resamples=0)
     results = record.results
     assert all(r.warning and r.warning.startswith("every score equal (0.5)")

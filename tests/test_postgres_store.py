@@ -19,6 +19,7 @@ from localeval import evaluate
 from localeval.cli import main
 from localeval.store.results_db import record_run, task_runs
 from localeval.views.mcq import MCQView
+from localeval.views.registry import protocol_facts
 
 pytestmark = pytest.mark.slow
 TESTS_ON_PATH = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
@@ -46,7 +47,8 @@ def test_same_records_and_leaderboard_as_sqlite(shared, tmp_path, postgres, caps
     sqlite = tmp_path / "store.sqlite"
     for letter in "ABCD":
         record = _run(shared, tmp_path / f"run-{letter}", letter, postgres.url)
-        record_run(record, MCQView().store_metrics(record.results), sqlite)
+        record_run(record, MCQView().store_metrics(record.results), sqlite,
+                   protocol_of=protocol_facts)
     from_server, from_file = task_runs("cmmlu", postgres.url), task_runs("cmmlu", sqlite)
     assert len(from_server) == 4 and from_server == from_file
     boards = []

@@ -65,6 +65,7 @@ WRITER = """
 import sys
 from pathlib import Path
 from localeval.store.results_db import record_run
+from localeval.views.registry import protocol_facts
 from localeval.store.runs import finished_record
 from localeval.views.mcq import MCQView
 results = {"schema": "localeval.mcq/1", "task": "t", "n_samples": 40, "method": "likelihood",
@@ -75,7 +76,8 @@ for i in range(40):
     folder = Path(sys.argv[1]) / f"{sys.argv[2]}-{i}"
     folder.mkdir(parents=True)
     record = finished_record({"task": "t", "model": sys.argv[2]}, results, [], folder=folder)
-    record_run(record, MCQView().store_metrics(record.results), sys.argv[3])
+    record_run(record, MCQView().store_metrics(record.results), sys.argv[3],
+               protocol_of=protocol_facts)
 """
 
 

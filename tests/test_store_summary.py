@@ -19,6 +19,7 @@ from localeval import evaluate
 from localeval.cli import main
 from localeval.report.leaderboard import leaderboard, store_leaderboard
 from localeval.store.results_db import task_runs, writable
+from localeval.views.registry import protocol_facts
 from localeval.web.app import make_app
 from localeval.web.catalog import Catalog
 
@@ -95,7 +96,7 @@ def test_the_leaderboard_says_the_guard(store, capsys):
 @pytest.mark.parametrize("task", ["sea-safeguard", "my-exam"])
 @pytest.mark.parametrize("any_protocol", [False, True])
 def test_ranked_in_the_database_as_in_python(store, task, any_protocol):
-    with writable(store) as db:  # migrates always-D's summary
+    with writable(store, protocol_facts) as db:  # migrates always-D's summary
         for reference in (None, *(r["run_id"] for r in task_runs(task, store))):
             python = leaderboard(task, task_runs(task, store), any_protocol, reference)
             ranked = store_leaderboard(task, db, any_protocol, reference)
@@ -120,7 +121,7 @@ def test_the_viewer_names_an_old_store_and_still_shows_it(store, tmp_path):
     board = client.get("/leaderboard", params={"task": "my-exam"})
     assert board.status_code == 200 and "predates the run summary" in board.text
     assert old.read_bytes() == before  # never migrated by the viewer
-    with writable(old):
+    with writable(old, protocol_facts):
         pass
     page = TestClient(make_app(Catalog(old)), base_url="http://127.0.0.1").get("/").text
     assert "predates" not in page and _count(page) == 8
@@ -157,7 +158,7 @@ def test_a_postgres_store_from_before_is_migrated_and_ranks_as_in_python(store, 
     assert _count(page) == 1 and "predates the run summary" in page
     with psycopg.connect(postgres.url) as conn:
         assert conn.execute("SELECT to_regclass('run_summary')").fetchone() == (None,)
-    with writable(postgres.url) as db:
+    with writable(postgres.url, protocol_facts) as db:
         for task in ("sea-safeguard", "my-exam"):
             for reference in (None, *(r["run_id"] for r in task_runs(task, store))):
                 for any_protocol in (False, True):

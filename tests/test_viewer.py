@@ -310,11 +310,12 @@ def test_a_run_recorded_elsewhere_is_listed_and_says_where_its_folder_is(runs, t
 
     from localeval.store.results_db import record_run
     from localeval.store.runs import load_run
-    from localeval.views.registry import view_for
+    from localeval.views.registry import protocol_facts, view_for
 
     record = replace(load_run(runs["mcq_b"]), folder=tmp_path / "on-a-teammates-machine")
     store = tmp_path / "team.sqlite"
-    record_run(record, view_for(record.results).store_metrics(record.results), store)
+    record_run(record, view_for(record.results).store_metrics(record.results), store,
+               protocol_of=protocol_facts)
     client = TestClient(make_app(Catalog(store, [])), base_url="http://127.0.0.1")
     rid = folder_id(record.folder)
     assert f'data-run="{rid}"' in client.get("/").text
@@ -332,11 +333,12 @@ def test_a_hand_edited_store_value_is_a_page_saying_so_not_a_500(runs, tmp_path)
 
     from localeval.store.results_db import record_run
     from localeval.store.runs import load_run
-    from localeval.views.registry import view_for
+    from localeval.views.registry import protocol_facts, view_for
 
     record = replace(load_run(runs["mcq_b"]), folder=tmp_path / "edited")
     store = tmp_path / "edited.sqlite"
-    record_run(record, view_for(record.results).store_metrics(record.results), store)
+    record_run(record, view_for(record.results).store_metrics(record.results), store,
+               protocol_of=protocol_facts)
     with sqlite3.connect(store) as db:
         db.execute("UPDATE metrics SET value = 'abc' WHERE name = 'accuracy'")
     client = TestClient(make_app(Catalog(store, [])), base_url="http://127.0.0.1")

@@ -16,7 +16,7 @@ from .report.html import write_report_of
 from .store.database import StoreError
 from .store.results_db import record_run
 from .store.runs import RunRecord
-from .views.registry import view_for
+from .views.registry import protocol_facts, view_for
 
 
 class ReportStep:
@@ -37,7 +37,8 @@ def record_in_store(record: RunRecord, store: str | Path | None, what: str = "ru
     """The results store gets the finished run with the headline metrics its view names; if it
     cannot, the run folder is still whole, and the failure is one warning line."""
     try:
-        record_run(record, view_for(record.results).store_metrics(record.results), store)
+        record_run(record, view_for(record.results).store_metrics(record.results), store,
+                   protocol_of=protocol_facts)
     except StoreError as e:
         print(f"warning: the {what} is complete in {record.folder}, but it is not recorded: {e}",
               file=sys.stderr)

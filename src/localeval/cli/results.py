@@ -142,11 +142,13 @@ def cmd_leaderboard(args) -> None:
     from ..report.leaderboard import leaderboard_tables, store_leaderboard
     from ..store.results_db import recorded_tasks, store_label, writable
     from ..tasks.registry import TASKS
+    from ..views.registry import protocol_facts
 
     existing_store(args.store)
     if args.limit < 0:
         raise LocalevalError(f"--limit {args.limit}: a number of runs, 0 for every run")
-    with writable(args.store) as db:  # a store from before the run summary is migrated here
+    # a store from before the run summary is migrated here
+    with writable(args.store, protocol_facts) as db:
         board = store_leaderboard(args.task, db, args.any_protocol, args.reference,
                                   args.limit or None)
     if not board["rows"] and not board["apart"]:

@@ -16,7 +16,8 @@ from typing import Any
 from ..errors import LocalevalError
 from ..render.cells import distinct_names
 from ..render.table import DataTable, Number, TableBuilder, columns
-from ..views.base import DATA_BY_PATH, Ranking, data_by_path, guard_name, protocol_options, shown
+from ..store.results_db import data_by_path, guard_name, protocol_options
+from ..views.base import DATA_BY_PATH, Ranking, shown
 from ..views.registry import view_for_task
 
 

@@ -21,7 +21,7 @@ import os
 import re
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,11 +102,17 @@ def folder_id(folder: str | Path) -> str:
 
 
 Metric = tuple[str, "float | None", "int | None"]  # (name, value, n)
+# The protocol facts the leaderboard compares, of a run's (task, results schema, config), as its
+# view gives them (``views.registry.protocol_facts``): handed in, since the views are a layer
+# above the store.
+ProtocolOf = Callable[[str, str, dict[str, Any]], dict[str, str]]
 
 
-def record_run(record: RunRecord, metrics: list[Metric], path: str | Path | None = None) -> str:
-    """Write one finished run with its headline ``metrics`` (the run lifecycle asks the run's
-    view which), replacing an earlier record of its folder; its id."""
+def record_run(record: RunRecord, metrics: list[Metric], path: str | Path | None = None, *,
+               protocol_of: ProtocolOf) -> str:
+    """Write one finished run with its headline ``metrics`` and its summary (its protocol
+    facts by ``protocol_of``; the run lifecycle asks the run's view for both), replacing an
+    earlier record of its folder; its id."""
     run_id = _run_id(record)
     config = record.config.data()
     row = (run_id, str(config.get("task") or record.results.task or ""),
@@ -121,8 +127,8 @@ def record_run(record: RunRecord, metrics: list[Metric], path: str | Path | None
     rows = [(run_id, name, value, n) for name, value, n in metrics]
     record_row = dict(zip(RUN_COLUMNS, row))
     summary = summary_row(record_row, config, record.results.n_samples,
-                          [name for name, _, _ in metrics])
-    with writable(path) as db, db.writing(run_id):
+                          [name for name, _, _ in metrics], protocol_of)
+    with writable(path, protocol_of) as db, db.writing(run_id):
         db.execute("DELETE FROM run_summary WHERE run_id = ?", (run_id,))
         db.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
         db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
@@ -134,11 +140,9 @@ def record_run(record: RunRecord, metrics: list[Metric], path: str | Path | None
 
 
 def summary_row(run: dict[str, Any], config: dict[str, Any], n_samples: int | None,
-                metric_names: list[str]) -> tuple:
+                metric_names: list[str], protocol_of: ProtocolOf) -> tuple:
     """A run's summary, in SUMMARY_COLUMNS order, from its row in ``runs`` and its config."""
-    from ..views.base import data_by_path, guard_name, protocol_options
-
-    facts = _protocol(str(run["task"]), str(run["results_schema"]), config)
+    facts = protocol_of(str(run["task"]), str(run["results_schema"]), config)
     by_path = data_by_path(config)
     data = None if config.get("data") is None else str(config.get("data"))
     text = json.dumps(facts, ensure_ascii=False)  # in the view's order: "differs" keeps it
@@ -150,18 +154,29 @@ def summary_row(run: dict[str, Any], config: dict[str, Any], n_samples: int | No
             run["finished_at"], run.get("host"))
 
 
-def _protocol(task: str, schema: str, config: dict[str, Any]) -> dict[str, str]:
-    """The protocol facts the leaderboard compares (the task's view), else the results
-    schema's view's (a task this localeval no longer knows), else none."""
-    from ..errors import LocalevalError
-    from ..views.registry import view_for_schema, view_for_task
+def guard_name(config: dict[str, Any]) -> str:
+    """The safeguard a run used ("zero-shot", "llamaguard3"), or "none" (issue 51 item 1: a
+    zero-shot run and a llamaguard3 run on one model are two rows, never both "mymodel")."""
+    guard = config.get("guard")
+    name = guard.get("name") if isinstance(guard, dict) else guard
+    return str(name) if name else "none"
 
-    for view in (lambda: view_for_task(task), lambda: view_for_schema(schema)):
-        try:
-            return view().protocol(config)
-        except LocalevalError:
-            continue
-    return {}
+
+def protocol_options(config: dict[str, Any]) -> str:
+    """The options that change a run's protocol, as one line ("cultural awareness · label
+    scores full"); "" for none."""
+    said = ["cultural awareness"] if config.get("cultural_awareness") else []
+    if "label_scores" in config:
+        said.append(f"label scores {config['label_scores'] or 'none'}")
+    return " · ".join(said)
+
+
+def data_by_path(config: dict[str, Any]) -> bool:
+    """Whether the run's data can only be matched by its path: local data (not the Hub's)
+    without the fingerprint config.json keeps since (``data_files``)."""
+    data = config.get("data")
+    return bool(data) and not str(data).startswith("hf://") and \
+        not isinstance(config.get("data_files"), dict)
 
 
 def _insert_summaries(db: Database, rows: list[tuple]) -> None:
@@ -170,21 +185,22 @@ def _insert_summaries(db: Database, rows: list[tuple]) -> None:
 
 
 @contextmanager
-def writable(path: str | Path | None = None) -> Iterator[Database]:
-    """The store opened to write: created, its columns added, and every run without a summary
-    of this revision summarised (the migration of a store from before the summary: each run's
-    config and results read once, here, never again by a page)."""
+def writable(path: str | Path | None = None,
+             protocol_of: ProtocolOf | None = None) -> Iterator[Database]:
+    """The store opened to write: created, its columns added, and with ``protocol_of`` every
+    run without a summary of this revision summarised (the migration of a store from before
+    the summary: each run's config and results read once, here, never again by a page)."""
     with opened(store_path(path), SCHEMA, COLUMNS) as db:
-        stale = [] if has_summaries(db) else [run_id for (run_id,) in db.execute(
-            "SELECT r.run_id FROM runs r LEFT JOIN run_summary s ON s.run_id = r.run_id "
-            "AND s.revision = ? WHERE s.run_id IS NULL", (SUMMARY_REVISION,))]
-        for start in range(0, len(stale), 500):
-            chunk = stale[start:start + 500]
-            _summarise(db, chunk)
+        if protocol_of is not None and not has_summaries(db):
+            stale = [run_id for (run_id,) in db.execute(
+                "SELECT r.run_id FROM runs r LEFT JOIN run_summary s ON s.run_id = r.run_id "
+                "AND s.revision = ? WHERE s.run_id IS NULL", (SUMMARY_REVISION,))]
+            for start in range(0, len(stale), 500):
+                _summarise(db, stale[start:start + 500], protocol_of)
         yield db
 
 
-def _summarise(db: Database, run_ids: list[str]) -> None:
+def _summarise(db: Database, run_ids: list[str], protocol_of: ProtocolOf) -> None:
     """Summarise these runs, read in the transaction that writes their summaries: a run
     replaced meanwhile by another process is summarised as it is now, or not at all (a run
     forgotten meanwhile)."""
@@ -198,7 +214,7 @@ def _summarise(db: Database, run_ids: list[str]) -> None:
                                        f"({marks})", tuple(run_ids)).fetchall():
             metric_names.setdefault(run_id, []).append(name)
         rows = [summary_row(r, _json_object(r["config"]), _json_object(r["results"]).get(
-            "n_samples"), metric_names.get(r["run_id"], [])) for r in runs]
+            "n_samples"), metric_names.get(r["run_id"], []), protocol_of) for r in runs]
         db.execute(f"DELETE FROM run_summary WHERE run_id IN ({marks})", tuple(run_ids))
         _insert_summaries(db, rows)
 

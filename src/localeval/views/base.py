@@ -36,6 +36,7 @@ from ..render.cells import short_model
 from ..render.figures import Figure
 from ..render.formats import print_table
 from ..render.table import DataTable
+from ..store.results_db import data_by_path
 from ..store.runs import RunRecord, load_run
 
 Metric = tuple[str, "float | None", "int | None"]  # (name, value, n) for the results store
@@ -185,14 +186,6 @@ def shown(value: Any) -> str:
 DATA_BY_PATH = "data matched by its path (a run from before runs recorded their data's sha256)"
 
 
-def data_by_path(config: dict[str, Any]) -> bool:
-    """Whether the run's data can only be matched by its path: local data (not the Hub's)
-    without the fingerprint config.json keeps since (``data_files``)."""
-    data = config.get("data")
-    return bool(data) and not str(data).startswith("hf://") and \
-        not isinstance(config.get("data_files"), dict)
-
-
 def data_fact(config: dict[str, Any]) -> str:
     """The run's data as the leaderboard compares it: by its contents, the sha256 config.json
     records of each file read (``data_files``), whatever path it was reached by ("sha256
@@ -247,23 +240,6 @@ def distinct_names(runs: Sequence[RunRecord]) -> list[str]:
         else:
             out.append(f"{name} · run {k}")
     return out
-
-
-def guard_name(config: dict[str, Any]) -> str:
-    """The safeguard a run used ("zero-shot", "llamaguard3"), or "none" (issue 51 item 1: a
-    zero-shot run and a llamaguard3 run on one model are two rows, never both "mymodel")."""
-    guard = config.get("guard")
-    name = guard.get("name") if isinstance(guard, dict) else guard
-    return str(name) if name else "none"
-
-
-def protocol_options(config: dict[str, Any]) -> str:
-    """The options that change a run's protocol, as one line ("cultural awareness · label
-    scores full"); "" for none."""
-    said = ["cultural awareness"] if config.get("cultural_awareness") else []
-    if "label_scores" in config:
-        said.append(f"label scores {shown(config['label_scores'])}")
-    return " · ".join(said)
 
 
 def finished_run(run: Run) -> RunRecord:

@@ -4,6 +4,8 @@ names are of which kind, and so which schema a task's results have."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import LocalevalError
 from ..records import Results
 from ..tasks.registry import plugin_tasks, task_class
@@ -48,3 +50,15 @@ def _plugin_view(schema: str | None) -> type[ResultsView] | None:
                                      "view is not a localeval ResultsView subclass")
             return cls.view
     return None
+
+
+def protocol_facts(task: str, schema: str, config: dict[str, Any]) -> dict[str, str]:
+    """The protocol facts the leaderboard compares, for the store's run summary
+    (``store.results_db.ProtocolOf``): the task's view's, else its results schema's view's (a
+    task this localeval no longer knows), else none."""
+    for view in (lambda: view_for_task(task), lambda: view_for_schema(schema)):
+        try:
+            return view().protocol(config)
+        except LocalevalError:
+            continue
+    return {}

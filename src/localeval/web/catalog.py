@@ -20,7 +20,9 @@ from ..store.results_db import (
     count,
     distinct,
     folder_id,
+    guard_name,
     has_summaries,
+    protocol_options,
     read_store,
     recorded_runs,
     store_path,
@@ -28,7 +30,6 @@ from ..store.results_db import (
     summarised,
 )
 from ..store.runs import NotFinished, RunFolderError, RunRecord, load_run, load_run_state
-from ..views.base import guard_name, protocol_options
 from ..views.registry import view_for, view_for_schema
 
 PAGE = 50  # runs on a page of the runs list, rows on a page of a leaderboard

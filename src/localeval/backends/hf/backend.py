@@ -297,9 +297,9 @@ class HFBackend(BackendBase):
         verdict as generating all ``positions`` tokens, usually without decoding any."""
         if any(r is not None for r in (first.ranks or {}).values()):
             return replace(first, position=0)
-        from .generate import _eos_ids
+        from .generate import eos_ids
 
-        torch, eos = self.torch, _eos_ids(self)
+        torch, eos = self.torch, eos_ids(self)
         token, cache = int(logprobs.argmax()), None
         with torch.inference_mode():
             for p in range(1, request.positions or 1):

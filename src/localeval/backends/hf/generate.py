@@ -212,7 +212,7 @@ def _decode(backend, requests: list[Generate], prompts: list[list[int]], rows: R
     out = [_Row(r, len(ids)) for r, ids in zip(requests, prompts)]
     live = list(range(len(out)))  # the row at each position of the batch
     stop = _StopTails(backend, requests[0].stop, prompts)
-    eos = _eos_ids(backend)
+    eos = eos_ids(backend)
     while True:
         tokens, nan = logits.argmax(-1), logits.isnan().any(-1).tolist()
         keep = _advance(out, live, tokens.tolist(), stop.update(tokens), eos, nan)
@@ -334,7 +334,7 @@ def stop_criteria(backend, stop: tuple[str, ...]):
     return backend._stops[stop]
 
 
-def _eos_ids(backend) -> set[int]:
+def eos_ids(backend) -> set[int]:
     eos = backend.model.generation_config.eos_token_id
     return set(eos) if isinstance(eos, list | tuple) else ({eos} if eos is not None else set())
 
