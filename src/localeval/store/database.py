@@ -94,10 +94,27 @@ class Database:
             for statement in schema:
                 self.conn.execute(statement)
             return
+        # Only what is missing, checked before any lock: CREATE INDEX IF NOT EXISTS takes a
+        # ShareLock on its table even when the index exists, so a second writer re-running the
+        # schema while the first records a run (RowExclusive on runs, metrics, run_summary in
+        # turn) deadlocks with it.
+        if not self._missing(schema):
+            return
         with self.conn.transaction():
             self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-            for statement in schema:
+            for statement in self._missing(schema):
                 self.conn.execute(statement)
+
+    def _missing(self, schema: tuple[str, ...]) -> list[str]:
+        """The statements of ``schema`` whose table or index the PostgreSQL store lacks (each
+        ``CREATE … IF NOT EXISTS name``; a statement naming none is always run)."""
+        out = []
+        for statement in schema:
+            named = re.search(r"IF NOT EXISTS (\w+)", statement)
+            if named is None or self.conn.execute(
+                    "SELECT to_regclass(%s)", (named.group(1),)).fetchone()[0] is None:
+                out.append(statement)
+        return out
 
     def add_columns(self, columns: tuple[tuple[str, str, str], ...]) -> None:
         """Migration: each (table, column, SQL type) a store made before the column existed
