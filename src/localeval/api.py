@@ -14,7 +14,7 @@ import os
 import sys
 import warnings
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,8 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
              quiet: bool = False,
              command: list[str] | None = None, overwrite: bool = False,
              store: str | Path | bool | None = None, report: bool = False,
-             budget: Budget | None = None, **options) -> RunRecord:
+             budget: Budget | None = None, library_notices: bool = False,
+             **options) -> RunRecord:
     """Evaluate ``model`` on ``task`` and (with ``output``) write the run folder.
 
     ``model`` is a backend spec such as ``hf:Qwen/Qwen2.5-7B-Instruct``, ``hf:/path/to/model``
@@ -58,7 +59,9 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
     ``$XDG_DATA_HOME/localeval/results.sqlite``; False: not recorded). ``report``: the folder
     also gets its HTML report, written before the run is marked finished. ``budget`` (a
     :class:`~localeval.store.usage.Budget`): prices per million tokens, for the cost in
-    results.json, and ``max_spend`` / ``max_tokens``, which stop the run resumably.
+    results.json, and ``max_spend`` / ``max_tokens``, which stop the run resumably. Other
+    libraries' deprecation notices are hidden while the run lasts (:func:`quiet_third_party`)
+    unless ``library_notices`` (the CLI's ``--debug``).
 
     ``options`` are the task's own (``localeval tasks`` lists the tasks); a name the task does
     not have is an error. A list option takes a list, or text as its flag does: ``subjects=
@@ -66,7 +69,7 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
 
     {options}
     """
-    with quiet_third_party():
+    with nullcontext() if library_notices else quiet_third_party():
         record = run_task(make_task(task, **options), model, output=output, cache=cache,
                           backend_options=backend_options, role_options=role_options,
                           quiet=quiet, command=command, overwrite=overwrite,

@@ -34,7 +34,8 @@ def run_and_report(args, task: str, options: dict) -> None:
                       backend_options=backend, role_options=roles, quiet=args.quiet,
                       command=getattr(args, "argv", sys.argv), overwrite=args.overwrite,
                       store=store_option(args), report=not args.no_report,
-                      budget=budget_of(args), **options)
+                      budget=budget_of(args), library_notices=getattr(args, "debug", False),
+                      **options)
     left_out = 0
     if args.json:
         print_json(result.results.data())
