@@ -128,12 +128,16 @@ def _named_run(task: str, runs: list[dict[str, Any]], ref: str) -> dict[str, Any
     if not found:
         found = [r for r in runs if folder and r.get("folder") == folder]
     if len(found) != 1:
-        what = "several runs' ids start so" if found else "no recorded run of it has that id " \
-            "or folder"
-        raise LocalevalError(f"reference run {ref}: {what} (task {task}; `localeval "
-                             f"leaderboard --task {task} --any-protocol --json` lists the run "
-                             "ids)")
+        raise _not_one_reference(ref, task, found)
     return found[0]
+
+
+def _not_one_reference(ref: str, task: str, found: list) -> LocalevalError:
+    """The error of a --reference that names several runs, or none."""
+    what = "several runs' ids start so" if found else "no recorded run of it has that id or " \
+        "folder"
+    return LocalevalError(f"reference run {ref}: {what} (task {task}; `localeval leaderboard "
+                          f"--task {task} --any-protocol --json` lists the run ids)")
 
 
 def _by_path(config: dict[str, Any], reference: dict[str, Any] | None) -> bool:
@@ -325,11 +329,7 @@ def _store_reference(db, view, task: str, reference: str | None, rank_by: str | 
                                "run_summary s WHERE s.task = ? AND s.folder = ? LIMIT 2",
                                (task, folder)).fetchall() if folder else []
         if len(found) != 1:
-            what = "several runs' ids start so" if found else "no recorded run of it has " \
-                "that id or folder"
-            raise LocalevalError(f"reference run {reference}: {what} (task {task}; `localeval "
-                                 f"leaderboard --task {task} --any-protocol --json` lists the "
-                                 "run ids)")
+            raise _not_one_reference(reference, task, found)
         ref_row = found[0]
     paper = view.paper_protocol(task) if reference is None else None
     if reference is None and paper is None:
