@@ -113,10 +113,11 @@ def _agree(ours_dir, hf_dir) -> None:
     assert same == len(hf), f"{len(hf) - same} of {len(hf)} greedy texts differ"
 
 
-# Known regression (stop 56): both failed in the fresh-clone CI run after issue 49's merges
-# (first-label verdicts and the pinned template date on a vLLM server); not yet diagnosed.
-# Marked so the rest lands; the next stop fixes the server path and removes this mark.
-@pytest.mark.xfail(reason="issue 49 regression on a real vLLM server, under investigation",
+# Known failure (stop 56): in the fresh-clone CI run after issue 49's merges, both failed
+# because the vLLM CPU server stopped answering in time ("cannot reach … (timed out)"). That
+# came after the guard_topk job, which under the first-label default asks a random model for
+# up to 100 tokens a sample. Marked so the rest lands; the next stop fixes it and removes this.
+@pytest.mark.xfail(reason="vLLM CPU server timeout after issue 49's first-label guard job",
                    strict=False)
 def test_openai_backend_against_vllms_server_agrees_with_hf(server, model, shared, hf_runs,
                                                             tmp_path):
@@ -129,10 +130,11 @@ def test_openai_backend_against_vllms_server_agrees_with_hf(server, model, share
     _agree(tmp_path, hf_runs)
 
 
-# Known regression (stop 56): both failed in the fresh-clone CI run after issue 49's merges
-# (first-label verdicts and the pinned template date on a vLLM server); not yet diagnosed.
-# Marked so the rest lands; the next stop fixes the server path and removes this mark.
-@pytest.mark.xfail(reason="issue 49 regression on a real vLLM server, under investigation",
+# Known failure (stop 56): in the fresh-clone CI run after issue 49's merges, both failed
+# because the vLLM CPU server stopped answering in time ("cannot reach … (timed out)"). That
+# came after the guard_topk job, which under the first-label default asks a random model for
+# up to 100 tokens a sample. Marked so the rest lands; the next stop fixes it and removes this.
+@pytest.mark.xfail(reason="vLLM CPU server timeout after issue 49's first-label guard job",
                    strict=False)
 def test_top_logprobs_over_the_servers_cap_is_one_line(server, shared, tmp_path, capsys):
     assert main([*MCQ, "--data", str(shared / "data" / "cmmlu"), "--model", "openai:tiny",
