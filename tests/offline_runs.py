@@ -115,3 +115,19 @@ def json_set(old: str, path: tuple, value) -> str:
         inner = inner[step]
     inner[key] = value
     return json.dumps(data)
+
+
+def as_before_data_files(store, model: str) -> None:
+    """Make ``model``'s recorded runs in the SQLite ``store`` look as a run recorded before
+    config.json kept its data's sha256 (``data_files``) and before the run summary: the next
+    command that writes the store summarises them again."""
+    import sqlite3
+
+    with sqlite3.connect(store) as db:
+        (config,) = db.execute("SELECT config FROM runs WHERE model = ?", (model,)).fetchone()
+        old = json.loads(config)
+        del old["data_files"]
+        db.execute("UPDATE runs SET config = ?, data_files = NULL WHERE model = ?",
+                   (json.dumps(old), model))
+        db.execute("DELETE FROM run_summary WHERE run_id IN (SELECT run_id FROM runs WHERE "
+                   "model = ?)", (model,))

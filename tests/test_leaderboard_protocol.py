@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from offline_runs import AlwaysLetter, safeguard_run
+from offline_runs import AlwaysLetter, as_before_data_files, safeguard_run
 
 from localeval import evaluate
 from localeval.cli import main
@@ -67,19 +67,11 @@ def test_a_folder_from_before_the_fingerprint_is_matched_by_path_and_says_so(tmp
     for name in "AB":
         evaluate(task="my-exam", model=AlwaysLetter(name), data=data, shots=0,
                  output=tmp_path / f"run-{name}", quiet=True)
-    import sqlite3
 
     from localeval.store.results_db import store_path
 
-    with sqlite3.connect(store_path()) as db:  # B as a run from before data_files existed
-        (config,) = db.execute("SELECT config FROM runs WHERE model = 'always-B'").fetchone()
-        old = json.loads(config)
-        del old["data_files"]
-        db.execute("UPDATE runs SET config = ?, data_files = NULL WHERE model = 'always-B'",
-                   (json.dumps(old),))
-        # and from before the run summary (issue 53): the next command that writes makes it
-        db.execute("DELETE FROM run_summary WHERE run_id IN (SELECT run_id FROM runs WHERE "
-                   "model = 'always-B')")
+    # B as a run from before data_files existed, and before the run summary (issue 53)
+    as_before_data_files(store_path(), "always-B")
     board = _board("--task", "my-exam")
     assert board["apart"] == [] and len(board["rows"]) == 2, board  # the same path
     old_row = next(r for r in board["rows"] if r["model"] == "always-B")

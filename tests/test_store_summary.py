@@ -12,7 +12,7 @@ import re
 import sqlite3
 
 import pytest
-from offline_runs import AlwaysLetter, HashedGuard
+from offline_runs import AlwaysLetter, HashedGuard, as_before_data_files
 from starlette.testclient import TestClient
 
 from localeval import evaluate
@@ -49,14 +49,7 @@ def store(tmp_path_factory):
     for letter, data in (("A", one), ("B", one), ("C", two), ("D", one)):
         evaluate(task="my-exam", model=AlwaysLetter(letter), data=data, shots=0,
                  output=root / f"exam-{letter}", quiet=True, store=store)
-    with sqlite3.connect(store) as db:  # always-D as a run from before data_files existed
-        (config,) = db.execute("SELECT config FROM runs WHERE model = 'always-D'").fetchone()
-        old = json.loads(config)
-        del old["data_files"]
-        db.execute("UPDATE runs SET config = ?, data_files = NULL WHERE model = 'always-D'",
-                   (json.dumps(old),))
-        db.execute("DELETE FROM run_summary WHERE run_id IN (SELECT run_id FROM runs WHERE "
-                   "model = 'always-D')")
+    as_before_data_files(store, "always-D")  # a run from before data_files existed
     return store
 
 
