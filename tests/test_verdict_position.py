@@ -28,23 +28,33 @@ def _chat_reply(positions: list[list[tuple[str, float]]], body: dict) -> bytes:
     """A chat reply holding at most ``max_tokens`` of ``positions``, each greedy (its first
     entry the token written), with their top log-probs as the server was asked for them."""
     kept = positions[:body.get("max_tokens") or len(positions)]
+    asked = body.get("top_logprobs") or 0
     content = [{"token": top[0][0], "logprob": top[0][1],
-                "top_logprobs": [{"token": t, "logprob": v} for t, v in top]} for top in kept]
+                "top_logprobs": [{"token": t, "logprob": v} for t, v in top[:asked]]}
+               for top in kept]
     return json.dumps({"choices": [{"index": 0, "message": {
         "role": "assistant", "content": "".join(top[0][0] for top in kept)},
-        "logprobs": {"content": content}, "finish_reason": "length"}]}).encode()
+        "logprobs": {"content": content}, "finish_reason": "length"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": len(kept)}}).encode()
 
 
-def _zero_shot_on_server(positions, tmp_path, **options):
+def _zero_shot_on_server(positions, tmp_path, top_logprobs=20, replies=None, **options):
+    """The zero-shot guard's verdict on one prompt from a server replying ``positions`` (or,
+    for the n-th post, ``replies[n]``), and what was posted to it."""
     from localeval.backends.openai_compat import OpenAIBackend
 
     tokenizer = tmp_path / "tok"
     if not tokenizer.exists():
         tokenizer.mkdir()
         save_tokenizer(tokenizer)  # SmolLM2's: "Harmful" is "Harm" + "ful", as IRIS keys it
-    with ScriptedServer(lambda path, body: _chat_reply(positions, body)) as server:
+    posted: list[dict] = []
+
+    def reply(path, body):
+        posted.append(body)
+        return _chat_reply((replies or {}).get(len(posted) - 1, positions), body)
+    with ScriptedServer(reply) as server:
         backend = OpenAIBackend("m", base_url=server.url, max_retries=0,
-                                tokenizer=str(tokenizer))
+                                tokenizer=str(tokenizer), top_logprobs=top_logprobs)
         guard = get_guard("zero-shot", **options)
         (verdict,) = guard.classify([Conversation("p")], Direct(backend))
     return verdict, server.posts
@@ -139,6 +149,78 @@ def test_full_and_top_n_under_the_first_labelled_position(tmp_path):
     assert failed.error == "no label among the top log-probs at the verdict position"
     failed, _ = _zero_shot_on_server(none, tmp_path, label_scores="full")
     assert failed.error == "no label among the top log-probs at the verdict position"
+
+
+def test_each_position_is_asked_only_the_k_that_finds_the_label(tmp_path):
+    """The CI failure of stop 56: with --top-logprobs 49152 (as label_scores=full needs on a
+    vLLM server) the first-label request asked each of 100 positions for all 49,152 top
+    log-probs, and the vLLM CPU server stopped answering. Finding the position needs the top k
+    (2) alone: that is asked, one request, the same verdict."""
+    verdict, posts = _zero_shot_on_server(SCENARIO, tmp_path, top_logprobs=49152)
+    assert verdict.score == pytest.approx(IRIS_SCORE, abs=1e-12)
+    (_, body), = posts
+    assert body["max_tokens"] == 100 and body["top_logprobs"] == 2
+
+
+def test_full_reads_the_position_found_again_with_every_log_prob_asked(tmp_path):
+    """``full``: the first request finds the labelled position with the top 2; "Safe" is 3rd
+    there, so that position is read again alone (max_tokens = its index + 1) with
+    --top-logprobs, and scored as one request asking every position for them all would be."""
+    positions = [[("**", -0.1), ("The", -2.5), ("Safe", -6.0)],
+                 [("Harm", -0.05), ("x", -3.0), ("Safe", -3.2)]]
+    full, posts = _zero_shot_on_server(positions, tmp_path, label_scores="full")
+    assert full.error is None and full.raw[0]["position"] == 1
+    assert full.score == pytest.approx(IRIS_SCORE, abs=1e-12)
+    assert [(b["max_tokens"], b["top_logprobs"]) for _, b in posts] == [(100, 2), (2, 20)]
+    # both labels among the top 2 where found: nothing read again
+    both = [[("Harm", -0.7), ("Safe", -0.9)]]
+    full, posts = _zero_shot_on_server(both, tmp_path, label_scores="full")
+    assert full.score == pytest.approx(math.exp(-0.7) / (math.exp(-0.7) + math.exp(-0.9)))
+    assert len(posts) == 1
+    # --top-logprobs no larger than k: nothing more to ask, the label without a value fails
+    full, posts = _zero_shot_on_server(positions, tmp_path, top_logprobs=2,
+                                       label_scores="full")
+    assert full.score is None and "'Safe': None" in full.error and len(posts) == 1
+
+
+def test_a_second_read_that_finds_another_position_fails_with_the_reason(tmp_path):
+    """The second request must find the label where the first did (the same greedy tokens):
+    a server whose greedy tokens changed is a failure naming both positions, not a score."""
+    positions = [[("**", -0.1), ("The", -2.5)],
+                 [("Harm", -0.05), ("x", -3.0), ("Safe", -3.2)]]
+    moved = {1: [[("Harm", -0.2), ("x", -1.0), ("Safe", -3.0)], positions[1]]}
+    verdict, posts = _zero_shot_on_server(positions, tmp_path, replies=moved,
+                                          label_scores="full")
+    assert verdict.score is None and len(posts) == 2
+    assert "greedy tokens changed between two requests" in verdict.error
+    assert "position 1, then at 0" in verdict.error
+
+
+def test_both_reads_are_counted(tmp_path):
+    """The answer of a position read again carries the tokens of both replies (each was
+    paid for); a request not wanting the whole vocabulary keys the cache as before."""
+    from localeval.backends.base import request_fields
+    from localeval.backends.openai_compat import OpenAIBackend
+
+    positions = [[("**", -0.1), ("The", -2.5)],
+                 [("Harm", -0.05), ("x", -3.0), ("Safe", -3.2)]]
+    tokenizer = tmp_path / "tok"
+    tokenizer.mkdir()
+    save_tokenizer(tokenizer)
+    request = ScoreNext([{"role": "user", "content": "p"}], ("Harmful", "Safe"), top=2,
+                        positions=100, whole_vocabulary=True)
+    with ScriptedServer(lambda path, body: _chat_reply(positions, body)) as server:
+        backend = OpenAIBackend("m", base_url=server.url, max_retries=0,
+                                tokenizer=str(tokenizer))
+        (got,) = backend.run([request])
+    assert got.position == 1 and got.logprobs["Safe"] == -3.2
+    assert (got.n_prompt_tokens, got.n_completion_tokens) == (20, 4)  # 10 + 10, 2 + 2
+    assert "whole_vocabulary" not in request_fields(ScoreNext("p", ("a",), top=2,
+                                                              positions=3))
+    assert request_key({}, request) != request_key({}, ScoreNext(
+        request.prompt, request.candidates, top=2, positions=100))
+    with pytest.raises(ValueError, match="set positions too"):
+        ScoreNext("p", ("a",), top=2, whole_vocabulary=True)
 
 
 def test_the_reading_keys_the_cache():

@@ -113,12 +113,9 @@ def _agree(ours_dir, hf_dir) -> None:
     assert same == len(hf), f"{len(hf) - same} of {len(hf)} greedy texts differ"
 
 
-# Known failure (stop 56): in the fresh-clone CI run after issue 49's merges, both failed
-# because the vLLM CPU server stopped answering in time ("cannot reach … (timed out)"). That
-# came after the guard_topk job, which under the first-label default asks a random model for
-# up to 100 tokens a sample. Marked so the rest lands; the next stop fixes it and removes this.
-@pytest.mark.xfail(reason="vLLM CPU server timeout after issue 49's first-label guard job",
-                   strict=False)
+# "guard_topk" runs the first-label default against the server with --top-logprobs 49152: each
+# of its 100 positions is asked for the top 2 only (stop 56: asking all 49,152 at each made the
+# vLLM CPU server stop answering, and this test and the next failed on its timeout)
 def test_openai_backend_against_vllms_server_agrees_with_hf(server, model, shared, hf_runs,
                                                             tmp_path):
     for name, args in _jobs(shared, tmp_path).items():
@@ -130,12 +127,6 @@ def test_openai_backend_against_vllms_server_agrees_with_hf(server, model, share
     _agree(tmp_path, hf_runs)
 
 
-# Known failure (stop 56): in the fresh-clone CI run after issue 49's merges, both failed
-# because the vLLM CPU server stopped answering in time ("cannot reach … (timed out)"). That
-# came after the guard_topk job, which under the first-label default asks a random model for
-# up to 100 tokens a sample. Marked so the rest lands; the next stop fixes it and removes this.
-@pytest.mark.xfail(reason="vLLM CPU server timeout after issue 49's first-label guard job",
-                   strict=False)
 def test_top_logprobs_over_the_servers_cap_is_one_line(server, shared, tmp_path, capsys):
     assert main([*MCQ, "--data", str(shared / "data" / "cmmlu"), "--model", "openai:tiny",
                  "--base-url", server.url, "--top-logprobs", "50000", "--scoring", "top-k",

@@ -71,6 +71,11 @@ class ScoreNext:
     # answer says which position (``NextLogprobs.position``). None: the position after the
     # prompt, as before (and the cache key before the field existed).
     positions: int | None = None
+    # with ``positions``: the candidates' log-probs at the position read are wanted over the
+    # whole vocabulary (a guard's label_scores=full), not only those among its top ``top``. A
+    # server then reads that position again alone with --top-logprobs (:mod:`.ranked_reading`)
+    # instead of asking every generated position for them all. False: out of the cache key.
+    whole_vocabulary: bool = False
     kind: str = field(default="score_next", init=False)
 
     def __post_init__(self) -> None:
@@ -84,6 +89,9 @@ class ScoreNext:
                                            or self.positions < 1 or self.top is None):
             raise ValueError(f"ScoreNext.positions must be a positive integer with top set, "
                              f"not {self.positions!r} (top {self.top!r})")
+        if self.whole_vocabulary and self.positions is None:
+            raise ValueError("ScoreNext.whole_vocabulary is for a read at the first labelled "
+                             "of several positions: set positions too")
 
 
 GENERATION_CONFIG = "generation_config"
@@ -292,6 +300,8 @@ def request_fields(request: Request) -> dict[str, Any]:
     for late in ("sample", "add_special_tokens", "decoding", "top", "max_length", "positions"):
         if late in fields and fields[late] is None:
             del fields[late]
+    if fields.get("whole_vocabulary") is False:
+        del fields["whole_vocabulary"]
     return fields
 
 

@@ -110,9 +110,15 @@ from .echo_scoring import (
 from .failures import BadReply, ErrorReply, ModelError, OverLimit, Unsupported
 from .label_tokens import LabelTokenError, label_tokens
 from .openai_batch import BatchPoster
+from .ranked_reading import (
+    asked_per_position,
+    first_ranked,
+    needs_whole_read,
+    ranked,
+    same_position,
+)
 from .replies import (
     Ambiguous,
-    Top,
     generated_text,
     logprob_of,
     only_choice,
@@ -120,7 +126,15 @@ from .replies import (
 )
 from .reply_checks import response_problem
 from .secrets import query_digest
-from .usage import MAX_TOKEN_COUNT, Tokens, UsageError, reply_tokens, with_tokens, with_usage
+from .usage import (
+    MAX_TOKEN_COUNT,
+    Tokens,
+    UsageError,
+    reply_tokens,
+    summed,
+    with_tokens,
+    with_usage,
+)
 
 T = TypeVar("T")
 
@@ -346,6 +360,9 @@ class OpenAIBackend(ApiBackend):
         elif not (isinstance(request, ScoreNext) and request.echo and self.scoring == ECHO):
             try:
                 bodies.append(self._request_body(request)[1])
+                if isinstance(request, ScoreNext) and request.whole_vocabulary:
+                    # the labelled position read again, at worst the last one
+                    bodies.append(self._request_body(request, read_to=request.positions)[1])
             except NoPrefill:
                 pass  # never sent
         if isinstance(request, ScoreNext) and request.echo and self.scoring != TOP_K \
@@ -385,17 +402,64 @@ class OpenAIBackend(ApiBackend):
         later = _echoed_at_once(requests, names, mode)
 
         def report(i: int, response: Response) -> None:
-            if progress and not needs_echo(requests[i], response, mode):
+            if progress and not needs_echo(requests[i], response, mode) \
+                    and not self._read_again(requests[i], response):
                 progress(i, response)
 
         paid: dict[int, Tokens] = {}  # the usage of each multiple-choice top-k reply
         out = self._send(requests, urls, order, names, report, later, paid)
+        out = self._whole_read(requests, out, urls, names, progress)
         redo = later | {i for i, r in enumerate(out)
                         if r is not None and needs_echo(requests[i], r, mode)}
         rank = {i: k for k, i in enumerate(order)}
         echoed = self._echo(requests, sorted(redo, key=lambda i: rank[i]), urls, progress,
                             paid)
         return [echoed[i] if i in echoed else _sent(r) for i, r in enumerate(out)]
+
+    def _read_again(self, request: Request, response: Response) -> bool:
+        return isinstance(request, ScoreNext) and \
+            needs_whole_read(request, response, self.top_logprobs)
+
+    def _whole_read(self, requests: Sequence[Request], out: list[Response | None],
+                    urls: list[str], names: dict[int, dict[str, str] | LabelTokenError],
+                    progress: Progress | None) -> list[Response | None]:
+        """``out`` with each first-labelled position that must be read over the whole
+        vocabulary (:mod:`.ranked_reading`) read again: up to it, with --top-logprobs; each
+        reported as its second reply comes."""
+        which = [i for i, r in enumerate(out)
+                 if r is not None and self._read_again(requests[i], r)]
+        calls = [self._whole_call(urls[i], requests[i], out[i], names.get(i)) for i in which]
+
+        def report(k: int, response: Response) -> None:
+            if progress is not None:
+                progress(which[k], response)
+
+        again = list(out)
+        for i, response in zip(which, self._post(calls, report), strict=True):
+            again[i] = response
+        return again
+
+    def _whole_call(self, url: str, request: Request, first: Response | None,
+                    names: dict[str, str] | LabelTokenError | None) -> Call[Response]:
+        """The second request of a whole-vocabulary read: ``first``'s position generated
+        again with --top-logprobs, which must be found again at the same place."""
+        assert isinstance(request, ScoreNext) and isinstance(first, NextLogprobs) \
+            and first.position is not None and isinstance(names, dict | None)
+        path, body = self._request_body(request, read_to=first.position + 1)
+        paid = Tokens(first.n_prompt_tokens, first.n_completion_tokens, first.n_cached_tokens)
+
+        def parse(reply: Any) -> Response:
+            read = self._parse(request, only_choice(reply), path == "/chat/completions", names)
+            changed = same_position(first, read)
+            if changed:
+                raise Invalid(changed)
+            try:
+                tokens = reply_tokens(reply, self._context)
+            except UsageError as e:
+                raise Invalid(str(e)) from None
+            return _valid(request, with_tokens(read, summed([paid, tokens])))
+        others = tuple(join_url(u, path) for u in self.base_urls if u != url)
+        return Call(join_url(url, path), body, parse, others)
 
     def _check_logprobs(self, scores: list[Response]) -> None:
         """Every ScoreNext failing alike is one line about the server, not one per request."""
@@ -575,18 +639,25 @@ class OpenAIBackend(ApiBackend):
                     tuple(join_url(u, path) for u in others),
                     draw=request.sample if isinstance(request, Generate) else None)
 
-    def _request_body(self, request: Request) -> tuple[str, dict]:
+    def _request_body(self, request: Request, read_to: int | None = None
+                      ) -> tuple[str, dict]:
+        """The path and JSON body of ``request``; ``read_to``: a ScoreNext's second,
+        whole-vocabulary read, generating that many positions with --top-logprobs."""
         if isinstance(request, ScoreNext):
             # ``positions``: greedy up to the guard authors' limit, read position by position
-            path, body = self._body(request.prompt, max_tokens=request.positions or 1)
+            # with the top k that finds the labelled one (:mod:`.ranked_reading`)
+            path, body = self._body(request.prompt,
+                                    max_tokens=read_to or request.positions or 1)
+            top = self.top_logprobs if read_to else asked_per_position(request,
+                                                                        self.top_logprobs)
             if self.labels.token_ids:
                 body["return_tokens_as_token_ids"] = True  # vLLM: top log-probs keyed by id
             if path == "/completions":
-                body["logprobs"] = self.top_logprobs
+                body["logprobs"] = top
                 if not request.add_special_tokens:
                     body["add_special_tokens"] = False  # vLLM's extra parameter: no BOS
             else:
-                body.update(logprobs=True, top_logprobs=self.top_logprobs)
+                body.update(logprobs=True, top_logprobs=top)
             return path, body
         if isinstance(request, Generate):
             path, body = self._body(request.prompt, max_tokens=request.max_tokens)
@@ -639,9 +710,9 @@ class OpenAIBackend(ApiBackend):
         except Ambiguous as e:  # the same reply again on a rerun
             return Failed(Unsupported(str(e)))
         if request.positions is not None:
-            return _first_ranked(request, each, names or {}, self.top_logprobs)
+            return first_ranked(request, each, names or {}, self.top_logprobs)
         if request.top is not None:
-            return _ranked(request, found, top, self.top_logprobs)
+            return ranked(request, found, top, self.top_logprobs)
         if all(v is None for v in found.values()):
             return Failed(OverLimit(  # greedy: a rerun reads the same
                 f"no candidate among the top {self.top_logprobs} next tokens "
@@ -770,38 +841,3 @@ def _echoed_logprobs(reply: dict[str, Any], context: int | None = None) -> Token
         raise Retry("the server echoed a null log-prob inside the prompt")
     # checked by _valid
     return with_tokens(TokenLogprobs(token_logprobs=prompt, n_prompt_tokens=n_prompt), tokens)
-
-
-def _ranked(request: ScoreNext, found: dict[str, float | None], top: list[Top],
-            asked: int) -> NextLogprobs | Failed:
-    """The candidates' log-probs with their ranks among the server's top log-probs (sorted by
-    value: the completions API keys them in a dict), None beyond ``request.top``; a candidate
-    absent from the list is outside the top k only when the list holds k tokens at least."""
-    k = request.top or 0
-    if len(top) < k:
-        return Failed(OverLimit(f"the server returned {len(top)} top log-probs, fewer than "
-                                f"the {k} the guard reads (--top-logprobs is {asked})"))
-    ranks: dict[str, int | None] = {
-        c: None if v is None else 1 + sum(1 for t in top if t.logprob > v)
-        for c, v in found.items()}
-    ranks = {c: r if r is not None and r <= k else None for c, r in ranks.items()}
-    return NextLogprobs(logprobs=found, ranks=ranks)
-
-
-
-def _first_ranked(request: ScoreNext, each: list[list[Top]], names: dict[str, str],
-                  asked: int) -> NextLogprobs | Failed:
-    """The first generated position whose top ``request.top`` holds a candidate, read as
-    :func:`_ranked` reads one (IRIS ``guard_models/base.py`` ``GuardLLM.complete``); none of
-    them: the first position's, every rank None and ``position`` None."""
-    first: NextLogprobs | Failed | None = None
-    for p, top in enumerate(each):
-        try:
-            found = {c: logprob_of(top, names.get(c, c)) for c in request.candidates}
-        except Ambiguous as e:
-            return Failed(Unsupported(f"generated position {p}: {e}"))
-        read = _ranked(request, found, top, asked)
-        if isinstance(read, Failed) or any(r is not None for r in (read.ranks or {}).values()):
-            return read if isinstance(read, Failed) else replace(read, position=p)
-        first = first or read
-    return first or Failed(OverLimit("the server generated no position to read"))

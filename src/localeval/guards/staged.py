@@ -113,7 +113,8 @@ class StagedGuard(Guard):
         if not isinstance(request, ScoreNext):
             return request
         if self.verdict_position_used == "first-label" and request.positions is None:
-            return replace(request, top=self.label_top or self.top_k, positions=self.new_tokens)
+            return replace(request, top=self.label_top or self.top_k, positions=self.new_tokens,
+                           whole_vocabulary=self.label_top is None)
         if self.label_top is None:
             return request
         return replace(request, top=self.label_top)

@@ -1,0 +1,82 @@
+"""A guard's labels read from a server's top log-probs by rank (IRIS ``guard_models/base.py``
+``GuardLLM.complete`` keeps the labels among the top k), at one position or at the first of
+the generated positions whose top k holds one (``ScoreNext.positions``).
+
+Finding that position needs only the top k of each position, so that is what the server is
+asked for there: asking every position for --top-logprobs (up to the vocabulary, 49,152 on
+the tests' model, for ``label_scores=full``) made a reply of 100 positions × 49,152 entries a
+sample, and a vLLM CPU server stopped answering under it (stop 56's CI). Under
+``whole_vocabulary`` (``label_scores=full``) the position found is then read again alone: a
+second request generates up to it with --top-logprobs, and must find the same position (the
+same greedy tokens), or the sample fails with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .base import Failed, NextLogprobs, Response, ScoreNext
+from .failures import OverLimit, Unsupported
+from .replies import Ambiguous, Top, logprob_of
+
+
+def ranked(request: ScoreNext, found: dict[str, float | None], top: list[Top],
+           asked: int) -> NextLogprobs | Failed:
+    """The candidates' log-probs with their ranks among the server's top log-probs (sorted by
+    value: the completions API keys them in a dict), None beyond ``request.top``; a candidate
+    absent from the list is outside the top k only when the list holds k tokens at least."""
+    k = request.top or 0
+    if len(top) < k:
+        return Failed(OverLimit(f"the server returned {len(top)} top log-probs, fewer than "
+                                f"the {k} the guard reads (--top-logprobs is {asked})"))
+    ranks: dict[str, int | None] = {
+        c: None if v is None else 1 + sum(1 for t in top if t.logprob > v)
+        for c, v in found.items()}
+    ranks = {c: r if r is not None and r <= k else None for c, r in ranks.items()}
+    return NextLogprobs(logprobs=found, ranks=ranks)
+
+
+def first_ranked(request: ScoreNext, each: list[list[Top]], names: dict[str, str],
+                 asked: int) -> NextLogprobs | Failed:
+    """The first generated position whose top ``request.top`` holds a candidate, read as
+    :func:`ranked` reads one (IRIS ``guard_models/base.py`` ``GuardLLM.complete``); none of
+    them: the first position's, every rank None and ``position`` None."""
+    first: NextLogprobs | Failed | None = None
+    for p, top in enumerate(each):
+        try:
+            found = {c: logprob_of(top, names.get(c, c)) for c in request.candidates}
+        except Ambiguous as e:
+            return Failed(Unsupported(f"generated position {p}: {e}"))
+        read = ranked(request, found, top, asked)
+        if isinstance(read, Failed) or any(r is not None for r in (read.ranks or {}).values()):
+            return read if isinstance(read, Failed) else replace(read, position=p)
+        first = first or read
+    return first or Failed(OverLimit("the server generated no position to read"))
+
+
+def asked_per_position(request: ScoreNext, top_logprobs: int) -> int:
+    """How many top log-probs the first request asks of each position: the k that finds the
+    labelled position when several are generated (never more than --top-logprobs, which then
+    fails as too few in :func:`ranked`), else --top-logprobs."""
+    if request.positions is not None and request.top is not None:
+        return min(request.top, top_logprobs)
+    return top_logprobs
+
+
+def needs_whole_read(request: ScoreNext, response: Response, top_logprobs: int) -> bool:
+    """Whether the labelled position found must be read again with --top-logprobs: the request
+    wants the labels over the whole vocabulary, a position holds one, another label's value is
+    not among the top k read there, and --top-logprobs asks for more than k."""
+    return request.whole_vocabulary and isinstance(response, NextLogprobs) \
+        and response.position is not None \
+        and any(v is None for v in response.logprobs.values()) \
+        and top_logprobs > asked_per_position(request, top_logprobs)
+
+
+def same_position(first: NextLogprobs, again: Response) -> str | None:
+    """Why the second read cannot stand for the first (its greedy tokens led elsewhere), or
+    None."""
+    if isinstance(again, NextLogprobs) and again.position != first.position:
+        return (f"the server's greedy tokens changed between two requests: the first label "
+                f"came at generated position {first.position}, then at {again.position}")
+    return None
