@@ -426,26 +426,30 @@ class OpenAIBackend(ApiBackend):
         """``out`` with each first-labelled position that must be read over the whole
         vocabulary (:mod:`.ranked_reading`) read again: up to it, with --top-logprobs; each
         reported as its second reply comes."""
-        which = [i for i, r in enumerate(out)
-                 if r is not None and self._read_again(requests[i], r)]
-        calls = [self._whole_call(urls[i], requests[i], out[i], names.get(i)) for i in which]
+        again = list(out)
+        which: list[int] = []
+        calls: list[Call[Response]] = []
+        for i, (request, first) in enumerate(zip(requests, out, strict=True)):
+            named = names.get(i)
+            if isinstance(request, ScoreNext) and isinstance(first, NextLogprobs) \
+                    and not isinstance(named, LabelTokenError) \
+                    and self._read_again(request, first):
+                which.append(i)
+                calls.append(self._whole_call(urls[i], request, first, named))
 
         def report(k: int, response: Response) -> None:
             if progress is not None:
                 progress(which[k], response)
 
-        again = list(out)
         for i, response in zip(which, self._post(calls, report), strict=True):
             again[i] = response
         return again
 
-    def _whole_call(self, url: str, request: Request, first: Response | None,
-                    names: dict[str, str] | LabelTokenError | None) -> Call[Response]:
+    def _whole_call(self, url: str, request: ScoreNext, first: NextLogprobs,
+                    names: dict[str, str] | None) -> Call[Response]:
         """The second request of a whole-vocabulary read: ``first``'s position generated
         again with --top-logprobs, which must be found again at the same place."""
-        assert isinstance(request, ScoreNext) and isinstance(first, NextLogprobs) \
-            and first.position is not None and isinstance(names, dict | None)
-        path, body = self._request_body(request, read_to=first.position + 1)
+        path, body = self._request_body(request, read_to=(first.position or 0) + 1)
         paid = Tokens(first.n_prompt_tokens, first.n_completion_tokens, first.n_cached_tokens)
 
         def parse(reply: Any) -> Response:
