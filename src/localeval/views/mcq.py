@@ -34,14 +34,13 @@ from .base import (
 from .mcq_figures import mcq_comparison_figure, mcq_figures
 from .mcq_robustness import robustness_cards, robustness_metrics, robustness_tables
 from .mcq_tables import (
-    comparison_notes,
     average,
+    comparison_notes,
     comparison_table,
     discipline_table,
     mcq_notes,
     mcq_tables,
 )
-
 
 # The three accuracies of a run, each with one name wherever a person reads it (issue 51 item
 # 4): the card, the terminal and HTML reports, the leaderboard, the viewer, the Parquet export
