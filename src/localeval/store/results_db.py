@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..records.mcq import SCHEMA as MCQ_SCHEMA
 from .database import Database, StoreError, driver_errors, is_url, opened, shown
 from .runs import RunRecord
 
@@ -84,7 +85,6 @@ RUN_COLUMNS = ("run_id", "task", "results_schema", "model", "folder", "started_a
 # ``micro``; a custom task's (one placeholder discipline, so its mean is micro) was micro
 # under that name too. Now the Average is ``average``, and a custom task's run has none.
 # Other kinds never wrote ``accuracy``; a metric of theirs so named is left alone.
-MCQ_SCHEMA = "localeval.mcq/1"  # records.mcq.SCHEMA (the records are a layer above)
 OLD_AVERAGE, AVERAGE = "accuracy", "average"
 
 
