@@ -131,3 +131,26 @@ def as_before_data_files(store, model: str) -> None:
                    (json.dumps(old), model))
         db.execute("DELETE FROM run_summary WHERE run_id IN (SELECT run_id FROM runs WHERE "
                    "model = ?)", (model,))
+
+
+def as_before_average(store, model: str) -> None:
+    """Make ``model``'s recorded multiple-choice runs in the SQLite ``store`` look as runs
+    recorded before issue 51 item 4: the paper's Average stored as ``accuracy`` (the pooled
+    ``micro`` when the run had no discipline columns), their summaries of revision 1."""
+    import sqlite3
+
+    with sqlite3.connect(store) as db:
+        for (run_id,) in db.execute("SELECT run_id FROM runs WHERE model = ? AND "
+                                    "results_schema = 'localeval.mcq/1'", (model,)).fetchall():
+            names = {name: (value, n) for name, value, n in db.execute(
+                "SELECT name, value, n FROM metrics WHERE run_id = ?", (run_id,))}
+            if "average" in names:
+                db.execute("UPDATE metrics SET name = 'accuracy' WHERE run_id = ? AND "
+                           "name = 'average'", (run_id,))
+                names["accuracy"] = names.pop("average")
+            else:
+                db.execute("INSERT INTO metrics VALUES (?, 'accuracy', ?, ?)",
+                           (run_id, *names["micro"]))
+                names["accuracy"] = names["micro"]
+            db.execute("UPDATE run_summary SET revision = 1, metric_names = ? WHERE run_id = ?",
+                       (json.dumps(sorted(names)), run_id))

@@ -99,7 +99,7 @@ def test_mcq_compare_page_tells_the_runs_apart(runs, client):
     html = client.get(_compare_url(runs, "first", "second")).text
     assert "<pre" not in html
     subjects = re.findall(r"<tr><td[^>]*>(\w+)</td><td[^>]*>\d+</td>",
-                          _table(html, "B − A accuracy"))
+                          _table(html, "B − A micro accuracy"))
     assert subjects == ["all", "arts", "law"]
     legend = _legend(html)
     assert len(legend) == 2 and legend[0] != legend[1], legend

@@ -33,9 +33,10 @@ def test_a_multiple_choice_run_loads_back_with_datasets(tmp_path, capsys):
     default = datasets.load_dataset(str(out), split="train")  # the default config: samples
     assert default.num_rows == len(expected)
     results = datasets.load_dataset(str(out), "results", split="train")
-    micro = dict(zip(results["metric"], results["value"], strict=True))
+    metrics = dict(zip(results["metric"], results["value"], strict=True))
     stored = json.loads((run.folder / "results.json").read_text())
-    assert micro["accuracy"] == pytest.approx(stored["metrics"]["micro"]["acc"])
+    assert metrics["micro"] == pytest.approx(stored["metrics"]["micro"]["acc"])
+    assert "average" not in metrics and "accuracy" not in metrics  # a custom task: micro
     (row,) = datasets.load_dataset("parquet", data_files=str(out / "run" / "*.parquet"),
                                    split="train")
     assert json.loads(row["results_json"]) == stored

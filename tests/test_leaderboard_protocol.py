@@ -124,7 +124,7 @@ def test_a_row_with_no_value_is_last_and_unranked(tmp_path):
     assert rows[0]["rank"] == 1
     assert [r["rank"] for r in rows[1:]] == [None, None], rows
     only_none = _board("--task", "t", "--reference", task_runs("t")[0]["run_id"])
-    assert all(r["rank"] is None for r in only_none["rows"] if r["values"]["accuracy"] is None)
+    assert all(r["rank"] is None for r in only_none["rows"] if r["values"]["micro"] is None)
 
 
 def test_runs_without_a_value_neither_rank_first_nor_set_the_reference(tmp_path):
@@ -137,4 +137,4 @@ def test_runs_without_a_value_neither_rank_first_nor_set_the_reference(tmp_path)
     assert [(r["rank"], r["model"]) for r in board["rows"]][0] == (1, "m-valued"), board
     assert "m-valued" in board["reference_is"]
     assert all(r["rank"] is None for r in board["rows"] + board["apart"]
-               if r["values"]["accuracy"] is None and "rank" in r)
+               if r["values"]["micro"] is None and "rank" in r)

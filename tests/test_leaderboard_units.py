@@ -108,8 +108,8 @@ def test_a_hand_edited_store_value_is_one_line_not_a_rank(tmp_path, capsys, stor
     capsys.readouterr()
     with sqlite3.connect(store_path()) as db:
         (run_id,) = db.execute("SELECT run_id FROM runs ORDER BY finished_at LIMIT 1").fetchone()
-        db.execute("UPDATE metrics SET value = ? WHERE run_id = ? AND name = 'accuracy'",
+        db.execute("UPDATE metrics SET value = ? WHERE run_id = ? AND name = 'micro'",
                    (stored, run_id))
     assert main(["leaderboard", "--task", "my-exam"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"run {run_id}" in err and f"accuracy {said}" in err, err
+    assert err.count("\n") == 1 and f"run {run_id}" in err and f"micro {said}" in err, err

@@ -162,3 +162,37 @@ def test_wrong_password_is_one_line_without_the_password(shared, tmp_path, postg
                             capture_output=True, text=True, env=TESTS_ON_PATH)
     assert record.returncode == 0 and (tmp_path / "r" / "results.json").exists()
     assert wrong not in record.stderr and "not recorded" in record.stderr
+
+
+def test_an_old_store_s_accuracy_is_renamed_average(shared, tmp_path, postgres, capsys):
+    """Issue 51 item 4 on PostgreSQL: a multiple-choice run recorded under the old name
+    (``accuracy`` for the paper's Average, its summary of revision 1) is renamed ``average`` by
+    the next run recorded, and ranks with it; a safeguard run's metric so named is left alone.
+    """
+    from offline_runs import HashedGuard
+
+    from localeval.demo.safety import SAMPLE_SAFETY
+
+    _run(shared, tmp_path / "old", "A", postgres.url)
+    evaluate(task="sea-safeguard", model=HashedGuard("pg-guard"), data=SAMPLE_SAFETY,
+             output=tmp_path / "guard", quiet=True, n_resamples=20, store=postgres.url)
+    ((old,),) = _psql(postgres, "SELECT run_id FROM runs WHERE folder = %s",
+                      (str((tmp_path / "old").resolve()),))
+    ((guard,),) = _psql(postgres, "SELECT run_id FROM runs WHERE model = 'pg-guard'")
+    _psql(postgres, "UPDATE metrics SET name = 'accuracy' WHERE run_id = %s AND "
+          "name = 'average'", (old,))
+    _psql(postgres, "INSERT INTO metrics VALUES (%s, 'accuracy', 0.5, 10)", (guard,))
+    _psql(postgres, "UPDATE run_summary SET revision = 1, metric_names = REPLACE("
+          "metric_names, '\"average\"', '\"accuracy\"') WHERE run_id = %s", (old,))
+    _run(shared, tmp_path / "new", "B", postgres.url)
+    names = dict(_psql(postgres, "SELECT run_id, STRING_AGG(name, ',') FROM metrics WHERE "
+                       "run_id IN (%s, %s) AND name IN ('accuracy', 'average') GROUP BY run_id",
+                       (old, guard)))
+    assert names == {old: "average", guard: "accuracy"}
+    assert _psql(postgres, "SELECT COUNT(*) FROM run_summary WHERE revision != 2") == [(0,)]
+    assert main(["leaderboard", "--any-protocol", "--task", "cmmlu", "--store", postgres.url,
+                 "--json"]) == 0
+    board = json.loads(capsys.readouterr().out)
+    ranked = {r["run_id"]: r["rank"] for r in board["rows"]}
+    assert board["rank_by"] == "average" and ranked[old] is not None
+    assert all(rank is not None for rank in ranked.values())

@@ -31,10 +31,11 @@ def test_leaderboard_by_hand(shared, tmp_path, capsys):
                for k, r in records.items()}
     assert main(["leaderboard", "--any-protocol", "--task", "cmmlu", "--json"]) == 0
     board = json.loads(capsys.readouterr().out)
-    assert board["rank_by"] == "accuracy"
+    assert board["rank_by"] == "average"
     assert [r["model"] for r in board["rows"]] == sorted(by_hand, key=lambda m: -by_hand[m])
     for row in board["rows"]:
-        assert row["values"]["accuracy"] == pytest.approx(by_hand[row["model"]])
+        # one subject, one discipline: the Average is the pooled accuracy here
+        assert row["values"]["average"] == pytest.approx(by_hand[row["model"]])
         assert row["values"]["micro"] == pytest.approx(by_hand[row["model"]])
     # A rerun in the same folder replaces its record; the store keeps one per folder.
     _run(shared, tmp_path, "A")
@@ -42,9 +43,9 @@ def test_leaderboard_by_hand(shared, tmp_path, capsys):
     assert main(["leaderboard", "--any-protocol", "--task", "cmmlu", "--format", "md"]) == 0
     md = capsys.readouterr().out
     best = board["rows"][0]
-    assert md.startswith("**cmmlu leaderboard, by accuracy (highest first)**")
+    assert md.startswith("**cmmlu leaderboard, by average (highest first)**")
     assert f"| 1 | {best['model']} | {best['items']} | " \
-        f"{100 * best['values']['accuracy']:.2f} |" in md
+        f"{100 * best['values']['average']:.2f} |" in md
 
 
 def test_no_store_and_an_unwritable_store(shared, tmp_path, monkeypatch, capsys):
@@ -69,7 +70,7 @@ from localeval.views.registry import protocol_facts
 from localeval.store.runs import finished_record
 from localeval.views.mcq import MCQView
 results = {"schema": "localeval.mcq/1", "task": "t", "n_samples": 40, "method": "likelihood",
-           "shots": 0, "metrics": {
+           "shots": 0, "disciplines": ["STEM", "Other"], "metrics": {
     "micro": {"acc": 0.5, "n": 2}, "discipline_average": 0.5,
     "by_subject": {f"s{k}": {"acc": 0.5, "n": 2} for k in range(20)}}}
 for i in range(40):

@@ -191,7 +191,7 @@ def test_a_permuted_run_shows_its_robustness_where_the_headline_is(tmp_path, cap
     view = view_for(run.results)
     headline = [t.title for t in view.tables(run.results)[:view.headline(run.results)]]
     assert any("robustness" in title for title in headline)
-    assert any("mean accuracy over 4 option orders" in c.label for c in view.cards(run.results))
+    assert any("mean micro accuracy over 4 option orders" in c.label for c in view.cards(run.results))
     assert make_task("my-exam", data=str(_exam(tmp_path)), permute_options=4).progress_unit \
         == "requests"
     assert make_task("my-exam", data=str(_exam(tmp_path))).progress_unit == "questions"

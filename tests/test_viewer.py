@@ -340,8 +340,8 @@ def test_a_hand_edited_store_value_is_a_page_saying_so_not_a_500(runs, tmp_path)
     record_run(record, view_for(record.results).store_metrics(record.results), store,
                protocol_of=protocol_facts)
     with sqlite3.connect(store) as db:
-        db.execute("UPDATE metrics SET value = 'abc' WHERE name = 'accuracy'")
+        db.execute("UPDATE metrics SET value = 'abc' WHERE name = 'micro'")
     client = TestClient(make_app(Catalog(store, [])), base_url="http://127.0.0.1")
     response = client.get("/leaderboard?task=my-exam")
     assert response.status_code == 422
-    assert "metric accuracy is 'abc', not a number from 0 to 1" in unescape(response.text)
+    assert "metric micro is 'abc', not a number from 0 to 1" in unescape(response.text)

@@ -44,8 +44,9 @@ def add_results_parsers(sub) -> None:
                    "report.html")
     h.set_defaults(func=cmd_report)
 
-    lb = sub.add_parser("leaderboard", help="rank the recorded runs of a task (accuracy; "
-                        "PR-AUC per Table 2 column for safeguards)")
+    lb = sub.add_parser("leaderboard", help="rank the recorded runs of a task (multiple "
+                        "choice: average, the paper's Average; PR-AUC per Table 2 column for "
+                        "safeguards)")
     lb.add_argument("--task", required=True, help="the task whose recorded runs are ranked, "
                     "as named to `localeval run --task`")
     store_flag(lb, f"results store: a SQLite file or a postgresql:// URL {STORE_DEFAULT}")

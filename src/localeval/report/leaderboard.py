@@ -1,6 +1,7 @@
 """The leaderboard of a task's recorded runs (from the results store): the runs on the task's
 paper protocol (or, for a task on one's own data, on the protocol of its largest run), ranked as
-the task kind's view says (``ResultsView.ranking``: accuracy, the paper's "Average", for multiple choice;
+the task kind's view says (``ResultsView.ranking``: ``average``, the paper's "Average", for
+multiple choice, ``micro`` for a custom task without discipline columns;
 PR-AUC per Table 2 column for safeguards; the harmful-response rate, lowest first, for LLM
 safety), best first, runs without the number last.
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..records.mcq import SCHEMA as MCQ_SCHEMA
 from .database import Database, StoreError, driver_errors, is_url, opened, shown
 from .runs import RunRecord
 
@@ -62,13 +63,14 @@ SCHEMA = (
 # The summary's revision: a store whose summaries were written under another one is summarised
 # again by the next command that writes (its rows are derived, never the record). Raise it
 # when what a summary holds changes (a view's ``protocol``, the guard or options columns).
-SUMMARY_REVISION = 1
+# 2: multiple-choice metric names (issue 51 item 4: ``accuracy`` became ``average``).
+SUMMARY_REVISION = 2
 SUMMARY_COLUMNS = ("run_id", "revision", "task", "results_schema", "model", "guard", "options",
                    "protocol", "protocol_text", "protocol_key", "data", "by_path",
                    "metric_names", "n_samples", "folder", "started_at", "finished_at", "host")
-UPGRADE = ("this store predates the run summary (issue 53), so every page reads every run; "
-           "any command that writes upgrades it: `localeval leaderboard --task TASK --store "
-           "STORE`")
+UPGRADE = ("this store predates the run summary of this localeval (issue 53; issue 51's "
+           "metric names), so every page reads every run; any command that writes upgrades "
+           "it: `localeval leaderboard --task TASK --store STORE`")
 # Added to every store (new ones too) by migration, in this order, after the SCHEMA's columns.
 COLUMNS = (("runs", "data_files", "TEXT"),  # config.json's data fingerprint, as JSON
            ("runs", "host", "TEXT"))  # the machine the folder was recorded from
@@ -76,6 +78,34 @@ COLUMNS = (("runs", "data_files", "TEXT"),  # config.json's data fingerprint, as
 # again) holds them in another order, so no INSERT relies on their positions.
 RUN_COLUMNS = ("run_id", "task", "results_schema", "model", "folder", "started_at",
                "finished_at", "localeval_version", "config", "results", "data_files", "host")
+
+
+# Issue 51 item 4: a multiple-choice run recorded before it stored the paper's Average (the
+# mean of the discipline columns) as ``accuracy``, a name the report card gave the pooled
+# ``micro``; a custom task's (one placeholder discipline, so its mean is micro) was micro
+# under that name too. Now the Average is ``average``, and a custom task's run has none.
+# Other kinds never wrote ``accuracy``; a metric of theirs so named is left alone.
+OLD_AVERAGE, AVERAGE = "accuracy", "average"
+
+
+def renamed_average(results: dict[str, Any]) -> str | None:
+    """What a multiple-choice run's old ``accuracy`` metric is named now, from its results
+    JSON: ``average`` when its task has discipline columns (``views.mcq.average``), else None
+    (a copy of its ``micro``, dropped)."""
+    disciplines = results.get("disciplines")
+    return AVERAGE if isinstance(disciplines, list) and len(disciplines) > 1 else None
+
+
+def current_names(run: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
+    """``metrics`` of a run read from a store not yet migrated (the viewer reads read-only)
+    under today's names; ``run`` holds its ``results_schema`` and ``results`` JSON."""
+    if run.get("results_schema") != MCQ_SCHEMA or OLD_AVERAGE not in metrics:
+        return metrics
+    out = {k: v for k, v in metrics.items() if k != OLD_AVERAGE}
+    name = renamed_average(_json_object(run.get("results")))
+    if name is not None:
+        out.setdefault(name, metrics[OLD_AVERAGE])
+    return out
 
 
 def store_path(explicit: str | Path | None = None) -> str | Path:
@@ -191,6 +221,7 @@ def writable(path: str | Path | None = None,
     run without a summary of this revision summarised (the migration of a store from before
     the summary: each run's config and results read once, here, never again by a page)."""
     with opened(store_path(path), SCHEMA, COLUMNS) as db:
+        _rename_averages(db)
         if protocol_of is not None and not has_summaries(db):
             stale = [run_id for (run_id,) in db.execute(
                 "SELECT r.run_id FROM runs r LEFT JOIN run_summary s ON s.run_id = r.run_id "
@@ -198,6 +229,35 @@ def writable(path: str | Path | None = None,
             for start in range(0, len(stale), 500):
                 _summarise(db, stale[start:start + 500], protocol_of)
         yield db
+
+
+def _rename_averages(db: Database) -> None:
+    """Issue 51 item 4's migration: each multiple-choice run's ``accuracy`` renamed
+    ``average``, or dropped (a custom task's copy of ``micro``), and its summary deleted, to be
+    written again (a seek on the metrics' name index when there is nothing to do). Runs read
+    and changed in the transaction that changes them: a writer that renamed them meanwhile
+    leaves nothing to do."""
+    old = "SELECT m.run_id FROM metrics m JOIN runs r ON r.run_id = m.run_id WHERE " \
+        "m.name = ? AND r.results_schema = ?"
+    found = [run_id for (run_id,) in db.execute(old, (OLD_AVERAGE, MCQ_SCHEMA)).fetchall()]
+    for start in range(0, len(found), 500):
+        chunk = found[start:start + 500]
+        marks = ", ".join("?" * len(chunk))
+        with db.writing("run_summary"):
+            rows = db.execute(f"SELECT r.run_id, r.results FROM runs r JOIN metrics m ON "
+                              f"m.run_id = r.run_id AND m.name = ? WHERE r.run_id IN "
+                              f"({marks})", (OLD_AVERAGE, *chunk)).fetchall()
+            taken = {run_id for (run_id,) in db.execute(
+                f"SELECT run_id FROM metrics WHERE name = ? AND run_id IN ({marks})",
+                (AVERAGE, *chunk))}
+            renamed = [(AVERAGE, run_id, OLD_AVERAGE) for run_id, results in rows
+                       if run_id not in taken and renamed_average(_json_object(results))]
+            db.executemany("UPDATE metrics SET name = ? WHERE run_id = ? AND name = ?",
+                           renamed)
+            db.executemany("DELETE FROM metrics WHERE run_id = ? AND name = ?",
+                           [(run_id, OLD_AVERAGE) for run_id, _ in rows])
+            db.executemany("DELETE FROM run_summary WHERE run_id = ?",
+                           [(run_id,) for run_id, _ in rows])
 
 
 def _summarise(db: Database, run_ids: list[str], protocol_of: ProtocolOf) -> None:
@@ -276,7 +336,8 @@ def recorded_runs(path: str | Path | None = None) -> list[dict[str, Any]]:
     return [{"run_id": r["run_id"], "task": r["task"], "results_schema": r["results_schema"],
              "model": r["model"], "folder": r["folder"], "started_at": r["started_at"],
              "finished_at": r["finished_at"], "host": r.get("host"),
-             "metrics": metrics.get(r["run_id"], {}), "config": _json_object(r["config"]),
+             "metrics": current_names(r, metrics.get(r["run_id"], {})),
+             "config": _json_object(r["config"]),
              "n_samples": _json_object(r["results"]).get("n_samples")} for r in rows]
 
 

@@ -1,6 +1,6 @@
 """The view of multiple-choice runs (TMLU, TMMLU+, CMMLU, custom): the TMLU paper's Table 3
-layout and breakdowns, accuracy cards and figures, leaderboard by accuracy, and two runs compared
-per subject with an exact McNemar test."""
+layout and breakdowns, accuracy cards and figures, leaderboard by the paper's Average, and two
+runs compared per subject with an exact McNemar test."""
 
 from __future__ import annotations
 
@@ -34,12 +34,20 @@ from .base import (
 from .mcq_figures import mcq_comparison_figure, mcq_figures
 from .mcq_robustness import robustness_cards, robustness_metrics, robustness_tables
 from .mcq_tables import (
+    average,
     comparison_notes,
     comparison_table,
     discipline_table,
     mcq_notes,
     mcq_tables,
 )
+
+# The three accuracies of a run, each with one name wherever a person reads it (issue 51 item
+# 4): the card, the terminal and HTML reports, the leaderboard, the viewer, the Parquet export
+# and the results store, whose metric names these are.
+AVERAGE = "average = the paper's Average (mean of the discipline columns)"
+MICRO = "micro = every question pooled"
+MACRO = "macro = mean of the subjects"
 
 
 class MCQView(ResultsView[MCQResults]):
@@ -62,12 +70,19 @@ class MCQView(ResultsView[MCQResults]):
         return mcq_notes(results)
 
     def cards(self, results: MCQResults) -> list[Card]:
-        micro, avg = results.metrics.micro, results.metrics.discipline_average
+        """The run's accuracies, each under the one name the leaderboard, the viewer and the
+        exports give it (issue 51 item 4), the ranked one first."""
+        m, avg = results.metrics, average(results)
         cards = []
-        if micro.acc is not None:
-            cards.append(Card(f"{100 * micro.acc:.2f}%", f"accuracy over {micro.n} questions"))
         if avg is not None:
-            cards.append(Card(f"{100 * avg:.2f}%", "mean of the discipline columns"))
+            cards.append(Card(f"{100 * avg:.2f}%", "average: mean of the discipline columns "
+                                                   "(the paper's Average)"))
+        if m.micro.acc is not None:
+            cards.append(Card(f"{100 * m.micro.acc:.2f}%",
+                              f"micro: every question pooled ({m.micro.n} questions)"))
+        if m.macro is not None and m.macro.acc is not None:
+            many = f" ({m.macro.n_subjects} subjects)" if m.macro.n_subjects else ""
+            cards.append(Card(f"{100 * m.macro.acc:.2f}%", f"macro: mean of the subjects{many}"))
         return cards + robustness_cards(results)
 
     def figures(self, results: MCQResults, folder: Path | None) -> list[Figure]:
@@ -81,19 +96,22 @@ class MCQView(ResultsView[MCQResults]):
         return [table3_rows(runs), *([figure] if figure is not None else [])]
 
     def store_metrics(self, results: MCQResults) -> list[Metric]:
-        m = results.metrics
-        out = [("accuracy", m.discipline_average if m.discipline_average is not None
-                else m.micro.acc, m.micro.n),
-               ("micro", m.micro.acc, m.micro.n),
-               ("macro", m.macro.acc if m.macro else None, None)]
+        m, avg = results.metrics, average(results)
+        out: list[Metric] = [("average", avg, m.micro.n)] if avg is not None else []
+        out += [("micro", m.micro.acc, m.micro.n),
+                ("macro", m.macro.acc if m.macro else None, None)]
         return out + [(f"subject/{s}", r.acc, r.n) for s, r in m.by_subject.items()] + \
             robustness_metrics(results)
 
     def ranking(self, names: list[str]) -> Ranking:
-        return Ranking(["accuracy", "micro", "macro"], "accuracy",
-                       unit="accuracy %: accuracy = the paper's Average (mean of the "
-                            "discipline columns), micro = every question pooled, macro = mean "
-                            "of the subjects")
+        """By the paper's Average; a task whose runs have none (a custom task: no discipline
+        columns) by micro, and the caption says so."""
+        if "average" in names:
+            return Ranking(["average", "micro", "macro"], "average",
+                           unit=f"accuracy %: {AVERAGE}, {MICRO}, {MACRO}")
+        return Ranking(["micro", "macro"], "micro",
+                       unit=f"accuracy %: {MICRO}, {MACRO}; ranked by micro (no discipline "
+                            "columns, so no average)")
 
     def protocol(self, config: dict[str, Any]) -> dict[str, str]:
         prompt = config.get("prompt") or {}
@@ -179,7 +197,7 @@ def consistent_samples(record: MCQRun) -> MCQRun:
 
 
 def compare_mcq_runs(run_a: Run, run_b: Run) -> MCQComparison:
-    """B minus A accuracy overall and per subject, on the questions both runs answered (failed
+    """B minus A micro accuracy overall and per subject, on the questions both runs answered (failed
     requests left out), with the exact McNemar p-value of each difference."""
     a, b = (consistent_samples(typed_samples(with_sample_fields(
         of_kind(finished_run(r), MCQResults, "a multiple-choice run"), ("id", "subject"))))

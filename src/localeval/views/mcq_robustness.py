@@ -37,22 +37,24 @@ def robustness_tables(results: MCQResults) -> list[DataTable]:
     if r.draws is not None:
         _rows(table, r.draws, "sampled draw", "draws")
         notes.append(f"{r.repeats} sampled draws per question (order 0)")
-    table.caption = "; ".join(notes) + ". std: sample standard deviation (n - 1)."
+    table.caption = "; ".join(notes) + ". Each accuracy is micro (every question pooled); " \
+        "std: sample standard deviation (n - 1)."
     return [table.build()]
 
 
 def robustness_cards(results: MCQResults) -> list[Card]:
-    """The report's summary: mean accuracy over the orders and over the draws, with their
-    spread."""
+    """The report's summary: the mean over the orders and over the draws of the micro
+    accuracy (every question pooled, as each order's is computed), with their spread."""
     r = results.robustness
     spreads = [] if r is None else [(r.permutation, "option orders"), (r.draws, "sampled draws")]
-    return [Card(f"{100 * s.mean:.2f}%", f"mean accuracy over {s.n} {what}"
+    return [Card(f"{100 * s.mean:.2f}%", f"mean micro accuracy over {s.n} {what}"
                  + (f" (std {100 * s.std:.2f})" if s.std is not None else ""))
             for s, what in spreads if s is not None and s.mean is not None]
 
 
 def robustness_metrics(results: MCQResults) -> list[Metric]:
-    """The results store's (and the Parquet export's) robustness numbers."""
+    """The results store's (and the Parquet export's) robustness numbers: ``orders/mean``
+    and ``draws/mean`` are means of the micro accuracy."""
     r = results.robustness
     out: list[Metric] = []
     if r is not None and r.permutation is not None:

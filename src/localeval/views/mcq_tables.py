@@ -33,22 +33,33 @@ def _acc(row: Accuracy | None) -> Number:
 
 
 def discipline_table(results: MCQResults) -> DataTable:
-    """One row per model, columns = disciplines + Average (mean of discipline scores)."""
+    """One row per model, columns = disciplines + Average (mean of discipline scores); a
+    custom task's one placeholder column without an Average (it would be micro again)."""
     m = results.metrics
     shown = [d for d in results.disciplines if d in m.by_discipline]
     micro = m.micro
     paper = f" ({results.paper_table})" if results.paper_table else ""
+    has_average = len(results.disciplines) > 1
+    said = f"Average = mean of the discipline columns{paper}. " if has_average else \
+        "One discipline (a custom task), so no Average. "
     table = TableBuilder(
         f"{results.task} · {results.method} · {results.shots}-shot"
         f"{' CoT' if results.cot else ''} · accuracy %",
         [Column("Model"), *(Column(DISCIPLINE_SHORT.get(d, d), True, d) for d in shown),
-         Column("Average", True)],
-        f"Average = mean of the discipline columns{paper}. Micro {_with_ci(micro)} over "
-        f"{micro.n} questions ({CI_NOTE}); macro {_with_ci(m.macro)}: mean of the subjects.")
+         *([Column("Average", True)] if has_average else [])],
+        f"{said}Micro {_with_ci(micro)} over {micro.n} questions ({CI_NOTE}); macro "
+        f"{_with_ci(m.macro)}: mean of the subjects.")
     model = str(results.model or "").rstrip("/").split("/")[-1]
     table.add(model, *(_acc(m.by_discipline[d]) for d in shown),
-              Number(m.discipline_average, digits=2, scale=100))
+              *([Number(average(results), digits=2, scale=100)] if has_average else []))
     return table.build()
+
+
+def average(results: MCQResults) -> float | None:
+    """The paper's Average of a task with discipline columns (TMLU, TMMLU+, CMMLU); None for
+    a custom task, whose one placeholder column ("Other", ``data.catalog.custom_task``) holds
+    every question: its mean is micro, never shown as another number."""
+    return results.metrics.discipline_average if len(results.disciplines) > 1 else None
 
 
 def breakdown_table(rows: dict[str, Accuracy], title: str) -> DataTable | None:
@@ -91,9 +102,10 @@ def mcq_notes(results: MCQResults) -> list[RichText]:
 
 
 def comparison_table(comparison: MCQComparison) -> DataTable:
-    """B minus A accuracy per subject on shared questions, with exact McNemar p-values."""
-    table = TableBuilder(f"{comparison.task}: B − A accuracy on the questions both answered "
-                         "(exact McNemar)",
+    """B minus A accuracy per subject on shared questions, with exact McNemar p-values: each
+    is micro (every shared question pooled), as the cards name it (issue 51 item 4)."""
+    table = TableBuilder(f"{comparison.task}: B − A micro accuracy on the questions both "
+                         "answered (exact McNemar)",
                          columns("subject", "n", "A %", "B %", "B − A", "A only", "B only", "p"))
     rows = {"all": comparison.overall, **comparison.by_subject}
     for name, r in rows.items():
