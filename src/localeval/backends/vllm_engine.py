@@ -10,7 +10,9 @@ Every request kind a causal LM serves, on the same token ids as ``hf:``
 
 - ScoreNext: the context's ids with ``max_tokens=1`` and ``logprob_token_ids`` set to the
   candidates' first tokens (vLLM ≥ 0.32), so each candidate's log-prob is read by id over the
-  whole vocabulary, never looked up among a top-k by its text.
+  whole vocabulary, never looked up among a top-k by its text. A guard's first labelled
+  position (``positions``) is found by each generated position's top log-probs; under
+  ``whole_vocabulary`` a label without a value there is read by id in a second pass up to it.
 - Generate: greedy (temperature 0) up to ``max_tokens``, cut at the stop strings; a draw
   (``sample=k``) uses the model's own sampling defaults (vLLM's ``get_default_sampling_params``,
   from generation_config.json) with a seed from the prompt and k, so a rerun draws the same text
@@ -50,8 +52,9 @@ from .base import (
     TokenLogprobs,
 )
 from .config import DEFAULT_TEMPLATE_DATE, BackendConfig
-from .failures import Unsupported
+from .failures import ModelError, Unsupported
 from .prompt_tokens import generation_text, prints_date, render, score_tokens
+from .ranked_reading import lacks_a_value
 
 BLOCK = 512  # requests handed to the engine at once; their responses are stored together
 
@@ -182,9 +185,38 @@ class VllmBackend(BackendBase):
         planned.sort(key=lambda p: p[1])  # shared prefixes back to back
         for start in range(0, len(planned), BLOCK):
             block = planned[start:start + BLOCK]
+            again = []  # whole-vocabulary reads of a position found without a label's value
             for (i, ids, _, targets), output in zip(block, self._generate(block), strict=True):
-                done(i, self._read(requests[i], ids, targets, output))
+                response = self._read(requests[i], ids, targets, output)
+                if isinstance(request := requests[i], ScoreNext) \
+                        and isinstance(response, NextLogprobs) \
+                        and response.position is not None and lacks_a_value(request, response):
+                    again.append((i, ids, _whole_params(response.position, targets), targets,
+                                  output, response, response.position))
+                else:
+                    done(i, response)
+            second = self._generate([a[:4] for a in again]) if again else []
+            for (i, ids, _, targets, output, first, p), reread in zip(again, second,
+                                                                     strict=True):
+                done(i, self._read_whole(ids, targets, output, first, p, reread))
         return out  # type: ignore[return-value]
+
+    def _read_whole(self, ids: list[int], targets: list[int], output, first: NextLogprobs,
+                    p: int, reread) -> Response:
+        """``first`` (position ``p``, found by its top k) with every label's log-prob there,
+        read by id from the second pass (:func:`_whole_params`), whose greedy tokens before
+        it must be the first pass's."""
+        completion = reread.outputs[0]
+        self.stats["prompt_tokens"] += len(ids)
+        self.stats["generated_tokens"] += len(completion.token_ids)
+        if list(completion.token_ids[:p]) != list(output.outputs[0].token_ids[:p]) \
+                or len(completion.logprobs) <= p:
+            return Failed(ModelError(f"vLLM's greedy tokens changed between two passes: the "
+                                     f"label first at generated position {p} was not there "
+                                     "again"))
+        step = completion.logprobs[p]
+        return replace(first, logprobs={c: float(step[t].logprob) for c, t in
+                                        zip(first.logprobs, targets, strict=True)})
 
     def _generate(self, block) -> list:
         from vllm.inputs import TokensPrompt
@@ -202,7 +234,8 @@ class VllmBackend(BackendBase):
             self._fits(ids, 1)
             if request.positions is not None:  # greedy up to the guard authors' limit, each
                 # position's top log-probs (more than k: a label below the k-th keeps its value
-                # for label_scores=full; the ranks count the tokens above it all the same)
+                # for label_scores=full, one below the 20th is read by a second pass; the ranks
+                # count the tokens above it all the same)
                 room = (self.max_context() or len(ids) + request.positions) - len(ids)
                 return ids, SamplingParams(max_tokens=min(request.positions, room),
                                            temperature=0.0, detokenize=False,
@@ -271,6 +304,16 @@ class VllmBackend(BackendBase):
         return NextLogprobs(logprobs={c: float(first[t].logprob)
                                       for c, t in zip(request.candidates, targets, strict=True)},
                             n_prompt_tokens=len(ids))
+
+
+def _whole_params(position: int, targets: list[int]):
+    """The second pass of a whole-vocabulary read: greedy again up to the position the first
+    found, each label's log-prob asked by id (``logprob_token_ids``: over the whole
+    vocabulary, as ``hf:`` reads it; the first pass's top 20 may not hold it)."""
+    from vllm import SamplingParams
+
+    return SamplingParams(max_tokens=position + 1, temperature=0.0, detokenize=False,
+                          logprob_token_ids=targets)
 
 
 def _top_k_response(request: ScoreNext, targets: list[int], first: dict[int, Any],
