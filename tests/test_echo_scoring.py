@@ -13,8 +13,17 @@ from openai_server import ModelServer
 from scripted_server import ScriptedServer
 
 from localeval.api import evaluate
+from localeval.backends.async_http import Malformed
 from localeval.backends.base import Failed, NextLogprobs, Response, ScoreNext, error_of
-from localeval.backends.echo_scoring import CHAT, PROBE_TOP, Echoed, combine
+from localeval.backends.echo_scoring import (
+    CHAT,
+    PROBE_TOP,
+    Echoed,
+    combine,
+    echo_posts,
+    echoed_each,
+    tokenized,
+)
 from localeval.backends.hf import HFBackend
 from localeval.backends.label_tokens import LabelTokenError
 from localeval.backends.openai_compat import OpenAIBackend
@@ -151,7 +160,6 @@ def test_on_vllm_a_question_is_echoed_in_two_requests_and_equals_hf(capped, hf):
 def test_batch_keeps_one_prompt_a_request(capped):
     """--batch (whose requests keep one prompt each) and a server without vLLM's token ids
     echo one prompt a request, the context too."""
-    from localeval.backends.echo_scoring import echo_posts
     texts = ["Q:", "Q:A", "Q:B"]
     assert [p.body["prompt"] for p in echo_posts("m", texts, True, True, False)] == texts
     assert [p.body["prompt"] for p in echo_posts("m", texts, True, False, True)] == texts
@@ -170,8 +178,6 @@ def _choice(index, tokens) -> dict:
 
 
 def test_a_list_reply_is_read_by_index_and_a_wrong_one_is_refused():
-    from localeval.backends.async_http import Malformed
-    from localeval.backends.echo_scoring import echoed_each
     a, b = ["token_id:1", "token_id:2", "token_id:3"], ["token_id:1", "token_id:2", "token_id:4"]
     both = echoed_each(_listed([_choice(1, b), _choice(0, a)]), 4096, 2)  # out of order
     assert [e.tokens for e in both] == [a, b] and both[1].usage is None
@@ -189,18 +195,10 @@ def test_a_list_reply_is_read_by_index_and_a_wrong_one_is_refused():
 def test_an_option_merging_with_the_context_is_still_refused_with_tokenize():
     """The context's tokens come from /tokenize: an option whose echo does not start with
     them (it merged with the context's last token) fails alone, as before."""
-    def reply(path, body):
-        if path == "/tokenize":
-            return json.dumps({"tokens": [1, 2], "count": 2}).encode()
-        return json.dumps(_listed([_choice(0, ["token_id:1", "token_id:7"]),
-                                   _choice(1, ["token_id:1", "token_id:2", "token_id:4"])],
-                                  prompt_tokens=5)).encode()
-
-    from localeval.backends.echo_scoring import combine, tokenized
-    from localeval.backends.echo_scoring import echoed_each
+    merged = _listed([_choice(0, ["token_id:1", "token_id:7"]),
+                      _choice(1, ["token_id:1", "token_id:2", "token_id:4"])], prompt_tokens=5)
     request = ScoreNext("Q:", ("A", "B"), echo=True)
-    parts = [tokenized(json.loads(reply("/tokenize", {}))),
-             *echoed_each(json.loads(reply("/v1/completions", {})), None, 2)]
+    parts = [tokenized({"tokens": [1, 2], "count": 2}), *echoed_each(merged, None, 2)]
     assert "merges with the prompt's last token" in combine(request, parts).error
 
 
