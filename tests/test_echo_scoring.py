@@ -163,8 +163,10 @@ def test_batch_keeps_one_prompt_a_request(capped):
     texts = ["Q:", "Q:A", "Q:B"]
     assert [p.body["prompt"] for p in echo_posts("m", texts, True, True, False)] == texts
     assert [p.body["prompt"] for p in echo_posts("m", texts, True, False, True)] == texts
-    assert [p.body["prompt"] for p in echo_posts("m", texts, True, True, True)] == \
-        ["Q:", ["Q:A", "Q:B"]]
+    listed = echo_posts("m", texts, True, True, True)
+    assert [p.body["prompt"] for p in listed] == ["Q:", ["Q:A", "Q:B"]]
+    # vLLM echoes each token's own log-prob with logprobs 0: no top-1 beside it
+    assert listed[1].body["logprobs"] == 0 and listed[1].body["return_tokens_as_token_ids"]
 
 
 def _listed(choices, prompt_tokens=6, completion_tokens=2) -> dict:
