@@ -126,14 +126,16 @@ def echoed(reply: dict[str, Any], context: int | None = None) -> Echoed:
     return Echoed(tokens[:n], values[:n], usage)
 
 
-def combine(request: ScoreNext, parts: list[Echoed | Failed],
+def combine(request: ScoreNext, parts: list[Echoed | list[Echoed] | Failed],
             paid: Tokens | None = None) -> NextLogprobs | Failed:
-    """The request's response from its echo replies (context first, then each option), with
-    their tokens summed, and ``paid``'s: the top-k reply ``auto`` redid, if any."""
+    """The request's response from its echo replies (context first, then each option; a list
+    reply's several in order), with their tokens summed, and ``paid``'s: the top-k reply
+    ``auto`` redid, if any."""
     failed = next((p for p in parts if isinstance(p, Failed)), None)
     if failed is not None:
         return failed
-    echoes = [p for p in parts if isinstance(p, Echoed)]
+    echoes = [e for p in parts for e in (p if isinstance(p, list) else [p])
+              if isinstance(e, Echoed)]
     context = echoes[0].tokens
     n = len(context)
     found: dict[str, float | None] = {}

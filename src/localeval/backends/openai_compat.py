@@ -525,9 +525,8 @@ class OpenAIBackend(ApiBackend):
             i = owner[k]
             parts[i][k] = response
             if len(parts[i]) == need[i]:
-                got = [parts[i][j] for j in sorted(parts[i])]
-                answer = self._combined(scores[i], [e for p in got for e in (
-                    [p] if isinstance(p, Failed) else p)], (paid or {}).get(i))
+                answer = self._combined(scores[i], [parts[i][j] for j in sorted(parts[i])],
+                                        (paid or {}).get(i))
                 done[i] = answer
                 if progress:
                     progress(i, answer)
@@ -565,7 +564,7 @@ class OpenAIBackend(ApiBackend):
         self._echo_probed = next((v for v in proved if v.problem), proved[0])
         return self._echo_probed.problem
 
-    def _combined(self, request: ScoreNext, parts: list[Echoed | Failed],
+    def _combined(self, request: ScoreNext, parts: list[Echoed | list[Echoed] | Failed],
                   paid: Tokens | None = None) -> Response:
         response = combine(request, parts, paid)
         problem = response_problem(request, response)
