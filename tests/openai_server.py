@@ -52,6 +52,7 @@ class ModelServer(LoopbackServer):
         self.paths = {"/v1/completions", "/v1/chat/completions"} | (
             {"/tokenize", "/detokenize"} if tokenize and not openai_strict else set())
         self.received: list[str] = []
+        self.posts: list[str] = []  # each POST's path: the HTTP requests, a list prompt once
         self._pieces: list[str] | None = None
         self.headers_seen: list[dict] = []
         self.lock = threading.Lock()
@@ -76,6 +77,7 @@ class ModelServer(LoopbackServer):
                 if server.api_key and self.headers.get("Authorization") != f"Bearer {server.api_key}":
                     return self._send(401, {"error": "bad key"})
                 path = self.path.partition("?")[0]
+                server.posts.append(path)
                 if path not in server.paths:
                     return self._send(404, {"error": "not found"})
                 unknown = sorted(set(body) - OPENAI_ARGS.get(self.path, set(body)))
@@ -132,17 +134,30 @@ class ModelServer(LoopbackServer):
                 **kwargs), False
         return body["prompt"], body.get("add_special_tokens", True)  # vLLM's extra parameter
 
-    def _echo(self, ids):
+    def _echo(self, ids, by_id=False, index=0):
         """``echo`` with logprobs and max_tokens=1, as vLLM answers it: the prompt's token
-        log-probs (null first), then the greedy next token's; ``usage`` counts the prompt."""
+        log-probs (null first), then the greedy next token's, each token named by its text or
+        (``return_tokens_as_token_ids``) "token_id:<id>"; ``usage`` counts the prompt."""
         with self.torch.no_grad():
             lp = self.model(self.torch.tensor([ids])).logits[0].log_softmax(-1)
         values = [None] + [lp[i + self.echo_after, t].item() for i, t in enumerate(ids[1:])]
         nxt = int(lp[-1].argmax())
-        tokens = [self._piece(t) for t in ids] + [self._piece(nxt)]
-        return {"choices": [{"text": "".join(tokens), "logprobs": {
+        tokens = [f"token_id:{t}" if by_id else self._piece(t) for t in [*ids, nxt]]
+        return {"choices": [{"index": index, "text": "".join(tokens), "logprobs": {
             "tokens": tokens, "token_logprobs": values + [lp[-1, nxt].item()]}}],
             "usage": {"prompt_tokens": len(ids), "completion_tokens": 1}}
+
+    def _echo_list(self, body, special):
+        """A list of prompts echoed as vLLM answers it: a choice per prompt (its ``index``),
+        the usage summed."""
+        replies = []
+        for k, text in enumerate(body["prompt"]):
+            self.received.append(text)
+            ids = self.tok(text, add_special_tokens=special)["input_ids"]
+            replies.append(self._echo(ids, body.get("return_tokens_as_token_ids"), k))
+        return {"choices": [r["choices"][0] for r in replies], "usage": {
+            "prompt_tokens": sum(r["usage"]["prompt_tokens"] for r in replies),
+            "completion_tokens": len(replies)}}
 
     def handle(self, path, body):
         torch = self.torch
@@ -153,12 +168,14 @@ class ModelServer(LoopbackServer):
         if path == "/detokenize":
             return {"prompt": self.tok.decode(body["tokens"])}
         text, special = self._text(path, body)
+        chat = path.endswith("/chat/completions")
+        if isinstance(text, list) and body.get("echo") and not chat:
+            return self._echo_list(body, special)
         self.received.append(text)
         ids = self.tok(text, add_special_tokens=special)["input_ids"]
-        chat = path.endswith("/chat/completions")
         k = body.get("top_logprobs") if chat else body.get("logprobs")
         if body.get("echo") and not chat:
-            return self._echo(ids)
+            return self._echo(ids, body.get("return_tokens_as_token_ids"))
         with torch.no_grad():
             if body["max_tokens"] == 1 and k:
                 lp = self.model(torch.tensor([ids])).logits[0, -1].log_softmax(-1)

@@ -13,8 +13,17 @@ from openai_server import ModelServer
 from scripted_server import ScriptedServer
 
 from localeval.api import evaluate
+from localeval.backends.async_http import Malformed
 from localeval.backends.base import Failed, NextLogprobs, Response, ScoreNext, error_of
-from localeval.backends.echo_scoring import CHAT, PROBE_TOP, Echoed, combine
+from localeval.backends.echo_scoring import (
+    CHAT,
+    PROBE_TOP,
+    Echoed,
+    combine,
+    echo_posts,
+    echoed_each,
+    tokenized,
+)
 from localeval.backends.hf import HFBackend
 from localeval.backends.label_tokens import LabelTokenError
 from localeval.backends.openai_compat import OpenAIBackend
@@ -59,7 +68,7 @@ def test_auto_redoes_in_echo_what_the_top_k_lacks_and_equals_hf(capped, hf):
     assert isinstance(out[1], Failed) and "no candidate among the top 2" in out[1].error
     # two top-k requests, the echo probe (the top tokens after the prompt, the prompt and one
     # of them echoed: once per backend), then the echo of one request
-    assert len(capped.received) == 2 + PROBE + 3
+    assert len(capped.received) == 2 + PROBE + 2  # its options: the context is tokenized
     assert backend.identity["scoring"] == "auto"
 
 
@@ -104,7 +113,7 @@ def test_top_k_mode_never_echoes_and_echo_mode_never_asks_the_top_k(capped):
     assert out.scoring == "echo" and error_of(out) is None
     probe, asked = capped.received[:PROBE], capped.received[PROBE:]  # once per backend
     assert probe[0] == PROMPT and all(p.startswith(PROMPT) and p != PROMPT for p in probe[1:])
-    assert sorted(asked) == sorted([PROMPT, PROMPT + "A", PROMPT + "B"])
+    assert sorted(asked) == sorted([PROMPT + "A", PROMPT + "B"])
 
 
 def test_a_chat_prompt_in_echo_mode_fails_alone_with_the_reason(capped):
@@ -128,6 +137,71 @@ def test_a_whole_run_at_the_default_top_k_equals_hf_and_records_the_mode(capped,
         assert a["logprobs"] == pytest.approx(b["logprobs"], abs=TOL)
     config = json.loads((tmp_path / "remote" / "config.json").read_text())
     assert config["backend"]["scoring"] == "auto"
+
+
+def test_on_vllm_a_question_is_echoed_in_two_requests_and_equals_hf(capped, hf):
+    """Issue 53 item 2. Before: 1 + #options echo requests a question (the context alone
+    echoed, each option in its own). On vLLM (its /tokenize, token ids) the context is
+    tokenized (no forward pass) and the options go in one /completions request as a list of
+    prompts, read by each choice's index; the log-probs stay hf:'s."""
+    backend = OpenAIBackend("tiny", base_url=capped.url, scoring="echo")
+    # the probe (once per backend) and the options' label tokens, before counting
+    backend.run([ScoreNext(PROMPT, ("A", "B", "C", "D"), echo=True)])
+    requests = [ScoreNext(PROMPT, ("A", "B", "C", "D"), echo=True),
+                ScoreNext(PROMPT + " ", ("A", "B"), echo=True)]
+    capped.posts.clear()
+    out = backend.run(requests)
+    assert sorted(capped.posts) == ["/tokenize", "/tokenize", "/v1/completions",
+                                    "/v1/completions"]
+    for got, want in zip(out, hf.run(requests), strict=True):
+        assert got.scoring == "echo" and got.logprobs == pytest.approx(want.logprobs, abs=TOL)
+
+
+def test_batch_keeps_one_prompt_a_request(capped):
+    """--batch (whose requests keep one prompt each) and a server without vLLM's token ids
+    echo one prompt a request, the context too."""
+    texts = ["Q:", "Q:A", "Q:B"]
+    assert [p.body["prompt"] for p in echo_posts("m", texts, True, True, False)] == texts
+    assert [p.body["prompt"] for p in echo_posts("m", texts, True, False, True)] == texts
+    listed = echo_posts("m", texts, True, True, True)
+    assert [p.body["prompt"] for p in listed] == ["Q:", ["Q:A", "Q:B"]]
+    # vLLM echoes each token's own log-prob with logprobs 0: no top-1 beside it
+    assert listed[1].body["logprobs"] == 0 and listed[1].body["return_tokens_as_token_ids"]
+
+
+def _listed(choices, prompt_tokens=6, completion_tokens=2) -> dict:
+    return {"choices": choices, "usage": {"prompt_tokens": prompt_tokens,
+                                          "completion_tokens": completion_tokens}}
+
+
+def _choice(index, tokens) -> dict:
+    return {"index": index, "text": "", "logprobs": {
+        "tokens": tokens + ["token_id:9"], "token_logprobs": [None] + [-1.0] * len(tokens)}}
+
+
+def test_a_list_reply_is_read_by_index_and_a_wrong_one_is_refused():
+    a, b = ["token_id:1", "token_id:2", "token_id:3"], ["token_id:1", "token_id:2", "token_id:4"]
+    both = echoed_each(_listed([_choice(1, b), _choice(0, a)]), 4096, 2)  # out of order
+    assert [e.tokens for e in both] == [a, b] and both[1].usage is None
+    for reply, why in [
+            (_listed([_choice(0, a)]), "choices is 1 entries for a list of 2 prompts"),
+            (_listed([_choice(0, a), _choice(0, b)]), "index is 0 (repeated)"),
+            (_listed([_choice(0, a), _choice(2, b)]), "index is 2 (not one of 0..1)"),
+            (_listed([_choice(0, a), {"text": ""}]), "index is None"),
+            (_listed([_choice(0, a), _choice(1, b)], prompt_tokens=5), "are not the usage's"),
+            ({"choices": [_choice(0, a), _choice(1, b)]}, "are not the usage's")]:
+        with pytest.raises(Malformed, match=why.replace("(", r"\(").replace(")", r"\)")):
+            echoed_each(reply, 4096, 2)
+
+
+def test_an_option_merging_with_the_context_is_still_refused_with_tokenize():
+    """The context's tokens come from /tokenize: an option whose echo does not start with
+    them (it merged with the context's last token) fails alone, as before."""
+    merged = _listed([_choice(0, ["token_id:1", "token_id:7"]),
+                      _choice(1, ["token_id:1", "token_id:2", "token_id:4"])], prompt_tokens=5)
+    request = ScoreNext("Q:", ("A", "B"), echo=True)
+    parts = [tokenized({"tokens": [1, 2], "count": 2}), *echoed_each(merged, None, 2)]
+    assert "merges with the prompt's last token" in combine(request, parts).error
 
 
 def _echo_reply(tokens: list[str], values: list) -> bytes:
@@ -216,9 +290,9 @@ def test_the_probe_is_made_once_per_server_and_passes_a_right_echo(capped, hf):
     request = ScoreNext(PROMPT, ("A", "B"), echo=True)
     capped.received.clear()
     first = backend.run([request])
-    assert len(capped.received) == PROBE + 3  # the probe, then context and two options
+    assert len(capped.received) == PROBE + 2  # the probe, then two options
     again = backend.run([request])
-    assert len(capped.received) == PROBE + 3 + 3  # no second probe
+    assert len(capped.received) == PROBE + 2 + 2  # no second probe
     (want,) = hf.run([request])
     for (out,) in (first, again):
         assert out.logprobs == pytest.approx(want.logprobs, abs=TOL)

@@ -240,6 +240,13 @@ def join_url(base: str, path: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(path=parts.path.rstrip("/") + path))
 
 
+def server_root(base: str) -> str:
+    """A base URL less its ``/v1``: where vLLM and llama-cpp-python put their tokenize
+    endpoints."""
+    parts = urllib.parse.urlsplit(base)
+    return urllib.parse.urlunsplit(parts._replace(path=parts.path.removesuffix("/v1")))
+
+
 def origin(url: str) -> str:
     """scheme://host:port of ``url``, without a password: which replica served a call."""
     parts = urllib.parse.urlsplit(public_url(url))

@@ -108,9 +108,9 @@ class BackendConfig:
         "next-token log-probs asked of a server for likelihood scoring", type=int))
     scoring: str = field(default=SCORING[0], metadata=_help(
         "how a server scores multiple choice: top-k (the next token's top log-probs), echo "
-        "(prompt + each option echoed, exact at any top-k cap; 1 + #options requests) or auto "
-        "(top-k, and echo for a question whose reply lacks an option or whose top-k the "
-        "server refuses); guards always read the top-k", choices=SCORING))
+        "(prompt + each option echoed, exact at any top-k cap; 1 + #options requests, 2 on vLLM) "
+        "or auto (top-k, and echo for a question whose reply lacks an option or whose top-k "
+        "the server refuses); guards always read the top-k", choices=SCORING))
     batch: bool = field(default=False, metadata=_help(
         "send the run's requests to the server's Batch API (/v1/files, /v1/batches: half the "
         "price on api.openai.com) and wait for it; the batch ids are kept in the run folder "

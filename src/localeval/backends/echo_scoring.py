@@ -19,6 +19,17 @@ with the context's last one (the option's reply does not start with the context'
 options sharing a first token, and a chat prompt (``/chat/completions`` has no echo) fail alone,
 with the reason.
 
+The cheapest exact form (issue 53 item 2), on vLLM (its ``/tokenize`` answers with ids: label
+tokens ``server token ids``, :mod:`.label_tokens`) and without ``--batch``: 2 requests per question,
+not 1 + #options. The context's tokens come from ``/tokenize`` (no forward pass on the server:
+the context-alone echo costs as much as an option's), compared as ids with the options' echoed
+``token_id:<id>`` tokens, so the merge check above stays; the options go in one ``/completions``
+request whose ``prompt`` is their list (vLLM answers one choice per prompt, by ``index``), with
+``logprobs`` 0 (each echoed token's own log-prob, no top-1 beside it: fewer bytes). Any
+other server, and ``--batch``, keep one prompt a request, the context echoed too. vLLM computes
+every prompt's log-probs in full (it reads no prefix cache for a request with prompt log-probs),
+so the server's work per question is #options prompts either way: lm-eval's.
+
 Modes (``--scoring``): ``top-k`` (the next token's top log-probs only), ``echo``, and ``auto``
 (the default): top-k, and in echo any request whose reply lacks an option or whose top-k the
 server refuses (vLLM: "greater than max allowed"). Only requests marked ``ScoreNext.echo`` (the
@@ -27,10 +38,11 @@ multiple-choice task's) are ever echoed: guards keep their authors' top-k rule.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .async_http import Invalid, Retry
+from .async_http import Invalid, Malformed, Retry
 from .base import Failed, NextLogprobs, Request, Response, ScoreNext
 from .config import SCORING
 from .failures import BadReply, Unsupported
@@ -71,10 +83,10 @@ def echo_texts(request: ScoreNext) -> list[str] | str:
     return [stripped] + [request.prompt + c for c in request.candidates]
 
 
-def echo_body(model: str, text: str, add_special_tokens: bool,
-              token_ids: bool) -> dict[str, Any]:
+def echo_body(model: str, text: str | list[str], add_special_tokens: bool,
+              token_ids: bool, top: int = 1) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model, "prompt": text, "temperature": 0.0, "max_tokens": 1,
-            "echo": True, "logprobs": 1}
+            "echo": True, "logprobs": top}
     if not add_special_tokens:
         body["add_special_tokens"] = False  # vLLM's extra parameter: no BOS
     if token_ids:
@@ -114,14 +126,16 @@ def echoed(reply: dict[str, Any], context: int | None = None) -> Echoed:
     return Echoed(tokens[:n], values[:n], usage)
 
 
-def combine(request: ScoreNext, parts: list[Echoed | Failed],
+def combine(request: ScoreNext, parts: list[Echoed | list[Echoed] | Failed],
             paid: Tokens | None = None) -> NextLogprobs | Failed:
-    """The request's response from its echo replies (context first, then each option), with
-    their tokens summed, and ``paid``'s: the top-k reply ``auto`` redid, if any."""
+    """The request's response from its echo replies (context first, then each option; a list
+    reply's several in order), with their tokens summed, and ``paid``'s: the top-k reply
+    ``auto`` redid, if any."""
     failed = next((p for p in parts if isinstance(p, Failed)), None)
     if failed is not None:
         return failed
-    echoes = [p for p in parts if isinstance(p, Echoed)]
+    echoes = [e for p in parts for e in (p if isinstance(p, list) else [p])
+              if isinstance(e, Echoed)]
     context = echoes[0].tokens
     n = len(context)
     found: dict[str, float | None] = {}
@@ -142,6 +156,98 @@ def combine(request: ScoreNext, parts: list[Echoed | Failed],
                                   "ScoreNext reads one position"))
     return with_tokens(NextLogprobs(logprobs=found, scoring=ECHO),
                        summed([paid, *(p.usage for p in echoes)]))
+
+
+TOKENIZE = "/tokenize"  # vLLM's, at the server's root (not under /v1)
+
+
+@dataclass(frozen=True)
+class EchoPost:
+    """One request of a question's echo: ``path`` (``/completions`` under the base URL, or
+    :data:`TOKENIZE` at the server's root), its body, and how its reply (and the model's
+    context) becomes its parts, in :func:`combine`'s order."""
+
+    path: str
+    body: dict[str, Any]
+    parse: Callable[[Any, int | None], list[Echoed]]
+
+    def reader(self, context: int | None) -> Callable[[Any], list[Echoed]]:
+        """The reply's parser, its usage checked against the model's ``context``."""
+        return lambda reply: self.parse(reply, context)
+
+
+def _one(reply: Any, context: int | None) -> list[Echoed]:
+    return [echoed(reply, context)]
+
+
+def echo_posts(model: str, texts: list[str], add_special_tokens: bool, token_ids: bool,
+               lists: bool) -> list[EchoPost]:
+    """The requests for one question's ``texts`` (:func:`echo_texts`): one prompt a request;
+    or, on vLLM (``token_ids``: its /tokenize answers) where ``lists`` (not --batch, whose
+    requests keep one prompt each), the context tokenized and the options echoed as one list
+    of prompts (module docstring)."""
+    if not (token_ids and lists):
+        return [EchoPost("/completions", echo_body(model, t, add_special_tokens, token_ids), _one)
+                for t in texts]
+    options = texts[1:]
+    return [EchoPost(TOKENIZE, {"model": model, "prompt": texts[0],
+                                "add_special_tokens": bool(add_special_tokens)},
+                     lambda reply, _context: [tokenized(reply)]),
+            # logprobs 0: vLLM still echoes each token's log-prob (measured on vLLM 0.32 CPU:
+            # the same tokens and token_logprobs as with 1), without a top-1 beside each
+            # (40% fewer bytes)
+            EchoPost("/completions", echo_body(model, options, add_special_tokens, True, 0),
+                     lambda reply, context: echoed_each(reply, context, len(options)))]
+
+
+def tokenized(reply: Any) -> Echoed:
+    """The context's tokens from vLLM's ``/tokenize`` reply, named as echo names them with
+    ``return_tokens_as_token_ids`` (``token_id:<id>``); no log-probs (none are read)."""
+    ids = reply.get("tokens") if isinstance(reply, dict) else None
+    if not isinstance(ids, list) or \
+            not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
+        raise Malformed(f"/tokenize's tokens is {type(ids).__name__}, not a list of token ids")
+    return Echoed([f"token_id:{i}" for i in ids], [None] * len(ids))
+
+
+def echoed_each(reply: Any, context: int | None, n: int) -> list[Echoed]:
+    """The ``n`` echoes of a list-of-prompts reply, in the prompts' order (by each choice's
+    ``index``: every one of 0..n-1 exactly once); each prompt's tokens are its echo less the
+    one generated token (vLLM's shape, checked against the usage: the prompts' tokens plus one
+    each). The reply's usage goes with the first."""
+    choices = reply.get("choices") if isinstance(reply, dict) else None
+    if not isinstance(choices, list) or len(choices) != n:
+        got = f"{len(choices)} entries" if isinstance(choices, list) else "not a list"
+        raise Malformed(f"choices is {got} for a list of {n} prompts")
+    ordered: dict[int, dict[str, Any]] = {}
+    for k, choice in enumerate(choices):
+        index = choice.get("index") if isinstance(choice, dict) else None
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n \
+                or index in ordered:
+            why = "repeated" if index in ordered else "not one of 0.." + str(n - 1)
+            raise Malformed(f"choices[{k}].index is {index!r} ({why}) for a list of {n} prompts")
+        ordered[index] = choice
+    try:
+        usage = reply_tokens(reply, context * n if context else None)
+    except UsageError as e:
+        raise Invalid(str(e)) from None
+    parts = []
+    for index in range(n):
+        lp = ordered[index].get("logprobs") or {}
+        tokens = lp.get("tokens") if isinstance(lp, dict) else None
+        values = lp.get("token_logprobs") if isinstance(lp, dict) else None
+        if not isinstance(tokens, list) or not isinstance(values, list) \
+                or len(tokens) != len(values) or not all(isinstance(t, str) for t in tokens):
+            raise Malformed(f"choices with index {index} echoed no tokens with log-probs")
+        parts.append((tokens, values))
+    total = sum(len(t) for t, _ in parts)
+    if usage is None or usage.prompt is None or usage.completion != n \
+            or total != usage.prompt + n:
+        raise Malformed(f"the {total} echoed tokens are not the usage's prompt tokens "
+                        f"({usage.prompt if usage else None}) and one generated token for each "
+                        f"of the {n} prompts")
+    return [Echoed(t[:-1], v[:-1], usage if k == 0 else None)
+            for k, (t, v) in enumerate(parts)]
 
 
 # How far an echoed log-prob may lie from the same token's top-k log-prob: the README's allowance

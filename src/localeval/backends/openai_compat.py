@@ -56,7 +56,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import urllib.parse
 from collections import ChainMap, Counter
 from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
@@ -71,6 +70,7 @@ from .async_http import (
     Retry,
     join_url,
     public_url,
+    server_root,
 )
 from .base import (
     AFTER_TEMPLATE,
@@ -93,15 +93,16 @@ from .config import DEFAULT_BATCH_DEADLINE_H, DEFAULT_MAX_REPLY_MB, DEFAULT_TEMP
 from .echo_scoring import (
     AUTO,
     ECHO,
+    TOKENIZE,
     TOP_K,
     USE_TOP_K,
     Echoed,
     ProbeVerdict,
     combine,
     echo_body,
+    echo_posts,
     echo_texts,
     echo_verdict,
-    echoed,
     llama_cpp_without_bos,
     needs_echo,
     probe_body,
@@ -232,8 +233,7 @@ class OpenAIBackend(ApiBackend):
     @property
     def _root(self) -> str:
         """The server's root, where vLLM and llama-cpp-python put their tokenize endpoints."""
-        parts = urllib.parse.urlsplit(self.base_url)
-        return urllib.parse.urlunsplit(parts._replace(path=parts.path.removesuffix("/v1")))
+        return server_root(self.base_url)
 
     def keep_batches(self, ledger) -> None:
         """Where --batch keeps its batch ids (the run folder's batches.json): a killed run
@@ -498,11 +498,11 @@ class OpenAIBackend(ApiBackend):
     def _echo(self, requests: Sequence[Request], which: list[int], urls: list[str],
               progress: Progress | None,
               paid: dict[int, Tokens] | None = None) -> dict[int, Response]:
-        """The requests ``which`` scored in echo mode (:mod:`.echo_scoring`): 1 + #options
-        completions each, posted in this order; each request reported once all its replies
-        are in, with their tokens and those of its top-k reply in ``paid`` (all were paid)."""
+        """The requests ``which`` scored in echo mode (:func:`.echo_scoring.echo_posts` each;
+        the list form on vLLM without --batch), posted in this order; each reported once all its
+        replies are in, with their tokens and those of its top-k reply in ``paid``."""
         done: dict[int, Response] = {}
-        calls: list[Call[Echoed]] = []
+        calls: list[Call[list[Echoed]]] = []
         owner: list[int] = []
         # only multiple choice is ever echoed (``ScoreNext.echo``)
         scores = {i: q for i in which if isinstance(q := requests[i], ScoreNext)}
@@ -515,17 +515,17 @@ class OpenAIBackend(ApiBackend):
                 if progress:
                     progress(i, failed)
                 continue
-            for text in texts:
-                body = echo_body(self.model, text, request.add_special_tokens,
-                                 self.labels.token_ids)
-                calls.append(Call(join_url(urls[i], "/completions"), body,
-                                  lambda reply: echoed(reply, self._context), tuple(
-                    join_url(u, "/completions") for u in self.base_urls if u != urls[i])))
+            for post in echo_posts(self.model, texts, request.add_special_tokens,
+                                   self.labels.token_ids, self.batches is None):
+                where = [server_root(u) if post.path == TOKENIZE else u
+                         for u in [urls[i], *(u for u in self.base_urls if u != urls[i])]]
+                calls.append(Call(join_url(where[0], post.path), post.body, post.reader(
+                    self._context), tuple(join_url(u, post.path) for u in where[1:])))
                 owner.append(i)
-        parts: dict[int, dict[int, Echoed | Failed]] = {i: {} for i in set(owner)}
+        parts: dict[int, dict[int, list[Echoed] | Failed]] = {i: {} for i in set(owner)}
         need = Counter(owner)
 
-        def finished(k: int, response: Echoed | Failed) -> None:
+        def finished(k: int, response: list[Echoed] | Failed) -> None:
             i = owner[k]
             parts[i][k] = response
             if len(parts[i]) == need[i]:
@@ -568,7 +568,7 @@ class OpenAIBackend(ApiBackend):
         self._echo_probed = next((v for v in proved if v.problem), proved[0])
         return self._echo_probed.problem
 
-    def _combined(self, request: ScoreNext, parts: list[Echoed | Failed],
+    def _combined(self, request: ScoreNext, parts: list[Echoed | list[Echoed] | Failed],
                   paid: Tokens | None = None) -> Response:
         response = combine(request, parts, paid)
         problem = response_problem(request, response)

@@ -195,7 +195,7 @@ def _echoed(samples: Sequence[MCQSample]) -> list[str]:
     if not echoed:
         return []
     return [f"{echoed} of {len(samples)} questions were read from prompt + option echoed (1 + "
-            "#options requests each; the server's top log-probs did not hold every option): "
+            "#options requests each, 2 on vLLM; the server's top log-probs did not hold every option): "
             "--top-logprobs as large as the server allows reads more of them from one request, "
             "--scoring top-k never echoes (questions it cannot read fail)"]
 
