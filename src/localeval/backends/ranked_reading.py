@@ -8,7 +8,8 @@ the tests' model, for ``label_scores=full``) made a reply of 100 positions × 49
 sample, and a vLLM CPU server stopped answering under it (stop 56's CI). Under
 ``whole_vocabulary`` (``label_scores=full``) the position found is then read again alone: a
 second request generates up to it with --top-logprobs, and must find the same position (the
-same greedy tokens), or the sample fails with the reason.
+same greedy tokens), or the sample fails with the reason. ``vllm:`` asks the same question
+(:func:`lacks_a_value`) of its own first pass, and reads such a label by id.
 """
 
 from __future__ import annotations
