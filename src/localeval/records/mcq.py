@@ -94,6 +94,13 @@ class MCQResults(Results):
     robustness: Robustness | None = Field(None, description="accuracy over option orders and "
                                           "sampled draws, with --permute-options or --repeats")
 
+    @property
+    def average(self) -> float | None:
+        """The paper's Average of a task with discipline columns (TMLU, TMMLU+, CMMLU); None
+        for a custom task, whose one placeholder column holds every question (its mean is
+        micro, never shown as another number; issue 51 item 4)."""
+        return self.metrics.discipline_average if has_average(self.disciplines) else None
+
     def disagreement(self, samples: Sequence[Sample]) -> tuple[str, str] | None:
         """Each sample's own fields (its id once; ``correct`` true exactly when ``pred`` is
         ``gold``), then the pooled accuracy recomputed from them: the questions scored (failed
@@ -110,6 +117,12 @@ class MCQResults(Results):
             return "results.json", (f"field metrics.micro: {micro.correct} right of {micro.n}, "
                                     f"but samples.jsonl has {right} right of {len(scored)}")
         return None
+
+
+def has_average(disciplines: object) -> bool:
+    """Whether a task's discipline columns (results.json ``disciplines``) make an Average
+    apart from micro: more than one (a custom task has one placeholder, "Other")."""
+    return isinstance(disciplines, list) and len(disciplines) > 1
 
 
 def mcq_samples(samples: Sequence[Sample | Mapping[str, Any]],

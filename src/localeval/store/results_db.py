@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records.mcq import SCHEMA as MCQ_SCHEMA
+from ..records.mcq import has_average
 from .database import Database, StoreError, driver_errors, is_url, opened, shown
 from .runs import RunRecord
 
@@ -90,13 +91,13 @@ OLD_AVERAGE, AVERAGE = "accuracy", "average"
 
 def renamed_average(results: dict[str, Any]) -> str | None:
     """What a multiple-choice run's old ``accuracy`` metric is named now, from its results
-    JSON: ``average`` when its task has discipline columns (``views.mcq.average``), else None
-    (a copy of its ``micro``, dropped)."""
-    disciplines = results.get("disciplines")
-    return AVERAGE if isinstance(disciplines, list) and len(disciplines) > 1 else None
+    JSON: ``average`` when its task has discipline columns (``records.mcq.has_average``),
+    else None (a copy of its ``micro``, dropped)."""
+    return AVERAGE if has_average(results.get("disciplines")) else None
 
 
-def current_names(run: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
+def current_names(run: dict[str, Any], metrics: dict[str, float | None]
+                  ) -> dict[str, float | None]:
     """``metrics`` of a run read from a store not yet migrated (the viewer reads read-only)
     under today's names; ``run`` holds its ``results_schema`` and ``results`` JSON."""
     if run.get("results_schema") != MCQ_SCHEMA or OLD_AVERAGE not in metrics:

@@ -34,7 +34,6 @@ from .base import (
 from .mcq_figures import mcq_comparison_figure, mcq_figures
 from .mcq_robustness import robustness_cards, robustness_metrics, robustness_tables
 from .mcq_tables import (
-    average,
     comparison_notes,
     comparison_table,
     discipline_table,
@@ -72,7 +71,7 @@ class MCQView(ResultsView[MCQResults]):
     def cards(self, results: MCQResults) -> list[Card]:
         """The run's accuracies, each under the one name the leaderboard, the viewer and the
         exports give it (issue 51 item 4), the ranked one first."""
-        m, avg = results.metrics, average(results)
+        m, avg = results.metrics, results.average
         cards = []
         if avg is not None:
             cards.append(Card(f"{100 * avg:.2f}%", "average: mean of the discipline columns "
@@ -96,7 +95,7 @@ class MCQView(ResultsView[MCQResults]):
         return [table3_rows(runs), *([figure] if figure is not None else [])]
 
     def store_metrics(self, results: MCQResults) -> list[Metric]:
-        m, avg = results.metrics, average(results)
+        m, avg = results.metrics, results.average
         out: list[Metric] = [("average", avg, m.micro.n)] if avg is not None else []
         out += [("micro", m.micro.acc, m.micro.n),
                 ("macro", m.macro.acc if m.macro else None, None)]

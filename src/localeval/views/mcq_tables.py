@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.text import Text as RichText
 
 from ..metrics.proportion import NAME
-from ..records.mcq import Accuracy, Macro, MCQComparison, MCQResults
+from ..records.mcq import Accuracy, Macro, MCQComparison, MCQResults, has_average
 from ..render.cells import interval
 from ..render.table import Column, DataTable, Interval, Number, TableBuilder, Text, columns
 
@@ -39,27 +39,20 @@ def discipline_table(results: MCQResults) -> DataTable:
     shown = [d for d in results.disciplines if d in m.by_discipline]
     micro = m.micro
     paper = f" ({results.paper_table})" if results.paper_table else ""
-    has_average = len(results.disciplines) > 1
-    said = f"Average = mean of the discipline columns{paper}. " if has_average else \
+    averaged = has_average(results.disciplines)
+    said = f"Average = mean of the discipline columns{paper}. " if averaged else \
         "One discipline (a custom task), so no Average. "
     table = TableBuilder(
         f"{results.task} · {results.method} · {results.shots}-shot"
         f"{' CoT' if results.cot else ''} · accuracy %",
         [Column("Model"), *(Column(DISCIPLINE_SHORT.get(d, d), True, d) for d in shown),
-         *([Column("Average", True)] if has_average else [])],
+         *([Column("Average", True)] if averaged else [])],
         f"{said}Micro {_with_ci(micro)} over {micro.n} questions ({CI_NOTE}); macro "
         f"{_with_ci(m.macro)}: mean of the subjects.")
     model = str(results.model or "").rstrip("/").split("/")[-1]
     table.add(model, *(_acc(m.by_discipline[d]) for d in shown),
-              *([Number(average(results), digits=2, scale=100)] if has_average else []))
+              *([Number(results.average, digits=2, scale=100)] if averaged else []))
     return table.build()
-
-
-def average(results: MCQResults) -> float | None:
-    """The paper's Average of a task with discipline columns (TMLU, TMMLU+, CMMLU); None for
-    a custom task, whose one placeholder column ("Other", ``data.catalog.custom_task``) holds
-    every question: its mean is micro, never shown as another number."""
-    return results.metrics.discipline_average if len(results.disciplines) > 1 else None
 
 
 def breakdown_table(rows: dict[str, Accuracy], title: str) -> DataTable | None:
