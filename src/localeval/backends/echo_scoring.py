@@ -107,23 +107,34 @@ class Echoed:
 def echoed(reply: dict[str, Any], context: int | None = None) -> Echoed:
     """One echo reply's prompt tokens and their log-probs, its usage checked against the
     model's ``context`` (:mod:`.usage`); malformed is :class:`Invalid`."""
-    lp = only_choice(reply)["logprobs"] or {}
-    tokens, values = lp.get("tokens"), lp.get("token_logprobs")
+    echo = _echoed_tokens(only_choice(reply))
     try:
         usage = reply_tokens(reply, context)
     except UsageError as e:
         raise Invalid(str(e)) from None
     n_prompt = usage.prompt if usage else None
-    if not isinstance(tokens, list) or not isinstance(values, list) \
-            or len(tokens) != len(values) or not all(isinstance(t, str) for t in tokens):
+    if echo is None:
         raise Retry("the server echoed no tokens with log-probs; does it support echo with "
                     "logprobs on /v1/completions? (llama.cpp: start it with --logits_all)")
+    tokens, values = echo
     if isinstance(n_prompt, bool) or not isinstance(n_prompt, int) or n_prompt < 1:
         raise Invalid(f"usage.prompt_tokens is {n_prompt!r}, not a count of tokens")
     # vLLM echoes the prompt then the generated token; llama-cpp-python 0.3 the prompt alone,
     # less a BOS it drops (usage still counts it): the prompt's part is the shorter
     n = min(len(tokens), n_prompt)
     return Echoed(tokens[:n], values[:n], usage)
+
+
+def _echoed_tokens(choice: dict[str, Any]) -> tuple[list[str], list[Any]] | None:
+    """A choice's echoed tokens and their log-probs (``logprobs.tokens``,
+    ``logprobs.token_logprobs``, one per token), or None where it has no such pair."""
+    lp = choice.get("logprobs") or {}
+    tokens = lp.get("tokens") if isinstance(lp, dict) else None
+    values = lp.get("token_logprobs") if isinstance(lp, dict) else None
+    if not isinstance(tokens, list) or not isinstance(values, list) \
+            or len(tokens) != len(values) or not all(isinstance(t, str) for t in tokens):
+        return None
+    return tokens, values
 
 
 def combine(request: ScoreNext, parts: list[Echoed | list[Echoed] | Failed],
@@ -215,6 +226,30 @@ def echoed_each(reply: Any, context: int | None, n: int) -> list[Echoed]:
     ``index``: every one of 0..n-1 exactly once); each prompt's tokens are its echo less the
     one generated token (vLLM's shape, checked against the usage: the prompts' tokens plus one
     each). The reply's usage goes with the first."""
+    ordered = _by_index(reply, n)
+    try:
+        usage = reply_tokens(reply, context * n if context else None)
+    except UsageError as e:
+        raise Invalid(str(e)) from None
+    parts = []
+    for index, choice in enumerate(ordered):
+        echo = _echoed_tokens(choice)
+        if echo is None:
+            raise Malformed(f"choices with index {index} echoed no tokens with log-probs")
+        parts.append(echo)
+    total = sum(len(t) for t, _ in parts)
+    if usage is None or usage.prompt is None or usage.completion != n \
+            or total != usage.prompt + n:
+        raise Malformed(f"the {total} echoed tokens are not the usage's prompt tokens "
+                        f"({usage.prompt if usage else None}) and one generated token for each "
+                        f"of the {n} prompts")
+    return [Echoed(t[:-1], v[:-1], usage if k == 0 else None)
+            for k, (t, v) in enumerate(parts)]
+
+
+def _by_index(reply: Any, n: int) -> list[dict[str, Any]]:
+    """The ``n`` choices of a list-of-prompts reply in the prompts' order: each ``index`` one
+    of 0..n-1, every one exactly once (:class:`Malformed` otherwise)."""
     choices = reply.get("choices") if isinstance(reply, dict) else None
     if not isinstance(choices, list) or len(choices) != n:
         got = f"{len(choices)} entries" if isinstance(choices, list) else "not a list"
@@ -227,27 +262,7 @@ def echoed_each(reply: Any, context: int | None, n: int) -> list[Echoed]:
             why = "repeated" if index in ordered else "not one of 0.." + str(n - 1)
             raise Malformed(f"choices[{k}].index is {index!r} ({why}) for a list of {n} prompts")
         ordered[index] = choice
-    try:
-        usage = reply_tokens(reply, context * n if context else None)
-    except UsageError as e:
-        raise Invalid(str(e)) from None
-    parts = []
-    for index in range(n):
-        lp = ordered[index].get("logprobs") or {}
-        tokens = lp.get("tokens") if isinstance(lp, dict) else None
-        values = lp.get("token_logprobs") if isinstance(lp, dict) else None
-        if not isinstance(tokens, list) or not isinstance(values, list) \
-                or len(tokens) != len(values) or not all(isinstance(t, str) for t in tokens):
-            raise Malformed(f"choices with index {index} echoed no tokens with log-probs")
-        parts.append((tokens, values))
-    total = sum(len(t) for t, _ in parts)
-    if usage is None or usage.prompt is None or usage.completion != n \
-            or total != usage.prompt + n:
-        raise Malformed(f"the {total} echoed tokens are not the usage's prompt tokens "
-                        f"({usage.prompt if usage else None}) and one generated token for each "
-                        f"of the {n} prompts")
-    return [Echoed(t[:-1], v[:-1], usage if k == 0 else None)
-            for k, (t, v) in enumerate(parts)]
+    return [ordered[index] for index in range(n)]
 
 
 # How far an echoed log-prob may lie from the same token's top-k log-prob: the README's allowance
