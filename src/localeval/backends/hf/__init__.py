@@ -6,7 +6,8 @@
 - generate: batched greedy decoding (``Generate``) from the same tree.
 - text: whole-text log-probs (``TextLogprobs``, for the contamination tests).
 - attention: eager attention without copying the KV cache for every query head.
-- row_blocks: dense layers fed whole blocks of rows, so a row never depends on its batch.
+- row_blocks: dense layers fed whole blocks of rows (probed for the machine), so a row never
+  depends on its batch.
 """
 
 from .backend import HFBackend

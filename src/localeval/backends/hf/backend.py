@@ -49,6 +49,7 @@ from ..failures import ModelError, Unsupported
 from ..prompt_tokens import prints_date, render, score_tokens
 from .attention import grouped as grouped_attention
 from .attention import implementation as attention_implementation
+from .kv_cache import cache_argument, returned_cache
 from .tree import plan, walk
 
 
@@ -307,9 +308,9 @@ class HFBackend(BackendBase):
                     break
                 ids = ctx + [token] if cache is None else [token]
                 out = self.model(input_ids=torch.tensor([ids], device=self.device),
-                                 past_key_values=cache, use_cache=True)
+                                 use_cache=True, **{cache_argument(self.model): cache})
                 self.stats["forwarded_tokens"] += len(ids)
-                cache = out.past_key_values
+                cache = returned_cache(out)
                 row = out.logits[0, -1].float().log_softmax(-1).cpu()
                 ranks = self._ranks(request, targets, row)
                 if any(r is not None for r in ranks.values()):

@@ -23,13 +23,13 @@ Why a row's output does not depend on the batch it is in (byte for byte, with th
 attention; tests/test_hf_generate.py checks it against batch size 1 and plain ``generate``):
 - every row of a batch has the same padded width, so its attention spans the same number of
   keys whatever its neighbours are, and attention matmuls are computed row by row;
-- the dense layers are GEMMs over the batch's rows, and CPU GEMM kernels (MKL) round a row that
-  falls in a partial block of rows differently from one in a full block. So every dense layer
-  multiplies a multiple of ROW_BLOCK rows: prefill forwards rows x width tokens (width a
-  multiple of ROW_BLOCK) and pads the LM head's rows; decode steps pad each dense layer's input
-  with rows of zeros (attention and the KV cache keep the real rows only). At batch size 1 a
-  decode step's GEMMs therefore multiply 8 rows, not 1 (about twice the LM head's time on our
-  2-core CPU), and the numbers can differ in the last bit from an unpadded ``model.generate``:
+- the dense layers are GEMMs over the batch's rows, and a GEMM kernel rounds a row differently
+  with the number of rows in the call; every dense layer is therefore called on whole blocks of
+  rows, of a size probed for this machine and layer (:mod:`.row_blocks`), padded with rows of
+  zeros (attention and the KV cache keep the real rows only). At batch size 1 a decode step's
+  GEMMs therefore multiply 8 rows (16 on Intel AVX-512), not 1 (about twice the LM head's time
+  on our 2-core CPU), and the numbers can differ in the last bit from an unpadded
+  ``model.generate``:
   greedy texts are the same unless two tokens tie to within that rounding.
 
 One prompt at a time (``model.generate`` on a one-row cache of the tree's first level, with no
@@ -56,8 +56,9 @@ from dataclasses import dataclass, field
 from ..base import GENERATION_CONFIG, Failed, Generate, Generated, Response
 from ..failures import ModelError, OverLimit, Unsupported
 from ..prompt_tokens import generation_text
+from .kv_cache import cache_argument, returned_cache
 from .prefix import NODE_COST, STEP_COST, PrefixNode, plan_prefix_tree
-from .row_blocks import ROW_BLOCK, full_row_blocks, gathered_cache
+from .row_blocks import WIDTH_BLOCK, dense_row_blocks, gathered_cache, model_row_blocks
 from .row_blocks import padded as _padded
 from .tree import Batch, Rows, fits_window, plan, walk
 
@@ -167,12 +168,12 @@ def _extended(backend, cache, ids: list[int]):
     done = cache.get_seq_length() if cache is not None else 0
     past = {}
     if done:
-        past["past_key_values"] = gathered_cache(cache, torch.tensor([0], device=backend.device))
+        past[cache_argument(backend.model)] = gathered_cache(cache, torch.tensor([0], device=backend.device))
     with torch.inference_mode():
         out = backend.model(input_ids=torch.tensor([ids[done:]], device=backend.device),
                             use_cache=True, **past)
     backend.stats["forwarded_tokens"] += len(ids) - done
-    return out.past_key_values
+    return returned_cache(out)
 
 
 def one_at_a_time_reason(backend) -> str | None:
@@ -237,10 +238,12 @@ def _step(backend, tokens, positions, mask, cache, column: int):
     backend.stats["decode_steps"] += 1
     backend.stats["forwarded_tokens"] += len(tokens)
     backend.stats["decode_tokens"] += len(tokens)  # forwarded_tokens less these: the prompts'
-    backend.stats["padding_tokens"] += _padded(len(tokens)) - len(tokens)  # GEMM filler rows
-    with torch.inference_mode(), full_row_blocks(backend.model):
+    block = model_row_blocks(backend.model).rows
+    backend.stats["padding_tokens"] += _padded(len(tokens), block) - len(tokens)  # GEMM filler
+    kv = {cache_argument(backend.model): cache}
+    with torch.inference_mode(), dense_row_blocks(backend.model):
         logits = backend.model(input_ids=tokens[:, None], attention_mask=mask,
-                               position_ids=positions[:, None], past_key_values=cache,
+                               position_ids=positions[:, None], **kv,
                                cache_position=torch.tensor([column], device=backend.device),
                                use_cache=True).logits
     return logits[:, -1, :]
@@ -385,7 +388,7 @@ def generate_one(backend, request: Generate, ids: list[int], prefix_cache,
     unless ``sampling`` says otherwise."""
     torch = backend.torch
     cached = prefix_cache.get_seq_length() if prefix_cache is not None else 0
-    extra = {"past_key_values": copy.deepcopy(prefix_cache)} if cached else {}
+    extra = {cache_argument(backend.model): copy.deepcopy(prefix_cache)} if cached else {}
     from transformers import LogitsProcessorList
 
     watch = _NaNWatch()  # applied last, after the generation config's own processors
@@ -435,11 +438,11 @@ def draw_one(backend, request: Generate, ids: list[int]) -> Response:
 
 def row_width(n: int, max_tokens: int) -> int:
     """A row's padded suffix width, from the row alone (so never from its batch): a multiple of
-    the largest power of two up to its generation budget (at least ROW_BLOCK, at most 128).
+    the largest power of two up to its generation budget (at least WIDTH_BLOCK, at most 128).
     Rows share a batch only at equal widths. A padded slot costs one token of the prefill,
     which shares a forward pass with the whole suffix, while a row left in a smaller batch
     costs decode steps, one forward pass per token: padding by up to the budget pays."""
-    block = ROW_BLOCK
+    block = WIDTH_BLOCK
     while block * 2 <= min(max_tokens, 128):
         block *= 2
     return _padded(n, block)

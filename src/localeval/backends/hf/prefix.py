@@ -12,7 +12,7 @@ question). :mod:`.tree` forwards each node's tokens once, in batches of nodes of
 
 Not every shared prefix pays. Keeping a node whose ``s`` tokens lead to ``k`` rows (children,
 plus one when a sequence ends there) forwards them once instead of ``k`` times, saving
-``(k - 1) s`` tokens. It costs a level: the node's own padding to a ROW_BLOCK multiple, up to as
+``(k - 1) s`` tokens. It costs a level: the node's own padding to a WIDTH_BLOCK multiple, up to as
 many masked cache columns in every row below it, and the gather of its cache rows for its
 children. So a node is kept only when it saves more than ``NODE_COST`` tokens; otherwise its
 tokens are forwarded by each of its children (two XSTest prompts that both open with "How do I"

@@ -1,86 +1,206 @@
 """Keeping every row of a local model's forward pass independent of the rest of its batch.
 
-CPU GEMM kernels (MKL) round a row that falls in a partial block of rows differently from one
-in a full block, so a dense layer's output for a row can change in the last bit with the number
-of rows beside it. Forward passes here therefore hand every dense layer a multiple of
-ROW_BLOCK rows: scoring and prefill batches have a width that is a multiple of ROW_BLOCK, the
-LM head gets its selected rows padded (:func:`only_positions`), and decode steps, one row per
-prompt, pad each dense layer's input with rows of zeros (:func:`full_row_blocks`). Attention
-is computed row by row and needs no padding.
+A dense layer (Linear, GPT-2's Conv1D) is one GEMM over all the rows of a batch, and how a GEMM
+kernel rounds a row depends on the call: MKL on an AMD CPU computes a call of 1-3 or 5-7 rows
+with another kernel than a call of 8; on an Intel AVX-512 CPU a partial block of 16 rows is
+rounded differently, and a call of more than 256 rows (hidden size 2,048) is reduced in another
+order than a smaller one. Which calls agree is a fact of the machine, the library and the
+layer's shape, not a constant, so it is measured (:func:`probe_rows`): for each distinct dense
+layer, the smallest ``rows`` block in :data:`CANDIDATE_BLOCKS` such that every call of a
+multiple of ``rows`` rows, up to ``chunk`` rows, gives each row the bits it gets in a call of
+``chunk`` rows, wherever the row sits in the call.
+
+While :func:`dense_row_blocks` is active, every dense layer is then called only that way: its
+rows padded with rows of zeros to a multiple of ``rows`` (their outputs cut off) and split into
+calls of at most ``chunk`` rows. A row's bits then never depend on its batch. Attention is
+computed row by row (:mod:`.attention`) and needs no padding; norms and activations work on each
+row alone.
+
+Where no candidate block holds for some layer (the probe says so; seen on no CPU so far), the
+rows are still padded and chunked as for the largest candidate and a warning says results may
+differ in the last bits with the batch size.
 """
 
 from __future__ import annotations
 
 import copy
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-ROW_BLOCK = 8
+# A node's tokens are padded to a multiple of this width so that nodes of equal width share a
+# batch (and a row's cache columns never depend on its neighbours); the dense layers' rows are
+# made whole blocks by dense_row_blocks, whatever this is.
+WIDTH_BLOCK = 8
+# Row blocks tried, smallest first: 8 is what AMD and AVX2 MKL need (and what every width
+# already is), 16 Intel's AVX-512 MKL, 32 and 64 for kernels with wider tiles.
+CANDIDATE_BLOCKS = (8, 16, 32, 64)
+# The most rows one GEMM call gets: larger calls are split. Small enough that MKL's
+# large-matrix path (another reduction order, above 256 rows on Intel AVX-512) is never taken,
+# large enough that a CPU still streams each weight once per 64 rows; on a GPU, where a GEMM
+# needs more rows to be efficient, 256.
+CHUNK_ROWS = {"cpu": 64, "cuda": 256}
+DEFAULT_CHUNK_ROWS = 64
 
 
-def padded(n: int, block: int = ROW_BLOCK) -> int:
+def padded(n: int, block: int = WIDTH_BLOCK) -> int:
     """``n`` rounded up to a multiple of ``block``."""
     return -(-n // block) * block
 
 
+@dataclass(frozen=True)
+class RowBlocks:
+    """How one dense layer is called: a multiple of ``rows`` rows at a time, at most ``chunk``.
+    ``invariant`` is False where the probe found no block that holds (``rows`` is then the
+    largest candidate)."""
+
+    rows: int
+    chunk: int
+    invariant: bool
+
+
+# probed once per process for each (layer class, weight shape, bias, dtype, device, threads)
+_PROBED: dict[tuple, RowBlocks] = {}
+_WARNED: set[tuple] = set()
+
+
+def is_dense(module) -> bool:
+    import torch
+
+    return isinstance(module, torch.nn.Linear) or type(module).__name__ == "Conv1D"
+
+
+def _signature(module) -> tuple:
+    import torch
+
+    weight = module.weight
+    return (type(module).__name__, tuple(weight.shape), module.bias is not None,
+            str(weight.dtype), str(weight.device), torch.get_num_threads())
+
+
+def _in_features(module) -> int:
+    # Linear's weight is [out, in]; GPT-2's Conv1D keeps it transposed, [in, out]
+    return module.weight.shape[0 if type(module).__name__ == "Conv1D" else 1]
+
+
+def agrees(forward, x, rows: int) -> bool:
+    """Whether every call of a multiple of ``rows`` rows of ``x``, from its first rows or from
+    its last, gives each row the bits the call of all of ``x`` gives it, and the call of all of
+    ``x`` gives a row the same bits in another place."""
+    import torch
+
+    whole = forward(x)
+    if not torch.equal(forward(x.roll(1, 0)), whole.roll(1, 0)):
+        return False
+    for m in range(rows, len(x), rows):
+        if not (torch.equal(forward(x[:m]), whole[:m]) and
+                torch.equal(forward(x[-m:]), whole[-m:])):
+            return False
+    return True
+
+
+def probe_rows(forward, in_features: int, dtype, device, chunk: int) -> int | None:
+    """The smallest candidate block for which calls of its multiples up to ``chunk`` rows
+    agree (:func:`agrees`) on random rows; None when none does."""
+    import torch
+
+    generator = torch.Generator(device="cpu").manual_seed(0)
+    x = torch.randn(chunk, in_features, generator=generator).to(dtype=dtype, device=device)
+    with torch.inference_mode():
+        for rows in CANDIDATE_BLOCKS:
+            if chunk % rows == 0 and agrees(forward, x, rows):
+                return rows
+    return None
+
+
+def blocks_for(module) -> RowBlocks:
+    """The row blocks of one dense layer on this machine, probed on its first use."""
+    key = _signature(module)
+    if key not in _PROBED:
+        device = module.weight.device
+        chunk = CHUNK_ROWS.get(device.type, DEFAULT_CHUNK_ROWS)
+        rows = probe_rows(module.forward, _in_features(module), module.weight.dtype, device,
+                          chunk)
+        _PROBED[key] = RowBlocks(rows or CANDIDATE_BLOCKS[-1], chunk, rows is not None)
+    found = _PROBED[key]
+    if not found.invariant and key not in _WARNED:
+        _WARNED.add(key)
+        print(f"warning: on this machine a {key[0]} layer of shape {list(key[1])} "
+              f"({key[3].removeprefix('torch.')}, {key[4]}) rounds a row differently with the "
+              "number of rows beside it, whatever the padding: results may differ in the last "
+              "bits with the batch size", file=sys.stderr)
+    return found
+
+
+def model_row_blocks(model) -> RowBlocks:
+    """The largest row block any of ``model``'s dense layers needs (for the padding count), and
+    whether every layer's holds."""
+    found = [blocks_for(m) for m in model.modules() if is_dense(m)]
+    if not found:
+        return RowBlocks(WIDTH_BLOCK, DEFAULT_CHUNK_ROWS, True)
+    return RowBlocks(max(b.rows for b in found), min(b.chunk for b in found),
+                     all(b.invariant for b in found))
+
+
+def _blocked(forward, blocks: RowBlocks):
+    """``forward`` called on a multiple of ``blocks.rows`` rows (zeros added, their outputs cut
+    off), at most ``blocks.chunk`` rows a call."""
+    import torch
+
+    def call(x, *args, **kwargs):
+        rows = x.shape[:-1].numel()
+        if rows % blocks.rows == 0 and rows <= blocks.chunk:
+            return forward(x, *args, **kwargs)
+        flat = x.reshape(rows, x.shape[-1])
+        fill = padded(rows, blocks.rows) - rows
+        if fill:
+            flat = torch.cat([flat, flat.new_zeros(fill, x.shape[-1])])
+        out = torch.cat([forward(flat[i : i + blocks.chunk], *args, **kwargs)
+                         for i in range(0, len(flat), blocks.chunk)])
+        return out[:rows].reshape(*x.shape[:-1], out.shape[-1])
+
+    return call
+
+
+@contextmanager
+def dense_row_blocks(model):
+    """While active, every dense layer of ``model`` is called on whole row blocks of at most a
+    chunk of rows (:class:`RowBlocks`, probed once per layer shape), so no row's output depends
+    on the rows beside it. Only the dense layers see the extra rows; attention and the KV cache
+    hold the real rows alone."""
+    dense = [m for m in model.modules() if is_dense(m)]
+    own = [m.__dict__.get("forward") for m in dense]  # an instance's own forward, if it has one
+    try:
+        for module in dense:
+            module.forward = _blocked(module.forward, blocks_for(module))
+        yield
+    finally:
+        for module, forward in zip(dense, own):
+            if forward is None:
+                del module.forward
+            else:
+                module.forward = forward
+
+
 @contextmanager
 def only_positions(model, last):
-    """Feed the LM head only each row's hidden state at ``last[row]`` (shape [B, 1, H]), in a
-    multiple of ROW_BLOCK rows. The model's own head and any post-processing (e.g. logit
-    soft-capping) still apply."""
+    """Feed the LM head only each row's hidden state at ``last[row]`` (shape [B, 1, H]). The
+    model's own head and any post-processing (e.g. logit soft-capping) still apply; the head's
+    rows are made whole blocks by :func:`dense_row_blocks`."""
     import torch
 
     head = model.get_output_embeddings()
     rows = torch.arange(len(last), device=last.device)
-    size = padded(len(last))
 
     def select(_module, args):
-        picked = args[0][rows, last]
-        picked = torch.cat([picked, picked.new_zeros(size - len(last), picked.shape[-1])])
-        return (picked.unsqueeze(1), *args[1:])
+        return (args[0][rows, last].unsqueeze(1), *args[1:])
 
     handle = head.register_forward_pre_hook(select)
     try:
         yield
     finally:
         handle.remove()
-
-
-@contextmanager
-def full_row_blocks(model):
-    """Feed every dense layer (Linear, GPT-2's Conv1D) a multiple of ROW_BLOCK rows, adding rows
-    of zeros and cutting their outputs off: a decode step has one row per prompt, and CPU GEMM
-    kernels round a row in a partial block differently. Only the dense layers see the extra
-    rows; attention and the KV cache hold the real rows alone."""
-    import torch
-
-    shapes: dict[int, torch.Size] = {}
-
-    def pad(module, args):
-        x = args[0]
-        rows = x.shape[:-1].numel()
-        if rows % ROW_BLOCK == 0:
-            return None
-        shapes[id(module)] = x.shape
-        flat = x.reshape(rows, x.shape[-1])
-        return (torch.cat([flat, flat.new_zeros(padded(rows) - rows, x.shape[-1])]), *args[1:])
-
-    def cut(module, _args, out):
-        shape = shapes.pop(id(module), None)
-        if shape is None:
-            return None
-        return out[: shape[:-1].numel()].reshape(*shape[:-1], out.shape[-1])
-
-    handles = []
-    for module in model.modules():
-        if isinstance(module, torch.nn.Linear) or type(module).__name__ == "Conv1D":
-            handles += [module.register_forward_pre_hook(pad), module.register_forward_hook(cut)]
-    try:
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
 
 
 @dataclass

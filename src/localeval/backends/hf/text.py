@@ -19,6 +19,7 @@ from collections.abc import Iterator
 
 from ..base import Failed, Response, TextLogprobs, TokenLogprobs
 from ..failures import OverLimit
+from .row_blocks import dense_row_blocks
 from .row_blocks import padded as _padded
 
 LOGITS_BUDGET_BYTES = 1 << 30  # full-vocabulary log-probs held at once, in float32 terms
@@ -72,7 +73,7 @@ def _forward(backend, rows: list[list[int]]) -> list[TokenLogprobs]:
     positions = torch.arange(width, device=backend.device).expand(len(rows), -1)
     backend.stats["forwarded_tokens"] += sum(len(r) for r in rows)
     backend.stats["padding_tokens"] += len(rows) * width - sum(len(r) for r in rows)
-    with torch.inference_mode():
+    with torch.inference_mode(), dense_row_blocks(backend.model):
         logits = backend.model(input_ids=ids, attention_mask=mask, position_ids=positions,
                                use_cache=False).logits
         return [_row(backend, logits[k, : len(r) - 1], ids[k, 1 : len(r)])

@@ -8,7 +8,7 @@ So only the batches on the path from the root are held, and ShieldGemma's four p
 a hundred items are forwarded as a few wide batches, not a hundred narrow ones.
 
 Why a row's numbers do not depend on its batch: a node's tokens are padded to a width set by
-the node alone (a multiple of ROW_BLOCK; longer for a generation's last prompt tokens, see
+the node alone (a multiple of WIDTH_BLOCK; longer for a generation's last prompt tokens, see
 :func:`.generate.row_width`), and nodes share a batch only at equal widths, so a row's cache
 has the same columns, pads included (masked out; position ids skip them), whatever else is in
 its batch or at its parents' level.
@@ -26,8 +26,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .kv_cache import cache_argument, returned_cache
 from .prefix import NODE_COST, PrefixNode, plan_prefix_tree
-from .row_blocks import gathered_cache, only_positions, pad_rows, padded
+from .row_blocks import dense_row_blocks, gathered_cache, only_positions, pad_rows, padded
 
 
 @dataclass
@@ -94,7 +95,7 @@ def walk(backend, root: PrefixNode, seqs: Sequence[Sequence[int]], width: Width 
          grow: Callable[[PrefixNode], int] = lambda _n: 0,
          needed: Sequence[bool] | None = None) -> Iterator[Batch]:
     """Every node below ``root`` forwarded, parents first. ``width`` pads a node's tokens
-    (ROW_BLOCK multiples by default); ``grow`` is the cache room a node's requests will add
+    (WIDTH_BLOCK multiples by default); ``grow`` is the cache room a node's requests will add
     (generation), counted in the token budget. A batch's rows stay valid after the next yield:
     gather them before writing to their cache.
 
@@ -166,19 +167,20 @@ def _forward(backend, seqs, parents: Rows | None, starts: list[int], picks: list
     if parents is not None:
         index = torch.tensor(picks, device=device)
         cont = parents.gather(index)
-        kwargs["past_key_values"] = cont.cache
+        kwargs[cache_argument(backend.model)] = cont.cache
         start, before = cont.next_position, cont.mask
     laid = pad_rows(torch, device, segments, width, backend.tokenizer.pad_token_id, side,
                     start, before)
     real = sum(len(s) for s in segments)
     backend.stats["forwarded_tokens"] += real
     backend.stats["padding_tokens"] += len(segments) * width - real
-    with torch.inference_mode(), only_positions(backend.model, laid.last):
+    with (torch.inference_mode(), dense_row_blocks(backend.model),
+          only_positions(backend.model, laid.last)):
         out = backend.model(input_ids=torch.tensor(laid.ids, device=device),
                             attention_mask=laid.mask, position_ids=laid.positions,
                             cache_position=laid.slots, use_cache=True, **kwargs)
     lengths = torch.tensor([len(s) for s in segments], device=device)
-    rows = Rows(out.past_key_values, laid.mask, start + lengths)
+    rows = Rows(returned_cache(out), laid.mask, start + lengths)
     return Batch(nodes, rows, out.logits[: len(nodes), -1, :].float())
 
 
