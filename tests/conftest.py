@@ -1,7 +1,10 @@
+import contextlib
+import io
 import os
 import shutil
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -43,6 +46,30 @@ def shared():
     if not SHARED.exists():
         pytest.fail(f"shared data not found at {SHARED}; set LOCALEVAL_SHARED")
     return SHARED
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """What one `localeval demo --output FOLDER --quiet` left: its exit code, what it printed on
+    stdout and its folder, which the tests that share it only read (a copy would not do for a
+    rerun: the runs' settings name the model by its absolute path, test_first_afternoon.py's
+    rerun test makes its own demo)."""
+    code: int
+    out: str
+    folder: Path
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory) -> DemoRun:
+    """The demo, run once for the session through the command line (`main`), as a user runs it:
+    the demo's model build and its two runs are the most expensive set-up the tests share."""
+    from localeval.cli import main
+
+    folder = tmp_path_factory.mktemp("demo-run") / "demo"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = main(["demo", "--output", str(folder), "--quiet"])
+    return DemoRun(code, printed.getvalue(), folder)
 
 
 @pytest.fixture

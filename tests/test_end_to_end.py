@@ -100,11 +100,12 @@ def test_missing_model_folder_is_one_line(tmp_path, shared, capsys):
 
 
 @pytest.mark.slow
-def test_demo(tmp_path, capsys):
-    assert main(["demo", "--output", str(tmp_path / "demo"), "--quiet"]) == 0
-    out = capsys.readouterr().out
+def test_demo(demo_run):
+    """`localeval demo --output DIR --quiet`, run once for the session (conftest's demo_run)."""
+    assert demo_run.code == 0
+    out = demo_run.out
     assert "RANDOM" in out and "Taiwan Spe." in out
-    assert (tmp_path / "demo" / "tmlu-likelihood" / "results.json").exists()
+    assert (demo_run.folder / "tmlu-likelihood" / "results.json").exists()
 
 
 @pytest.mark.slow

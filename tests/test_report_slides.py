@@ -162,12 +162,11 @@ def test_missing_fonts_warn_once_and_figures_still_draw(monkeypatch, capsys):
 
 # ------------------------------------------------------------------------ in a real browser
 @pytest.fixture(scope="module")
-def demo_reports(tmp_path_factory):
-    """The demo's real reports: TMLU (Chinese) and SEA-SafeguardBench (Thai, harmful items)."""
-    from localeval.cli import main
-
-    root = tmp_path_factory.mktemp("demo")
-    assert main(["demo", "--output", str(root), "--quiet"]) == 0
+def demo_reports(demo_run):
+    """The demo's real reports: TMLU (Chinese) and SEA-SafeguardBench (Thai, harmful items),
+    from the session's demo (conftest's demo_run; only read here)."""
+    assert demo_run.code == 0, demo_run.out[-2000:]
+    root = demo_run.folder
     return {"mcq": root / "tmlu-likelihood", "safety": root / "sea-safeguard"}
 
 
