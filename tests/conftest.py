@@ -123,8 +123,17 @@ ENGINE_MARKERS = {"test_vllm.py": "vllm", "test_vllm_defaults.py": "vllm",
                   "test_llama_cpp_server.py": "llama_cpp", "test_lm_eval_parity.py": "lm_eval"}
 
 
+# The longest modules, longest first: under pytest-xdist (`-n 2 --dist loadscope`, each module
+# on one worker) they are handed out first, so that no worker starts one of them when the other
+# has nothing left to do (measured with `--durations`, see the README's test section).
+LONGEST_FIRST = ("test_readme_blocks.py",)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         name = ENGINE_MARKERS.get(Path(str(item.fspath)).name)
         if name:
             item.add_marker(getattr(pytest.mark, name))
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # a serial run keeps the files' order
+        rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))

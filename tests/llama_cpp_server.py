@@ -20,6 +20,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import httpx
+from cache_lock import cache_lock
 
 KEEP = ("convert_hf_to_gguf.py", "conversion/", "gguf-py/")
 
@@ -31,6 +32,13 @@ def converter_sources() -> Path:
     folder = home / f"llama-cpp-python-{release}"
     if (folder / "convert_hf_to_gguf.py").exists():
         return folder
+    with cache_lock(home, folder.name):  # one download; another process waits, then uses it
+        if not (folder / "convert_hf_to_gguf.py").exists():
+            _fetch_converter(release, folder)
+    return folder
+
+
+def _fetch_converter(release: str, folder: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
                         "--no-binary", ":all:", f"llama-cpp-python=={release}", "-d", tmp],
@@ -45,7 +53,6 @@ def converter_sources() -> Path:
                 m.name = m.name[len(prefix):]
             tar.extractall(partial, members=members, filter="data")
         partial.rename(folder)  # whole or not at all
-    return folder
 
 
 def to_gguf(model: Path, out: Path) -> Path:

