@@ -134,6 +134,6 @@ def pytest_collection_modifyitems(config, items):
         name = ENGINE_MARKERS.get(Path(str(item.fspath)).name)
         if name:
             item.add_marker(getattr(pytest.mark, name))
-    if os.environ.get("PYTEST_XDIST_WORKER"):  # a serial run keeps the files' order
+    if hasattr(config, "workerinput"):  # an xdist worker; a serial run keeps the files' order
         rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
         items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))

@@ -266,7 +266,9 @@ def test_browser_tests_skip_without_playwright(tmp_path):
     blocked.mkdir(parents=True)
     (blocked / "__init__.py").write_text("raise ImportError('no playwright here')\n")
     tests = Path(__file__).parent
-    env = {k: v for k, v in os.environ.items() if k != "LOCALEVAL_REQUIRE_CHROMIUM"}
+    # nor the options of the run around it (.ci/run's PYTEST_ADDOPTS: workers, a JUnit file)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LOCALEVAL_REQUIRE_CHROMIUM", "PYTEST_ADDOPTS")}
     env["PYTHONPATH"] = os.pathsep.join([str(blocked.parent), *sys.path])
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            "-m", "not slow", "-rs", str(tests / "test_report_long_text.py")],
