@@ -5,20 +5,21 @@ kernel rounds a row depends on the call: MKL on an AMD CPU computes a call of 1-
 with another kernel than a call of 8; on an Intel AVX-512 CPU a partial block of 16 rows is
 rounded differently, and a call of more than 256 rows (hidden size 2,048) is reduced in another
 order than a smaller one. Which calls agree is a fact of the machine, the library and the
-layer's shape, not a constant, so it is measured (:func:`probe_rows`): for each distinct dense
-layer, the smallest ``rows`` block in :data:`CANDIDATE_BLOCKS` such that every call of a
-multiple of ``rows`` rows, up to ``chunk`` rows, gives each row the bits it gets in a call of
-``chunk`` rows, wherever the row sits in the call.
+layer's shape, not a constant, so it is measured (:func:`probe_rows`), once per process for
+each distinct dense layer: the smallest ``rows`` block in :data:`CANDIDATE_BLOCKS` such that
+every call of a multiple of ``rows`` rows up to SMALL_ROWS gives each row the bits it gets in a
+call of SMALL_ROWS rows, wherever the row sits in the call; and the most rows a call may have
+before it is reduced otherwise (``chunk``, None when calls agree up to LARGE_ROWS[-1]).
 
 While :func:`dense_row_blocks` is active, every dense layer is then called only that way: its
-rows padded with rows of zeros to a multiple of ``rows`` (their outputs cut off) and split into
-calls of at most ``chunk`` rows. A row's bits then never depend on its batch. Attention is
-computed row by row (:mod:`.attention`) and needs no padding; norms and activations work on each
-row alone.
+rows padded with rows of zeros to a multiple of ``rows`` (their outputs cut off) and, where a
+chunk was found, split into calls of at most ``chunk`` rows. A row's bits then never depend on
+its batch. Attention is computed row by row (:mod:`.attention`) and needs no padding; norms
+and activations work on each row alone.
 
 Where no candidate block holds for some layer (the probe says so; seen on no CPU so far), the
-rows are still padded and chunked as for the largest candidate and a warning says results may
-differ in the last bits with the batch size.
+rows are padded as for the largest candidate and split at SMALL_ROWS, and a warning says
+results may differ in the last bits with the batch size.
 """
 
 from __future__ import annotations
@@ -36,12 +37,15 @@ WIDTH_BLOCK = 8
 # Row blocks tried, smallest first: 8 is what AMD and AVX2 MKL need (and what every width
 # already is), 16 Intel's AVX-512 MKL, 32 and 64 for kernels with wider tiles.
 CANDIDATE_BLOCKS = (8, 16, 32, 64)
-# The most rows one GEMM call gets: larger calls are split. Small enough that MKL's
-# large-matrix path (another reduction order, above 256 rows on Intel AVX-512) is never taken,
-# large enough that a CPU still streams each weight once per 64 rows; on a GPU, where a GEMM
-# needs more rows to be efficient, 256.
-CHUNK_ROWS = {"cpu": 64, "cuda": 256}
-DEFAULT_CHUNK_ROWS = 64
+# Calls of up to SMALL_ROWS rows are where kernels switch between small-matrix paths: every
+# multiple of a candidate block up to it is tried. Beyond it, calls of LARGE_ROWS (powers of
+# two from 2 x SMALL_ROWS) are compared with the same rows in SMALL_ROWS-row calls: where a
+# large call reduces in another order (Intel AVX-512 MKL above 256 rows at hidden size 2,048),
+# dense layers get at most the largest size that agrees at a time. Splitting every call costs
+# 2-8x on an AMD CPU's MKL (a 64-row GEMM is far slower per row), so it is done only where
+# the probe shows it is needed; agreement is checked up to LARGE_ROWS[-1] rows.
+SMALL_ROWS = 64
+LARGE_ROWS = (128, 256, 512, 1024)
 
 
 def padded(n: int, block: int = WIDTH_BLOCK) -> int:
@@ -51,12 +55,12 @@ def padded(n: int, block: int = WIDTH_BLOCK) -> int:
 
 @dataclass(frozen=True)
 class RowBlocks:
-    """How one dense layer is called: a multiple of ``rows`` rows at a time, at most ``chunk``.
-    ``invariant`` is False where the probe found no block that holds (``rows`` is then the
-    largest candidate)."""
+    """How one dense layer is called: a multiple of ``rows`` rows at a time, at most ``chunk``
+    (None: any number). ``invariant`` is False where the probe found no block that holds
+    (``rows`` is then the largest candidate)."""
 
     rows: int
-    chunk: int
+    chunk: int | None
     invariant: bool
 
 
@@ -72,11 +76,15 @@ def is_dense(module) -> bool:
 
 
 def _signature(module) -> tuple:
+    """What a GEMM kernel's choice may depend on. The weight's address modulo 64 bytes too:
+    weights loaded from a safetensors file sit wherever the file puts them (40 bytes past a
+    64-byte boundary in our test models), and MKL's AVX-512 kernels round differently then."""
     import torch
 
     weight = module.weight
     return (type(module).__name__, tuple(weight.shape), module.bias is not None,
-            str(weight.dtype), str(weight.device), torch.get_num_threads())
+            str(weight.dtype), str(weight.device), torch.get_num_threads(),
+            weight.data_ptr() % 64)
 
 
 def _in_features(module) -> int:
@@ -100,17 +108,34 @@ def agrees(forward, x, rows: int) -> bool:
     return True
 
 
-def probe_rows(forward, in_features: int, dtype, device, chunk: int) -> int | None:
-    """The smallest candidate block for which calls of its multiples up to ``chunk`` rows
-    agree (:func:`agrees`) on random rows; None when none does."""
+def probe_rows(forward, in_features: int, dtype, device) -> RowBlocks:
+    """The smallest candidate block for which calls of its multiples up to SMALL_ROWS rows
+    agree (:func:`agrees`) on random rows, and the most rows a call may have
+    (:func:`largest_call`)."""
     import torch
 
     generator = torch.Generator(device="cpu").manual_seed(0)
-    x = torch.randn(chunk, in_features, generator=generator).to(dtype=dtype, device=device)
+    x = torch.randn(LARGE_ROWS[-1], in_features, generator=generator).to(dtype=dtype,
+                                                                           device=device)
     with torch.inference_mode():
         for rows in CANDIDATE_BLOCKS:
-            if chunk % rows == 0 and agrees(forward, x, rows):
-                return rows
+            if agrees(forward, x[:SMALL_ROWS], rows):
+                return RowBlocks(rows, largest_call(forward, x), True)
+    return RowBlocks(CANDIDATE_BLOCKS[-1], SMALL_ROWS, False)
+
+
+def largest_call(forward, x) -> int | None:
+    """The most rows a call may have: None where calls of every LARGE_ROWS size give each row
+    the bits it gets in calls of SMALL_ROWS rows, else the largest size below the first that
+    does not."""
+    import torch
+
+    small = torch.cat([forward(x[i : i + SMALL_ROWS]) for i in range(0, len(x), SMALL_ROWS)])
+    agreed = SMALL_ROWS
+    for size in LARGE_ROWS:
+        if not torch.equal(forward(x[:size]), small[:size]):
+            return agreed
+        agreed = size
     return None
 
 
@@ -118,11 +143,8 @@ def blocks_for(module) -> RowBlocks:
     """The row blocks of one dense layer on this machine, probed on its first use."""
     key = _signature(module)
     if key not in _PROBED:
-        device = module.weight.device
-        chunk = CHUNK_ROWS.get(device.type, DEFAULT_CHUNK_ROWS)
-        rows = probe_rows(module.forward, _in_features(module), module.weight.dtype, device,
-                          chunk)
-        _PROBED[key] = RowBlocks(rows or CANDIDATE_BLOCKS[-1], chunk, rows is not None)
+        _PROBED[key] = probe_rows(module.forward, _in_features(module), module.weight.dtype,
+                                  module.weight.device)
     found = _PROBED[key]
     if not found.invariant and key not in _WARNED:
         _WARNED.add(key)
@@ -138,8 +160,9 @@ def model_row_blocks(model) -> RowBlocks:
     whether every layer's holds."""
     found = [blocks_for(m) for m in model.modules() if is_dense(m)]
     if not found:
-        return RowBlocks(WIDTH_BLOCK, DEFAULT_CHUNK_ROWS, True)
-    return RowBlocks(max(b.rows for b in found), min(b.chunk for b in found),
+        return RowBlocks(WIDTH_BLOCK, None, True)
+    chunks = [b.chunk for b in found if b.chunk is not None]
+    return RowBlocks(max(b.rows for b in found), min(chunks) if chunks else None,
                      all(b.invariant for b in found))
 
 
@@ -148,16 +171,21 @@ def _blocked(forward, blocks: RowBlocks):
     off), at most ``blocks.chunk`` rows a call."""
     import torch
 
+    chunk = blocks.chunk
+
     def call(x, *args, **kwargs):
         rows = x.shape[:-1].numel()
-        if rows % blocks.rows == 0 and rows <= blocks.chunk:
+        if rows % blocks.rows == 0 and (chunk is None or rows <= chunk):
             return forward(x, *args, **kwargs)
         flat = x.reshape(rows, x.shape[-1])
         fill = padded(rows, blocks.rows) - rows
         if fill:
             flat = torch.cat([flat, flat.new_zeros(fill, x.shape[-1])])
-        out = torch.cat([forward(flat[i : i + blocks.chunk], *args, **kwargs)
-                         for i in range(0, len(flat), blocks.chunk)])
+        if chunk is None:
+            out = forward(flat, *args, **kwargs)
+        else:
+            out = torch.cat([forward(flat[i : i + chunk], *args, **kwargs)
+                             for i in range(0, len(flat), chunk)])
         return out[:rows].reshape(*x.shape[:-1], out.shape[-1])
 
     return call
