@@ -53,9 +53,30 @@ def same_bits_in_any_batch(layer, in_features: int, most: int) -> list[tuple[int
 
 
 @pytest.fixture(autouse=True)
-def fresh_probes(monkeypatch):
+def fresh_probes(monkeypatch, tmp_path):
     monkeypatch.setattr(row_blocks, "_PROBED", {})
     monkeypatch.setattr(row_blocks, "_WARNED", set())
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
+def test_a_probe_is_kept_for_the_next_process_and_a_damaged_file_probed_again(monkeypatch):
+    layer = RoundsByCall(32, 24).eval()
+    with torch.inference_mode():
+        found = blocks_for(layer)
+    assert row_blocks.probe_file().exists()
+    monkeypatch.setattr(row_blocks, "_PROBED", {})  # the next process
+
+    def no_probe(*_args):
+        raise AssertionError("probed again")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(row_blocks, "probe_rows", no_probe)
+        assert blocks_for(layer) == found
+    for damage in ("{not json", '{"x": {"rows": 3, "chunk": null, "invariant": true}}', "[]"):
+        row_blocks.probe_file().write_text(damage)
+        monkeypatch.setattr(row_blocks, "_PROBED", {})
+        with torch.inference_mode():
+            assert blocks_for(layer) == found  # probed again, and kept again
 
 
 def test_the_probe_finds_the_block_a_kernel_needs_and_chunks_past_its_regime_change():

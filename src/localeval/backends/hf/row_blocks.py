@@ -5,8 +5,8 @@ kernel rounds a row depends on the call: MKL on an AMD CPU computes a call of 1-
 with another kernel than a call of 8; on an Intel AVX-512 CPU a partial block of 16 rows is
 rounded differently, and a call of more than 256 rows (hidden size 2,048) is reduced in another
 order than a smaller one. Which calls agree is a fact of the machine, the library and the
-layer's shape, not a constant, so it is measured (:func:`probe_rows`), once per process for
-each distinct dense layer: the smallest ``rows`` block in :data:`CANDIDATE_BLOCKS` such that
+layer's shape, not a constant, so it is measured (:func:`probe_rows`), once on a machine for
+each distinct dense layer (kept in :func:`probe_file`): the smallest ``rows`` block in :data:`CANDIDATE_BLOCKS` such that
 every call of a multiple of ``rows`` rows up to SMALL_ROWS gives each row the bits it gets in a
 call of SMALL_ROWS rows, wherever the row sits in the call; and the most rows a call may have
 before it is reduced otherwise (``chunk``, None when calls agree up to LARGE_ROWS[-1]).
@@ -25,9 +25,14 @@ results may differ in the last bits with the batch size.
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
+import os
+import platform
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 # A node's tokens are padded to a multiple of this width so that nodes of equal width share a
@@ -140,11 +145,18 @@ def largest_call(forward, x) -> int | None:
 
 
 def blocks_for(module) -> RowBlocks:
-    """The row blocks of one dense layer on this machine, probed on its first use."""
+    """The row blocks of one dense layer on this machine: probed on its first use, kept for
+    the process and in :func:`probe_file` for the next ones (a probe of an LM head is seconds
+    on a CPU)."""
     key = _signature(module)
     if key not in _PROBED:
-        _PROBED[key] = probe_rows(module.forward, _in_features(module), module.weight.dtype,
-                                  module.weight.device)
+        stored = _machine_key(key)
+        found = _read_probes().get(stored)
+        if found is None:
+            found = probe_rows(module.forward, _in_features(module), module.weight.dtype,
+                               module.weight.device)
+            _write_probe(stored, found)
+        _PROBED[key] = found
     found = _PROBED[key]
     if not found.invariant and key not in _WARNED:
         _WARNED.add(key)
@@ -153,6 +165,66 @@ def blocks_for(module) -> RowBlocks:
               "number of rows beside it, whatever the padding: results may differ in the last "
               "bits with the batch size", file=sys.stderr)
     return found
+
+
+def probe_file() -> Path:
+    """Where probes are kept between processes: beside localeval's other caches."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "localeval" / "row_blocks.json"
+
+
+def _machine_key(signature: tuple) -> str:
+    """A layer's signature with what else a kernel's choice depends on: the CPU (model and
+    instruction sets), torch with the BLAS libraries it was built with, and the variables
+    that steer those libraries (MKL_CBWR, MKL_ENABLE_INSTRUCTIONS, a preloaded library…)."""
+    import torch
+
+    cpu = platform.machine()
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+        cpu += "".join(line for line in info.splitlines()
+                       if line.startswith(("model name", "flags")))[:4000]
+    except OSError:
+        cpu += platform.processor()
+    if signature[4].startswith("cuda"):
+        cpu += torch.cuda.get_device_name(torch.device(signature[4]))
+    steering = sorted((k, v) for k, v in os.environ.items()
+                      if k.startswith(("MKL_", "OMP_", "KMP_", "ONEDNN_", "DNNL_"))
+                      or k == "LD_PRELOAD")
+    made = json.dumps([cpu, torch.__version__, torch.__config__.show(), steering,
+                       list(signature)], default=str)
+    return hashlib.sha256(made.encode()).hexdigest()[:32]
+
+
+def _read_probes() -> dict[str, RowBlocks]:
+    """The probes kept in :func:`probe_file`; an entry that is not a probe's is left out (and
+    probed again), as is a file that cannot be read."""
+    try:
+        stored = json.loads(probe_file().read_text())
+    except (OSError, ValueError):
+        return {}
+    found = {}
+    for key, entry in stored.items() if isinstance(stored, dict) else ():
+        if (isinstance(entry, dict) and entry.get("rows") in CANDIDATE_BLOCKS
+                and entry.get("chunk") in (None, SMALL_ROWS, *LARGE_ROWS)
+                and isinstance(entry.get("invariant"), bool)):
+            found[key] = RowBlocks(entry["rows"], entry["chunk"], entry["invariant"])
+    return found
+
+
+def _write_probe(key: str, found: RowBlocks) -> None:
+    """Adds a probe to :func:`probe_file` (written whole under another name, then renamed, so a
+    reader never sees half a file); a cache that cannot be written is only not kept."""
+    path = probe_file()
+    stored = {k: asdict(v) for k, v in _read_probes().items()}
+    stored[key] = asdict(found)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}")
+        partial.write_text(json.dumps(stored, indent=0, sort_keys=True))
+        os.replace(partial, path)
+    except OSError:
+        pass
 
 
 def model_row_blocks(model) -> RowBlocks:
