@@ -91,7 +91,7 @@ def add_backend_arguments(parser) -> None:
     for f in dataclasses.fields(BackendConfig):
         meta = dict(f.metadata)
         flag = meta.pop("flag", None) or "--" + f.name.replace("_", "-")
-        for declaration in ("secret", "secret_keys", "speed_only"):  # ours, not argparse's
+        for declaration in ("secret", "secret_keys", "role"):  # ours, not argparse's
             meta.pop(declaration, None)
         text = meta.pop("help")
         if f.default is not None and not isinstance(f.default, bool) and "default" not in text:

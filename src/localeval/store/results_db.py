@@ -65,7 +65,8 @@ SCHEMA = (
 # again by the next command that writes (its rows are derived, never the record). Raise it
 # when what a summary holds changes (a view's ``protocol``, the guard or options columns).
 # 2: multiple-choice metric names (issue 51 item 4: ``accuracy`` became ``average``).
-SUMMARY_REVISION = 2
+# 3: protocol facts are every protocol-role option a config.json records (issue 61).
+SUMMARY_REVISION = 3
 SUMMARY_COLUMNS = ("run_id", "revision", "task", "results_schema", "model", "guard", "options",
                    "protocol", "protocol_text", "protocol_key", "data", "by_path",
                    "metric_names", "n_samples", "folder", "started_at", "finished_at", "host")

@@ -69,15 +69,16 @@ class LLMSafetyOptions(SafetySelection):
                                 "--chat-template)")
     safeguard: str | Guard | None = option(
         None, "a prompt guard in front of the model (App. D.2's 'LLM + safeguard', IRIS "
-        "inference_llm_with_safeguard.py): any --guard name")
+        "inference_llm_with_safeguard.py): any --guard name", role="model")
     safeguard_model: str | Backend | None = option(None, "the safeguard's model (hf:…, "
-                                                   "openai:…)")
+                                                   "openai:…)", role="model")
     safeguard_options: dict | None = option(None, "an option of the safeguard, repeatable",
                                             flag="--safeguard-option", parse="pairs",
-                                            metavar="KEY=VALUE")
+                                            metavar="KEY=VALUE", role="model")
     safeguard_mode: SafeguardMode = option(
         "fixed-answer", "what the safeguard does: fixed-answer (a prompt it calls harmful gets "
-        "IRIS's refusal, the default) or advance-inform (a system warning before it)")
+        "IRIS's refusal, the default) or advance-inform (a system warning before it)",
+        role="model")
     refine: Refine = option(
         "none", "App. D.2's refined responses (IRIS refine_llm_response_with_safeguard.py): "
         "iris (a response the judge calls harmful is refined, but dropped when the safeguard "

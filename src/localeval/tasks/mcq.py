@@ -296,7 +296,7 @@ class MCQTask(Task):
         }, MCQResults)
 
     def describe(self, data: MCQData) -> dict:
-        method, o = self.config.method, self.options
+        o = self.options
         return {
             "task": self.name,
             "protocol": MCQ_PROTOCOL,
@@ -304,6 +304,15 @@ class MCQTask(Task):
             "dataset_revision": o.dataset_revision,
             "subjects": [subject for subject, _, _ in data.subjects],
             "limit": o.limit,
+            **self.described_options(),
+        }
+
+    def described_options(self) -> dict:
+        """config.json's keys of the options that do not depend on the data read (method,
+        prompt, generation), as :meth:`describe` writes them: a paper protocol's facts are
+        read from them too."""
+        method = self.config.method
+        return {
             "method": method,
             "max_tokens": self.config.generation_budget if method == "generation" else None,
             "extract": self.config.extraction if method == "generation" else None,

@@ -130,10 +130,6 @@ class MCQOptions(TaskOptions):
         """config.json (``MCQTask.describe``) nests the prompt's options under ``prompt`` and
         records the generation budget and extraction as run (resolved): they are kept for
         generation, so the requests key the cache as they did."""
-        if config.get("reduce_few_shot"):
-            raise LocalevalError("rescore cannot re-plan a run made with --reduce-few-shot: "
-                                 "which shots fit depended on the model's tokenizer, which "
-                                 "rescore never loads")
         prompt = config.get("prompt") or {}
         options = {"data": hub_or_path(config.get("data")),
                    "dataset_revision": config.get("dataset_revision"),
@@ -145,7 +141,8 @@ class MCQOptions(TaskOptions):
                    "chat_special_tokens": config.get("chat_special_tokens", True),
                    "permute_options": config.get("permute_options", 1),
                    "repeats": config.get("repeats", 1),
-                   "max_length": config.get("max_length")}
+                   "max_length": config.get("max_length"),
+                   "reduce_few_shot": config.get("reduce_few_shot", False)}
         if config.get("method") == "generation":
             # a folder from before issue 50 stopped every generation at 問題：
             options.update(max_tokens=config.get("max_tokens"), extract=config.get("extract"),
@@ -154,6 +151,9 @@ class MCQOptions(TaskOptions):
 
     @classmethod
     def rescore_problem(cls, recorded: Mapping[str, Any], name: str) -> str | None:
+        if recorded.get("reduce_few_shot"):
+            return ("rescore cannot re-plan a run made with --reduce-few-shot: which shots fit "
+                    "depended on the model's tokenizer, which rescore never loads")
         if name == "extract" and recorded.get("method") != "generation":
             return (f"--extract reads generated answers, and this run used --method "
                     f"{recorded.get('method')}: there is no text to extract from")

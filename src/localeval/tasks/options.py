@@ -23,24 +23,26 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any, Literal, get_args, get_origin
 
-from ..declared import parse_if_text
+from ..declared import Role, parse_if_text, role_of
 from ..errors import LocalevalError
 
 
 def option(default: Any, help: str, *, flag: str | None = None, parse: str | None = None,
            shortcut: tuple[str, str, str] | None = None, rescorable: bool = False,
-           **argparse: Any) -> Any:
+           role: Role = "protocol", **argparse: Any) -> Any:
     """One option of a task. ``flag``: its command-line flag (default ``--<name-with-dashes>``);
     its text becomes a value of the field's declared type (:func:`declared_value`), except
     ``parse="pairs"``: a repeated ``KEY=VALUE`` flag whose values the receiver types (a guard's
     options, by its constructor's declaration); ``shortcut``:
     (flag, key, help) of a flag that sets ``key=True`` in a ``pairs`` option; ``rescorable``:
     the option acts only on answers already given, so ``localeval rescore`` may change it;
-    ``argparse``: keywords for the flag (``type``, ``action``, ``metavar``; its choices come
+    ``role``: what the option is to a run (:data:`localeval.declared.Role`: ``protocol``, it
+    can change the numbers, the default; ``speed``; ``output``), so a run's protocol facts are
+    its protocol-role options (:func:`protocol_fields`); ``argparse``: keywords for the flag (``type``, ``action``, ``metavar``; its choices come
     from the field's ``Literal`` type)."""
     return dataclasses.field(default=default, metadata={
         "help": help, "flag": flag, "parse": parse, "shortcut": shortcut,
-        "rescorable": rescorable, "argparse": argparse})
+        "rescorable": rescorable, "role": role, "argparse": argparse})
 
 
 class TaskOptions:
@@ -120,6 +122,12 @@ def _union_members(annotation: Any) -> tuple[Any, ...]:
 
 def option_fields(options_class: type) -> list[dataclasses.Field]:
     return list(dataclasses.fields(options_class))
+
+
+def protocol_fields(options_class: type) -> list[dataclasses.Field]:
+    """The options that can change a run's numbers (role ``protocol``): what tells one
+    protocol from another."""
+    return [f for f in option_fields(options_class) if role_of(f) == "protocol"]
 
 
 def flag_of(f: dataclasses.Field) -> str:

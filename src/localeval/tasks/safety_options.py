@@ -86,11 +86,11 @@ class SafeguardOptions(SafetySelection):
 
     guard: str | Guard = option(
         "zero-shot", f"guard adapter: {guards_help()}; or embedding:<file> (a guard trained by "
-        "`localeval train-guard`)")
+        "`localeval train-guard`)", role="model")
     guard_options: dict | None = option(
         None, "an option of the guard, repeatable: e.g. mode=per-policy (shieldgemma), "
         "controversial=harmful (qwen3guard), translator=none (xguard)", flag="--guard-option",
-        parse="pairs", metavar="KEY=VALUE",
+        parse="pairs", metavar="KEY=VALUE", role="model",
         shortcut=("--cultural-awareness", "cultural_awareness",
                   "tell the zero-shot guard each item's country (paper Table 3); the same as "
                   "--guard-option cultural_awareness=true"))
@@ -126,7 +126,7 @@ class SafeguardOptions(SafetySelection):
         "label found 0.0, a failed call left out)", rescorable=True)
     log_samples: bool = option(True, "samples.jsonl keeps a sha256 of each prompt and response "
                                "instead of the text", flag="--no-log-samples",
-                               action="store_false")
+                               action="store_false", role="output")
 
     @classmethod
     def recorded(cls, config: Mapping[str, Any], results: Mapping[str, Any]) -> dict[str, Any]:
@@ -134,8 +134,11 @@ class SafeguardOptions(SafetySelection):
         bootstrap's resamples."""
         options = super().recorded(config, results)
         guard = config.get("guard") or {}
+        if not isinstance(guard, dict):  # a guard by its name alone, as the options give it
+            guard = {"name": guard}
         options.update(guard=guard.get("name", "zero-shot"),
                        guard_options=guard.get("options") or None)
+        options.pop("n_resamples", None)  # config.json never records it: results.json does
         if results.get("n_resamples") is not None:
             options["n_resamples"] = results["n_resamples"]
         return options

@@ -38,6 +38,7 @@ from ..render.formats import print_table
 from ..render.table import DataTable
 from ..store.results_db import data_by_path
 from ..store.runs import RunRecord, load_run
+from ..tasks.options import TaskOptions, protocol_fields
 
 Metric = tuple[str, "float | None", "int | None"]  # (name, value, n) for the results store
 Run = str | Path | RunRecord  # a run folder, or its record already loaded
@@ -89,6 +90,8 @@ class ResultsView(Generic[KindT]):
     schema = ""  # the results schema this view reads ("localeval.mcq/1")
     Results: type[AnyResults] = AnyResults  # its typed record (KindT)
     compares = False  # whether it has ``compare`` (two runs, sample by sample)
+    # the options of its kind of task: their protocol-role fields are its runs' protocol facts
+    Options: type[TaskOptions] | None = None
 
     def tables(self, results: KindT) -> list[DataTable]:
         """Every table of a run, in report order (the console, ``export`` and the report)."""
@@ -137,8 +140,14 @@ class ResultsView(Generic[KindT]):
 
     def protocol(self, config: dict[str, Any]) -> dict[str, str]:
         """What makes a run comparable with another on the leaderboard, from its config.json:
-        each fact as it is shown ("limit": "12", "subjects": "2 of 67")."""
-        return {"limit": shown(config.get("limit")), "protocol": shown(config.get("protocol"))}
+        its protocol revision and each protocol-role option of its kind (:attr:`Options`) as
+        it is shown ("limit": "12", "prompt style": "tmlu"), the data by its contents; a view
+        adds what no option says (the subjects out of the dataset's, a guard's reading)."""
+        facts = {"limit": shown(config.get("limit")), "protocol": shown(config.get("protocol")),
+                 **option_facts(self.Options, config)}
+        if "data" in facts:
+            facts["data"] = data_fact(config)
+        return facts
 
     def paper_protocol(self, task: str) -> dict[str, str] | None:
         """The facts of the task's paper protocol (its full built-in data, the paper's method
@@ -172,10 +181,24 @@ class ResultsView(Generic[KindT]):
             console.print(RichText(line))
 
 
+def option_facts(options: type[TaskOptions] | None, config: dict[str, Any]) -> dict[str, str]:
+    """Each protocol-role option of ``options`` that a run's config.json records, read back as
+    rescore reads it (``Options.recorded``), by its name ("prompt style": "tmlu"). Issue 61:
+    generic, so an option added to a kind is a fact without a list to forget it in; one the
+    config does not record (a bootstrap's resamples, in results.json) is none."""
+    if options is None:
+        return {}
+    recorded = options.recorded(config, {})
+    return {f.name.replace("_", " "): shown(recorded[f.name]) for f in protocol_fields(options)
+            if f.name in recorded}
+
+
 def shown(value: Any) -> str:
     """A protocol fact as the leaderboard shows it: a list joined, nothing as "none"."""
-    if value is None or value == []:
+    if value is None or value == [] or value == {}:
         return "none"
+    if isinstance(value, dict):
+        return ",".join(f"{k}={shown(v)}" for k, v in sorted(value.items()))
     if isinstance(value, list | tuple):
         return ",".join(map(str, value))
     if isinstance(value, bool):
