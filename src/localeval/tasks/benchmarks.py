@@ -17,8 +17,8 @@ A new one is one declaration in :data:`BENCHMARKS`::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 

@@ -83,7 +83,7 @@ class LLMSafetyOptions(SafetySelection):
         "none", "App. D.2's refined responses (IRIS refine_llm_response_with_safeguard.py): "
         "iris (a response the judge calls harmful is refined, but dropped when the safeguard "
         "called its prompt harmful, as the authors' code does) or all (ours: refined too); "
-        "needs --safeguard")
+        "needs --safeguard", role="model")
     d2: D2Rates = option(
         "iris", "App. D.2's rates: iris (the authors' code: sensitive rates for cultural-cg "
         "only, a response the judge could not label counted as not safe) or all (ours: "

@@ -27,10 +27,8 @@ from .base import (
     Ranking,
     ResultsView,
     Run,
-    data_fact,
     finished_run,
     of_kind,
-    shown,
     with_sample_fields,
 )
 from .mcq_figures import mcq_comparison_figure, mcq_figures

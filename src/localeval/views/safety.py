@@ -13,12 +13,10 @@ from typing import Any
 
 from rich.text import Text as RichText
 
-from ..analysis.choices import PAPER_EN_CELL
 from ..analysis.gaps import cultural_awareness_delta
 from ..data.safety import HUB_REPO, SEA_LANGS, SUBSETS
 from ..errors import LocalevalError
 from ..metrics.bootstrap import paired_bootstrap_ci
-from ..metrics.choices import PAPER_AUPRC, PAPER_THRESHOLD_RULE
 from ..metrics.classification import auprc_metric
 from ..records import finite, safety
 from ..records.safety import AwarenessComparison, SafetyComparison, SafetyResults, Table2
@@ -37,7 +35,6 @@ from .base import (
     Ranking,
     ResultsView,
     Run,
-    data_fact,
     finished_run,
     of_kind,
     shown,
