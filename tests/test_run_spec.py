@@ -267,3 +267,17 @@ def test_an_extraction_rescore_of_tmlu_cot_is_another_protocol(tmp_path):
                 quiet=True)  # the README's `localeval rescore runs/tmlu-cot --extract strict`
     differs = _differs("tmlu-cot", store, source)
     assert differs == {"cot": [], "strict": ["extract strict (ranked: tmlu)"]}
+
+
+def test_a_reduce_few_shot_run_is_read_back_and_still_not_rescored():
+    """MCQOptions.recorded reads --reduce-few-shot (a protocol fact now); rescore still refuses
+    such a run, from rescore_problem: which shots fit needed the model's tokenizer."""
+    from localeval.tasks.mcq_options import MCQOptions
+    from localeval.tasks.registry import task_class
+    from localeval.tasks.rescoring import check_change
+
+    recorded = MCQOptions.recorded({"method": "generation", "reduce_few_shot": True}, {})
+    assert recorded["reduce_few_shot"] is True
+    with pytest.raises(LocalevalError, match="cannot re-plan a run made with --reduce-few-shot"):
+        check_change(task_class("tmlu"), recorded, "extract")
+    assert MCQOptions.recorded({"method": "generation"}, {})["reduce_few_shot"] is False
