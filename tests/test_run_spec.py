@@ -79,6 +79,8 @@ def test_a_flag_contradicting_a_benchmark_is_refused_in_one_line(tmp_path, model
     # answer-only, rescorable option) may differ: rescore does just that
     assert make_task("tmlu-cot", method="generation", cot="true").options.cot is True
     assert make_task("tmlu-cot", extract="strict").config.extraction == "strict"
+    # None, an optional option's "not given", leaves the benchmark's own value
+    assert make_task("tmlu-cot", prompt_style=None, extract=None).config.extraction == "tmlu"
 
 
 def _default_folder(*argv: str) -> str:

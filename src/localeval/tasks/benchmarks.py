@@ -69,6 +69,8 @@ def benchmark_options(task: str, given: Mapping[str, Any]) -> MCQOptions:
     kind's defaults. A given value that contradicts a choice the benchmark fixes (any of its
     options but a rescorable one) is one line: a run with it is not that benchmark."""
     own = benchmark_defaults(task)
+    # None is "not given" (an Optional option's default): the benchmark's own value stands
+    given = {k: v for k, v in given.items() if not (k in own and v is None)}
     fields = {f.name: f for f in dataclasses.fields(MCQOptions)}
     for name, value in own.items():  # before the options are made: their checks come second
         f = fields[name]
