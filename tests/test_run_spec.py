@@ -283,3 +283,63 @@ def test_a_reduce_few_shot_run_is_read_back_and_still_not_rescored():
     with pytest.raises(LocalevalError, match="cannot re-plan a run made with --reduce-few-shot"):
         check_change(task_class("tmlu"), recorded, "extract")
     assert MCQOptions.recorded({"method": "generation"}, {})["reduce_few_shot"] is False
+
+
+# ------------------------------------------------------------------ the run spec (part C)
+FIXTURES = Path(__file__).parent / "fixtures"
+OLD_FOLDERS = sorted(p.parent for p in FIXTURES.glob("runs-*/*/config.json"))
+
+
+@pytest.mark.parametrize("folder", OLD_FOLDERS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_old_folder_reads_into_a_run_spec_and_back(folder):
+    """One reader maps each config.json layout into a RunSpec; its task block, written from
+    it in today's layout, reads back into an equal spec; its facts are the view's."""
+    from localeval.tasks.registry import task_kind
+    from localeval.tasks.run_spec import RunSpec
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    spec = RunSpec.from_config(config)
+    assert isinstance(spec.options, task_kind(config["task"]).Options)
+    assert spec.task == config["task"] and spec.model.model == config["model"]
+    assert spec.kind in {"mcq", "safety", "llm-safety", "contamination"}
+    assert RunSpec.from_config(spec.to_config()) == spec
+    schema = json.loads((folder / "results.json").read_text(encoding="utf-8"))["schema"]
+    assert protocol_facts(config["task"], schema, config) == spec.protocol_facts()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.task = "other"  # type: ignore[misc]
+
+
+def test_a_run_spec_is_what_the_task_describes_and_reads_its_data_and_roles(tmp_path):
+    from localeval.tasks.run_spec import RunSpec
+
+    task = make_task("llm-safety", data=_data("llm-safety", tmp_path, "d"), refusal="detector",
+                     judge_model="hf:judge", langs=["en"], limit=1)
+    config = {**task.describe(task.load()), "model": "hf:org/target",
+              "backend": {"backend": "hf", "model": "org/target"},
+              "model_roles": {"judge": {"model": "hf:judge", "options": {"dtype": "float16"}}},
+              "role_backends": {"judge": {"backend": "hf", "model": "judge"}},
+              "data_files": {"items.jsonl": {"bytes": 1, "sha256": "ab" * 32}}}
+    spec = RunSpec.from_config(config)
+    assert spec.kind == "llm-safety" and spec.options.refusal == "detector"
+    assert spec.data.langs == ("en",) and spec.data.limit == 1
+    assert spec.data.fingerprint == "ab" * 6 and not spec.data.by_path
+    assert [(r.role, r.model, dict(r.options)) for r in spec.roles] == \
+        [("judge", "hf:judge", {"dtype": "float16"})]
+    assert spec.roles[0].backend == {"backend": "hf", "model": "judge"}
+    assert RunSpec.from_config(spec.to_config()) == spec
+    assert spec.name == ("target · llm-safety · data items.jsonl · limit 1 · langs en · judge model "
+                         "hf:judge · refusal detector")
+
+
+def test_the_run_spec_module_is_light():
+    """What --help may import: the spec's module imports no pydantic, numpy, httpx, torch,
+    matplotlib."""
+    import subprocess
+    import sys
+
+    probe = ("import sys\nimport localeval.tasks.run_spec\n"
+             "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'pydantic', "
+             "'httpx', 'torch', 'matplotlib', 'transformers'}))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -20,7 +20,7 @@ import ast
 import dataclasses
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, get_args
 
 from .errors import LocalevalError
@@ -49,6 +49,20 @@ def role_of(f: dataclasses.Field[Any]) -> Role:
             return known
     # a typo would silently make an option part of the protocol
     raise ValueError(f"option {f.name}: role {role!r} is none of {', '.join(ROLES)}")
+
+
+def shown(value: Any) -> str:
+    """A fact as the leaderboard and a run's name show it: a list joined, nothing as "none",
+    a mapping as its ``key=value`` pairs, a bool as yes or no."""
+    if value is None or value == [] or value == {} or value == ():
+        return "none"
+    if isinstance(value, Mapping):
+        return ",".join(f"{k}={shown(v)}" for k, v in sorted(value.items()))
+    if isinstance(value, list | tuple):
+        return ",".join(map(str, value))
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
 
 
 class OptionValueError(LocalevalError):

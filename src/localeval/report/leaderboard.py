@@ -14,11 +14,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..declared import shown
 from ..errors import LocalevalError
 from ..render.cells import distinct_names
 from ..render.table import DataTable, Number, TableBuilder, columns
 from ..store.results_db import data_by_path, guard_name, protocol_options
-from ..views.base import DATA_BY_PATH, Ranking, shown
+from ..views.base import DATA_BY_PATH, Ranking
 from ..views.registry import view_for_task
 
 

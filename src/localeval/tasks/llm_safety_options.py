@@ -5,14 +5,17 @@ building the command line imports no task machinery (numpy, pydantic)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..analysis.choices import N_RESAMPLES, D2Rates
 from ..errors import LocalevalError
 from ..metrics.choices import FileRounding
-from .label_policy import Sensitive
+from .label_policy import DEFAULT_SENSITIVE, Sensitive
 from .options import option
 from .safety_options import BOOTSTRAP_HELP, SENSITIVE_HELP, SafetySelection
+
+PAPER_RESPONSES = 3  # IRIS inference_llm.py --n
+PAPER_MAX_TOKENS = 2048  # IRIS inference_llm.py: max_tokens of every completion
 
 if TYPE_CHECKING:  # annotations only
     from ..backends.base import Backend
@@ -32,6 +35,16 @@ D2Verdict = Literal["argmax", "score"]
 @dataclass(frozen=True)
 class LLMSafetyOptions(SafetySelection):
     """LLM safety (llm-safety): the model's own answers, judged."""
+
+    kind = "llm-safety"
+
+    def resolved(self, task: str) -> dict[str, Any]:
+        """The responses per prompt, their budget and the label policy as a run resolves
+        them."""
+        return {**super().resolved(task),
+                "responses": self.responses or (1 if self.greedy else PAPER_RESPONSES),
+                "max_tokens": self.max_tokens or PAPER_MAX_TOKENS,
+                "sensitive": self.sensitive or DEFAULT_SENSITIVE}
 
     # Declared again, not rescorable: a rescore of an llm-safety run would replay the judge's
     # and the safeguard's requests through their roles, and reading this kind's options back

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from ..errors import LocalevalError
 from .options import TaskOptions, hub_or_path, option
@@ -148,6 +148,43 @@ class MCQOptions(TaskOptions):
             options.update(max_tokens=config.get("max_tokens"), extract=config.get("extract"),
                            stop_at=config.get("stop_at", "question"))
         return options
+
+    kind = "mcq"
+    always_named = ("shots", "method", "cot")
+    # config.json's ``prompt`` block: option -> its key there
+    PROMPT_KEYS: ClassVar[Mapping[str, str]] = {
+        "prompt_style": "style", "shots": "shots", "cot": "cot", "chat": "chat",
+        "system": "system", "lm_eval_choices": "lm_eval_choices"}
+
+    def named(self) -> list[str]:
+        """Its shots and method ("5-shot likelihood", "0-shot CoT")."""
+        return [f"{self.shots}-shot {'CoT' if self.cot else self.method}"]
+
+    def resolved(self, task: str) -> dict[str, Any]:
+        """The prompt style, generation budget, extraction and stop as a run resolves them
+        (``MCQTask.described_options``): for a generation run only."""
+        from ..data.catalog import default_prompt_style
+
+        config = MCQConfig.of(self, task, default_prompt_style(task))
+        generation = self.method == "generation"
+        return {**super().resolved(task), "prompt_style": config.prompt.style,
+                "max_tokens": config.generation_budget if generation else None,
+                "extract": config.extraction if generation else None,
+                "stop_at": config.stops_at if generation else None}
+
+    @classmethod
+    def whole(cls, name: str, task: str) -> tuple[Any, ...] | None:
+        """A built-in dataset's subjects."""
+        from ..data.catalog import BUILTIN_TASKS
+
+        spec = BUILTIN_TASKS.get(task)
+        return tuple(spec.subjects) if name == "subjects" and spec else None
+
+    def record(self, names: frozenset[str]) -> dict[str, Any]:
+        """As ``MCQTask.describe`` writes them: the prompt's options under ``prompt``."""
+        flat = super().record(names)
+        prompt = {key: flat.pop(name) for name, key in self.PROMPT_KEYS.items() if name in flat}
+        return {**flat, "prompt": prompt}
 
     @classmethod
     def rescore_problem(cls, recorded: Mapping[str, Any], name: str) -> str | None:

@@ -21,7 +21,7 @@ import types
 import typing
 from collections.abc import Mapping
 from functools import cache
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, ClassVar, Literal, get_args, get_origin
 
 from ..declared import Role, parse_if_text, role_of
 from ..errors import LocalevalError
@@ -49,6 +49,42 @@ class TaskOptions:
     """The base of every task's ``Options`` (a frozen dataclass of :func:`option` fields):
     each choice is checked here, once, as the object is built; a subclass's own
     ``__post_init__`` (checks across fields) calls this one first."""
+
+    # What a run's spec (tasks/run_spec.py) asks of its kind, each with its default: the kind
+    # as the views name it; the config.json keys that say how the run's guard was read (no
+    # option says it) and the facts they make; how the paper's runs read it; the options
+    # always in a run's name (``named``), whatever their value.
+    kind: ClassVar[str] = ""
+    reading_keys: ClassVar[tuple[str, ...]] = ()
+    paper_reading: ClassVar[Mapping[str, Any]] = {}
+    always_named: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def reading_facts(cls, reading: Mapping[str, Any]) -> dict[str, str]:
+        """The protocol facts of the reading keys a config.json records (``reading_keys``)."""
+        return {}
+
+    def named(self) -> list[str]:
+        """What a run's name always says of its options (:attr:`always_named`)."""
+        return []
+
+    def resolved(self, task: str) -> dict[str, Any]:
+        """Each option as a run of ``task`` (a benchmark's: its dataset's) with these options
+        uses it (a default that depends
+        on other options resolved, as config.json records it): by default as given."""
+        return {f.name: getattr(self, f.name) for f in option_fields(type(self))}
+
+    @classmethod
+    def whole(cls, name: str, task: str) -> tuple[Any, ...] | None:
+        """Every value selection option ``name`` (subjects, subsets, languages) can take for
+        ``task``, when known: a run that chose them all chose nothing."""
+        return None
+
+    def record(self, names: frozenset[str]) -> dict[str, Any]:
+        """The options ``names`` as config.json records them, which :meth:`recorded` reads back:
+        by default each under its own name."""
+        return {f.name: getattr(self, f.name) for f in option_fields(type(self))
+                if f.name in names}
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):  # type: ignore[arg-type]  # subclasses are dataclasses

@@ -18,7 +18,6 @@ page): :func:`run_name`, made distinct among several by :func:`distinct_names`.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,9 +35,9 @@ from ..render.cells import short_model
 from ..render.figures import Figure
 from ..render.formats import print_table
 from ..render.table import DataTable
-from ..store.results_db import data_by_path
 from ..store.runs import RunRecord, load_run
-from ..tasks.options import TaskOptions, protocol_fields
+from ..tasks.options import TaskOptions
+from ..tasks.run_spec import RunSpec
 
 Metric = tuple[str, "float | None", "int | None"]  # (name, value, n) for the results store
 Run = str | Path | RunRecord  # a run folder, or its record already loaded
@@ -140,14 +139,10 @@ class ResultsView(Generic[KindT]):
 
     def protocol(self, config: dict[str, Any]) -> dict[str, str]:
         """What makes a run comparable with another on the leaderboard, from its config.json:
-        its protocol revision and each protocol-role option of its kind (:attr:`Options`) as
-        it is shown ("limit": "12", "prompt style": "tmlu"), the data by its contents; a view
-        adds what no option says (the subjects out of the dataset's, a guard's reading)."""
-        facts = {"limit": shown(config.get("limit")), "protocol": shown(config.get("protocol")),
-                 **option_facts(self.Options, config)}
-        if "data" in facts:
-            facts["data"] = data_fact(config)
-        return facts
+        its :class:`~localeval.tasks.run_spec.RunSpec`'s protocol facts (its protocol revision,
+        each protocol-role option of its kind as it is shown, "prompt style": "tmlu", the data
+        by its contents, the subjects out of the dataset's, a guard's reading)."""
+        return RunSpec.from_config(config, self.Options).protocol_facts()
 
     def paper_protocol(self, task: str) -> dict[str, str] | None:
         """The facts of the task's paper protocol (its full built-in data, the paper's method
@@ -181,51 +176,7 @@ class ResultsView(Generic[KindT]):
             console.print(RichText(line))
 
 
-def option_facts(options: type[TaskOptions] | None, config: dict[str, Any]) -> dict[str, str]:
-    """Each protocol-role option of ``options`` that a run's config.json records, read back as
-    rescore reads it (``Options.recorded``), by its name ("prompt style": "tmlu"). Issue 61:
-    generic, so an option added to a kind is a fact without a list to forget it in; one the
-    config does not record (a bootstrap's resamples, in results.json) is none."""
-    if options is None:
-        return {}
-    recorded = options.recorded(config, {})
-    return {f.name.replace("_", " "): shown(recorded[f.name]) for f in protocol_fields(options)
-            if f.name in recorded}
-
-
-def shown(value: Any) -> str:
-    """A protocol fact as the leaderboard shows it: a list joined, nothing as "none"."""
-    if value is None or value == [] or value == {}:
-        return "none"
-    if isinstance(value, dict):
-        return ",".join(f"{k}={shown(v)}" for k, v in sorted(value.items()))
-    if isinstance(value, list | tuple):
-        return ",".join(map(str, value))
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return str(value)
-
-
 DATA_BY_PATH = "data matched by its path (a run from before runs recorded their data's sha256)"
-
-
-def data_fact(config: dict[str, Any]) -> str:
-    """The run's data as the leaderboard compares it: by its contents, the sha256 config.json
-    records of each file read (``data_files``), whatever path it was reached by ("sha256
-    1a2b3c4d5e6f", or for several files the sha256 of their sorted sha256s, "sha256 … (67
-    files)"); the Hub's data by its name; a folder from before the fingerprint by its path
-    ("path ../shared/items.jsonl")."""
-    files = config.get("data_files")
-    if isinstance(files, dict) and files:
-        digests = sorted(str(entry.get("sha256")) if isinstance(entry, dict) else "none"
-                         for entry in files.values())
-        if len(digests) == 1:
-            return f"sha256 {digests[0][:12]}"
-        combined = hashlib.sha256("\n".join(digests).encode()).hexdigest()
-        return f"sha256 {combined[:12]} ({len(digests)} files)"
-    if data_by_path(config):
-        return f"path {config.get('data')}"
-    return shown(config.get("data"))
 
 
 def run_name(run: RunRecord) -> str:

@@ -5,7 +5,6 @@ runs compared per subject with an exact McNemar test."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rich.text import Text as RichText
 
@@ -112,13 +111,6 @@ class MCQView(ResultsView[MCQResults]):
         return Ranking(["micro", "macro"], "micro",
                        unit=f"accuracy %: {MICRO}, {MACRO}; ranked by micro (no discipline "
                             "columns, so no average)")
-
-    def protocol(self, config: dict[str, Any]) -> dict[str, str]:
-        """The options' facts, the subjects counted out of the dataset's."""
-        spec = BUILTIN_TASKS.get(dataset_of(str(config.get("task") or "")))
-        subjects = len(config.get("subjects") or [])
-        return {**super().protocol(config),
-                "subjects": f"{subjects} of {len(spec.subjects)}" if spec else f"{subjects}"}
 
     def paper_protocol(self, task: str) -> dict[str, str] | None:
         """TMLU, CMMLU, TMMLU+ and a benchmark over one (tmlu-cot): the facts of the run the

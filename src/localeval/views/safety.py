@@ -37,7 +37,6 @@ from .base import (
     Run,
     finished_run,
     of_kind,
-    shown,
     with_sample_fields,
 )
 from .d5_tables import d5_tables
@@ -113,20 +112,6 @@ class SafetyView(ResultsView[SafetyResults]):
         return Ranking(cols, cols[0] if cols else None, digits=1,
                        titles={n: _overall_name(n) for n in cols},
                        unit="PR-AUC points, every language pooled")
-
-    def protocol(self, config: dict[str, Any]) -> dict[str, str]:
-        """The options' facts, and how the guard was read, which no option of the task says:
-        with the cultural prompt, its label scores, its verdict's position."""
-        facts = {**super().protocol(config),
-                 "cultural awareness": shown(config.get("cultural_awareness")),
-                 "label scores": shown(config.get("label_scores"))}
-        if "label_scores" in config and config["label_scores"] is None:
-            facts["label scores"] = "top-k"  # a guard that reads no log-probs truncates none
-        # issue 49 item 1: a folder from before it read one fixed position; None: the guard
-        # is read where its authors read it
-        facts["verdict position"] = "fixed" if "verdict_position" not in config else \
-            "fixed" if config["verdict_position"] == "fixed" else "authors'"
-        return facts
 
     def paper_protocol(self, task: str) -> dict[str, str] | None:
         """SEA-SafeguardBench: the facts of a run with no option given (each option's
