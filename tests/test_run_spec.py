@@ -168,12 +168,24 @@ def _data(kind: str, folder: Path, name: str) -> Any:
         str(target / "items.jsonl")
 
 
-def _facts(kind: str, options: dict[str, Any]) -> dict[str, str]:
-    """The protocol facts of the config.json a run of ``kind`` with ``options`` writes (its
+def _config(kind: str, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The results schema and the config.json a run of ``kind`` with ``options`` writes (its
     task's own ``describe``, over the data it loads: no model)."""
     task = make_task(kind, **options)
-    config = task.describe(task.load())
-    return protocol_facts(kind, task.results_schema, config)
+    return task.results_schema, {**task.describe(task.load()), "model": "hf:org/m"}
+
+
+def _facts(kind: str, options: dict[str, Any]) -> dict[str, str]:
+    """The protocol facts of that config.json, as the store and the leaderboard read them."""
+    schema, config = _config(kind, options)
+    return protocol_facts(kind, schema, config)
+
+
+def _name(kind: str, options: dict[str, Any]) -> str:
+    """The name of that run (its spec's: the one namer)."""
+    from localeval.tasks.run_spec import RunSpec
+
+    return RunSpec.from_config(_config(kind, options)[1]).name
 
 
 def _other_value(options_class: type, f: dataclasses.Field, values: dict[str, Any]) -> Any:
@@ -207,6 +219,9 @@ def test_protocol_facts_tell_every_protocol_option_apart(kind, tmp_path):
         assert base.get(f.name) != value
         facts, other = _facts(kind, base), _facts(kind, {**base, f.name: value})
         assert facts != other, f"{kind}: {f.name}={value!r} left the protocol facts alone"
+        # and the name says it: two runs told apart by their facts are told apart by name
+        named, other_name = _name(kind, base), _name(kind, {**base, f.name: value})
+        assert named != other_name, f"{kind}: {f.name}={value!r} left the name alone: {named}"
         told.append(f.name)
     assert told and not NOT_IN_CONFIG & set(told)
     # an option of another role never is a fact
@@ -214,6 +229,7 @@ def test_protocol_facts_tell_every_protocol_option_apart(kind, tmp_path):
         if role_of(f) == "output":
             base = {"data": data, **declared["base"]}
             assert _facts(kind, base) == _facts(kind, {**base, f.name: not f.default})
+            assert _name(kind, base) == _name(kind, {**base, f.name: not f.default})
 
 
 def test_a_speed_option_keeps_the_run_and_a_protocol_one_does_not():
@@ -327,7 +343,7 @@ def test_a_run_spec_is_what_the_task_describes_and_reads_its_data_and_roles(tmp_
         [("judge", "hf:judge", {"dtype": "float16"})]
     assert spec.roles[0].backend == {"backend": "hf", "model": "judge"}
     assert RunSpec.from_config(spec.to_config()) == spec
-    assert spec.name == ("target · llm-safety · data items.jsonl · limit 1 · langs en · judge model "
+    assert spec.name == ("target · llm-safety · data d/items.jsonl · limit 1 · langs en · judge model "
                          "hf:judge · refusal detector")
 
 

@@ -43,6 +43,12 @@ class ModelSpec:
     options: Mapping[str, Any] = field(default_factory=dict)
     backend: Mapping[str, Any] | None = None
 
+    @property
+    def short(self) -> str:
+        """The model as a run's name says it: the last part of its path or Hub id (a model
+        object handed in from Python, which has no ``--model``, by its backend's name)."""
+        return short_model(str(self.model or (self.backend or {}).get("model") or ""))
+
 
 @dataclass(frozen=True)
 class DataSpec:
@@ -196,18 +202,31 @@ class RunSpec:
     @property
     def name(self) -> str:
         """How a run is named for people, wherever one is shown: the guard on its model (a
-        run's ``model``-role option) and the task, with each protocol-role option that is not
-        the task's own value (its benchmark's, else the default) and how the guard was read
-        where it is not how its authors read it ("llamaguard3 on mymodel · sea-safeguard ·
-        label scores full"); a multiple-choice run always says its shots and method
-        ("mymodel · tmlu · 5-shot CoT"). Two runs whose protocol facts differ in an option
-        have different names."""
-        options_class = type(self.options)
-        model = short_model(self.model.model or "")
+        run's ``model``-role option) and the task, then what it says of its protocol
+        (:attr:`said`): "llamaguard3 on mymodel · sea-safeguard · label scores full",
+        "mymodel · tmlu · 5-shot CoT". Two runs whose protocol facts differ in an option have
+        different names."""
+        model = self.model.short
+        return " · ".join([f"{self.guard} on {model}" if self.guard else model, self.task,
+                           *self.said])
+
+    @property
+    def guard(self) -> str | None:
+        """The guard the run evaluates (its ``guard`` option, of the ``model`` role), or
+        None: a run of a kind without one."""
         guard = getattr(self.options, "guard", None)
-        head = f"{guard if isinstance(guard, str) else type(guard).__name__} on {model}" \
-            if guard is not None else model
-        parts = [head, self.task, *self.options.named()]
+        return guard if isinstance(guard, str) or guard is None else type(guard).__name__
+
+    @property
+    def said(self) -> list[str]:
+        """What a run's name says of its protocol: what its kind always says (a
+        multiple-choice run's shots and method, "5-shot CoT"), each protocol- or model-role
+        option that is not the task's own value (its benchmark's, else the default, resolved
+        as the run resolves it: "extract strict"), the data when not the task's own ("data
+        items.jsonl", "limit 12", "2 of 67 subjects"), and how the guard was read where it is
+        not how its authors read it ("verdict position fixed")."""
+        options_class = type(self.options)
+        parts = [*self.options.named()]
         mine = self.options.resolved(dataset_of(self.task))
         for f in option_fields(options_class):
             if f.name in options_class.always_named or f.name == "guard" or \
@@ -225,7 +244,16 @@ class RunSpec:
         paper = options_class.reading_facts(dict(options_class.paper_reading))
         parts += [f"{k} {v}" for k, v in options_class.reading_facts(dict(self.reading)).items()
                   if paper.get(k) != v]
-        return " · ".join(parts)
+        return parts
+
+    @classmethod
+    def name_of(cls, config: Mapping[str, Any], model: str | None = None) -> str:
+        """The name of the run config.json describes; one whose task block cannot be read as a
+        spec (a task this localeval no longer knows, a hand-edited file) by its model."""
+        try:
+            return cls.from_config(config).name
+        except (LocalevalError, TypeError, ValueError):
+            return short_model(str(model or config.get("model") or ""))
 
     def _without(self, name: str) -> Any:
         """Option ``name`` as the run would have it had it not been given (the benchmark's own,
@@ -248,7 +276,7 @@ class RunSpec:
             return ""
         if name == "data":
             values = value if isinstance(value, list | tuple) else [value]
-            return "data " + ",".join(Path(str(v)).name for v in values)
+            return "data " + ",".join(map(_data_name, values))
         if isinstance(value, list | tuple):
             whole = type(self.options).whole(name, dataset_of(self.task))
             if whole is not None and sorted(map(str, value)) == sorted(map(str, whole)):
@@ -278,6 +306,13 @@ def _as_task_options(options_class: type) -> type[TaskOptions]:
 
 
 _ADAPTED: dict[type, type[TaskOptions]] = {}
+
+
+def _data_name(source: Any) -> str:
+    """Local data as a run's name says it: a folder by its name ("tmlu"), a file with its
+    folder's ("safety/items.jsonl": a file name alone, items.jsonl, tells little apart)."""
+    path = Path(str(source))
+    return f"{path.parent.name}/{path.name}" if path.suffix and path.parent.name else path.name
 
 
 def _tuple(value: Any) -> tuple[str, ...] | None:

@@ -13,7 +13,8 @@ summary), ``figures``, ``store_metrics`` and ``ranking`` (the leaderboard), ``co
 page and the report of two runs show).
 
 How a run is named wherever one is shown (the report's headings, chart legends, the compare
-page): :func:`run_name`, made distinct among several by :func:`distinct_names`.
+page): its spec's name (``tasks/run_spec.py``, the one namer), made distinct among several by
+:func:`distinct_names`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from ..errors import LocalevalError
 from ..records import Results as AnyResults
 from ..records.comparison import Comparison
 from ..render.cards import Card
-from ..render.cells import short_model
 from ..render.figures import Figure
 from ..render.formats import print_table
 from ..render.table import DataTable
@@ -179,31 +179,11 @@ class ResultsView(Generic[KindT]):
 DATA_BY_PATH = "data matched by its path (a run from before runs recorded their data's sha256)"
 
 
-def run_name(run: RunRecord) -> str:
-    """How a run is named for people: the guard on its model and the task, with the options
-    that change a safeguard protocol (cultural awareness, label scores other than the authors'
-    top-k) ("llamaguard3 on mymodel · sea-safeguard · culture-aware"); a multiple-choice run by
-    model, task, shots and method ("mymodel · tmlu · 5-shot CoT"). Keys are read by name: no
-    branch on the kind of task."""
-    r = run.results
-    model = short_model(r.model or run.config.model or "")
-    guard, method = r.get("guard"), r.get("method")
-    if guard:
-        options = ["culture-aware"] if r.get("cultural_awareness") else []
-        scores = run.config.data().get("label_scores")
-        if scores not in (None, "top-k"):  # None: a guard that reads no log-probs
-            options.append(f"label scores {scores}")
-        return " · ".join([f"{guard} on {model}", str(r.task), *options])
-    if method:
-        style = "CoT" if r.get("cot") else method
-        return f"{model} · {r.task} · {r.get('shots')}-shot {style}"
-    return f"{model} · {r.task}"
-
-
 def distinct_names(runs: Sequence[RunRecord]) -> list[str]:
-    """:func:`run_name` of each run, told apart where two coincide (the same model, task and
-    method run twice): by the run's folder name, else by its place ("run 2")."""
-    names = [run_name(r) for r in runs]
+    """Each run's name (:attr:`RunSpec.name <localeval.tasks.run_spec.RunSpec.name>`), told
+    apart where two coincide (the same protocol run twice): by the run's folder name, else by
+    its place ("run 2")."""
+    names = [RunSpec.name_of(r.config.data(), r.results.model) for r in runs]
     folders = [r.folder.name if r.folder is not None else "" for r in runs]
     out = []
     for k, (name, folder) in enumerate(zip(names, folders), start=1):
