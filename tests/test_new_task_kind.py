@@ -163,6 +163,9 @@ def test_a_new_task_kind_runs_through_every_command(toy, tmp_path, capsys):
     assert [r["values"]["accuracy"] for r in board["rows"]] == [0.8]
     assert [(r["values"]["accuracy"], r["differs"]) for r in board["apart"]] == \
         [(0.6, ["min letters 1 (ranked: 3)"])]
+    data = f"data {Path(toy).parent.name}/toy.jsonl"
+    assert [r["name"] for r in board["rows"] + board["apart"]] == \
+        [f"length-model · toy · {data}", f"length-model · toy · {data} · min letters 1"]
     assert main(["compare", out_a, out_b]) == 0
     assert "toy B - A: -20.0 points" in capsys.readouterr().out
 

@@ -223,7 +223,7 @@ class RunSpec:
         multiple-choice run's shots and method, "5-shot CoT"), each protocol- or model-role
         option that is not the task's own value (its benchmark's, else the default, resolved
         as the run resolves it: "extract strict"), the data when not the task's own ("data
-        items.jsonl", "limit 12", "2 of 67 subjects"), and how the guard was read where it is
+        items.jsonl", "limit 12", "5 of 37 subjects"), and how the guard was read where it is
         not how its authors read it ("verdict position fixed")."""
         options_class = type(self.options)
         parts = [*self.options.named()]
@@ -254,6 +254,23 @@ class RunSpec:
             return cls.from_config(config).name
         except (LocalevalError, TypeError, ValueError):
             return short_model(str(model or config.get("model") or ""))
+
+    @classmethod
+    def columns_of(cls, config: Mapping[str, Any], model: str | None = None) -> dict[str, str]:
+        """What the results store's summary, the viewer and the leaderboard show of a run beside
+        its numbers, all from its spec: ``name``, ``guard`` (the guard it evaluates, "none")
+        and ``options`` (what its name says of its protocol, :attr:`said`, as one line). A
+        config.json that cannot be read as a spec: named by its model, its guard as
+        recorded."""
+        try:
+            spec = cls.from_config(config)
+        except (LocalevalError, TypeError, ValueError):
+            guard = config.get("guard")
+            guard = guard.get("name") if isinstance(guard, Mapping) else guard
+            return {"name": cls.name_of(config, model), "guard": str(guard or "none"),
+                    "options": ""}
+        return {"name": spec.name, "guard": spec.guard or "none",
+                "options": " · ".join(spec.said)}
 
     def _without(self, name: str) -> Any:
         """Option ``name`` as the run would have it had it not been given (the benchmark's own,
@@ -328,13 +345,3 @@ def _kind_of(options_class: type) -> str:
 def short_model(name: str) -> str:
     """The last part of a model path or Hub id."""
     return str(name or "(model)").rstrip("/").split("/")[-1]
-
-
-def data_by_path(config: Mapping[str, Any]) -> bool:
-    """Whether a run's data can only be matched by its path (:attr:`DataSpec.by_path`), from
-    its config.json."""
-    data = config.get("data")
-    return bool(data) and not str(data).startswith("hf://") and \
-        not isinstance(config.get("data_files"), dict)
-
-
