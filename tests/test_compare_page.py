@@ -25,6 +25,8 @@ from localeval.web.app import make_app, make_server
 from localeval.web.catalog import Catalog
 
 LANGS = ("en", "id", "ms", "my", "ta", "th", "tl", "vi")
+# issue 61: the name says the data is the sample's, not the Hub's
+NAME = "zero-shot on mymodel · sea-safeguard · data safety/items.jsonl"
 
 
 class Mine(AlwaysLetter):
@@ -103,8 +105,8 @@ def test_mcq_compare_page_tells_the_runs_apart(runs, client):
     assert subjects == ["all", "arts", "law"]
     legend = _legend(html)
     assert len(legend) == 2 and legend[0] != legend[1], legend
-    assert legend == ["mymodel · my-exam · 0-shot likelihood · first",
-                      "mymodel · my-exam · 0-shot likelihood · second"]
+    said = f"0-shot likelihood · data {runs.name}/exam.jsonl · subjects arts,law"
+    assert legend == [f"mymodel · my-exam · {said} · first", f"mymodel · my-exam · {said} · second"]
 
 
 def test_report_of_two_runs_compares_per_language(runs, tmp_path):
@@ -121,19 +123,22 @@ def test_report_of_two_runs_compares_per_language(runs, tmp_path):
 
 
 def test_a_run_is_named_by_its_guard_and_protocol_options(runs):
-    from localeval.views.base import distinct_names, run_name  # new in issue 51
+    """Its spec's name (issue 61: the one namer): the guard on its model, the task, and what
+    differs from the task's own protocol, how the guard was read included."""
+    from localeval.tasks.run_spec import RunSpec
+    from localeval.views.base import distinct_names  # new in issue 51
 
     run = load_run(runs / "zero-shot")
-    assert run_name(run) == "zero-shot on mymodel · sea-safeguard"
+    name = RunSpec.from_config(run.config.data()).name
+    assert name == NAME
     aware = RunRecord(config=RunConfig.model_validate({**run.config.data(),
+                                                       "cultural_awareness": True,
                                                        "label_scores": "full"}),
                       results=run.results.model_copy(update={"cultural_awareness": True}),
                       samples=run.samples, folder=run.folder)
-    assert run_name(aware) == ("zero-shot on mymodel · sea-safeguard · culture-aware · "
-                               "label scores full")
+    assert distinct_names([aware]) == [f"{NAME} · cultural awareness yes · label scores full"]
     # the same run twice: told apart by its place when the folders coincide
-    assert distinct_names([run, run]) == ["zero-shot on mymodel · sea-safeguard · run 1",
-                                          "zero-shot on mymodel · sea-safeguard · run 2"]
+    assert distinct_names([run, run]) == [f"{NAME} · run 1", f"{NAME} · run 2"]
 
 
 @pytest.mark.slow

@@ -74,8 +74,9 @@ def test_keys_are_never_rewritten():
 
 
 def test_speed_only_and_secret_follow_the_declaration():
-    speed = {f.name for f in dataclasses.fields(BackendConfig) if f.metadata.get("speed_only")}
-    assert BackendConfig.speed_only() == speed and "batch_size" in speed
+    speed = {f.name for f in dataclasses.fields(BackendConfig)
+             if f.metadata.get("role") == "speed"}
+    assert BackendConfig.of_role("speed") == speed and "batch_size" in speed
     settings = BackendConfig(batch_size=4, base_url="http://u:PW@h/v1").settings()
     assert "batch_size" not in settings and "PW" not in str(settings)
     assert not speed & set(BackendConfig().settings())

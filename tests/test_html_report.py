@@ -86,8 +86,10 @@ def _mcq_run(folder, cot: bool = True) -> RunRecord:
                          output=f"thinking… answer {p}", year="2023", level="high school")
                for i, p in ((1, "A"), (2, "B"), (3, None))]
     results = {**MCQ_RESULTS, "cot": cot, "method": "generation" if cot else "likelihood"}
-    record = finished_record({"task": "tmlu", "model": "hf:org/tiny"}, results, samples,
-                             folder=folder)
+    # config.json's method and prompt: a run is named from them (issue 61: its RunSpec)
+    config = {"task": "tmlu", "model": "hf:org/tiny", "method": results["method"],
+              "prompt": {"cot": cot, "shots": 5}}
+    record = finished_record(config, results, samples, folder=folder)
     folder.mkdir(parents=True)
     save_run(record)
     return record

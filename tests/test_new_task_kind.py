@@ -156,9 +156,16 @@ def test_a_new_task_kind_runs_through_every_command(toy, tmp_path, capsys):
     assert main(["report", out_a]) == 0 and "wrote" in capsys.readouterr().err
     report = Path(out_a, "report.html").read_text(encoding="utf-8")
     assert "80.0%" in report and "toy accuracy" in report and "Toy accuracy" in report
-    assert main(["leaderboard", "--task", "toy", "--json"]) == 0
+    assert main(["leaderboard", "--task", "toy", "--json", "--reference", out_a]) == 0
     board = json.loads(capsys.readouterr().out)
-    assert [r["values"]["accuracy"] for r in board["rows"]] == [0.8, 0.6]
+    # issue 61: its option is a protocol fact (an option's role is protocol unless it says
+    # otherwise), so the run at --min-letters 1 is listed apart, with what differs
+    assert [r["values"]["accuracy"] for r in board["rows"]] == [0.8]
+    assert [(r["values"]["accuracy"], r["differs"]) for r in board["apart"]] == \
+        [(0.6, ["min letters 1 (ranked: 3)"])]
+    data = f"data {Path(toy).parent.name}/toy.jsonl"
+    assert [r["name"] for r in board["rows"] + board["apart"]] == \
+        [f"length-model · toy · {data}", f"length-model · toy · {data} · min letters 1"]
     assert main(["compare", out_a, out_b]) == 0
     assert "toy B - A: -20.0 points" in capsys.readouterr().out
 

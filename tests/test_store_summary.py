@@ -73,7 +73,7 @@ def test_filtering_the_runs_by_guard_finds_them(store):
     assert ">llamaguard3<" in every and ">zero-shot<" in every  # a column of its own
     assert "cultural awareness" in every  # the protocol options too
     picker = client.get("/compare").text
-    assert re.search(r"<option [^>]*>[^<]*mymodel[^<]*llamaguard3", picker), picker
+    assert re.search(r"<option [^>]*>llamaguard3 on mymodel · sea-safeguard", picker), picker
 
 
 def test_the_leaderboard_says_the_guard(store, capsys):
@@ -162,3 +162,31 @@ def test_a_postgres_store_from_before_is_migrated_and_ranks_as_in_python(store, 
     page = client.get("/", params={"guard": "llamaguard3"}).text
     assert _count(page) == 1 and "predates" not in page
     assert _count(client.get("/", params={"guard": "none", "model": "ALWAYS"}).text) == 4
+
+
+def test_the_summary_says_each_run_as_its_run_spec_and_an_older_one_is_migrated(store):
+    """Issue 61: the store's name, guard and options columns are the run's RunSpec's (one
+    namer; a multiple-choice run's shots and method among its options), and a summary of an
+    earlier revision (or a store without the name column's value) is summarised again by the
+    next command that writes."""
+    from localeval.store.results_db import SUMMARY_REVISION
+    from localeval.tasks.run_spec import RunSpec
+
+    with writable(store, protocol_facts):
+        pass
+    with sqlite3.connect(store) as db:
+        rows = db.execute("SELECT s.name, s.guard, s.options, r.config FROM run_summary s "
+                          "JOIN runs r ON r.run_id = s.run_id").fetchall()
+        assert len(rows) == 8
+        for name, guard, options, config in rows:
+            spec = RunSpec.from_config(json.loads(config))
+            assert (name, guard, options) == (spec.name, spec.guard or "none",
+                                              " · ".join(spec.said))
+        assert {o.split(" · ")[0] for _, g, o, _ in rows if g == "none"} == \
+            {"0-shot likelihood"}  # the viewer's options column says an exam's shots and method
+        db.execute("UPDATE run_summary SET revision = ?, name = NULL", (SUMMARY_REVISION - 1,))
+    with writable(store, protocol_facts):  # any writer migrates
+        pass
+    with sqlite3.connect(store) as db:
+        assert db.execute("SELECT COUNT(*) FROM run_summary WHERE revision = ? AND name IS NOT "
+                          "NULL", (SUMMARY_REVISION,)).fetchone() == (8,)

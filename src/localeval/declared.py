@@ -17,15 +17,52 @@ that cannot come from text (``Backend``, ``Guard``: objects a Python caller pass
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 import re
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, get_args
 
 from .errors import LocalevalError
 
 TRUE, FALSE = ("true",), ("false",)  # any case; "yes" or "1" is a likelier typo than a choice
 _INTEGER = re.compile(r"[+-]?\d+")
+
+
+# What an option is to a run (issue 61), declared where the option is declared (a task's
+# ``option(role=...)``, a BackendConfig field's metadata): ``protocol``, it can change a number
+# the run reports (the default, so an option nobody thought about counts); ``speed``, how fast
+# the same numbers come (batch size, concurrency, timeouts: a rerun with another value resumes
+# the same run); ``output``, what is written beside the numbers; ``model``, what the run
+# evaluates besides its model (the guard of a safeguard run, a safeguard in front of the model):
+# it names the run as the model does, and runs of two of them are ranked against each other,
+# so it is no protocol fact. A run's protocol facts are its protocol-role options, nothing else.
+Role = Literal["protocol", "speed", "output", "model"]
+ROLES: tuple[Role, ...] = get_args(Role)
+
+
+def role_of(f: dataclasses.Field[Any]) -> Role:
+    """The role option ``f`` declares (``protocol`` when it declares none)."""
+    role = f.metadata.get("role", "protocol")
+    for known in ROLES:
+        if role == known:
+            return known
+    # a typo would silently make an option part of the protocol
+    raise ValueError(f"option {f.name}: role {role!r} is none of {', '.join(ROLES)}")
+
+
+def shown(value: Any) -> str:
+    """A fact as the leaderboard and a run's name show it: a list joined, nothing as "none",
+    a mapping as its ``key=value`` pairs, a bool as yes or no."""
+    if value is None or value == [] or value == {} or value == ():
+        return "none"
+    if isinstance(value, Mapping):
+        return ",".join(f"{k}={shown(v)}" for k, v in sorted(value.items()))
+    if isinstance(value, list | tuple):
+        return ",".join(map(str, value))
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
 
 
 class OptionValueError(LocalevalError):

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..declared import Role, role_of
 from ..errors import LocalevalError
 from .secrets import redact_options, redact_value
 
@@ -57,9 +58,9 @@ def flags(names) -> str:
 
 def _help(text: str, **cli: Any) -> Any:
     """A field's declaration: its help text, argparse keywords, and ours: ``secret`` /
-    ``secret_keys`` (never recorded, :mod:`.secrets`), ``speed_only`` (changes how fast a run
-    goes, never its numbers: kept out of the run's identity, so a rerun with another batch size
-    still resumes)."""
+    ``secret_keys`` (never recorded, :mod:`.secrets`), ``role`` (:data:`localeval.declared.Role`:
+    ``speed`` changes how fast a run goes, never its numbers: kept out of the run's identity,
+    so a rerun with another batch size still resumes; undeclared, a field is ``protocol``)."""
     return {"help": text, **cli}
 
 
@@ -75,35 +76,35 @@ class BackendConfig:
         "auto (the checkpoint's on GPU, float32 on CPU), float32, bfloat16, float16"))
     device: str = field(default="auto", metadata=_help("auto, cpu, cuda, cuda:1, …"))
     batch_size: int | Literal["auto"] = field(default="auto", metadata=_help(
-        "'auto' (fits memory) or an integer", speed_only=True))
+        "'auto' (fits memory) or an integer", role="speed"))
     attn: str = field(default="eager", metadata=_help(
         "attention implementation (eager keeps results identical across batch sizes; sdpa is "
         "faster on GPUs)"))
     padding_side: str = field(default="right", metadata=_help(
-        "right or left (results are the same)", speed_only=True))
+        "right or left (results are the same)", role="speed"))
     prefix_reuse: bool = field(default=True, metadata=_help(
         "turn prefix reuse off (it is on by default): forward every prompt whole, for "
         "comparison; results are the same",
-        flag="--no-prefix-reuse", action="store_false", speed_only=True))
+        flag="--no-prefix-reuse", action="store_false", role="speed"))
     base_url: str | None = field(default=None, metadata=_help(
         "OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1; several, comma-separated, "
         "spread the load over replicas (default $OPENAI_BASE_URL)", secret="url"))
     api_key_env: str = field(default=DEFAULT_KEY_ENV, metadata=_help(
-        "name of the environment variable holding the API key", speed_only=True))
+        "name of the environment variable holding the API key", role="speed"))
     concurrency: int = field(default=8, metadata=_help("requests in flight to a server",
-                                                       type=int, speed_only=True))
+                                                       type=int, role="speed"))
     rate_limit: float | None = field(default=None, metadata=_help(
         "at most this many requests started per second (default: no limit)", type=float,
-        metavar="PER_SECOND", speed_only=True))
+        metavar="PER_SECOND", role="speed"))
     timeout: float = field(default=120.0, metadata=_help("seconds per request (server)",
-                                                         type=float, speed_only=True))
+                                                         type=float, role="speed"))
     max_retries: int = field(default=4, metadata=_help(
         "retries of a request on 408, 429, 5xx, timeouts, dropped connections and malformed "
-        "replies (server)", type=int, speed_only=True))
+        "replies (server)", type=int, role="speed"))
     max_reply_mb: float = field(default=DEFAULT_MAX_REPLY_MB, metadata=_help(
         "the largest reply read from a server, in MB; a longer one is a failed request "
         "(memory stays bounded at --concurrency such replies)", type=float, metavar="MB",
-        speed_only=True))
+        role="speed"))
     top_logprobs: int = field(default=20, metadata=_help(
         "next-token log-probs asked of a server for likelihood scoring", type=int))
     scoring: str = field(default=SCORING[0], metadata=_help(
@@ -115,12 +116,12 @@ class BackendConfig:
         "send the run's requests to the server's Batch API (/v1/files, /v1/batches: half the "
         "price on api.openai.com) and wait for it; the batch ids are kept in the run folder "
         "(batches.json), so a killed run re-attaches, and a rerun submits only what is "
-        "missing", action="store_true", speed_only=True))
+        "missing", action="store_true", role="speed"))
     batch_deadline: float = field(default=DEFAULT_BATCH_DEADLINE_H, metadata=_help(
         "hours --batch waits for a batch (polling it, with a line on stderr each time) before "
         "the run stops; the batch stays in batches.json and the same command re-attaches to it "
         "(default 25: the provider's 24 h window and a margin)", type=float, metavar="HOURS",
-        speed_only=True))
+        role="speed"))
     tokenizer: str | None = field(default=None, metadata=_help(
         "the served model's tokenizer (Hub name or folder): a server's answer options are read "
         "by their first token (default: the server's own /tokenize, else the whole option "
@@ -217,9 +218,10 @@ class BackendConfig:
                                    dataclasses.fields(cls)))
 
     @classmethod
-    def speed_only(cls) -> frozenset[str]:
-        """The fields declared ``speed_only``: left out of the run's identity."""
-        return frozenset(f.name for f in dataclasses.fields(cls) if f.metadata.get("speed_only"))
+    def of_role(cls, role: Role) -> frozenset[str]:
+        """The fields of ``role``: those of the ``speed`` role are left out of the run's
+        identity."""
+        return frozenset(f.name for f in dataclasses.fields(cls) if role_of(f) == role)
 
     @classmethod
     def redacted(cls, options: dict[str, Any]) -> dict[str, Any]:
@@ -242,7 +244,7 @@ class BackendConfig:
         """The fields that can change a number (a run folder's settings). An unset
         ``tokenizer`` is left out, so run folders named before it existed keep their names."""
         out = self.redacted({k: v for k, v in dataclasses.asdict(self).items()
-                             if k not in self.speed_only()})
+                             if k not in self.of_role("speed")})
         for late in ("tokenizer", "chat_extensions", "template_date"):  # added later: unset keeps the names
             if out.get(late) is None:
                 out.pop(late, None)

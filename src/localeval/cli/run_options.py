@@ -91,7 +91,7 @@ def add_backend_arguments(parser) -> None:
     for f in dataclasses.fields(BackendConfig):
         meta = dict(f.metadata)
         flag = meta.pop("flag", None) or "--" + f.name.replace("_", "-")
-        for declaration in ("secret", "secret_keys", "speed_only"):  # ours, not argparse's
+        for declaration in ("secret", "secret_keys", "role"):  # ours, not argparse's
             meta.pop(declaration, None)
         text = meta.pop("help")
         if f.default is not None and not isinstance(f.default, bool) and "default" not in text:
@@ -129,8 +129,10 @@ def add_folder_arguments(parser) -> None:
 
 # ------------------------------------------------------------------ reading flags
 def task_options(args, task: str | None = None) -> dict[str, Any]:
-    """The options of the task ``--task`` names (or ``task``), from the flags given and -T;
-    a given flag of another kind of task is one clear error."""
+    """The options of the task ``--task`` names (or ``task``), every field: from the flags
+    given and -T, else the benchmark's own (``tmlu-cot``'s), else the default; a given flag of
+    another kind of task is one clear error."""
+    from ..tasks.benchmarks import benchmark_defaults
     from ..tasks.registry import kinds, task_kind
 
     name = task or args.task
@@ -147,7 +149,11 @@ def task_options(args, task: str | None = None) -> dict[str, Any]:
             _, field, sub = key.split(":")
             out[field] = {sub: True, **(out.get(field) or {})}
     out.update(_dash_t(name, cls.Options, fields, getattr(args, "task_option", [])))
-    return {f: out.get(f, fields[f].default) for f in fields}
+    # a flag not given is the benchmark's own option, else the kind's default (issue 61: the
+    # kind's default once overrode tmlu-cot's method and CoT); every field is named, as the
+    # default output folder's hash has always been taken over all of them
+    own = benchmark_defaults(name)
+    return {f: out.get(f, own.get(f, fields[f].default)) for f in fields}
 
 
 def _all_option_names(kinds: Iterable[AnyKind]) -> set[str]:

@@ -14,11 +14,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..declared import shown
 from ..errors import LocalevalError
 from ..render.cells import distinct_names
 from ..render.table import DataTable, Number, TableBuilder, columns
-from ..store.results_db import data_by_path, guard_name, protocol_options
-from ..views.base import DATA_BY_PATH, Ranking, shown
+from ..store.results_db import data_by_path
+from ..tasks.run_spec import RunSpec
+from ..views.base import DATA_BY_PATH, Ranking
 from ..views.registry import view_for_task
 
 
@@ -61,8 +63,9 @@ def leaderboard(task: str, runs: list[dict[str, Any]], any_protocol: bool = Fals
         notes = [DATA_BY_PATH] if "data" in facts and _by_path(r.get("config") or {},
                                                                chosen) else []
         config = r.get("config") or {}
-        return {"model": r["model"], "guard": guard_name(config),
-                "options": protocol_options(config), "run_id": r.get("run_id"),
+        said = RunSpec.columns_of(config, r["model"])  # its name, guard and options
+        return {"model": r["model"], "name": said["name"], "guard": said["guard"],
+                "options": said["options"], "run_id": r.get("run_id"),
                 "folder": r["folder"],
                 "host": r.get("host"), "finished_at": r["finished_at"],
                 "items": r.get("n_samples"), "differs": differs[r["run_id"]],
@@ -116,7 +119,10 @@ def _reference(view, task: str, runs: list[dict[str, Any]], reference: str | Non
 
 
 def _run_name(run: dict[str, Any]) -> str:
-    return f"{str(run.get('run_id'))[:8]} ({run['model']})"
+    """A run picked as the reference, by its id and its name (the spec's: the store's summary
+    holds it, else it is read from the run's config)."""
+    name = run.get("name") or RunSpec.name_of(run.get("config") or {}, run["model"])
+    return f"{str(run.get('run_id'))[:8]} ({name})"
 
 
 def _named_run(task: str, runs: list[dict[str, Any]], ref: str) -> dict[str, Any]:
@@ -292,7 +298,7 @@ def store_leaderboard(task: str, db, any_protocol: bool = False, reference: str 
 
     def row(r: dict) -> dict[str, Any]:
         differs, notes = groups[r["key"]]
-        return {"model": r["model"], "guard": r["guard"] or "none",
+        return {"model": r["model"], "name": r["name"], "guard": r["guard"] or "none",
                 "options": r["options"] or "", "run_id": r["run_id"], "folder": r["folder"],
                 "host": r["host"], "finished_at": r["finished_at"], "items": r["n_samples"],
                 "differs": differs, "notes": list(notes),

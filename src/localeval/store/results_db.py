@@ -29,6 +29,7 @@ from typing import Any
 
 from ..records.mcq import SCHEMA as MCQ_SCHEMA
 from ..records.mcq import has_average
+from ..tasks.run_spec import RunSpec
 from .database import Database, StoreError, driver_errors, is_url, opened, shown
 from .runs import RunRecord
 
@@ -65,16 +66,20 @@ SCHEMA = (
 # again by the next command that writes (its rows are derived, never the record). Raise it
 # when what a summary holds changes (a view's ``protocol``, the guard or options columns).
 # 2: multiple-choice metric names (issue 51 item 4: ``accuracy`` became ``average``).
-SUMMARY_REVISION = 2
+# 3: protocol facts are every protocol-role option a config.json records (issue 61).
+# 4: the run's name, guard and options columns are its RunSpec's (issue 61: one namer).
+SUMMARY_REVISION = 4
 SUMMARY_COLUMNS = ("run_id", "revision", "task", "results_schema", "model", "guard", "options",
                    "protocol", "protocol_text", "protocol_key", "data", "by_path",
-                   "metric_names", "n_samples", "folder", "started_at", "finished_at", "host")
+                   "metric_names", "n_samples", "folder", "started_at", "finished_at", "host",
+                   "name")
 UPGRADE = ("this store predates the run summary of this localeval (issue 53; issue 51's "
            "metric names), so every page reads every run; any command that writes upgrades "
            "it: `localeval leaderboard --task TASK --store STORE`")
 # Added to every store (new ones too) by migration, in this order, after the SCHEMA's columns.
 COLUMNS = (("runs", "data_files", "TEXT"),  # config.json's data fingerprint, as JSON
-           ("runs", "host", "TEXT"))  # the machine the folder was recorded from
+           ("runs", "host", "TEXT"),  # the machine the folder was recorded from
+           ("run_summary", "name", "TEXT"))  # the run's name (its RunSpec's; issue 61)
 # A run's row, by name: a store migrated in another order (a column added, dropped, added
 # again) holds them in another order, so no INSERT relies on their positions.
 RUN_COLUMNS = ("run_id", "task", "results_schema", "model", "folder", "started_at",
@@ -178,28 +183,12 @@ def summary_row(run: dict[str, Any], config: dict[str, Any], n_samples: int | No
     data = None if config.get("data") is None else str(config.get("data"))
     text = json.dumps(facts, ensure_ascii=False)  # in the view's order: "differs" keeps it
     key = hashlib.sha256(json.dumps([text, data, by_path]).encode()).hexdigest()[:24]
+    columns = RunSpec.columns_of(config, run["model"])  # its name, guard and options
     return (run["run_id"], SUMMARY_REVISION, run["task"], run["results_schema"], run["model"],
-            guard_name(config), protocol_options(config), text,
+            columns["guard"], columns["options"], text,
             " · ".join(f"{k} {v}" for k, v in facts.items()), key, data, int(by_path),
             json.dumps(sorted(metric_names)), n_samples, run["folder"], run["started_at"],
-            run["finished_at"], run.get("host"))
-
-
-def guard_name(config: dict[str, Any]) -> str:
-    """The safeguard a run used ("zero-shot", "llamaguard3"), or "none" (issue 51 item 1: a
-    zero-shot run and a llamaguard3 run on one model are two rows, never both "mymodel")."""
-    guard = config.get("guard")
-    name = guard.get("name") if isinstance(guard, dict) else guard
-    return str(name) if name else "none"
-
-
-def protocol_options(config: dict[str, Any]) -> str:
-    """The options that change a run's protocol, as one line ("cultural awareness · label
-    scores full"); "" for none."""
-    said = ["cultural awareness"] if config.get("cultural_awareness") else []
-    if "label_scores" in config:
-        said.append(f"label scores {config['label_scores'] or 'none'}")
-    return " · ".join(said)
+            run["finished_at"], run.get("host"), columns["name"])
 
 
 def data_by_path(config: dict[str, Any]) -> bool:
@@ -391,7 +380,7 @@ def run_folder(ref: str, path: str | Path | None = None) -> str:
 
 # ------------------------------------------------------------------ reading the summaries
 SHOWN = ("run_id", "task", "results_schema", "model", "guard", "options", "protocol_text",
-         "n_samples", "folder", "started_at", "finished_at", "host")
+         "n_samples", "folder", "started_at", "finished_at", "host", "name")
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,8 @@ KTokens = Literal["at-least-1", "floor"]
 class ContaminationOptions(TaskOptions):
     """Contamination (localeval contamination)."""
 
+    kind = "contamination"
+
     data: Sequence[str] = option(
         (), "a built-in or local multiple-choice dataset (question + options, one per line as "
         "'A. …'), or a JSONL/CSV of id + text; repeat for each dataset to compare",

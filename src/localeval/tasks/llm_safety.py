@@ -59,14 +59,12 @@ from .llm_safeguarded import (
     label_prompts,
     refinement,
 )
-from .llm_safety_options import D2Verdict, LLMSafetyOptions
+from .llm_safety_options import PAPER_MAX_TOKENS, PAPER_RESPONSES, D2Verdict, LLMSafetyOptions
 from .options import make_options
 from .safeguard import check_guard, make_guard
 from .safety_items import SafetyTask, load_safety_items
 
 HARMFUL_THRESHOLD = 0.5
-PAPER_RESPONSES = 3  # IRIS inference_llm.py --n
-PAPER_MAX_TOKENS = 2048  # IRIS inference_llm.py: max_tokens of every completion
 
 
 def judged_harmful(verdict: GuardVerdict, rule: D2Verdict = "argmax") -> int:

@@ -5,14 +5,17 @@ building the command line imports no task machinery (numpy, pydantic)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..analysis.choices import N_RESAMPLES, D2Rates
 from ..errors import LocalevalError
 from ..metrics.choices import FileRounding
-from .label_policy import Sensitive
+from .label_policy import DEFAULT_SENSITIVE, Sensitive
 from .options import option
 from .safety_options import BOOTSTRAP_HELP, SENSITIVE_HELP, SafetySelection
+
+PAPER_RESPONSES = 3  # IRIS inference_llm.py --n
+PAPER_MAX_TOKENS = 2048  # IRIS inference_llm.py: max_tokens of every completion
 
 if TYPE_CHECKING:  # annotations only
     from ..backends.base import Backend
@@ -32,6 +35,16 @@ D2Verdict = Literal["argmax", "score"]
 @dataclass(frozen=True)
 class LLMSafetyOptions(SafetySelection):
     """LLM safety (llm-safety): the model's own answers, judged."""
+
+    kind = "llm-safety"
+
+    def resolved(self, task: str) -> dict[str, Any]:
+        """The responses per prompt, their budget and the label policy as a run resolves
+        them."""
+        return {**super().resolved(task),
+                "responses": self.responses or (1 if self.greedy else PAPER_RESPONSES),
+                "max_tokens": self.max_tokens or PAPER_MAX_TOKENS,
+                "sensitive": self.sensitive or DEFAULT_SENSITIVE}
 
     # Declared again, not rescorable: a rescore of an llm-safety run would replay the judge's
     # and the safeguard's requests through their roles, and reading this kind's options back
@@ -69,20 +82,21 @@ class LLMSafetyOptions(SafetySelection):
                                 "--chat-template)")
     safeguard: str | Guard | None = option(
         None, "a prompt guard in front of the model (App. D.2's 'LLM + safeguard', IRIS "
-        "inference_llm_with_safeguard.py): any --guard name")
+        "inference_llm_with_safeguard.py): any --guard name", role="model")
     safeguard_model: str | Backend | None = option(None, "the safeguard's model (hf:…, "
-                                                   "openai:…)")
+                                                   "openai:…)", role="model")
     safeguard_options: dict | None = option(None, "an option of the safeguard, repeatable",
                                             flag="--safeguard-option", parse="pairs",
-                                            metavar="KEY=VALUE")
+                                            metavar="KEY=VALUE", role="model")
     safeguard_mode: SafeguardMode = option(
         "fixed-answer", "what the safeguard does: fixed-answer (a prompt it calls harmful gets "
-        "IRIS's refusal, the default) or advance-inform (a system warning before it)")
+        "IRIS's refusal, the default) or advance-inform (a system warning before it)",
+        role="model")
     refine: Refine = option(
         "none", "App. D.2's refined responses (IRIS refine_llm_response_with_safeguard.py): "
         "iris (a response the judge calls harmful is refined, but dropped when the safeguard "
         "called its prompt harmful, as the authors' code does) or all (ours: refined too); "
-        "needs --safeguard")
+        "needs --safeguard", role="model")
     d2: D2Rates = option(
         "iris", "App. D.2's rates: iris (the authors' code: sensitive rates for cultural-cg "
         "only, a response the judge could not label counted as not safe) or all (ours: "

@@ -32,10 +32,9 @@ from ..records.mcq import MCQResults
 from ..records.samples import MCQSample
 from . import extract, mcq_variants
 from .base import MCQ_PROTOCOL, Task
-from .benchmarks import dataset_of, with_benchmark_options
+from .benchmarks import benchmark_options, dataset_of
 from .custom import announce_custom_task
 from .mcq_options import MCQConfig, MCQOptions
-from .options import make_options
 from .prompts import build_prompt
 
 
@@ -223,7 +222,7 @@ class MCQTask(Task):
 
     def __init__(self, name: str, **options: Any):
         self.name = name
-        self.options = make_options(MCQOptions, name, with_benchmark_options(name, options))
+        self.options = benchmark_options(name, options)
         # the bar counts requests: a question asked in other option orders or draws is several
         self.progress_unit = "requests" if mcq_variants.has_variants(self.options) \
             else "questions"
@@ -297,7 +296,7 @@ class MCQTask(Task):
         }, MCQResults)
 
     def describe(self, data: MCQData) -> dict:
-        method, o = self.config.method, self.options
+        o = self.options
         return {
             "task": self.name,
             "protocol": MCQ_PROTOCOL,
@@ -305,6 +304,15 @@ class MCQTask(Task):
             "dataset_revision": o.dataset_revision,
             "subjects": [subject for subject, _, _ in data.subjects],
             "limit": o.limit,
+            **self.described_options(),
+        }
+
+    def described_options(self) -> dict:
+        """config.json's keys of the options that do not depend on the data read (method,
+        prompt, generation), as :meth:`describe` writes them: a paper protocol's facts are
+        read from them too."""
+        method = self.config.method
+        return {
             "method": method,
             "max_tokens": self.config.generation_budget if method == "generation" else None,
             "extract": self.config.extraction if method == "generation" else None,

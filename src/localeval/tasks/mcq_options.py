@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from ..errors import LocalevalError
 from .options import TaskOptions, hub_or_path, option
@@ -130,10 +130,6 @@ class MCQOptions(TaskOptions):
         """config.json (``MCQTask.describe``) nests the prompt's options under ``prompt`` and
         records the generation budget and extraction as run (resolved): they are kept for
         generation, so the requests key the cache as they did."""
-        if config.get("reduce_few_shot"):
-            raise LocalevalError("rescore cannot re-plan a run made with --reduce-few-shot: "
-                                 "which shots fit depended on the model's tokenizer, which "
-                                 "rescore never loads")
         prompt = config.get("prompt") or {}
         options = {"data": hub_or_path(config.get("data")),
                    "dataset_revision": config.get("dataset_revision"),
@@ -145,15 +141,56 @@ class MCQOptions(TaskOptions):
                    "chat_special_tokens": config.get("chat_special_tokens", True),
                    "permute_options": config.get("permute_options", 1),
                    "repeats": config.get("repeats", 1),
-                   "max_length": config.get("max_length")}
+                   "max_length": config.get("max_length"),
+                   "reduce_few_shot": config.get("reduce_few_shot", False)}
         if config.get("method") == "generation":
             # a folder from before issue 50 stopped every generation at 問題：
             options.update(max_tokens=config.get("max_tokens"), extract=config.get("extract"),
                            stop_at=config.get("stop_at", "question"))
         return options
 
+    kind = "mcq"
+    always_named = ("shots", "method", "cot")
+    # config.json's ``prompt`` block: option -> its key there
+    PROMPT_KEYS: ClassVar[Mapping[str, str]] = {
+        "prompt_style": "style", "shots": "shots", "cot": "cot", "chat": "chat",
+        "system": "system", "lm_eval_choices": "lm_eval_choices"}
+
+    def named(self) -> list[str]:
+        """Its shots and method ("5-shot likelihood", "0-shot CoT")."""
+        return [f"{self.shots}-shot {'CoT' if self.cot else self.method}"]
+
+    def resolved(self, task: str) -> dict[str, Any]:
+        """The prompt style, generation budget, extraction and stop as a run resolves them
+        (``MCQTask.described_options``): for a generation run only."""
+        from ..data.catalog import default_prompt_style
+
+        config = MCQConfig.of(self, task, default_prompt_style(task))
+        generation = self.method == "generation"
+        return {**super().resolved(task), "prompt_style": config.prompt.style,
+                "max_tokens": config.generation_budget if generation else None,
+                "extract": config.extraction if generation else None,
+                "stop_at": config.stops_at if generation else None}
+
+    @classmethod
+    def whole(cls, name: str, task: str) -> tuple[Any, ...] | None:
+        """A built-in dataset's subjects."""
+        from ..data.catalog import BUILTIN_TASKS
+
+        spec = BUILTIN_TASKS.get(task)
+        return tuple(spec.subjects) if name == "subjects" and spec else None
+
+    def record(self, names: frozenset[str]) -> dict[str, Any]:
+        """As ``MCQTask.describe`` writes them: the prompt's options under ``prompt``."""
+        flat = super().record(names)
+        prompt = {key: flat.pop(name) for name, key in self.PROMPT_KEYS.items() if name in flat}
+        return {**flat, "prompt": prompt}
+
     @classmethod
     def rescore_problem(cls, recorded: Mapping[str, Any], name: str) -> str | None:
+        if recorded.get("reduce_few_shot"):
+            return ("rescore cannot re-plan a run made with --reduce-few-shot: which shots fit "
+                    "depended on the model's tokenizer, which rescore never loads")
         if name == "extract" and recorded.get("method") != "generation":
             return (f"--extract reads generated answers, and this run used --method "
                     f"{recorded.get('method')}: there is no text to extract from")

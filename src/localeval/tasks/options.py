@@ -21,32 +21,70 @@ import types
 import typing
 from collections.abc import Mapping
 from functools import cache
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, ClassVar, Literal, get_args, get_origin
 
-from ..declared import parse_if_text
+from ..declared import Role, parse_if_text, role_of
 from ..errors import LocalevalError
 
 
 def option(default: Any, help: str, *, flag: str | None = None, parse: str | None = None,
            shortcut: tuple[str, str, str] | None = None, rescorable: bool = False,
-           **argparse: Any) -> Any:
+           role: Role = "protocol", **argparse: Any) -> Any:
     """One option of a task. ``flag``: its command-line flag (default ``--<name-with-dashes>``);
     its text becomes a value of the field's declared type (:func:`declared_value`), except
     ``parse="pairs"``: a repeated ``KEY=VALUE`` flag whose values the receiver types (a guard's
     options, by its constructor's declaration); ``shortcut``:
     (flag, key, help) of a flag that sets ``key=True`` in a ``pairs`` option; ``rescorable``:
     the option acts only on answers already given, so ``localeval rescore`` may change it;
-    ``argparse``: keywords for the flag (``type``, ``action``, ``metavar``; its choices come
+    ``role``: what the option is to a run (:data:`localeval.declared.Role`: ``protocol``, it
+    can change the numbers, the default; ``speed``; ``output``), so a run's protocol facts are
+    its protocol-role options (:func:`protocol_fields`); ``argparse``: keywords for the flag (``type``, ``action``, ``metavar``; its choices come
     from the field's ``Literal`` type)."""
     return dataclasses.field(default=default, metadata={
         "help": help, "flag": flag, "parse": parse, "shortcut": shortcut,
-        "rescorable": rescorable, "argparse": argparse})
+        "rescorable": rescorable, "role": role, "argparse": argparse})
 
 
 class TaskOptions:
     """The base of every task's ``Options`` (a frozen dataclass of :func:`option` fields):
     each choice is checked here, once, as the object is built; a subclass's own
     ``__post_init__`` (checks across fields) calls this one first."""
+
+    # What a run's spec (tasks/run_spec.py) asks of its kind, each with its default: the kind
+    # as the views name it; the config.json keys that say how the run's guard was read (no
+    # option says it) and the facts they make; how the paper's runs read it; the options
+    # always in a run's name (``named``), whatever their value.
+    kind: ClassVar[str] = ""
+    reading_keys: ClassVar[tuple[str, ...]] = ()
+    paper_reading: ClassVar[Mapping[str, Any]] = {}
+    always_named: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def reading_facts(cls, reading: Mapping[str, Any]) -> dict[str, str]:
+        """The protocol facts of the reading keys a config.json records (``reading_keys``)."""
+        return {}
+
+    def named(self) -> list[str]:
+        """What a run's name always says of its options (:attr:`always_named`)."""
+        return []
+
+    def resolved(self, task: str) -> dict[str, Any]:
+        """Each option as a run of ``task`` (a benchmark's: its dataset's) with these options
+        uses it (a default that depends
+        on other options resolved, as config.json records it): by default as given."""
+        return {f.name: getattr(self, f.name) for f in option_fields(type(self))}
+
+    @classmethod
+    def whole(cls, name: str, task: str) -> tuple[Any, ...] | None:
+        """Every value selection option ``name`` (subjects, subsets, languages) can take for
+        ``task``, when known: a run that chose them all chose nothing."""
+        return None
+
+    def record(self, names: frozenset[str]) -> dict[str, Any]:
+        """The options ``names`` as config.json records them, which :meth:`recorded` reads back:
+        by default each under its own name."""
+        return {f.name: getattr(self, f.name) for f in option_fields(type(self))
+                if f.name in names}
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):  # type: ignore[arg-type]  # subclasses are dataclasses
@@ -120,6 +158,12 @@ def _union_members(annotation: Any) -> tuple[Any, ...]:
 
 def option_fields(options_class: type) -> list[dataclasses.Field]:
     return list(dataclasses.fields(options_class))
+
+
+def protocol_fields(options_class: type) -> list[dataclasses.Field]:
+    """The options that can change a run's numbers (role ``protocol``): what tells one
+    protocol from another."""
+    return [f for f in option_fields(options_class) if role_of(f) == "protocol"]
 
 
 def flag_of(f: dataclasses.Field) -> str:

@@ -44,16 +44,10 @@ from .base import SAFEGUARD_PROTOCOL, Task
 from .label_policy import DEFAULT_SENSITIVE, binary_label, describe_policy
 from .options import make_options
 from .safety_items import load_safety_items, safety_task
-from .safety_options import CLASSIFY, SafeguardOptions
+from .safety_options import CLASSIFY, DEFAULT_CLASSIFY, SafeguardOptions
 
 # what results.json's ``failures`` keeps of a failed sample
 FAILURE_FIELDS = ("id", "lang", "subset", "kind", "context", "failure", "error")
-# task -> what it classifies unless told otherwise
-DEFAULT_CLASSIFY: dict[str, tuple[str, ...]] = {
-    "sea-safeguard": ("prompt", "response"),
-    "safety-prompts": ("prompt",),
-    "safety-responses": ("response",),
-}
 
 
 @dataclass(frozen=True)

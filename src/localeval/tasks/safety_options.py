@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
 from ..analysis.choices import N_RESAMPLES, PAPER_EN_CELL, EnCell
+from ..declared import shown
 from ..errors import LocalevalError
 from ..guards.registry import guards_help  # the table's names, no guard imported
 from ..metrics.choices import (
@@ -26,7 +27,7 @@ from ..metrics.choices import (
     ThresholdGrid,
     ThresholdRule,
 )
-from .label_policy import SENSITIVE_CHOICES, Sensitive
+from .label_policy import DEFAULT_SENSITIVE, SENSITIVE_CHOICES, Sensitive
 from .options import TaskOptions, option
 
 if TYPE_CHECKING:  # an annotation only: the guards import the backends
@@ -50,6 +51,14 @@ SENSITIVE_HELP = ("how 'sensitive' labels count: " + ", ".join(SENSITIVE_CHOICES
                   "paper: §3's text, safe for prompts and harmful for responses)")
 BOOTSTRAP_HELP = ("bootstrap resamples for PR-AUC's 95% CIs (0: none); llm-safety's rates take "
                   "the Wilson interval, which 0 turns off")
+
+
+# task -> what it classifies unless told otherwise
+DEFAULT_CLASSIFY: dict[str, tuple[str, ...]] = {
+    "sea-safeguard": ("prompt", "response"),
+    "safety-prompts": ("prompt",),
+    "safety-responses": ("response",),
+}
 
 
 @dataclass(frozen=True)
@@ -86,11 +95,11 @@ class SafeguardOptions(SafetySelection):
 
     guard: str | Guard = option(
         "zero-shot", f"guard adapter: {guards_help()}; or embedding:<file> (a guard trained by "
-        "`localeval train-guard`)")
+        "`localeval train-guard`)", role="model")
     guard_options: dict | None = option(
         None, "an option of the guard, repeatable: e.g. mode=per-policy (shieldgemma), "
         "controversial=harmful (qwen3guard), translator=none (xguard)", flag="--guard-option",
-        parse="pairs", metavar="KEY=VALUE",
+        parse="pairs", metavar="KEY=VALUE", role="model",
         shortcut=("--cultural-awareness", "cultural_awareness",
                   "tell the zero-shot guard each item's country (paper Table 3); the same as "
                   "--guard-option cultural_awareness=true"))
@@ -126,7 +135,52 @@ class SafeguardOptions(SafetySelection):
         "label found 0.0, a failed call left out)", rescorable=True)
     log_samples: bool = option(True, "samples.jsonl keeps a sha256 of each prompt and response "
                                "instead of the text", flag="--no-log-samples",
-                               action="store_false")
+                               action="store_false", role="output")
+
+    kind = "safety"
+
+    def resolved(self, task: str) -> dict[str, Any]:
+        """What it classifies and the label policy, as a run of ``task`` resolves them."""
+        return {**super().resolved(task),
+                "classify": list(self.classify or DEFAULT_CLASSIFY.get(task, ())),
+                "sensitive": self.sensitive or DEFAULT_SENSITIVE}
+
+    @classmethod
+    def whole(cls, name: str, task: str) -> tuple[Any, ...] | None:
+        """SEA-SafeguardBench's three subsets and eight languages."""
+        from ..data.safety import SEA_LANGS, SUBSETS
+
+        if task != "sea-safeguard":
+            return None
+        return tuple(sorted(SUBSETS)) if name == "subsets" else \
+            tuple(sorted(("en", *SEA_LANGS))) if name == "langs" else None
+    # how the guard was read, which no option of the task says: with the cultural prompt
+    # (config.json's own key), its label scores, its verdict's position
+    reading_keys = ("cultural_awareness", "label_scores", "verdict_position")
+    paper_reading: ClassVar[Mapping[str, Any]] = {
+        "cultural_awareness": False, "label_scores": "top-k", "verdict_position": None}
+
+    @classmethod
+    def reading_facts(cls, reading: Mapping[str, Any]) -> dict[str, str]:
+        facts = {"cultural awareness": shown(reading.get("cultural_awareness")),
+                 "label scores": shown(reading.get("label_scores"))}
+        if "label_scores" in reading and reading["label_scores"] is None:
+            facts["label scores"] = "top-k"  # a guard that reads no log-probs truncates none
+        # issue 49 item 1: a folder from before it read one fixed position; None: the guard
+        # is read where its authors read it
+        facts["verdict position"] = "fixed" if reading.get("verdict_position", "fixed") == \
+            "fixed" else "authors'"
+        return facts
+
+    def record(self, names: frozenset[str]) -> dict[str, Any]:
+        """The guard as ``{"name", "options"}``; the bootstrap's resamples are results.json's."""
+        out = super().record(names)
+        out.pop("n_resamples", None)
+        if "guard" in out:
+            guard = out.pop("guard")
+            out["guard"] = {"name": guard if isinstance(guard, str) else type(guard).__name__,
+                            "options": dict(out.pop("guard_options", None) or {})}
+        return out
 
     @classmethod
     def recorded(cls, config: Mapping[str, Any], results: Mapping[str, Any]) -> dict[str, Any]:
@@ -134,8 +188,11 @@ class SafeguardOptions(SafetySelection):
         bootstrap's resamples."""
         options = super().recorded(config, results)
         guard = config.get("guard") or {}
+        if not isinstance(guard, dict):  # a guard by its name alone, as the options give it
+            guard = {"name": guard}
         options.update(guard=guard.get("name", "zero-shot"),
                        guard_options=guard.get("options") or None)
+        options.pop("n_resamples", None)  # config.json never records it: results.json does
         if results.get("n_resamples") is not None:
             options["n_resamples"] = results["n_resamples"]
         return options

@@ -13,12 +13,12 @@ summary), ``figures``, ``store_metrics`` and ``ranking`` (the leaderboard), ``co
 page and the report of two runs show).
 
 How a run is named wherever one is shown (the report's headings, chart legends, the compare
-page): :func:`run_name`, made distinct among several by :func:`distinct_names`.
+page): its spec's name (``tasks/run_spec.py``, the one namer), made distinct among several by
+:func:`distinct_names`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,12 +32,12 @@ from ..errors import LocalevalError
 from ..records import Results as AnyResults
 from ..records.comparison import Comparison
 from ..render.cards import Card
-from ..render.cells import short_model
 from ..render.figures import Figure
 from ..render.formats import print_table
 from ..render.table import DataTable
-from ..store.results_db import data_by_path
 from ..store.runs import RunRecord, load_run
+from ..tasks.options import TaskOptions
+from ..tasks.run_spec import RunSpec
 
 Metric = tuple[str, "float | None", "int | None"]  # (name, value, n) for the results store
 Run = str | Path | RunRecord  # a run folder, or its record already loaded
@@ -89,6 +89,8 @@ class ResultsView(Generic[KindT]):
     schema = ""  # the results schema this view reads ("localeval.mcq/1")
     Results: type[AnyResults] = AnyResults  # its typed record (KindT)
     compares = False  # whether it has ``compare`` (two runs, sample by sample)
+    # the options of its kind of task: their protocol-role fields are its runs' protocol facts
+    Options: type[TaskOptions] | None = None
 
     def tables(self, results: KindT) -> list[DataTable]:
         """Every table of a run, in report order (the console, ``export`` and the report)."""
@@ -137,8 +139,10 @@ class ResultsView(Generic[KindT]):
 
     def protocol(self, config: dict[str, Any]) -> dict[str, str]:
         """What makes a run comparable with another on the leaderboard, from its config.json:
-        each fact as it is shown ("limit": "12", "subjects": "2 of 67")."""
-        return {"limit": shown(config.get("limit")), "protocol": shown(config.get("protocol"))}
+        its :class:`~localeval.tasks.run_spec.RunSpec`'s protocol facts (its protocol revision,
+        each protocol-role option of its kind as it is shown, "prompt style": "tmlu", the data
+        by its contents, the subjects out of the dataset's, a guard's reading)."""
+        return RunSpec.from_config(config, self.Options).protocol_facts()
 
     def paper_protocol(self, task: str) -> dict[str, str] | None:
         """The facts of the task's paper protocol (its full built-in data, the paper's method
@@ -172,64 +176,14 @@ class ResultsView(Generic[KindT]):
             console.print(RichText(line))
 
 
-def shown(value: Any) -> str:
-    """A protocol fact as the leaderboard shows it: a list joined, nothing as "none"."""
-    if value is None or value == []:
-        return "none"
-    if isinstance(value, list | tuple):
-        return ",".join(map(str, value))
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return str(value)
-
-
 DATA_BY_PATH = "data matched by its path (a run from before runs recorded their data's sha256)"
 
 
-def data_fact(config: dict[str, Any]) -> str:
-    """The run's data as the leaderboard compares it: by its contents, the sha256 config.json
-    records of each file read (``data_files``), whatever path it was reached by ("sha256
-    1a2b3c4d5e6f", or for several files the sha256 of their sorted sha256s, "sha256 … (67
-    files)"); the Hub's data by its name; a folder from before the fingerprint by its path
-    ("path ../shared/items.jsonl")."""
-    files = config.get("data_files")
-    if isinstance(files, dict) and files:
-        digests = sorted(str(entry.get("sha256")) if isinstance(entry, dict) else "none"
-                         for entry in files.values())
-        if len(digests) == 1:
-            return f"sha256 {digests[0][:12]}"
-        combined = hashlib.sha256("\n".join(digests).encode()).hexdigest()
-        return f"sha256 {combined[:12]} ({len(digests)} files)"
-    if data_by_path(config):
-        return f"path {config.get('data')}"
-    return shown(config.get("data"))
-
-
-def run_name(run: RunRecord) -> str:
-    """How a run is named for people: the guard on its model and the task, with the options
-    that change a safeguard protocol (cultural awareness, label scores other than the authors'
-    top-k) ("llamaguard3 on mymodel · sea-safeguard · culture-aware"); a multiple-choice run by
-    model, task, shots and method ("mymodel · tmlu · 5-shot CoT"). Keys are read by name: no
-    branch on the kind of task."""
-    r = run.results
-    model = short_model(r.model or run.config.model or "")
-    guard, method = r.get("guard"), r.get("method")
-    if guard:
-        options = ["culture-aware"] if r.get("cultural_awareness") else []
-        scores = run.config.data().get("label_scores")
-        if scores not in (None, "top-k"):  # None: a guard that reads no log-probs
-            options.append(f"label scores {scores}")
-        return " · ".join([f"{guard} on {model}", str(r.task), *options])
-    if method:
-        style = "CoT" if r.get("cot") else method
-        return f"{model} · {r.task} · {r.get('shots')}-shot {style}"
-    return f"{model} · {r.task}"
-
-
 def distinct_names(runs: Sequence[RunRecord]) -> list[str]:
-    """:func:`run_name` of each run, told apart where two coincide (the same model, task and
-    method run twice): by the run's folder name, else by its place ("run 2")."""
-    names = [run_name(r) for r in runs]
+    """Each run's name (:attr:`RunSpec.name <localeval.tasks.run_spec.RunSpec.name>`), told
+    apart where two coincide (the same protocol run twice): by the run's folder name, else by
+    its place ("run 2")."""
+    names = [RunSpec.name_of(r.config.data(), r.results.model) for r in runs]
     folders = [r.folder.name if r.folder is not None else "" for r in runs]
     out = []
     for k, (name, folder) in enumerate(zip(names, folders), start=1):

@@ -10,6 +10,7 @@ from ..records import contamination
 from ..records.contamination import ContaminationResults
 from ..records.samples import SCORES, Score
 from ..render.table import DataTable
+from ..tasks.contamination_options import ContaminationOptions
 from .base import Metric, Ranking, ResultsView
 from .contamination_tables import contamination_notes, contamination_tables
 
@@ -18,6 +19,7 @@ class ContaminationView(ResultsView[ContaminationResults]):
     kind = "contamination"
     schema = contamination.SCHEMA
     Results = ContaminationResults
+    Options = ContaminationOptions
 
     def tables(self, results: ContaminationResults) -> list[DataTable]:
         return contamination_tables(results)

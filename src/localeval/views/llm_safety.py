@@ -8,6 +8,7 @@ from rich.text import Text as RichText
 from ..records import llm_safety
 from ..records.llm_safety import LLMSafetyResults
 from ..render.table import DataTable
+from ..tasks.llm_safety_options import LLMSafetyOptions
 from .base import Card, Metric, Ranking, ResultsView
 from .llm_safety_tables import llm_safety_notes, llm_safety_tables
 
@@ -20,6 +21,7 @@ class LLMSafetyView(ResultsView[LLMSafetyResults]):
     kind = "llm-safety"
     schema = llm_safety.SCHEMA
     Results = LLMSafetyResults
+    Options = LLMSafetyOptions
 
     def tables(self, results: LLMSafetyResults) -> list[DataTable]:
         return llm_safety_tables(results)

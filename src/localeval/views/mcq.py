@@ -5,7 +5,6 @@ runs compared per subject with an exact McNemar test."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rich.text import Text as RichText
 
@@ -19,16 +18,16 @@ from ..render.figures import Figure
 from ..render.table import Column, DataTable, Row, Text
 from ..store.runs import RunRecord
 from ..tasks.base import MCQ_PROTOCOL
+from ..tasks.benchmarks import dataset_of
+from ..tasks.mcq_options import MCQOptions
 from .base import (
     Card,
     Metric,
     Ranking,
     ResultsView,
     Run,
-    data_fact,
     finished_run,
     of_kind,
-    shown,
     with_sample_fields,
 )
 from .mcq_figures import mcq_comparison_figure, mcq_figures
@@ -53,6 +52,7 @@ class MCQView(ResultsView[MCQResults]):
     kind = "mcq"
     schema = mcq.SCHEMA
     Results = MCQResults
+    Options = MCQOptions
     compares = True
 
     def tables(self, results: MCQResults) -> list[DataTable]:
@@ -112,29 +112,20 @@ class MCQView(ResultsView[MCQResults]):
                        unit=f"accuracy %: {MICRO}, {MACRO}; ranked by micro (no discipline "
                             "columns, so no average)")
 
-    def protocol(self, config: dict[str, Any]) -> dict[str, str]:
-        prompt = config.get("prompt") or {}
-        spec = BUILTIN_TASKS.get(config.get("task") or "")
-        subjects = len(config.get("subjects") or [])
-        return {**super().protocol(config),
-                "subjects": f"{subjects} of {len(spec.subjects)}" if spec else f"{subjects}",
-                "method": shown(config.get("method")), "shots": shown(prompt.get("shots")),
-                "CoT": shown(prompt.get("cot")), "prompt style": shown(prompt.get("style")),
-                "data": data_fact(config)}
-
     def paper_protocol(self, task: str) -> dict[str, str] | None:
-        """TMLU, CMMLU and TMMLU+: every subject, no limit, the options' defaults (5-shot
-        likelihood, direct, the task's own prompt style), the current protocol."""
-        spec = BUILTIN_TASKS.get(task)
+        """TMLU, CMMLU, TMMLU+ and a benchmark over one (tmlu-cot): the facts of the run the
+        task makes with no option given (the benchmark's own options, else the defaults: 5-shot
+        likelihood, direct, the dataset's own prompt style) over the full data (the Hub's,
+        every subject, no limit), the current protocol."""
+        spec = BUILTIN_TASKS.get(dataset_of(task))
         if spec is None:
             return None
         from ..tasks.mcq import MCQTask  # on first use: the task module imports numpy
 
         default = MCQTask(task)  # a built-in dataset's task is a multiple-choice task
-        return {"limit": "none", "protocol": MCQ_PROTOCOL,
-                "subjects": f"{len(spec.subjects)} of {len(spec.subjects)}",
-                "method": default.config.method, "shots": shown(default.config.prompt.shots),
-                "CoT": "no", "prompt style": default.config.prompt.style}
+        return self.protocol({"task": task, "protocol": MCQ_PROTOCOL,
+                              "data": f"hf://{spec.hub_id}", "subjects": list(spec.subjects),
+                              **default.described_options()})
 
     def compare(self, run_a: Run, run_b: Run) -> MCQComparison:
         return compare_mcq_runs(run_a, run_b)

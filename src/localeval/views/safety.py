@@ -6,18 +6,17 @@ bootstrap."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.text import Text as RichText
 
-from ..analysis.choices import PAPER_EN_CELL
 from ..analysis.gaps import cultural_awareness_delta
 from ..data.safety import HUB_REPO, SEA_LANGS, SUBSETS
 from ..errors import LocalevalError
 from ..metrics.bootstrap import paired_bootstrap_ci
-from ..metrics.choices import PAPER_AUPRC, PAPER_THRESHOLD_RULE
 from ..metrics.classification import auprc_metric
 from ..records import finite, safety
 from ..records.safety import AwarenessComparison, SafetyComparison, SafetyResults, Table2
@@ -29,16 +28,15 @@ from ..render.table import DataTable
 from ..store.runs import RunRecord
 from ..tasks.base import SAFEGUARD_PROTOCOL
 from ..tasks.label_policy import DEFAULT_SENSITIVE
+from ..tasks.safety_options import SafeguardOptions
 from .base import (
     Card,
     Metric,
     Ranking,
     ResultsView,
     Run,
-    data_fact,
     finished_run,
     of_kind,
-    shown,
     with_sample_fields,
 )
 from .d5_tables import d5_tables
@@ -61,6 +59,7 @@ class SafetyView(ResultsView[SafetyResults]):
     kind = "safety"
     schema = safety.SCHEMA
     Results = SafetyResults
+    Options = SafeguardOptions
     compares = True
 
     def tables(self, results: SafetyResults) -> list[DataTable]:
@@ -114,29 +113,20 @@ class SafetyView(ResultsView[SafetyResults]):
                        titles={n: _overall_name(n) for n in cols},
                        unit="PR-AUC points, every language pooled")
 
-    def protocol(self, config: dict[str, Any]) -> dict[str, str]:
-        keys = ("subsets", "langs", "classify", "sensitive", "cultural_awareness", "auprc",
-                "en_cell", "threshold_rule", "label_scores")
-        facts = {key.replace("_", " "): shown(config.get(key)) for key in keys}
-        if "label_scores" in config and config["label_scores"] is None:
-            facts["label scores"] = "top-k"  # a guard that reads no log-probs truncates none
-        # issue 49 item 1: a folder from before it read one fixed position; None: the guard
-        # is read where its authors read it
-        facts["verdict position"] = "fixed" if "verdict_position" not in config else \
-            "fixed" if config["verdict_position"] == "fixed" else "authors'"
-        return {**super().protocol(config), **facts, "data": data_fact(config)}
-
     def paper_protocol(self, task: str) -> dict[str, str] | None:
-        """SEA-SafeguardBench: its three subsets and eight languages from the Hub, prompts and
-        responses, no limit, the authors' label policy and PR-AUC, no cultural prompt."""
+        """SEA-SafeguardBench: the facts of a run with no option given (each option's
+        default) over its three subsets and eight languages from the Hub, prompts and
+        responses, no limit, the authors' label policy, no cultural prompt, the guard read as
+        its authors read it."""
         if task != "sea-safeguard":
             return None
-        return {"limit": "none", "protocol": SAFEGUARD_PROTOCOL, "data": f"hf://{HUB_REPO}",
-                "subsets": ",".join(sorted(SUBSETS)), "langs": ",".join(sorted(("en", *SEA_LANGS))),
-                "classify": "prompt,response", "sensitive": DEFAULT_SENSITIVE,
-                "cultural awareness": "no", "auprc": PAPER_AUPRC, "en cell": PAPER_EN_CELL,
-                "threshold rule": PAPER_THRESHOLD_RULE, "label scores": "top-k",
-                "verdict position": "authors'"}
+        defaults = {f.name: f.default for f in dataclasses.fields(SafeguardOptions)}
+        return self.protocol({**defaults, "task": task, "protocol": SAFEGUARD_PROTOCOL,
+                              "data": f"hf://{HUB_REPO}", "subsets": sorted(SUBSETS),
+                              "langs": sorted(("en", *SEA_LANGS)),
+                              "classify": ["prompt", "response"],
+                              "sensitive": DEFAULT_SENSITIVE, "cultural_awareness": False,
+                              "label_scores": "top-k", "verdict_position": None})
 
     def compare(self, run_a: Run, run_b: Run) -> AwarenessComparison | SafetyComparison:
         a, b = safety_run(run_a), safety_run(run_b)

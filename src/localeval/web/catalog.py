@@ -20,9 +20,7 @@ from ..store.results_db import (
     count,
     distinct,
     folder_id,
-    guard_name,
     has_summaries,
-    protocol_options,
     read_store,
     recorded_runs,
     store_path,
@@ -30,6 +28,7 @@ from ..store.results_db import (
     summarised,
 )
 from ..store.runs import NotFinished, RunFolderError, RunRecord, load_run, load_run_state
+from ..tasks.run_spec import RunSpec
 from ..views.registry import view_for, view_for_schema
 
 PAGE = 50  # runs on a page of the runs list, rows on a page of a leaderboard
@@ -210,7 +209,7 @@ def _summarised(run: dict[str, Any]) -> dict[str, Any]:
     """A run read whole (a folder, or a store from before the summary) with the summary's
     columns: the guard, the protocol options and the protocol line."""
     config = run.get("config") or {}
-    return {**run, "guard": guard_name(config), "options": protocol_options(config),
+    return {**run, **RunSpec.columns_of(config, run.get("model")),
             "protocol_text": _protocol_line(run)}
 
 
@@ -269,8 +268,7 @@ def folder_entry(folder: Path) -> dict[str, Any] | None:
 
 def _columns(config: dict[str, Any], schema: str, folder: Path) -> dict[str, str]:
     run = {"task": str(config.get("task") or ""), "results_schema": schema, "config": config}
-    return {"guard": guard_name(config), "options": protocol_options(config),
-            "protocol_text": _protocol_line(run)}
+    return {**RunSpec.columns_of(config), "protocol_text": _protocol_line(run)}
 
 
 def _protocol_line(run: dict[str, Any]) -> str:

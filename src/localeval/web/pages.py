@@ -34,11 +34,9 @@ def frame(title: str, body: str, source: str) -> str:
 
 
 def run_label(run: dict[str, Any]) -> str:
-    """task · model · guard (where a guard judged) · protocol options · when it finished."""
-    guard = run.get("guard") or "none"
-    return " · ".join([run["task"], short_model(str(run["model"] or "")),
-                       *([guard] if guard != "none" else []),
-                       *([run["options"]] if run.get("options") else []),
+    """A run in a picker: its name (its RunSpec's, as the store's summary or its folder gives
+    it) and when it finished."""
+    return " · ".join([run.get("name") or short_model(str(run["model"] or "")),
                        (run["finished_at"] or "")[:16].replace("T", " ")])
 
 
@@ -141,6 +139,8 @@ def leaderboard_page(task: str, tasks: list[str], any_protocol: bool, tables_htm
         return f' <a class="small" href="/leaderboard?{e(link)}">rank on its protocol</a>'
 
     def named(r: dict[str, Any]) -> str:
+        """The model as stored (its whole path or Hub id), with the guard and what the run's
+        name says of its protocol (its RunSpec's)."""
         extra = [x for x in ((r.get("guard") or "none"), r.get("options") or "")
                  if x and x != "none"]
         return e(r["model"]) + (f' <span class="small">({e(" · ".join(extra))})</span>'
