@@ -98,7 +98,7 @@ def test_the_probe_finds_the_block_a_kernel_needs_and_chunks_past_its_regime_cha
 def test_a_kernel_no_block_helps_is_said_once_never_assumed(capsys):
     layer = NeverTheSame(16, 8).eval()
     with torch.inference_mode():
-        assert blocks_for(layer) == RowBlocks(rows=64, chunk=64, invariant=False)
+        assert blocks_for(layer) == RowBlocks(rows=8, chunk=None, invariant=False)
         blocks_for(layer)
     warning = capsys.readouterr().err
     assert warning.count("warning:") == 1

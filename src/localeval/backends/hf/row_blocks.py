@@ -2,14 +2,16 @@
 
 A dense layer (Linear, GPT-2's Conv1D) is one GEMM over all the rows of a batch, and how a GEMM
 kernel rounds a row depends on the call: MKL on an AMD CPU computes a call of 1-3 or 5-7 rows
-with another kernel than a call of 8; on an Intel AVX-512 CPU a partial block of 16 rows is
-rounded differently, and a call of more than 256 rows (hidden size 2,048) is reduced in another
-order than a smaller one. Which calls agree is a fact of the machine, the library and the
-layer's shape, not a constant, so it is measured (:func:`probe_rows`), once on a machine for
-each distinct dense layer (kept in :func:`probe_file`): the smallest ``rows`` block in :data:`CANDIDATE_BLOCKS` such that
-every call of a multiple of ``rows`` rows up to SMALL_ROWS gives each row the bits it gets in a
-call of SMALL_ROWS rows, wherever the row sits in the call; and the most rows a call may have
-before it is reduced otherwise (``chunk``, None when calls agree up to LARGE_ROWS[-1]).
+with another kernel than a call of 8; MKL's Intel AVX-512 kernels (the failure on an Intel Xeon;
+reproduced here by telling MKL on an AMD CPU that it runs on an Intel one) round a partial block
+of 16 rows differently for some layers, depending on the weight's alignment too, and reduce a
+call of more than 256 rows (hidden size 2,048) in another order than a smaller one. Which calls
+agree is a fact of the machine, the library and the layer, not a constant, so it is measured
+(:func:`probe_rows`), once on a machine for each distinct dense layer (kept in
+:func:`probe_file`): the smallest ``rows`` block in :data:`CANDIDATE_BLOCKS` such that every
+call of a multiple of ``rows`` rows up to SMALL_ROWS gives each row the bits it gets in a call
+of SMALL_ROWS rows, wherever the row sits in the call; and the most rows a call may have before
+it is reduced otherwise (``chunk``, None when calls agree up to LARGE_ROWS[-1]).
 
 While :func:`dense_row_blocks` is active, every dense layer is then called only that way: its
 rows padded with rows of zeros to a multiple of ``rows`` (their outputs cut off) and, where a
@@ -17,9 +19,9 @@ chunk was found, split into calls of at most ``chunk`` rows. A row's bits then n
 its batch. Attention is computed row by row (:mod:`.attention`) and needs no padding; norms
 and activations work on each row alone.
 
-Where no candidate block holds for some layer (the probe says so; seen on no CPU so far), the
-rows are padded as for the largest candidate and split at SMALL_ROWS, and a warning says
-results may differ in the last bits with the batch size.
+Where no candidate block holds for some layer (seen on no CPU so far; a GPU's kernels may be
+so), padding cannot help: the layer is called as before (rows padded to WIDTH_BLOCK, never
+split) and a warning says results may differ in the last bits with the batch size.
 """
 
 from __future__ import annotations
@@ -61,15 +63,14 @@ def padded(n: int, block: int = WIDTH_BLOCK) -> int:
 @dataclass(frozen=True)
 class RowBlocks:
     """How one dense layer is called: a multiple of ``rows`` rows at a time, at most ``chunk``
-    (None: any number). ``invariant`` is False where the probe found no block that holds
-    (``rows`` is then the largest candidate)."""
+    (None: any number). ``invariant`` is False where the probe found no block that holds."""
 
     rows: int
     chunk: int | None
     invariant: bool
 
 
-# probed once per process for each (layer class, weight shape, bias, dtype, device, threads)
+# each layer signature's probe (_signature), once per process (and once a machine: probe_file)
 _PROBED: dict[tuple, RowBlocks] = {}
 _WARNED: set[tuple] = set()
 
@@ -126,7 +127,7 @@ def probe_rows(forward, in_features: int, dtype, device) -> RowBlocks:
         for rows in CANDIDATE_BLOCKS:
             if agrees(forward, x[:SMALL_ROWS], rows):
                 return RowBlocks(rows, largest_call(forward, x), True)
-    return RowBlocks(CANDIDATE_BLOCKS[-1], SMALL_ROWS, False)
+    return RowBlocks(WIDTH_BLOCK, None, False)
 
 
 def largest_call(forward, x) -> int | None:
