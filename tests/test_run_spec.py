@@ -359,3 +359,18 @@ def test_the_run_spec_module_is_light():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_an_option_the_others_need_is_named_not_refused(tmp_path):
+    """A CMMLU CoT run needs --prompt-style tmlu (CMMLU's own style has no CoT): naming it
+    must not resolve the run without its style (which --cot refuses); the README's own
+    command, whose store summary raised that refusal after the run was written."""
+    from localeval.tasks.run_spec import RunSpec
+
+    data = tmp_path / "cmmlu"
+    shutil.copytree(Path(str(SAMPLE_MCQ)), data)
+    task = make_task("cmmlu", data=str(data), method="generation", cot=True,
+                     prompt_style="tmlu", shots=0)
+    config = {**task.describe(task.load()), "model": "hf:org/m"}
+    columns = RunSpec.columns_of(config, "hf:org/m")
+    assert "prompt style tmlu" in columns["options"] and "CoT" in columns["name"], columns

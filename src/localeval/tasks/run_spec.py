@@ -279,11 +279,11 @@ class RunSpec:
         own = benchmark_defaults(self.task)
         default = own.get(name, next(f.default for f in option_fields(type(self.options))
                                      if f.name == name))
-        try:
+        try:  # the other options may refuse the default (--cot needs --prompt-style tmlu)
             options = dataclasses.replace(self.options, **{name: default})  # type: ignore[type-var]
+            return options.resolved(dataset_of(self.task))[name]
         except LocalevalError:
             return _NEEDED
-        return options.resolved(dataset_of(self.task))[name]
 
     def _data_said(self, name: str, value: Any) -> str:
         """A data option in a run's name: the local data by its file or folder name, a
