@@ -27,6 +27,7 @@ from localeval.records.samples import (
     SafetySample,
 )
 from localeval.store.runs import load_run
+from localeval.tasks.run_spec import RunSpec
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # kind of folder -> its results record and sample record
@@ -98,8 +99,12 @@ def test_old_folders_compare(old, capsys):
                                   ("sea-safeguard", "sea-safeguard-ge")])
 def test_compare_prints_what_a9a91f9_printed(old, pair, capsys):
     """The comparison record dumps the same JSON, key for key and in order, as the dict
-    compare returned before it was typed."""
+    compare returned before it was typed, with both runs' names added first (issue 61)."""
     runs = old / NEW
     assert main(["compare", str(runs / pair[0]), str(runs / pair[1]), "--json"]) == 0
-    printed = capsys.readouterr().out.replace(str(runs), "/runs-written-by-a9a91f9")
-    assert printed == (FIXTURES / NEW / f"compare-{pair[0]}--{pair[1]}.json").read_text()
+    printed = json.loads(capsys.readouterr().out.replace(str(runs), "/runs-written-by-a9a91f9"))
+    names = [printed.pop("name_a"), printed.pop("name_b")]
+    assert names == [RunSpec.name_of(json.loads((runs / p / "config.json").read_text()))
+                     for p in pair] and names[0] != names[1]
+    assert json.dumps(printed, indent=2, ensure_ascii=False) + "\n" == \
+        (FIXTURES / NEW / f"compare-{pair[0]}--{pair[1]}.json").read_text()

@@ -182,4 +182,4 @@ def test_reasoning_run_end_to_end(tiny_llama, shared, tmp_path):
     assert all(0 <= s["score"] <= 1 for s in samples if "error" not in s)
     config = json.loads((out / "config.json").read_text())
     assert config["guard"]["options"] == {"reasoning": True, "reasoning_tokens": 8}
-    assert "8 new tokens" in config["guard"]["verdict_position"]
+    assert "8 new tokens" in config["guard"]["reads_verdict_at"]

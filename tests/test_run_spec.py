@@ -374,3 +374,64 @@ def test_an_option_the_others_need_is_named_not_refused(tmp_path):
     config = {**task.describe(task.load()), "model": "hf:org/m"}
     columns = RunSpec.columns_of(config, "hf:org/m")
     assert "prompt style tmlu" in columns["options"] and "CoT" in columns["name"], columns
+
+
+# ------------------------------------------------------------------ one name, one paper protocol
+def test_compare_names_both_runs_as_the_leaderboard_does(tmp_path, capsys):
+    """compare's notes name each run by its spec (before: the guard on its model, the same for
+    a run and its rescore); the comparison record keeps both names."""
+    from localeval.tasks.run_spec import RunSpec
+    from localeval.views.safety import compare_safety_runs
+
+    source = tmp_path / "guard"
+    evaluate(task="sea-safeguard", model=HashedGuard(), data=Path(str(SAMPLE_SAFETY)),
+             output=source, cache=source / "cache.sqlite", quiet=True, n_resamples=0,
+             report=False, store=None)
+    rescore_run(source, {"file_rounding": "iris"}, output=tmp_path / "rounded", quiet=True,
+                store=None)
+    comparison = compare_safety_runs(source, tmp_path / "rounded", n_resamples=20)
+    names = [RunSpec.name_of(json.loads((f / "config.json").read_text(encoding="utf-8")))
+             for f in (source, tmp_path / "rounded")]
+    assert [comparison.name_a, comparison.name_b] == names
+    assert names[0] != names[1] and "file rounding iris" in names[1]
+    assert main(["compare", str(source), str(tmp_path / "rounded")]) == 0
+    out = capsys.readouterr().out
+    assert f"({names[0]})" in out and f"({names[1]})" in out
+
+
+@pytest.mark.parametrize("task", ["tmlu", "tmlu-cot", "cmmlu", "tmmluplus", "sea-safeguard"])
+def test_the_paper_protocol_is_the_spec_of_a_run_given_nothing(task, tmp_path):
+    """The paper's protocol is stated once (RunSpec.paper): the facts of a run made with no
+    option over the whole Hub data are the facts a run with those options writes, whatever its
+    kind; tmlu-cot's are its benchmark's (generation, CoT)."""
+    from localeval.tasks.run_spec import RunSpec
+    from localeval.views.registry import view_for_task
+
+    paper = view_for_task(task).paper_protocol(task)
+    assert paper is not None and paper["data"].startswith("hf://")
+    assert paper["limit"] == "none" and paper["dataset revision"] == "none"
+    if task == "tmlu-cot":
+        assert (paper["method"], paper["cot"], paper["extract"]) == ("generation", "yes", "tmlu")
+    if task == "sea-safeguard":
+        assert paper["subsets"] == "cultural-cg,cultural-itw,general"
+        assert paper["verdict position"] == "authors'" and paper["label scores"] == "top-k"
+        # a run over the sample with every default differs from it in its data alone
+        config = make_task(task, data=str(SAMPLE_SAFETY)).describe(
+            make_task(task, data=str(SAMPLE_SAFETY)).load())
+        facts = RunSpec.from_config(config).protocol_facts()
+        assert {k for k in paper if paper[k] != facts.get(k)} == {"data"}
+
+
+def test_config_json_says_verdict_position_with_one_meaning(tmp_path):
+    """config.json's ``verdict_position`` is the option (first-label, fixed, or None); the
+    guard's words for where it reads its verdict are ``guard.reads_verdict_at`` (before: also
+    ``guard.verdict_position``, a second meaning under the same key)."""
+    record = evaluate(task="sea-safeguard", model=HashedGuard(), data=Path(str(SAMPLE_SAFETY)),
+                      output=tmp_path / "run", quiet=True, n_resamples=0, report=False,
+                      store=None, guard_options={"verdict_position": "fixed"}, limit=1)
+    config = json.loads((tmp_path / "run" / "config.json").read_text(encoding="utf-8"))
+    assert record.results.n_failed == 0
+    assert config["verdict_position"] == "fixed"
+    assert config["guard"]["options"] == {"verdict_position": "fixed"}
+    assert "verdict_position" not in config["guard"]
+    assert "generated tokens" in config["guard"]["reads_verdict_at"]

@@ -154,6 +154,23 @@ class RunSpec:
                                  if k in config),
                    rescored_from=config.get("rescored_from"))
 
+    @classmethod
+    def paper(cls, task: str, protocol: str, source: str) -> RunSpec:
+        """The run of ``task``'s paper protocol, stated once for every kind: the options a
+        run of it is given by nobody (its benchmark's own, else the defaults), as the run
+        resolves them, over the whole of ``source`` (the Hub's data: every subject, subset and
+        language, no limit), protocol revision ``protocol``, its guard read as its authors
+        read it (the kind's ``paper_reading``)."""
+        options_class = _as_task_options(task_kind(task).Options)
+        dataset = dataset_of(task)
+        given = make_options(options_class, task, dict(benchmark_defaults(task)))
+        whole = {name: list(parts) for name in DATA_OPTIONS
+                 if (parts := options_class.whole(name, dataset)) is not None}
+        made = make_options(options_class, task, {**given.resolved(dataset), **whole})
+        names = frozenset(f.name for f in option_fields(options_class))
+        return cls.from_config({**made.record(names), **dict(options_class.paper_reading),
+                                "task": task, "protocol": protocol, "data": source})
+
     def to_config(self) -> dict[str, Any]:
         """The task block of config.json this spec is read from, in today's layout (each
         kind's ``Options.record``), which :meth:`from_config` reads back into an equal spec."""

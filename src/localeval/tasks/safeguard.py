@@ -347,7 +347,10 @@ class SafeguardTask(Task):
             "log_samples": o.log_samples,
             "guard": {"name": guard.name, "options": dict(guard.options),
                       "template_source": guard.template_source,
-                      "verdict_position": guard.verdict_position,
+                      # where the guard's verdict is read, in words: "verdict_position" is the
+                      # option (above, and in options when given), one meaning per key (issue
+                      # 61; config.json before it wrote these words under verdict_position)
+                      "reads_verdict_at": guard.verdict_position,
                       "label_top": guard.label_top},
         }
 

@@ -20,12 +20,14 @@ from ..store.runs import RunRecord
 from ..tasks.base import MCQ_PROTOCOL
 from ..tasks.benchmarks import dataset_of
 from ..tasks.mcq_options import MCQOptions
+from ..tasks.run_spec import RunSpec
 from .base import (
     Card,
     Metric,
     Ranking,
     ResultsView,
     Run,
+    distinct_names,
     finished_run,
     of_kind,
     with_sample_fields,
@@ -113,19 +115,12 @@ class MCQView(ResultsView[MCQResults]):
                             "columns, so no average)")
 
     def paper_protocol(self, task: str) -> dict[str, str] | None:
-        """TMLU, CMMLU, TMMLU+ and a benchmark over one (tmlu-cot): the facts of the run the
-        task makes with no option given (the benchmark's own options, else the defaults: 5-shot
-        likelihood, direct, the dataset's own prompt style) over the full data (the Hub's,
-        every subject, no limit), the current protocol."""
+        """TMLU, CMMLU, TMMLU+ and a benchmark over one (tmlu-cot): the facts of the run of
+        the task's paper protocol (:meth:`RunSpec.paper`) over the dataset's Hub data."""
         spec = BUILTIN_TASKS.get(dataset_of(task))
         if spec is None:
             return None
-        from ..tasks.mcq import MCQTask  # on first use: the task module imports numpy
-
-        default = MCQTask(task)  # a built-in dataset's task is a multiple-choice task
-        return self.protocol({"task": task, "protocol": MCQ_PROTOCOL,
-                              "data": f"hf://{spec.hub_id}", "subjects": list(spec.subjects),
-                              **default.described_options()})
+        return RunSpec.paper(task, MCQ_PROTOCOL, f"hf://{spec.hub_id}").protocol_facts()
 
     def compare(self, run_a: Run, run_b: Run) -> MCQComparison:
         return compare_mcq_runs(run_a, run_b)
@@ -201,8 +196,10 @@ def compare_mcq_runs(run_a: Run, run_b: Run) -> MCQComparison:
     subjects: dict[str, list[tuple[MCQSample, MCQSample]]] = {}
     for pair in pairs:
         subjects.setdefault(str(pair[0].subject), []).append(pair)
+    name_a, name_b = distinct_names([a, b])
     return MCQComparison(
-        a=str(dir_a), b=str(dir_b), model_a=a.results.model, model_b=b.results.model,
+        a=str(dir_a), b=str(dir_b), name_a=name_a, name_b=name_b, model_a=a.results.model,
+        model_b=b.results.model,
         task=a.results.task, n_only_a=len(a.samples) - len(pairs),
         n_only_b=len(b.samples) - len(pairs), overall=_paired(pairs),
         by_subject={name: _paired(group) for name, group in sorted(subjects.items())})

@@ -113,6 +113,6 @@ def p_value(p: float) -> Number | Text:
 
 
 def comparison_notes(c: MCQComparison) -> list[str]:
-    return [f"A: {c.a} ({c.model_a})", f"B: {c.b} ({c.model_b}); questions in one run only: "
+    return [f"A: {c.a} ({c.name_a or c.model_a})", f"B: {c.b} ({c.name_b or c.model_b}); questions in one run only: "
             f"{c.n_only_a} (A), {c.n_only_b} (B)"]
 

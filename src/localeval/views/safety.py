@@ -6,7 +6,6 @@ bootstrap."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 from rich.text import Text as RichText
 
 from ..analysis.gaps import cultural_awareness_delta
-from ..data.safety import HUB_REPO, SEA_LANGS, SUBSETS
+from ..data.safety import HUB_REPO
 from ..errors import LocalevalError
 from ..metrics.bootstrap import paired_bootstrap_ci
 from ..metrics.classification import auprc_metric
@@ -22,12 +21,11 @@ from ..records import finite, safety
 from ..records.safety import AwarenessComparison, SafetyComparison, SafetyResults, Table2
 from ..records.sample_kinds import Context
 from ..records.samples import SafetySample
-from ..render.cells import short_model
 from ..render.figures import Figure
 from ..render.table import DataTable
 from ..store.runs import RunRecord
 from ..tasks.base import SAFEGUARD_PROTOCOL
-from ..tasks.label_policy import DEFAULT_SENSITIVE
+from ..tasks.run_spec import RunSpec
 from ..tasks.safety_options import SafeguardOptions
 from .base import (
     Card,
@@ -35,6 +33,7 @@ from .base import (
     Ranking,
     ResultsView,
     Run,
+    distinct_names,
     finished_run,
     of_kind,
     with_sample_fields,
@@ -114,19 +113,12 @@ class SafetyView(ResultsView[SafetyResults]):
                        unit="PR-AUC points, every language pooled")
 
     def paper_protocol(self, task: str) -> dict[str, str] | None:
-        """SEA-SafeguardBench: the facts of a run with no option given (each option's
-        default) over its three subsets and eight languages from the Hub, prompts and
-        responses, no limit, the authors' label policy, no cultural prompt, the guard read as
-        its authors read it."""
+        """SEA-SafeguardBench's: the facts of the run of its paper protocol
+        (:meth:`RunSpec.paper`: the defaults, every subset and language of the Hub's data, the
+        guard read where its authors read it)."""
         if task != "sea-safeguard":
             return None
-        defaults = {f.name: f.default for f in dataclasses.fields(SafeguardOptions)}
-        return self.protocol({**defaults, "task": task, "protocol": SAFEGUARD_PROTOCOL,
-                              "data": f"hf://{HUB_REPO}", "subsets": sorted(SUBSETS),
-                              "langs": sorted(("en", *SEA_LANGS)),
-                              "classify": ["prompt", "response"],
-                              "sensitive": DEFAULT_SENSITIVE, "cultural_awareness": False,
-                              "label_scores": "top-k", "verdict_position": None})
+        return RunSpec.paper(task, SAFEGUARD_PROTOCOL, f"hf://{HUB_REPO}").protocol_facts()
 
     def compare(self, run_a: Run, run_b: Run) -> AwarenessComparison | SafetyComparison:
         a, b = safety_run(run_a), safety_run(run_b)
@@ -149,10 +141,11 @@ class SafetyView(ResultsView[SafetyResults]):
 
     def comparison_notes(self, comparison: AwarenessComparison | SafetyComparison) -> list[str]:
         if isinstance(comparison, SafetyComparison):
-            return [f"A: {comparison.a} ({_guard_on(comparison.guard_a, comparison.model_a)})",
-                    f"B: {comparison.b} ({_guard_on(comparison.guard_b, comparison.model_b)}); "
+            return [f"A: {comparison.a} ({comparison.name_a})",
+                    f"B: {comparison.b} ({comparison.name_b}); "
                     f"{comparison.n_shared} shared samples"]
-        return [f"plain: {comparison.baseline}", f"aware: {comparison.aware}"]
+        return [f"plain: {comparison.baseline} ({comparison.name_a})",
+                f"aware: {comparison.aware} ({comparison.name_b})"]
 
     def side_by_side(self, runs: list[tuple[str, SafetyResults]],
                      folder: Path | None) -> list[DataTable | Figure]:
@@ -175,11 +168,6 @@ def _table2_cards(table2: Table2 | None) -> list[Card]:
             cards.append(Card(f"{row.values[f'{kind}/avg']:.1f}", f"Table 2 Avg, "
                               f"{kind}s: the mean of its {len(cells)} cells"))
     return cards
-
-
-def _guard_on(guard: str, model: str | None) -> str:
-    """"zero-shot on SmolLM2-135M": the guard and its model, so two runs are told apart."""
-    return guard + (f" on {short_model(model)}" if model else "")
 
 
 def _overall_name(metric: str) -> str:
@@ -242,8 +230,9 @@ def compare_runs(baseline: Run, aware: Run) -> AwarenessComparison:
                                         en=rb.en_cell)
     except ValueError as e:
         raise LocalevalError(f"malformed samples.jsonl: {e}") from None
+    name_a, name_b = distinct_names([base_run, aware_run])
     return AwarenessComparison.model_validate(finite({
-        "task": rb.task, "model": rb.model, "guard": rb.guard, "auprc": rb.auprc,
+        "name_a": name_a, "name_b": name_b, "task": rb.task, "model": rb.model, "guard": rb.guard, "auprc": rb.auprc,
         "en_cell": rb.en_cell, "baseline": str(base_dir), "aware": str(aware_dir),
         "n_samples": len(base), "rows": rows}))
 
@@ -306,7 +295,8 @@ def compare_safety_runs(run_a: Run, run_b: Run,
             for (k, c, lang), g in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1],
                                                                            kv[0][2] != "all",
                                                                            kv[0][2]))]
+    name_a, name_b = distinct_names([a, b])
     return SafetyComparison.model_validate(finite({
-        "a": str(dir_a), "b": str(dir_b), "guard_a": a.results.guard,
+        "a": str(dir_a), "b": str(dir_b), "name_a": name_a, "name_b": name_b, "guard_a": a.results.guard,
         "guard_b": b.results.guard, "model_a": a.results.model, "model_b": b.results.model,
         "auprc": a.results.auprc, "n_shared": len(pairs), "rows": rows}))
