@@ -22,6 +22,7 @@ from ..backends.secrets import redact_text
 from ..errors import LocalevalError, UndefinedMetricWarning, clipped
 from .budget import add_budget_arguments
 from .commands import cmd_compare, cmd_demo, cmd_run, cmd_show, cmd_tasks
+from .habits import from_lm_eval
 from .rescore import add_rescore_parser
 from .research import add_research_parsers
 from .results import STORE_FOR_IDS, add_results_parsers, store_flag
@@ -201,6 +202,20 @@ def _check_command(p: OneLineParser, argv: list[str]) -> None:
     p.error(f"unknown command {word!r} ({hint}the commands: {', '.join(p.commands)})")
 
 
+def _lm_eval_habits(p: OneLineParser, given: list[str]) -> list[str]:
+    """``run``'s arguments with lm-evaluation-harness's flags read as ours (:mod:`.habits`);
+    one whose meaning differs is one line naming ours."""
+    if next((w for w in given if not w.startswith("-")), None) != "run":
+        return given
+    try:
+        ours, notes = from_lm_eval(given)
+    except LocalevalError as e:
+        p.commands["run"].error(str(e))
+    for note in notes:
+        print(note, file=sys.stderr)
+    return ours
+
+
 class _CommandParser(OneLineParser):
     """A command's parser: our help format, and --debug after the command too (`run ... --debug`)."""
 
@@ -266,7 +281,7 @@ def _main(argv: list[str] | None) -> int:
         p.print_help()
         return 0
     _check_command(p, given)
-    args, extra = p.parse_known_args(argv)
+    args, extra = p.parse_known_args(_lm_eval_habits(p, given))
     if extra:
         _unknown_arguments(p, args, extra)
     if not getattr(args, "debug", False):
