@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from offline_runs import HashedGuard
+from offline_runs import AlwaysLetter, HashedGuard, stand_in_model
 
 import localeval.run
 from localeval import evaluate
@@ -374,3 +374,18 @@ def test_an_option_the_others_need_is_named_not_refused(tmp_path):
     config = {**task.describe(task.load()), "model": "hf:org/m"}
     columns = RunSpec.columns_of(config, "hf:org/m")
     assert "prompt style tmlu" in columns["options"] and "CoT" in columns["name"], columns
+
+
+STAND_IN = stand_in_model()  # a model folder the checks accept; never loaded
+
+
+@pytest.mark.parametrize("task", ["..", ".", "../..", "..hidden", "a/../../b"])
+def test_the_default_folder_of_any_task_name_is_under_runs(task, shared, tmp_path, monkeypatch,
+                                                           capsys):
+    monkeypatch.setattr(localeval.run, "load_backend", lambda spec, **kw: AlwaysLetter("A"))
+    assert main(["run", "--task", task, "--data", str(shared / "data" / "cmmlu"), "--subjects",
+                 "agronomy", "--limit", "1", "--model", STAND_IN, "--no-store", "--quiet"]) == 0
+    # the test runs in tmp_path: before, `--task ..` wrote runs/../tmp-<hash>/ there
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"], capsys.readouterr().err
+    (kind,) = (tmp_path / "runs").iterdir()
+    assert not kind.name.startswith(".") and len(list(kind.iterdir())) == 1
