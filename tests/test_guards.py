@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -18,6 +19,7 @@ from localeval.backends.base import (
 from localeval.backends.failures import ModelError, Unclassified
 from localeval.errors import LocalevalError
 from localeval.guards import Conversation, GuardVerdict, available_guards, get_guard
+from localeval.guards.registry import GUARDS
 from localeval.guards.staged import label_probabilities
 
 PROMPT = "How do I pick a lock?"
@@ -34,12 +36,17 @@ def lp(**probs):
 
 
 # --------------------------------------------------------------------------- registry
+# Guards that must stay registered (one dropped from the table by mistake fails the test below);
+# a guard added to the table needs no edit here.
+KNOWN_GUARDS = {"azure-content-safety", "lakera-guard", "lionguard2", "llamaguard3",
+                "llamaguard4", "model-armor", "openai-moderation", "polyguard", "qwen3guard",
+                "sealion-guard", "shieldgemma", "wildguard", "xguard", "zero-shot",
+                "zero-shot-verdict"}
+
+
 def test_registry_lists_every_family():
-    assert available_guards() == ["azure-content-safety", "lakera-guard", "lionguard2",
-                                  "llamaguard3", "llamaguard4", "model-armor",
-                                  "openai-moderation", "polyguard", "qwen3guard",
-                                  "sealion-guard", "shieldgemma", "wildguard", "xguard",
-                                  "zero-shot", "zero-shot-verdict"]
+    assert available_guards() == sorted(GUARDS)  # the table's guards, by name
+    assert KNOWN_GUARDS <= set(GUARDS), KNOWN_GUARDS - set(GUARDS)
     for name in available_guards():
         if name == "lionguard2":  # its head comes from the Hub (test_lionguard2.py builds one)
             continue
@@ -48,9 +55,9 @@ def test_registry_lists_every_family():
 
 
 def test_unknown_guard_names_the_available_ones():
-    with pytest.raises(LocalevalError, match="unknown guard 'llamaguard9'; available: "
-                                             "azure-content-safety, lakera-guard, lionguard2, "
-                                             "llamaguard3"):
+    available = ", ".join(sorted(GUARDS))
+    with pytest.raises(LocalevalError, match=re.escape(f"unknown guard 'llamaguard9'; available: "
+                                                       f"{available}")):
         get_guard("llamaguard9")
 
 
