@@ -52,7 +52,7 @@ def shared():
 class DemoRun:
     """What one `localeval demo --output FOLDER --quiet` left: its exit code, what it printed on
     stdout and its folder, which the tests that share it only read (a copy would not do for a
-    rerun: the runs' settings name the model by its absolute path, test_first_afternoon.py's
+    rerun: the runs' settings name the model by its absolute path, test_demo.py's
     rerun test makes its own demo)."""
     code: int
     out: str

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from localeval import evaluate
-from localeval.backends.base import Backend, NextLogprobs
+from localeval.backends.base import Backend, Generate, Generated, NextLogprobs
 from localeval.demo.safety import SAMPLE_SAFETY
 
 
@@ -154,3 +154,16 @@ def as_before_average(store, model: str) -> None:
                 names["accuracy"] = names["micro"]
             db.execute("UPDATE run_summary SET revision = 1, metric_names = ? WHERE run_id = ?",
                        (json.dumps(sorted(names)), run_id))
+
+
+SEPARATORS = "\u2028\u2029\u0085"  # what str.splitlines() splits on, besides \n and \r
+
+
+class Writes:
+    """Generates the answer letter wrapped in every Unicode line separator."""
+
+    identity = {"backend": "writes", "model": "writes"}
+
+    def run(self, requests, progress=None):
+        return [Generated(text=f"A{SEPARATORS}B\u2028") for r in requests
+                if isinstance(r, Generate)]

@@ -151,7 +151,7 @@ def test_input_validation(fn):
 
 def test_threshold_sweep_and_calibration():
     assert len(DEFAULT_THRESHOLDS) == 99
-    # IRIS's grid: 0.01, then numpy.arange(0.02, 1.00, 0.01) as floats (test_fidelity_iii.py)
+    # IRIS's grid: 0.01, then numpy.arange(0.02, 1.00, 0.01) as floats (test_best_threshold.py)
     assert DEFAULT_THRESHOLDS[0] == 0.01 and DEFAULT_THRESHOLDS[-1] == 0.9899999999999999
     t, s = [0, 0, 1, 1], [0.05, 0.3, 0.35, 0.9]
     sweep = threshold_sweep(t, s)

@@ -161,3 +161,90 @@ def test_cli(tiny_llama, texts, tmp_path, capsys):
     assert set(lines[1]["min_k"]) == {"10", "50"}
     assert main(["run", "--task", "contamination", "--model", f"hf:{tiny_llama}"]) == 2
     assert "localeval contamination" in capsys.readouterr().err
+
+
+def _scored(values, **options):
+    from localeval.backends.base import TokenLogprobs
+    from localeval.tasks.contamination import ContaminationTask, Text
+
+    task = ContaminationTask(data=["x"], k=[20.0, 50.0], **options)
+    return task.score(Text("t1", "x", None, "some text"), TokenLogprobs(token_logprobs=values))
+
+
+def test_min_k_default_is_ours_at_least_one_token_and_the_mean_log_prob():
+    """Ours (docs/fidelity.md, contamination): ⌊k% · n⌋ tokens, at least 1; the mean log-prob.
+    Four token log-probs -1, -3, -2, -0.5: k=20 -> ⌊0.8⌋ = 0 -> 1 token: -3; k=50 -> 2 tokens,
+    -3 and -2: -2.5."""
+    sample = _scored([-1.0, -3.0, -2.0, -0.5])
+    assert sample.min_k == {"20": -3.0, "50": -2.5}
+
+
+def test_min_k_as_detect_pretrain_code():
+    """swj0419/detect-pretrain-code src/run.py: k_length = int(len(all_prob) * ratio);
+    topk_prob = np.sort(all_prob)[:k_length]; pred = -np.mean(topk_prob). The same four
+    values: k=20 -> int(0.8) = 0 tokens, the mean of nothing (NaN: no score, None here);
+    k=50 -> -mean(-3, -2) = 2.5."""
+    sample = _scored([-1.0, -3.0, -2.0, -0.5], min_k_sign="negated", k_tokens="floor")
+    assert sample.min_k == {"20": None, "50": 2.5}
+
+
+def test_k_tokens_floor_leaves_a_text_without_a_score_out_of_that_k(tmp_path):
+    """A text too short for k has no Min-K% there: out of that k's summary, the others kept."""
+    from localeval.analysis.contamination import summarise_contamination
+    from localeval.records.samples import ContaminationSample
+
+    def s(i, source, m):
+        return ContaminationSample(id=i, source=source, n_tokens=4, min_k=m)
+
+    samples = [s("a", "x", {"20": None, "50": 2.5}), s("b", "x", {"20": 4.0, "50": 3.0}),
+               s("c", "y", {"20": 1.0, "50": 1.0})]
+    out = summarise_contamination(samples, ["20", "50"], None, "localeval.contamination/1",
+                                  sign="negated")
+    assert out["sources"]["x"]["min_k"]["20"]["n"] == 1
+    assert out["sources"]["x"]["min_k"]["50"]["median"] == 2.75
+    assert out["median_gaps"]["y - x"]["min_k"] == {"20": -3.0, "50": -1.75}
+    assert "negat" in out["sign"]
+
+
+@pytest.mark.slow
+def test_upstream_min_k_through_the_cli_on_a_tiny_model(tiny_llama, tmp_path, capsys):
+    """--min-k-sign negated --k-tokens floor end to end: each Min-K% is minus ours, a text
+    with fewer than 100/k scored tokens has none at k, ROC-AUC keeps its meaning (members more
+    likely seen) and the tables say lower = more likely seen."""
+    from localeval.cli import main
+
+    texts = tmp_path / "texts.jsonl"
+    rows = [("short", "台灣的首都是台北。"), ("two", "Hello there, my good friend"),
+            ("long", "中華民國憲法第一條規定，中華民國為民主共和國。" * 3),
+            ("en", "The quick brown fox jumps over the lazy dog.")]
+    texts.write_text("".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n"
+                             for i, t in rows), encoding="utf-8")
+    members = tmp_path / "members.csv"
+    members.write_text("id,member\nshort,1\ntwo,0\nlong,1\nen,0\n")
+    base = ["contamination", "--model", f"hf:{tiny_llama}", "--data", str(texts), "--k",
+            "10,50", "--members", str(members), "--quiet"]
+    assert main([*base, "--output", str(tmp_path / "ours")]) == 0
+    assert main([*base, "--output", str(tmp_path / "up"), "--min-k-sign", "negated",
+                 "--k-tokens", "floor"]) == 0
+    printed = capsys.readouterr().out
+    assert "Min-K% Prob: median (mean) per dataset; lower = more likely seen" in printed
+
+    def read(name):
+        lines = (tmp_path / name / "samples.jsonl").read_text(encoding="utf-8").splitlines()
+        results = json.loads((tmp_path / name / "results.json").read_text(encoding="utf-8"))
+        return {s["id"]: s for s in map(json.loads, lines)}, results
+
+    ours, ours_results = read("ours")
+    up, up_results = read("up")
+    for i, s in up.items():
+        n = s["n_tokens"]
+        for k in ("10", "50"):
+            if n * int(k) // 100 == 0:
+                assert s["min_k"][k] is None and s["min_k_pp"][k] is None
+            else:
+                assert s["min_k"][k] == pytest.approx(-ours[i]["min_k"][k])
+                assert s["min_k_pp"][k] == pytest.approx(ours[i]["min_k_pp"][k])
+    assert up["two"]["min_k"]["10"] is None  # a few scored tokens: ⌊0.1 · n⌋ = 0
+    assert all(s["min_k"]["50"] is not None for s in up.values())
+    assert up_results["roc_auc"]["min_k"]["50"] == ours_results["roc_auc"]["min_k"]["50"]
+    assert up_results["roc_auc"]["min_k"]["10"] is None

@@ -138,3 +138,25 @@ def test_a_cache_that_is_not_a_usable_sqlite_file_isone_line(kind, tmp_path, ser
     assert _cached_run(server.url, cache, tmp_path / "run") == 2
     one_line(capsys, f"cache {cache}")
     assert len(server.posts) == asked  # refused before any request
+
+
+def test_duplicate_question_ids_name_both_rows(tmp_path, capsys, model_folder, no_model_load):
+    rows = [{"id": i, "question": f"q{n}", "A": "a", "B": "b", "answer": "A"}
+            for n, i in enumerate(["1", "2", "1"], start=1)]
+    data = tmp_path / "quiz" / "test.jsonl"
+    data.parent.mkdir()
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["run", "--task", "quiz", "--data", str(data.parent), "--shots", "0",
+                 "--model", model_folder]) == 2
+    err = capsys.readouterr().err
+    assert f"{data}, row 3" in err and "'quiz/1' is also row 1's" in err, err
+
+
+def test_duplicate_safety_items_name_both_rows(tmp_path, capsys, model_folder, no_model_load):
+    row = {"subset": "general", "lang": "th", "id": "7", "prompt": "p", "prompt_label": "safe"}
+    data = tmp_path / "items.jsonl"
+    data.write_text(json.dumps(row) + "\n" + json.dumps({**row, "prompt": "q"}) + "\n")
+    assert main(["run", "--task", "sea-safeguard", "--data", str(data), "--model",
+                 model_folder]) == 2
+    err = capsys.readouterr().err
+    assert "row 2" in err and "is also row 1's" in err, err

@@ -288,7 +288,7 @@ def test_shots_that_do_not_fit_are_skipped_one_by_one():
 
     dev = [_item(0, "很長的問題" * 60)] + [_item(i) for i in range(1, 5)]
 
-    def run(style):  # --reduce-few-shot (the default keeps every shot: test_fidelity_iii.py)
+    def run(style):  # --reduce-few-shot (the default keeps every shot: test_mcq_prompts.py)
         config = MCQConfig(prompt=PromptConfig(style=style, task="tmmluplus"),
                            reduce_few_shot=True)
         (p,) = plan(TMMLUPLUS, "economics", dev, [_item(9)], config,

@@ -13,6 +13,10 @@ import subprocess
 import sys
 
 import pytest
+from offline_runs import Writes
+
+from localeval import evaluate, load_run_state
+from localeval.demo.mcq import SAMPLE_MCQ
 
 LIMIT = 96 * 1024  # bytes any one file of the run may reach: the cache outgrows it mid-run
 
@@ -54,3 +58,28 @@ def test_a_full_disk_under_the_cache_of_an_http_run_is_one_line(tiny_llama, shar
     assert room.returncode == 0, room.stderr
     timing = json.loads((out / "results.json").read_text())["timing"]
     assert timing["requests_cached"] == kept and timing["requests_run"] == 160 - kept
+
+
+def test_a_run_is_finished_only_when_every_file_is_written(tmp_path, monkeypatch):
+    """A full disk while the report is written: the folder says failed, not finished, and no
+    temporary file is left; the next attempt finishes it from the cache."""
+    import localeval.report.html
+
+    real = localeval.report.html.render
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(localeval.report.html, "render", full_disk)
+    options = dict(task="tmlu", model=Writes(), data=str(SAMPLE_MCQ), method="generation",
+                   output=tmp_path / "run", quiet=True, store=False, report=True)
+    with pytest.raises(OSError, match="No space"):
+        evaluate(**options)
+    state = load_run_state(tmp_path / "run")
+    assert state.lifecycle.status == "failed"
+    assert "No space left on device" in str(state.lifecycle.error)
+    assert not list((tmp_path / "run").glob("*.tmp"))
+    monkeypatch.setattr(localeval.report.html, "render", real)
+    again = evaluate(**options)
+    assert again.status == "finished" and (tmp_path / "run" / "report.html").exists()
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["run"]["status"] == \
+        "finished"

@@ -1,4 +1,8 @@
-"""Prefix reuse and batching must not change results (issue 4's equality requirements)."""
+"""The hf: backend: prefix reuse and batching must not change results (issue 4's equality
+requirements); a device or weights it cannot use is one line; decoding follows the checkpoint's
+generation config."""
+
+import json
 
 import pytest
 from tiny_models import make_model
@@ -6,6 +10,8 @@ from tiny_models import make_model
 from localeval.backends.base import Generate, ScoreNext, error_of
 from localeval.backends.hf import HFBackend
 from localeval.backends.hf import tree as hf_tree
+from localeval.cli import main
+from localeval.demo.mcq import SAMPLE_MCQ
 
 SHARED_HEAD = ("以下是关于农学的单项选择题，请直接给出正确答案的选项。\n\n"
                + "牛的发情周期平均为\nA. 16～17天\nB. 21天\nC. 28天\nD. 19～20天\n答案： B\n\n" * 3)
@@ -154,3 +160,61 @@ def test_prompt_over_the_context_fails_alone(tiny_llama):
     out = backend.run([ScoreNext(SHARED_HEAD, (" A", " B")), ScoreNext("短的问题", (" A", " B"))])
     assert "over the model's context of 40" in out[0].error
     assert error_of(out[1]) is None and set(out[1].logprobs) == {" A", " B"}
+
+
+def test_a_cuda_device_this_machine_lacks_is_one_line():
+    import torch
+
+    from localeval.backends.hf.backend import _check_device
+    from localeval.errors import LocalevalError
+
+    _check_device(torch, "cpu")
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    with pytest.raises(LocalevalError, match=f"torch sees {count} CUDA device"):
+        _check_device(torch, f"cuda:{count + 6}")
+    with pytest.raises(LocalevalError, match="is not a device name"):
+        _check_device(torch, "gpu7")
+
+
+@pytest.mark.slow
+def test_damaged_weights_are_one_line(tiny_llama, tmp_path, capsys):
+    import shutil
+
+    copy = tmp_path / "damaged"
+    shutil.copytree(tiny_llama, copy)
+    (copy / "model.safetensors").write_bytes(b"\x80\x04not weights at all" * 64)
+    assert main(["run", "--task", "tmlu", "--data", str(SAMPLE_MCQ), "--model", f"hf:{copy}",
+                 "--limit", "1", "--no-store", "--output", str(tmp_path / "run")]) == 2
+    # stderr also holds the progress bar (0 of 5 questions): the error is its one other line
+    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("questions")]
+    assert len(err) == 1 and f"cannot load model '{copy}'" in err[0], err
+
+
+def test_generation_config_decides_on_the_hf_backend(tiny_llama):
+    """transformers' generate() without do_sample: greedy while the config's do_sample is off;
+    when it is on, a draw with the config's own settings (seeded by the prompt and draw 0)."""
+    import hashlib
+
+    import torch
+
+    from localeval.backends.base import Generate
+    from localeval.backends.hf import HFBackend
+
+    backend = HFBackend(str(tiny_llama))
+    request = Generate("Tell me a story", max_tokens=8, decoding="generation_config")
+    ids = backend.tokenizer("Tell me a story")["input_ids"]
+
+    def generate():  # IRIS's call: no do_sample, no temperature
+        with torch.no_grad():
+            out = backend.model.generate(torch.tensor([ids]), max_new_tokens=8,
+                                         pad_token_id=backend.tokenizer.pad_token_id)
+        return backend.tokenizer.decode(out[0, len(ids):], skip_special_tokens=True)
+
+    (got,) = backend.run([request])
+    assert got.text == generate() == backend.run([Generate("Tell me a story", 8)])[0].text
+    backend.model.generation_config.do_sample = True
+    backend.model.generation_config.temperature = 50.0  # spreads the random model's choices
+    (drawn,) = backend.run([request])
+    torch.manual_seed(int.from_bytes(hashlib.sha256(json.dumps([ids, 0]).encode()).digest()[:8],
+                                     "big") >> 1)
+    assert drawn.text == generate() != got.text

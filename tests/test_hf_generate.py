@@ -162,3 +162,23 @@ def test_a_sliding_window_shorter_than_the_rows_decodes_one_prompt_at_a_time(tmp
     assert backend.stats["decode_steps"] == 0
     assert backend.stats["forwarded_tokens"] < backend.stats["prompt_tokens"] / 2
     assert got == plain_generate(folder, reqs)[0]
+
+
+@pytest.mark.slow
+def test_a_generated_row_is_reported_as_soon_as_it_ends(tmp_path):
+    """Issue 24 item 4: in one decode batch (budgets of 17 and 40 tokens pad to the same row
+    width), the 17-token row is handed to the run, and so to the cache, once it ends, not
+    when the 40-token row does."""
+    from tiny_models import make_model
+
+    from localeval.backends.hf import HFBackend
+
+    backend = HFBackend(str(make_model(tmp_path / "m", layers=2, tied=False)), device="cpu")
+    reported = []
+    requests = [Generate("問題：一加一是多少？", max_tokens=40),
+                Generate("問題：二加二是多少？", max_tokens=17)]
+    backend.run(requests, progress=lambda i, r: reported.append((i, backend.stats[
+        "decode_steps"])))
+    assert [i for i, _ in reported] == [1, 0]  # the short row first, while the long one decodes
+    (_, short_steps), (_, long_steps) = reported
+    assert short_steps <= 17 < long_steps

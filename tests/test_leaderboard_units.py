@@ -1,6 +1,7 @@
 """The leaderboard prints a run's own numbers: a real (small, offline) safeguard run's Table 2
 cells appear as results.json and ``leaderboard --json`` hold them, in points, under the paper's
-Table 2 column names; a run without Table 2 shows its pooled PR-AUC in points."""
+Table 2 column names; a run without Table 2 shows its pooled PR-AUC in points; and every model
+is named by one rule."""
 
 from __future__ import annotations
 
@@ -113,3 +114,22 @@ def test_a_hand_edited_store_value_is_one_line_not_a_rank(tmp_path, capsys, stor
     assert main(["leaderboard", "--task", "my-exam"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"run {run_id}" in err and f"micro {said}" in err, err
+
+
+def test_the_leaderboard_names_every_model_by_one_rule():
+    """Issue 52 item 10: the leaderboard wrote one model as a trimmed path (`some/dir/mymodel`,
+    its `hf:/` dropped) beside another whole (`hf:/some/dir/m6`): the fewest trailing parts that
+    tell them apart, taken of each name's path alone, and the kind named only where the names
+    have more than one."""
+    from localeval.render.cells import distinct_names
+
+    shown = distinct_names(["hf:/a/some/dir/mymodel", "hf:/b/some/dir/mymodel",
+                            "hf:/some/dir/m6"])
+    assert shown == {"hf:/a/some/dir/mymodel": "a/some/dir/mymodel",
+                     "hf:/b/some/dir/mymodel": "b/some/dir/mymodel",
+                     "hf:/some/dir/m6": "some/dir/m6"}
+    assert distinct_names(["hf:/x/m", "hf:/y/m6"]) == {"hf:/x/m": "m", "hf:/y/m6": "m6"}
+    assert distinct_names(["hf:/x/m", "vllm:/x/m", "openai:m6"]) == {
+        "hf:/x/m": "hf:m", "vllm:/x/m": "vllm:m", "openai:m6": "openai:m6"}
+    assert distinct_names(["hf:Qwen/Qwen2.5-7B", "hf:/models/Qwen2.5-7B"]) == {
+        "hf:Qwen/Qwen2.5-7B": "Qwen/Qwen2.5-7B", "hf:/models/Qwen2.5-7B": "models/Qwen2.5-7B"}

@@ -1,9 +1,14 @@
+"""Multiple-choice data loaders (data/mcq_loaders.py): local files and folders in each format,
+the Hub's layouts, and data problems said in one line."""
+
 import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from localeval import evaluate
+from localeval.cli import main
 from localeval.data.mcq_loaders import load_hub, load_local
 from localeval.errors import DataError, LocalevalError
 
@@ -128,3 +133,72 @@ def test_hub_loader_on_local_repo_layout(tmp_path):
     assert data["driving_rule"]["dev"][4].letters == "ABCD"
     with pytest.raises(LocalevalError, match="cannot load"):
         load_hub(str(repo), ["nope"], {"test": "test"})
+
+
+def one_line(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    return err.strip()
+
+
+def run_line(argv, capsys) -> str:
+    assert main(argv) == 2
+    return one_line(capsys)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("question,A,B,C,answer\nq1,a,b,c,D\n",  # was: answer 'D' is not one of the options A, B, C
+     "row 2, field 'answer': answer 'D' is not one of the options A, B, C: the file has no "
+     "column D"),
+    ("question;A;B;C;D;answer\nq1;a;b;c;d;A\n",  # was: missing column 'question'
+     "row 1: the header is one column, 'question;A;B;C;D;answer': the file is separated by "
+     "semicolons; save it as comma-separated CSV"),
+])
+def test_a_csv_that_is_not_what_it_seems(text, message, tmp_path, model_folder, no_model_load,
+                                         capsys):
+    (tmp_path / "exam.csv").write_text(text)
+    line = run_line(["run", "--task", "my-exam", "--data", str(tmp_path / "exam.csv"),
+                     "--shots", "0", "--model", model_folder], capsys)
+    assert line.endswith(message), line
+
+
+def test_a_subject_outside_the_tasks_list_is_said_and_recorded(shared, tmp_path, capsys):
+    """The TMMLU+ sample (test.jsonl in a folder: subject 'tmmluplus-sample') showed only
+    `Average -`, with nothing saying why."""
+    from offline_runs import AlwaysLetter
+
+
+    record = evaluate(task="tmmluplus", model=AlwaysLetter("A"), shots=0, quiet=True,
+                      data=shared / "data" / "tmmluplus-sample", output=tmp_path / "r")
+    assert record.results.metrics.discipline_average is None
+    (warning,) = record.results.warnings
+    assert warning.startswith("1 subject(s) not among tmmluplus's: tmmluplus-sample; in no "
+                              "discipline, so no column and no Average counts them")
+    assert f"warning: {warning}" in capsys.readouterr().err
+    again = evaluate(task="cmmlu", model=AlwaysLetter("A"), shots=0, quiet=True, limit=2,
+                     data=shared / "data" / "cmmlu", subjects="arts", output=tmp_path / "c")
+    assert again.results.warnings == []
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("empty.jsonl", "", "no questions: the file is empty or has only a header row"),
+    ("header.csv", "question,A,B,answer\n", "no questions: the file is empty or has only"),
+    ("quote.csv", 'question,A,B,answer\n"What is it?,a,b,A\nq,a,b,B\n',
+     "a quoted field is opened and never closed"),
+])
+def test_data_problems_say_what_they_are(name, text, message, tmp_path, capsys, model_folder,
+                                         no_model_load):
+    (tmp_path / name).write_text(text)
+    assert main(["run", "--task", "mine", "--data", str(tmp_path / name), "--shots", "0",
+                 "--model", model_folder, "--no-store"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and name in err
+
+
+def test_a_numeric_question_is_a_question(tmp_path):
+    from localeval.data.mcq_loaders import load_local
+
+    (tmp_path / "nums.jsonl").write_text(json.dumps(
+        {"question": 1024, "A": "2^10", "B": "2^9", "answer": "A"}) + "\n")
+    (item,) = load_local(tmp_path / "nums.jsonl")["nums"]["test"]
+    assert item.question == "1024"

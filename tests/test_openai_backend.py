@@ -1,8 +1,10 @@
-"""The openai backend against a loopback OpenAI-compatible server running a real model."""
+"""The openai backend against a loopback OpenAI-compatible server running a real model, and
+against one that trickles its reply (a timeout is a deadline for the whole request)."""
 
 import json
 
 import pytest
+from misbehaving_server import Misbehaving, serve_misbehaving
 from openai_server import ModelServer
 
 from localeval.api import evaluate
@@ -209,3 +211,20 @@ def test_server_tokens_drop_the_bos_and_name_only_whole_characters():
     with pytest.raises(LabelTokenError, match="failed for candidate 'Broken'.*boom"):
         tokens.names(["Broken", "Safe"])
     assert ServerTokens.probe(lambda calls: ["HTTP 404"] * len(calls), "http://x", "m") is None
+
+
+@pytest.fixture
+def trickling():
+    """A server that sends its reply one byte at a time (:mod:`misbehaving_server`)."""
+    with serve_misbehaving() as address:
+        yield address
+
+
+def test_timeout_is_a_deadline_for_the_whole_request(trickling):
+    """The reply trickles in over ~10 s, each byte well within the timeout of 1 s."""
+    from localeval.backends.openai_compat import OpenAIBackend
+
+    Misbehaving.mode = "trickle"
+    backend = OpenAIBackend("m", base_url=f"http://{trickling}/v1", timeout=1, max_retries=0)
+    (response,) = backend.run([Generate("hi", max_tokens=4)])
+    assert isinstance(response, Failed) and "timeout after 1 s" in response.error

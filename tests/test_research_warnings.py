@@ -181,3 +181,16 @@ def test_a_sample_larger_than_the_data_says_the_real_n(shared, capsys):
     assert f"warning: {warning}" in capsys.readouterr().err.splitlines()
     enough = ContaminationTask(data=[data], sample=20).load()
     assert len(enough) == 20 and enough.warnings == []
+
+
+def test_warnings_that_qualify_a_number_are_shown_with_quiet_and_kept(tmp_path, capsys):
+    """`--quiet` hid `cultural awareness: 24 items without a country left out`, which changes
+    what the PR-AUCs are over."""
+    from offline_runs import safeguard_run
+
+    record = safeguard_run(tmp_path / "aware", guard_options={"cultural_awareness": True})
+    left_out = [w for w in record.results.warnings if "items without a country left out" in w]
+    assert left_out  # recorded in results.json's warnings
+    err = capsys.readouterr().err  # the run was quiet=True
+    for warning in record.results.warnings:
+        assert f"warning: {warning}\n" in err

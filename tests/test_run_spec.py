@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from offline_runs import HashedGuard
+from offline_runs import AlwaysLetter, HashedGuard, stand_in_model
 
 import localeval.run
 from localeval import evaluate
@@ -435,3 +435,18 @@ def test_config_json_says_verdict_position_with_one_meaning(tmp_path):
     assert config["guard"]["options"] == {"verdict_position": "fixed"}
     assert "verdict_position" not in config["guard"]
     assert "generated tokens" in config["guard"]["reads_verdict_at"]
+
+
+STAND_IN = stand_in_model()  # a model folder the checks accept; never loaded
+
+
+@pytest.mark.parametrize("task", ["..", ".", "../..", "..hidden", "a/../../b"])
+def test_the_default_folder_of_any_task_name_is_under_runs(task, shared, tmp_path, monkeypatch,
+                                                           capsys):
+    monkeypatch.setattr(localeval.run, "load_backend", lambda spec, **kw: AlwaysLetter("A"))
+    assert main(["run", "--task", task, "--data", str(shared / "data" / "cmmlu"), "--subjects",
+                 "agronomy", "--limit", "1", "--model", STAND_IN, "--no-store", "--quiet"]) == 0
+    # the test runs in tmp_path: before, `--task ..` wrote runs/../tmp-<hash>/ there
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"], capsys.readouterr().err
+    (kind,) = (tmp_path / "runs").iterdir()
+    assert not kind.name.startswith(".") and len(list(kind.iterdir())) == 1

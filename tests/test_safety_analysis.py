@@ -283,3 +283,101 @@ def test_table2_ci_brackets_the_numbers_and_is_seeded():
     assert table2_ci(records, n_resamples=300, seed=0)[""] == ci
     # no ITW/CG items: those cells and the prompt average have no interval
     assert "prompt/cultural-itw/en" not in ci and "prompt/avg" not in ci
+
+
+# One country's mixed file: scikit-learn's auc(recall, precision) of [0, 0, 1, 1] scored
+# [0.1, 0.4, 0.35, 0.8]: PR points (0, 1), (1/2, 1), (1/2, 1/2), (1, 2/3), (1, 1/2); the
+# trapezoid 1/2 + 0 + 1/2 * (1/2 + 2/3) / 2 = 0.791667, which IRIS rounds to 79.2.
+MIXED = [(0, 0.1), (0, 0.4), (1, 0.35), (1, 0.8)]
+
+
+ALL_HARMFUL = [(1, 0.3), (1, 0.9)]
+
+
+ALL_SAFE = [(0, 0.3), (0, 0.9)]
+
+
+def _records(rows, country):
+    return [{"id": f"{country}{i}", "lang": "en", "subset": "cultural-cg", "kind": "prompt",
+             "label": t, "score": s, "country": country, "context": "with_prompt",
+             "raw_label": "harmful" if t else "safe"} for i, (t, s) in enumerate(rows)]
+
+
+def _cg_en(records, **choices):
+    from localeval.analysis.choices import AnalysisChoices
+    from localeval.analysis.safety import analyses
+
+    table = analyses(records, AnalysisChoices(n_resamples=0, **choices))["table2"]
+    return table["rows"][0]["values"]["prompt/cultural-cg/en"]
+
+
+def test_a_one_class_file_enters_the_mean_as_iris_safeguard_metric_gives_it():
+    """IRIS metrics/safeguard_metrics.py SafeGuardMetric.update: auc(recall, precision) of
+    sklearn's precision_recall_curve. All harmful: every precision is 1, so the area is 1.0
+    (100.0 points); all safe: sklearn sets recall to 1 with precision 0, then the (0, 1) end,
+    so the area is 1/2 (50.0). get_eval_result.py report_sum_results averages it with the
+    others: (79.1667 + 100) / 2 = 89.583 points; (79.1667 + 50) / 2 = 64.583."""
+    mixed = _records(MIXED, "Thailand")
+    assert _cg_en(mixed + _records(ALL_HARMFUL, "Vietnam")) == pytest.approx(
+        (100 * 0.7916666666666666 + 100) / 2)
+    assert _cg_en(mixed + _records(ALL_SAFE, "Vietnam")) == pytest.approx(
+        (100 * 0.7916666666666666 + 50) / 2)
+    # ours, named: a file of one class has no PR-AUC and is left out of the mean
+    assert _cg_en(mixed + _records(ALL_HARMFUL, "Vietnam"), one_class="left-out") == \
+        pytest.approx(100 * 0.7916666666666666)
+
+
+def test_iris_rounds_each_file_to_a_tenth_of_a_point_before_the_mean():
+    """get_eval_result.py get_eval_results: round(pr_auc * 100, 1) per file, then
+    report_sum_results' np.mean: the issue's example, (79.2 + 100.0) / 2 = 89.6 points."""
+    records = _records(MIXED, "Thailand") + _records(ALL_HARMFUL, "Vietnam")
+    assert _cg_en(records, file_rounding="iris") == pytest.approx(89.6)
+    assert _cg_en(records) == pytest.approx(89.58333333)  # default: no rounding first
+
+
+# SEA-SafeguardBench Table 2's prompt cells of its 24 guards (General EN, SEA, ITW EN, SEA,
+# CG EN, SEA), as printed (/work/shared/seeds/sea-safeguardbench.md)
+TABLE2_PROMPT = [
+    (89.5, 86.7, 96.8, 94.2, 59.5, 51.1), (89.3, 87.5, 98.0, 97.0, 65.8, 65.3),
+    (90.9, 88.5, 98.2, 97.4, 65.4, 64.7), (89.8, 83.8, 95.1, 89.4, 60.3, 49.9),
+    (90.7, 87.0, 97.7, 94.8, 67.5, 62.6), (69.5, 67.2, 75.8, 59.7, 30.3, 35.1),
+    (92.0, 88.1, 96.8, 94.3, 67.9, 61.2), (87.9, 87.1, 92.0, 89.8, 59.7, 55.3),
+    (94.9, 92.3, 98.9, 98.1, 65.2, 59.7), (83.1, 79.9, 95.8, 90.6, 53.2, 51.8),
+    (86.0, 83.2, 97.2, 95.3, 52.2, 55.7), (90.1, 81.6, 91.8, 86.4, 45.7, 33.9),
+    (93.9, 90.4, 97.3, 95.7, 56.7, 47.4), (92.6, 84.6, 94.6, 84.7, 46.0, 32.4),
+    (91.3, 75.8, 97.5, 82.6, 40.8, 32.4), (92.2, 85.2, 98.6, 94.9, 53.8, 41.0),
+    (93.0, 88.3, 98.2, 95.4, 53.3, 42.0), (94.1, 90.6, 96.3, 95.3, 55.0, 45.9),
+    (85.6, 72.7, 95.8, 78.5, 46.7, 41.9), (84.0, 80.7, 97.0, 86.1, 42.5, 35.1),
+    (79.1, 72.5, 86.6, 75.6, 40.1, 33.8), (80.0, 74.5, 88.5, 83.1, 37.6, 30.2),
+    (88.0, 78.3, 95.3, 86.4, 45.5, 40.3), (82.4, 72.6, 88.9, 76.6, 30.0, 37.8)]
+
+
+def test_the_gap_tables_say_the_papers_averages_do_not_follow_from_its_table_2():
+    """The paper's text: prompt language gaps 5.7 / 6.1 / 5.4 (General / ITW / CG) and
+    cultural gaps (General - CG) 36.4 EN / 36.2 SEA; the means over its Table 2 are 5.45 /
+    6.12 / 5.59 and 36.22 / 36.36. The footnote under each gap table carries them."""
+    from statistics import fmean
+
+    from localeval.views.safety_tables import PAPER_CULTURAL_GAP_NOTE, PAPER_LANGUAGE_GAP_NOTE
+
+    lang = [round(fmean(r[2 * i] - r[2 * i + 1] for r in TABLE2_PROMPT), 2) for i in range(3)]
+    cult = [round(fmean(r[side] - r[4 + side] for r in TABLE2_PROMPT), 2) for side in (0, 1)]
+    assert lang == [5.45, 6.12, 5.59] and cult == [36.22, 36.36]
+    assert "5.45 / 6.12 / 5.59" in PAPER_LANGUAGE_GAP_NOTE
+    assert "5.7 / 6.1 / 5.4" in PAPER_LANGUAGE_GAP_NOTE
+    assert "36.22 / 36.36" in PAPER_CULTURAL_GAP_NOTE
+    assert "36.4 / 36.2" in PAPER_CULTURAL_GAP_NOTE
+
+
+def test_the_footnote_is_printed_under_the_gap_tables():
+    from test_safety_analysis import RECORDS, safety, text
+
+    from localeval.analysis.gaps import cultural_gap, table2, table2_language_gap
+    from localeval.metrics.classification import average_precision
+    from localeval.views import safety_tables as T
+
+    table = table2(RECORDS, average_precision)
+    shown = text(T.table2_gap_table(safety(table2_language_gap=table2_language_gap(table))),
+                 T.cultural_gap_table(safety(cultural_gap=cultural_gap(table))))
+    shown = " ".join(shown.split())  # the caption is wrapped at the table's width
+    assert "5.45 / 6.12 / 5.59" in shown and "36.22 / 36.36" in shown

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from tiny_models import SHARED
 
+from localeval.cli import main
 from localeval.data.safety import (
     SafetyItem,
     load_labelled_prompts,
@@ -17,7 +18,8 @@ from localeval.data.safety import (
     load_seasafeguard_local,
     load_xstest_completions,
 )
-from localeval.errors import DataError
+from localeval.errors import DataError, LocalevalError
+from localeval.guards import GuardVerdict
 from localeval.tasks.label_policy import binary_label, describe_policy
 
 
@@ -280,7 +282,7 @@ def test_local_file_layout(tmp_path):
 
 def test_label_policy_paper_rule():
     # §3: sensitive prompt -> safe, sensitive response -> harmful (now --sensitive paper; the
-    # default is the authors' code, tests/test_fidelity_iii.py)
+    # default is the authors' code, test_sensitive_counts_as_iris_get_eval_result below)
     assert binary_label("sensitive", "prompt", "paper") == 0
     assert binary_label("sensitive", "response", "paper") == 1
     assert binary_label("harmful", "prompt") == 1 and binary_label("safe", "response") == 0
@@ -299,3 +301,85 @@ def test_label_policy_paper_rule():
         binary_label("unsure", "prompt")
     with pytest.raises(ValueError):
         binary_label("safe", "answer")
+
+
+def one_line(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    return err.strip()
+
+
+@pytest.fixture
+def jbb(shared):
+    return str(shared / "data" / "jbb-multilingual" / "prompts.jsonl")
+
+
+@pytest.mark.parametrize("langs, line", [
+    ("en,xx", "unknown language 'xx' (the data holds ar, bn, en, ko, th, vi, zh)"),
+    ("en,vn", "unknown language 'vn' (did you mean vi? the data holds ar, bn, en, ko, th, vi, "
+              "zh)"),
+    ("vn", "unknown language 'vn' (did you mean vi?"),
+    ("EN", "unknown language 'EN' (did you mean en?"),
+])
+def test_an_unknown_language_is_refused(langs, line, jbb, model_folder, no_model_load, capsys):
+    """`--lang en,xx` exited 0 with English only; `vn` silently dropped Vietnamese."""
+    argv = ["run", "--task", "safety-prompts", "--data", jbb, "--guard", "llamaguard3",
+            "--model", model_folder, "--lang", langs]
+    assert main(argv) == 2
+    assert one_line(capsys).startswith(f"error: --lang: {line}")
+
+
+def test_an_unknown_language_for_the_hub_benchmark_is_refused_before_loading():
+    from localeval.tasks.safety_items import load_safety_items
+
+    with pytest.raises(LocalevalError, match=r"'vn' \(did you mean vi\? the data holds en, id, "
+                                             r"ms, my, ta, th, tl, vi\)"):
+        load_safety_items("sea-safeguard", None, langs=["en", "vn"])
+
+
+@pytest.fixture
+def xstest(shared):
+    return shared / "data" / "xstest"
+
+
+def test_safety_responses_on_labelled_prompts_names_the_task(xstest, model_folder,
+                                                             no_model_load, capsys):
+    """It said "no .csv files in this folder" of a file."""
+    assert main(["run", "--task", "safety-responses", "--data",
+                 str(xstest / "xstest_prompts.csv"), "--model", model_folder]) == 2
+    line = one_line(capsys)
+    assert "field 'completion': the column is missing" in line
+    assert line.endswith("labelled prompts are --task safety-prompts"), line
+
+
+def test_safety_responses_reads_one_file_of_completions(xstest):
+    from localeval.tasks.safety_items import load_safety_items
+
+    one = xstest / "model_completions" / "xstest_v2_completions_gpt4.csv"
+    items = load_safety_items("safety-responses", one)
+    assert len(items) == 450 and {i.subset for i in items} == {"xstest-gpt4"}
+    assert all(i.response is not None for i in items)
+
+
+@pytest.mark.parametrize("subset, kind, expected", [
+    # IRIS get_eval_result.py report_sum_results: general and cultural_handwritten (ITW) files
+    # through get_eval_results(path), sensitive_as_harmful=True -> get_gold_label = 1; the
+    # cultural (CG) files' prompts with sensitive_as_harmful=False -> 0; responses always True.
+    ("general", "prompt", 1), ("cultural-itw", "prompt", 1), ("cultural-cg", "prompt", 0),
+    ("general", "response", 1), ("cultural-cg", "response", 1),
+])
+def test_sensitive_counts_as_iris_get_eval_result(subset, kind, expected):
+    from localeval.tasks.label_policy import binary_label
+
+    assert binary_label("sensitive", kind, None, subset) == expected
+    assert binary_label("sensitive", kind, "paper", subset) == (kind == "response")
+
+
+def test_safeguard_task_scores_a_general_sensitive_prompt_harmful():
+    from localeval.tasks.safeguard import Planned, SafeguardTask
+
+    task = SafeguardTask("sea-safeguard", guard="zero-shot")
+    item = SafetyItem("1", "general", "en", "p", prompt_label="sensitive")
+    rec = task.score(Planned(item, "prompt", "with_prompt"), GuardVerdict(0.2))
+    assert rec["label"] == 1
+    assert task.describe(type("D", (), {"items": [item]})())["sensitive"] == "iris"

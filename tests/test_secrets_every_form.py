@@ -5,14 +5,18 @@ secret options declared on ``BackendConfig``'s fields."""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import sys
+from urllib.parse import quote, quote_plus
 
 import pytest
+from misbehaving_server import KEY, Misbehaving, serve_misbehaving
 from offline_runs import AlwaysLetter, stand_in_model
 
 import localeval.run
+from localeval.backends.base import Generate, error_of
 from localeval.backends.config import BackendConfig
 from localeval.backends.secrets import redact_url
 from localeval.cli import main
@@ -250,3 +254,44 @@ def test_a_server_url_and_a_hub_token_never_reach_a_real_backends_identity(tiny_
     served = (tmp_path / "served" / "config.json").read_text()
     assert f'"base_url": "http://{host}/v1?api_key=***"' in served
     assert '"token": "***"' in (tmp_path / "hub" / "config.json").read_text()
+
+
+@pytest.fixture
+def server():
+    """A server that echoes the key back in an error (:mod:`misbehaving_server`)."""
+    with serve_misbehaving() as address:
+        yield address
+
+
+@pytest.mark.parametrize("echo", [
+    KEY, json.dumps(KEY), quote(KEY, safe=""), quote_plus(KEY), KEY.upper(), KEY.lower(),
+    base64.b64encode(KEY.encode()).decode(), base64.urlsafe_b64encode(KEY.encode()).decode(),
+    KEY[:10], "PASSword-42"])
+def test_no_form_of_a_secret_reaches_what_is_kept(echo, server, monkeypatch):
+    from localeval.backends.openai_compat import OpenAIBackend
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    Misbehaving.mode = f"bad gateway, you sent {echo}!"
+    url = f"http://admin:PASSword-42@{server}/v1"
+    backend = OpenAIBackend("m", base_url=url, max_retries=0)
+    (response,) = backend.run([Generate("hi", max_tokens=4)])
+    kept = json.dumps([error_of(response), backend.identity,
+                       localeval.run.run_provenance(["localeval", "--base-url", url])])
+    assert "bad gateway" in kept and "[key]" in kept
+    for secret in (KEY, KEY[:8], "PASSword", quote(KEY, safe=""), KEY.upper()):
+        assert secret.lower() not in kept.lower()
+    assert f"http://{server}/v1" in kept
+
+
+def test_a_rejected_key_is_named_as_such(server, monkeypatch):
+    from localeval.backends.openai_compat import OpenAIBackend
+    from localeval.errors import LocalevalError
+
+    class Rejects(Misbehaving):
+        def do_GET(self):
+            self._send(401, b'{"error": "invalid api key"}')
+
+    monkeypatch.setattr(Misbehaving, "do_GET", Rejects.do_GET)
+    monkeypatch.setenv("MY_KEY", KEY)
+    with pytest.raises(LocalevalError, match=r"rejected the API key \(HTTP 401\): check \$MY_KEY"):
+        OpenAIBackend("m", base_url=f"http://{server}/v1", api_key_env="MY_KEY")

@@ -128,3 +128,34 @@ def test_options_are_read_back_from_config_json_under_todays_keys():
                        "auprc": "ap", "guard": "zero-shot",
                        "guard_options": {"cultural_awareness": True}, "n_resamples": 20}
     assert SafeguardOptions(**options).threshold_rule == "ge"
+
+
+@pytest.fixture
+def cmmlu(shared):
+    return str(shared / "data" / "cmmlu")
+
+
+def test_a_string_for_a_list_option_is_one_item_or_a_comma_list(cmmlu, tmp_path):
+    """`evaluate(..., subjects='arts')` read the string letter by letter (`subject(s) a, r, s, t
+    not found`)."""
+    assert make_task("cmmlu", data=cmmlu, subjects="arts").options.subjects == ["arts"]
+    both = make_task("cmmlu", data=cmmlu, subjects="arts, virology")
+    assert both.options.subjects == ["arts", "virology"]
+    assert [s for s, _, _ in make_task("cmmlu", data=cmmlu, subjects="arts").load().subjects] \
+        == ["arts"]
+    safety = make_task("safety-prompts", data="x.jsonl", langs="en,th", subsets="prompts",
+                       classify="prompt")
+    assert (safety.options.langs, safety.options.subsets) == (["en", "th"], ["prompts"])
+    contamination = make_task("contamination", data=str(tmp_path / "a.jsonl"), k="10,20")
+    assert contamination.sources == [str(tmp_path / "a.jsonl")]
+    assert list(contamination.options.k) == [10.0, 20.0]
+    assert list(make_task("contamination", data=tmp_path / "a.jsonl", k=20).options.k) == [20]
+    with pytest.raises(LocalevalError, match="k='ten': expected comma-separated numbers"):
+        make_task("contamination", data="a.jsonl", k="ten")
+
+
+def test_evaluate_with_one_subject_as_text(cmmlu, no_model_load, model_folder):
+    import localeval
+
+    with pytest.raises(AssertionError, match="a model was loaded"):  # past every data check
+        localeval.evaluate(task="cmmlu", model=model_folder, data=cmmlu, subjects="arts")

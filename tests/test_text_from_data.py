@@ -4,7 +4,8 @@ compare and the leaderboard, and each shows the text as it is (CSV: read back by
 after the formula guard; LaTeX: the text pdflatex prints; Markdown: the text a CommonMark
 renderer shows). Before the tables were built as data, `[draft] physics` printed as ` physics`,
 `[/bold] closing` crashed `run` and `show` (rich's MarkupError), and a year `$\\undefinedcmd{$`
-failed the report after all the compute (matplotlib's mathtext)."""
+failed the report after all the compute (matplotlib's mathtext). A model's output with Unicode
+line separators keeps samples.jsonl one sample a line and every command reading it working."""
 
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt
-from offline_runs import AlwaysLetter, safeguard_run
+from offline_runs import SEPARATORS, AlwaysLetter, Writes, safeguard_run
 
-from localeval import evaluate
+from localeval import evaluate, load_results
 from localeval.cli import main
+from localeval.demo.mcq import SAMPLE_MCQ
 
 HOSTILE = ["[draft] physics", "[/bold] closing", "$\\undefinedcmd{$", "a|b", "line one\nline two",
            '=HYPERLINK("x")']
@@ -137,3 +139,20 @@ def test_latex_prints_the_text(hostile_run, tmp_path, pdf_tools):
     printed = printed.replace("\u201d", '"')  # pdflatex's default font types " as a closing quote
     for name in HOSTILE:
         assert _shown(name) in _shown(printed)
+
+
+def test_a_line_separator_in_a_sample_keeps_the_run_readable(tmp_path, capsys):
+    folder = tmp_path / "run"
+    record = evaluate(task="tmlu", model=Writes(), data=str(SAMPLE_MCQ), method="generation",
+                      output=folder, quiet=True, store=False)
+    assert all(SEPARATORS in s["output"] for s in record.samples)
+    raw = (folder / "samples.jsonl").read_text(encoding="utf-8")
+    assert "\u2028" in raw  # written as it is (ensure_ascii=False), one sample a line
+    assert raw.count("\n") == len(record.samples)
+    again = load_results(folder)
+    assert again.samples == record.samples
+    for argv in (["show", str(folder)],
+                 ["export", str(folder), "--format", "csv", "--table", "1"],
+                 ["report", str(folder)], ["compare", str(folder), str(folder), "--json"]):
+        assert main(argv) == 0, capsys.readouterr().err
+    assert "unanswered" in json.loads((folder / "results.json").read_text())

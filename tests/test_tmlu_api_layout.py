@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from localeval import evaluate
 from localeval.cli import main
 from localeval.data.items import MCQItem
 from localeval.tasks.prompts import PromptConfig, build_prompt
@@ -128,3 +129,133 @@ def test_chat_modes_are_the_flags_choices(capsys):
     assert main(["run", "--task", "tmlu", "--model", "hf:x", "--chat", "bogus"]) == 2
     assert "--chat must be one of none, single, multi, api, not 'bogus'" in \
         capsys.readouterr().err
+
+
+def test_chat_api_layout_runs_on_a_server_that_refuses_vllm_arguments(tmp_path, tiny_llama):
+    """MiuLab model.py OpenAI_LM.query sends [user, assistant ""] as ordinary messages; an
+    OpenAI server refuses continue_final_message/add_generation_prompt with HTTP 400."""
+    import json
+
+    from openai_server import ModelServer
+
+    from localeval.cli import main
+    from localeval.demo.mcq import SAMPLE_MCQ
+
+    server = ModelServer(tiny_llama, openai_strict=True)
+    bodies, handle = [], server.handle
+    server.handle = lambda path, body: bodies.append(body) or handle(path, body)
+    out = tmp_path / "run"
+    try:
+        code = main(["run", "--task", "tmlu", "--data", str(SAMPLE_MCQ), "--subjects",
+                     "CAP_mathematics", "--limit", "2", "--max-tokens", "4", "--chat", "api",
+                     "--method", "generation", "--model", "openai:tiny", "--base-url",
+                     server.url, "--output", str(out), "--quiet"])
+    finally:
+        server.stop()
+    samples = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
+    assert code == 0 and len(bodies) == 2
+    assert not any(s.get("failed") for s in samples)
+    assert all(b["messages"][-1] == {"role": "assistant", "content": ""} and
+               "continue_final_message" not in b for b in bodies)
+
+
+def test_a_prefill_goes_only_to_a_server_that_continues_it(tiny_llama):
+    from openai_server import ModelServer
+
+    from localeval.backends.base import Generate, error_of
+    from localeval.backends.openai_compat import OpenAIBackend
+
+    prefill = Generate([{"role": "user", "content": "Hi"},
+                        {"role": "assistant", "content": "Verdict:"}], max_tokens=2)
+    for strict, extensions, fails in ((True, None, True), (False, None, False),
+                                      (True, "none", True), (False, "none", True)):
+        server = ModelServer(tiny_llama, openai_strict=strict)
+        try:
+            backend = OpenAIBackend("tiny", base_url=server.url, chat_extensions=extensions)
+            (out,) = backend.run([prefill])
+        finally:
+            server.stop()
+        assert backend.identity["chat_extensions"] == ("none" if strict or extensions else
+                                                       "vllm")
+        if fails:  # never sent: one reason, not the server's 400
+            assert "continue_final_message" in error_of(out) and not server.received
+        else:
+            assert error_of(out) is None and server.received[0].endswith("Verdict:")
+
+
+# A reply that runs on into a new question (issue 50 item 1), gold A.
+RUNAWAY = "這題要看選項的內容\n\n問題：下列何者正確？\n(A) 甲\n(B) 乙"
+
+
+def _one_question(folder):
+    folder.mkdir(exist_ok=True)
+    row = {"id": "q1", "question": "哪一個？", "A": "甲", "B": "乙", "C": "丙", "D": "丁",
+           "answer": "A"}
+    (folder / "CAP_mathematics_test.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n",
+                                         encoding="utf-8")
+    (folder / "CAP_mathematics_dev.jsonl").write_text("", encoding="utf-8")
+    return folder
+
+
+def _chat_reply(text: str) -> bytes:
+    return json.dumps({"choices": [{"index": 0, "message": {"role": "assistant",
+                                                            "content": text},
+                                    "finish_reason": "stop"}]}, ensure_ascii=False).encode()
+
+
+def _served(body: dict) -> str:
+    """What a server sends back: the reply, cut where the request's stop strings say."""
+    text = RUNAWAY
+    for stop in body.get("stop") or []:
+        text = text.split(stop)[0]
+    return text
+
+
+def _api_run(tmp_path, **options):
+    from scripted_server import ScriptedServer
+
+    with ScriptedServer(lambda path, body: _chat_reply(_served(body))) as server:
+        record = evaluate(task="tmlu", model="openai:m", data=_one_question(tmp_path / "d"),
+                          shots=0, method="generation", chat="api",
+                          output=tmp_path / "run", quiet=True, store=False,
+                          backend_options={"base_url": server.url, "max_retries": 0},
+                          **options)
+    bodies = [b for p, b in server.posts if p.endswith("/chat/completions")]
+    return record, bodies
+
+
+def test_chat_api_sends_no_stop_and_reads_the_whole_reply_as_miulab(tmp_path):
+    """MiuLab model.py OpenAI_LM.query: chat.completions.create(model, messages, max_tokens=128,
+    temperature) -- no stop. utils.py check_ans on RUNAWAY: split on "\\n\\n" -> ["這題要看選項的
+    內容", "問題：下列何者正確？\\n(A) 甲\\n(B) 乙"]; the first chunk has no 正確 and no A-E, so
+    is_ans_format is False and the last chunk is read; its first "X)" is "A)": A, the gold."""
+    record, bodies = _api_run(tmp_path)
+    assert len(bodies) == 1 and "stop" not in bodies[0] and bodies[0]["max_tokens"] == 128
+    [sample] = record.samples
+    assert sample["output"] == RUNAWAY
+    assert sample["pred"] == "A" and sample["correct"]
+    assert record.config["stop_at"] == "budget"
+
+
+def test_stop_at_question_is_ours_and_leaves_the_runaway_reply_unanswered(tmp_path):
+    """--stop-at question (ours, saves tokens): the server stops at 問題：, the reply is
+    "這題要看選項的內容\\n\\n", whose one chunk has no letter A-F: no answer, wrong."""
+    record, bodies = _api_run(tmp_path, stop_at="question")
+    assert bodies[0]["stop"] == ["問題："]
+    [sample] = record.samples
+    assert sample["pred"] is None and not sample["correct"]
+    assert record.config["stop_at"] == "question"
+
+
+def test_a_chat_api_folder_from_fidelity_3_is_a_run_with_other_settings(tmp_path):
+    from localeval.errors import LocalevalError
+
+    record, _ = _api_run(tmp_path)
+    config_file = tmp_path / "run" / "config.json"
+    config = json.loads(config_file.read_text(encoding="utf-8"))
+    assert config["protocol"] == "fidelity-4"
+    old = {k: v for k, v in config.items() if k != "stop_at"}
+    config_file.write_text(json.dumps({**old, "protocol": "fidelity-3"}), encoding="utf-8")
+    with pytest.raises(LocalevalError, match="holds a run with other settings") as e:
+        _api_run(tmp_path)
+    assert "protocol: 'fidelity-3' -> 'fidelity-4'" in str(e.value)

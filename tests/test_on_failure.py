@@ -1,0 +1,71 @@
+"""A guard request that failed, scored under ``--on-failure iris`` as IRIS
+scores what its server gave back (panuthept/IRIS ``8cfede9``, worked by hand per test): each guard
+and kind of failure, a prompt over the context as the HTTP 400 IRIS got for it."""
+
+from __future__ import annotations
+
+import pytest
+
+from localeval.data.safety import SafetyItem
+from localeval.guards import GuardVerdict
+
+
+@pytest.mark.parametrize("guard, error, expected", [
+    # api_model.py APIGenerativeLLM.complete: "Error code: 400" -> logprobs None;
+    # guard_models/base.py GuardLLM.complete: every valid token at log-prob 0.0 -> 1/2 each
+    ("zero-shot", "backend error: HTTP 400 from http://x/v1/completions: too long", 0.5),
+    # no label in the read positions: pred_labels [] -> get_pred_score sums nothing: 0.0
+    ("zero-shot", "no log-prob for label(s) ['Harm', 'Safe']", 0.0),
+    # other request errors: retried 10 times, then `answer` is unbound and the script stops
+    ("zero-shot", "backend error: HTTP 503 from http://x/v1/completions: busy", None),
+    # openai_moderation.py predict: parse_label inside try -> ("Harmful", 0.0); the
+    # moderations.create call outside it raises
+    ("openai-moderation", "unexpected openai-moderation reply (KeyError: 'results')", 0.0),
+    ("openai-moderation", "openai-moderation call failed: HTTP 500 from https://x: no", None),
+    # lakera_guard.py: requests.post does not raise; resp.json() of the error body fails to
+    # parse inside the try -> 0.0
+    ("lakera-guard", "lakera-guard call failed: HTTP 401 from https://x: no key", 0.0),
+])
+def test_on_failure_iris_scores_each_kind_as_iris(guard, error, expected):
+    from localeval.tasks.safeguard import Planned, SafeguardTask
+
+    task = SafeguardTask("safety-prompts", guard=guard, on_failure="iris")
+    item = SafetyItem("1", "xstest", "en", "p", prompt_label="safe")
+    rec = task.score(Planned(item, "prompt", "with_prompt"), GuardVerdict(None, error))
+    assert rec["score"] == expected
+    assert rec.get("neutral", False) == (expected is not None)
+
+
+HTTP_400 = "backend error: HTTP 400 from http://x/v1/completions: too long"
+
+
+# what our hf: backend says of a prompt over the context (IRIS's vLLM server answered HTTP 400)
+OVER_CONTEXT = "backend error: prompt has 9000 tokens, over the model's context of 8192"
+
+
+def _score_failure(guard, error, kind="prompt"):
+    from localeval.guards.base import GuardVerdict
+    from localeval.tasks.safeguard import Planned, SafeguardTask
+    from localeval.tasks.safety_items import SafetyItem
+
+    task = SafeguardTask("sea-safeguard", guard=guard, on_failure="iris")
+    item = SafetyItem("1", "general", "en", "p", response="r", prompt_label="safe",
+                      response_label="safe")
+    return task.score(Planned(item, kind, "with_prompt"), GuardVerdict(None, error))["score"]
+
+
+def test_a_context_overflow_scores_as_the_http_400_iris_got_for_it():
+    """The authors' vLLM server answered a prompt over the context with HTTP 400, which
+    api_model.py APIGenerativeLLM.complete turns into no log-probs and guard_models/base.py
+    GuardLLM.complete into every valid token at log-prob 0.0: 1/2 for a two-label guard."""
+    assert _score_failure("zero-shot", HTTP_400) == 0.5
+    assert _score_failure("zero-shot", OVER_CONTEXT) == 0.5
+
+
+def test_polyguard_response_after_an_http_400_scores_0_as_iris_reads_pred_labels_2():
+    """guard_models/poly_guard.py PolyGuard.predict reads response_clf["pred_labels"][2]; after
+    an HTTP 400 GuardLLM.complete gives one position only, so response_labels is [] and
+    get_eval_result.py get_pred_score sums nothing: 0.0. Its prompt reads pred_labels[0]: 1/2."""
+    assert _score_failure("polyguard", "backend error in the generation stage: " + HTTP_400[15:],
+                          "response") == 0.0
+    assert _score_failure("polyguard", HTTP_400, "prompt") == 0.5
