@@ -70,7 +70,7 @@ def test_compare_names_each_guard_with_its_model(tmp_path, capsys):
     b = safeguard_run(tmp_path / "b", model_name="org/guard-two")
     assert main(["compare", str(a.folder), str(b.folder)]) == 0
     out = capsys.readouterr().out
-    assert "(zero-shot on guard-one)" in out and "(zero-shot on guard-two)" in out
+    assert "(zero-shot on guard-one · sea-safeguard" in out and "(zero-shot on guard-two · " in out
 
 
 def test_p_values_are_printed_one_way(tmp_path, capsys):
