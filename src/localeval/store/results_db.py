@@ -339,18 +339,25 @@ def _json_object(text: str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+# A run's id as ``leaderboard --json`` prints it (16 hex digits), or its first 6 or more: the
+# references ``forget``, ``show``, ``compare`` and ``report`` take besides a folder's path.
+RUN_ID = re.compile(r"[0-9a-f]{6,16}")
+
+
 def forget(refs: list[str], missing: bool = False, path: str | Path | None = None) -> list[str]:
-    """Remove runs from the store: those whose id starts with, or whose folder is, one of
-    ``refs``; with ``missing``, every run recorded from this machine whose folder is gone (a
-    teammate's run on a shared store is never pruned from here). The folders are left alone.
-    The ids removed."""
+    """Remove runs from the store: each of ``refs`` a folder a run was recorded from (there
+    or gone), or a run's id or its first 6+ hex digits (one run); with ``missing``, every run
+    recorded from this machine whose folder is gone (a teammate's run on a shared store is
+    never pruned from here). The folders are left alone. The ids removed. Any other
+    reference (an empty one, an unset shell variable's, or one too short, which would match
+    every run starting so) is refused before anything is removed."""
     here = socket.gethostname()
     with writable(path) as db:
         rows = db.execute("SELECT run_id, folder, host FROM runs").fetchall()
         chosen = [run_id for run_id, folder, host in rows
-                  if any(run_id.startswith(r) or (folder and folder == str(Path(r).resolve()))
-                         for r in refs)
-                  or (missing and host == here and folder and not Path(folder).exists())]
+                  if missing and host == here and folder and not Path(folder).exists()]
+        for ref in refs:
+            chosen += [r for r in _referred(ref, rows, path) if r not in chosen]
         for run_id in chosen:
             with db.writing(run_id):
                 db.execute("DELETE FROM run_summary WHERE run_id = ?", (run_id,))
@@ -359,11 +366,30 @@ def forget(refs: list[str], missing: bool = False, path: str | Path | None = Non
     return chosen
 
 
+def _referred(ref: str, rows: list, path: str | Path | None) -> list[str]:
+    """The runs ``ref`` names in ``forget``: those recorded from its folder, else the one run
+    its id or id prefix names; a reference that is neither is one line."""
+    folder = str(Path(ref).resolve()) if ref.strip() else None  # "" would be here, the cwd
+    by_folder = [run_id for run_id, recorded, _ in rows if folder and recorded == folder]
+    if by_folder or (folder and Path(ref).is_dir()):  # a folder, recorded or not
+        return by_folder
+    if not RUN_ID.fullmatch(ref):
+        raise StoreError(f"forget {ref!r}: not a run folder recorded in {store_label(path)} nor "
+                         "a run id (6 to 16 hex digits, as `leaderboard --json` prints them); "
+                         "nothing removed")
+    by_id = [run_id for run_id, _, _ in rows if run_id.startswith(ref)]
+    if len(by_id) > 1:
+        raise StoreError(f"forget {ref}: several runs' ids start so ({', '.join(by_id[:5])}"
+                         f"{', …' if len(by_id) > 5 else ''}); give more of the id; nothing "
+                         "removed")
+    return by_id
+
+
 def run_folder(ref: str, path: str | Path | None = None) -> str:
     """``ref`` as a run folder: itself when it is a path, else the folder the store recorded
     for the run whose id starts with ``ref`` (6 to 16 hex digits, as ``leaderboard --json``
     gives them), so ``show``, ``compare`` and ``report`` read a teammate's run by its id."""
-    if Path(ref).exists() or not re.fullmatch(r"[0-9a-f]{6,16}", ref):
+    if Path(ref).exists() or not RUN_ID.fullmatch(ref):
         return ref
     with opened(store_path(path), SCHEMA) as db:
         rows = db.execute("SELECT run_id, folder FROM runs WHERE run_id LIKE ?",
