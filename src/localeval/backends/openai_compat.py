@@ -706,7 +706,7 @@ class OpenAIBackend(ApiBackend):
         each = top_logprobs_each(choice, chat, request.positions or 1)
         top = None if each is None else each[0]
         if top is None or each is None:  # retried: a server under load may drop them once
-            raise Retry(f"{NO_LOGPROBS}; does {self.base_url} support logprobs? "
+            raise Retry(f"{NO_LOGPROBS}; does {public_url(self.base_url)} support logprobs? "
                         "use --method generation otherwise")
         # keyed by the candidate's full text (callers read by candidate), looked up by its name
         try:
