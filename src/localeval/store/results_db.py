@@ -74,8 +74,9 @@ SUMMARY_COLUMNS = ("run_id", "revision", "task", "results_schema", "model", "gua
                    "metric_names", "n_samples", "folder", "started_at", "finished_at", "host",
                    "name")
 UPGRADE = ("this store predates the run summary of this localeval (issue 53; issue 51's "
-           "metric names), so every page reads every run; any command that writes upgrades "
-           "it: `localeval leaderboard --task TASK --store STORE`")
+           "metric names), or a localeval from before it recorded or forgot runs there since, "
+           "so every page reads every run; any command that writes upgrades it: "
+           "`localeval leaderboard --task TASK --store STORE`")
 # Added to every store (new ones too) by migration, in this order, after the SCHEMA's columns.
 COLUMNS = (("runs", "data_files", "TEXT"),  # config.json's data fingerprint, as JSON
            ("runs", "host", "TEXT"),  # the machine the folder was recorded from
@@ -213,6 +214,11 @@ def writable(path: str | Path | None = None,
     with opened(store_path(path), SCHEMA, COLUMNS) as db:
         _rename_averages(db)
         if protocol_of is not None and not has_summaries(db):
+            # a localeval from before the summary forgets a run without its summary (and
+            # records one without any): the orphans go, the runs without one are summarised
+            with db.writing("run_summary"):
+                db.execute("DELETE FROM run_summary WHERE run_id NOT IN (SELECT run_id FROM "
+                           "runs)")
             stale = [run_id for (run_id,) in db.execute(
                 "SELECT r.run_id FROM runs r LEFT JOIN run_summary s ON s.run_id = r.run_id "
                 "AND s.revision = ? WHERE s.run_id IS NULL", (SUMMARY_REVISION,))]
@@ -276,15 +282,20 @@ def has_summaries(db: Database) -> bool:
 
 
 def summarised(db: Database) -> int | None:
-    """How many runs the store holds when every one has a summary of this revision, else
-    None (a store from before the summary, or a run a localeval from before it recorded)."""
-    try:  # two counts, not a join: a summary is written and deleted with its run
+    """How many runs the store holds when its summaries are exactly its runs', each of this
+    revision, else None (a store from before the summary, or one a localeval from before it
+    shares: a run it recorded has no summary, one it forgot keeps its summary; as many of
+    each, the counts of runs and summaries agree, so they are compared run by run)."""
+    try:
         (runs,) = db.execute("SELECT COUNT(*) FROM runs").fetchone()
-        (done,) = db.execute("SELECT COUNT(*) FROM run_summary WHERE revision = ?",
-                             (SUMMARY_REVISION,)).fetchone()
+        (summaries,) = db.execute("SELECT COUNT(*) FROM run_summary").fetchone()
+        # each run's summary of this revision: as many as runs and as summaries, every run
+        # has one (a run has one summary at most: its key) and no summary is another's
+        (done,) = db.execute("SELECT COUNT(*) FROM run_summary s JOIN runs r ON r.run_id = "
+                             "s.run_id WHERE s.revision = ?", (SUMMARY_REVISION,)).fetchone()
     except driver_errors():  # no such table: a store from before the summary
         return None
-    return int(runs) if runs == done else None
+    return int(runs) if runs == summaries == done else None
 
 
 def task_runs(task: str, path: str | Path | None = None) -> list[dict[str, Any]]:
