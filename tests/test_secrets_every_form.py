@@ -313,3 +313,26 @@ def test_a_tokenize_endpoint_that_fails_is_named_without_its_key():
     (why,) = tokens.first_tokens(["Harmful"])
     assert "failed for candidate 'Harmful'" in str(why)
     assert "SECRETt7" not in str(why) and "api-key=***" in str(why), why
+
+
+def test_the_models_endpoint_is_named_with_its_query_after_its_path(shared, tmp_path, capsys):
+    """A bad /v1/models reply named "http://…/v1?api-key=***/models": the query redacted, but
+    the endpoint misnamed; now it is the URL called, redacted."""
+    from quiet_handler import LoopbackServer, QuietHandler
+
+    class Handler(QuietHandler):
+        def do_GET(self):  # a list, not {"data": [...]}
+            self.send_bytes(200, b"[]")
+
+    server = LoopbackServer()
+    url = server.serve(Handler) + "/v1"
+    try:
+        code = main(["run", "--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"),
+                     "--subjects", "agronomy", "--limit", "1", "--model", "openai:m",
+                     "--base-url", f"{url}?api-key=SECRETm7", "--output",
+                     str(tmp_path / "RUN"), "--no-store"])
+    finally:
+        server.stop()
+    err = capsys.readouterr().err
+    assert code == 2 and f"{url}/models?api-key=*** replied" in err, err
+    assert "SECRETm7" not in err
