@@ -248,3 +248,48 @@ def test_upstream_min_k_through_the_cli_on_a_tiny_model(tiny_llama, tmp_path, ca
     assert all(s["min_k"]["50"] is not None for s in up.values())
     assert up_results["roc_auc"]["min_k"]["50"] == ours_results["roc_auc"]["min_k"]["50"]
     assert up_results["roc_auc"]["min_k"]["10"] is None
+
+
+@pytest.mark.slow
+def test_k_tokens_floor_without_a_score_at_the_first_k_is_a_dash(tiny_llama, tmp_path, capsys):
+    """Issue 63 item 10: with --k-tokens floor, a dataset whose texts are all too short for
+    the first k (⌊1% · n⌋ = 0 tokens) has no score there: the table's header read that k's
+    count and stopped the run with an AttributeError after every text was scored. The
+    missing cell is a dash, the header counts the texts scored at the first k that has
+    any, and the run's numbers are written."""
+    data = tmp_path / "short.jsonl"
+    data.write_text("".join(json.dumps({"id": k, "text": TEXTS[k]}, ensure_ascii=False) + "\n"
+                            for k in ("short", "mid", "en")), encoding="utf-8")
+    out = tmp_path / "run"
+    code = main(["contamination", "--model", f"hf:{tiny_llama}", "--data", str(data),
+                 "--k", "1,50", "--k-tokens", "floor", "--output", str(out)])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert "Traceback" not in printed.err
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    source = next(iter(results["sources"].values()))
+    assert source["min_k"]["1"] is None and source["min_k"]["50"]["n"] == 3
+    line = next(x for x in printed.out.splitlines() if x.strip().strip("│┃ ").startswith("1 "))
+    assert "—" in line, printed.out
+    assert "(n=3)" in printed.out
+    assert main(["show", str(out)]) == 0 and "—" in capsys.readouterr().out
+
+
+def test_a_recorded_run_without_a_score_at_the_first_k_shows_a_dash(tmp_path, capsys):
+    """Issue 63 item 10, on a recorded run (no model): the first k without a score for its
+    one dataset, as --k-tokens floor leaves texts shorter than 100/k tokens."""
+    import shutil
+    from pathlib import Path
+
+    folder = tmp_path / "run"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "runs-a9a91f9" / "contamination",
+                    folder)
+    results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    for score in ("min_k", "min_k_pp"):
+        results["sources"]["texts"][score]["10"] = None
+    (folder / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    assert main(["show", str(folder)]) == 0
+    printed = capsys.readouterr().out
+    assert "texts (n=4)" in printed  # the texts scored at 50%, the first k with a score
+    rows = [x for x in printed.splitlines() if x.strip("│┃ ").startswith("10 ")]
+    assert len(rows) == 2 and all("—" in x for x in rows), printed

@@ -8,10 +8,13 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import zlib
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "src" / "localeval" / "data" / "sample" / "safety" / "items.jsonl"
@@ -267,3 +270,88 @@ def test_a_plugin_task_is_listed_without_being_imported_runs_and_rescores(tmp_pa
                            str(tmp_path / "again"), "--json"], plugin, tmp_path)
     assert rescored.returncode == 0, rescored.stderr
     assert json.loads(rescored.stdout)["accuracy"] == _length_accuracy(5)
+
+
+# ------------------------------------------------ issue 63 item 8: a plugin at the boundary
+@pytest.mark.parametrize("body, said", [
+    ("raise RuntimeError('no licence server')", "RuntimeError: no licence server"),
+    ("def broken(:\n    pass", "SyntaxError"),
+    ("import sys\nsys.exit(3)", "exited (sys.exit(3))"),
+    ("import sys\nsys.exit(0)", "exited (sys.exit(0))"),
+])
+def test_a_plugin_whose_import_fails_any_way_is_one_line(tmp_path, body, said):
+    """Before: only an ImportError was one line; a RuntimeError or a SyntaxError was a
+    traceback, and ``sys.exit`` ended localeval silently (exit 0 for sys.exit(0))."""
+    plugin = _plugin(tmp_path / "site")
+    (plugin / "hashguard.py").write_text(body + "\n", encoding="utf-8")
+    ran = _localeval(["run", "--task", "sea-safeguard", "--guard", "hash-guard", "--data",
+                      str(SAMPLE), "--output", str(tmp_path / "run")], plugin, tmp_path)
+    assert ran.returncode == 2, ran.stderr
+    assert "Traceback" not in ran.stderr and len(ran.stderr.strip().splitlines()) == 1
+    assert "'hash-guard' (hashguard:HashGuard, from hashguard) cannot be loaded" in ran.stderr
+    assert said in ran.stderr
+
+
+BAD_GUARD = '''
+
+import numpy as np
+
+
+class BadGuard(HashGuard):
+    name = "bad-guard"
+
+    def classify(self, conversations, execute):
+        verdicts = super().classify(conversations, execute)
+        return {mode}
+'''
+
+
+def _bad_guard(tmp_path, mode: str, *options: str) -> tuple[subprocess.CompletedProcess, Path]:
+    """``localeval run --guard bad-guard``: the test plugin's guard, its verdicts then made
+    into ``mode`` (Python, of ``verdicts``)."""
+    plugin = _plugin(tmp_path / "site")
+    with (plugin / "hashguard.py").open("a", encoding="utf-8") as module:
+        module.write(BAD_GUARD.format(mode=mode))
+    points = plugin / "hashguard-0.1.dist-info" / "entry_points.txt"
+    points.write_text(points.read_text(encoding="utf-8").replace(
+        "[localeval.guards]\n", "[localeval.guards]\nbad-guard = hashguard:BadGuard\n"),
+        encoding="utf-8")
+    out = tmp_path / "run"
+    return _localeval(["run", "--task", "sea-safeguard", "--guard", "bad-guard", "--data",
+                       str(SAMPLE), "--output", str(out), "--bootstrap", "0", "--quiet",
+                       *options], plugin, tmp_path), out
+
+
+@pytest.mark.parametrize("mode, said", [
+    ("verdicts[1:]", "verdicts for "),  # one fewer than the conversations
+    ("[v.score for v in verdicts]", "gave a float, not a GuardVerdict"),
+    ("None", "gave NoneType, not a list of GuardVerdict"),
+    ("[GuardVerdict(np.array([0.5]))] * len(verdicts)", "score array([0.5]) is not a number"),
+    ("[GuardVerdict(0.5, raw={1j}) for v in verdicts]", "raw {1j} is not JSON"),
+    ("1 / 0", "raised ZeroDivisionError: division by zero"),
+])
+def test_a_plugin_guard_s_bad_verdicts_are_one_line(tmp_path, mode, said):
+    """Before: too few verdicts, floats instead of verdicts, or a guard that raised were
+    each a traceback (or, for too few, a zip's ValueError)."""
+    ran, _ = _bad_guard(tmp_path, mode, "--limit", "6")
+    assert ran.returncode == 2, ran.stderr
+    said_here = [x for x in ran.stderr.splitlines() if x.strip() and x != "plugin imported"]
+    assert "Traceback" not in ran.stderr and len(said_here) == 1, ran.stderr
+    assert "guard 'bad-guard' (hashguard:BadGuard, from hashguard)" in ran.stderr, ran.stderr
+    assert said in ran.stderr, ran.stderr
+    if mode == "verdicts[1:]":
+        given, asked = map(int, re.search(r"gave (\d+) verdicts for (\d+) conv", ran.stderr
+                                          ).groups())
+        assert given == asked - 1
+
+
+def test_a_plugin_guard_s_numpy_values_are_numbers_and_lists(tmp_path):
+    """Before: a numpy float32 score failed every sample ("not a number") and a numpy array
+    in ``raw`` stopped the run writing samples.jsonl (not JSON serializable)."""
+    ran, out = _bad_guard(tmp_path, "[GuardVerdict(np.float32(0.25), raw={'p': np.array("
+                          "[0.25, 0.75]), 'n': np.int64(2)}) for v in verdicts]")
+    assert ran.returncode == 0, ran.stderr
+    samples = [json.loads(line) for line in (out / "samples.jsonl").open(encoding="utf-8")]
+    assert samples and all(s["score"] == 0.25 and s["guard_output"] == {"p": [0.25, 0.75],
+                                                                          "n": 2}
+                           for s in samples), samples[0]

@@ -9,6 +9,7 @@ import base64
 import dataclasses
 import json
 import sys
+from pathlib import Path
 from urllib.parse import quote, quote_plus
 
 import pytest
@@ -21,6 +22,8 @@ from localeval.backends.config import BackendConfig
 from localeval.backends.secrets import redact_url
 from localeval.cli import main
 
+SAFETY_SAMPLE = (Path(__file__).resolve().parents[1] / "src" / "localeval" / "data" / "sample"
+                 / "safety" / "items.jsonl")
 STAND_IN = stand_in_model()  # a model folder the checks accept; never loaded
 
 
@@ -295,3 +298,86 @@ def test_a_rejected_key_is_named_as_such(server, monkeypatch):
     monkeypatch.setenv("MY_KEY", KEY)
     with pytest.raises(LocalevalError, match=r"rejected the API key \(HTTP 401\): check \$MY_KEY"):
         OpenAIBackend("m", base_url=f"http://{server}/v1", api_key_env="MY_KEY")
+
+
+class DropsLogprobs:
+    """A loopback server whose every other completion lacks its log-probs (dropped under
+    load, as a busy server does)."""
+
+    def __init__(self):
+        from quiet_handler import LoopbackServer, QuietHandler
+
+        server, self.calls = self, 0
+
+        class Handler(QuietHandler):
+            def do_GET(self):
+                self.send_bytes(200, b'{"data": [{"id": "m", "max_model_len": 4096}]}')
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                server.calls += 1
+                choice = {"index": 0, "text": "A"}
+                if server.calls % 2:
+                    choice["logprobs"] = {"top_logprobs": [{"A": -0.1}]}
+                self.send_bytes(200, json.dumps({"choices": [choice]}).encode())
+
+        self.server = LoopbackServer()
+        self.url = self.server.serve(Handler) + "/v1"
+
+
+def test_a_reply_without_log_probs_names_the_server_without_its_key(shared, tmp_path, capsys):
+    """Issue 63 item 7: "does http://…/v1?api-key=SECRET support logprobs?" named the server
+    with its query, into samples.jsonl, results.json, report.html and the store."""
+    server = DropsLogprobs()
+    try:
+        code = main(["run", "--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"),
+                     "--subjects", "agronomy", "--limit", "2", "--model", "openai:m",
+                     "--base-url", f"{server.url}?api-key=SECRETe7", "--max-retries", "0",
+                     "--output", str(tmp_path / "RUN"), "--quiet", "--store",
+                     str(tmp_path / "store.sqlite")])
+    finally:
+        server.server.stop()
+    printed = capsys.readouterr()
+    assert code in (0, 3), printed.err  # a sample failed, as it should
+    errors = [e for line in (tmp_path / "RUN" / "samples.jsonl").open()
+              if (e := json.loads(line).get("error"))]
+    assert any("api-key=*** support logprobs" in e for e in errors), errors
+    assert _leaks(tmp_path, printed.out + printed.err, ["SECRETe7"]) == []
+
+
+def test_a_tokenize_endpoint_that_fails_is_named_without_its_key():
+    """Issue 63 item 7: "the server's tokenize?api-key=SECRET failed for candidate 'Harmful'"
+    (``label_tokens.ServerTokens._ask``), kept as the samples' error."""
+    from localeval.backends.label_tokens import VLLM, ServerTokens
+
+    def post(calls):  # the empty text tokenises; any candidate fails (a server under load)
+        return [{"tokens": []} if body["prompt"] == "" else "HTTP 503 from the server"
+                for _, body in calls]
+
+    tokens = ServerTokens(post, "http://127.0.0.1:9?api-key=SECRETt7", "m", VLLM)
+    (why,) = tokens.first_tokens(["Harmful"])
+    assert "failed for candidate 'Harmful'" in str(why)
+    assert "SECRETt7" not in str(why) and "api-key=***" in str(why), why
+
+
+def test_the_models_endpoint_is_named_with_its_query_after_its_path(shared, tmp_path, capsys):
+    """A bad /v1/models reply named "http://…/v1?api-key=***/models": the query redacted, but
+    the endpoint misnamed; now it is the URL called, redacted."""
+    from quiet_handler import LoopbackServer, QuietHandler
+
+    class Handler(QuietHandler):
+        def do_GET(self):  # a list, not {"data": [...]}
+            self.send_bytes(200, b"[]")
+
+    server = LoopbackServer()
+    url = server.serve(Handler) + "/v1"
+    try:
+        code = main(["run", "--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"),
+                     "--subjects", "agronomy", "--limit", "1", "--model", "openai:m",
+                     "--base-url", f"{url}?api-key=SECRETm7", "--output",
+                     str(tmp_path / "RUN"), "--no-store"])
+    finally:
+        server.stop()
+    err = capsys.readouterr().err
+    assert code == 2 and f"{url}/models?api-key=*** replied" in err, err
+    assert "SECRETm7" not in err

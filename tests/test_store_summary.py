@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from pathlib import Path
 
 import pytest
 from offline_runs import AlwaysLetter, HashedGuard, as_before_data_files
@@ -192,3 +193,100 @@ def test_the_summary_says_each_run_as_its_run_spec_and_an_older_one_is_migrated(
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT COUNT(*) FROM run_summary WHERE revision = ? AND name IS NOT "
                           "NULL", (SUMMARY_REVISION,)).fetchone() == (8,)
+
+
+# --------------------------------------------- issue 63 item 5: a version from before the summary
+FIXTURE_RUN = Path(__file__).parent / "fixtures" / "runs-a9a91f9" / "cmmlu-likelihood"
+
+
+def _recorded(root: Path, names: str, store) -> dict[str, str]:
+    """Runs named by letters, recorded in ``store`` from folders under ``root`` (copies of a
+    fixture run): their ids by letter."""
+    import shutil
+    from dataclasses import replace
+
+    from localeval.store.results_db import record_run
+    from localeval.store.runs import load_run
+    from localeval.views.registry import view_for
+
+    ids = {}
+    for name in names:
+        shutil.copytree(FIXTURE_RUN, root / name)
+        record = replace(load_run(root / name), folder=root / name)
+        ids[name] = record_run(record, view_for(record.results).store_metrics(record.results),
+                               store, protocol_of=protocol_facts)
+    return ids
+
+
+def _as_an_old_version(execute, forget: str, record: str, source) -> None:
+    """What a localeval from before the run summary does to a shared store: ``forget`` run
+    deleted with its metrics only (its summary stays), ``record`` run (its rows copied from
+    the SQLite store ``source``) inserted without a summary."""
+    execute("DELETE FROM metrics WHERE run_id = ?", (forget,))
+    execute("DELETE FROM runs WHERE run_id = ?", (forget,))
+    with sqlite3.connect(source) as db:
+        for table in ("runs", "metrics"):
+            cursor = db.execute(f"SELECT * FROM {table} WHERE run_id = ?", (record,))
+            names = [d[0] for d in cursor.description]
+            for row in cursor.fetchall():
+                execute(f"INSERT INTO {table} ({', '.join(names)}) VALUES "
+                        f"({', '.join('?' * len(names))})", row)
+
+
+def _board_ids(store, capsys) -> list[str]:
+    assert main(["leaderboard", "--task", "cmmlu", "--any-protocol", "--json", "--store",
+                 str(store)]) == 0
+    return sorted(r["run_id"] for r in json.loads(capsys.readouterr().out)["rows"])
+
+
+def _viewer_ids(store) -> tuple[list[str], list[str]]:
+    """The runs the viewer's runs page and the task's leaderboard page show."""
+    client = TestClient(make_app(Catalog(store)), base_url="http://127.0.0.1")
+    listed = re.findall(r'<tr data-run="([0-9a-f]+)"', client.get("/").text)
+    board = client.get("/leaderboard", params={"task": "cmmlu", "any_protocol": "1"}).text
+    return sorted(listed), sorted(set(re.findall(r"/runs/([0-9a-f]{16})/report", board)))
+
+
+def test_a_store_shared_with_a_version_from_before_the_summary_loses_no_run(tmp_path, capsys):
+    """The old version forgets run A and records run C: the summaries (A, B) and the runs (B,
+    C) are as many, so the summary was taken as whole and the leaderboard and the viewer
+    showed A and never C, even after later writes. Now the viewer reads around it and any
+    writer puts it right: summaries of exactly the runs present."""
+    store, elsewhere = tmp_path / "store.sqlite", tmp_path / "elsewhere.sqlite"
+    ids = _recorded(tmp_path, "AB", store) | _recorded(tmp_path, "C", elsewhere)
+    with sqlite3.connect(store) as db:
+        _as_an_old_version(db.execute, ids["A"], ids["C"], elsewhere)
+    present = sorted([ids["B"], ids["C"]])
+    assert _viewer_ids(store) == (present, present)  # read-only: read around the summary
+    assert _board_ids(store, capsys) == present  # a writer summarises C and drops A's
+    with sqlite3.connect(store) as db:
+        assert sorted(r for (r,) in db.execute("SELECT run_id FROM run_summary")) == present
+    assert _viewer_ids(store) == (present, present)
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_a_postgres_store_shared_with_a_version_from_before_the_summary(tmp_path, postgres,
+                                                                         capsys):
+    """The same on PostgreSQL. Its foreign key refuses the old version's forget while the
+    summary names the run, so the summary that outlives its run is made here with the
+    foreign key's triggers off (a store restored without its constraints has none)."""
+    import psycopg
+
+    from localeval.store.database import opened
+    from localeval.store.results_db import COLUMNS, SCHEMA
+
+    root = postgres.url.rsplit("/", 1)[0]  # a database of its own: the module's has its store
+    with psycopg.connect(f"{root}/postgres", autocommit=True) as conn:
+        conn.execute("CREATE DATABASE shared_versions")
+    url, elsewhere = f"{root}/shared_versions", tmp_path / "elsewhere.sqlite"
+    ids = _recorded(tmp_path, "AB", url) | _recorded(tmp_path, "C", elsewhere)
+    with opened(url, SCHEMA, COLUMNS) as db:
+        db.execute("SET session_replication_role = replica")
+        _as_an_old_version(db.execute, ids["A"], ids["C"], elsewhere)
+    present = sorted([ids["B"], ids["C"]])
+    assert _viewer_ids(url) == (present, present)
+    assert _board_ids(url, capsys) == present
+    with opened(url, SCHEMA, COLUMNS) as db:
+        assert sorted(r for (r,) in db.execute("SELECT run_id FROM run_summary")) == present
+    assert _viewer_ids(url) == (present, present)

@@ -345,3 +345,64 @@ def test_a_hand_edited_store_value_is_a_page_saying_so_not_a_500(runs, tmp_path)
     response = client.get("/leaderboard?task=my-exam")
     assert response.status_code == 422
     assert "metric micro is 'abc', not a number from 0 to 1" in unescape(response.text)
+
+
+# ------------------------------------------- issue 63 item 9: the store read as the leaderboard
+def _edited_store(runs, tmp_path, *edits: tuple[str, tuple]):
+    """A copy of the runs' store with ``edits`` (SQL, parameters) applied, as by hand."""
+    import sqlite3
+
+    store = tmp_path / "edited.sqlite"
+    with sqlite3.connect(runs["store"]) as source, sqlite3.connect(store) as copy:
+        source.backup(copy)
+        for sql, params in edits:
+            copy.execute(sql, params)
+    return store
+
+
+def _row(text: str, run_id: str) -> str:
+    return unescape(re.search(rf'<tr data-run="{run_id}">.*?</tr>', text, re.S).group(0))
+
+
+@pytest.mark.parametrize("value, refused", [(-5.0, "-500.00"), (1.5, "150.00"),
+                                            (float("inf"), "inf"), ("abc", None)])
+def test_a_hand_edited_metric_is_refused_on_the_runs_page_as_on_the_leaderboard(
+        runs, tmp_path, value, refused):
+    """Before: the runs page showed "micro -500.00", "150.00" and "inf", which the leaderboard
+    refuses, and a text ('abc') was HTTP 500 (``catalog.headline_metric``). Now the cell says
+    what the leaderboard says, and the page answers."""
+    run_id = _ids(runs)["mcq"]
+    store = _edited_store(runs, tmp_path, ("UPDATE metrics SET value = ? WHERE run_id = ? AND "
+                                           "name = 'micro'", (value, run_id)))
+    client = TestClient(make_app(Catalog(store, [])), base_url="http://127.0.0.1")
+    page = client.get("/")
+    assert page.status_code == 200, page.text
+    row = _row(page.text, run_id)
+    assert f"micro is {value!r}, not a number from 0 to 1" in row, row
+    assert refused is None or f"micro {refused}" not in row
+    board = client.get("/leaderboard?task=my-exam")
+    assert board.status_code == 422
+    assert f"metric micro is {value!r}, not a number from 0 to 1" in unescape(board.text)
+
+
+@pytest.mark.parametrize("value", [-3, "abc", 2.5])
+def test_a_hand_edited_summary_row_is_not_shown_as_written(runs, tmp_path, value):
+    """A summary's count of items edited by hand (negative, a text, a fraction) was shown as
+    written; now the cell says what is wrong with the store's value."""
+    run_id = _ids(runs)["mcq"]
+    store = _edited_store(runs, tmp_path, ("UPDATE run_summary SET n_samples = ? WHERE "
+                                           "run_id = ?", (value, run_id)))
+    page = TestClient(make_app(Catalog(store, [])), base_url="http://127.0.0.1").get("/")
+    assert page.status_code == 200
+    row = _row(page.text, run_id)
+    assert f"n_samples {value!r} is not a count" in row, row
+
+
+@pytest.mark.parametrize("path", ["/", "/leaderboard?task=my-exam"])
+@pytest.mark.parametrize("page", ["1000000000000000000", "9" * 5000, "1000001"])
+def test_a_page_number_out_of_bounds_is_one_line_not_a_500(client, path, page):
+    """``/?page=1000000000000000000`` was HTTP 500 (OverflowError: the OFFSET past SQLite's
+    integers; 5000 digits past Python's int conversion)."""
+    response = client.get(path, params={"page": page})
+    assert response.status_code == 400, response.text[-300:]
+    assert "a page is a number from 1 to 1000000" in response.text

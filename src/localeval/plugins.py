@@ -42,17 +42,25 @@ class Part:
         return self.origin == BUILT_IN
 
     def load(self) -> object:
-        """The part itself, its module imported now; a plugin that cannot be imported is one
-        line naming it and its package."""
+        """The part itself, its module imported now; a plugin that cannot be imported (any
+        error its import raises, or its sys.exit) is one line naming it and its package."""
         module, _, attribute = self.target.partition(":")
         try:
             found: object = importlib.import_module(module)
             for name in attribute.split(".") if attribute else ():
                 found = getattr(found, name)
-        except (ImportError, AttributeError) as e:
-            raise LocalevalError(f"{self.name!r} ({self.target}, from {self.origin}) cannot be "
-                                 f"loaded: {type(e).__name__}: {e}") from None
+        except SystemExit as e:  # its import calls sys.exit: not ours to end the run on
+            raise LocalevalError(f"{self._named()} cannot be loaded: it exited "
+                                 f"(sys.exit({e.code!r}))") from None
+        except Exception as e:  # noqa: BLE001 - another package's import: any failure of it
+            # (ImportError, a RuntimeError or SyntaxError of its own) one line, its first
+            lines = str(e).strip().splitlines()
+            raise LocalevalError(f"{self._named()} cannot be loaded: {type(e).__name__}"
+                                 + (f": {lines[0]}" if lines else "")) from None
         return found
+
+    def _named(self) -> str:
+        return f"{self.name!r} ({self.target}, from {self.origin})"
 
 
 def table(group: str, built_in: dict[str, str]) -> dict[str, Part]:

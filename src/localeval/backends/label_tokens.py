@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import LocalevalError
-from .async_http import join_url
+from .async_http import join_url, public_url
 
 WHOLE_TEXT = "whole text"
 PROBE_TEXT = "Hi"
@@ -221,7 +221,9 @@ class ServerTokens(FirstTokens):
             value = reply.get(key) if isinstance(reply, dict) else None
             if not isinstance(value, kind):
                 why = reply if isinstance(reply, str) else f"no {key!r} in its reply"
-                value = LabelTokenError(f"the server's {url.rpartition('/')[2]} failed for "
+                # the endpoint as any URL is named: a gateway's ?api-key= in --base-url is
+                # kept on every call, and this message on each sample of the candidate
+                value = LabelTokenError(f"the server's {public_url(url)} failed for "
                                         f"candidate {what!r}, needed to find its first token "
                                         f"({why})", permanent=False)
             out.append(value)

@@ -264,7 +264,8 @@ class OpenAIBackend(ApiBackend):
             raise LocalevalError(f"cannot reach an OpenAI-compatible server at "
                                  f"{public_url(base_url)} ({self.scrub(str(e))}); start it or "
                                  "pass --base-url") from None
-        models = served_models(reply, public_url(base_url))
+        # the endpoint named whole, then redacted: its query after its path (not "…?k=***/models")
+        models = served_models(reply, public_url(join_url(base_url, "/models")))
         for m in models:
             if m["id"] == self.model:
                 return m
@@ -706,7 +707,7 @@ class OpenAIBackend(ApiBackend):
         each = top_logprobs_each(choice, chat, request.positions or 1)
         top = None if each is None else each[0]
         if top is None or each is None:  # retried: a server under load may drop them once
-            raise Retry(f"{NO_LOGPROBS}; does {self.base_url} support logprobs? "
+            raise Retry(f"{NO_LOGPROBS}; does {public_url(self.base_url)} support logprobs? "
                         "use --method generation otherwise")
         # keyed by the candidate's full text (callers read by candidate), looked up by its name
         try:
@@ -725,10 +726,11 @@ class OpenAIBackend(ApiBackend):
 
 
 def served_models(reply: Any, url: str) -> list[dict]:
-    """The models of a ``/v1/models`` reply (``{"data": [{"id": …, "max_model_len": …}]}``),
-    checked: one line naming the server and what is wrong, never a traceback or a guess."""
+    """The models of a ``/v1/models`` reply (``{"data": [{"id": …, "max_model_len": …}]}``,
+    from ``url``, as it may be printed), checked: one line naming the server and what is
+    wrong, never a traceback or a guess."""
     def bad(what: str) -> LocalevalError:
-        return LocalevalError(f"{url}/models replied {what}, not the OpenAI list of models "
+        return LocalevalError(f"{url} replied {what}, not the OpenAI list of models "
                               '({"data": [{"id": …}]}); is this an OpenAI-compatible server?')
 
     data = reply.get("data") if isinstance(reply, dict) else None

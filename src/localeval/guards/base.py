@@ -15,6 +15,8 @@ Scores are never invented: a failed request, a missing label token or a malforme
 
 from __future__ import annotations
 
+import json
+import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -111,6 +113,10 @@ class Guard(ABC):
     role_ways: Mapping[str, str] = {}
     # The options the guard was made with (recorded in the run's config.json).
     options: Mapping[str, Any] = {}
+    # How messages name it (the registry's: "guard 'x' (module:Class, from package)"), and
+    # whether another package's (an entry point's plugin: its failures named, its raw checked)
+    source: str = ""
+    plugin: bool = False
 
     @property
     def label_scores_used(self) -> str | None:
@@ -140,6 +146,54 @@ class Guard(ABC):
                  execute: Execute) -> list[GuardVerdict]:
         """One verdict per conversation, in order."""
 
+    def verdicts(self, conversations: Sequence[Conversation],
+                 execute: Execute) -> list[GuardVerdict]:
+        """:meth:`classify`, what it gives checked where it enters the run (a plugin's guard
+        is another package's code): one verdict per conversation, each a GuardVerdict with a
+        number or None for its score (a numpy scalar taken as the number it is); a plugin's
+        ``raw`` made JSON (numpy arrays as lists) and anything it raises one line naming it.
+        A score that is a number but not a probability fails its sample alone
+        (:meth:`GuardVerdict.checked`)."""
+        who = self.source or f"guard {self.name!r}"
+        conversations = list(conversations)
+        try:
+            given: Any = self.classify(conversations, execute)
+        except LocalevalError:
+            raise  # the run's own (a spend cap, a backend refused): already one line
+        except Exception as e:  # noqa: BLE001 - another package's code: any failure named
+            if not self.plugin:
+                raise  # a built-in guard's bug: its traceback is what fixes it
+            raise LocalevalError(f"{who} raised {type(e).__name__}: {_first_line(e)}") from None
+        if not isinstance(given, list | tuple):
+            raise LocalevalError(f"{who} gave {type(given).__name__}, not a list of "
+                                 "GuardVerdict")
+        if len(given) != len(conversations):
+            raise LocalevalError(f"{who} gave {len(given)} verdicts for {len(conversations)} "
+                                 "conversations (one each, in order)")
+        return [self._entered(v, i, who) for i, v in enumerate(given, start=1)]
+
+    def _entered(self, verdict: Any, i: int, who: str) -> GuardVerdict:
+        if not isinstance(verdict, GuardVerdict):
+            raise LocalevalError(f"{who} gave a {type(verdict).__name__}, not a GuardVerdict "
+                                 f"(verdict {i})")
+        score = verdict.score
+        if isinstance(score, numbers.Real) and not isinstance(score, bool | int | float):
+            score = float(score)  # numpy's float32, int64: numbers, as JSON writes them
+        elif score is not None and (isinstance(score, bool)
+                                    or not isinstance(score, int | float)):
+            raise LocalevalError(f"{who}: verdict {i}'s score {_short(score)} is not a number")
+        raw = verdict.raw
+        if self.plugin and raw is not None:
+            raw = _as_json(raw)
+            try:
+                json.dumps(raw)
+            except (TypeError, ValueError) as e:
+                raise LocalevalError(f"{who}: verdict {i}'s raw {_short(verdict.raw)} is not "
+                                     f"JSON ({e})") from None
+        if score is verdict.score and raw is verdict.raw:
+            return verdict
+        return GuardVerdict(score, verdict.error, raw, verdict.failure, verdict.label)
+
     def iris_failure_score(self, error: str, response: bool = False) -> float | None:
         """What the authors' code scores a failed verdict of this guard (``--on-failure
         iris``), or None where it has no score (its run stops there): 1/#labels for a tie,
@@ -167,6 +221,29 @@ class Guard(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+def _as_json(value: Any) -> Any:
+    """``value`` with numpy's arrays and scalars as the lists and numbers they hold (their
+    ``tolist``), in dicts, lists and tuples too; anything else as it is."""
+    if isinstance(value, dict):
+        return {k: _as_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_as_json(v) for v in value]
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist) and type(value).__module__.startswith("numpy"):
+        return tolist()
+    return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else "(no message)"
 
 
 # How a guard that generates before its verdict decodes: "generation-config" (the authors':

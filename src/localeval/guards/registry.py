@@ -79,14 +79,25 @@ def get_guard(name: str, **options) -> Guard:
     if key not in guards:
         raise LocalevalError(f"unknown guard {name!r}; available: {', '.join(sorted(guards))}, "
                              "embedding:<guard file>")
-    cls = guards[key].load()
+    part = guards[key]
+    cls = part.load()
+    source = f"guard {key!r} ({part.target}, from {part.origin})"
     if not (isinstance(cls, type) and issubclass(cls, Guard)):
-        raise LocalevalError(f"guard {key!r} ({guards[key].target}, from {guards[key].origin}) "
-                             "is not a localeval.guards.Guard subclass")
+        raise LocalevalError(f"{source} is not a localeval.guards.Guard subclass")
     options = _declared_options(cls, key, dict(options))
     label_scores = options.pop("label_scores", None)  # every guard on a language model's
     position = options.pop("verdict_position", None)  # theirs too (issue 49 item 1)
-    made = cls(**options)
+    try:
+        made = cls(**options)
+    except LocalevalError:
+        raise
+    except Exception as e:  # noqa: BLE001 - another package's code: any failure named
+        if part.built_in:
+            raise
+        raise LocalevalError(f"{source} cannot be made: {type(e).__name__}: "
+                             f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+                             ) from None
+    made.source, made.plugin = source, not part.built_in
     if label_scores is not None and isinstance(made, StagedGuard):  # checked just above
         made.set_label_scores(label_scores)
     if position is not None and isinstance(made, StagedGuard):

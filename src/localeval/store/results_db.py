@@ -74,8 +74,9 @@ SUMMARY_COLUMNS = ("run_id", "revision", "task", "results_schema", "model", "gua
                    "metric_names", "n_samples", "folder", "started_at", "finished_at", "host",
                    "name")
 UPGRADE = ("this store predates the run summary of this localeval (issue 53; issue 51's "
-           "metric names), so every page reads every run; any command that writes upgrades "
-           "it: `localeval leaderboard --task TASK --store STORE`")
+           "metric names), or a localeval from before it recorded or forgot runs there since, "
+           "so every page reads every run; any command that writes upgrades it: "
+           "`localeval leaderboard --task TASK --store STORE`")
 # Added to every store (new ones too) by migration, in this order, after the SCHEMA's columns.
 COLUMNS = (("runs", "data_files", "TEXT"),  # config.json's data fingerprint, as JSON
            ("runs", "host", "TEXT"),  # the machine the folder was recorded from
@@ -213,6 +214,11 @@ def writable(path: str | Path | None = None,
     with opened(store_path(path), SCHEMA, COLUMNS) as db:
         _rename_averages(db)
         if protocol_of is not None and not has_summaries(db):
+            # a localeval from before the summary forgets a run without its summary (and
+            # records one without any): the orphans go, the runs without one are summarised
+            with db.writing("run_summary"):
+                db.execute("DELETE FROM run_summary WHERE run_id NOT IN (SELECT run_id FROM "
+                           "runs)")
             stale = [run_id for (run_id,) in db.execute(
                 "SELECT r.run_id FROM runs r LEFT JOIN run_summary s ON s.run_id = r.run_id "
                 "AND s.revision = ? WHERE s.run_id IS NULL", (SUMMARY_REVISION,))]
@@ -276,15 +282,20 @@ def has_summaries(db: Database) -> bool:
 
 
 def summarised(db: Database) -> int | None:
-    """How many runs the store holds when every one has a summary of this revision, else
-    None (a store from before the summary, or a run a localeval from before it recorded)."""
-    try:  # two counts, not a join: a summary is written and deleted with its run
+    """How many runs the store holds when its summaries are exactly its runs', each of this
+    revision, else None (a store from before the summary, or one a localeval from before it
+    shares: a run it recorded has no summary, one it forgot keeps its summary; as many of
+    each, the counts of runs and summaries agree, so they are compared run by run)."""
+    try:
         (runs,) = db.execute("SELECT COUNT(*) FROM runs").fetchone()
-        (done,) = db.execute("SELECT COUNT(*) FROM run_summary WHERE revision = ?",
-                             (SUMMARY_REVISION,)).fetchone()
+        (summaries,) = db.execute("SELECT COUNT(*) FROM run_summary").fetchone()
+        # each run's summary of this revision: as many as runs and as summaries, every run
+        # has one (a run has one summary at most: its key) and no summary is another's
+        (done,) = db.execute("SELECT COUNT(*) FROM run_summary s JOIN runs r ON r.run_id = "
+                             "s.run_id WHERE s.revision = ?", (SUMMARY_REVISION,)).fetchone()
     except driver_errors():  # no such table: a store from before the summary
         return None
-    return int(runs) if runs == done else None
+    return int(runs) if runs == summaries == done else None
 
 
 def task_runs(task: str, path: str | Path | None = None) -> list[dict[str, Any]]:
@@ -339,18 +350,25 @@ def _json_object(text: str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+# A run's id as ``leaderboard --json`` prints it (16 hex digits), or its first 6 or more: the
+# references ``forget``, ``show``, ``compare`` and ``report`` take besides a folder's path.
+RUN_ID = re.compile(r"[0-9a-f]{6,16}")
+
+
 def forget(refs: list[str], missing: bool = False, path: str | Path | None = None) -> list[str]:
-    """Remove runs from the store: those whose id starts with, or whose folder is, one of
-    ``refs``; with ``missing``, every run recorded from this machine whose folder is gone (a
-    teammate's run on a shared store is never pruned from here). The folders are left alone.
-    The ids removed."""
+    """Remove runs from the store: each of ``refs`` a folder a run was recorded from (there
+    or gone), or a run's id or its first 6+ hex digits (one run); with ``missing``, every run
+    recorded from this machine whose folder is gone (a teammate's run on a shared store is
+    never pruned from here). The folders are left alone. The ids removed. Any other
+    reference (an empty one, an unset shell variable's, or one too short, which would match
+    every run starting so) is refused before anything is removed."""
     here = socket.gethostname()
     with writable(path) as db:
         rows = db.execute("SELECT run_id, folder, host FROM runs").fetchall()
         chosen = [run_id for run_id, folder, host in rows
-                  if any(run_id.startswith(r) or (folder and folder == str(Path(r).resolve()))
-                         for r in refs)
-                  or (missing and host == here and folder and not Path(folder).exists())]
+                  if missing and host == here and folder and not Path(folder).exists()]
+        for ref in refs:
+            chosen += [r for r in _referred(ref, rows, path) if r not in chosen]
         for run_id in chosen:
             with db.writing(run_id):
                 db.execute("DELETE FROM run_summary WHERE run_id = ?", (run_id,))
@@ -359,11 +377,30 @@ def forget(refs: list[str], missing: bool = False, path: str | Path | None = Non
     return chosen
 
 
+def _referred(ref: str, rows: list, path: str | Path | None) -> list[str]:
+    """The runs ``ref`` names in ``forget``: those recorded from its folder, else the one run
+    its id or id prefix names; a reference that is neither is one line."""
+    folder = str(Path(ref).resolve()) if ref.strip() else None  # "" would be here, the cwd
+    by_folder = [run_id for run_id, recorded, _ in rows if folder and recorded == folder]
+    if by_folder or (folder and Path(ref).is_dir()):  # a folder, recorded or not
+        return by_folder
+    if not RUN_ID.fullmatch(ref):
+        raise StoreError(f"forget {ref!r}: not a run folder recorded in {store_label(path)} nor "
+                         "a run id (6 to 16 hex digits, as `leaderboard --json` prints them); "
+                         "nothing removed")
+    by_id = [run_id for run_id, _, _ in rows if run_id.startswith(ref)]
+    if len(by_id) > 1:
+        raise StoreError(f"forget {ref}: several runs' ids start so ({', '.join(by_id[:5])}"
+                         f"{', …' if len(by_id) > 5 else ''}); give more of the id; nothing "
+                         "removed")
+    return by_id
+
+
 def run_folder(ref: str, path: str | Path | None = None) -> str:
     """``ref`` as a run folder: itself when it is a path, else the folder the store recorded
     for the run whose id starts with ``ref`` (6 to 16 hex digits, as ``leaderboard --json``
     gives them), so ``show``, ``compare`` and ``report`` read a teammate's run by its id."""
-    if Path(ref).exists() or not re.fullmatch(r"[0-9a-f]{6,16}", ref):
+    if Path(ref).exists() or not RUN_ID.fullmatch(ref):
         return ref
     with opened(store_path(path), SCHEMA) as db:
         rows = db.execute("SELECT run_id, folder FROM runs WHERE run_id LIKE ?",

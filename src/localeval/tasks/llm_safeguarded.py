@@ -65,7 +65,7 @@ def label_prompts(guard: Guard, prompts: Sequence[tuple[str, str | None]],
     """Each distinct prompt's label from the prompt guard, keyed by prompt text (``prompts``:
     (text, country))."""
     distinct = list(dict.fromkeys(prompts))
-    verdicts = guard.classify([Conversation(p, None, {"country": c} if c else {})
+    verdicts = guard.verdicts([Conversation(p, None, {"country": c} if c else {})
                                for p, c in distinct], execute)
     return {p: _label(v, rule) for (p, _), v in zip(distinct, verdicts, strict=True)}
 

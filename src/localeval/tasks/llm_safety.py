@@ -227,7 +227,7 @@ class LLMSafetyTask(Task):
                execute: Execute) -> dict[int, GuardVerdict]:
         texts = {k: text for k in which if (text := text_of(responses[k])) is not None}
         done = list(texts)
-        verdicts = self.guard.classify(
+        verdicts = self.guard.verdicts(
             [Conversation(planned[k].item.prompt, texts[k],
                           {"country": planned[k].item.country}) for k in done],
             self._role(execute, "judge"))

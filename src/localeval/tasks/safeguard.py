@@ -239,7 +239,7 @@ class SafeguardTask(Task):
                     str(backend.identity.get("model", "")))
 
     def respond(self, planned: Sequence[Planned], execute: Execute) -> list[GuardVerdict]:
-        return self.guard.classify([p.conversation() for p in planned], execute)
+        return self.guard.verdicts([p.conversation() for p in planned], execute)
 
     def score(self, planned: Planned, answer: GuardVerdict) -> SafetySample:
         return record(planned, answer, guard=self.guard.name, model=planned.model,

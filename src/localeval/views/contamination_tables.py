@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rich.text import Text as RichText
 
-from ..records.contamination import ContaminationResults
+from ..records.contamination import ContaminationResults, Summary
 from ..records.samples import SCORES, Score
 from ..render.table import DataTable, Number, TableBuilder, Text, columns
 
@@ -19,22 +19,30 @@ def _score_table(results: ContaminationResults, score: Score) -> DataTable | Non
     names = [n for n in (results.source_order or sources) if getattr(sources[n], score)]
     if not names:
         return None
-    first_k = results.k[0]
+    ks = results.k
     gaps = {g: v[score] for g, v in results.median_gaps.items() if score in v}
     negated = score == "min_k" and (results.sign or "").startswith(NEGATED)
     table = TableBuilder(f"{TITLES[score]}: median (mean) per dataset; "
                          f"{'lower' if negated else 'higher'} = more likely seen in training",
-                         columns("k %", *(f"{n} (n={getattr(sources[n], score)[first_k].n})"
+                         columns("k %", *(f"{n} (n={_scored(getattr(sources[n], score), ks)})"
                                           for n in names), *(f"median {g}" for g in gaps),
                                  text=0))
     for k in results.k:
-        cells = [getattr(sources[n], score)[k] for n in names]
+        cells = [getattr(sources[n], score).get(k) for n in names]
         # a cell is None where --k-tokens floor left every text without a value at k
-        table.add(k, *(Number(c.median, 3, note=f"({c.mean:.3f})") if c else Text("—")
-                       for c in cells),
-                  *(Number(gaps[g][k], 3, sign=True) if k in gaps[g] else Text("—")
-                    for g in gaps))
+        table.add(k, *(Number(c.median, 3, note=f"({c.mean:.3f})")
+                       if c is not None and c.median is not None and c.mean is not None
+                       else Text("—") for c in cells),
+                  *(Number(gaps[g][k], 3, sign=True) if gaps[g].get(k) is not None
+                    else Text("—") for g in gaps))
     return table.build()
+
+
+def _scored(per_k: dict[str, Summary | None], ks: list[str]) -> str:
+    """How many texts the dataset's column scored: at the first k with a score (with
+    --k-tokens floor a small k may have none: every text shorter than 100/k tokens), "—"
+    where no k has one."""
+    return next((str(c.n) for k in ks if (c := per_k.get(k)) is not None), "—")
 
 
 def _auc_table(results: ContaminationResults) -> DataTable | None:

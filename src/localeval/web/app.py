@@ -48,6 +48,7 @@ CSP = ("default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' dat
 HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
            "Cache-Control": "no-store"}
 BACKLOG = 128
+MAX_PAGE = 1_000_000  # the last page a URL may ask for: 50 million runs, an OFFSET SQL holds
 DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")  # ASCII: \d also takes "٢٠٢٦"
 # matplotlib's pyplot (the figures) is not thread-safe, and Starlette runs routes in threads
 DRAWING = threading.Lock()
@@ -109,8 +110,12 @@ def make_app(catalog: Catalog) -> Starlette:
 
     def page_number(request: Request) -> int:
         text = request.query_params.get("page", "1")
-        if not text.isascii() or not text.isdigit() or int(text) < 1:
-            raise BadQuery(f"page={text}: a page is a number from 1")
+        # bounded before it is a number: 5,000 digits are past Python's int(), and a page
+        # past 2**63 / PAGE an OFFSET past SQLite's integers (HTTP 500 both)
+        if not text.isascii() or not text.isdigit() or len(text) > len(str(MAX_PAGE)) or \
+                not 1 <= int(text) <= MAX_PAGE:
+            raise BadQuery(f"page={text[:20]}{'…' if len(text) > 20 else ''}: a page is a "
+                           f"number from 1 to {MAX_PAGE}")
         return int(text)
 
     def runs(request: Request) -> HTMLResponse:

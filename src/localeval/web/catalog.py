@@ -295,7 +295,24 @@ def headline_metric(run: dict[str, Any]) -> tuple[str, str]:
     value = run["metrics"].get(ranking.rank_by)
     if value is None:
         return ranking.title(ranking.rank_by), ""
+    # the leaderboard's check of a stored value (views.base.Ranking.problem): a hand edit
+    # (-5, 1.5, inf, 'abc') is said, never printed as a number nor a page's HTTP 500
+    problem = ranking.problem(value)
+    if problem:
+        return ranking.title(ranking.rank_by), (f"not shown: the store's {ranking.rank_by} "
+                                                f"{problem}")
     return ranking.title(ranking.rank_by), f"{value * ranking.scale:.{ranking.digits}f}"
+
+
+def items(run: dict[str, Any]) -> str:
+    """The run's items as its summary (or results.json) counts them; a value no run writes
+    (a hand edit of the store: -3, 'abc', 2.5) said, not shown as written."""
+    n = run.get("n_samples")
+    if n is None:
+        return ""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        return f"not shown: the store's n_samples {n!r} is not a count"
+    return str(n)
 
 
 def _has(text: str, words: str) -> bool:

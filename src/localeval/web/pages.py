@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 from ..render.cells import short_model
 from ..store.results_db import Wanted
 from ..version import __version__
-from .catalog import Listing, headline_metric, protocol_text
+from .catalog import Listing, headline_metric, items, protocol_text
 from .samples import Browsed, shown_value
 
 TEXT_PREVIEW = 80  # characters of a long text shown before it is opened
@@ -115,7 +115,7 @@ def _run_row(run: dict[str, Any]) -> str:
             f'</td><td>{e(run["task"])}</td><td>{e(run["model"])}</td>'
             f'<td>{e(run.get("guard") or "none")}</td>'
             f'<td class="small">{e(run.get("options") or "")}</td>'
-            f'<td class="num">{e(run["n_samples"])}</td><td>{e(title)} {e(value)}</td>'
+            f'<td class="num">{e(items(run))}</td><td>{e(title)} {e(value)}</td>'
             f'<td class="small">{e(protocol_text(run))}</td><td>{links}</td></tr>')
 
 
