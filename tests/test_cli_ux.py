@@ -148,7 +148,7 @@ def test_run_folders_default_resume_and_refuse_other_settings(tmp_path, cmmlu, t
     assert list((tmp_path / "runs" / "cmmlu").iterdir()) == [folder]
     other = run_args(cmmlu, f"hf:{tiny_llama}", "--output", str(folder), "--shots", "0")
     assert main(other) == 2
-    assert "holds a run with other settings (prompt: " in one_line(capsys)
+    assert "holds a run with other settings (--shots: 5 -> 0)" in one_line(capsys)
     assert main([*other, "--overwrite", "--quiet"]) == 0
     assert json.loads((folder / "config.json").read_text())["prompt"]["shots"] == 0
 

@@ -190,3 +190,22 @@ def test_a_reused_folder_names_the_setting_not_the_data(tmp_path):
     said = str(e.value)
     assert "subjects: ['CAP_civics'] -> ['CAP_civics', 'CAP_mathematics']" in said
     assert "data changed" not in said and "CAP_mathematics_test.jsonl (newly read)" in said
+
+
+def test_a_folder_of_other_settings_is_refused_naming_each_option_with_both_values(tmp_path):
+    """Issue 69: the refusal names the option that differs, by its flag, with both values
+    (before: config.json's whole ``prompt`` block, cut off before the shots); a setting that
+    is no option by its key's path."""
+    _mcq(tmp_path, HashBackend())
+    with pytest.raises(LocalevalError) as refused:
+        _mcq(tmp_path, HashBackend(), shots=3, prompt_style="lm-eval")
+    assert "other settings (--shots: 5 -> 3; --prompt-style: 'tmlu' -> 'lm-eval')" in \
+        str(refused.value)
+    from localeval.store.runs import setting_differences
+
+    assert setting_differences({"task": "tmlu", "model": "hf:a", "prompt": {"shots": 5}},
+                               {"task": "tmlu", "model": "hf:b", "prompt": {"shots": 5}}) == \
+        ["model: 'hf:a' -> 'hf:b'"]
+    assert setting_differences({"task": "x", "backend": {"dtype": "float32"}},
+                               {"task": "y", "backend": {"dtype": "float16"}}) == \
+        ["backend.dtype: 'float32' -> 'float16'", "task: 'x' -> 'y'"]

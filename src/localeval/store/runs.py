@@ -457,16 +457,59 @@ def check_same_run(folder: Path, settings: dict[str, Any], overwrite: bool = Fal
         print(f"note: {folder} was written before runs recorded their data's fingerprint; "
               f"it records it from now on ({len(new.pop(DATA_FILES))} file(s))",
               file=sys.stderr)
-    # the settings first: the data files read follow from them (--subjects, --limit)
-    diffs = [f"{k}: {old.get(k)!r} -> {v!r}" for k, v in sorted(new.items())
-             if k != DATA_FILES and old.get(k) != v]
+    if not any(k != DATA_FILES and old.get(k) != v for k, v in new.items()) and \
+            old.get(DATA_FILES, new.get(DATA_FILES)) == new.get(DATA_FILES):
+        return
+    # the settings first, each option by its flag: the data files read follow from them
+    diffs = setting_differences(old, new)
     if DATA_FILES in new and old.get(DATA_FILES) != new[DATA_FILES]:
         diffs.append(_data_diff(old.get(DATA_FILES), new[DATA_FILES]))
-    if diffs:
-        shown = "; ".join(d if len(d) < 120 else d[:117] + "..." for d in diffs[:3])
-        more = f" (+{len(diffs) - 3} more)" if len(diffs) > 3 else ""
-        raise LocalevalError(f"{folder} holds a run with other settings ({shown}{more}); give "
-                             "another --output, or --overwrite to replace it")
+    shown = "; ".join(d if len(d) < 120 else d[:117] + "..." for d in diffs[:3])
+    more = f" (+{len(diffs) - 3} more)" if len(diffs) > 3 else ""
+    raise LocalevalError(f"{folder} holds a run with other settings ({shown}{more}); give "
+                         "another --output, or --overwrite to replace it")
+
+
+def setting_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """How two runs' settings differ, each difference with both values: an option of the
+    task by its flag, as its run spec reads it ("--shots: 5 -> 3", not config.json's whole
+    ``prompt`` block), anything else by its key's path ("backend.dtype: 'float32' ->
+    'float16'"); the data files are said apart (:func:`_data_diff`)."""
+    from ..tasks.options import flag_of, option_fields
+    from ..tasks.run_spec import RunSpec
+
+    old = _compared(old, new)
+    try:
+        before, after = RunSpec.from_config(old), RunSpec.from_config(new)
+    except (LocalevalError, TypeError, ValueError):  # not a spec (a hand-edited file)
+        return _leaf_differences(old, new, skip={DATA_FILES})
+    if before.task != after.task:
+        return _leaf_differences(old, new, skip={DATA_FILES})
+    fields = option_fields(type(after.options))
+    said = [f"{flag_of(f)}: {_said(before.option(f.name))} -> {_said(after.option(f.name))}"
+            for f in fields if before.option(f.name) != after.option(f.name)]
+    # config.json's keys the options are recorded under ("prompt" for --shots, "guard")
+    covered = set(after.options.record(frozenset(f.name for f in fields)))
+    return said + _leaf_differences(old, new, skip=covered | {DATA_FILES})
+
+
+def _compared(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """The folder's config.json as far as the new settings go (its other keys, the backend
+    and the command line among them, are the run's record, not its settings)."""
+    return {k: old.get(k) for k in new}
+
+
+def _said(value: Any) -> str:
+    return repr(str(value)) if isinstance(value, Path) else repr(value)
+
+
+def _leaf_differences(old: Any, new: Any, skip: set[str], path: str = "") -> list[str]:
+    """Each value that differs between two config.json blocks, by its key's path."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [d for k in sorted(set(old) | set(new), key=str) if k not in skip
+                for d in _leaf_differences(old.get(k), new.get(k), set(),
+                                           f"{path}.{k}" if path else str(k))]
+    return [] if old == new else [f"{path}: {old!r} -> {new!r}"]
 
 
 def _readable_run(folder: Path) -> dict[str, Any]:
