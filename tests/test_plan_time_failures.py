@@ -65,6 +65,9 @@ def test_candidates_sharing_a_first_token_fail_at_plan_time(spaced_letters_split
     assert err.count("\n") == 1 and err.startswith("error: --method likelihood cannot score")
     assert "(' A', ' B', ' C', ' D') share a first token" in err
     assert "--method generation" in err and "rerun" not in err
+    # issue 69: the style that works, checked on this tokenizer, not an internal request
+    assert "or --prompt-style tmlu, whose letters this model's tokenizer tells apart" in err
+    assert "ScoreNext" not in err
     assert not (out / "config.json").exists()  # nothing ran, no run folder left
 
 

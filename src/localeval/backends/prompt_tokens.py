@@ -120,9 +120,8 @@ def score_tokens(tokenizer, request: ScoreNext, model: str,
                 raise LocalevalError(f"candidate {cand!r} has no tokens")
             targets.append(own[0])
     if len(set(targets)) != len(targets):
-        raise LocalevalError(
-            f"candidates {request.candidates} share a first token; ScoreNext reads one position"
-        )
+        raise LocalevalError(f"candidates {request.candidates} share a first token; "
+                             "likelihood reads one token per option")
     if request.max_length is not None:  # MiuLab model.py encode_pair: the left cut, after
         context = context[-(request.max_length - 1):]  # the letter's tokens were split off
     return context, targets

@@ -259,10 +259,37 @@ class MCQTask(Task):
         problem = candidate_problem(backend, [p.request for p in planned]
                                     + [vp.request for p in planned for _, vp in p.variants])
         if problem:  # every question would fail alone, and every rerun again: one line now
+            styles = self._styles_that_score(data, backend)
+            other = (f"--prompt-style {' or '.join(styles)}, whose letters this model's "
+                     "tokenizer tells apart" if styles else "another --prompt-style")
             raise LocalevalError(f"--method likelihood cannot score this model: {problem}, so "
                                  "every question would fail the same way; use --method "
-                                 "generation, or another --prompt-style")
+                                 f"generation, or {other}")
         return planned
+
+    def _styles_that_score(self, data: MCQData, backend: Backend) -> list[str]:
+        """The other prompt styles whose candidates the backend's tokenizer tells apart, asked
+        of the first question as that style plans it (issue 69: the error names the style
+        that works, not an internal request): the way out, checked, not guessed."""
+        import dataclasses
+
+        from .prompt_styles import PROMPT_STYLES
+
+        subject, dev, test = data.subjects[0]
+        found = []
+        for style in PROMPT_STYLES:
+            if style == self.config.prompt.style:
+                continue
+            try:
+                options = dataclasses.replace(self.options, prompt_style=style)
+                config = MCQConfig.of(options, self.dataset, default_prompt_style(self.dataset))
+                first = plan(data.spec, subject, dev, test[:1], config, backend.count_tokens,
+                             backend.max_context())
+            except LocalevalError:  # a style the other options refuse (CoT needs tmlu)
+                continue
+            if first and not candidate_problem(backend, [first[0].request]):
+                found.append(style)
+        return found
 
     def respond(self, planned: Sequence[Planned], execute: Execute) -> list[Any]:
         return mcq_variants.respond_with_variants(planned, execute)
