@@ -173,3 +173,25 @@ def test_rate_limits_are_retried_and_a_bad_key_fails_without_leaking(prompts, tm
         if file.is_file():
             assert KEY.encode() not in file.read_bytes(), file
     assert KEY not in printed.out + printed.err
+
+
+def test_a_prompt_only_api_runs_sea_safeguard_with_no_classify_flag(server, tmp_path,
+                                                                    monkeypatch, capsys):
+    """Issue 69: the task's default (prompts and responses) was refused for a guard that
+    judges prompts alone; now it classifies what the guard judges, as the paper ran the APIs
+    (their response columns "-"), and no response table is printed with every cell "-"."""
+    from localeval.demo.safety import SAMPLE_SAFETY
+
+    _use(monkeypatch, server, "openai-moderation")
+    record = evaluate(task="sea-safeguard", data=str(SAMPLE_SAFETY), guard="openai-moderation",
+                      quiet=True, n_resamples=0, output=tmp_path / "run", limit=1,
+                      report=False, store=None)
+    assert record.config["classify"] == ["prompt"] and record.results["n_failed"] == 0
+    assert {s["kind"] for s in record.samples} == {"prompt"}
+    assert main(["show", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert "prompt classification" in out and "response classification" not in out
+    # told responses, it still says which flag
+    with pytest.raises(LocalevalError, match="classifies prompts only; pass --classify prompt"):
+        evaluate(task="sea-safeguard", data=str(SAMPLE_SAFETY), guard="openai-moderation",
+                 classify=["prompt", "response"])

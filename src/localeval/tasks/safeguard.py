@@ -85,6 +85,19 @@ def sample_kinds(classify: Iterable[str]) -> list[tuple[SampleKind, Context]]:
     return out
 
 
+def own_classify(default: Iterable[str], guard: Guard) -> tuple[str, ...]:
+    """What a run classifies when not told: the task's own, less what the guard cannot judge
+    (a moderation API judges prompts alone, as the paper ran it: its response columns "-"),
+    so the default works for every guard (issue 69); nothing left is refused by
+    :func:`check_guard`, naming the flag."""
+    default = tuple(default)
+    if guard.supports_response:
+        return default
+    kept = tuple(c for c in default
+                 if not any(SampleKind(k).judges_response for k, _ in CLASSIFY[c]))
+    return kept or default
+
+
 def check_guard(guard: Guard, kinds: Iterable[tuple[SampleKind, Context]]) -> None:
     if not guard.supports_response and any(k.judges_response for k, _ in kinds):
         raise LocalevalError(f"guard {guard.name!r} classifies prompts only; pass "
@@ -195,9 +208,10 @@ class SafeguardTask(Task):
     def __init__(self, name: str, **options: Any):
         self.name = name
         self.options = make_options(SafeguardOptions, name, options)
-        self.classify = tuple(self.options.classify or DEFAULT_CLASSIFY.get(name, ()))
-        self.kinds = sample_kinds(self.classify)
         self.guard = make_guard(self.options.guard, self.options.guard_options)
+        self.classify = tuple(self.options.classify or
+                              own_classify(DEFAULT_CLASSIFY.get(name, ()), self.guard))
+        self.kinds = sample_kinds(self.classify)
         self.default_model = self.guard.model
         check_guard(self.guard, self.kinds)
 

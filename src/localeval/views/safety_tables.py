@@ -40,8 +40,17 @@ def table2_tables(results: SafetyResults) -> list[DataTable]:
     t2 = results.table2
     if t2 is None or not any(v is not None for row in t2.rows for v in row.values.values()):
         return []
-    return [_table2_task(results, t2, kind, [c for c in t2.columns if c.startswith(kind + "/")])
-            for kind in dict.fromkeys(c.split("/")[0] for c in t2.columns)]
+    by_kind = {kind: [c for c in t2.columns if c.startswith(kind + "/")]
+               for kind in dict.fromkeys(c.split("/")[0] for c in t2.columns)}
+    return [_table2_task(results, t2, kind, cols) for kind, cols in by_kind.items()
+            if _has_samples(t2, cols)]
+
+
+def _has_samples(t2: Table2, cols: list[str]) -> bool:
+    """Whether the run classified this task at all: a value or a failed sample in one of its
+    cells (a prompt-only guard's response table, every cell "-", is not printed: issue 69)."""
+    return any(row.values.get(c) is not None or row.n_failed.get(c) for row in t2.rows
+               for c in cols)
 
 
 def _table2_column(col: str) -> str:
