@@ -67,6 +67,7 @@ from .api_access import ApiBackend, bearer, check_base_url, openai_urls
 from .async_http import (
     Call,
     Invalid,
+    Malformed,
     Retry,
     join_url,
     public_url,
@@ -116,11 +117,12 @@ from .ranked_reading import (
     first_ranked,
     needs_whole_read,
     ranked,
-    same_position,
+    same_reading,
 )
 from .replies import (
     Ambiguous,
     generated_text,
+    generated_tokens,
     logprob_of,
     only_choice,
     top_logprobs_each,
@@ -408,8 +410,9 @@ class OpenAIBackend(ApiBackend):
                 progress(i, response)
 
         paid: dict[int, Tokens] = {}  # the usage of each multiple-choice top-k reply
-        out = self._send(requests, urls, order, names, report, later, paid)
-        out = self._whole_read(requests, out, urls, names, progress)
+        greedy: dict[int, list[str] | None] = {}  # each whole-vocabulary first read's tokens
+        out = self._send(requests, urls, order, names, report, later, paid, greedy)
+        out = self._whole_read(requests, out, urls, names, progress, greedy)
         redo = later | {i for i, r in enumerate(out)
                         if r is not None and needs_echo(requests[i], r, mode)}
         rank = {i: k for k, i in enumerate(order)}
@@ -423,10 +426,12 @@ class OpenAIBackend(ApiBackend):
 
     def _whole_read(self, requests: Sequence[Request], out: list[Response | None],
                     urls: list[str], names: dict[int, dict[str, str] | LabelTokenError],
-                    progress: Progress | None) -> list[Response | None]:
+                    progress: Progress | None, greedy: dict[int, list[str] | None]
+                    ) -> list[Response | None]:
         """``out`` with each first-labelled position that must be read over the whole
-        vocabulary (:mod:`.ranked_reading`) read again: up to it, with --top-logprobs; each
-        reported as its second reply comes."""
+        vocabulary (:mod:`.ranked_reading`) read again: up to it, with --top-logprobs, and
+        compared with the first read (``greedy``: its generated tokens); each reported as its
+        second reply comes."""
         again = list(out)
         which: list[int] = []
         calls: list[Call[Response]] = []
@@ -436,7 +441,7 @@ class OpenAIBackend(ApiBackend):
                     and not isinstance(named, LabelTokenError) \
                     and self._read_again(request, first):
                 which.append(i)
-                calls.append(self._whole_call(urls[i], request, first, named))
+                calls.append(self._whole_call(urls[i], request, first, named, greedy.get(i)))
 
         def report(k: int, response: Response) -> None:
             if progress is not None:
@@ -447,15 +452,18 @@ class OpenAIBackend(ApiBackend):
         return again
 
     def _whole_call(self, url: str, request: ScoreNext, first: NextLogprobs,
-                    names: dict[str, str] | None) -> Call[Response]:
+                    names: dict[str, str] | None, before: list[str] | None
+                    ) -> Call[Response]:
         """The second request of a whole-vocabulary read: ``first``'s position generated
-        again with --top-logprobs, which must be found again at the same place."""
+        again with --top-logprobs, which must be the same reading (``before``: the first
+        read's generated tokens; :func:`.ranked_reading.same_reading`)."""
         path, body = self._request_body(request, read_to=(first.position or 0) + 1)
         paid = Tokens(first.n_prompt_tokens, first.n_completion_tokens, first.n_cached_tokens)
 
         def parse(reply: Any) -> Response:
-            read = self._parse(request, only_choice(reply), path == "/chat/completions", names)
-            changed = same_position(first, read)
+            choice = only_choice(reply)
+            read = self._parse(request, choice, path == "/chat/completions", names)
+            changed = same_reading(first, before, read, generated_tokens(choice))
             if changed:
                 raise Invalid(changed)
             try:
@@ -580,11 +588,13 @@ class OpenAIBackend(ApiBackend):
     def _send(self, requests: Sequence[Request], urls: list[str], order: list[int],
               names: dict[int, dict[str, str] | LabelTokenError], progress: Progress | None,
               later: AbstractSet[int] = frozenset(),
-              paid: dict[int, Tokens] | None = None) -> list[Response | None]:
+              paid: dict[int, Tokens] | None = None,
+              greedy: dict[int, list[str] | None] | None = None) -> list[Response | None]:
         """Every request that can run, posted in ``order``; one that cannot (its ``names`` is
         the reason) fails alone, as on the hf backend. Those in ``later`` are left None. The
         usage of each multiple-choice reply goes in ``paid`` too: ``auto`` may redo it in echo,
-        and what it cost counts there."""
+        and what it cost counts there; the generated tokens of each whole-vocabulary reply in
+        ``greedy``: a second read must have written the same."""
         out: list[Response | None] = [None] * len(requests)
         sent: list[int] = []
         calls: list[Call[Response]] = []
@@ -604,6 +614,9 @@ class OpenAIBackend(ApiBackend):
                     call = self._call(urls[i], request, named)
                     if paid is not None and isinstance(request, ScoreNext) and request.echo:
                         call = replace(call, parse=_keeping(call.parse, paid, i, self._context))
+                    if greedy is not None and isinstance(request, ScoreNext) \
+                            and request.whole_vocabulary:
+                        call = replace(call, parse=_noting_tokens(call.parse, greedy, i))
                     calls.append(call)
                     sent.append(i)
                     continue
@@ -771,6 +784,19 @@ def _keeping(parse: Callable[[Any], T], paid: dict[int, Tokens], i: int,
             paid[i] = tokens
         return parse(reply)
     return parse_and_keep
+
+
+def _noting_tokens(parse: Callable[[Any], T], greedy: dict[int, list[str] | None],
+                   i: int) -> Callable[[Any], T]:
+    """``parse``, keeping the reply's generated tokens in ``greedy[i]`` (a malformed reply is
+    the parse's to refuse)."""
+    def parse_and_note(reply: Any) -> T:
+        try:
+            greedy[i] = generated_tokens(only_choice(reply))
+        except Malformed:
+            greedy[i] = None
+        return parse(reply)
+    return parse_and_note
 
 
 def _valid(request: Request, response: Response) -> Response:
