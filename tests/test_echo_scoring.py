@@ -151,8 +151,9 @@ def test_on_vllm_a_question_is_echoed_in_two_requests_and_equals_hf(capped, hf):
                 ScoreNext(PROMPT + " ", ("A", "B"), echo=True)]
     capped.posts.clear()
     out = backend.run(requests)
-    assert sorted(capped.posts) == ["/tokenize", "/tokenize", "/v1/completions",
-                                    "/v1/completions"]
+    # one /completions a question; /tokenize (no forward pass) for the context and, since
+    # issue 63 item 2, each option's whole prompt (its echo must be those tokens)
+    assert sorted(capped.posts) == ["/tokenize"] * (5 + 3) + ["/v1/completions"] * 2
     for got, want in zip(out, hf.run(requests), strict=True):
         assert got.scoring == "echo" and got.logprobs == pytest.approx(want.logprobs, abs=TOL)
 
@@ -164,9 +165,10 @@ def test_batch_keeps_one_prompt_a_request(capped):
     assert [p.body["prompt"] for p in echo_posts("m", texts, True, True, False)] == texts
     assert [p.body["prompt"] for p in echo_posts("m", texts, True, False, True)] == texts
     listed = echo_posts("m", texts, True, True, True)
-    assert [p.body["prompt"] for p in listed] == ["Q:", ["Q:A", "Q:B"]]
+    assert [p.body["prompt"] for p in listed] == ["Q:", "Q:A", "Q:B", ["Q:A", "Q:B"]]
+    assert [p.path for p in listed] == ["/tokenize"] * 3 + ["/completions"]
     # vLLM echoes each token's own log-prob with logprobs 0: no top-1 beside it
-    assert listed[1].body["logprobs"] == 0 and listed[1].body["return_tokens_as_token_ids"]
+    assert listed[3].body["logprobs"] == 0 and listed[3].body["return_tokens_as_token_ids"]
 
 
 def _listed(choices, prompt_tokens=6, completion_tokens=2) -> dict:
@@ -310,3 +312,55 @@ def test_min_k_prob_on_an_echo_that_reads_the_wrong_position_fails_each_text(ech
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert [s["failed"] for s in samples] == [True, True]
     assert all("cannot be scored: Min-k% Prob needs" in s["error"] for s in samples)
+
+
+@pytest.fixture(scope="module")
+def swapped(tiny_llama):
+    """vLLM's list echo with each choice carrying another prompt's ``index`` (the last
+    prompt's echo as index 0, …); one prompt a request is echoed right."""
+    s = ModelServer(tiny_llama, list_fault="swapped")
+    yield s
+    s.stop()
+
+
+def test_a_list_echo_whose_choices_carry_each_others_index_fails(swapped, hf):
+    """Issue 63 item 2: options A and B came back under each other's ``index`` and were read
+    as given (A's log-prob was B's). Each option's echo must be its own prompt's tokens (the
+    context + option tokenised together by the server, never the option alone: a SentencePiece
+    tokenizer may split it otherwise after the context), so the question fails with the
+    reason."""
+    backend = OpenAIBackend("tiny", base_url=swapped.url, scoring="echo", max_retries=0)
+    request = ScoreNext(PROMPT, ("A", "B"), echo=True)
+    (got,) = backend.run([request])
+    (want,) = hf.run([request])
+    assert want.logprobs["A"] != pytest.approx(want.logprobs["B"], abs=TOL)  # it would show
+    assert isinstance(got, Failed), got
+    assert "the echo of option 'B''s prompt as option 'A''s" in got.error
+
+
+def test_each_option_is_checked_against_its_prompt_tokenised_in_context(capped, hf):
+    """The check asks the server's /tokenize for each option's whole prompt: an option that
+    tokenises otherwise after the context (here "A" after "：" and " B" after a space moved to
+    it) still reads as hf: does."""
+    backend = OpenAIBackend("tiny", base_url=capped.url, scoring="echo")
+    requests = [ScoreNext(PROMPT, ("A", "B"), echo=True),
+                ScoreNext(PROMPT + " ", ("A", "B"), echo=True)]
+    for got, want in zip(backend.run(requests), hf.run(requests), strict=True):
+        assert got.scoring == "echo" and got.logprobs == pytest.approx(want.logprobs, abs=TOL)
+
+
+@pytest.mark.parametrize(("fault", "reason", "not_this"), [
+    ("short", "is not the tokens the server's /tokenize gives for it", "share a first token"),
+    ("bos", "a BOS the echo drops", "merges with the prompt's last token")])
+def test_list_echo_failures_name_their_reason(tiny_llama, fault, reason, not_this):
+    """Issue 63 Messages: on the list path a /tokenize that disagrees with the echo (short, or
+    with a BOS the echo lacks) was named "share a first token" or "merges with the prompt's
+    last token"; it is named for what it is."""
+    server = ModelServer(tiny_llama, tokenize_fault=fault)
+    try:
+        backend = OpenAIBackend("tiny", base_url=server.url, scoring="echo", max_retries=0)
+        (got,) = backend.run([ScoreNext(PROMPT, ("A", "B"), echo=True)])
+    finally:
+        server.stop()
+    assert isinstance(got, Failed), got
+    assert reason in got.error and not_this not in got.error, got.error
