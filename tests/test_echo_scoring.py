@@ -364,3 +364,29 @@ def test_list_echo_failures_name_their_reason(tiny_llama, fault, reason, not_thi
         server.stop()
     assert isinstance(got, Failed), got
     assert reason in got.error and not_this not in got.error, got.error
+
+
+@pytest.fixture(scope="module")
+def list_after(tiny_llama):
+    """vLLM's list echo misaligned by one position (each log-prob read from the distribution
+    after its token); one prompt a request is echoed right."""
+    s = ModelServer(tiny_llama, list_fault="after")
+    yield s
+    s.stop()
+
+
+def test_the_probe_echoes_a_list_where_scoring_sends_lists(list_after, hf):
+    """Issue 63 item 3: the probe echoed single prompts only, which this server reads right,
+    while scoring on vLLM sends the options as one list, which it misreads: the misread list
+    was scored. The probe now sends its echoes the way scoring will, and the question fails
+    with the probe's reason."""
+    backend = OpenAIBackend("tiny", base_url=list_after.url, scoring="echo", max_retries=0)
+    request = ScoreNext(PROMPT, ("A", "B"), echo=True)
+    (got,) = backend.run([request])
+    assert isinstance(got, Failed), got
+    assert "the server's echo does not read a token's log-prob where its top log-probs do" \
+        in got.error and "use --scoring top-k" in got.error
+    # --batch sends one prompt a request, which this server echoes right: probed so, scored
+    single = OpenAIBackend("tiny", base_url=list_after.url, scoring="echo", max_retries=0,
+                           batch=True)
+    assert single._echo_refused([request]) is None

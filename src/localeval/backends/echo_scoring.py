@@ -347,15 +347,38 @@ class ProbeVerdict:
     problem: str | None = None
 
 
-def echo_verdict(next_token: tuple[str, float], reply: Any) -> ProbeVerdict:
-    """``reply`` echoes the probe's context followed by one of its top next tokens, whose
+def probe_echo_body(model: str, texts: list[str], add_special_tokens: bool,
+                    lists: bool) -> list[dict[str, Any]]:
+    """The probe's echo requests for ``texts`` (its context + each top next token), sent the
+    way scoring will send the options (issue 63 item 3: a server may echo one prompt right and
+    a list wrong): one request each, or (``lists``, :func:`echo_posts`) one request of their
+    list, with scoring's ``logprobs`` 0. Tokens are named by their text, as the top-k names
+    them."""
+    if lists:
+        return [echo_body(model, texts, add_special_tokens, False, 0)]
+    return [echo_body(model, text, add_special_tokens, False) for text in texts]
+
+
+def probe_echoes(replies: list[Any], n: int, lists: bool) -> list[Echoed | None]:
+    """The ``n`` echoes of the probe's replies (:func:`probe_echo_body`); None for one that
+    cannot be read (a failed request's error text, a malformed reply: it proves nothing)."""
+    def read(reply: Any, count: int) -> list[Echoed | None]:
+        try:
+            return list(echoed_each(reply, None, count) if lists else [echoed(reply)])
+        except (Invalid, Retry, Malformed, KeyError, TypeError, AttributeError):
+            return [None] * count
+    if lists:
+        return read(replies[0], n) if replies else [None] * n
+    return [read(reply, 1)[0] for reply in replies]
+
+
+def echo_verdict(next_token: tuple[str, float], echo: Echoed | None) -> ProbeVerdict:
+    """``echo`` is of the probe's context followed by one of its top next tokens, whose
     echoed log-prob must be the one the top-k gave at that position (within PROBE_TOLERANCE).
     A server that reads each log-prob from the distribution after its token (llama-cpp-python
     on a model without BOS does) fails it."""
     token, expected = next_token
-    try:
-        echo = echoed(reply)
-    except (Invalid, Retry, KeyError, TypeError):
+    if echo is None:
         return ProbeVerdict(proved=False)
     if not echo.tokens or echo.tokens[-1] != token or not isinstance(echo.logprobs[-1], float):
         return ProbeVerdict(proved=False)

@@ -107,6 +107,8 @@ from .echo_scoring import (
     llama_cpp_without_bos,
     needs_echo,
     probe_body,
+    probe_echo_body,
+    probe_echoes,
     ranked_next,
 )
 from .failures import BadReply, ErrorReply, ModelError, OverLimit, Unsupported
@@ -187,8 +189,9 @@ class OpenAIBackend(ApiBackend):
         self.base_urls, self.api_key_env = openai_urls(base_url), api_key_env
         self.top_logprobs, self.timeout, self.max_retries = top_logprobs, timeout, max_retries
         self.scoring = scoring  # multiple choice: top-k, echo or auto (.echo_scoring)
-        # the echo probe's verdict, once one proved something (.echo_scoring.echo_verdict)
-        self._echo_probed: ProbeVerdict | None = None
+        # the echo probe's verdict, once one proved something (.echo_scoring.echo_verdict),
+        # for each way of echoing (a list of prompts or one a request: True, False)
+        self._echo_probed: dict[bool, ProbeVerdict] = {}
         key = os.environ.get(api_key_env, "")
         self.connect(key, self.base_urls, bearer(key), timeout=timeout, max_retries=max_retries,
                      concurrency=concurrency, rate_limit=rate_limit, max_reply_mb=max_reply_mb)
@@ -552,30 +555,38 @@ class OpenAIBackend(ApiBackend):
         first = next((r for r in requests if isinstance(r.prompt, str)), None)
         if first is None or not isinstance(first.prompt, str):
             return None
-        misread = self._echo_misread(first.prompt.rstrip(" \t"), first.add_special_tokens)
+        misread = self._echo_misread(first.prompt.rstrip(" \t"), first.add_special_tokens,
+                                     self._echo_lists())
         return f"{misread}; {USE_TOP_K}" if misread else None
 
-    def _echo_misread(self, context: str, add_special_tokens: bool) -> str | None:
-        """Why this server's echo cannot be scored, or None: one probe per backend (issue 47
-        item 8). The top next tokens after ``context``, then ``context`` + each of them echoed:
-        each echoed log-prob must be its top-k one (every one is asked: a model sure of its
-        next token gives it nearly 0 at both positions, so the first alone may prove
-        nothing). A probe that proves nothing (a failed request, every token merging with the
-        context) is made again with the next echo."""
-        if self._echo_probed is not None:
-            return self._echo_probed.problem
+    def _echo_lists(self) -> bool:
+        """Whether multiple choice is echoed as a list of prompts (:func:`.echo_posts`)."""
+        return self.labels.token_ids and self.batches is None
+
+    def _echo_misread(self, context: str, add_special_tokens: bool,
+                      lists: bool = False) -> str | None:
+        """Why this server's echo cannot be scored, or None: one probe per backend and way of
+        echoing (issue 47 item 8; ``lists``: as a list of prompts, the way multiple choice is
+        sent on vLLM, issue 63 item 3). The top next tokens after ``context``, then ``context``
+        + each of them echoed: each echoed log-prob must be its top-k one (every one is asked:
+        a model sure of its next token gives it nearly 0 at both positions, so the first alone
+        may prove nothing). A probe that proves nothing (a failed request, every token merging
+        with the context) is made again with the next echo."""
+        if lists in self._echo_probed:
+            return self._echo_probed[lists].problem
         url = join_url(self.base_urls[0], "/completions")
         (top,) = self._post_each([(url, probe_body(self.model, context, add_special_tokens))])
         tokens = ranked_next(top) if isinstance(top, dict) else []
-        replies = self._post_each([(url, echo_body(self.model, context + token, add_special_tokens,
-                                                   False)) for token, _ in tokens])
-        verdicts = [echo_verdict(token, reply) for token, reply in zip(tokens, replies, strict=True)
-                    if isinstance(reply, dict)]
+        texts = [context + token for token, _ in tokens]
+        replies = self._post_each([(url, body) for body in probe_echo_body(
+            self.model, texts, add_special_tokens, lists)]) if texts else []
+        verdicts = [echo_verdict(token, echo) for token, echo in zip(
+            tokens, probe_echoes(replies, len(tokens), lists), strict=True)]
         proved = [v for v in verdicts if v.proved]
         if not proved:
             return None
-        self._echo_probed = next((v for v in proved if v.problem), proved[0])
-        return self._echo_probed.problem
+        self._echo_probed[lists] = next((v for v in proved if v.problem), proved[0])
+        return self._echo_probed[lists].problem
 
     def _combined(self, request: ScoreNext, parts: list[Echoed | list[Echoed] | Failed],
                   paid: Tokens | None = None) -> Response:

@@ -93,10 +93,8 @@ def generated_tokens(choice: dict[str, Any]) -> list[str] | None:
     if not isinstance(lp, dict):
         return None
     content = lp.get("content")
-    if isinstance(content, list):
-        tokens = [p.get("token") if isinstance(p, dict) else None for p in content]
-    else:
-        tokens = lp.get("tokens")
+    tokens: Any = [p.get("token") if isinstance(p, dict) else None for p in content] \
+        if isinstance(content, list) else lp.get("tokens")
     if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
         return None
     return tokens
