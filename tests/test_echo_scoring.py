@@ -390,3 +390,34 @@ def test_the_probe_echoes_a_list_where_scoring_sends_lists(list_after, hf):
     single = OpenAIBackend("tiny", base_url=list_after.url, scoring="echo", max_retries=0,
                            batch=True)
     assert single._echo_refused([request]) is None
+
+
+def _ignoring_echo(path, body):
+    """A server that ignores ``echo``: every completions request is answered with its next
+    token alone, "A" first and "x" second (no other option among its top log-probs)."""
+    top = {"A": -0.4, "x": -1.2, " y": -2.0, "z": -2.5, "w": -3.0}
+    k = body.get("logprobs") or 0
+    return json.dumps({"choices": [{"index": 0, "text": "A", "logprobs": {
+        "tokens": ["A"], "token_logprobs": [-0.4],
+        "top_logprobs": [dict(list(top.items())[:k])]}}],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 1}}).encode()
+
+
+def test_an_echo_probe_that_proves_nothing_falls_back_to_top_k_and_says_so(tmp_path, capsys):
+    """Issue 63 item 4: a server that ignores ``echo`` answers the probe with nothing it can
+    check; that was taken as "echo works", so --scoring auto redid every question in echo and
+    failed them all. Cannot tell is not "works": the top-k answers stand (an option outside
+    them is less likely than all of them, as --scoring top-k reads it), said on the console
+    and in results.json's warnings."""
+    from localeval.demo.mcq import SAMPLE_MCQ
+
+    with ScriptedServer(_ignoring_echo) as server:
+        run = evaluate(task="tmlu", model="openai:m", data=str(SAMPLE_MCQ), shots=0,
+                       output=tmp_path / "run", quiet=True, store=False,
+                       backend_options={"base_url": server.url, "max_retries": 0,
+                                        "top_logprobs": 2})
+    assert run.results["n_failed"] == 0, run.samples[0]["error"]
+    assert all(s["pred"] == "A" for s in run.samples)
+    note = "could not be checked"
+    assert any(note in w for w in run.results.warnings), run.results.warnings
+    assert note in capsys.readouterr().err

@@ -109,7 +109,8 @@ class BackendConfig:
         "next-token log-probs asked of a server for likelihood scoring", type=int))
     scoring: str = field(default=SCORING[0], metadata=_help(
         "how a server scores multiple choice: top-k (the next token's top log-probs), echo "
-        "(prompt + each option echoed, exact at any top-k cap; 1 + #options requests, 2 on vLLM) "
+        "(prompt + each option echoed, exact at any top-k cap; 1 + #options requests, on vLLM "
+        "one and a /tokenize per prompt) "
         "or auto (top-k, and echo for a question whose reply lacks an option or whose top-k "
         "the server refuses); guards always read the top-k", choices=SCORING))
     batch: bool = field(default=False, metadata=_help(

@@ -122,6 +122,9 @@ def echoed(reply: dict[str, Any], context: int | None = None) -> Echoed:
     tokens, values = echo
     if isinstance(n_prompt, bool) or not isinstance(n_prompt, int) or n_prompt < 1:
         raise Invalid(f"usage.prompt_tokens is {n_prompt!r}, not a count of tokens")
+    if len(tokens) < n_prompt - 1:  # a server that ignores echo: its next token alone
+        raise Retry(f"the server echoed {len(tokens)} tokens for a prompt of {n_prompt}; does "
+                    "it support echo with logprobs on /v1/completions?")
     # vLLM echoes the prompt then the generated token; llama-cpp-python 0.3 the prompt alone,
     # less a BOS it drops (usage still counts it): the prompt's part is the shorter
     n = min(len(tokens), n_prompt)

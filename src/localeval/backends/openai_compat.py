@@ -75,6 +75,7 @@ from .async_http import (
 )
 from .base import (
     AFTER_TEMPLATE,
+    UNPROVEN,
     Answered,
     Embed,
     Failed,
@@ -418,10 +419,33 @@ class OpenAIBackend(ApiBackend):
         out = self._whole_read(requests, out, urls, names, progress, greedy)
         redo = later | {i for i, r in enumerate(out)
                         if r is not None and needs_echo(requests[i], r, mode)}
+        if mode == AUTO and redo and self._echo_unproven([requests[i] for i in redo]):
+            # auto, and the probe cannot tell whether this server's echo reads right (one that
+            # ignores echo): the top-k answers stand, marked so (issue 63 item 4)
+            for i in redo:
+                kept = self._top_k_kept(out[i], names.get(i))
+                out[i] = kept
+                if progress:
+                    progress(i, kept)
+            redo = set()
         rank = {i: k for k, i in enumerate(order)}
         echoed = self._echo(requests, sorted(redo, key=lambda i: rank[i]), urls, progress,
                             paid)
         return [echoed[i] if i in echoed else _sent(r) for i, r in enumerate(out)]
+
+    @staticmethod
+    def _top_k_kept(response: Response | None,
+                    named: dict[str, str] | LabelTokenError | None) -> Response:
+        """What --scoring top-k makes of a request auto would echo: its top-k answer (an option
+        outside the top k less likely than all of them), marked :data:`.UNPROVEN`; one sent
+        straight to echo (its options cannot be named in the top k) fails with that reason."""
+        if isinstance(response, NextLogprobs):
+            return replace(response, scoring=UNPROVEN)
+        if response is not None:
+            return response
+        if isinstance(named, LabelTokenError):
+            return Failed(Unsupported(str(named)) if named.permanent else ErrorReply(str(named)))
+        return Failed(ModelError("no reply for this request"))
 
     def _read_again(self, request: Request, response: Response) -> bool:
         return isinstance(request, ScoreNext) and \
@@ -552,12 +576,24 @@ class OpenAIBackend(ApiBackend):
 
     def _echo_refused(self, requests: Iterable[ScoreNext]) -> str | None:
         """Why multiple choice cannot be echoed on this server (the probe below), or None."""
+        verdict = self._mcq_probe(requests)
+        misread = verdict.problem if verdict else None
+        return f"{misread}; {USE_TOP_K}" if misread else None
+
+    def _echo_unproven(self, requests: Iterable[Request]) -> bool:
+        """Whether the probe's replies came back and showed nothing (a server that ignores
+        echo echoes no prompt): whether its echo reads right cannot be told."""
+        verdict = self._mcq_probe(r for r in requests if isinstance(r, ScoreNext))
+        return verdict is not None and not verdict.proved
+
+    def _mcq_probe(self, requests: Iterable[ScoreNext]) -> ProbeVerdict | None:
+        """The probe (:meth:`_probe`) on the first plain-text prompt of ``requests``, echoed
+        the way multiple choice is sent; None where there is none or its requests failed."""
         first = next((r for r in requests if isinstance(r.prompt, str)), None)
         if first is None or not isinstance(first.prompt, str):
             return None
-        misread = self._echo_misread(first.prompt.rstrip(" \t"), first.add_special_tokens,
-                                     self._echo_lists())
-        return f"{misread}; {USE_TOP_K}" if misread else None
+        return self._probe(first.prompt.rstrip(" \t"), first.add_special_tokens,
+                           self._echo_lists())
 
     def _echo_lists(self) -> bool:
         """Whether multiple choice is echoed as a list of prompts (:func:`.echo_posts`)."""
@@ -565,15 +601,22 @@ class OpenAIBackend(ApiBackend):
 
     def _echo_misread(self, context: str, add_special_tokens: bool,
                       lists: bool = False) -> str | None:
-        """Why this server's echo cannot be scored, or None: one probe per backend and way of
+        """Why this server's echo cannot be scored, or None (:meth:`_probe`)."""
+        verdict = self._probe(context, add_special_tokens, lists)
+        return verdict.problem if verdict else None
+
+    def _probe(self, context: str, add_special_tokens: bool,
+               lists: bool = False) -> ProbeVerdict | None:
+        """Whether this server's echo reads log-probs right: one probe per backend and way of
         echoing (issue 47 item 8; ``lists``: as a list of prompts, the way multiple choice is
         sent on vLLM, issue 63 item 3). The top next tokens after ``context``, then ``context``
         + each of them echoed: each echoed log-prob must be its top-k one (every one is asked:
         a model sure of its next token gives it nearly 0 at both positions, so the first alone
-        may prove nothing). A probe that proves nothing (a failed request, every token merging
-        with the context) is made again with the next echo."""
+        may prove nothing). A probe that proves nothing is made again with the next echo: its
+        verdict ``proved`` False where the replies came back and showed nothing (every token
+        merging with the context, a server ignoring echo), None where its requests failed."""
         if lists in self._echo_probed:
-            return self._echo_probed[lists].problem
+            return self._echo_probed[lists]
         url = join_url(self.base_urls[0], "/completions")
         (top,) = self._post_each([(url, probe_body(self.model, context, add_special_tokens))])
         tokens = ranked_next(top) if isinstance(top, dict) else []
@@ -584,9 +627,10 @@ class OpenAIBackend(ApiBackend):
             tokens, probe_echoes(replies, len(tokens), lists), strict=True)]
         proved = [v for v in verdicts if v.proved]
         if not proved:
-            return None
+            answered = any(isinstance(r, dict) for r in replies)
+            return ProbeVerdict(proved=False) if answered else None
         self._echo_probed[lists] = next((v for v in proved if v.problem), proved[0])
-        return self._echo_probed[lists].problem
+        return self._echo_probed[lists]
 
     def _combined(self, request: ScoreNext, parts: list[Echoed | list[Echoed] | Failed],
                   paid: Tokens | None = None) -> Response:
