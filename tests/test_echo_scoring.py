@@ -421,3 +421,20 @@ def test_an_echo_probe_that_proves_nothing_falls_back_to_top_k_and_says_so(tmp_p
     note = "could not be checked"
     assert any(note in w for w in run.results.warnings), run.results.warnings
     assert note in capsys.readouterr().err
+
+
+def test_a_top_k_run_records_an_option_outside_the_top_k(tmp_path):
+    """--scoring top-k on a server whose top log-probs hold "A" alone: each option outside them
+    is less likely than all of them (null in samples.jsonl), not a validation traceback of
+    the sample record (found with the fallback above)."""
+    from localeval.demo.mcq import SAMPLE_MCQ
+
+    with ScriptedServer(_ignoring_echo) as server:
+        run = evaluate(task="tmlu", model="openai:m", data=str(SAMPLE_MCQ), shots=0,
+                       output=tmp_path / "run", quiet=True, store=False,
+                       backend_options={"base_url": server.url, "max_retries": 0,
+                                        "top_logprobs": 2, "scoring": "top-k"})
+    assert run.results["n_failed"] == 0
+    first = json.loads((tmp_path / "run" / "samples.jsonl").read_text().splitlines()[0])
+    assert first["logprobs"] == {"A": -0.4, "B": None, "C": None, "D": None}
+    assert first["pred"] == "A" and first["scoring"] == "top-k"
