@@ -36,7 +36,8 @@ OPENAI_ARGS = {
 
 class ModelServer(LoopbackServer):
     def __init__(self, model_dir, name="tiny", api_key=None, fail_first=0, tokenize=True,
-                 openai_strict=False, max_logprobs=None, echo_after=False):
+                 openai_strict=False, max_logprobs=None, echo_after=False, list_fault=None,
+                 tokenize_fault=None):
         import torch
         import transformers
 
@@ -49,6 +50,13 @@ class ModelServer(LoopbackServer):
         # echo reads each prompt token's log-prob from the distribution after it (what
         # llama-cpp-python does on a model without BOS): wrong, and no one reply shows it
         self.echo_after = echo_after
+        # a list of prompts echoed wrong where one prompt is echoed right: "swapped" gives the
+        # choices each other's ``index`` (the last prompt's echo as index 0, …); "after" reads
+        # each log-prob from the distribution after its token (misaligned by one position)
+        self.list_fault = list_fault
+        # /tokenize disagreeing with the echo: "short" drops a prompt's last token, "bos" puts
+        # a BOS first that the echo lacks
+        self.tokenize_fault = tokenize_fault
         self.paths = {"/v1/completions", "/v1/chat/completions"} | (
             {"/tokenize", "/detokenize"} if tokenize and not openai_strict else set())
         self.received: list[str] = []
@@ -134,13 +142,14 @@ class ModelServer(LoopbackServer):
                 **kwargs), False
         return body["prompt"], body.get("add_special_tokens", True)  # vLLM's extra parameter
 
-    def _echo(self, ids, by_id=False, index=0):
+    def _echo(self, ids, by_id=False, index=0, after=None):
         """``echo`` with logprobs and max_tokens=1, as vLLM answers it: the prompt's token
         log-probs (null first), then the greedy next token's, each token named by its text or
         (``return_tokens_as_token_ids``) "token_id:<id>"; ``usage`` counts the prompt."""
         with self.torch.no_grad():
             lp = self.model(self.torch.tensor([ids])).logits[0].log_softmax(-1)
-        values = [None] + [lp[i + self.echo_after, t].item() for i, t in enumerate(ids[1:])]
+        shift = int(self.echo_after if after is None else after)
+        values = [None] + [lp[i + shift, t].item() for i, t in enumerate(ids[1:])]
         nxt = int(lp[-1].argmax())
         tokens = [f"token_id:{t}" if by_id else self._piece(t) for t in [*ids, nxt]]
         return {"choices": [{"index": index, "text": "".join(tokens), "logprobs": {
@@ -151,10 +160,13 @@ class ModelServer(LoopbackServer):
         """A list of prompts echoed as vLLM answers it: a choice per prompt (its ``index``),
         the usage summed."""
         replies = []
+        n = len(body["prompt"])
         for k, text in enumerate(body["prompt"]):
             self.received.append(text)
             ids = self.tok(text, add_special_tokens=special)["input_ids"]
-            replies.append(self._echo(ids, body.get("return_tokens_as_token_ids"), k))
+            index = n - 1 - k if self.list_fault == "swapped" else k
+            replies.append(self._echo(ids, body.get("return_tokens_as_token_ids"), index,
+                                      self.echo_after or self.list_fault == "after"))
         return {"choices": [r["choices"][0] for r in replies], "usage": {
             "prompt_tokens": sum(r["usage"]["prompt_tokens"] for r in replies),
             "completion_tokens": len(replies)}}
@@ -164,6 +176,10 @@ class ModelServer(LoopbackServer):
         if path == "/tokenize":  # vLLM's shape (its tokenizer's decode names a token)
             text, special = self._text(path, body)
             ids = self.tok(text, add_special_tokens=special)["input_ids"]
+            if self.tokenize_fault == "short" and len(ids) > 3:  # a prompt's, not a label's
+                ids = ids[:-1]
+            elif self.tokenize_fault == "bos":
+                ids = [self.tok.bos_token_id or 0, *ids]
             return {"count": len(ids), "max_model_len": 4096, "tokens": ids}
         if path == "/detokenize":
             return {"prompt": self.tok.decode(body["tokens"])}

@@ -151,8 +151,9 @@ def test_on_vllm_a_question_is_echoed_in_two_requests_and_equals_hf(capped, hf):
                 ScoreNext(PROMPT + " ", ("A", "B"), echo=True)]
     capped.posts.clear()
     out = backend.run(requests)
-    assert sorted(capped.posts) == ["/tokenize", "/tokenize", "/v1/completions",
-                                    "/v1/completions"]
+    # one /completions a question; /tokenize (no forward pass) for the context and, since
+    # issue 63 item 2, each option's whole prompt (its echo must be those tokens)
+    assert sorted(capped.posts) == ["/tokenize"] * (5 + 3) + ["/v1/completions"] * 2
     for got, want in zip(out, hf.run(requests), strict=True):
         assert got.scoring == "echo" and got.logprobs == pytest.approx(want.logprobs, abs=TOL)
 
@@ -164,9 +165,10 @@ def test_batch_keeps_one_prompt_a_request(capped):
     assert [p.body["prompt"] for p in echo_posts("m", texts, True, True, False)] == texts
     assert [p.body["prompt"] for p in echo_posts("m", texts, True, False, True)] == texts
     listed = echo_posts("m", texts, True, True, True)
-    assert [p.body["prompt"] for p in listed] == ["Q:", ["Q:A", "Q:B"]]
+    assert [p.body["prompt"] for p in listed] == ["Q:", "Q:A", "Q:B", ["Q:A", "Q:B"]]
+    assert [p.path for p in listed] == ["/tokenize"] * 3 + ["/completions"]
     # vLLM echoes each token's own log-prob with logprobs 0: no top-1 beside it
-    assert listed[1].body["logprobs"] == 0 and listed[1].body["return_tokens_as_token_ids"]
+    assert listed[3].body["logprobs"] == 0 and listed[3].body["return_tokens_as_token_ids"]
 
 
 def _listed(choices, prompt_tokens=6, completion_tokens=2) -> dict:
@@ -310,3 +312,129 @@ def test_min_k_prob_on_an_echo_that_reads_the_wrong_position_fails_each_text(ech
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert [s["failed"] for s in samples] == [True, True]
     assert all("cannot be scored: Min-k% Prob needs" in s["error"] for s in samples)
+
+
+@pytest.fixture(scope="module")
+def swapped(tiny_llama):
+    """vLLM's list echo with each choice carrying another prompt's ``index`` (the last
+    prompt's echo as index 0, …); one prompt a request is echoed right."""
+    s = ModelServer(tiny_llama, list_fault="swapped")
+    yield s
+    s.stop()
+
+
+def test_a_list_echo_whose_choices_carry_each_others_index_fails(swapped, hf):
+    """Issue 63 item 2: options A and B came back under each other's ``index`` and were read
+    as given (A's log-prob was B's). Each option's echo must be its own prompt's tokens (the
+    context + option tokenised together by the server, never the option alone: a SentencePiece
+    tokenizer may split it otherwise after the context), so the question fails with the
+    reason."""
+    backend = OpenAIBackend("tiny", base_url=swapped.url, scoring="echo", max_retries=0)
+    request = ScoreNext(PROMPT, ("A", "B"), echo=True)
+    (got,) = backend.run([request])
+    (want,) = hf.run([request])
+    assert want.logprobs["A"] != pytest.approx(want.logprobs["B"], abs=TOL)  # it would show
+    assert isinstance(got, Failed), got
+    assert "the echo of option 'B''s prompt as option 'A''s" in got.error
+
+
+def test_each_option_is_checked_against_its_prompt_tokenised_in_context(capped, hf):
+    """The check asks the server's /tokenize for each option's whole prompt: an option that
+    tokenises otherwise after the context (here "A" after "：" and " B" after a space moved to
+    it) still reads as hf: does."""
+    backend = OpenAIBackend("tiny", base_url=capped.url, scoring="echo")
+    requests = [ScoreNext(PROMPT, ("A", "B"), echo=True),
+                ScoreNext(PROMPT + " ", ("A", "B"), echo=True)]
+    for got, want in zip(backend.run(requests), hf.run(requests), strict=True):
+        assert got.scoring == "echo" and got.logprobs == pytest.approx(want.logprobs, abs=TOL)
+
+
+@pytest.mark.parametrize(("fault", "reason", "not_this"), [
+    ("short", "is not the tokens the server's /tokenize gives for it", "share a first token"),
+    ("bos", "a BOS the echo drops", "merges with the prompt's last token")])
+def test_list_echo_failures_name_their_reason(tiny_llama, fault, reason, not_this):
+    """Issue 63 Messages: on the list path a /tokenize that disagrees with the echo (short, or
+    with a BOS the echo lacks) was named "share a first token" or "merges with the prompt's
+    last token"; it is named for what it is."""
+    server = ModelServer(tiny_llama, tokenize_fault=fault)
+    try:
+        backend = OpenAIBackend("tiny", base_url=server.url, scoring="echo", max_retries=0)
+        (got,) = backend.run([ScoreNext(PROMPT, ("A", "B"), echo=True)])
+    finally:
+        server.stop()
+    assert isinstance(got, Failed), got
+    assert reason in got.error and not_this not in got.error, got.error
+
+
+@pytest.fixture(scope="module")
+def list_after(tiny_llama):
+    """vLLM's list echo misaligned by one position (each log-prob read from the distribution
+    after its token); one prompt a request is echoed right."""
+    s = ModelServer(tiny_llama, list_fault="after")
+    yield s
+    s.stop()
+
+
+def test_the_probe_echoes_a_list_where_scoring_sends_lists(list_after, hf):
+    """Issue 63 item 3: the probe echoed single prompts only, which this server reads right,
+    while scoring on vLLM sends the options as one list, which it misreads: the misread list
+    was scored. The probe now sends its echoes the way scoring will, and the question fails
+    with the probe's reason."""
+    backend = OpenAIBackend("tiny", base_url=list_after.url, scoring="echo", max_retries=0)
+    request = ScoreNext(PROMPT, ("A", "B"), echo=True)
+    (got,) = backend.run([request])
+    assert isinstance(got, Failed), got
+    assert "the server's echo does not read a token's log-prob where its top log-probs do" \
+        in got.error and "use --scoring top-k" in got.error
+    # --batch sends one prompt a request, which this server echoes right: probed so, scored
+    single = OpenAIBackend("tiny", base_url=list_after.url, scoring="echo", max_retries=0,
+                           batch=True)
+    assert single._echo_refused([request]) is None
+
+
+def _ignoring_echo(path, body):
+    """A server that ignores ``echo``: every completions request is answered with its next
+    token alone, "A" first and "x" second (no other option among its top log-probs)."""
+    top = {"A": -0.4, "x": -1.2, " y": -2.0, "z": -2.5, "w": -3.0}
+    k = body.get("logprobs") or 0
+    return json.dumps({"choices": [{"index": 0, "text": "A", "logprobs": {
+        "tokens": ["A"], "token_logprobs": [-0.4],
+        "top_logprobs": [dict(list(top.items())[:k])]}}],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 1}}).encode()
+
+
+def test_an_echo_probe_that_proves_nothing_falls_back_to_top_k_and_says_so(tmp_path, capsys):
+    """Issue 63 item 4: a server that ignores ``echo`` answers the probe with nothing it can
+    check; that was taken as "echo works", so --scoring auto redid every question in echo and
+    failed them all. Cannot tell is not "works": the top-k answers stand (an option outside
+    them is less likely than all of them, as --scoring top-k reads it), said on the console
+    and in results.json's warnings."""
+    from localeval.demo.mcq import SAMPLE_MCQ
+
+    with ScriptedServer(_ignoring_echo) as server:
+        run = evaluate(task="tmlu", model="openai:m", data=str(SAMPLE_MCQ), shots=0,
+                       output=tmp_path / "run", quiet=True, store=False,
+                       backend_options={"base_url": server.url, "max_retries": 0,
+                                        "top_logprobs": 2})
+    assert run.results["n_failed"] == 0, run.samples[0]["error"]
+    assert all(s["pred"] == "A" for s in run.samples)
+    note = "could not be checked"
+    assert any(note in w for w in run.results.warnings), run.results.warnings
+    assert note in capsys.readouterr().err
+
+
+def test_a_top_k_run_records_an_option_outside_the_top_k(tmp_path):
+    """--scoring top-k on a server whose top log-probs hold "A" alone: each option outside them
+    is less likely than all of them (null in samples.jsonl), not a validation traceback of
+    the sample record (found with the fallback above)."""
+    from localeval.demo.mcq import SAMPLE_MCQ
+
+    with ScriptedServer(_ignoring_echo) as server:
+        run = evaluate(task="tmlu", model="openai:m", data=str(SAMPLE_MCQ), shots=0,
+                       output=tmp_path / "run", quiet=True, store=False,
+                       backend_options={"base_url": server.url, "max_retries": 0,
+                                        "top_logprobs": 2, "scoring": "top-k"})
+    assert run.results["n_failed"] == 0
+    first = json.loads((tmp_path / "run" / "samples.jsonl").read_text().splitlines()[0])
+    assert first["logprobs"] == {"A": -0.4, "B": None, "C": None, "D": None}
+    assert first["pred"] == "A" and first["scoring"] == "top-k"

@@ -1,6 +1,7 @@
 """A guard request that failed, scored under ``--on-failure iris`` as IRIS
 scores what its server gave back (panuthept/IRIS ``8cfede9``, worked by hand per test): each guard
-and kind of failure, a prompt over the context as the HTTP 400 IRIS got for it."""
+and kind of failure, a prompt over the context as the HTTP 400 IRIS got for it. And what a run
+says of its failed samples under each ``--on-failure`` (issue 63, Messages)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import pytest
 
 from localeval.data.safety import SafetyItem
 from localeval.guards import GuardVerdict
+from localeval.tasks.safeguard import Planned, SafeguardTask, SafetyData
+from localeval.views.safety_tables import safety_notes
 
 
 @pytest.mark.parametrize("guard, error, expected", [
@@ -69,3 +72,42 @@ def test_polyguard_response_after_an_http_400_scores_0_as_iris_reads_pred_labels
     assert _score_failure("polyguard", "backend error in the generation stage: " + HTTP_400[15:],
                           "response") == 0.0
     assert _score_failure("polyguard", HTTP_400, "prompt") == 0.5
+
+
+# ------------------------------------------------------------------ what the run says of them
+# Under ``iris`` the console's count line said the failures were "scored 1/#labels and kept:
+# --on-failure neutral" while the run's warning said some were "left out", for the same
+# samples; each line now says what happened to them. What IRIS scores them (tests/test_fidelity_iii.py): an HTTP 400 1/2 (kept), no label in the
+# read positions 0.0 (kept), an HTTP 503 nothing (left out)
+ERRORS = ["backend error: HTTP 400 from http://x/v1/completions: too long",
+          "no log-prob for label(s) ['Harm', 'Safe']",
+          "backend error: HTTP 503 from http://x/v1/completions: busy"]
+
+
+def _summary(on_failure: str) -> tuple[list[str], str]:
+    """The run's warnings and the console's count line for 3 failed samples of 6."""
+    task = SafeguardTask("safety-prompts", guard="zero-shot", on_failure=on_failure)
+    items = [SafetyItem(str(i), "xstest", "en", "p", prompt_label="safe" if i % 2 else "harmful")
+             for i in range(6)]
+    verdicts = [GuardVerdict(None, e) for e in ERRORS] + \
+        [GuardVerdict(s, None) for s in (0.2, 0.7, 0.9)]
+    samples = [task.score(Planned(item, "prompt", "with_prompt"), v)
+               for item, v in zip(items, verdicts, strict=True)]
+    results = task.summarise(samples, SafetyData(items, []), {"model": "m"})
+    return results.warnings, str(safety_notes(results)[-1])
+
+
+def test_on_failure_iris_says_what_was_kept_and_what_left_out():
+    warnings, line = _summary("iris")
+    assert any("2 kept, 1 left out" in w for w in warnings)
+    assert "--on-failure neutral" not in line and "1/#labels" not in line
+    assert "3 failed (2 scored as IRIS scores them and kept, --on-failure iris; 1 left out, " \
+           "never counted as safe)" in line
+
+
+@pytest.mark.parametrize(("on_failure", "fate"), [
+    ("neutral", "3 failed (scored 1/#labels and kept: --on-failure neutral"),
+    ("exclude", "3 failed (left out, never counted as safe)")])
+def test_the_other_rules_say_what_they_did(on_failure, fate):
+    _, line = _summary(on_failure)
+    assert fate in line

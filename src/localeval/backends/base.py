@@ -170,7 +170,10 @@ class Moderate:
 Request = ScoreNext | Generate | TextLogprobs | Embed | Moderate
 
 
-ScoringMode = Literal["top-k", "echo"]  # how a server's ScoreNext answer was read
+# how a server's ScoreNext answer was read: its top-k, echoed, or its top-k because --scoring
+# auto could not tell whether its echo reads right (a server that ignores echo, issue 63)
+ScoringMode = Literal["top-k", "echo", "top-k (echo unproven)"]
+UNPROVEN: ScoringMode = "top-k (echo unproven)"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,6 +22,9 @@ from .secrets import redact_options, redact_value
 
 MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: asyncio cannot wait for ever, nor should a request
 DEFAULT_BATCH_DEADLINE_H = 25.0  # the provider's 24 h window, and a margin for queues
+# --top-logprobs: more than any model's vocabulary (Gemma 3's 262,144 is the largest we know;
+# label_scores=full asks for a whole one), so a typo like 10**20 is refused, not sent
+MAX_TOP_LOGPROBS = 1_000_000
 DEFAULT_MAX_REPLY_MB = 64.0  # a top-20 log-prob reply is a few kB; an echoed long text, ~1 MB
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 # what an OpenAI-compatible chat server is sent to continue an assistant prefill
@@ -109,7 +112,8 @@ class BackendConfig:
         "next-token log-probs asked of a server for likelihood scoring", type=int))
     scoring: str = field(default=SCORING[0], metadata=_help(
         "how a server scores multiple choice: top-k (the next token's top log-probs), echo "
-        "(prompt + each option echoed, exact at any top-k cap; 1 + #options requests, 2 on vLLM) "
+        "(prompt + each option echoed, exact at any top-k cap; 1 + #options requests, on vLLM "
+        "one and a /tokenize per prompt) "
         "or auto (top-k, and echo for a question whose reply lacks an option or whose top-k "
         "the server refuses); guards always read the top-k", choices=SCORING))
     batch: bool = field(default=False, metadata=_help(
@@ -156,6 +160,9 @@ class BackendConfig:
             low = 0 if name == "max_retries" else 1
             if getattr(self, name) < low:
                 return f"{flags([name])} must be at least {low}, not {getattr(self, name)}"
+        if self.top_logprobs > MAX_TOP_LOGPROBS:
+            return (f"--top-logprobs must be at most {MAX_TOP_LOGPROBS:,} (more than any "
+                    f"model's vocabulary), not {self.top_logprobs}")
         if self.scoring not in SCORING:
             return f"--scoring must be one of {', '.join(SCORING)}, not {self.scoring!r}"
         if self.chat_extensions not in (None, *CHAT_EXTENSIONS):

@@ -20,12 +20,15 @@ options sharing a first token, and a chat prompt (``/chat/completions`` has no e
 with the reason.
 
 The cheapest exact form (issue 53 item 2), on vLLM (its ``/tokenize`` answers with ids: label
-tokens ``server token ids``, :mod:`.label_tokens`) and without ``--batch``: 2 requests per question,
-not 1 + #options. The context's tokens come from ``/tokenize`` (no forward pass on the server:
-the context-alone echo costs as much as an option's), compared as ids with the options' echoed
-``token_id:<id>`` tokens, so the merge check above stays; the options go in one ``/completions``
-request whose ``prompt`` is their list (vLLM answers one choice per prompt, by ``index``), with
-``logprobs`` 0 (each echoed token's own log-prob, no top-1 beside it: fewer bytes). Any
+tokens ``server token ids``, :mod:`.label_tokens`) and without ``--batch``: one ``/completions``
+request per question, not 1 + #options. The context's tokens come from ``/tokenize`` (no forward
+pass on the server: the context-alone echo costs as much as an option's), compared as ids with
+the options' echoed ``token_id:<id>`` tokens, so the merge check above stays; the options go in
+one ``/completions`` request whose ``prompt`` is their list (vLLM answers one choice per prompt,
+by ``index``), with ``logprobs`` 0 (each echoed token's own log-prob, no top-1 beside it: fewer
+bytes). An ``index`` may be wrong (issue 63 item 2: options swapped were read as given), so each
+option's whole prompt is tokenized too (#options more ``/tokenize`` calls, no forward pass) and
+its echo must be exactly those tokens. Any
 other server, and ``--batch``, keep one prompt a request, the context echoed too. vLLM computes
 every prompt's log-probs in full (it reads no prefix cache for a request with prompt log-probs),
 so the server's work per question is #options prompts either way: lm-eval's.
@@ -119,6 +122,9 @@ def echoed(reply: dict[str, Any], context: int | None = None) -> Echoed:
     tokens, values = echo
     if isinstance(n_prompt, bool) or not isinstance(n_prompt, int) or n_prompt < 1:
         raise Invalid(f"usage.prompt_tokens is {n_prompt!r}, not a count of tokens")
+    if len(tokens) < n_prompt - 1:  # a server that ignores echo: its next token alone
+        raise Retry(f"the server echoed {len(tokens)} tokens for a prompt of {n_prompt}; does "
+                    "it support echo with logprobs on /v1/completions?")
     # vLLM echoes the prompt then the generated token; llama-cpp-python 0.3 the prompt alone,
     # less a BOS it drops (usage still counts it): the prompt's part is the shorter
     n = min(len(tokens), n_prompt)
@@ -141,13 +147,23 @@ def combine(request: ScoreNext, parts: list[Echoed | list[Echoed] | Failed],
             paid: Tokens | None = None) -> NextLogprobs | Failed:
     """The request's response from its echo replies (context first, then each option; a list
     reply's several in order), with their tokens summed, and ``paid``'s: the top-k reply
-    ``auto`` redid, if any."""
+    ``auto`` redid, if any. The list form (:func:`echo_posts`) has each option's prompt
+    tokenized between the context and the echoes: each echo must be its own prompt's tokens
+    (never another option's: a list reply's choices carry an ``index`` that may be wrong), and
+    whether an option merges with the context is read from those tokens."""
     failed = next((p for p in parts if isinstance(p, Failed)), None)
     if failed is not None:
         return failed
     echoes = [e for p in parts for e in (p if isinstance(p, list) else [p])
               if isinstance(e, Echoed)]
     context = echoes[0].tokens
+    k = len(request.candidates)
+    if len(echoes) == 1 + 2 * k:  # the list form: context, each option's own tokens, echoes
+        own, echoes = echoes[1:1 + k], echoes[:1] + echoes[1 + k:]
+        wrong = _not_own(request.candidates, [e.tokens for e in own],
+                         [e.tokens for e in echoes[1:]])
+        if wrong:
+            return wrong
     n = len(context)
     found: dict[str, float | None] = {}
     firsts = []
@@ -167,6 +183,29 @@ def combine(request: ScoreNext, parts: list[Echoed | list[Echoed] | Failed],
                                   "ScoreNext reads one position"))
     return with_tokens(NextLogprobs(logprobs=found, scoring=ECHO),
                        summed([paid, *(p.usage for p in echoes)]))
+
+
+def _not_own(candidates: tuple[str, ...], own: list[list[str]],
+             echoed: list[list[str]]) -> Failed | None:
+    """Why the list echo cannot be read: an option's echo that is not its own prompt's tokens
+    (``own``: /tokenize's, in context), named for what it is — another option's echo (the
+    choices' ``index`` swapped), a BOS that /tokenize gives and the echo drops, or a /tokenize
+    that disagrees with the echo otherwise; None where each is its own."""
+    for c, mine, got in zip(candidates, own, echoed, strict=True):
+        if got == mine:
+            continue
+        other = next((o for o, theirs in zip(candidates, own, strict=True)
+                      if o != c and theirs == got), None)
+        if other is not None:
+            return Failed(BadReply(f"invalid reply from the server: its list echo gave the "
+                                   f"echo of option {other!r}'s prompt as option {c!r}'s (the "
+                                   "choices' index does not match the prompts' order)"))
+        why = "; the first is missing: a BOS the echo drops" if got == mine[1:] else ""
+        return Failed(Unsupported(
+            f"the server's echo of option {c!r}'s prompt ({len(got)} tokens) is not the tokens "
+            f"the server's /tokenize gives for it ({len(mine)}{why}): echo cannot be read "
+            "against the prompt; use --scoring top-k"))
+    return None
 
 
 TOKENIZE = "/tokenize"  # vLLM's, at the server's root (not under /v1)
@@ -201,9 +240,13 @@ def echo_posts(model: str, texts: list[str], add_special_tokens: bool, token_ids
         return [EchoPost("/completions", echo_body(model, t, add_special_tokens, token_ids), _one)
                 for t in texts]
     options = texts[1:]
-    return [EchoPost(TOKENIZE, {"model": model, "prompt": texts[0],
-                                "add_special_tokens": bool(add_special_tokens)},
-                     lambda reply, _context: [tokenized(reply)]),
+    # the context, then each option's whole prompt, tokenized: a list reply's choices may
+    # carry each other's index, so each echo is checked against its own prompt's tokens
+    # (:func:`combine`), tokenized in context (a SentencePiece tokenizer may split an option
+    # alone otherwise than after the context)
+    return [*(EchoPost(TOKENIZE, {"model": model, "prompt": text,
+                                  "add_special_tokens": bool(add_special_tokens)},
+                       lambda reply, _context: [tokenized(reply)]) for text in texts),
             # logprobs 0: vLLM still echoes each token's log-prob (measured on vLLM 0.32 CPU:
             # the same tokens and token_logprobs as with 1), without a top-1 beside each
             # (40% fewer bytes)
@@ -307,15 +350,38 @@ class ProbeVerdict:
     problem: str | None = None
 
 
-def echo_verdict(next_token: tuple[str, float], reply: Any) -> ProbeVerdict:
-    """``reply`` echoes the probe's context followed by one of its top next tokens, whose
+def probe_echo_body(model: str, texts: list[str], add_special_tokens: bool,
+                    lists: bool) -> list[dict[str, Any]]:
+    """The probe's echo requests for ``texts`` (its context + each top next token), sent the
+    way scoring will send the options (issue 63 item 3: a server may echo one prompt right and
+    a list wrong): one request each, or (``lists``, :func:`echo_posts`) one request of their
+    list, with scoring's ``logprobs`` 0. Tokens are named by their text, as the top-k names
+    them."""
+    if lists:
+        return [echo_body(model, texts, add_special_tokens, False, 0)]
+    return [echo_body(model, text, add_special_tokens, False) for text in texts]
+
+
+def probe_echoes(replies: list[Any], n: int, lists: bool) -> list[Echoed | None]:
+    """The ``n`` echoes of the probe's replies (:func:`probe_echo_body`); None for one that
+    cannot be read (a failed request's error text, a malformed reply: it proves nothing)."""
+    def read(reply: Any, count: int) -> list[Echoed | None]:
+        try:
+            return list(echoed_each(reply, None, count) if lists else [echoed(reply)])
+        except (Invalid, Retry, Malformed, KeyError, TypeError, AttributeError):
+            return [None] * count
+    if lists:
+        return read(replies[0], n) if replies else [None] * n
+    return [read(reply, 1)[0] for reply in replies]
+
+
+def echo_verdict(next_token: tuple[str, float], echo: Echoed | None) -> ProbeVerdict:
+    """``echo`` is of the probe's context followed by one of its top next tokens, whose
     echoed log-prob must be the one the top-k gave at that position (within PROBE_TOLERANCE).
     A server that reads each log-prob from the distribution after its token (llama-cpp-python
     on a model without BOS does) fails it."""
     token, expected = next_token
-    try:
-        echo = echoed(reply)
-    except (Invalid, Retry, KeyError, TypeError):
+    if echo is None:
         return ProbeVerdict(proved=False)
     if not echo.tokens or echo.tokens[-1] != token or not isinstance(echo.logprobs[-1], float):
         return ProbeVerdict(proved=False)

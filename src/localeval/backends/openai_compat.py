@@ -67,6 +67,7 @@ from .api_access import ApiBackend, bearer, check_base_url, openai_urls
 from .async_http import (
     Call,
     Invalid,
+    Malformed,
     Retry,
     join_url,
     public_url,
@@ -74,6 +75,7 @@ from .async_http import (
 )
 from .base import (
     AFTER_TEMPLATE,
+    UNPROVEN,
     Answered,
     Embed,
     Failed,
@@ -106,6 +108,8 @@ from .echo_scoring import (
     llama_cpp_without_bos,
     needs_echo,
     probe_body,
+    probe_echo_body,
+    probe_echoes,
     ranked_next,
 )
 from .failures import BadReply, ErrorReply, ModelError, OverLimit, Unsupported
@@ -116,11 +120,12 @@ from .ranked_reading import (
     first_ranked,
     needs_whole_read,
     ranked,
-    same_position,
+    same_reading,
 )
 from .replies import (
     Ambiguous,
     generated_text,
+    generated_tokens,
     logprob_of,
     only_choice,
     top_logprobs_each,
@@ -185,8 +190,9 @@ class OpenAIBackend(ApiBackend):
         self.base_urls, self.api_key_env = openai_urls(base_url), api_key_env
         self.top_logprobs, self.timeout, self.max_retries = top_logprobs, timeout, max_retries
         self.scoring = scoring  # multiple choice: top-k, echo or auto (.echo_scoring)
-        # the echo probe's verdict, once one proved something (.echo_scoring.echo_verdict)
-        self._echo_probed: ProbeVerdict | None = None
+        # the echo probe's verdict, once one proved something (.echo_scoring.echo_verdict),
+        # for each way of echoing (a list of prompts or one a request: True, False)
+        self._echo_probed: dict[bool, ProbeVerdict] = {}
         key = os.environ.get(api_key_env, "")
         self.connect(key, self.base_urls, bearer(key), timeout=timeout, max_retries=max_retries,
                      concurrency=concurrency, rate_limit=rate_limit, max_reply_mb=max_reply_mb)
@@ -408,14 +414,38 @@ class OpenAIBackend(ApiBackend):
                 progress(i, response)
 
         paid: dict[int, Tokens] = {}  # the usage of each multiple-choice top-k reply
-        out = self._send(requests, urls, order, names, report, later, paid)
-        out = self._whole_read(requests, out, urls, names, progress)
+        greedy: dict[int, list[str] | None] = {}  # each whole-vocabulary first read's tokens
+        out = self._send(requests, urls, order, names, report, later, paid, greedy)
+        out = self._whole_read(requests, out, urls, names, progress, greedy)
         redo = later | {i for i, r in enumerate(out)
                         if r is not None and needs_echo(requests[i], r, mode)}
+        if mode == AUTO and redo and self._echo_unproven([requests[i] for i in redo]):
+            # auto, and the probe cannot tell whether this server's echo reads right (one that
+            # ignores echo): the top-k answers stand, marked so (issue 63 item 4)
+            for i in redo:
+                kept = self._top_k_kept(out[i], names.get(i))
+                out[i] = kept
+                if progress:
+                    progress(i, kept)
+            redo = set()
         rank = {i: k for k, i in enumerate(order)}
         echoed = self._echo(requests, sorted(redo, key=lambda i: rank[i]), urls, progress,
                             paid)
         return [echoed[i] if i in echoed else _sent(r) for i, r in enumerate(out)]
+
+    @staticmethod
+    def _top_k_kept(response: Response | None,
+                    named: dict[str, str] | LabelTokenError | None) -> Response:
+        """What --scoring top-k makes of a request auto would echo: its top-k answer (an option
+        outside the top k less likely than all of them), marked :data:`.UNPROVEN`; one sent
+        straight to echo (its options cannot be named in the top k) fails with that reason."""
+        if isinstance(response, NextLogprobs):
+            return replace(response, scoring=UNPROVEN)
+        if response is not None:
+            return response
+        if isinstance(named, LabelTokenError):
+            return Failed(Unsupported(str(named)) if named.permanent else ErrorReply(str(named)))
+        return Failed(ModelError("no reply for this request"))
 
     def _read_again(self, request: Request, response: Response) -> bool:
         return isinstance(request, ScoreNext) and \
@@ -423,10 +453,12 @@ class OpenAIBackend(ApiBackend):
 
     def _whole_read(self, requests: Sequence[Request], out: list[Response | None],
                     urls: list[str], names: dict[int, dict[str, str] | LabelTokenError],
-                    progress: Progress | None) -> list[Response | None]:
+                    progress: Progress | None, greedy: dict[int, list[str] | None]
+                    ) -> list[Response | None]:
         """``out`` with each first-labelled position that must be read over the whole
-        vocabulary (:mod:`.ranked_reading`) read again: up to it, with --top-logprobs; each
-        reported as its second reply comes."""
+        vocabulary (:mod:`.ranked_reading`) read again: up to it, with --top-logprobs, and
+        compared with the first read (``greedy``: its generated tokens); each reported as its
+        second reply comes."""
         again = list(out)
         which: list[int] = []
         calls: list[Call[Response]] = []
@@ -436,7 +468,7 @@ class OpenAIBackend(ApiBackend):
                     and not isinstance(named, LabelTokenError) \
                     and self._read_again(request, first):
                 which.append(i)
-                calls.append(self._whole_call(urls[i], request, first, named))
+                calls.append(self._whole_call(urls[i], request, first, named, greedy.get(i)))
 
         def report(k: int, response: Response) -> None:
             if progress is not None:
@@ -447,15 +479,18 @@ class OpenAIBackend(ApiBackend):
         return again
 
     def _whole_call(self, url: str, request: ScoreNext, first: NextLogprobs,
-                    names: dict[str, str] | None) -> Call[Response]:
+                    names: dict[str, str] | None, before: list[str] | None
+                    ) -> Call[Response]:
         """The second request of a whole-vocabulary read: ``first``'s position generated
-        again with --top-logprobs, which must be found again at the same place."""
+        again with --top-logprobs, which must be the same reading (``before``: the first
+        read's generated tokens; :func:`.ranked_reading.same_reading`)."""
         path, body = self._request_body(request, read_to=(first.position or 0) + 1)
         paid = Tokens(first.n_prompt_tokens, first.n_completion_tokens, first.n_cached_tokens)
 
         def parse(reply: Any) -> Response:
-            read = self._parse(request, only_choice(reply), path == "/chat/completions", names)
-            changed = same_position(first, read)
+            choice = only_choice(reply)
+            read = self._parse(request, choice, path == "/chat/completions", names)
+            changed = same_reading(first, before, read, generated_tokens(choice))
             if changed:
                 raise Invalid(changed)
             try:
@@ -541,33 +576,61 @@ class OpenAIBackend(ApiBackend):
 
     def _echo_refused(self, requests: Iterable[ScoreNext]) -> str | None:
         """Why multiple choice cannot be echoed on this server (the probe below), or None."""
+        verdict = self._mcq_probe(requests)
+        misread = verdict.problem if verdict else None
+        return f"{misread}; {USE_TOP_K}" if misread else None
+
+    def _echo_unproven(self, requests: Iterable[Request]) -> bool:
+        """Whether the probe's replies came back and showed nothing (a server that ignores
+        echo echoes no prompt): whether its echo reads right cannot be told."""
+        verdict = self._mcq_probe(r for r in requests if isinstance(r, ScoreNext))
+        return verdict is not None and not verdict.proved
+
+    def _mcq_probe(self, requests: Iterable[ScoreNext]) -> ProbeVerdict | None:
+        """The probe (:meth:`_probe`) on the first plain-text prompt of ``requests``, echoed
+        the way multiple choice is sent; None where there is none or its requests failed."""
         first = next((r for r in requests if isinstance(r.prompt, str)), None)
         if first is None or not isinstance(first.prompt, str):
             return None
-        misread = self._echo_misread(first.prompt.rstrip(" \t"), first.add_special_tokens)
-        return f"{misread}; {USE_TOP_K}" if misread else None
+        return self._probe(first.prompt.rstrip(" \t"), first.add_special_tokens,
+                           self._echo_lists())
 
-    def _echo_misread(self, context: str, add_special_tokens: bool) -> str | None:
-        """Why this server's echo cannot be scored, or None: one probe per backend (issue 47
-        item 8). The top next tokens after ``context``, then ``context`` + each of them echoed:
-        each echoed log-prob must be its top-k one (every one is asked: a model sure of its
-        next token gives it nearly 0 at both positions, so the first alone may prove
-        nothing). A probe that proves nothing (a failed request, every token merging with the
-        context) is made again with the next echo."""
-        if self._echo_probed is not None:
-            return self._echo_probed.problem
+    def _echo_lists(self) -> bool:
+        """Whether multiple choice is echoed as a list of prompts (:func:`.echo_posts`)."""
+        return self.labels.token_ids and self.batches is None
+
+    def _echo_misread(self, context: str, add_special_tokens: bool,
+                      lists: bool = False) -> str | None:
+        """Why this server's echo cannot be scored, or None (:meth:`_probe`)."""
+        verdict = self._probe(context, add_special_tokens, lists)
+        return verdict.problem if verdict else None
+
+    def _probe(self, context: str, add_special_tokens: bool,
+               lists: bool = False) -> ProbeVerdict | None:
+        """Whether this server's echo reads log-probs right: one probe per backend and way of
+        echoing (issue 47 item 8; ``lists``: as a list of prompts, the way multiple choice is
+        sent on vLLM, issue 63 item 3). The top next tokens after ``context``, then ``context``
+        + each of them echoed: each echoed log-prob must be its top-k one (every one is asked:
+        a model sure of its next token gives it nearly 0 at both positions, so the first alone
+        may prove nothing). A probe that proves nothing is made again with the next echo: its
+        verdict ``proved`` False where the replies came back and showed nothing (every token
+        merging with the context, a server ignoring echo), None where its requests failed."""
+        if lists in self._echo_probed:
+            return self._echo_probed[lists]
         url = join_url(self.base_urls[0], "/completions")
         (top,) = self._post_each([(url, probe_body(self.model, context, add_special_tokens))])
         tokens = ranked_next(top) if isinstance(top, dict) else []
-        replies = self._post_each([(url, echo_body(self.model, context + token, add_special_tokens,
-                                                   False)) for token, _ in tokens])
-        verdicts = [echo_verdict(token, reply) for token, reply in zip(tokens, replies, strict=True)
-                    if isinstance(reply, dict)]
+        texts = [context + token for token, _ in tokens]
+        replies = self._post_each([(url, body) for body in probe_echo_body(
+            self.model, texts, add_special_tokens, lists)]) if texts else []
+        verdicts = [echo_verdict(token, echo) for token, echo in zip(
+            tokens, probe_echoes(replies, len(tokens), lists), strict=True)]
         proved = [v for v in verdicts if v.proved]
         if not proved:
-            return None
-        self._echo_probed = next((v for v in proved if v.problem), proved[0])
-        return self._echo_probed.problem
+            answered = any(isinstance(r, dict) for r in replies)
+            return ProbeVerdict(proved=False) if answered else None
+        self._echo_probed[lists] = next((v for v in proved if v.problem), proved[0])
+        return self._echo_probed[lists]
 
     def _combined(self, request: ScoreNext, parts: list[Echoed | list[Echoed] | Failed],
                   paid: Tokens | None = None) -> Response:
@@ -580,11 +643,13 @@ class OpenAIBackend(ApiBackend):
     def _send(self, requests: Sequence[Request], urls: list[str], order: list[int],
               names: dict[int, dict[str, str] | LabelTokenError], progress: Progress | None,
               later: AbstractSet[int] = frozenset(),
-              paid: dict[int, Tokens] | None = None) -> list[Response | None]:
+              paid: dict[int, Tokens] | None = None,
+              greedy: dict[int, list[str] | None] | None = None) -> list[Response | None]:
         """Every request that can run, posted in ``order``; one that cannot (its ``names`` is
         the reason) fails alone, as on the hf backend. Those in ``later`` are left None. The
         usage of each multiple-choice reply goes in ``paid`` too: ``auto`` may redo it in echo,
-        and what it cost counts there."""
+        and what it cost counts there; the generated tokens of each whole-vocabulary reply in
+        ``greedy``: a second read must have written the same."""
         out: list[Response | None] = [None] * len(requests)
         sent: list[int] = []
         calls: list[Call[Response]] = []
@@ -604,6 +669,9 @@ class OpenAIBackend(ApiBackend):
                     call = self._call(urls[i], request, named)
                     if paid is not None and isinstance(request, ScoreNext) and request.echo:
                         call = replace(call, parse=_keeping(call.parse, paid, i, self._context))
+                    if greedy is not None and isinstance(request, ScoreNext) \
+                            and request.whole_vocabulary:
+                        call = replace(call, parse=_noting_tokens(call.parse, greedy, i))
                     calls.append(call)
                     sent.append(i)
                     continue
@@ -771,6 +839,19 @@ def _keeping(parse: Callable[[Any], T], paid: dict[int, Tokens], i: int,
             paid[i] = tokens
         return parse(reply)
     return parse_and_keep
+
+
+def _noting_tokens(parse: Callable[[Any], T], greedy: dict[int, list[str] | None],
+                   i: int) -> Callable[[Any], T]:
+    """``parse``, keeping the reply's generated tokens in ``greedy[i]`` (a malformed reply is
+    the parse's to refuse)."""
+    def parse_and_note(reply: Any) -> T:
+        try:
+            greedy[i] = generated_tokens(only_choice(reply))
+        except Malformed:
+            greedy[i] = None
+        return parse(reply)
+    return parse_and_note
 
 
 def _valid(request: Request, response: Response) -> Response:

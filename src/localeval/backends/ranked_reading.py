@@ -7,13 +7,16 @@ asked for there: asking every position for --top-logprobs (up to the vocabulary,
 the tests' model, for ``label_scores=full``) made a reply of 100 positions × 49,152 entries a
 sample, and a vLLM CPU server stopped answering under it (stop 56's CI). Under
 ``whole_vocabulary`` (``label_scores=full``) the position found is then read again alone: a
-second request generates up to it with --top-logprobs, and must find the same position (the
-same greedy tokens), or the sample fails with the reason. ``vllm:`` asks the same question
-(:func:`lacks_a_value`) of its own first pass, and reads such a label by id.
+second request generates up to it with --top-logprobs, and must be the same reading (the same
+greedy tokens up to it, the first label's value within 1e-3: :func:`same_reading`), or the
+sample fails with the reason. ``vllm:`` asks the same question
+(:func:`lacks_a_value`) of its own first pass, reads such a label by id, and checks that
+second pass with :func:`same_reading` too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from .base import Failed, NextLogprobs, Response, ScoreNext
@@ -80,10 +83,39 @@ def needs_whole_read(request: ScoreNext, response: Response, top_logprobs: int) 
         and top_logprobs > asked_per_position(request, top_logprobs)
 
 
-def same_position(first: NextLogprobs, again: Response) -> str | None:
-    """Why the second read cannot stand for the first (its greedy tokens led elsewhere), or
-    None."""
-    if isinstance(again, NextLogprobs) and again.position != first.position:
-        return (f"the server's greedy tokens changed between two requests: the first label "
-                f"came at generated position {first.position}, then at {again.position}")
+# How far the first label's log-prob may lie between the two reads: the README's allowance for
+# float order between two computations of one distribution.
+READ_TOLERANCE = 1e-3
+
+
+def same_reading(first: NextLogprobs, before: Sequence[object] | None, again: Response,
+                 again_before: Sequence[object] | None,
+                 changed: str = "the server's greedy tokens changed between two requests"
+                 ) -> str | None:
+    """Why the second read cannot stand for the first, or None. Finding a label at the same
+    position is not enough: a server that is not batch-invariant may write other greedy tokens
+    the second time and put the labels there with other values. So the greedy tokens before the
+    position (``before``, ``again_before``: each read's generated tokens, by name or id) must be
+    the same token by token, and each label the first read found a value for must have it
+    again, within :data:`READ_TOLERANCE`."""
+    if not isinstance(again, NextLogprobs):
+        return None
+    p = first.position
+    if again.position != p:
+        return (f"{changed}: the first label came at generated position {p}, then at "
+                f"{again.position}")
+    if p is None:
+        return None
+    if before is None or again_before is None or len(before) < p or len(again_before) < p:
+        return (f"{changed}? the reply named fewer than the {p} generated tokens before the "
+                "label, so the two reads cannot be compared")
+    for k, (a, b) in enumerate(zip(before[:p], again_before[:p], strict=True)):
+        if a != b:
+            return f"{changed}: generated token {k} was {a!r}, then {b!r}"
+    for c, v in first.logprobs.items():
+        w = again.logprobs.get(c)
+        if v is not None and (w is None or abs(w - v) > READ_TOLERANCE):
+            shown = "none" if w is None else f"{w:.4f}"
+            return (f"{changed}: the log-prob of {c!r} at generated position {p} was "
+                    f"{v:.4f}, then {shown}")
     return None

@@ -85,6 +85,21 @@ def top_logprobs_each(choice: dict[str, Any], chat: bool, most: int) -> list[lis
     return _chat_top(lp, most) if chat else _completions_top(lp, most)
 
 
+def generated_tokens(choice: dict[str, Any]) -> list[str] | None:
+    """The tokens a reply generated, as the server names them (a chat reply's
+    ``logprobs.content[].token``, a completions one's ``logprobs.tokens``); None where it names
+    none. A second read is compared with the first by them (:mod:`.ranked_reading`)."""
+    lp = choice.get("logprobs")
+    if not isinstance(lp, dict):
+        return None
+    content = lp.get("content")
+    tokens: Any = [p.get("token") if isinstance(p, dict) else None for p in content] \
+        if isinstance(content, list) else lp.get("tokens")
+    if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+        return None
+    return tokens
+
+
 def logprob_of(top: list[Top], name: str) -> float | None:
     """The log-prob of the token ``name`` among ``top`` (None: not among them); two entries of
     that name are told apart by their bytes, else :class:`Ambiguous`."""

@@ -54,7 +54,7 @@ from .base import (
 from .config import DEFAULT_TEMPLATE_DATE, BackendConfig
 from .failures import ModelError, Unsupported
 from .prompt_tokens import generation_text, prints_date, render, score_tokens
-from .ranked_reading import lacks_a_value
+from .ranked_reading import lacks_a_value, same_reading
 
 BLOCK = 512  # requests handed to the engine at once; their responses are stored together
 
@@ -204,19 +204,23 @@ class VllmBackend(BackendBase):
     def _read_whole(self, ids: list[int], targets: list[int], output, first: NextLogprobs,
                     p: int, reread) -> Response:
         """``first`` (position ``p``, found by its top k) with every label's log-prob there,
-        read by id from the second pass (:func:`_whole_params`), whose greedy tokens before
-        it must be the first pass's."""
+        read by id from the second pass (:func:`_whole_params`), which must be the same reading
+        as the first pass (:func:`.ranked_reading.same_reading`: the greedy tokens before it,
+        and the first label's value)."""
         completion = reread.outputs[0]
         self.stats["prompt_tokens"] += len(ids)
         self.stats["generated_tokens"] += len(completion.token_ids)
-        if list(completion.token_ids[:p]) != list(output.outputs[0].token_ids[:p]) \
-                or len(completion.logprobs) <= p:
+        if len(completion.logprobs) <= p:
             return Failed(ModelError(f"vLLM's greedy tokens changed between two passes: the "
                                      f"label first at generated position {p} was not there "
                                      "again"))
         step = completion.logprobs[p]
-        return replace(first, logprobs={c: float(step[t].logprob) for c, t in
-                                        zip(first.logprobs, targets, strict=True)})
+        again = replace(first, logprobs={c: float(step[t].logprob) for c, t in
+                                         zip(first.logprobs, targets, strict=True)})
+        changed = same_reading(first, list(output.outputs[0].token_ids), again,
+                               list(completion.token_ids),
+                               "vLLM's greedy tokens changed between two passes")
+        return Failed(ModelError(changed)) if changed else again
 
     def _generate(self, block) -> list:
         from vllm.inputs import TokensPrompt

@@ -61,8 +61,11 @@ class MCQSample(Sample):
     correct: Correct = Field(None, description="pred is gold; None: the request failed")
     failed: bool = Field(False, description="the request failed (left out of accuracy)")
     failure: str | None = Field(None, description="the failure's kind, for the tables")
-    logprobs: dict[str, Num] | None = Field(None, description="likelihood: each option "
-                                            "letter's log-prob")
+    # None for an option outside a server's top log-probs (--scoring top-k, or auto's
+    # fallback): it ranks below every number, and was a validation traceback before issue 63
+    logprobs: dict[str, Num | None] | None = Field(
+        None, description="likelihood: each option letter's log-prob; null: outside the "
+        "server's top log-probs (less likely than all of them)")
     scoring: str | None = Field(None, description="how a server's log-probs were read (its "
                                 "top-k, or the prompt and option echoed)")
     output: str | None = Field(None, description="generation: the text generated")

@@ -126,10 +126,12 @@ class CachedExecutor:
                 if isinstance(request, Embed):
                     shared_writer.add(request, response)
             for part, needed in self._parts(backend, todo, unique):
-                self.usage.check(self.budget)  # between backend calls: nothing half-done
                 _run_part(backend, part, needed, _reporter(part, unique, responses, store,
                                                            advance), unique, responses)
                 self._count(part, needed, responses)
+                # after each backend call, the last one too (a run of one chunk was never
+                # checked, issue 63 item 4): nothing half-done, the answers already cached
+                self.usage.check(self.budget)
         done = _all_answered(responses)
         for i in todo:
             answer = done[i]

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..backends.base import (
+    UNPROVEN,
     Backend,
     Execute,
     Failed,
@@ -186,6 +187,18 @@ def _extract(text: str, letters: str, config: MCQConfig) -> tuple[str | None, st
     return pred, "strict-cot" if config.prompt.cot else "strict", error
 
 
+def _unproven(samples: Sequence[MCQSample]) -> list[str]:
+    """A line when --scoring auto kept the top-k answers because it could not tell whether the
+    server's echo reads right (issue 63 item 4: a server that ignores echo)."""
+    kept = sum(1 for s in samples if s.scoring == UNPROVEN)
+    if not kept:
+        return []
+    return [f"{kept} of {len(samples)} questions were read from the server's top log-probs "
+            "alone (an option outside them less likely than all of them, as --scoring top-k "
+            "reads it): the server's echo could not be checked (its probe echoed nothing to "
+            "compare: does it ignore echo?), so --scoring auto did not echo them"]
+
+
 def _echoed(samples: Sequence[MCQSample]) -> list[str]:
     """A line when a server's questions were read from prompt + option echoed (``--scoring``
     auto or echo: 1 + #options requests each, where the top-k reads one): what the run cost is
@@ -194,7 +207,8 @@ def _echoed(samples: Sequence[MCQSample]) -> list[str]:
     if not echoed:
         return []
     return [f"{echoed} of {len(samples)} questions were read from prompt + option echoed (1 + "
-            "#options requests each, 2 on vLLM; the server's top log-probs did not hold every option): "
+            "#options requests each, on vLLM one with a /tokenize per prompt; the server's top "
+            "log-probs did not hold every option): "
             "--top-logprobs as large as the server allows reads more of them from one request, "
             "--scoring top-k never echoes (questions it cannot read fail)"]
 
@@ -301,7 +315,7 @@ class MCQTask(Task):
     def summarise(self, samples: Sequence[MCQSample], data: MCQData,
                   identity: dict) -> MCQResults:
         prompt, spec = self.config.prompt, data.spec
-        warnings = _unknown_subjects(data) + _echoed(samples)
+        warnings = _unknown_subjects(data) + _echoed(samples) + _unproven(samples)
         return results_record({**({"warnings": warnings} if warnings else {}),
             "schema": self.results_schema,
             "task": self.name,

@@ -321,11 +321,23 @@ def safety_notes(results: SafetyResults) -> list[RichText]:
     """What the console prints after the tables: transfer notes, label policy, counts."""
     lines = [*transfer_notes(results),
              *(f"Label policy: {line}" for line in results.label_policy.values())]
-    fate = ("scored 1/#labels and kept: --on-failure neutral, the authors' rule"
-            if results.n_neutral else "left out, never counted as safe")
-    lines.append(f"{results.n_samples} samples; {results.n_failed} failed ({fate}); "
-                 f"{results.n_excluded} excluded by the label policy.")
+    lines.append(f"{results.n_samples} samples; {results.n_failed} failed "
+                 f"({_failed_fate(results)}); {results.n_excluded} excluded by the label "
+                 "policy.")
     return [RichText(line) for line in lines]
+
+
+def _failed_fate(results: SafetyResults) -> str:
+    """What became of the failed samples, by the run's --on-failure: under ``iris`` some are
+    kept with IRIS's score and the rest left out (issue 63: this line said "--on-failure
+    neutral" for them while the run's warning said "left out")."""
+    kept, out = results.n_neutral, results.n_failed - results.n_neutral
+    if results.on_failure == "iris":
+        return (f"{kept} scored as IRIS scores them and kept, --on-failure iris; {out} left "
+                "out, never counted as safe")
+    if kept:
+        return "scored 1/#labels and kept: --on-failure neutral, the authors' rule"
+    return "left out, never counted as safe"
 
 
 
