@@ -94,6 +94,12 @@ class Task(ABC):
         """The answer of each planned sample. Default: one request each, in one round."""
         return execute([p.request for p in planned])
 
+    def shard_key(self, planned: Any) -> str:
+        """What ``--shard`` shares a planned sample out by (:mod:`.shards`): the id of the item
+        it asks about, which is its sample's id, so an item's language versions, draws and
+        option orders stay in one shard whatever the order of the data."""
+        return str(planned.item.id)
+
     @abstractmethod
     def score(self, planned: Any, answer: Any) -> Sample:
         """The sample record (a line of samples.jsonl) of one planned sample: the task kind's
