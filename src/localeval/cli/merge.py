@@ -7,9 +7,8 @@ import sys
 
 
 def add_merge_parser(sub) -> None:
-    p = sub.add_parser("merge", help="make the shard folders of one run (run --shard I/N) the "
-                       "one run they add up to: checked, samples in the run's order, results "
-                       "recomputed, caches merged")
+    p = sub.add_parser("merge", help="make the shards of one run (run --shard I/N) the one run "
+                       "they add up to: a new run folder")
     p.add_argument("folders", nargs="+", help="every shard's run folder (any order)")
     p.add_argument("--output", required=True, help="the merged run's folder (new, or an "
                    "earlier merge's)")
