@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 from offline_runs import HashedGuard
+from tiny_models import make_model
 
 import localeval.run
 from localeval import evaluate
-from localeval.backends.base import Backend, Generated
+from localeval.backends.base import Backend, Generate, Generated
 from localeval.backends.registry import load_backend
 from localeval.cli import main
 from localeval.demo.mcq import SAMPLE_MCQ
@@ -92,9 +93,19 @@ def tiny_model(tiny_llama):
         yield backend
 
 
+@pytest.fixture(scope="module")
+def writing_model(tmp_path_factory):
+    """A tiny model whose LM head is its own (untied): it writes varied text, so two draws
+    differ and a draw seeded otherwise would show."""
+    folder = make_model(tmp_path_factory.mktemp("untied"), layers=1, tied=False)
+    with load_backend(f"hf:{folder}") as backend:
+        yield backend
+
+
 def test_mcq_likelihood_shards_merge_into_the_single_run(tmp_path, tiny_model):
     single, shards = _runs(tmp_path, "mcq", task="tmlu", model=tiny_model,
-                           data=Path(str(SAMPLE_MCQ)), shots=2, method="likelihood")
+                           data=Path(str(SAMPLE_MCQ)), shots=2, method="likelihood",
+                           limit=2)
     merged = tmp_path / "mcq" / "merged"
     merge_runs(shards, merged, store=False)
     _same_samples(single, merged)
@@ -104,15 +115,27 @@ def test_mcq_likelihood_shards_merge_into_the_single_run(tmp_path, tiny_model):
     assert {s["n_shots"] for s in shards for s in _lines(s)} == {2}
 
 
-def test_mcq_generation_with_repeats_shards_merge_into_the_single_run(tmp_path, tiny_model):
+def test_mcq_generation_with_repeats_shards_merge_into_the_single_run(tmp_path,
+                                                                     writing_model):
     # each draw is seeded by its own request (the prompt's tokens and the draw's number:
     # backends/hf/generate.py draw_one), so a shard draws what the single run draws
     merged = _merged_equals_single(
-        tmp_path, "gen", {"extract": "strict"}, task="tmlu", model=tiny_model,
+        tmp_path, "gen", {"extract": "strict"}, task="tmlu", model=writing_model,
         data=Path(str(SAMPLE_MCQ)), shots=0, method="generation", max_tokens=2, repeats=2,
         limit=2)
     draws = [v for s in _lines(merged) for v in s["variants"]]
     assert {v["repeat"] for v in draws} == {1}  # the second draw of each question
+
+
+def test_a_draw_is_seeded_by_its_own_request_not_by_what_runs_beside_it(writing_model):
+    # LLM safety's responses and --repeats are Generate(sample=k): a shard sends a draw with
+    # other requests around it than the single run does, and must get the same text
+    draws = [Generate(f"Question {i}: say something.", max_tokens=6, sample=k)
+             for i in range(3) for k in (0, 1)]
+    together = [r.text for r in writing_model.run(draws)]
+    alone = [writing_model.run([d])[0].text for d in reversed(draws)][::-1]
+    assert together == alone
+    assert together[0] != together[1]  # a draw of its own: sampled, not the greedy text
 
 
 def test_guard_shards_merge_into_the_single_run(tmp_path):

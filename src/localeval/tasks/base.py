@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..backends.base import Backend, Execute
+from ..errors import LocalevalError
 from ..records import Results, Sample
 from .options import TaskOptions
 
@@ -98,7 +99,11 @@ class Task(ABC):
         """What ``--shard`` shares a planned sample out by (:mod:`.shards`): the id of the item
         it asks about, which is its sample's id, so an item's language versions, draws and
         option orders stay in one shard whatever the order of the data."""
-        return str(planned.item.id)
+        item = getattr(planned, "item", None)
+        if not hasattr(item, "id"):
+            raise LocalevalError(f"--shard: task {self.name!r} plans samples that name no item "
+                                 "(its Task needs a shard_key), so it cannot be shared out")
+        return str(item.id)
 
     @abstractmethod
     def score(self, planned: Any, answer: Any) -> Sample:
