@@ -122,8 +122,8 @@ def _spec(record: RunRecord) -> dict[str, Any]:
 
 def _difference(base: dict[str, Any], other: dict[str, Any]) -> str | None:
     """The first way ``other`` differs from ``base``, in words (the data by its contents)."""
-    if base.get(DATA_FILES) != other.get(DATA_FILES):
-        data = [RunSpec.from_config(c).data.fact() for c in (base, other)]
+    data = [RunSpec.from_config(c).data.fact() for c in (base, other)]
+    if data[0] != data[1]:  # the same contents from another path: said by the key below
         return f"other data: {data[0]} -> {data[1]}"
     key = next((k for k in sorted(set(base) | set(other)) if base.get(k) != other.get(k)), None)
     if key is None:
