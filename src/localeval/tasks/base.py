@@ -99,11 +99,11 @@ class Task(ABC):
         """What ``--shard`` shares a planned sample out by (:mod:`.shards`): the id of the item
         it asks about, which is its sample's id, so an item's language versions, draws and
         option orders stay in one shard whatever the order of the data."""
-        item = getattr(planned, "item", None)
-        if not hasattr(item, "id"):
+        item_id = getattr(getattr(planned, "item", None), "id", None)
+        if item_id is None:
             raise LocalevalError(f"--shard: task {self.name!r} plans samples that name no item "
                                  "(its Task needs a shard_key), so it cannot be shared out")
-        return str(item.id)
+        return str(item_id)
 
     @abstractmethod
     def score(self, planned: Any, answer: Any) -> Sample:
