@@ -24,7 +24,7 @@ LAYERS = [
     {"views"},
     {"report"},
     {"web"},
-    {"rescore", "finish"},
+    {"rescore", "merge", "finish"},
     {"api"},
     {"tools"},
     {"demo"},

@@ -27,7 +27,7 @@ def _loaded(argv: list[str]) -> set[str]:
     return {line.strip().split(".")[0] for line in lines}
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["rescore", "--help"],
+@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["rescore", "--help"], ["merge", "--help"],
                                   ["contamination", "--help"], ["tasks", "--help"],
                                   ["export", "--help"], ["tasks"]])
 def test_help_imports_no_heavy_library(argv):

@@ -160,6 +160,8 @@ def _missing_path_cases(tmp_path: Path, model_folder: str, run_folder: str
         "export": (["export", f"{gone}/run"], f"{gone}/run"),
         "report": (["report", f"{gone}/run"], f"{gone}/run"),
         "rescore": (["rescore", f"{gone}/run", "--no-store"], f"{gone}/run"),
+        "merge": (["merge", run_folder, f"{gone}/run", "--output", out, "--no-store"],
+                  f"{gone}/run"),
         "leaderboard": (["leaderboard", "--task", "cmmlu", "--store", f"{gone}/store.sqlite"],
                         f"{gone}/store.sqlite"),
         "forget": (["forget", "--missing", "--store", f"{gone}/store.sqlite"],

@@ -32,7 +32,13 @@ READS_EARLIER_OUTPUT = {
     "localeval rescore runs/tmlu-cot --extract strict": "test_rescore.py",
     "localeval rescore runs/guard --sensitive paper --threshold-rule ge --auprc ap --bootstrap 0":
         "test_rescore.py",
+    # the shards' folders, which the recipes' run commands write
+    "localeval merge runs/tmlu-shards/* --output runs/tmlu-merged --no-report": "test_shards.py",
+    "localeval merge runs/k8s-shards/* --output runs/k8s-merged --no-report": "test_shards.py",
 }
+# What a scheduler sets for each of a job's tasks (the shard recipes): the first of three
+SCHEDULER = {"$SLURM_ARRAY_TASK_ID": "0", "$SLURM_ARRAY_TASK_COUNT": "3",
+             "$JOB_COMPLETION_INDEX": "0"}
 # The demo makes its own model and data: nothing of the user's to check before it loads
 # (test_end_to_end.py runs it).
 NOTHING_TO_CHECK = {"localeval demo"}
@@ -67,6 +73,8 @@ def as_checked(command: str, folder: Path, tmp_path: Path) -> list[str]:
     argv = shlex.split(command)[1:]
     out = []
     for i, word in enumerate(argv):
+        for variable, value in SCHEDULER.items():
+            word = word.replace(variable, value)
         before = argv[i - 1] if i else ""
         if word == "$MODEL":  # the README's own model variable (the demo's model)
             word = f"hf:{folder}"

@@ -27,6 +27,7 @@ from .store.runs import RunRecord, check_report_output, load_run, load_run_state
 from .store.usage import Budget
 from .tasks.options import options_doc
 from .tasks.registry import make_task, task_kinds
+from .tasks.shards import Shard
 from .views.mcq import compare_mcq_runs
 from .views.safety import compare_runs, compare_safety_runs
 
@@ -42,7 +43,7 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
              command: list[str] | None = None, overwrite: bool = False,
              store: str | Path | bool | None = None, report: bool = False,
              budget: Budget | None = None, library_notices: bool = False,
-             **options) -> RunRecord:
+             shard: Shard | str | None = None, **options) -> RunRecord:
     """Evaluate ``model`` on ``task`` and (with ``output``) write the run folder.
 
     ``model`` is a backend spec such as ``hf:Qwen/Qwen2.5-7B-Instruct``, ``hf:/path/to/model``
@@ -61,7 +62,9 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
     :class:`~localeval.store.usage.Budget`): prices per million tokens, for the cost in
     results.json, and ``max_spend`` / ``max_tokens``, which stop the run resumably. Other
     libraries' deprecation notices are hidden while the run lasts (:func:`quiet_third_party`)
-    unless ``library_notices`` (the CLI's ``--debug``).
+    unless ``library_notices`` (the CLI's ``--debug``). ``shard`` (``"I/N"``): only that
+    content-keyed share of the items (:mod:`~localeval.tasks.shards`), not recorded in the
+    store: ``localeval merge`` makes the N shards' folders one run and records that.
 
     ``options`` are the task's own (``localeval tasks`` lists the tasks); a name the task does
     not have is an error. A list option takes a list, or text as its flag does: ``subjects=
@@ -69,12 +72,15 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
 
     {options}
     """
+    if isinstance(shard, str):
+        shard = Shard.parse(shard)
     with nullcontext() if library_notices else quiet_third_party():
         record = run_task(make_task(task, **options), model, output=output, cache=cache,
                           backend_options=backend_options, role_options=role_options,
                           quiet=quiet, command=command, overwrite=overwrite,
-                          finish_with=ReportStep() if report else None, budget=budget)
-    if record.folder and store is not False:
+                          finish_with=ReportStep() if report else None, budget=budget,
+                          shard=shard)
+    if record.folder and store is not False and shard is None:  # a part's numbers: not a run's
         record_in_store(record, store if store is not True else None)
     return record
 

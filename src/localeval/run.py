@@ -49,6 +49,7 @@ from .store.runs import (
 )
 from .store.usage import Budget
 from .tasks.base import Task
+from .tasks.shards import SHARD, Shard
 
 
 class FolderStep(Protocol):
@@ -68,7 +69,7 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
              role_options: Mapping[str, BackendConfig | Mapping[str, Any]] | None = None,
              quiet: bool = False, command: list[str] | None = None,
              overwrite: bool = False, finish_with: FolderStep | None = None,
-             budget: Budget | None = None) -> RunRecord:
+             budget: Budget | None = None, shard: Shard | None = None) -> RunRecord:
     """Run ``task`` on ``model`` (a backend spec such as ``hf:/path`` or a backend object) and,
     with ``output``, keep the run folder; ``cache`` is the SQLite file of finished requests.
     ``model`` None: the task's own (an embedding guard's embedder). ``backend_options`` apply to
@@ -78,13 +79,14 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
     (model specs and options, folder, data, task options) comes before any model loads.
     ``finish_with``: a file the folder gets before the run is marked finished (the report).
     ``budget``: prices per million tokens (the cost in results.json) and the limits that stop
-    the run, resumably (:mod:`.store.usage`)."""
+    the run, resumably (:mod:`.store.usage`). ``shard``: only that share of the items
+    (:mod:`.tasks.shards`), recorded in config.json; ``localeval merge`` joins the shards."""
     check_environment()
     target = choose_model(task, model)
     models = resolve_models(target, BackendConfig.of(backend_options), task.model_roles(),
                             role_options)
     place = RunPlace(Path(output) if output else None, cache, overwrite, command, quiet,
-                     finish_with, budget)
+                     finish_with, budget, shard)
     if place.folder:
         check_output_folder(place.folder)
     with run_folder_lock(place.folder), ExitStack() as built:
@@ -108,6 +110,12 @@ class RunPlace:
     quiet: bool
     finish_with: FolderStep | None = None  # written before the run is marked finished
     budget: Budget | None = None  # prices and the invocation's limits (store/usage.py)
+    shard: Shard | None = None  # --shard: the share of the items this run answers
+
+    def shard_fact(self) -> dict[str, str]:
+        """config.json's ``shard`` ("I/N"), in a shard's folder only: a whole run's config is
+        as it was, so a merged folder is a whole run's."""
+        return {SHARD: str(self.shard)} if self.shard else {}
 
 
 def _run(task: Task, models: list[Model], place: RunPlace, built: ExitStack) -> RunRecord:
@@ -119,10 +127,12 @@ def _run(task: Task, models: list[Model], place: RunPlace, built: ExitStack) -> 
     _keep_batches(backend, place)
     roles = RoleModels(models[1:], built)
     planned = task.plan(data, backend)
+    if place.shard:  # planned whole (shots, config.json's subjects and languages), cut here
+        planned = [p for p in planned if place.shard.holds(task.shard_key(p))]
     provenance = run_provenance(place.command)
     first = first_run(place.folder) if place.folder and not place.overwrite else None
-    record = _new_record({**provenance, **task.describe(data), **files_used}, models, backend,
-                         place, first)
+    record = _new_record({**provenance, **task.describe(data), **files_used,
+                          **place.shard_fact()}, models, backend, place, first)
     if place.finish_with:
         place.finish_with.prepare()  # while the model runs
     try:
@@ -259,7 +269,9 @@ def checked_data(task: Task, models: list[Model], place: RunPlace) -> tuple[Any,
         data = task.load()
     files_used = {DATA_FILES: fingerprint(files)} if files else {}
     if place.folder:
-        settings = {**task.describe(data), "model": models[0].named, **files_used}
+        # a whole run is shard None: never resumed into a shard's folder, nor a shard into its
+        settings = {**task.describe(data), "model": models[0].named, **files_used,
+                    SHARD: str(place.shard) if place.shard else None}
         if len(models) > 1:
             settings["model_roles"] = {m.role: m.settings() for m in models[1:]}
         check_same_run(place.folder, settings, place.overwrite)

@@ -23,6 +23,7 @@ from ..errors import LocalevalError, UndefinedMetricWarning, clipped
 from .budget import add_budget_arguments
 from .commands import cmd_compare, cmd_demo, cmd_run, cmd_show, cmd_tasks
 from .habits import from_lm_eval
+from .merge import add_merge_parser
 from .rescore import add_rescore_parser
 from .research import add_research_parsers
 from .results import STORE_FOR_IDS, add_results_parsers, store_flag
@@ -108,6 +109,10 @@ def parser() -> OneLineParser:
     add_folder_arguments(r)
     add_backend_arguments(r)
     add_budget_arguments(r)
+    r.add_argument("--shard", metavar="I/N", help="evaluate share I of N of the items (0 <= I "
+                   "< N; an item's share is a hash of its id, the same on every machine) into "
+                   "a folder of its own (default: the run's with -shard-I-of-N); `localeval "
+                   "merge` makes the N shards one run")
     r.add_argument("--json", action="store_true", help="print results.json instead of tables")
     r.add_argument("--max-failed", type=float, default=0.0, metavar="SHARE",
                    help="exit with status 3 when more than this share of the samples failed "
@@ -142,6 +147,7 @@ def parser() -> OneLineParser:
     add_results_parsers(sub)
     add_view_parser(sub)
     add_rescore_parser(sub)
+    add_merge_parser(sub)
     add_tool_parsers(sub)
     add_research_parsers(sub)
     return p

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..errors import LocalevalError
+from ..tasks.shards import Shard
 from .budget import budget_of
 from .run_options import backend_options, check_failures, default_output, role_options
 
@@ -27,21 +28,26 @@ def run_and_report(args, task: str, options: dict) -> None:
         raise LocalevalError(f"--max-failed is a share of the samples, 0 to 1, not "
                              f"{args.max_failed:g}")
     backend, roles = backend_options(args), role_options(args)
+    shard = Shard.parse(args.shard) if getattr(args, "shard", None) is not None else None
     output = Path(args.output) if args.output else default_output(
-        task, args.model, options, backend, roles)
+        task, args.model, options, backend, roles, shard)
     cache = None if args.no_cache else (args.cache or output / "cache.sqlite")
     result = evaluate(task=task, model=args.model, output=output, cache=cache,
                       backend_options=backend, role_options=roles, quiet=args.quiet,
                       command=getattr(args, "argv", sys.argv), overwrite=args.overwrite,
                       store=store_option(args), report=not args.no_report,
                       budget=budget_of(args), library_notices=getattr(args, "debug", False),
-                      **options)
+                      shard=shard, **options)
     left_out = 0
     if args.json:
         print_json(result.results.data())
     else:
         left_out = print_results(result.results, make_console(), everything=args.all)
     say_where(result.folder, left_out, not args.no_report)
+    if shard is not None:
+        print(f"shard {shard}: its numbers are of a share of the items and it is not recorded "
+              "in the results store; `localeval merge` makes the shards one run",
+              file=sys.stderr)
     served = result.results.timing.get("served_by") or {}
     if len(served) > 1:  # several replicas: how the load went, and whether one stopped early
         print("requests served by replica: " + ", ".join(f"{u} {n}" for u, n in served.items()),

@@ -27,6 +27,7 @@ from .values import comma_list
 if TYPE_CHECKING:  # annotations only: the records import pydantic
     from ..records import Results
     from ..tasks.registry import AnyKind
+    from ..tasks.shards import Shard
 
 SHORTCUT = "shortcut:"  # argparse dest prefix of a shortcut flag (it sets a key of a pairs option)
 
@@ -245,10 +246,11 @@ def role_options(args) -> dict[str, dict[str, Any]]:
 
 
 def default_output(task: str, model: str | None, options: dict, backend: BackendConfig,
-                   roles: dict | None = None) -> Path:
+                   roles: dict | None = None, shard: Shard | None = None) -> Path:
     """runs/<task>/<model name>-<hash of every setting that can change a number>: the same
     command finds its folder again (and resumes), also with other speed settings (batch size,
-    concurrency, timeouts); other settings get another."""
+    concurrency, timeouts); other settings get another. A shard's is the whole run's with
+    ``-shard-I-of-N`` after it (shards of one run side by side, the merge beside them)."""
     parts: list[Any] = [task, model, options, backend.settings()]
     if roles:  # only when given, so commands without them keep their folder
         parts.append(roles)
@@ -256,7 +258,8 @@ def default_output(task: str, model: str | None, options: dict, backend: Backend
     digest = hashlib.sha256(settings.encode()).hexdigest()[:8]
     name = _component((model or "own-model").split(":", 1)[-1].rstrip("/").split("/")[-1],
                       "model")
-    return Path("runs") / _component(task, "task") / f"{name}-{digest}"
+    part = f"-shard-{shard.index}-of-{shard.count}" if shard else ""
+    return Path("runs") / _component(task, "task") / f"{name}-{digest}{part}"
 
 
 def _component(text: str, default: str) -> str:

@@ -126,6 +126,21 @@ class RequestCache:
         with self.lock, self._failing("write"), self.db:
             self.db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?)", rows)
 
+    def add_from(self, other: Path) -> int:
+        """Every answer of the cache file ``other`` that this one lacks (``localeval merge``:
+        the shards' caches into the merged run's); how many were added."""
+        check_cache_file(other)
+        with self.lock, self._failing("write"):
+            before = self.db.total_changes
+            self.db.execute("ATTACH DATABASE ? AS other", (str(other),))
+            try:
+                with self.db:
+                    self.db.execute("INSERT OR IGNORE INTO responses "
+                                    "SELECT key, body FROM other.responses")
+            finally:
+                self.db.execute("DETACH DATABASE other")
+            return int(self.db.total_changes - before)
+
     def close(self) -> None:
         with self.lock:
             self.db.close()

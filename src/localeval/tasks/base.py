@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..backends.base import Backend, Execute
+from ..errors import LocalevalError
 from ..records import Results, Sample
 from .options import TaskOptions
 
@@ -93,6 +94,16 @@ class Task(ABC):
     def respond(self, planned: Sequence[Any], execute: Execute) -> list[Any]:
         """The answer of each planned sample. Default: one request each, in one round."""
         return execute([p.request for p in planned])
+
+    def shard_key(self, planned: Any) -> str:
+        """What ``--shard`` shares a planned sample out by (:mod:`.shards`): the id of the item
+        it asks about, which is its sample's id, so an item's language versions, draws and
+        option orders stay in one shard whatever the order of the data."""
+        item_id = getattr(getattr(planned, "item", None), "id", None)
+        if item_id is None:
+            raise LocalevalError(f"--shard: task {self.name!r} plans samples that name no item "
+                                 "(its Task needs a shard_key), so it cannot be shared out")
+        return str(item_id)
 
     @abstractmethod
     def score(self, planned: Any, answer: Any) -> Sample:

@@ -119,6 +119,9 @@ class ContaminationTask(Task):
     def plan(self, data: ContaminationData, backend: Backend) -> list[Text]:
         return list(data)
 
+    def shard_key(self, planned: Text) -> str:
+        return str(planned.id)  # a text is its own item
+
     def score(self, planned: Text, answer: Response) -> ContaminationSample:
         text = ContaminationSample(id=planned.id, source=planned.source,
                                    subject=planned.subject, n_chars=len(planned.text))

@@ -25,6 +25,7 @@ from ..errors import LocalevalError
 from .benchmarks import benchmark_defaults, dataset_of
 from .options import TaskOptions, make_options, option_fields
 from .registry import TASKS, task_kind
+from .shards import SHARD
 
 _NEEDED = object()  # an option the run's others cannot do without
 # the options that say which part of which data a run read: named by the data, not one by one
@@ -116,6 +117,9 @@ class RunSpec:
     protocol: str | None
     reading: tuple[tuple[str, Any], ...] = ()
     rescored_from: Mapping[str, Any] | None = None
+    # --shard's "I/N": which share of the items the run answered, a speed-role fact (never a
+    # number's, so never a protocol fact); None: all of them
+    shard: str | None = None
 
     # ------------------------------------------------------------------ the one reader
     @classmethod
@@ -152,7 +156,8 @@ class RunSpec:
                    roles=roles, protocol=config.get("protocol"),
                    reading=tuple((k, config[k]) for k in options_class.reading_keys
                                  if k in config),
-                   rescored_from=config.get("rescored_from"))
+                   rescored_from=config.get("rescored_from"),
+                   shard=None if config.get(SHARD) is None else str(config[SHARD]))
 
     @classmethod
     def paper(cls, task: str, protocol: str, source: str) -> RunSpec:
@@ -192,6 +197,8 @@ class RunSpec:
             config["data_files"] = dict(self.data.files)
         if self.rescored_from is not None:
             config["rescored_from"] = dict(self.rescored_from)
+        if self.shard is not None:
+            config[SHARD] = self.shard
         return config
 
     # ------------------------------------------------------------------ what derives from it
@@ -222,10 +229,10 @@ class RunSpec:
         run's ``model``-role option) and the task, then what it says of its protocol
         (:attr:`said`): "llamaguard3 on mymodel · sea-safeguard · label scores full",
         "mymodel · tmlu · 5-shot CoT". Two runs whose protocol facts differ in an option have
-        different names."""
+        different names. A shard says so last ("shard 0/3"): its numbers are of a share."""
         model = self.model.short
         return " · ".join([f"{self.guard} on {model}" if self.guard else model, self.task,
-                           *self.said])
+                           *self.said, *([f"shard {self.shard}"] if self.shard else [])])
 
     @property
     def guard(self) -> str | None:
