@@ -205,7 +205,7 @@ def test_mcq_report_and_comparison(tmp_path, capsys):
     html = write_report([cot.folder]).read_text()
     assert {"accuracy_by_year", "accuracy_by_level"} <= set(re.findall(r'data-figure="(\w+)"',
                                                                          html))
-    assert "1 without an extractable answer" in html and "<td>q3</td>" in html
+    assert "1 unanswered (no extractable answer" in html and "<td>q3</td>" in html
     out = tmp_path / "both.html"
     assert main(["report", str(cot.folder), str(direct.folder), "--output", str(out)]) == 0
     both = out.read_text()

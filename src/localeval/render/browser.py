@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..records.samples import Sample
+from ..records.samples import MCQSample, Sample
 from ..store.runs import stored_data
 
 # Shown first, in this order, where a task's samples have them.
@@ -43,11 +43,24 @@ def browser_data(records: Sequence[Sample]) -> dict[str, Any]:
     columns = [_column(k, [s.get(k) for s in samples]) for k in keys]
     rows = [[_cell(s.get(k)) for k in keys] for s in samples]
     warn = _warned_cells(samples, keys, columns, rows)
-    if any(s.get("error") for s in samples) and "failed" not in keys:
-        columns.append({"key": "failed", "title": "failed", "type": "bool", "filter": True})
-        for row, s in zip(rows, samples):
-            row.append(bool(s.get("error")) and s.get("score") is None)
+    # One word per meaning (issue 69): "failed" is a request that failed, as the sample's own
+    # is_failed and results.json's n_failed count it (a verdict kept with a fixed score has
+    # one); a question whose answer had no letter to extract has an error too, but it is
+    # "unanswered" (counted wrong), as results.json's ``unanswered`` lists it.
+    failed = [r.is_failed and s.get("score") is None for r, s in zip(records, samples)]
+    unanswered = [isinstance(r, MCQSample) and bool(r.error) and not r.is_failed
+                  for r in records]
+    if any(failed) and "failed" not in keys:
+        _add_column(columns, rows, "failed", failed)
+    if any(unanswered):
+        _add_column(columns, rows, "unanswered", unanswered)
     return {"columns": columns, "rows": rows, "warn": warn}
+
+
+def _add_column(columns: list[dict], rows: list[list], key: str, values: list[bool]) -> None:
+    columns.append({"key": key, "title": key, "type": "bool", "filter": True})
+    for row, value in zip(rows, values):
+        row.append(value)
 
 
 def _keys(samples: list[dict]) -> list[str]:

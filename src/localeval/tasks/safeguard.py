@@ -293,6 +293,9 @@ class SafeguardTask(Task):
             "on_failure": self.options.on_failure,
             "n_neutral": n_neutral,
             "n_excluded": sum(1 for s in samples if s.label is None),
+            # so the summary can say why --limit 100 gave 696 samples (issue 69)
+            **({"limit": self.options.limit, "langs": sorted({i.lang for i in data.items})}
+               if self.options.limit else {}),
             "failures": [{k: v for k, v in s.data().items() if k in FAILURE_FIELDS}
                          for s in failed[:50]],
             "warnings": warnings,

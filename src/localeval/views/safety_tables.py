@@ -23,15 +23,21 @@ from .threshold_tables import threshold_sweep_table, threshold_transfer_table, t
 SUBSET_SHORT = {"general": "General", "cultural-itw": "ITW", "cultural-cg": "CG"}
 
 
-# How each PR-AUC estimator is named in titles (results' auprc; runs without it used AP).
-AUPRC_NAMES = {"trapezoid": "PR-AUC (trapezoid, the paper's)", "ap": "AUPRC (average precision)"}
+# How each PR-AUC estimator is named in titles (results' auprc; runs without it used AP), and
+# in columns: one name per estimator (issue 69: "AUPRC" named both the trapezoid and AP).
+AUPRC_NAMES = {"trapezoid": "PR-AUC (trapezoid, the paper's)", "ap": "AP (average precision)"}
+AUPRC_SHORT = {"trapezoid": "PR-AUC", "ap": "AP"}
 
 
 WARNED = "⚠"  # beside a number that says nothing; the caption says why
 
 
 def auprc_name(estimator: str) -> str:
-    return AUPRC_NAMES.get(estimator, "AUPRC")
+    return AUPRC_NAMES.get(estimator, "PR-AUC")
+
+
+def auprc_short(estimator: str) -> str:
+    return AUPRC_SHORT.get(estimator, "PR-AUC")
 
 
 def table2_tables(results: SafetyResults) -> list[DataTable]:
@@ -132,7 +138,7 @@ def overall_table(results: SafetyResults) -> DataTable | None:
     if not results.overall:
         return None
     table = TableBuilder(f"Overall · {auprc_name(results.auprc)} % [95% CI] · ROC AUC %",
-                         columns("task", "subset", "n", "harmful", "AUPRC", "95% CI", "ROC AUC",
+                         columns("task", "subset", "n", "harmful", auprc_short(results.auprc), "95% CI", "ROC AUC",
                                  "failed", text=2))
     for r in results.overall:
         table.add(*_row_cells(r, lang=False))
@@ -164,7 +170,8 @@ def per_language_table(results: SafetyResults,
     """AUPRC with its 95% bootstrap CI, ROC AUC and counts per kind, context, subset, language
     (rows of the given response ``contexts``)."""
     table = TableBuilder(f"Per language · {auprc_name(results.auprc)} % [95% CI] · ROC AUC %",
-                         columns("task", "subset", "lang", "n", "harmful", "AUPRC", "95% CI",
+                         columns("task", "subset", "lang", "n", "harmful", auprc_short(results.auprc),
+                                 "95% CI",
                                  "ROC AUC", "failed", "excluded", text=3))
     shown = [r for r in results.per_language if r.context in contexts]
     for r in shown:
@@ -221,7 +228,7 @@ def cultural_gap_table(results: SafetyResults) -> DataTable | None:
     """General minus CG per task and side (AUPRC points), read from Table 2."""
     if not results.cultural_gap:
         return None
-    table = TableBuilder("Cultural gap · General − CG · AUPRC points",
+    table = TableBuilder(f"Cultural gap · General − CG · {auprc_short(results.auprc)} points",
                          columns("model", "task", "side", "General", "CG", "General − CG",
                                  text=3))
     for r in results.cultural_gap:
@@ -323,7 +330,11 @@ def safety_notes(results: SafetyResults) -> list[RichText]:
              *(f"Label policy: {line}" for line in results.label_policy.values())]
     fate = ("scored 1/#labels and kept: --on-failure neutral, the authors' rule"
             if results.n_neutral else "left out, never counted as safe")
-    lines.append(f"{results.n_samples} samples; {results.n_failed} failed ({fate}); "
+    # --limit counts item ids, each kept in every language (issue 69: 100 gave 696 samples)
+    limit = results.limit
+    limited = (f" (--limit {limit}: at most {limit} item ids per subset, each in every one of "
+               f"its languages: {', '.join(results.langs)})" if limit else "")
+    lines.append(f"{results.n_samples} samples{limited}; {results.n_failed} failed ({fate}); "
                  f"{results.n_excluded} excluded by the label policy.")
     return [RichText(line) for line in lines]
 
