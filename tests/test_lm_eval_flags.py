@@ -33,6 +33,9 @@ def test_an_lm_eval_command_line_runs_as_ours(tmp_path, monkeypatch, capsys):
     (["--tasks", "tmlu,cmmlu"], ("a localeval run is one task, --task NAME",)),
     (["--task", "tmlu", "--apply_chat_template"], ("--chat single", "--chat multi")),
     (["--task", "tmlu", "--fewshot-as-multiturn"], ("--chat multi",)),
+    # issue 69: --seed was "unknown option" though the README speaks of seeded draws
+    (["--task", "tmlu", "--seed", "3"], ("--seed is lm-eval's", "already seeded",
+                                         "contamination --sample by its own --seed")),
 ])
 def test_an_lm_eval_flag_of_another_meaning_is_answered_in_one_line(argv, needles, capsys):
     with pytest.raises(SystemExit) as stopped:
