@@ -32,12 +32,15 @@ TEXT_KEYS = {"prompt", "response", "output", "text", "question"}  # always shown
 FILTER_MAX = 60  # a string column with at most this many distinct values is a filter
 LONG = 80  # a string longer than this anywhere in a column makes it a text column
 WARN_LABELS = {"harmful", "sensitive", "unsafe", 1}  # 1 also matches True
+SHARED_MIN = 100  # a text's preview skips a start it shares with another text at least this long
 
 
 def browser_data(records: Sequence[Sample]) -> dict[str, Any]:
-    """``{"columns": [{key, title, type, filter}], "rows": [[...]], "warn": [[k, ...]]}``:
-    ``warn`` lists, per row, the columns whose text stays behind the content warning. Columns
-    are the samples' JSON fields, whatever their kind (each as samples.jsonl holds it)."""
+    """``{"columns": [{key, title, type, filter}], "rows": [[...]], "warn": [[k, ...]],
+    "starts": [{"k": offset}]}``: ``warn`` lists, per row, the columns whose text stays behind
+    the content warning; ``starts``, per row, where the preview of a text column begins (see
+    :func:`_preview_starts`). Columns are the samples' JSON fields, whatever their kind (each
+    as samples.jsonl holds it)."""
     samples = [stored_data(s) for s in records]
     keys = _keys(samples)
     columns = [_column(k, [s.get(k) for s in samples]) for k in keys]
@@ -54,7 +57,43 @@ def browser_data(records: Sequence[Sample]) -> dict[str, Any]:
         _add_column(columns, rows, "failed", failed)
     if any(unanswered):
         _add_column(columns, rows, "unanswered", unanswered)
-    return {"columns": columns, "rows": rows, "warn": warn}
+    return {"columns": columns, "rows": rows, "warn": warn,
+            "starts": _preview_starts(columns, rows)}
+
+
+def _preview_starts(columns: list[dict], rows: list[list]) -> list[dict[str, int]]:
+    """Per row, where each text column's preview starts (absent: at 0): after the longest start
+    the text shares with another row's, back to that line's beginning, when it is long (issue
+    69: a 5-shot prompt's examples are the same for every question of a subject, so a preview
+    from the first character showed them, never the question). In sorted order a text's
+    longest shared start is with a neighbour."""
+    starts: list[dict[str, int]] = [{} for _ in rows]
+    for k, column in enumerate(columns):
+        if column["type"] != "text":
+            continue
+        texts = sorted((row[k], i) for i, row in enumerate(rows)
+                       if isinstance(row[k], str) and row[k])
+        for j, (text, i) in enumerate(texts):
+            shared = max([_shared_start(text, texts[n][0]) for n in (j - 1, j + 1)
+                          if 0 <= n < len(texts)], default=0)
+            if SHARED_MIN <= shared < len(text):  # the same text elsewhere: nothing to skip
+                start = text.rfind("\n", 0, shared) + 1
+                if start >= SHARED_MIN:
+                    starts[i][str(k)] = start
+    return starts
+
+
+def _shared_start(a: str, b: str) -> int:
+    """The length of the start ``a`` and ``b`` share (a binary search of slices: prompts are
+    long, and a loop over characters would be slow on thousands of samples)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
 def _add_column(columns: list[dict], rows: list[list], key: str, values: list[bool]) -> None:

@@ -170,15 +170,17 @@ def samples_page(run: dict[str, Any], browsed: Browsed, query: dict[str, str]) -
              f"{browsed.total} samples · page {browsed.page} of {browsed.pages} · "
              f'<a href="/runs/{rid}/report">report</a></p>')
     head = "".join(f"<th>{e(c['title'])}</th>" for c in browsed.columns)
-    rows = "".join("<tr>" + "".join(_cell(c, v, k in warn) for k, (c, v) in
-                                    enumerate(zip(browsed.columns, cells))) + "</tr>"
-                   for cells, warn in browsed.rows)
+    rows = "".join("<tr>" + "".join(_cell(c, v, k in warn, starts.get(str(k), 0)) for k, (c, v)
+                                    in enumerate(zip(browsed.columns, cells))) + "</tr>"
+                   for cells, warn, starts in browsed.rows)
     table = (f'<div class="scroll"><table class="data samples"><thead><tr>{head}</tr></thead>'
              f"<tbody>{rows}</tbody></table></div>")
     return form + count + table + _pager(rid, browsed, query)
 
 
-def _cell(column: dict[str, Any], value: Any, warned: bool) -> str:
+def _cell(column: dict[str, Any], value: Any, warned: bool, start: int = 0) -> str:
+    """A sample's cell; a long text previews from ``start``, after what it shares with other
+    samples (a few-shot prefix: browser_data's starts), and opens whole."""
     text = shown_value(value)
     if column["type"] == "num" and isinstance(value, float):
         text = f"{value:.4g}"
@@ -186,8 +188,10 @@ def _cell(column: dict[str, Any], value: Any, warned: bool) -> str:
         return ('<td><details class="cw"><summary>content warning: labelled harmful or '
                 f'sensitive; open to read</summary><div class="text">{e(text)}</div>'
                 "</details></td>")
-    if column["type"] == "text" and len(text) > TEXT_PREVIEW:
-        return (f"<td><details><summary>{e(text[:TEXT_PREVIEW])}…</summary>"
+    if column["type"] == "text" and (start or len(text) > TEXT_PREVIEW):
+        cut = "…" if start + TEXT_PREVIEW < len(text) else ""
+        return (f"<td><details><summary>{'…' if start else ''}"
+                f"{e(text[start:start + TEXT_PREVIEW])}{cut}</summary>"
                 f'<div class="text">{e(text)}</div></details></td>')
     return f'<td class="{e(column["type"])}">{e(text)}</td>'
 
