@@ -210,7 +210,7 @@ def test_compare_errors(runs, tmp_path, capsys):
         "shots": 0, "metrics": {"micro": {"n": 1, "acc": 1.0}}}))
     (mcq / "samples.jsonl").write_text(json.dumps({"id": "q1", "subject": "s", "pred": "A",
                                                    "gold": "A", "correct": True}) + "\n")
-    assert "is a mcq run and" in _one_line_error(["compare", str(mcq), aware], capsys)
+    assert "is an mcq run and" in _one_line_error(["compare", str(mcq), aware], capsys)
     assert "is not a run folder" in _one_line_error(["compare", str(tmp_path), aware], capsys)
     # Culture-aware first: not Table 3's order, so the generic per-language comparison.
     assert main(["compare", aware, plain]) == 0

@@ -90,8 +90,10 @@ def progress_lines(unit: str, total: int, done: int, seconds: float, out: TextIO
         rate = (count - cached) / elapsed if elapsed > 0 else 0.0
         left = f", about {_clock_time((total - count) / rate)} left" if rate and \
             count < total else ""
-        print(f"{unit}: {count}/{total} done ({100 * count / total:.0f}%), {rate:.2f} "
-              f"{unit}/s{left}", file=out, flush=True)
+        # a rerun the cache answered whole has no rate to give (issue 69: "0.00 questions/s")
+        speed = "all from the cache" if count == cached == total else f"{rate:.2f} {unit}/s"
+        print(f"{unit}: {count}/{total} done ({100 * count / total:.0f}%), {speed}{left}",
+              file=out, flush=True)
 
     def advance(n: int = 1) -> None:
         nonlocal count, last
