@@ -116,7 +116,10 @@ def _add_table2_row(table: TableBuilder, row: Table2Row, ci: dict[str, Bounds] |
 
 
 def _table2_warnings(rows, cols: list[str]) -> str:
-    return _warned_where((f"{_model(r.model)} {_table2_column(c)}", group, reason)
+    # a cell's name holds no line break (its header's "CG\nEN") and never breaks at the end of
+    # a line: its words are joined by no-break spaces (issue 69)
+    return _warned_where((f"{_model(r.model)}\u00a0{_table2_column(c)}".replace("\n", "\u00a0"),
+                          group, reason)
                          for r in rows for c, groups in r.warnings.items() if c in cols
                          for group, reason in groups.items())
 
