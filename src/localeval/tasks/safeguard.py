@@ -288,7 +288,8 @@ class SafeguardTask(Task):
             "guard": self.guard.name,
             "classify": list(self.classify),
             "cultural_awareness": self.cultural_awareness,
-            "label_policy": {kind.value: describe_policy(kind, self.options.sensitive)
+            "label_policy": {kind.value: describe_policy(kind, self.options.sensitive,
+                                                         {i.subset for i in data.items})
                              for kind in SampleKind if kind in kinds},
             "sensitive": self.options.sensitive or DEFAULT_SENSITIVE,
             "n_samples": len(samples),
