@@ -347,3 +347,14 @@ def test_every_safety_figure_in_chromium(real_runs, tmp_path):
                                "score_distribution": True}
         w.page.locator('section[data-section="figures"]').scroll_into_view_if_needed()
         screenshot(w.page, "report-safety-figures")
+
+
+def test_a_prompt_row_shows_no_response_context():
+    """Issue 69: prompt rows read "context: with_prompt" (a response's setting: judged with
+    its prompt or without); samples.jsonl keeps the field as it was."""
+    samples = _safety_samples(2)
+    data = browser_data(samples)
+    keys = [c["key"] for c in data["columns"]]
+    kind, context = keys.index("kind"), keys.index("context")
+    assert {row[context] for row in data["rows"] if row[kind] == "prompt"} == {None}
+    assert {row[context] for row in data["rows"] if row[kind] == "response"} == {"with_prompt"}

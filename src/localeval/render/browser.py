@@ -45,6 +45,11 @@ def browser_data(records: Sequence[Sample]) -> dict[str, Any]:
     keys = _keys(samples)
     columns = [_column(k, [s.get(k) for s in samples]) for k in keys]
     rows = [[_cell(s.get(k)) for k in keys] for s in samples]
+    if "context" in keys:  # a response's setting (with its prompt or without): none on a
+        at = keys.index("context")  # prompt's row, whose record holds the default (issue 69)
+        for row, s in zip(rows, samples):
+            if s.get("kind") == "prompt":
+                row[at] = None
     warn = _warned_cells(samples, keys, columns, rows)
     # One word per meaning (issue 69): "failed" is a request that failed, as the sample's own
     # is_failed and results.json's n_failed count it (a verdict kept with a fixed score has
