@@ -450,3 +450,12 @@ def test_the_default_folder_of_any_task_name_is_under_runs(task, shared, tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"], capsys.readouterr().err
     (kind,) = (tmp_path / "runs").iterdir()
     assert not kind.name.startswith(".") and len(list(kind.iterdir())) == 1
+
+
+def test_a_guard_without_a_model_names_its_default_folder():
+    # issue 69: the embedding guard's runs went to runs/<task>/own-model-<hash>
+    folder = _default_folder("--task", "safety-prompts", "--data", "d",
+                             "--guard", "embedding:guards/jbb.json")
+    assert folder.startswith("runs/safety-prompts/embedding-jbb-")
+    moderation = _default_folder("--task", "sea-safeguard", "--guard", "openai-moderation")
+    assert moderation.startswith("runs/sea-safeguard/openai-moderation-")

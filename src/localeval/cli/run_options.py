@@ -254,9 +254,24 @@ def default_output(task: str, model: str | None, options: dict, backend: Backend
         parts.append(roles)
     settings = json.dumps(parts, sort_keys=True, default=str)
     digest = hashlib.sha256(settings.encode()).hexdigest()[:8]
-    name = _component((model or "own-model").split(":", 1)[-1].rstrip("/").split("/")[-1],
+    name = _component(_model_name(model) if model else _guard_name(options.get("guard")),
                       "model")
     return Path("runs") / _component(task, "task") / f"{name}-{digest}"
+
+
+def _model_name(model: str) -> str:
+    """The last part of a model spec: ``hf:org/m`` -> ``m``."""
+    return model.split(":", 1)[-1].rstrip("/").split("/")[-1]
+
+
+def _guard_name(guard: Any) -> str:
+    """A run without --model is named by its guard, which is its own model (issue 69: the
+    embedding guard's and the moderation APIs' runs were all "own-model"): ``openai-
+    moderation``; ``embedding:guards/jbb.json`` -> ``embedding-jbb``."""
+    if not isinstance(guard, str) or not guard:
+        return "own-model"
+    kind, colon, target = guard.partition(":")
+    return f"{kind}-{Path(target).stem}" if colon and target else kind
 
 
 def _component(text: str, default: str) -> str:
