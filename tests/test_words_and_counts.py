@@ -46,3 +46,25 @@ def test_one_table_left_out_is_one_table(tmp_path, capsys):
     say_where(tmp_path, 1, report=False)
     # before: "1 more tables: localeval show ..."
     assert "1 more table: localeval show" in capsys.readouterr().err
+
+
+def test_each_models_progress_names_its_role_where_a_run_has_several():
+    """Issue 69: llm-safety printed two lines of "requests" (the model's, then the judge's)."""
+    from types import SimpleNamespace
+
+    from offline_runs import AlwaysLetter
+
+    from localeval.store.executor import CachedExecutor
+
+    alone = CachedExecutor(AlwaysLetter("A"), None, True, "requests")
+    assert alone.progress_label() == "requests"
+    with_judge = CachedExecutor(AlwaysLetter("A"), None, True, "requests",
+                                roles=SimpleNamespace(models=["judge"], get=lambda r: None))
+    judge = with_judge.on(AlwaysLetter("B"), "judge")
+    assert [with_judge.progress_label(), judge.progress_label()] == [
+        "requests (model)", "requests (judge)"]
+    out = io.StringIO()
+    with progress_lines("requests", 2, 0, 30.0, out, clock=lambda: 1.0,
+                        label=judge.progress_label()) as advance:
+        advance(2)
+    assert out.getvalue().startswith("requests (judge): 2/2 done")
