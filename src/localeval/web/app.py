@@ -149,9 +149,7 @@ def make_app(catalog: Catalog) -> Starlette:
         run_id = request.path_params["run_id"]
         record = catalog.record(run_id)
         text = drawn.get(("report", run_id), (record,), lambda: render([record], None))
-        back = (f'<nav style="padding:4px 12px;font:14px sans-serif"><a href="/">All runs</a> · '
-                f'<a href="/runs/{pages.e(run_id)}/samples">samples (searchable)</a></nav>\n')
-        text = text.replace("<body>\n", "<body>\n" + back, 1)
+        text = text.replace("<body>\n", "<body>\n" + pages.report_bar(run_id), 1)
         return html(text, csp=report_csp(text))
 
     def samples(request: Request) -> HTMLResponse:
