@@ -68,3 +68,14 @@ def test_each_models_progress_names_its_role_where_a_run_has_several():
                         label=judge.progress_label()) as advance:
         advance(2)
     assert out.getvalue().startswith("requests (judge): 2/2 done")
+
+
+def test_a_bar_the_cache_filled_says_so():
+    from rich.progress import Progress
+
+    from localeval.progress import RateColumn
+
+    with Progress(disable=True) as progress:
+        task = progress.add_task("questions", total=12, completed=12, cached=12)
+        shown = RateColumn("questions").render(progress.tasks[task])
+    assert shown.plain == "all from the cache"

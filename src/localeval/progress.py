@@ -41,6 +41,8 @@ class RateColumn(ProgressColumn):
     def render(self, task: Task) -> Text:
         done = task.completed - task.fields.get("cached", 0)
         elapsed = task.finished_time if task.finished else task.elapsed
+        if not done and task.total and task.completed >= task.total:
+            return Text("all from the cache")  # a rerun with nothing to run (issue 69)
         if not done or not elapsed:
             return Text(f"- {self.unit}/s")
         return Text(f"{done / elapsed:.2f} {self.unit}/s")
