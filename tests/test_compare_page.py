@@ -183,7 +183,8 @@ def test_picker_entries_are_told_apart_by_folder_not_only_by_id():
             {**run, "run_id": "c" * 16, "folder": "/y/runs/tmlu/m-22222222"},
             {**run, "name": "other", "run_id": "d" * 16, "folder": "/x/o"}]
     labels = picker_labels(runs)
-    assert labels["a" * 16] == "m · tmlu · 5-shot likelihood · 2026-01-02 03:04 · tmlu/m-11111111"
+    assert labels["a" * 16] == ("m · tmlu · 5-shot likelihood · 2026-01-02 03:04 · "
+                                "tmlu/m-11111111")
     assert labels["b" * 16].endswith("tmlu/m-22222222 · bbbbbbbb")  # the same folder's end
     assert labels["d" * 16] == "other · 2026-01-02 03:04"  # a name alone needs no more
     assert len(set(labels.values())) == 4

@@ -68,8 +68,8 @@ def progress_bar(unit: str, total: int, done: int = 0, quiet: bool = False,
         with progress_lines(unit, total, done, seconds, sys.stderr, label=label) as advance:
             yield advance
         return
-    columns = [TextColumn(f"[bold]{escape(label or unit)}"), BarColumn(), MofNCompleteColumn(), RateColumn(unit),
-               TimeElapsedColumn(), TimeRemainingColumn()]
+    columns = [TextColumn(f"[bold]{escape(label or unit)}"), BarColumn(), MofNCompleteColumn(),
+               RateColumn(unit), TimeElapsedColumn(), TimeRemainingColumn()]
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task(unit, total=total, completed=done, cached=done)
 

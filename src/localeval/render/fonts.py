@@ -8,7 +8,8 @@ installed font of each script. On Debian these come from ``fonts-noto-cjk``,
 ``fonts-thai-tlwg`` and ``fonts-noto-core`` (Noto Sans Myanmar and Tamil); without them the
 figures are still drawn (missing glyphs as boxes) after one warning line that names the
 packages, once a figure holds text of that script (issue 69: it was printed for runs whose
-figures hold Latin text only, and named Myanmar and Tamil on a TMLU run). The HTML report's own text is drawn by the browser from the same system fonts.
+figures hold Latin text only, and named Myanmar and Tamil on a TMLU run). The HTML report's
+own text is drawn by the browser from the same system fonts.
 """
 
 from __future__ import annotations

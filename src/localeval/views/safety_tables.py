@@ -141,8 +141,8 @@ def overall_table(results: SafetyResults) -> DataTable | None:
     if not results.overall:
         return None
     table = TableBuilder(f"Overall · {auprc_name(results.auprc)} % [95% CI] · ROC AUC %",
-                         columns("task", "subset", "n", "harmful", auprc_short(results.auprc), "95% CI", "ROC AUC",
-                                 "failed", text=2))
+                         columns("task", "subset", "n", "harmful", auprc_short(results.auprc),
+                                 "95% CI", "ROC AUC", "failed", text=2))
     for r in results.overall:
         table.add(*_row_cells(r, lang=False))
     table.caption = _warnings_caption(results.overall)
@@ -173,9 +173,9 @@ def per_language_table(results: SafetyResults,
     """AUPRC with its 95% bootstrap CI, ROC AUC and counts per kind, context, subset, language
     (rows of the given response ``contexts``)."""
     table = TableBuilder(f"Per language · {auprc_name(results.auprc)} % [95% CI] · ROC AUC %",
-                         columns("task", "subset", "lang", "n", "harmful", auprc_short(results.auprc),
-                                 "95% CI",
-                                 "ROC AUC", "failed", "excluded", text=3))
+                         columns("task", "subset", "lang", "n", "harmful",
+                                 auprc_short(results.auprc), "95% CI", "ROC AUC", "failed",
+                                 "excluded", text=3))
     shown = [r for r in results.per_language if r.context in contexts]
     for r in shown:
         table.add(*_row_cells(r), r.n_excluded)
