@@ -22,12 +22,6 @@ POINTERS: dict[str, str] = {
     "--apply_chat_template": "--chat single (the model's chat template, few-shot in one user "
                              "turn) or --chat multi (one turn per shot)",
     "--fewshot_as_multiturn": "--chat multi (one chat turn per shot)",
-    # no --seed of ours (issue 69): every draw a run makes already has a fixed seed, and one
-    # that moved it would have to reach each backend's draw and the cache's keys
-    "--seed": "no flag, every draw is already seeded: a local model's sampled answer "
-              "(--samples) by its prompt and draw number, so a rerun draws the same text; the "
-              "bootstrap intervals by a fixed seed; localeval contamination --sample by its "
-              "own --seed",
 }
 # lm-eval's flags whose work a localeval run always does: noted and left out
 ALWAYS = {"--log_samples": "every run writes each sample to samples.jsonl"}

@@ -248,7 +248,14 @@ def default_output(task: str, model: str | None, options: dict, backend: Backend
                    roles: dict | None = None) -> Path:
     """runs/<task>/<model name>-<hash of every setting that can change a number>: the same
     command finds its folder again (and resumes), also with other speed settings (batch size,
-    concurrency, timeouts); other settings get another."""
+    concurrency, timeouts); other settings get another. An option added since runs were made
+    (``unset_unrecorded``: --seed) is hashed only when set: unset, the folder is the one the
+    command named before it existed."""
+    from ..tasks.registry import task_kind
+
+    late = {f.name for f in dataclasses.fields(task_kind(task).Options)
+            if f.metadata.get("unset_unrecorded")}
+    options = {k: v for k, v in options.items() if not (k in late and v is None)}
     parts: list[Any] = [task, model, options, backend.settings()]
     if roles:  # only when given, so commands without them keep their folder
         parts.append(roles)
