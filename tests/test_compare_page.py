@@ -169,3 +169,22 @@ def test_compare_page_in_chromium(runs, tmp_path):
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def test_picker_entries_are_told_apart_by_folder_not_only_by_id():
+    """Issue 69: two runs of one name finished in one minute were two entries that differed
+    only by an id."""
+    from localeval.web.pages import picker_labels
+
+    run = {"name": "m · tmlu · 5-shot likelihood", "model": "hf:m",
+           "finished_at": "2026-01-02T03:04:05"}
+    runs = [{**run, "run_id": "a" * 16, "folder": "/x/runs/tmlu/m-11111111"},
+            {**run, "run_id": "b" * 16, "folder": "/x/runs/tmlu/m-22222222"},
+            {**run, "run_id": "c" * 16, "folder": "/y/runs/tmlu/m-22222222"},
+            {**run, "name": "other", "run_id": "d" * 16, "folder": "/x/o"}]
+    labels = picker_labels(runs)
+    assert labels["a" * 16] == ("m · tmlu · 5-shot likelihood · 2026-01-02 03:04 · "
+                                "tmlu/m-11111111")
+    assert labels["b" * 16].endswith("tmlu/m-22222222 · bbbbbbbb")  # the same folder's end
+    assert labels["d" * 16] == "other · 2026-01-02 03:04"  # a name alone needs no more
+    assert len(set(labels.values())) == 4

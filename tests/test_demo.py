@@ -45,3 +45,12 @@ def test_the_demo_rerun_recomputes_nothing(tmp_path):
         results = json.loads((tmp_path / "demo" / run / "results.json").read_text())
         rerun = results["history"][-1]
         assert rerun["requests_run"] == 0 and rerun["requests_cached"] > 0, (run, rerun)
+
+
+def test_building_the_demo_model_prints_nothing(tmp_path, capfd):
+    """Issue 69: three blank lines after the demo's banner: the tokenizer trainer's progress,
+    written to stdout where it is no terminal."""
+    from localeval.demo.model import build_demo_model
+
+    build_demo_model(tmp_path / "model", ["a few words of sample text"] * 5)
+    assert capfd.readouterr().out == ""

@@ -179,3 +179,13 @@ def test_an_embedding_guard_refuses_a_language_model(tmp_path):
     with pytest.raises(LocalevalError, match="runs on its own model"):
         evaluate(task="safety-prompts", model="hf:/nowhere", guard=f"embedding:{guard}",
                  data="x.jsonl")
+
+
+def test_loading_the_embedder_draws_no_bar_of_its_own(capfd):
+    """Issue 69: transformers' "Loading weights" bar in diversity, train-guard and the
+    embedding guard (the language model backends had it off already)."""
+    from localeval.backends.embedding import SentenceEmbeddingBackend
+
+    capfd.readouterr()
+    SentenceEmbeddingBackend("all-MiniLM-L6-v2", device="cpu")
+    assert "Loading weights" not in capfd.readouterr().err

@@ -33,7 +33,7 @@ RESULTS = {
 MARKDOWN = """\
 **tmlu · likelihood · 5-shot · accuracy %**
 
-| Model | STEM | Social Sci. | Average |
+| Model | STEM | Social Science | Average |
 |---|---:|---:|---:|
 | tiny | 100.00 | 0.00 | 50.00 |
 
@@ -65,7 +65,7 @@ physics & 2 & 100.00 & [34.2, 100.0] & 0 \\
 \end{table}
 """
 
-CSV_MAIN = "Model,STEM,Social Sci.,Average\ntiny,100.00,0.00,50.00\n"
+CSV_MAIN = "Model,STEM,Social Science,Average\ntiny,100.00,0.00,50.00\n"
 
 
 def _folder(tmp_path):
@@ -90,7 +90,7 @@ def test_latex_and_csv_files_by_hand(tmp_path, capsys):
     main_table = (tmp_path / "tex" / files[0]).read_text()
     assert r"\caption{tmlu $\cdot$ likelihood $\cdot$ 5-shot $\cdot$ accuracy \%. Average = mean" \
         in main_table
-    assert r"Model & STEM & Social Sci. & Average \\" in main_table
+    assert r"Model & STEM & Social Science & Average \\" in main_table
     assert main(["export", str(folder), "--format", "csv", "--output",
                  str(tmp_path / "csv")]) == 0
     assert (tmp_path / "csv" / "01-tmlu-likelihood-5-shot-accuracy.csv").read_text() == CSV_MAIN
@@ -202,3 +202,17 @@ def test_file_names_are_cut_between_words():
             "paper's) (Table 2 layout)"
     assert slug(title) == "sea-safeguard-guard-zero-shot-prompt-classification-pr-auc"
     assert slug("Overall · mymodel") == "overall-mymodel" and slug("····") == "table"
+
+
+def test_an_abbreviated_header_is_written_in_full_in_files():
+    """Issue 69: "Taiwan Spe." (a terminal's abbreviation of Taiwan Specific) was cut in the
+    Markdown and LaTeX exports too."""
+    from localeval.render.formats import to_csv, to_markdown
+    from localeval.render.latex import to_latex
+    from localeval.render.table import Column, DataTable, Number, Row, Text
+
+    table = DataTable("TMLU", (Column("Model"), Column("Taiwan Spe.", True, "Taiwan Specific")),
+                      (Row((Text("m"), Number(0.5, scale=100))),))
+    for render in (to_markdown, to_latex, to_csv):
+        text = render(table)
+        assert "Taiwan Specific" in text and "Spe." not in text, render.__name__

@@ -205,7 +205,7 @@ def test_mcq_report_and_comparison(tmp_path, capsys):
     html = write_report([cot.folder]).read_text()
     assert {"accuracy_by_year", "accuracy_by_level"} <= set(re.findall(r'data-figure="(\w+)"',
                                                                          html))
-    assert "1 without an extractable answer" in html and "<td>q3</td>" in html
+    assert "1 unanswered (no extractable answer" in html and "<td>q3</td>" in html
     out = tmp_path / "both.html"
     assert main(["report", str(cot.folder), str(direct.folder), "--output", str(out)]) == 0
     both = out.read_text()
@@ -347,3 +347,14 @@ def test_every_safety_figure_in_chromium(real_runs, tmp_path):
                                "score_distribution": True}
         w.page.locator('section[data-section="figures"]').scroll_into_view_if_needed()
         screenshot(w.page, "report-safety-figures")
+
+
+def test_a_prompt_row_shows_no_response_context():
+    """Issue 69: prompt rows read "context: with_prompt" (a response's setting: judged with
+    its prompt or without); samples.jsonl keeps the field as it was."""
+    samples = _safety_samples(2)
+    data = browser_data(samples)
+    keys = [c["key"] for c in data["columns"]]
+    kind, context = keys.index("kind"), keys.index("context")
+    assert {row[context] for row in data["rows"] if row[kind] == "prompt"} == {None}
+    assert {row[context] for row in data["rows"] if row[kind] == "response"} == {"with_prompt"}

@@ -50,3 +50,10 @@ def test_only_run_reads_lm_eval_flags():
     """Another command's arguments are left as given; a value is never taken for a flag."""
     assert from_lm_eval(["show", "runs/x"]) == (["show", "runs/x"], [])
     assert from_lm_eval(["run", "--num_fewshot=3"]) == (["run", "--shots=3"], [])
+
+
+def test_seed_is_ours_and_a_run_that_draws_nothing_says_so(capsys):
+    """Issue 69: --seed was "unknown option" though the README speaks of seeded draws; ours
+    seeds the sampled draws (tests/test_seed.py), and a run that draws nothing says so."""
+    assert main(["run", "--task", "tmlu", "--seed", "3", "--model", "hf:nowhere"]) == 2
+    one_line(capsys, "--seed seeds the sampled draws of --repeats N")

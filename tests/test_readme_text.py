@@ -51,3 +51,26 @@ def test_the_readme_gives_xstests_response_labelling_rule():
     readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
     assert "a prompt is unsafe when its `type` starts with `contrast_`" in readme
     assert "`final_label` `1_full_compliance` or `3_partial_refusal`" in readme
+
+
+def test_the_readme_says_what_a_server_must_answer_for_a_guard():
+    """Issue 69: nothing said what an OpenAI-compatible server must answer for a guard."""
+    from tiny_models import REPO
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    said = readme.split("**A guard on an OpenAI-compatible server**", 1)[1][:1200]
+    assert "top_logprobs" in said and "/chat/completions" in said and "--max-logprobs" in said
+
+
+def test_the_viewers_paragraph_names_no_store_as_runs_flag():
+    """Issue 69: "`--no-store` runs too" in `localeval view`'s paragraph read as a flag of
+    view's own, which it has not."""
+    from tiny_models import REPO
+
+    from localeval.cli import parser
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    view = readme.split("`localeval view` serves a small web app", 1)[1][:600]
+    assert "`--no-store` runs too" not in view and "`localeval run --no-store`" in view
+    with __import__("pytest").raises(SystemExit):
+        parser().parse_args(["view", "--no-store"])

@@ -142,22 +142,36 @@ def test_figures_draw_chinese_and_thai(with_cjk_and_thai_fonts, monkeypatch):
         assert [str(w.message) for w in caught if "missing from font" in str(w.message)] == []
 
 
-def test_missing_fonts_warn_once_and_figures_still_draw(monkeypatch, capsys):
+@pytest.fixture
+def no_fonts(monkeypatch):
+    """No font installed but matplotlib's own (DejaVu Sans: Latin only)."""
     monkeypatch.setattr(fonts, "_installed", lambda: {"DejaVu Sans"})
     monkeypatch.setattr(fonts, "_register_system_fonts", lambda: None)
-    fonts.figure_fonts.cache_clear()
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            for _ in range(2):
-                assert len(list(mcq_figures(_results(["國中", "ภาษาไทย"]), None))) == 2
-        assert [w for w in caught if "missing from font" in str(w.message)] == []
-        lines = capsys.readouterr().err.splitlines()
-        assert len(lines) == 1 and "no Chinese, Thai, Myanmar or Tamil font" in lines[0]
-        assert "apt-get install fonts-noto-cjk fonts-thai-tlwg fonts-noto-core" in lines[0]
-    finally:
-        monkeypatch.undo()
-        fonts.figure_fonts.cache_clear()
+    for cached in (fonts.figure_fonts, fonts._found):
+        cached.cache_clear()
+    monkeypatch.setattr(fonts, "_warned", set())
+    yield
+    monkeypatch.undo()
+    for cached in (fonts.figure_fonts, fonts._found):
+        cached.cache_clear()
+
+
+def test_missing_fonts_warn_once_and_figures_still_draw(no_fonts, capsys):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            assert len(list(mcq_figures(_results(["國中", "ภาษาไทย"]), None))) == 2
+    assert [w for w in caught if "missing from font" in str(w.message)] == []
+    lines = capsys.readouterr().err.splitlines()
+    # issue 69: only the scripts the figures hold (before: "Chinese, Thai, Myanmar or Tamil")
+    assert len(lines) == 1 and "no Chinese or Thai font" in lines[0]
+    assert "apt-get install fonts-noto-cjk fonts-thai-tlwg fonts-noto-core" in lines[0]
+
+
+def test_figures_of_latin_text_warn_of_no_font(no_fonts, capsys):
+    """Issue 69: the font warning on runs whose figures hold only Latin text."""
+    assert len(list(mcq_figures(_results(["junior high", "senior high"]), None))) == 2
+    assert capsys.readouterr().err == ""
 
 
 # ------------------------------------------------------------------------ in a real browser

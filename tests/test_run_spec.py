@@ -124,7 +124,8 @@ KIND_RUNS: dict[str, dict[str, Any]] = {
         "cot": (True, GENERATION), "prompt_style": "lm-eval", "system": "Be brief.",
         "max_tokens": (64, GENERATION), "extract": ("strict", GENERATION),
         "stop_at": ("budget", GENERATION), "max_length": 100, "reduce_few_shot": True,
-        "chat_special_tokens": False, "permute_options": 2, "repeats": (2, GENERATION)}},
+        "chat_special_tokens": False, "permute_options": 2, "repeats": (2, GENERATION),
+        "seed": (7, {**GENERATION, "repeats": 2})}},
     "sea-safeguard": {"base": {}, "values": {
         "limit": 1, "dataset_revision": "v2", "subsets": ["general"], "langs": ["en"],
         "sensitive": "paper", "classify": ["prompt"], "calibrate_on": "th"}},
@@ -135,7 +136,7 @@ KIND_RUNS: dict[str, dict[str, Any]] = {
             "refusal_judge_model": "hf:refusal-judge"}),
         "refusal_judge_model": ("hf:another", REFUSAL_JUDGE),
         "blank_is_refusal": (True, REFUSAL_JUDGE), "responses": 2, "greedy": True,
-        "chat_template": True, "max_tokens": 64, "system": ("Be brief.",
+        "chat_template": True, "max_tokens": 64, "seed": 7, "system": ("Be brief.",
                                                            {"chat_template": True})}},
     "contamination": {"base": {}, "values": {
         "k": [5.0], "sample": 1, "seed": 1, "drop_longest": 0.5, "dataset_revision": "v2"}},
@@ -450,3 +451,28 @@ def test_the_default_folder_of_any_task_name_is_under_runs(task, shared, tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"], capsys.readouterr().err
     (kind,) = (tmp_path / "runs").iterdir()
     assert not kind.name.startswith(".") and len(list(kind.iterdir())) == 1
+
+
+def test_a_guard_without_a_model_names_its_default_folder():
+    # issue 69: the embedding guard's runs went to runs/<task>/own-model-<hash>
+    folder = _default_folder("--task", "safety-prompts", "--data", "d",
+                             "--guard", "embedding:guards/jbb.json")
+    assert folder.startswith("runs/safety-prompts/embedding-jbb-")
+    moderation = _default_folder("--task", "sea-safeguard", "--guard", "openai-moderation")
+    assert moderation.startswith("runs/sea-safeguard/openai-moderation-")
+
+
+def test_seed_moves_only_the_folder_of_a_run_that_draws(monkeypatch):
+    """Issue 69: --seed (a protocol option) moves no folder of a run that draws nothing, nor
+    of one that draws without it; a run that draws nothing refuses it."""
+    draws = ("--task", "tmlu", "--data", "d", "--model", "hf:m", "--method", "generation",
+             "--repeats", "3")
+    unseeded = _default_folder(*draws)
+    assert _default_folder(*draws, "--seed", "7") not in (unseeded,
+                                                          _default_folder(*draws, "--seed", "8"))
+    assert _default_folder("--task", "tmlu", "--data", "d", "--model", "hf:m") == \
+        "runs/tmlu/m-3d28b66d"
+    with pytest.raises(LocalevalError, match="--seed seeds the sampled draws"):
+        make_task("tmlu", data="d", seed=7)
+    with pytest.raises(LocalevalError, match="--greedy draws nothing"):
+        make_task("llm-safety", greedy=True, seed=7, judge_model="hf:j")

@@ -210,7 +210,7 @@ def test_compare_errors(runs, tmp_path, capsys):
         "shots": 0, "metrics": {"micro": {"n": 1, "acc": 1.0}}}))
     (mcq / "samples.jsonl").write_text(json.dumps({"id": "q1", "subject": "s", "pred": "A",
                                                    "gold": "A", "correct": True}) + "\n")
-    assert "is a mcq run and" in _one_line_error(["compare", str(mcq), aware], capsys)
+    assert "is an mcq run and" in _one_line_error(["compare", str(mcq), aware], capsys)
     assert "is not a run folder" in _one_line_error(["compare", str(tmp_path), aware], capsys)
     # Culture-aware first: not Table 3's order, so the generic per-language comparison.
     assert main(["compare", aware, plain]) == 0
@@ -256,3 +256,25 @@ def test_cli_calibrate_on(runs, tmp_path, capsys):
     # th prompts have both labels; with --limit 2 the th responses are all safe: a note.
     assert "chosen on th" in text
     assert "Threshold transfer, response: skipped" in text
+
+
+def test_a_run_in_one_language_prints_no_threshold_transfer_note(tmp_path):
+    """Issue 69: an English-only run (XSTest, JBB through safety-responses) printed
+    "Threshold transfer, response: no language other than 'en' ..." on stdout: there is no
+    transfer to speak of."""
+    from offline_runs import safeguard_run
+
+    from localeval.views.safety_tables import safety_notes
+
+    notes = [str(n) for n in safety_notes(safeguard_run(tmp_path / "en", langs=["en"]).results)]
+    assert not any(n.startswith("Threshold transfer") for n in notes)
+
+
+def test_the_label_policy_line_names_only_subsets_the_run_has(tmp_path):
+    """Issue 69: "as safe in cultural-cg" on runs without that subset (JBB, XSTest)."""
+    from offline_runs import safeguard_run
+
+    general = safeguard_run(tmp_path / "general", subsets=["general"]).results
+    assert "cultural-cg" not in general.label_policy["prompt"]
+    every = safeguard_run(tmp_path / "every").results
+    assert "as safe in cultural-cg" in every.label_policy["prompt"]

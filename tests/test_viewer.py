@@ -406,3 +406,14 @@ def test_a_page_number_out_of_bounds_is_one_line_not_a_500(client, path, page):
     response = client.get(path, params={"page": page})
     assert response.status_code == 400, response.text[-300:]
     assert "a page is a number from 1 to 1000000" in response.text
+
+
+def test_the_report_page_has_the_viewers_bar(runs, pages):
+    """Issue 69: the report page's links were a plain strip, unlike every other page's bar."""
+    rid = _ids(runs)["mcq"]
+    text = pages[f"/runs/{rid}/report"].text
+    bar = re.search(r'<header class="viewer-bar">(.*?)</header>', text, re.S)
+    assert bar, text[:500]
+    links = re.findall(r'<a href="([^"]+)">', bar.group(1))
+    assert links == ["/", "/leaderboard", "/compare", f"/runs/{rid}/samples"]
+    assert "header.viewer-bar{" in text

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import TextIO
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -40,6 +41,8 @@ class RateColumn(ProgressColumn):
     def render(self, task: Task) -> Text:
         done = task.completed - task.fields.get("cached", 0)
         elapsed = task.finished_time if task.finished else task.elapsed
+        if not done and task.total and task.completed >= task.total:
+            return Text("all from the cache")  # a rerun with nothing to run (issue 69)
         if not done or not elapsed:
             return Text(f"- {self.unit}/s")
         return Text(f"{done / elapsed:.2f} {self.unit}/s")
@@ -52,19 +55,21 @@ LINE_SECONDS = 30.0
 
 
 @contextmanager
-def progress_bar(unit: str, total: int, done: int = 0, quiet: bool = False
-                 ) -> Iterator[Callable[[int], None]]:
+def progress_bar(unit: str, total: int, done: int = 0, quiet: bool = False,
+                 label: str | None = None) -> Iterator[Callable[[int], None]]:
+    """``advance(n)`` of a bar (a line at intervals where stderr is no terminal) named
+    ``label`` (default: ``unit``, the rate's unit)."""
     if quiet or total == 0:
         yield _no_bar
         return
     console = Console(stderr=True)
     if not console.is_terminal:
         seconds = float(os.environ.get("LOCALEVAL_PROGRESS_SECONDS") or LINE_SECONDS)
-        with progress_lines(unit, total, done, seconds, sys.stderr) as advance:
+        with progress_lines(unit, total, done, seconds, sys.stderr, label=label) as advance:
             yield advance
         return
-    columns = [TextColumn(f"[bold]{unit}"), BarColumn(), MofNCompleteColumn(), RateColumn(unit),
-               TimeElapsedColumn(), TimeRemainingColumn()]
+    columns = [TextColumn(f"[bold]{escape(label or unit)}"), BarColumn(), MofNCompleteColumn(),
+               RateColumn(unit), TimeElapsedColumn(), TimeRemainingColumn()]
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task(unit, total=total, completed=done, cached=done)
 
@@ -75,7 +80,7 @@ def progress_bar(unit: str, total: int, done: int = 0, quiet: bool = False
 
 @contextmanager
 def progress_lines(unit: str, total: int, done: int, seconds: float, out: TextIO,
-                   clock: Callable[[], float] = time.monotonic
+                   clock: Callable[[], float] = time.monotonic, label: str | None = None
                    ) -> Iterator[Callable[[int], None]]:
     """``advance(n)`` printing, at most every ``seconds``, one line of what is done: the
     count, the rate of this invocation (answers the cache held left out) and the time left;
@@ -90,8 +95,10 @@ def progress_lines(unit: str, total: int, done: int, seconds: float, out: TextIO
         rate = (count - cached) / elapsed if elapsed > 0 else 0.0
         left = f", about {_clock_time((total - count) / rate)} left" if rate and \
             count < total else ""
-        print(f"{unit}: {count}/{total} done ({100 * count / total:.0f}%), {rate:.2f} "
-              f"{unit}/s{left}", file=out, flush=True)
+        # a rerun the cache answered whole has no rate to give (issue 69: "0.00 questions/s")
+        speed = "all from the cache" if count == cached == total else f"{rate:.2f} {unit}/s"
+        print(f"{label or unit}: {count}/{total} done ({100 * count / total:.0f}%), {speed}{left}",
+              file=out, flush=True)
 
     def advance(n: int = 1) -> None:
         nonlocal count, last

@@ -123,6 +123,9 @@ class Generate:
     # decides whether and how to sample; a draw is seeded by the prompt and ``sample`` (0 if
     # unset), so a rerun draws the same text.
     decoding: str | None = None
+    # the run's --seed (issue 69): a draw is seeded by its prompt, ``sample`` and this; None, as
+    # before the flag: by its prompt and ``sample`` alone (and the cache key is unchanged)
+    seed: int | None = None
     kind: str = field(default="generate", init=False)
 
     def __post_init__(self) -> None:
@@ -300,7 +303,8 @@ def request_fields(request: Request) -> dict[str, Any]:
     fields = asdict(request)
     fields.pop("echo", None)  # how a ScoreNext may be read, not what it asks
     # unset: the key before those fields existed
-    for late in ("sample", "add_special_tokens", "decoding", "top", "max_length", "positions"):
+    for late in ("sample", "add_special_tokens", "decoding", "top", "max_length", "positions",
+                 "seed"):
         if late in fields and fields[late] is None:
             del fields[late]
     if fields.get("whole_vocabulary") is False:
@@ -321,6 +325,22 @@ def distinct(requests: list[Request]) -> tuple[list[int], list[int]]:
             firsts.append(i)
         where.append(seen[key])
     return firsts, where
+
+
+def draw_key(ids: list[int], request: Generate) -> bytes:
+    """What seeds a local model's draw (hf:, vllm:): the prompt's tokens, the draw's number and
+    the run's --seed where given (without it, the key of every run before the flag)."""
+    return json.dumps([ids, request.sample or 0]
+                      + ([request.seed] if request.seed is not None else [])).encode()
+
+
+def server_seed(request: Generate) -> int | None:
+    """The ``seed`` a server's draw is asked with: one per --seed and draw number (None without
+    --seed: the server's own unseeded sampling, as before)."""
+    if request.seed is None:
+        return None
+    key = json.dumps([request.seed, request.sample or 0]).encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:4], "big") >> 1
 
 
 def request_key(identity: dict[str, Any], request: Request) -> str:

@@ -51,7 +51,11 @@ class SentenceEmbeddingBackend(BackendBase):
             raise LocalevalError("embeddings need sentence-transformers: pip install "
                                  "'localeval[embed]'") from None
         import torch
+        import transformers
 
+        # as the language model backends: no "Loading weights" bar of transformers' own among
+        # the tools' output (issue 69)
+        transformers.utils.logging.disable_progress_bar()
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         path, name = _resolve(model)

@@ -90,6 +90,7 @@ from .base import (
     ScoreNext,
     TextLogprobs,
     TokenLogprobs,
+    server_seed,
 )
 from .config import DEFAULT_BATCH_DEADLINE_H, DEFAULT_MAX_REPLY_MB, DEFAULT_TEMPLATE_DATE
 from .echo_scoring import (
@@ -738,6 +739,8 @@ class OpenAIBackend(ApiBackend):
                 body["stop"] = list(request.stop)
             if request.sample is not None or request.decoding is not None:
                 del body["temperature"]  # the server's default sampling, as IRIS sends
+                if (seed := server_seed(request)) is not None:
+                    body["seed"] = seed  # --seed: OpenAI's and vLLM's per-request seed
             return path, body
         raise LocalevalError(f"the openai backend cannot run {type(request).__name__} requests")
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -50,6 +49,7 @@ from .base import (
     ScoreNext,
     TextLogprobs,
     TokenLogprobs,
+    draw_key,
 )
 from .config import DEFAULT_TEMPLATE_DATE, BackendConfig
 from .failures import ModelError, Unsupported
@@ -278,7 +278,7 @@ class VllmBackend(BackendBase):
         # the model's generation_config as vLLM reads it (it samples whenever a temperature
         # above 0 is set, where transformers also asks for do_sample)
         params = self.llm.get_default_sampling_params()
-        key = json.dumps([ids, request.sample or 0]).encode()
+        key = draw_key(ids, request)
         params.seed = int.from_bytes(hashlib.sha256(key).digest()[:4], "big")
         params.max_tokens, params.stop = request.max_tokens, stop
         return params

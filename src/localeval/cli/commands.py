@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import LocalevalError
+from ..words import with_article
 from .run_and_report import run_and_report
 from .run_options import task_options
 
@@ -35,8 +36,9 @@ def cmd_compare(args) -> None:
     run_a, run_b = (load_results(f) for f in (args.baseline, args.aware))
     view_a, view_b = view_for(run_a.results), view_for(run_b.results)
     if view_a.schema != view_b.schema:
-        raise LocalevalError(f"{args.baseline} is a {view_a.kind} run and {args.aware} a "
-                             f"{view_b.kind} run; compare two runs of the same kind")
+        raise LocalevalError(f"{args.baseline} is {with_article(view_a.kind)} run and "
+                             f"{args.aware} {with_article(view_b.kind)} run; compare two runs "
+                             "of the same kind")
     comparison = view_a.compare(run_a, run_b)
     if args.json:
         print_json(comparison.data())

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import LocalevalError
 from ..tasks.shards import Shard
+from ..words import counted
 from .budget import budget_of
 from .run_options import backend_options, check_failures, default_output, role_options
 
@@ -70,6 +71,6 @@ def say_where(folder, left_out: int, report: bool) -> None:
     written = "config.json, results.json, samples.jsonl" + (", report.html" if report else "")
     print(f"wrote {folder}/ ({written})", file=sys.stderr)
     if left_out:
-        print(f"{left_out} more tables: localeval show {folder}" + (
+        print(f"{counted(left_out, 'more table')}: localeval show {folder}" + (
             f"; figures and every table: {folder}/report.html" if report else ""),
             file=sys.stderr)

@@ -250,16 +250,38 @@ def default_output(task: str, model: str | None, options: dict, backend: Backend
     """runs/<task>/<model name>-<hash of every setting that can change a number>: the same
     command finds its folder again (and resumes), also with other speed settings (batch size,
     concurrency, timeouts); other settings get another. A shard's is the whole run's with
-    ``-shard-I-of-N`` after it (shards of one run side by side, the merge beside them)."""
+    ``-shard-I-of-N`` after it (shards of one run side by side, the merge beside them). An
+    option added since runs were made (``unset_unrecorded``: --seed) is hashed only when set:
+    unset, the folder is the one the command named before it existed."""
+    from ..tasks.registry import task_kind
+
+    late = {f.name for f in dataclasses.fields(task_kind(task).Options)
+            if f.metadata.get("unset_unrecorded")}
+    options = {k: v for k, v in options.items() if not (k in late and v is None)}
     parts: list[Any] = [task, model, options, backend.settings()]
     if roles:  # only when given, so commands without them keep their folder
         parts.append(roles)
     settings = json.dumps(parts, sort_keys=True, default=str)
     digest = hashlib.sha256(settings.encode()).hexdigest()[:8]
-    name = _component((model or "own-model").split(":", 1)[-1].rstrip("/").split("/")[-1],
+    name = _component(_model_name(model) if model else _guard_name(options.get("guard")),
                       "model")
     part = f"-shard-{shard.index}-of-{shard.count}" if shard else ""
     return Path("runs") / _component(task, "task") / f"{name}-{digest}{part}"
+
+
+def _model_name(model: str) -> str:
+    """The last part of a model spec: ``hf:org/m`` -> ``m``."""
+    return model.split(":", 1)[-1].rstrip("/").split("/")[-1]
+
+
+def _guard_name(guard: Any) -> str:
+    """A run without --model is named by its guard, which is its own model (issue 69: the
+    embedding guard's and the moderation APIs' runs were all "own-model"): ``openai-
+    moderation``; ``embedding:guards/jbb.json`` -> ``embedding-jbb``."""
+    if not isinstance(guard, str) or not guard:
+        return "own-model"
+    kind, colon, target = guard.partition(":")
+    return f"{kind}-{Path(target).stem}" if colon and target else kind
 
 
 def _component(text: str, default: str) -> str:

@@ -9,6 +9,7 @@ import sys
 from ..backends.embedding import DEFAULT_EMBEDDER
 from ..declared import pairs_of
 from ..errors import LocalevalError
+from ..words import counted
 from .values import comma_list
 
 
@@ -251,6 +252,7 @@ def cmd_build_cultural(args) -> None:
     failed = (f" ({result['n_failed']} failed: {rerun_advice(result)})" if result["n_failed"]
               else "")
     print(f"wrote {' and '.join(result['files'])}: {result['n_prompts']} prompts, "
-          f"{len(result['countries'])} countries, languages {', '.join(result['langs'])}"
+          f"{counted(len(result['countries']), 'country', 'countries')}, languages "
+          f"{', '.join(result['langs'])}"
           f"{model}{failed}; annotator columns {', '.join(result['annotator_columns'])}",
           file=sys.stderr)

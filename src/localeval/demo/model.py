@@ -27,7 +27,9 @@ def build_demo_model(folder: Path, texts: list[str]) -> Path:
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-    trainer = trainers.BpeTrainer(vocab_size=1200, special_tokens=specials,
+    # no progress: it writes blank lines to stdout where it is no terminal (issue 69: three
+    # after the demo's banner)
+    trainer = trainers.BpeTrainer(vocab_size=1200, special_tokens=specials, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     prompt_words = ["問題：", "正確答案：(", "讓我們一步一步思考。", "以下選擇題為出自臺灣的考題，答案為其中一個選項。"]
     tokenizer.train_from_iterator(texts + prompt_words, trainer)

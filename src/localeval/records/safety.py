@@ -192,6 +192,9 @@ class SafetyResults(Results):
     on_failure: str | None = Field(None, description="what a failed sample became")
     n_neutral: Count = Field(0, description="failed samples scored neutral and kept")
     n_excluded: Count = Field(0, description="samples the label policy leaves out")
+    limit: int | None = Field(None, description="--limit: at most this many item ids per "
+                              "subset, each in every language (absent: no limit)")
+    langs: list[str] = Field([], description="the languages of a --limit run's items")
     auprc: str = Field("ap", description="the PR-AUC estimator (runs before --auprc: ap)")
     en_cell: str = Field("pooled", description="how Table 2's cultural EN cells are made")
     one_class: str = Field("left-out", description="a PR-AUC of one class: iris (scikit-learn's "

@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..records.samples import Sample
+from ..records.samples import MCQSample, Sample
 from ..store.runs import stored_data
 
 # Shown first, in this order, where a task's samples have them.
@@ -32,22 +32,79 @@ TEXT_KEYS = {"prompt", "response", "output", "text", "question"}  # always shown
 FILTER_MAX = 60  # a string column with at most this many distinct values is a filter
 LONG = 80  # a string longer than this anywhere in a column makes it a text column
 WARN_LABELS = {"harmful", "sensitive", "unsafe", 1}  # 1 also matches True
+SHARED_MIN = 100  # a text's preview skips a start it shares with another text at least this long
 
 
 def browser_data(records: Sequence[Sample]) -> dict[str, Any]:
-    """``{"columns": [{key, title, type, filter}], "rows": [[...]], "warn": [[k, ...]]}``:
-    ``warn`` lists, per row, the columns whose text stays behind the content warning. Columns
-    are the samples' JSON fields, whatever their kind (each as samples.jsonl holds it)."""
+    """``{"columns": [{key, title, type, filter}], "rows": [[...]], "warn": [[k, ...]],
+    "starts": [{"k": offset}]}``: ``warn`` lists, per row, the columns whose text stays behind
+    the content warning; ``starts``, per row, where the preview of a text column begins (see
+    :func:`_preview_starts`). Columns are the samples' JSON fields, whatever their kind (each
+    as samples.jsonl holds it)."""
     samples = [stored_data(s) for s in records]
     keys = _keys(samples)
     columns = [_column(k, [s.get(k) for s in samples]) for k in keys]
     rows = [[_cell(s.get(k)) for k in keys] for s in samples]
-    warn = _warned_cells(samples, keys, columns, rows)
-    if any(s.get("error") for s in samples) and "failed" not in keys:
-        columns.append({"key": "failed", "title": "failed", "type": "bool", "filter": True})
+    if "context" in keys:  # a response's setting (with its prompt or without): none on a
+        at = keys.index("context")  # prompt's row, whose record holds the default (issue 69)
         for row, s in zip(rows, samples):
-            row.append(bool(s.get("error")) and s.get("score") is None)
-    return {"columns": columns, "rows": rows, "warn": warn}
+            if s.get("kind") == "prompt":
+                row[at] = None
+    warn = _warned_cells(samples, keys, columns, rows)
+    # One word per meaning (issue 69): "failed" is a request that failed, as the sample's own
+    # is_failed and results.json's n_failed count it (a verdict kept with a fixed score has
+    # one); a question whose answer had no letter to extract has an error too, but it is
+    # "unanswered" (counted wrong), as results.json's ``unanswered`` lists it.
+    failed = [r.is_failed and s.get("score") is None for r, s in zip(records, samples)]
+    unanswered = [isinstance(r, MCQSample) and bool(r.error) and not r.is_failed
+                  for r in records]
+    if any(failed) and "failed" not in keys:
+        _add_column(columns, rows, "failed", failed)
+    if any(unanswered):
+        _add_column(columns, rows, "unanswered", unanswered)
+    return {"columns": columns, "rows": rows, "warn": warn,
+            "starts": _preview_starts(columns, rows)}
+
+
+def _preview_starts(columns: list[dict], rows: list[list]) -> list[dict[str, int]]:
+    """Per row, where each text column's preview starts (absent: at 0): after the longest start
+    the text shares with another row's, back to that line's beginning, when it is long (issue
+    69: a 5-shot prompt's examples are the same for every question of a subject, so a preview
+    from the first character showed them, never the question). In sorted order a text's
+    longest shared start is with a neighbour."""
+    starts: list[dict[str, int]] = [{} for _ in rows]
+    for k, column in enumerate(columns):
+        if column["type"] != "text":
+            continue
+        texts = sorted((row[k], i) for i, row in enumerate(rows)
+                       if isinstance(row[k], str) and row[k])
+        for j, (text, i) in enumerate(texts):
+            shared = max([_shared_start(text, texts[n][0]) for n in (j - 1, j + 1)
+                          if 0 <= n < len(texts)], default=0)
+            if SHARED_MIN <= shared < len(text):  # the same text elsewhere: nothing to skip
+                start = text.rfind("\n", 0, shared) + 1
+                if start >= SHARED_MIN:
+                    starts[i][str(k)] = start
+    return starts
+
+
+def _shared_start(a: str, b: str) -> int:
+    """The length of the start ``a`` and ``b`` share (a binary search of slices: prompts are
+    long, and a loop over characters would be slow on thousands of samples)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _add_column(columns: list[dict], rows: list[list], key: str, values: list[bool]) -> None:
+    columns.append({"key": key, "title": key, "type": "bool", "filter": True})
+    for row, value in zip(rows, values):
+        row.append(value)
 
 
 def _keys(samples: list[dict]) -> list[str]:

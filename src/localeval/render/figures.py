@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..store.files import make_own_folder, write_bytes_whole
-from .fonts import figure_fonts, quiet_missing_glyphs
+from .fonts import figure_fonts, quiet_missing_glyphs, warn_missing
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
@@ -108,6 +108,10 @@ def figure_panels(n: int, width: float = 5.2, height: float = 4.0):
         FigureCanvasAgg(fig)  # get_renderer() for fitting tick labels; PNG and SVG saving
         axes = fig.subplots(1, n, squeeze=False)
         yield fig, list(axes[0])
+    # a missing font is news only for a script the figure holds (issue 69)
+    from matplotlib.text import Text as MplText
+
+    warn_missing(t.get_text() for t in fig.findobj(MplText))
 
 
 def _labels(ax) -> list:

@@ -7,14 +7,16 @@ figures name DejaVu Sans first (Latin, digits, the same look as before) and then
 installed font of each script. On Debian these come from ``fonts-noto-cjk``,
 ``fonts-thai-tlwg`` and ``fonts-noto-core`` (Noto Sans Myanmar and Tamil); without them the
 figures are still drawn (missing glyphs as boxes) after one warning line that names the
-packages. The HTML report's own text is drawn by the browser from the same system fonts.
+packages, once a figure holds text of that script (issue 69: it was printed for runs whose
+figures hold Latin text only, and named Myanmar and Tamil on a TMLU run). The HTML report's
+own text is drawn by the browser from the same system fonts.
 """
 
 from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
 
@@ -28,6 +30,12 @@ MYANMAR = ("Noto Sans Myanmar", "Padauk", "Myanmar Text", "Myanmar Sangam MN")
 TAMIL = ("Noto Sans Tamil", "Lohit Tamil", "Latha", "Tamil Sangam MN")
 SCRIPTS = {"Chinese": CJK, "Thai": THAI, "Myanmar": MYANMAR, "Tamil": TAMIL}
 DEBIAN_PACKAGES = "fonts-noto-cjk fonts-thai-tlwg fonts-noto-core"
+# Each script's code points (CJK: radicals to ideographs, compatibility ideographs, full-width
+# forms), to tell which a figure's text holds
+RANGES = {"Chinese": ((0x2E80, 0x9FFF), (0xF900, 0xFAFF), (0xFF00, 0xFFEF)),
+          "Thai": ((0x0E00, 0x0E7F),), "Myanmar": ((0x1000, 0x109F),),
+          "Tamil": ((0x0B80, 0x0BFF),)}
+_warned: set[str] = set()  # the scripts a warning has named, once per process
 
 
 def _installed() -> set[str]:
@@ -55,18 +63,35 @@ def figure_fonts() -> tuple[str, ...]:
     """``font.family`` for the figures: DejaVu Sans, then one font each for Chinese, Thai,
     Myanmar and Tamil where installed (every script of the benchmarks' languages that DejaVu
     lacks). Only installed names are listed: matplotlib logs a line for every name it cannot
-    find, at every figure. Warns once (stderr) when a script has no font."""
+    find, at every figure. A script without a font is warned of by :func:`warn_missing`, once
+    a figure holds its text."""
+    return (LATIN, *(n for n in _found().values() if n is not None))
+
+
+@cache
+def _found() -> dict[str, str | None]:
+    """Each script's installed font, None where it has none."""
     names = _installed()
     if not all(any(n in names for n in group) for group in SCRIPTS.values()):
         _register_system_fonts()
         names = _installed()
-    found = [next((n for n in group if n in names), None) for group in SCRIPTS.values()]
-    missing = [what for what, name in zip(SCRIPTS, found) if name is None]
-    if missing:
-        scripts = ", ".join(missing[:-1]) + (" or " if len(missing) > 1 else "") + missing[-1]
+    return {what: next((n for n in group if n in names), None) for what, group in SCRIPTS.items()}
+
+
+def warn_missing(texts: Iterable[str]) -> None:
+    """One line (stderr) naming each script that ``texts`` (a figure's) hold and no installed
+    font draws, once per process."""
+    unfound = [what for what, name in _found().items() if name is None and what not in _warned]
+    if not unfound:
+        return
+    points = {ord(ch) for text in texts for ch in text if not ch.isascii()}
+    drawn = [what for what in unfound
+             if any(low <= p <= high for p in points for low, high in RANGES[what])]
+    if drawn:
+        _warned.update(drawn)
+        scripts = ", ".join(drawn[:-1]) + (" or " if len(drawn) > 1 else "") + drawn[-1]
         print(f"warning: no {scripts} font for the report's figures: such text is "
               f"drawn as boxes (Debian: apt-get install {DEBIAN_PACKAGES})", file=sys.stderr)
-    return (LATIN, *(n for n in found if n is not None))
 
 
 @contextmanager

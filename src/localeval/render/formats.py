@@ -121,7 +121,7 @@ def to_markdown(table: DataTable) -> str:
     rows = [line([("  " * row.level if i == 0 else "") + _markdown_cell(c)
                   for i, c in enumerate(row.cells)]) for row in table.rows]
     out = [f"**{markdown_text(table.title)}**", "",
-           line([markdown_text(c.header) for c in table.columns]), rule, *rows]
+           line([markdown_text(c.written) for c in table.columns]), rule, *rows]
     if table.caption:
         out += ["", markdown_text(table.caption)]
     return "\n".join(out) + "\n"
@@ -204,9 +204,9 @@ def to_csv(table: DataTable) -> str:
     table = sub_rows_as_columns(table)
     keep = table.data_columns()
     intervals = {i for i in keep if _is_interval_column(table, i)}
-    header = [h for i in keep for h in ((f"{table.columns[i].header} low",
-                                         f"{table.columns[i].header} high") if i in intervals
-                                        else (table.columns[i].header,))]
+    header = [h for i in keep for h in ((f"{table.columns[i].written} low",
+                                         f"{table.columns[i].written} high") if i in intervals
+                                        else (table.columns[i].written,))]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow([csv_cell(Text(h)) for h in header])
@@ -226,7 +226,7 @@ def to_html(table: DataTable, title: bool = True) -> str:
     caption = f'<p class="caption">{escape(table.caption)}</p>' if table.caption else ""
     heading = f"<h3>{escape(table.title)}</h3>" if title else ""
     return (f'{heading}<div class="scroll"><table class="data"><thead><tr>'
-            f"{cells('th', [c.full or c.header for c in table.columns])}</tr></thead><tbody>"
+            f"{cells('th', [c.written for c in table.columns])}</tr></thead><tbody>"
             f"{rows}</tbody></table></div>{caption}")
 
 

@@ -91,7 +91,7 @@ def to_latex(table: DataTable) -> str:
     originals: dict[str, str] = {}
     spec = "".join("r" if table.columns[i].numeric else "l" for i in keep)
     caption = table.title + (f". {table.caption}" if table.caption else "")
-    header = Row(tuple(Text(table.columns[i].header) for i in range(len(table.columns))))
+    header = Row(tuple(Text(table.columns[i].written) for i in range(len(table.columns))))
     out = [r"\begin{table}[t]", r"\centering",
            rf"\caption{{{latex_escape(caption, originals)}}}",
            rf"\begin{{tabular}}{{{spec}}}", r"\toprule",

@@ -129,6 +129,12 @@ class Column:
     def header(self) -> str:  # a header on several lines in a terminal is one line elsewhere
         return self.name.replace("\n", " ")
 
+    @property
+    def written(self) -> str:
+        """The header a file writes (Markdown, LaTeX, CSV, HTML): in full, on one line; a
+        terminal's abbreviation ("Taiwan Spe.") is for terminals only (issue 69)."""
+        return (self.full or self.name).replace("\n", " ")
+
 
 @dataclass(frozen=True)
 class Row:

@@ -16,7 +16,8 @@ def headline(results: Results) -> list[Card]:
     cards.append(Card(str(results.n_failed), "failed (left out, never counted as right or "
                       "safe)", results.n_failed > 0))
     if results.unanswered:
-        cards.append(Card(str(len(results.unanswered)), "no extractable answer (wrong)", True))
+        cards.append(Card(str(len(results.unanswered)), "unanswered (no extractable "
+                          "answer, counted wrong)", True))
     if results.cost is not None:
         cards.append(Card(f"{results.cost.total:.4f}", f"cost of the {results.cost.role}'s "
                           f"tokens at {results.cost.price_in or 0:g} in, {results.cost.price_out or 0:g}"

@@ -231,7 +231,7 @@ def _failures(run: RunRecord) -> str:
         parts.append(f"<h3>{r.n_failed} failed (left out; "
                      f"{escape(rerun_advice(r.data()))})</h3>" + records_table(rows, "failures"))
     if r.unanswered:
-        parts.append(f"<h3>{len(r.unanswered)} without an extractable answer (counted "
+        parts.append(f"<h3>{len(r.unanswered)} unanswered (no extractable answer, counted "
                      "wrong)</h3>" + records_table(_unanswered(run), "failures"))
     return "\n".join(parts) or "<p>No failures and no warnings.</p>"
 

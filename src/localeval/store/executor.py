@@ -88,6 +88,13 @@ class CachedExecutor:
                               self.usage, role or self.role_name, self.embeddings,
                               self.embedded)
 
+    def progress_label(self) -> str:
+        """What the progress bar or line is of: the unit, and the model role where the run has
+        more than one (issue 69: llm-safety printed two lines of "requests", the model's and
+        the judge's, alike)."""
+        several = self.role_name != MODEL or bool(getattr(self.roles, "models", None))
+        return f"{self.unit} ({self.role_name})" if several else self.unit
+
     def role(self, name: str) -> CachedExecutor | None:
         """``execute`` for the model of role ``name`` (None: the run has none)."""
         backend = self.roles.get(name) if self.roles else None
@@ -118,7 +125,7 @@ class CachedExecutor:
         self.counts["requests_run"] += len(todo)
         self.counts["requests_cached"] += len(unique) - len(todo)
         with progress_bar(self.unit, total=len(unique), done=len(unique) - len(todo),
-                          quiet=self.quiet) as advance, \
+                          quiet=self.quiet, label=self.progress_label()) as advance, \
                 CacheWriter(cache, backend.identity) as writer, \
                 CacheWriter(shared, backend.identity) as shared_writer:
             def store(request: Request, response: Response) -> None:

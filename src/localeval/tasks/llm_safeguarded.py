@@ -88,7 +88,7 @@ def guarded(request: Generate, prompt: str, label: PromptLabel,
         return FIXED_ANSWER if label.harmful else request
     head: list[Message] = [{"role": "system", "content": SPECIAL_CARE}] if label.harmful else []
     return Generate([*head, {"role": "user", "content": prompt}], max_tokens=request.max_tokens,
-                    sample=request.sample)
+                    sample=request.sample, seed=request.seed)
 
 
 def refinement(prompt: str, response: str, label: PromptLabel, mode: Refine,
@@ -101,7 +101,8 @@ def refinement(prompt: str, response: str, label: PromptLabel, mode: Refine,
     messages: Prompt = [*head, {"role": "user", "content": prompt},
                         {"role": "assistant", "content": response},
                         {"role": "user", "content": REFINE}]
-    return Generate(messages, max_tokens=original.max_tokens, sample=original.sample)
+    return Generate(messages, max_tokens=original.max_tokens, sample=original.sample,
+                    seed=original.seed)
 
 
 def fixed(text: str) -> Generated:

@@ -169,7 +169,8 @@ class LLMSafetyTask(Task):
 
     def plan(self, items: list[SafetyItem], backend: Backend) -> list[Planned]:
         return [Planned(i, draw, Generate(self._prompt(i), max_tokens=self.max_tokens,
-                                          sample=None if self.options.greedy else draw))
+                                          sample=None if self.options.greedy else draw,
+                                          seed=self.options.seed))
                 for i in items for draw in range(self.responses)]
 
     def _prompt(self, item: SafetyItem):
@@ -354,7 +355,8 @@ class LLMSafetyTask(Task):
                 "d2_verdict": o.d2_verdict,  # issue 50 item 4
                 "d2_rounding": o.d2_rounding,  # issue 50 item 6
                 "safeguard": self._safeguard_facts(),
-                "dataset_revision": o.dataset_revision}
+                "dataset_revision": o.dataset_revision,
+                **({"seed": o.seed} if o.seed is not None else {})}  # issue 69: when given
 
 
 def _model_name(model) -> Any:

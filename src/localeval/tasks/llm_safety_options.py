@@ -73,6 +73,10 @@ class LLMSafetyOptions(SafetySelection):
                                    type=int)
     greedy: bool = option(False, "one greedy response per prompt (ours) instead of the "
                           "authors' sampled draws", action="store_true")
+    seed: int | None = option(
+        None, "seed of the sampled responses: the same seed, the same draws (hf:, vllm:; sent "
+        "as each draw's seed to a server); default: each draw seeded by its prompt and number",
+        type=int, unset_unrecorded=True)
     chat_template: bool = option(False, "send each prompt as one user turn in the target's chat "
                                  "template (ours) instead of the raw text (the authors')",
                                  action="store_true")
@@ -119,6 +123,8 @@ class LLMSafetyOptions(SafetySelection):
             if value is not None and value < 1:
                 flag = "--" + name.replace("_", "-")
                 raise LocalevalError(f"{flag} must be at least 1, not {value}")
+        if self.greedy and self.seed is not None:
+            raise LocalevalError("--seed seeds the sampled responses; --greedy draws nothing")
         if self.greedy and (self.responses or 1) > 1:
             raise LocalevalError("--greedy gives the same response every time: use one response "
                                  "per prompt, or drop --greedy to draw several")

@@ -95,11 +95,18 @@ class MCQOptions(TaskOptions):
         1, "robustness, --method generation: N sampled draws per question (the model's own "
         "sampling, seeded) and accuracy mean, std and 95% interval over the draws", type=int,
         metavar="N")
+    seed: int | None = option(
+        None, "seed of the --repeats draws: the same seed, the same draws (hf:, vllm:; sent as "
+        "each draw's seed to a server); default: each draw seeded by its prompt and number",
+        type=int, unset_unrecorded=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.limit is not None and self.limit < 1:
             raise LocalevalError(f"--limit must be at least 1, not {self.limit}")
+        if self.seed is not None and self.repeats < 2:
+            raise LocalevalError("--seed seeds the sampled draws of --repeats N (N > 1, with "
+                                 "--method generation); this run draws nothing")
         if not 1 <= self.permute_options <= 6:
             raise LocalevalError(f"--permute-options must be 1 to 6 (the most options a "
                                  f"question has), not {self.permute_options}")
@@ -142,7 +149,8 @@ class MCQOptions(TaskOptions):
                    "permute_options": config.get("permute_options", 1),
                    "repeats": config.get("repeats", 1),
                    "max_length": config.get("max_length"),
-                   "reduce_few_shot": config.get("reduce_few_shot", False)}
+                   "reduce_few_shot": config.get("reduce_few_shot", False),
+                   **({"seed": config["seed"]} if "seed" in config else {})}  # when given
         if config.get("method") == "generation":
             # a folder from before issue 50 stopped every generation at 問題：
             options.update(max_tokens=config.get("max_tokens"), extract=config.get("extract"),

@@ -52,7 +52,8 @@ def robustness_settings(options: MCQOptions) -> dict[str, int]:
     their settings (a rerun compares them)."""
     orders, repeats = options.permute_options, options.repeats
     return {**({"permute_options": orders} if orders > 1 else {}),
-            **({"repeats": repeats} if repeats > 1 else {})}
+            **({"repeats": repeats} if repeats > 1 else {}),
+            **({"seed": options.seed} if options.seed is not None else {})}
 
 
 def variants(orders: int, repeats: int) -> list[Variant]:
@@ -77,10 +78,11 @@ def original_letter(letter: str | None, k: int, n: int) -> str | None:
     return LETTERS[(LETTERS.index(letter) + k) % n]
 
 
-def _drawn(planned: Any, repeat: int | None) -> Any:
+def _drawn(planned: Any, repeat: int | None, seed: int | None) -> Any:
+    """The planned question as draw ``repeat`` (None: as it is), seeded by ``seed`` (--seed)."""
     if repeat is None or not isinstance(planned.request, Generate):
         return planned
-    return replace(planned, request=replace(planned.request, sample=repeat))
+    return replace(planned, request=replace(planned.request, sample=repeat, seed=seed))
 
 
 def plan_with_variants(subjects: Sequence[tuple[str, list, list]],
@@ -97,13 +99,13 @@ def plan_with_variants(subjects: Sequence[tuple[str, list, list]],
                              f"--permute-options {most} or fewer")
     out = []
     for subject, dev, test in subjects:
-        base = [_drawn(p, first) for p in plan_one(subject, dev, test)]
+        base = [_drawn(p, first, options.seed) for p in plan_one(subject, dev, test)]
         extra: list[list] = [[] for _ in base]
         for v in variants(orders, repeats):
             where = [i for i, item in enumerate(test) if v.order < len(item.options)]
             again = plan_one(subject, dev, [shifted(test[i], v.order) for i in where])
             for i, p in zip(where, again, strict=True):
-                extra[i].append((v, _drawn(p, v.repeat)))
+                extra[i].append((v, _drawn(p, v.repeat, options.seed)))
         out += [replace(p, variants=tuple(e)) for p, e in zip(base, extra, strict=True)]
     return out
 

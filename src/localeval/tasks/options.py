@@ -29,7 +29,7 @@ from ..errors import LocalevalError
 
 def option(default: Any, help: str, *, flag: str | None = None, parse: str | None = None,
            shortcut: tuple[str, str, str] | None = None, rescorable: bool = False,
-           role: Role = "protocol", **argparse: Any) -> Any:
+           role: Role = "protocol", unset_unrecorded: bool = False, **argparse: Any) -> Any:
     """One option of a task. ``flag``: its command-line flag (default ``--<name-with-dashes>``);
     its text becomes a value of the field's declared type (:func:`declared_value`), except
     ``parse="pairs"``: a repeated ``KEY=VALUE`` flag whose values the receiver types (a guard's
@@ -38,11 +38,15 @@ def option(default: Any, help: str, *, flag: str | None = None, parse: str | Non
     the option acts only on answers already given, so ``localeval rescore`` may change it;
     ``role``: what the option is to a run (:data:`localeval.declared.Role`: ``protocol``, it
     can change the numbers, the default; ``speed``; ``output``), so a run's protocol facts are
-    its protocol-role options (:func:`protocol_fields`); ``argparse``: keywords for the flag (``type``, ``action``, ``metavar``; its choices come
+    its protocol-role options (:func:`protocol_fields`); ``unset_unrecorded``: an option added
+    after runs were made, whose unset value (None) is in no default folder's hash (nor, by its
+    task's ``describe``, in config.json), so those runs' commands find their folders again;
+    ``argparse``: keywords for the flag (``type``, ``action``, ``metavar``; its choices come
     from the field's ``Literal`` type)."""
     return dataclasses.field(default=default, metadata={
         "help": help, "flag": flag, "parse": parse, "shortcut": shortcut,
-        "rescorable": rescorable, "role": role, "argparse": argparse})
+        "rescorable": rescorable, "role": role, "unset_unrecorded": unset_unrecorded,
+        "argparse": argparse})
 
 
 class TaskOptions:
@@ -82,9 +86,10 @@ class TaskOptions:
 
     def record(self, names: frozenset[str]) -> dict[str, Any]:
         """The options ``names`` as config.json records them, which :meth:`recorded` reads back:
-        by default each under its own name."""
+        by default each under its own name; an ``unset_unrecorded`` option only when set."""
         return {f.name: getattr(self, f.name) for f in option_fields(type(self))
-                if f.name in names}
+                if f.name in names and not (f.metadata.get("unset_unrecorded")
+                                            and getattr(self, f.name) is None)}
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):  # type: ignore[arg-type]  # subclasses are dataclasses

@@ -249,8 +249,12 @@ class SafeguardTask(Task):
                 for kind, context in self.kinds if kind.judges_response and not has_response]
 
     def plan(self, data: SafetyData, backend: Backend) -> list[Planned]:
-        return plan(data.items, self.classify, self.guard,
-                    str(backend.identity.get("model", "")))
+        return plan(data.items, self.classify, self.guard, self._model_name(backend.identity))
+
+    def _model_name(self, identity: dict) -> str:
+        """The model its samples and results name: the backend's, else the guard's own name (a
+        moderation API has no model of ours; issue 69: its Table 2 row read "(model)")."""
+        return str(identity.get("model") or self.guard.name)
 
     def respond(self, planned: Sequence[Planned], execute: Execute) -> list[GuardVerdict]:
         return self.guard.verdicts([p.conversation() for p in planned], execute)
@@ -280,11 +284,12 @@ class SafeguardTask(Task):
         return results_record({
             "schema": self.results_schema,
             "task": self.name,
-            "model": str(identity.get("model", "")),
+            "model": self._model_name(identity),
             "guard": self.guard.name,
             "classify": list(self.classify),
             "cultural_awareness": self.cultural_awareness,
-            "label_policy": {kind.value: describe_policy(kind, self.options.sensitive)
+            "label_policy": {kind.value: describe_policy(kind, self.options.sensitive,
+                                                         {i.subset for i in data.items})
                              for kind in SampleKind if kind in kinds},
             "sensitive": self.options.sensitive or DEFAULT_SENSITIVE,
             "n_samples": len(samples),
@@ -293,6 +298,9 @@ class SafeguardTask(Task):
             "on_failure": self.options.on_failure,
             "n_neutral": n_neutral,
             "n_excluded": sum(1 for s in samples if s.label is None),
+            # so the summary can say why --limit 100 gave 696 samples (issue 69)
+            **({"limit": self.options.limit, "langs": sorted({i.lang for i in data.items})}
+               if self.options.limit else {}),
             "failures": [{k: v for k, v in s.data().items() if k in FAILURE_FIELDS}
                          for s in failed[:50]],
             "warnings": warnings,

@@ -85,7 +85,7 @@ class ResultsView(Generic[KindT]):
     """The default view: no tables, cards, figures or metrics of its own; no comparison. A
     subclass names the record it reads: ``class MCQView(ResultsView[MCQResults])``."""
 
-    kind = "results"  # how messages name the kind of run ("a mcq run")
+    kind = "results"  # how messages name the kind of run ("an mcq run": words.with_article)
     schema = ""  # the results schema this view reads ("localeval.mcq/1")
     Results: type[AnyResults] = AnyResults  # its typed record (KindT)
     compares = False  # whether it has ``compare`` (two runs, sample by sample)

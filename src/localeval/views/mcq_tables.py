@@ -88,8 +88,8 @@ def mcq_notes(results: MCQResults) -> list[RichText]:
             f"{', '.join(results.failed[:5])})", style="red"))
     if results.unanswered:
         notes.append(RichText(
-            f"{len(results.unanswered)} question(s) had no extractable answer and count as "
-            f"wrong; see 'error' in samples.jsonl (first: {', '.join(results.unanswered[:5])})",
+            f"{len(results.unanswered)} question(s) unanswered (no extractable answer, counted "
+            f"wrong); see 'error' in samples.jsonl (first: {', '.join(results.unanswered[:5])})",
             style="yellow"))
     return notes
 
@@ -99,7 +99,8 @@ def comparison_table(comparison: MCQComparison) -> DataTable:
     is micro (every shared question pooled), as the cards name it (issue 51 item 4)."""
     table = TableBuilder(f"{comparison.task}: B − A micro accuracy on the questions both "
                          "answered (exact McNemar)",
-                         columns("subject", "n", "A %", "B %", "B − A", "A only", "B only", "p"))
+                         columns("subject", "n", "A %", "B %", "B − A", "A right,\nB wrong",
+                                 "B right,\nA wrong", "p"))
     rows = {"all": comparison.overall, **comparison.by_subject}
     for name, r in rows.items():
         table.add(name, r.n, Number(r.acc_a, 2, 100), Number(r.acc_b, 2, 100),
@@ -113,6 +114,8 @@ def p_value(p: float) -> Number | Text:
 
 
 def comparison_notes(c: MCQComparison) -> list[str]:
-    return [f"A: {c.a} ({c.name_a or c.model_a})", f"B: {c.b} ({c.name_b or c.model_b}); questions in one run only: "
-            f"{c.n_only_a} (A), {c.n_only_b} (B)"]
+    # "only" had two meanings in one output (issue 69): the columns' discordant pairs and the
+    # questions one run lacks; each is now said in its own words
+    return [f"A: {c.a} ({c.name_a or c.model_a})", f"B: {c.b} ({c.name_b or c.model_b}); questions "
+            f"the other run lacks: {c.n_only_a} (A), {c.n_only_b} (B)"]
 

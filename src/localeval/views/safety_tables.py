@@ -23,15 +23,21 @@ from .threshold_tables import threshold_sweep_table, threshold_transfer_table, t
 SUBSET_SHORT = {"general": "General", "cultural-itw": "ITW", "cultural-cg": "CG"}
 
 
-# How each PR-AUC estimator is named in titles (results' auprc; runs without it used AP).
-AUPRC_NAMES = {"trapezoid": "PR-AUC (trapezoid, the paper's)", "ap": "AUPRC (average precision)"}
+# How each PR-AUC estimator is named in titles (results' auprc; runs without it used AP), and
+# in columns: one name per estimator (issue 69: "AUPRC" named both the trapezoid and AP).
+AUPRC_NAMES = {"trapezoid": "PR-AUC (trapezoid, the paper's)", "ap": "AP (average precision)"}
+AUPRC_SHORT = {"trapezoid": "PR-AUC", "ap": "AP"}
 
 
 WARNED = "⚠"  # beside a number that says nothing; the caption says why
 
 
 def auprc_name(estimator: str) -> str:
-    return AUPRC_NAMES.get(estimator, "AUPRC")
+    return AUPRC_NAMES.get(estimator, "PR-AUC")
+
+
+def auprc_short(estimator: str) -> str:
+    return AUPRC_SHORT.get(estimator, "PR-AUC")
 
 
 def table2_tables(results: SafetyResults) -> list[DataTable]:
@@ -110,7 +116,10 @@ def _add_table2_row(table: TableBuilder, row: Table2Row, ci: dict[str, Bounds] |
 
 
 def _table2_warnings(rows, cols: list[str]) -> str:
-    return _warned_where((f"{_model(r.model)} {_table2_column(c)}", group, reason)
+    # a cell's name holds no line break (its header's "CG\nEN") and never breaks at the end of
+    # a line: its words are joined by no-break spaces (issue 69)
+    return _warned_where((f"{_model(r.model)}\u00a0{_table2_column(c)}".replace("\n", "\u00a0"),
+                          group, reason)
                          for r in rows for c, groups in r.warnings.items() if c in cols
                          for group, reason in groups.items())
 
@@ -132,8 +141,8 @@ def overall_table(results: SafetyResults) -> DataTable | None:
     if not results.overall:
         return None
     table = TableBuilder(f"Overall · {auprc_name(results.auprc)} % [95% CI] · ROC AUC %",
-                         columns("task", "subset", "n", "harmful", "AUPRC", "95% CI", "ROC AUC",
-                                 "failed", text=2))
+                         columns("task", "subset", "n", "harmful", auprc_short(results.auprc),
+                                 "95% CI", "ROC AUC", "failed", text=2))
     for r in results.overall:
         table.add(*_row_cells(r, lang=False))
     table.caption = _warnings_caption(results.overall)
@@ -164,8 +173,9 @@ def per_language_table(results: SafetyResults,
     """AUPRC with its 95% bootstrap CI, ROC AUC and counts per kind, context, subset, language
     (rows of the given response ``contexts``)."""
     table = TableBuilder(f"Per language · {auprc_name(results.auprc)} % [95% CI] · ROC AUC %",
-                         columns("task", "subset", "lang", "n", "harmful", "AUPRC", "95% CI",
-                                 "ROC AUC", "failed", "excluded", text=3))
+                         columns("task", "subset", "lang", "n", "harmful",
+                                 auprc_short(results.auprc), "95% CI", "ROC AUC", "failed",
+                                 "excluded", text=3))
     shown = [r for r in results.per_language if r.context in contexts]
     for r in shown:
         table.add(*_row_cells(r), r.n_excluded)
@@ -221,7 +231,7 @@ def cultural_gap_table(results: SafetyResults) -> DataTable | None:
     """General minus CG per task and side (AUPRC points), read from Table 2."""
     if not results.cultural_gap:
         return None
-    table = TableBuilder("Cultural gap · General − CG · AUPRC points",
+    table = TableBuilder(f"Cultural gap · General − CG · {auprc_short(results.auprc)} points",
                          columns("model", "task", "side", "General", "CG", "General − CG",
                                  text=3))
     for r in results.cultural_gap:
@@ -321,7 +331,11 @@ def safety_notes(results: SafetyResults) -> list[RichText]:
     """What the console prints after the tables: transfer notes, label policy, counts."""
     lines = [*transfer_notes(results),
              *(f"Label policy: {line}" for line in results.label_policy.values())]
-    lines.append(f"{results.n_samples} samples; {results.n_failed} failed "
+    # --limit counts item ids, each kept in every language (issue 69: 100 gave 696 samples)
+    limit = results.limit
+    limited = (f" (--limit {limit}: at most {limit} item ids per subset, each in every one of "
+               f"its languages: {', '.join(results.langs)})" if limit else "")
+    lines.append(f"{results.n_samples} samples{limited}; {results.n_failed} failed "
                  f"({_failed_fate(results)}); {results.n_excluded} excluded by the label "
                  "policy.")
     return [RichText(line) for line in lines]
@@ -338,7 +352,6 @@ def _failed_fate(results: SafetyResults) -> str:
     if kept:
         return "scored 1/#labels and kept: --on-failure neutral, the authors' rule"
     return "left out, never counted as safe"
-
 
 
 RUN_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"

@@ -65,7 +65,11 @@ def threshold_transfer_table(results: SafetyResults) -> tuple[DataTable | None, 
 
 
 def transfer_notes(results: SafetyResults) -> list[str]:
-    """Why a task's threshold transfer was skipped (one class only, no other language)."""
+    """Why a task's threshold transfer was skipped (one class only, no other language); none
+    for a run in one language, which has no transfer to speak of (issue 69: a stray line for
+    XSTest and JBB through safety-responses). results.json keeps each note."""
+    if len({r.lang for r in results.per_language}) == 1:
+        return []
     return [f"Threshold transfer, {b.kind}: {b.note}" for b in results.threshold_transfer
             if b.note]
 

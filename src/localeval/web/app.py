@@ -35,6 +35,7 @@ from ..store.results_db import Wanted
 from ..store.runs import RunRecord
 from ..views.base import distinct_names
 from ..views.registry import view_for
+from ..words import with_article
 from . import pages
 from .catalog import KEPT, PAGE, PICKER, Catalog, NotFound
 from .samples import BadQuery, browse
@@ -148,9 +149,7 @@ def make_app(catalog: Catalog) -> Starlette:
         run_id = request.path_params["run_id"]
         record = catalog.record(run_id)
         text = drawn.get(("report", run_id), (record,), lambda: render([record], None))
-        back = (f'<nav style="padding:4px 12px;font:14px sans-serif"><a href="/">All runs</a> · '
-                f'<a href="/runs/{pages.e(run_id)}/samples">samples (searchable)</a></nav>\n')
-        text = text.replace("<body>\n", "<body>\n" + back, 1)
+        text = text.replace("<body>\n", "<body>\n" + pages.report_bar(run_id), 1)
         return html(text, csp=report_csp(text))
 
     def samples(request: Request) -> HTMLResponse:
@@ -223,7 +222,8 @@ def comparison(run_a: RunRecord, run_b: RunRecord) -> str:
     DRAWING."""
     view_a, view_b = view_for(run_a.results), view_for(run_b.results)
     if view_a.schema != view_b.schema:
-        raise LocalevalError(f"run A is a {view_a.kind} run and run B a {view_b.kind} run; "
+        raise LocalevalError(f"run A is {with_article(view_a.kind)} run and run B "
+                             f"{with_article(view_b.kind)} run; "
                              "compare two runs of the same kind")
     if not view_a.compares:
         view_a.compare(run_a, run_b)  # a kind without a comparison says so in one line (422)

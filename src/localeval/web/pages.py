@@ -4,7 +4,9 @@ app's own stylesheet. Forms use GET: a filter is a link one can share."""
 
 from __future__ import annotations
 
+from collections import Counter
 from html import escape
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -31,6 +33,25 @@ def frame(title: str, body: str, source: str) -> str:
         "</a><a href=\"/compare\">Compare</a></nav>"
         f"<span class=\"source\">localeval {e(__version__)} · {e(source)}</span></header>\n"
         f"<main>\n<h1>{e(title)}</h1>\n{body}\n</main>\n</body>\n</html>\n")
+
+
+# The viewer's bar on a run's report page, which is the report as written (its own styles; its
+# policy loads no stylesheet): the same links and look as every other page (issue 69: a plain
+# unstyled strip). The report's own rules name no "viewer-bar".
+REPORT_BAR_STYLE = (
+    "<style>header.viewer-bar{display:flex;flex-wrap:wrap;gap:12px;align-items:baseline;"
+    "padding:8px 16px;border-bottom:1px solid #d8dce4;background:#f6f7f9;"
+    "font:15px/1.45 system-ui,sans-serif}header.viewer-bar a{margin-right:16px;"
+    "font-weight:600;color:#1f5fbf}</style>")
+
+
+def report_bar(run_id: str) -> str:
+    """The viewer's header above a run's report: its pages, and this run's samples."""
+    rid = e(run_id)
+    return (f'{REPORT_BAR_STYLE}<header class="viewer-bar"><nav><a href="/">Runs</a>'
+            '<a href="/leaderboard">Leaderboard</a><a href="/compare">Compare</a>'
+            f'<a href="/runs/{rid}/samples">This run\'s samples (searchable)</a></nav>'
+            "</header>\n")
 
 
 def run_label(run: dict[str, Any]) -> str:
@@ -170,15 +191,17 @@ def samples_page(run: dict[str, Any], browsed: Browsed, query: dict[str, str]) -
              f"{browsed.total} samples · page {browsed.page} of {browsed.pages} · "
              f'<a href="/runs/{rid}/report">report</a></p>')
     head = "".join(f"<th>{e(c['title'])}</th>" for c in browsed.columns)
-    rows = "".join("<tr>" + "".join(_cell(c, v, k in warn) for k, (c, v) in
-                                    enumerate(zip(browsed.columns, cells))) + "</tr>"
-                   for cells, warn in browsed.rows)
+    rows = "".join("<tr>" + "".join(_cell(c, v, k in warn, starts.get(str(k), 0)) for k, (c, v)
+                                    in enumerate(zip(browsed.columns, cells))) + "</tr>"
+                   for cells, warn, starts in browsed.rows)
     table = (f'<div class="scroll"><table class="data samples"><thead><tr>{head}</tr></thead>'
              f"<tbody>{rows}</tbody></table></div>")
     return form + count + table + _pager(rid, browsed, query)
 
 
-def _cell(column: dict[str, Any], value: Any, warned: bool) -> str:
+def _cell(column: dict[str, Any], value: Any, warned: bool, start: int = 0) -> str:
+    """A sample's cell; a long text previews from ``start``, after what it shares with other
+    samples (a few-shot prefix: browser_data's starts), and opens whole."""
     text = shown_value(value)
     if column["type"] == "num" and isinstance(value, float):
         text = f"{value:.4g}"
@@ -186,8 +209,10 @@ def _cell(column: dict[str, Any], value: Any, warned: bool) -> str:
         return ('<td><details class="cw"><summary>content warning: labelled harmful or '
                 f'sensitive; open to read</summary><div class="text">{e(text)}</div>'
                 "</details></td>")
-    if column["type"] == "text" and len(text) > TEXT_PREVIEW:
-        return (f"<td><details><summary>{e(text[:TEXT_PREVIEW])}…</summary>"
+    if column["type"] == "text" and (start or len(text) > TEXT_PREVIEW):
+        cut = "…" if start + TEXT_PREVIEW < len(text) else ""
+        return (f"<td><details><summary>{'…' if start else ''}"
+                f"{e(text[start:start + TEXT_PREVIEW])}{cut}</summary>"
                 f'<div class="text">{e(text)}</div></details></td>')
     return f'<td class="{e(column["type"])}">{e(text)}</td>'
 
@@ -203,11 +228,26 @@ def _pager(rid: str, browsed: Browsed, query: dict[str, str]) -> str:
 
 
 # ------------------------------------------------------------------------ two runs
+def picker_labels(runs: list[dict]) -> dict[str, str]:
+    """Each run's entry in a picker: its name and time, told apart where two coincide by the
+    end of its folder (issue 69: entries that differed only by an id), then by its id."""
+    labels = {r["run_id"]: run_label(r) for r in runs}
+    for told in (_folder_tail, lambda r: r["run_id"][:8]):
+        same = Counter(labels.values())
+        labels = {r["run_id"]: labels[r["run_id"]] + (f" · {told(r)}" if same[labels[
+            r["run_id"]]] > 1 and told(r) else "") for r in runs}
+    return labels
+
+
+def _folder_tail(run: dict) -> str:
+    return "/".join(Path(run.get("folder") or "").parts[-2:])
+
+
 def compare_page(listing: Listing, chosen: list[dict], f: Wanted, a: str, b: str,
                  content: str) -> str:
     """Two pickers of the newest runs the filters keep (the runs chosen always among them)."""
     every = listing.runs + chosen
-    labels = {r["run_id"]: f"{run_label(r)} · {r['run_id'][:8]}" for r in every}
+    labels = picker_labels(every)
 
     def choose(name: str, picked: str) -> str:
         options = ['<option value="">choose a run</option>'] + [

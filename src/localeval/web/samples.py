@@ -28,7 +28,8 @@ class BadQuery(LocalevalError):
 @dataclass
 class Browsed:
     columns: list[dict[str, Any]]
-    rows: list[tuple[list, list[int]]]  # (cells, the columns kept behind the warning)
+    # (cells, the columns kept behind the warning, where each text column's preview starts)
+    rows: list[tuple[list, list[int], dict[str, int]]]
     matching: int
     total: int
     page: int
@@ -47,14 +48,15 @@ def shown_value(value: Any) -> str:
 
 def browse(samples: Sequence[Sample], query: dict[str, str]) -> Browsed:
     data = browser_data(samples)
-    columns, rows = data["columns"], list(zip(data["rows"], data["warn"]))
+    columns = data["columns"]
+    rows = list(zip(data["rows"], data["warn"], data["starts"]))
     filters = {c["key"]: k for k, c in enumerate(columns)
                if c["filter"] and c["key"] not in RESERVED}
-    choices = {key: sorted({shown_value(cells[k]) for cells, _ in rows} - {""})
+    choices = {key: sorted({shown_value(cells[k]) for cells, _, _ in rows} - {""})
                for key, k in filters.items()}
     wanted = _wanted(query, choices)
     words = (query.get("q") or "").lower().split()
-    kept = [(cells, warn) for cells, warn in rows
+    kept = [(cells, warn, starts) for cells, warn, starts in rows
             if all(shown_value(cells[filters[key]]) == value for key, value in wanted.items())
             and all(any(w in shown_value(c).lower() for c in cells) for w in words)]
     pages = max(1, -(-len(kept) // PAGE_SIZE))

@@ -48,12 +48,11 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ..base import GENERATION_CONFIG, Failed, Generate, Generated, Response
+from ..base import GENERATION_CONFIG, Failed, Generate, Generated, Response, draw_key
 from ..failures import ModelError, OverLimit, Unsupported
 from ..prompt_tokens import generation_text
 from .kv_cache import cache_argument, returned_cache
@@ -431,7 +430,7 @@ def draw_one(backend, request: Generate, ids: list[int]) -> Response:
         own = config.to_diff_dict()  # only what the model's file sets
         sampling = {"do_sample": True, "temperature": own.get("temperature", 1.0),
                     "top_p": own.get("top_p", 1.0), "top_k": own.get("top_k", 0)}
-    key = json.dumps([ids, request.sample or 0]).encode()
+    key = draw_key(ids, request)
     torch.manual_seed(int.from_bytes(hashlib.sha256(key).digest()[:8], "big") >> 1)
     return generate_one(backend, request, ids, None, **sampling)
 

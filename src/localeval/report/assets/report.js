@@ -30,11 +30,14 @@
   // of characters on every redraw (sort, filter, show harmful text) can freeze the page.
   const LONG_TEXT = 4000;
 
-  function textCell(value, warn) {
+  // start: where the preview begins, after what the text shares with other samples' (a
+  // few-shot prefix; data.starts), so each question shows, not the same examples
+  function textCell(value, warn, start) {
     const text = shown(value, "text");
     if (!text) return element("td");
     const preview = warn ? "⚠ Content warning: harmful or sensitive text (click to show)"
-      : (text.length > 70 ? text.slice(0, 70) + "…" : text);
+      : (start ? "…" : "") + (text.length > start + 70 ? text.slice(start, start + 70) + "…"
+                                                       : text.slice(start));
     const long = text.length > LONG_TEXT;
     const pre = element("pre", {textContent: long ? text.slice(0, LONG_TEXT) + "…" : text});
     const parts = [element("summary", {textContent: preview}), pre];
@@ -48,13 +51,15 @@
       [element("details", {className: warn ? "cw" : ""}, parts)]);
   }
 
-  function cell(value, column, warn) {
-    if (column.type === "text") return textCell(value, warn);
+  function cell(value, column, warn, start) {
+    if (column.type === "text") return textCell(value, warn, start || 0);
     const td = element("td", {textContent: shown(value, column.type)});
     if (column.type === "num") td.className = "num";
     else if (td.textContent.length <= 24) td.className = "short"; // ids and labels stay on one line
     if (column.type === "bool" && value !== null && value !== undefined) {
-      td.className = (column.key === "failed") === Boolean(value) ? "no" : "yes";
+      // failed and unanswered are bad news when true; any other yes/no good news
+      const bad = column.key === "failed" || column.key === "unanswered";
+      td.className = bad === Boolean(value) ? "no" : "yes";
     }
     return td;
   }
@@ -148,7 +153,9 @@
         tr.dataset.row = String(i);
         // data.warn[i]: the columns of row i whose text is harmful or sensitive
         const warned = new Set(data.warn[i]);
-        data.rows[i].forEach((value, k) => tr.append(cell(value, columns[k], warned.has(k))));
+        const starts = (data.starts || [])[i] || {};
+        data.rows[i].forEach((value, k) => tr.append(cell(value, columns[k], warned.has(k),
+                                                          starts[k])));
         if (state.reveal) for (const d of tr.querySelectorAll("details.cw")) d.open = true;
         fragment.append(tr);
       }
