@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from ..backends.base import AFTER_TEMPLATE, Request, Response, ScoreNext
 from ..errors import LocalevalError
 from .base import Conversation, GuardVerdict, VerdictLabel
-from .staged import StagedGuard, argmax_label, label_probabilities
+from .staged import StagedGuard, argmax_label, label_probabilities, ranks_of
 
 LEAD = ("You are a classifier for analyzing interactions between humans and LLMs. Given a "
         "request from a human user and a response from an LLM assistant, determine whether ")
@@ -89,7 +89,7 @@ class SealionGuard(StagedGuard):
         if isinstance(probs, str):
             return GuardVerdict(None, probs)
         return GuardVerdict(probs["unsafe"] + weight * probs.get("s", 0.0),
-                            label=argmax_label(probs, NAMES))
+                            label=argmax_label(probs, NAMES, ranks_of(responses[0])))
 
     def verdict(self, conversation: Conversation, responses: Sequence[Response]) -> GuardVerdict:
         return self.score(responses, self.sensitive_weight(conversation))
