@@ -86,7 +86,15 @@ class StagedGuard(Guard):
             raise LocalevalError(f"guard option verdict_position must be first-label (the "
                                  f"authors': the first of up to {self.new_tokens} generated "
                                  f"positions holding a label) or fixed, not {value!r}")
+        if text == "fixed" and self.fixed_problem is not None:
+            raise LocalevalError(self.fixed_problem)
         self.position_rule = text
+
+    @property
+    def fixed_problem(self) -> str | None:
+        """Why ``verdict_position=fixed`` reads no verdict with this guard's other options, or
+        None where it can be used."""
+        return None
 
     @property
     def verdict_position_used(self) -> str | None:
