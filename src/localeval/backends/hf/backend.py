@@ -276,6 +276,13 @@ class HFBackend(BackendBase):
         if limit and len(ctx) > limit:
             raise LocalevalError(f"prompt has {len(ctx)} tokens, over the model's "
                                  f"context of {limit}")
+        # a first-label read asks for up to ``positions`` new tokens, which the authors' vLLM
+        # server counted against its max_model_len: prompt + max_tokens over it is an HTTP 400
+        # there (IRIS guard_models/llama_guard.py LlamaGuard: max_new_tokens=100), refused
+        # here in words guards/base.py refused_request reads so (issue 64 item 5)
+        if limit and request.positions is not None and len(ctx) + request.positions > limit:
+            raise LocalevalError(f"prompt has {len(ctx)} tokens; with {request.positions} "
+                                 f"more that is over the model's context of {limit}")
         return ctx, targets
 
     def _score_response(self, request: ScoreNext, ctx: list[int], targets: list[int],
