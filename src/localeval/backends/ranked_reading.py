@@ -56,14 +56,20 @@ def first_ranked(request: ScoreNext, each: list[list[Top]], names: dict[str, str
     :func:`ranked` reads one (IRIS ``guard_models/base.py`` ``GuardLLM.complete``); none of
     them: the first position's, every rank None and ``position`` None."""
     first: NextLogprobs | Failed | None = None
+    passed = 0  # labelled positions passed (``request.labelled``: IRIS PolyGuard's pred_labels[2])
     for p, top in enumerate(each):
         try:
             found = {c: logprob_of(top, names.get(c, c)) for c in request.candidates}
         except Ambiguous as e:
             return Failed(Unsupported(f"generated position {p}: {e}"))
         read = ranked(request, found, top, asked, names)
-        if isinstance(read, Failed) or any(r is not None for r in (read.ranks or {}).values()):
-            return read if isinstance(read, Failed) else replace(read, position=p)
+        if isinstance(read, Failed):
+            return read
+        if any(r is not None for r in (read.ranks or {}).values()):
+            if passed == request.labelled:
+                return replace(read, position=p)
+            passed += 1
+            read = replace(read, ranks=dict.fromkeys(read.ranks or {}))
         first = first or read
     return first or Failed(OverLimit("the server generated no position to read"))
 

@@ -298,8 +298,11 @@ class VllmBackend(BackendBase):
         if request.positions is not None:  # the first generated position holding a label
             reads = [_top_k_response(request, targets, step, len(ids))
                      for step in completion.logprobs]
-            return next((replace(r, position=p) for p, r in enumerate(reads)
-                         if any(v is not None for v in (r.ranks or {}).values())), reads[0])
+            labelled = [replace(r, position=p) for p, r in enumerate(reads)
+                        if any(v is not None for v in (r.ranks or {}).values())]
+            if len(labelled) > request.labelled:  # the first, or IRIS PolyGuard's third
+                return labelled[request.labelled]
+            return replace(reads[0], ranks=dict.fromkeys(reads[0].ranks or {}))
         if request.top is not None:
             return _top_k_response(request, targets, first, len(ids))
         return NextLogprobs(logprobs={c: float(first[t].logprob)

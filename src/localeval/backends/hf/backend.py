@@ -303,8 +303,11 @@ class HFBackend(BackendBase):
         when it holds none are the next ones decoded, one token at a time from the prompt's own
         cache, stopping at the first labelled position or an end-of-sequence token: the same
         verdict as generating all ``positions`` tokens, usually without decoding any."""
+        passed = 0  # labelled positions passed (``request.labelled``)
         if any(r is not None for r in (first.ranks or {}).values()):
-            return replace(first, position=0)
+            if request.labelled == 0:
+                return replace(first, position=0)
+            passed = 1
         from .generate import eos_ids
 
         torch, eos = self.torch, eos_ids(self)
@@ -321,10 +324,13 @@ class HFBackend(BackendBase):
                 row = out.logits[0, -1].float().log_softmax(-1).cpu()
                 ranks = self._ranks(request, targets, row)
                 if any(r is not None for r in ranks.values()):
-                    return replace(first, position=p, ranks=ranks, logprobs={
-                        c: float(row[t]) for c, t in zip(request.candidates, targets)})
+                    if passed == request.labelled:
+                        return replace(first, position=p, ranks=ranks, logprobs={
+                            c: float(row[t]) for c, t in zip(request.candidates, targets)})
+                    passed += 1
                 token = int(row.argmax())
-        return first  # no labelled position: every rank None, ``position`` None
+        # no such labelled position: every rank None, ``position`` None
+        return replace(first, ranks=dict.fromkeys(first.ranks or {}))
 
     @staticmethod
     def _ranks(request: ScoreNext, targets: list[int], logprobs: Any
