@@ -39,7 +39,9 @@ from .options import TaskOptions
 # their argmax label, a blank response sent to the refusal judge (issue 50). "fidelity-5"
 # (issue 64), safeguards and LLM safety: a server's tied tokens ranked in its list's order (a
 # label tied with the k-th token but after it is outside the top k; a tied argmax goes to the
-# label listed first), and further changes of issue 64 listed in docs/fidelity.md.
+# label listed first), PolyGuard read at the labelled positions of its whole answer, a
+# first-label read's new tokens counted against the context, SEA-LION Guard's HTTP-400 fill
+# weighted as IRIS under --on-failure iris (docs/fidelity.md S4, S6, S10, S24c, S25).
 MCQ_PROTOCOL = "fidelity-4"  # cmmlu, tmlu, tmmlu+, a custom exam
 SAFEGUARD_PROTOCOL = "fidelity-5"  # sea-safeguard, safety-prompts, safety-responses
 LLM_SAFETY_PROTOCOL = "fidelity-5"  # llm-safety (its default judge is Llama Guard 3)
