@@ -63,8 +63,7 @@ class Calls(NoRoles):
 @pytest.mark.parametrize("name, options, top", [
     ("llamaguard3", {}, 2), ("shieldgemma", {}, 2), ("polyguard", {}, 2), ("zero-shot", {}, 2),
     ("xguard", {"translator": None}, 10), ("qwen3guard", {}, 20),
-    ("llamaguard3", {"label_scores": "full", "verdict_position": "fixed", "template": "hf"},
-     None),
+    ("llamaguard3", {"label_scores": "full", "verdict_position": "fixed"}, None),
     ("llamaguard3", {"label_scores": "top-5"}, 5)])
 def test_each_guard_asks_for_the_authors_top_k(name, options, top):
     execute = Calls()

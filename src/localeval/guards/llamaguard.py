@@ -45,8 +45,10 @@ at the first position generated after it whose top 2 holds one, greedy, at most 
 (Llama Guard 4: 10), as IRIS ``guard_models/base.py`` ``GuardLLM.complete`` reads its
 ``LlamaGuard`` (``max_new_tokens=100``) and ``LlamaGuard4`` (``max_new_tokens=10``);
 ``verdict_position=fixed`` reads the position after the prefill alone (``hf``, ``meta`` and
-Llama Guard 4: our reading before issue 49); with ``template=own`` it is refused, since that
-position is the model's own "\\n\\n" (issue 64 item 7, :attr:`LlamaGuard3.fixed_problem`).
+Llama Guard 4: our reading before issue 49); with ``template=own`` it reads the position right
+after the checkpoint's template, which on a real Llama Guard 3 is the model's own "\\n\\n",
+holding no label (issue 64 item 7, :attr:`LlamaGuard3.fixed_advisable`): an option for a test
+model whose template ends elsewhere, not the reading of before.
 Meta's model card: "we look at the probability for the first token, and use that as the
 'unsafe' class probability".
 
@@ -92,7 +94,10 @@ class LlamaGuard3(StagedGuard):
                         "'safe' / 'unsafe' (verdict_position=fixed: the first)")
     own_verdict_position = ("the first of up to 100 tokens generated after the checkpoint's "
                             "own chat template (on Llama Guard 3, after the assistant header and "
-                            "the model's own '\\n\\n') whose top k holds 'safe' / 'unsafe'")
+                            "the model's own '\\n\\n') whose top k holds 'safe' / 'unsafe' "
+                            "(verdict_position=fixed: the first, right after the template: on "
+                            "Llama Guard 3 the model's own '\\n\\n', no label; template=hf or "
+                            "meta for the one-position reading after our '\\n\\n' prefill)")
     new_tokens = 100  # IRIS llama_guard.py LlamaGuard: max_new_tokens=100
 
     lead = ""  # text before the first header; "" = the tokenizer adds BOS
@@ -123,19 +128,14 @@ class LlamaGuard3(StagedGuard):
             self.verdict_position = self.own_verdict_position
 
     @property
-    def fixed_problem(self) -> str | None:
+    def fixed_advisable(self) -> bool:
         """``fixed`` reads the one position after the prompt. Under its own template nothing of
         ours follows the checkpoint's text, which on Llama Guard 3 ends at the assistant header
         (issue 64 item 7): that position is where the model writes its own "\\n\\n", no
         label, and not our reading before issue 49 (after our "\\n\\n" prefill on the
-        hand-written templates, which ``hf`` and ``meta`` keep)."""
-        if self.template != OWN:
-            return None
-        return (f"{self.name} verdict_position=fixed reads the position right after the "
-                "prompt, which under the checkpoint's own template is where Llama Guard 3 "
-                "writes its own '\\n\\n', not a label: use it with template=hf or "
-                "template=meta (our '\\n\\n' prefill, the one-position reading of before "
-                "issue 49), or keep first-label")
+        hand-written templates, which ``hf`` and ``meta`` keep). It stays an option (a test
+        model's template may end elsewhere), but is not advised for a real Llama Guard 3."""
+        return self.template != OWN
 
     def render(self, prompt: str, response: str | None) -> str:
         role = "User" if response is None else "Agent"

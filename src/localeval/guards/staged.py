@@ -97,6 +97,12 @@ class StagedGuard(Guard):
         return None
 
     @property
+    def fixed_advisable(self) -> bool:
+        """Whether ``verdict_position=fixed`` reads a verdict on the guard's real model (the
+        failure advice offers it only then)."""
+        return self.fixed_problem is None
+
+    @property
     def verdict_position_used(self) -> str | None:
         """For config.json: ``first-label`` or ``fixed``; None for a guard read at one fixed
         position by its authors too."""

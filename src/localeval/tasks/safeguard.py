@@ -310,7 +310,7 @@ class SafeguardTask(Task):
         # a first-label guard (issue 49 item 1) finds no labelled position either under full
         fixed = (" --guard-option verdict_position=fixed" if
                  self.guard.verdict_position_used == "first-label"
-                 and getattr(self.guard, "fixed_problem", None) is None else "")
+                 and getattr(self.guard, "fixed_advisable", True) else "")
         return (f"{outside} samples had no label among the top {top} log-probs at the verdict "
                 "position (usual for a small or untrained model): --guard-option "
                 f"label_scores=full{fixed} reads the labels over the whole vocabulary"
