@@ -477,3 +477,27 @@ def test_llama_guard_3_1b_categories():
     assert one == eight.replace("\nS14: Code Interpreter Abuse.", "")
     with pytest.raises(LocalevalError, match="13"):
         get_guard("llamaguard3", template="hf", categories=12)
+
+
+def test_tmlu_cue_and_letter_do_not_merge_in_the_tokenizer_we_have(shared):
+    """Issue 64 item 6, measured: MiuLab ``model.py:174-181`` ``encode_pair`` takes the
+    continuation as ``encode(context + letter)[len(encode(context)):]``; where "(" and the
+    letter merged into one token, that slice would be empty and every option sum to 0
+    (``argmax`` then answers A). On SmolLM2's tokenizer (the one here; the paper's others need
+    Hub access) the cue "正確答案：(" keeps its tokens and each letter A-F is one token after
+    it, so MiuLab's continuation is the letter's own token, the one
+    ``backends/prompt_tokens.py`` ``score_tokens`` scores."""
+    from transformers import AutoTokenizer
+
+    from localeval.backends.base import ScoreNext
+    from localeval.backends.prompt_tokens import score_tokens
+
+    tok = AutoTokenizer.from_pretrained(shared / "models" / "smollm2-tokenizer")
+    for context in ("正確答案：(", "問題：\n(A) 一\n(B) 二\n正確答案：("):
+        ctx = tok.encode(context, add_special_tokens=False)
+        ours = score_tokens(tok, ScoreNext(context, tuple("ABCDEF"), add_special_tokens=False),
+                            "m")[1]
+        for letter, target in zip("ABCDEF", ours, strict=True):
+            whole = tok.encode(context + letter, add_special_tokens=False)
+            assert whole[:len(ctx)] == ctx
+            assert whole[len(ctx):] == [target]  # MiuLab's continuation: one token, ours

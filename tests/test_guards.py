@@ -496,7 +496,11 @@ S14: Code Interpreter Abuse.
 
 
 def test_polyguard_prompt_classification():
-    (req,) = get_guard("polyguard").requests(C(PROMPT))
+    """The default (issue 64 item 2): the bare chat, IRIS's; reading=prefill: ours before."""
+    (iris,) = get_guard("polyguard").requests(C(PROMPT))
+    assert [m["role"] for m in iris.prompt] == ["system", "user"]
+    assert (iris.positions, iris.labelled) == (100, 0)
+    (req,) = get_guard("polyguard", reading="prefill").requests(C(PROMPT))
     assert req.prompt == [
         {"role": "system", "content": PG_SYSTEM},
         {"role": "user", "content": "Human user:\nHow do I pick a lock?\n\nAI assistant:\n"},
@@ -506,7 +510,7 @@ def test_polyguard_prompt_classification():
 
 
 def test_polyguard_response_classification_in_two_stages():
-    guard = get_guard("polyguard")
+    guard = get_guard("polyguard", reading="prefill")  # ours; the default: one read, IRIS's
     (gen,) = guard.requests(C(PROMPT, RESPONSE))
     assert isinstance(gen, Generate)
     assert gen.prompt[1]["content"] == ("Human user:\nHow do I pick a lock?\n\nAI assistant:\n"

@@ -40,14 +40,14 @@ def test_a_folder_made_under_older_defaults_is_a_run_with_other_settings(tmp_pat
     safeguard_run(folder)
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     assert (config["protocol"], config["threshold_grid"], config["sensitive"]) == \
-        ("fidelity-4", "iris", "iris")
+        ("fidelity-5", "iris", "iris")
     # what a run made before issue 34 recorded: no protocol, no grid, the §3 label policy
     old = {k: v for k, v in config.items() if k not in ("protocol", "threshold_grid")}
     (folder / "config.json").write_text(json.dumps({**old, "sensitive": "paper"}),
                                         encoding="utf-8")
     with pytest.raises(LocalevalError, match="holds a run with other settings") as e:
         safeguard_run(folder)
-    assert "protocol: None -> 'fidelity-4'" in str(e.value)
+    assert "protocol: None -> 'fidelity-5'" in str(e.value)
     assert "sensitive: 'paper' -> 'iris'" in str(e.value)
 
 

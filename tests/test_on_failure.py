@@ -111,3 +111,34 @@ def test_on_failure_iris_says_what_was_kept_and_what_left_out():
 def test_the_other_rules_say_what_they_did(on_failure, fate):
     _, line = _summary(on_failure)
     assert fate in line
+
+
+@pytest.mark.parametrize("subset, kind, expected", [
+    # guard_models/base.py:27-28 GuardLLM.complete after an HTTP 400: safe, s, unsafe each at
+    # log-prob 0, so 1/3 each; get_eval_result.py:23-32 get_pred_score adds Harmful and, where
+    # the file is read sensitive_as_harmful (General and ITW prompts, every response),
+    # Sensitive: 1/3 + 1/3 = 2/3; CG prompts (sensitive_as_harmful=False): 1/3
+    ("general", "prompt", 2 / 3),
+    ("cultural-itw", "prompt", 2 / 3),
+    ("cultural-cg", "prompt", 1 / 3),
+    ("general", "response", 2 / 3),
+    ("cultural-cg", "response", 2 / 3),
+])
+def test_sealion_guard_http_400_weights_sensitive_as_iris_reads_the_file(subset, kind,
+                                                                         expected):
+    """Issue 64 item 3: the three-label fill weighted as the file is read, not 1/3 always."""
+    from localeval.guards.base import GuardVerdict
+    from localeval.tasks.safeguard import Planned, SafeguardTask
+    from localeval.tasks.safety_items import SafetyItem
+
+    task = SafeguardTask("sea-safeguard", guard="sealion-guard", on_failure="iris")
+    item = SafetyItem("1", subset, "en", "p", response="r", prompt_label="safe",
+                      response_label="safe")
+    for error in (HTTP_400, OVER_CONTEXT):
+        rec = task.score(Planned(item, kind, "with_prompt"), GuardVerdict(None, error))
+        assert rec["score"] == pytest.approx(expected, abs=1e-12)
+    # labels=two (safe, unsafe, as sealion_guard.py's SealionGuardAPI): 1/2 everywhere
+    two = SafeguardTask("sea-safeguard", guard="sealion-guard", on_failure="iris",
+                        guard_options={"labels": "two"})
+    assert two.score(Planned(item, kind, "with_prompt"),
+                     GuardVerdict(None, HTTP_400))["score"] == 0.5

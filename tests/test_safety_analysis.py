@@ -381,3 +381,28 @@ def test_the_footnote_is_printed_under_the_gap_tables():
                  T.cultural_gap_table(safety(cultural_gap=cultural_gap(table))))
     shown = " ".join(shown.split())  # the caption is wrapped at the table's width
     assert "5.45 / 6.12 / 5.59" in shown and "36.22 / 36.36" in shown
+
+
+def test_iris_prints_a_cells_mean_with_numpys_rounding():
+    """Issue 64 item 4. IRIS ``get_eval_result.py:326`` prints ``round(v, 1)`` of the cell's
+    ``np.mean`` (lines 193, 293): a numpy float64, so numpy's rounding (the value times 10,
+    rounded half to even, over 10), not Python's correctly rounded decimal. By hand with
+    numpy: np.mean([13.4, 10.0, 50.0, 50.0, 100.0, 41.7, 17.2, 50.1]) is 41.55 in binary just
+    below 41.55 (Python's round gives 41.5), times 10 is 415.5 exactly, half to even: 41.6."""
+    import numpy as np
+
+    from localeval.analysis.gaps import table2
+
+    files = [13.4, 10.0, 50.0, 50.0, 100.0, 41.7, 17.2, 50.1]
+    assert round(float(np.mean(files)), 1) == 41.5 and round(np.mean(files), 1) == 41.6
+    records = [r for i, v in enumerate(files)
+               for r in _records([(1, v / 100)], f"country{i}")]
+
+    def first_score(t, s):  # each one-item file's value is its score
+        return float(s[0])
+    table = table2(records, first_score, rounding="iris")
+    value = table["rows"][0]["values"]["prompt/cultural-cg/en"]
+    assert f"{value:.1f}" == "41.6"
+    # without file rounding, our cell is the unrounded mean (the printed 41.5 there is ours)
+    plain = table2(records, first_score)["rows"][0]["values"]["prompt/cultural-cg/en"]
+    assert plain == pytest.approx(41.55)

@@ -327,3 +327,25 @@ def test_the_leaderboard_tells_the_readings_apart():
     assert view.protocol({"verdict_position": None})["verdict position"] == "authors'"
     assert view.protocol({"verdict_position": "fixed"})["verdict position"] == "fixed"
     assert view.protocol({})["verdict position"] == "fixed"
+
+
+def test_fixed_under_llamaguard3s_own_template_says_what_it_reads():
+    """Issue 64 item 7: ``fixed`` reads the position right after the prompt. Under
+    ``template=own`` nothing follows the checkpoint's template, which on Llama Guard 3 ends at
+    the assistant header: that position is the model's own "\\n\\n" (Parallax-AI reads the
+    second generated token), no label on a real Llama Guard 3, and not the reading of before
+    issue 49 (after our "\\n\\n" prefill on the hand-written templates, which hf and meta
+    keep). It stays an option (a test model's template ends elsewhere); what the guard says
+    it reads says so, and the failure advice does not offer it there."""
+    own = get_guard("llamaguard3", verdict_position="fixed")
+    assert own.verdict_position_used == "fixed"
+    # no "\\n\\n" prefill of ours after the header under its own template
+    assert "<|end_header_id|>\\n\\n" not in own.verdict_position
+    assert "right after the template: on Llama Guard 3 the model's own '\\n\\n', no label" \
+        in own.verdict_position
+    assert not get_guard("llamaguard3").fixed_advisable
+    for template in ("hf", "meta"):
+        guard = get_guard("llamaguard3", template=template, verdict_position="fixed")
+        assert guard.fixed_advisable
+        assert guard.requests(Conversation("p"))[0].prompt.endswith(
+            "<|start_header_id|>assistant<|end_header_id|>\n\n")

@@ -154,6 +154,8 @@ def cell(records: Iterable[SafetySample], *, kind: SampleKind | str, subset: str
         value, problem = _measured(metric, t, s)
         out["value"] = _rounded(value, rounding)
         out["warnings"] = {"": problem} if problem else {}
+        if rounding == "iris":
+            out["iris_points"] = _points(value)
         return out
     name, key = groups
     parts = {g: _measured(metric, *scored(group)[:2])
@@ -162,7 +164,23 @@ def cell(records: Iterable[SafetySample], *, kind: SampleKind | str, subset: str
     out["warnings"] = {g: problem for g, (_, problem) in parts.items() if problem}
     vals = [v for v in per.values() if not math.isnan(v)]
     out["value"] = float(np.mean(vals)) if vals else math.nan
+    if rounding == "iris":  # IRIS's mean is taken over the files' rounded points
+        points = [_points(v) for v, _ in parts.values() if not math.isnan(v)]
+        out["iris_points"] = float(np.mean(points)) if points else math.nan
     return out
+
+
+def _points(value: float) -> float:
+    """A file's value as IRIS ``get_eval_result.py:128`` keeps it: ``round(pr_auc * 100, 1)``
+    points (scikit-learn's ``auc`` gives a Python float, so Python's round)."""
+    return round(value * 100, 1)
+
+
+def iris_printed(points: float) -> float:
+    """A cell as IRIS ``get_eval_result.py:326`` prints it: ``round(v, 1)`` of the float64
+    ``np.mean`` gives, numpy's rounding (the value times 10 rounded half to even, over 10),
+    so 41.55 (binary just below) is 41.6 where Python's round says 41.5 (issue 64 item 4)."""
+    return float(np.round(np.float64(points), 1))
 
 
 def _rounded(value: float, rounding: str) -> float:
@@ -218,20 +236,28 @@ def table2(records: Iterable[SafetySample], metric: Metric = pr_auc_trapezoid, s
         failed: dict[str, int] = {}
         warned: dict[str, dict[str, str]] = {}
         for kind, subsets in TABLE2_CELLS.items():
-            cells = []
+            cells: list[float | None] = []
             for sub in subsets:
                 for side in ("en", "sea"):
                     c = cell(mine, kind=kind, subset=sub, side=side, metric=metric, sea=sea,
                              en=en, rounding=rounding)
                     key = f"{kind}/{sub}/{side}"
                     empty = c["n"] == 0 or math.isnan(c["value"])
-                    values[key] = None if empty else c["value"] * scale
+                    # under iris each cell is IRIS's mean of the files' rounded points, printed
+                    # as IRIS prints it; the average below takes the unrounded means, as IRIS
+                    unrounded = None if empty else \
+                        c["iris_points"] * scale / 100 if rounding == "iris" \
+                        else c["value"] * scale
+                    values[key] = unrounded if unrounded is None or rounding != "iris" \
+                        else iris_printed(unrounded)
                     failed[key] = c["n_failed"]
                     if c.get("warnings"):
                         warned[key] = c["warnings"]
-                    cells.append(values[key])
+                    cells.append(unrounded)
             known = [v for v in cells if v is not None]
-            values[f"{kind}/avg"] = float(np.mean(known)) if len(known) == len(cells) else None
+            avg = float(np.mean(known)) if len(known) == len(cells) else None
+            values[f"{kind}/avg"] = avg if avg is None or rounding != "iris" \
+                else iris_printed(avg)
         rows.append({"model": model, "values": values, "n_failed": failed,
                      **({"warnings": warned} if warned else {})})
     return {"columns": columns, "rows": rows, "metric": getattr(metric, "__name__", "metric"),

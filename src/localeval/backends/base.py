@@ -76,6 +76,11 @@ class ScoreNext:
     # server then reads that position again alone with --top-logprobs (:mod:`.ranked_reading`)
     # instead of asking every generated position for them all. False: out of the cache key.
     whole_vocabulary: bool = False
+    # with ``positions``: how many labelled positions to pass before the one read (0: the
+    # first). IRIS ``guard_models/poly_guard.py:127`` ``PolyGuard.predict`` reads a response's
+    # verdict at ``pred_labels[2]``, the third position of the whole answer whose top k holds
+    # a label (issue 64 item 2). 0: out of the cache key.
+    labelled: int = 0
     kind: str = field(default="score_next", init=False)
 
     def __post_init__(self) -> None:
@@ -92,6 +97,11 @@ class ScoreNext:
         if self.whole_vocabulary and self.positions is None:
             raise ValueError("ScoreNext.whole_vocabulary is for a read at the first labelled "
                              "of several positions: set positions too")
+        if self.labelled and (not isinstance(self.labelled, int) or self.labelled < 0
+                              or self.positions is None or self.whole_vocabulary):
+            raise ValueError(f"ScoreNext.labelled must be a non-negative integer with "
+                             f"positions set and without whole_vocabulary, not "
+                             f"{self.labelled!r}")
 
 
 GENERATION_CONFIG = "generation_config"
@@ -309,6 +319,8 @@ def request_fields(request: Request) -> dict[str, Any]:
             del fields[late]
     if fields.get("whole_vocabulary") is False:
         del fields["whole_vocabulary"]
+    if fields.get("labelled") == 0:
+        del fields["labelled"]
     return fields
 
 

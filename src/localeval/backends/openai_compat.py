@@ -788,7 +788,7 @@ class OpenAIBackend(ApiBackend):
         if request.positions is not None:
             return first_ranked(request, each, names or {}, self.top_logprobs)
         if request.top is not None:
-            return ranked(request, found, top, self.top_logprobs)
+            return ranked(request, found, top, self.top_logprobs, names)
         if all(v is None for v in found.values()):
             return Failed(OverLimit(  # greedy: a rerun reads the same
                 f"no candidate among the top {self.top_logprobs} next tokens "

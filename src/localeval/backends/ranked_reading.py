@@ -21,21 +21,34 @@ from dataclasses import replace
 
 from .base import Failed, NextLogprobs, Response, ScoreNext
 from .failures import OverLimit, Unsupported
-from .replies import Ambiguous, Top, logprob_of
+from .replies import Ambiguous, Top, logprob_of, place_of
 
 
 def ranked(request: ScoreNext, found: dict[str, float | None], top: list[Top],
-           asked: int) -> NextLogprobs | Failed:
-    """The candidates' log-probs with their ranks among the server's top log-probs (sorted by
-    value: the completions API keys them in a dict), None beyond ``request.top``; a candidate
-    absent from the list is outside the top k only when the list holds k tokens at least."""
+           asked: int, names: dict[str, str] | None = None) -> NextLogprobs | Failed:
+    """The candidates' log-probs with their ranks among the server's top log-probs, None beyond
+    ``request.top``; a candidate absent from the list is outside the top k only when the list
+    holds k tokens at least.
+
+    A rank is the candidate's place in the list sorted by value, tokens of equal value kept in
+    the server's order (the completions API keys them in a dict, whose order is the reply's).
+    That is the order IRIS reads: ``guard_models/base.py:38`` ``GuardLLM.complete`` keeps
+    ``output[:len(valid_tokens)]`` of the list as it came, so a label tied with the k-th token
+    but after it is out, and ``get_llm_safe_response_eval_result.py:22-29`` ``get_pred_label``
+    keeps the first of tied labels in that order (issue 64 item 1; ``guards/staged.py``
+    ``argmax_label`` reads the ranks so)."""
     k = request.top or 0
     if len(top) < k:
         return Failed(OverLimit(f"the server returned {len(top)} top log-probs, fewer than "
                                 f"the {k} the guard reads (--top-logprobs is {asked})"))
-    ranks: dict[str, int | None] = {
-        c: None if v is None else 1 + sum(1 for t in top if t.logprob > v)
-        for c, v in found.items()}
+    ranks: dict[str, int | None] = {}
+    for c, v in found.items():
+        if v is None:
+            ranks[c] = None
+            continue
+        place = place_of(top, (names or {}).get(c, c))
+        ties_before = 0 if place is None else sum(1 for t in top[:place] if t.logprob == v)
+        ranks[c] = 1 + sum(1 for t in top if t.logprob > v) + ties_before
     ranks = {c: r if r is not None and r <= k else None for c, r in ranks.items()}
     return NextLogprobs(logprobs=found, ranks=ranks)
 
@@ -46,14 +59,20 @@ def first_ranked(request: ScoreNext, each: list[list[Top]], names: dict[str, str
     :func:`ranked` reads one (IRIS ``guard_models/base.py`` ``GuardLLM.complete``); none of
     them: the first position's, every rank None and ``position`` None."""
     first: NextLogprobs | Failed | None = None
+    passed = 0  # labelled positions passed (``request.labelled``: IRIS PolyGuard's pred_labels[2])
     for p, top in enumerate(each):
         try:
             found = {c: logprob_of(top, names.get(c, c)) for c in request.candidates}
         except Ambiguous as e:
             return Failed(Unsupported(f"generated position {p}: {e}"))
-        read = ranked(request, found, top, asked)
-        if isinstance(read, Failed) or any(r is not None for r in (read.ranks or {}).values()):
-            return read if isinstance(read, Failed) else replace(read, position=p)
+        read = ranked(request, found, top, asked, names)
+        if isinstance(read, Failed):
+            return read
+        if any(r is not None for r in (read.ranks or {}).values()):
+            if passed == request.labelled:
+                return replace(read, position=p)
+            passed += 1
+            read = replace(read, ranks=dict.fromkeys(read.ranks or {}))
         first = first or read
     return first or Failed(OverLimit("the server generated no position to read"))
 

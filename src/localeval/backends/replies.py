@@ -103,16 +103,23 @@ def generated_tokens(choice: dict[str, Any]) -> list[str] | None:
 def logprob_of(top: list[Top], name: str) -> float | None:
     """The log-prob of the token ``name`` among ``top`` (None: not among them); two entries of
     that name are told apart by their bytes, else :class:`Ambiguous`."""
-    same = [t for t in top if t.name == name]
-    if len(same) > 1 and all(t.utf8 is not None for t in same):
+    i = place_of(top, name)
+    return None if i is None else top[i].logprob
+
+
+def place_of(top: list[Top], name: str) -> int | None:
+    """The index of the token ``name`` in ``top`` as the server listed them (None: not among
+    them); two entries of that name are told apart by their bytes, else :class:`Ambiguous`."""
+    same = [i for i, t in enumerate(top) if t.name == name]
+    if len(same) > 1 and all(top[i].utf8 is not None for i in same):
         # the one whose bytes are the name's; none of them (a token id's name): still two
-        same = [t for t in same if t.utf8 == tuple(name.encode())] or same
+        same = [i for i in same if top[i].utf8 == tuple(name.encode())] or same
     if len(same) > 1:
-        values = ", ".join(f"{t.logprob:g}" for t in same)
-        why = "the same bytes" if same[0].utf8 is not None else "no bytes given"
+        values = ", ".join(f"{top[i].logprob:g}" for i in same)
+        why = "the same bytes" if top[same[0]].utf8 is not None else "no bytes given"
         raise Ambiguous(f"the server's top log-probs name {len(same)} tokens {name!r} "
                         f"({values}, {why}): which one is the candidate is ambiguous")
-    return same[0].logprob if same else None
+    return same[0] if same else None
 
 
 def _completions_top(lp: dict[str, Any], most: int) -> list[list[Top]] | None:

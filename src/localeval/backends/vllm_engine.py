@@ -235,13 +235,14 @@ class VllmBackend(BackendBase):
 
         if isinstance(request, ScoreNext):
             ids, targets = score_tokens(self.tokenizer, request, self.name, self.template_date)
-            self._fits(ids, 1)
+            # the new tokens count against the context, as on the authors' vLLM server,
+            # which refused prompt + max_tokens over max_model_len (HTTP 400; issue 64 item 5)
+            self._fits(ids, request.positions or 1)
             if request.positions is not None:  # greedy up to the guard authors' limit, each
                 # position's top log-probs (more than k: a label below the k-th keeps its value
                 # for label_scores=full, one below the 20th is read by a second pass; the ranks
                 # count the tokens above it all the same)
-                room = (self.max_context() or len(ids) + request.positions) - len(ids)
-                return ids, SamplingParams(max_tokens=min(request.positions, room),
+                return ids, SamplingParams(max_tokens=request.positions,
                                            temperature=0.0, detokenize=False,
                                            logprobs=max(request.top or 0, 20)), targets
             if request.top is not None:  # the top k, ranked over the vocabulary, as a server
@@ -301,8 +302,11 @@ class VllmBackend(BackendBase):
         if request.positions is not None:  # the first generated position holding a label
             reads = [_top_k_response(request, targets, step, len(ids))
                      for step in completion.logprobs]
-            return next((replace(r, position=p) for p, r in enumerate(reads)
-                         if any(v is not None for v in (r.ranks or {}).values())), reads[0])
+            labelled = [replace(r, position=p) for p, r in enumerate(reads)
+                        if any(v is not None for v in (r.ranks or {}).values())]
+            if len(labelled) > request.labelled:  # the first, or IRIS PolyGuard's third
+                return labelled[request.labelled]
+            return replace(reads[0], ranks=dict.fromkeys(reads[0].ranks or {}))
         if request.top is not None:
             return _top_k_response(request, targets, first, len(ids))
         return NextLogprobs(logprobs={c: float(first[t].logprob)

@@ -194,12 +194,19 @@ class Guard(ABC):
             return verdict
         return GuardVerdict(score, verdict.error, raw, verdict.failure, verdict.label)
 
-    def iris_failure_score(self, error: str, response: bool = False) -> float | None:
+    def iris_failure_score(self, error: str, response: bool = False,
+                           conversation: Conversation | None = None) -> float | None:
         """What the authors' code scores a failed verdict of this guard (``--on-failure
-        iris``), or None where it has no score (its run stops there): 1/#labels for a tie,
-        0.0 with no label or a Safe one (:meth:`iris_failure`)."""
+        iris``) on ``conversation``, or None where it has no score (its run stops there):
+        :meth:`tie_score` for a tie, 0.0 with no label or a Safe one (:meth:`iris_failure`)."""
         kind = self.iris_failure(error, response)
-        return 1 / self.n_labels if kind == "tie" else IRIS_FAILURE_SCORES[kind]
+        return self.tie_score(conversation) if kind == "tie" else IRIS_FAILURE_SCORES[kind]
+
+    def tie_score(self, conversation: Conversation | None = None) -> float:
+        """The score of every label at one probability (IRIS's HTTP-400 fill): 1/#labels for a
+        guard whose score is P(harmful) alone; a guard that adds another label's weight (SEA-LION
+        Guard's Sensitive) says so."""
+        return 1 / self.n_labels
 
     def iris_failure(self, error: str, response: bool = False) -> IrisFailure:
         """What the authors' code makes of a failed verdict of this guard (of a response when

@@ -10,7 +10,9 @@ Templates. Both models build their prompt in their tokenizer's chat template.
   ``meta-llama/Llama-Guard-3-1B`` at revision 9e4f4b01, and in a GGUF copy by the audit of
   issue 49) prints ``<|begin_of_text|>`` with no space before it, its 13 categories S1-S13,
   each message's text read as a content part, and a space before ``<|eot_id|>``; it ends at
-  the assistant header and its ``\n\n``. The backend renders it with nothing after it
+  the assistant header ``<|end_header_id|>``, the model writing its ``\n\n`` itself (the
+  issue 64 audit; Parallax-AI reads the second generated token, after that ``\n\n``). A
+  checkpoint's template decides where it ends. The backend renders it with nothing after it
   (``backends/base.py`` ``AFTER_TEMPLATE``): ``hf:`` and ``vllm:`` with the tokenizer, a vLLM
   server on its chat endpoint (``add_generation_prompt`` false). The categories are the
   template's own: ``categories`` applies to the hand-written templates only.
@@ -37,11 +39,16 @@ Templates. Both models build their prompt in their tokenizer's chat template.
 
 Verdict position. The templates end at the assistant header; the model writes "\\n\\n" and then
 "safe" or "unsafe" (the paper's code, panuthept/Parallax-AI ``LlamaGuardModule``, reads the
-second generated token). We prefill "\\n\\n" and read the first token of "safe" / "unsafe"
+second generated token). Under ``template=hf`` and ``meta`` we prefill "\\n\\n"; under ``own``
+nothing follows the checkpoint's template. We read the first token of "safe" / "unsafe"
 at the first position generated after it whose top 2 holds one, greedy, at most 100 new tokens
 (Llama Guard 4: 10), as IRIS ``guard_models/base.py`` ``GuardLLM.complete`` reads its
 ``LlamaGuard`` (``max_new_tokens=100``) and ``LlamaGuard4`` (``max_new_tokens=10``);
-``verdict_position=fixed`` reads the position after the prefill alone.
+``verdict_position=fixed`` reads the position after the prefill alone (``hf``, ``meta`` and
+Llama Guard 4: our reading before issue 49); with ``template=own`` it reads the position right
+after the checkpoint's template, which on a real Llama Guard 3 is the model's own "\\n\\n",
+holding no label (issue 64 item 7, :attr:`LlamaGuard3.fixed_advisable`): an option for a test
+model whose template ends elsewhere, not the reading of before.
 Meta's model card: "we look at the probability for the first token, and use that as the
 'unsafe' class probability".
 
@@ -85,6 +92,12 @@ class LlamaGuard3(StagedGuard):
     verdict_position = ("the first of up to 100 tokens generated after "
                         "'<|start_header_id|>assistant<|end_header_id|>\\n\\n' whose top k holds "
                         "'safe' / 'unsafe' (verdict_position=fixed: the first)")
+    own_verdict_position = ("the first of up to 100 tokens generated after the checkpoint's "
+                            "own chat template (on Llama Guard 3, after the assistant header and "
+                            "the model's own '\\n\\n') whose top k holds 'safe' / 'unsafe' "
+                            "(verdict_position=fixed: the first, right after the template: on "
+                            "Llama Guard 3 the model's own '\\n\\n', no label; template=hf or "
+                            "meta for the one-position reading after our '\\n\\n' prefill)")
     new_tokens = 100  # IRIS llama_guard.py LlamaGuard: max_new_tokens=100
 
     lead = ""  # text before the first header; "" = the tokenizer adds BOS
@@ -112,6 +125,17 @@ class LlamaGuard3(StagedGuard):
         if template == OWN:
             self.template_source = ("the checkpoint's own chat template (tokenizer_config.json), "
                                     "rendered by the backend as vLLM's chat endpoint renders it")
+            self.verdict_position = self.own_verdict_position
+
+    @property
+    def fixed_advisable(self) -> bool:
+        """``fixed`` reads the one position after the prompt. Under its own template nothing of
+        ours follows the checkpoint's text, which on Llama Guard 3 ends at the assistant header
+        (issue 64 item 7): that position is where the model writes its own "\\n\\n", no
+        label, and not our reading before issue 49 (after our "\\n\\n" prefill on the
+        hand-written templates, which ``hf`` and ``meta`` keep). It stays an option (a test
+        model's template may end elsewhere), but is not advised for a real Llama Guard 3."""
+        return self.template != OWN
 
     def render(self, prompt: str, response: str | None) -> str:
         role = "User" if response is None else "Agent"
@@ -138,7 +162,8 @@ class LlamaGuard3(StagedGuard):
             chat: list[Message] = [{"role": "user", "content": conversation.prompt}]
             if conversation.response is not None:
                 chat.append({"role": "assistant", "content": conversation.response})
-            # nothing after the template: it ends at the assistant header and its "\n\n"
+            # nothing after the template: it ends where the checkpoint's ends (Llama Guard 3:
+            # at the assistant header; the model writes its "\n\n")
             chat.append({"role": AFTER_TEMPLATE, "content": ""})
             return [ScoreNext(chat, ("unsafe", "safe"))]
         return [ScoreNext(self.lead + self.render(conversation.prompt, conversation.response),

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from ..backends.base import Request, Response, ScoreNext
 from ..errors import LocalevalError
 from .base import Conversation, GuardVerdict, VerdictLabel, failure_of
-from .staged import StagedGuard, argmax_label, label_probabilities
+from .staged import StagedGuard, argmax_label, label_probabilities, ranks_of
 
 _TASK = (
     "<|im_start|>user\n# Task:\n"
@@ -141,7 +141,7 @@ class Qwen3Guard(StagedGuard):
         if w is None:  # the paper's rule: Controversial is harmful in a prompt, safe in a response
             w = 0.0 if response_classification else 1.0
         return GuardVerdict(probs[" Unsafe"] + w * probs[" Controversial"],
-                            label=argmax_label(probs, NAMES))
+                            label=argmax_label(probs, NAMES, ranks_of(responses[0])))
 
     def verdict(self, conversation: Conversation, responses: Sequence[Response]) -> GuardVerdict:
         return self.score(responses, response_classification=conversation.response is not None)

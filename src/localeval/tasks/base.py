@@ -37,10 +37,15 @@ from .options import TaskOptions
 # template (issue 49 item 2), a one-class file valued as IRIS (scikit-learn's PR-AUC) in a
 # cell's mean, IRIS's failure rules (issue 50). LLM safety's "fidelity-4": the same two guard
 # changes for its judge, a D.2 judge's HTTP 400 a safe response, three-label guards read by
-# their argmax label, a blank response sent to the refusal judge (issue 50).
+# their argmax label, a blank response sent to the refusal judge (issue 50). "fidelity-5"
+# (issue 64), safeguards and LLM safety: a server's tied tokens ranked in its list's order (a
+# label tied with the k-th token but after it is outside the top k; a tied argmax goes to the
+# label listed first), PolyGuard read at the labelled positions of its whole answer, a
+# first-label read's new tokens counted against the context, SEA-LION Guard's HTTP-400 fill
+# weighted as IRIS under --on-failure iris (docs/fidelity.md S4, S6, S10, S24c, S25).
 MCQ_PROTOCOL = "fidelity-4"  # cmmlu, tmlu, tmmlu+, a custom exam
-SAFEGUARD_PROTOCOL = "fidelity-4"  # sea-safeguard, safety-prompts, safety-responses
-LLM_SAFETY_PROTOCOL = "fidelity-4"  # llm-safety (its default judge is Llama Guard 3)
+SAFEGUARD_PROTOCOL = "fidelity-5"  # sea-safeguard, safety-prompts, safety-responses
+LLM_SAFETY_PROTOCOL = "fidelity-5"  # llm-safety (its default judge is Llama Guard 3)
 
 
 class Task(ABC):

@@ -107,10 +107,11 @@ class LLMSafetyOptions(SafetySelection):
         "sensitive rates of every subset, failed verdicts left out)")
 
     d2_verdict: D2Verdict = option(
-        "argmax", "how a three-label guard (sealion-guard, qwen3guard) labels a prompt as "
-        "--safeguard or a response as --judge: argmax (the label of highest probability, the "
-        "authors' code: Sensitive is neither Safe nor Harmful) or score (ours: P(harmful) > "
-        "0.5)")
+        "argmax", "how a guard labels a prompt as --safeguard or a response as --judge: "
+        "argmax (the label of highest probability, the authors' code: a three-label guard's "
+        "Sensitive is neither Safe nor Harmful, and a tie goes to the label the server listed "
+        "first, or to Safe where the reading has no server order) or score (ours: P(harmful) "
+        "> 0.5, so a tie is Safe)")
 
     d2_rounding: FileRounding = option(
         "none", "App. D.2's cells: none, or iris (each rate rounded to 0.1 points, and the "

@@ -261,16 +261,17 @@ class SafeguardTask(Task):
 
     def score(self, planned: Planned, answer: GuardVerdict) -> SafetySample:
         return record(planned, answer, guard=self.guard.name, model=planned.model,
-                      sensitive=self.options.sensitive, neutral=self._failure_score(answer, planned.kind),
+                      sensitive=self.options.sensitive, neutral=self._failure_score(answer, planned),
                       log_text=self.options.log_samples)
 
-    def _failure_score(self, verdict: GuardVerdict, kind: SampleKind) -> float | None:
+    def _failure_score(self, verdict: GuardVerdict, planned: Planned) -> float | None:
         """The score a failed verdict is kept with (--on-failure neutral or iris), or None."""
         if verdict.score is not None or self.options.on_failure == "exclude":
             return None
         if self.options.on_failure == "neutral":
             return 1 / self.guard.n_labels
-        return self.guard.iris_failure_score(verdict.error or "", kind.judges_response)
+        return self.guard.iris_failure_score(verdict.error or "", planned.kind.judges_response,
+                                             planned.conversation())
 
     def summarise(self, samples: Sequence[SafetySample], data: SafetyData,
                   identity: dict) -> SafetyResults:
@@ -330,7 +331,8 @@ class SafeguardTask(Task):
             return None
         # a first-label guard (issue 49 item 1) finds no labelled position either under full
         fixed = (" --guard-option verdict_position=fixed" if
-                 self.guard.verdict_position_used == "first-label" else "")
+                 self.guard.verdict_position_used == "first-label"
+                 and getattr(self.guard, "fixed_advisable", True) else "")
         return (f"{outside} samples had no label among the top {top} log-probs at the verdict "
                 "position (usual for a small or untrained model): --guard-option "
                 f"label_scores=full{fixed} reads the labels over the whole vocabulary"

@@ -276,6 +276,13 @@ class HFBackend(BackendBase):
         if limit and len(ctx) > limit:
             raise LocalevalError(f"prompt has {len(ctx)} tokens, over the model's "
                                  f"context of {limit}")
+        # a first-label read asks for up to ``positions`` new tokens, which the authors' vLLM
+        # server counted against its max_model_len: prompt + max_tokens over it is an HTTP 400
+        # there (IRIS guard_models/llama_guard.py LlamaGuard: max_new_tokens=100), refused
+        # here in words guards/base.py refused_request reads so (issue 64 item 5)
+        if limit and request.positions is not None and len(ctx) + request.positions > limit:
+            raise LocalevalError(f"prompt has {len(ctx)} tokens; with {request.positions} "
+                                 f"more that is over the model's context of {limit}")
         return ctx, targets
 
     def _score_response(self, request: ScoreNext, ctx: list[int], targets: list[int],
@@ -296,8 +303,11 @@ class HFBackend(BackendBase):
         when it holds none are the next ones decoded, one token at a time from the prompt's own
         cache, stopping at the first labelled position or an end-of-sequence token: the same
         verdict as generating all ``positions`` tokens, usually without decoding any."""
+        passed = 0  # labelled positions passed (``request.labelled``)
         if any(r is not None for r in (first.ranks or {}).values()):
-            return replace(first, position=0)
+            if request.labelled == 0:
+                return replace(first, position=0)
+            passed = 1
         from .generate import eos_ids
 
         torch, eos = self.torch, eos_ids(self)
@@ -314,10 +324,13 @@ class HFBackend(BackendBase):
                 row = out.logits[0, -1].float().log_softmax(-1).cpu()
                 ranks = self._ranks(request, targets, row)
                 if any(r is not None for r in ranks.values()):
-                    return replace(first, position=p, ranks=ranks, logprobs={
-                        c: float(row[t]) for c, t in zip(request.candidates, targets)})
+                    if passed == request.labelled:
+                        return replace(first, position=p, ranks=ranks, logprobs={
+                            c: float(row[t]) for c, t in zip(request.candidates, targets)})
+                    passed += 1
                 token = int(row.argmax())
-        return first  # no labelled position: every rank None, ``position`` None
+        # no such labelled position: every rank None, ``position`` None
+        return replace(first, ranks=dict.fromkeys(first.ranks or {}))
 
     @staticmethod
     def _ranks(request: ScoreNext, targets: list[int], logprobs: Any
