@@ -48,6 +48,12 @@ def shared():
     return SHARED
 
 
+@pytest.fixture
+def cmmlu(shared) -> str:
+    """The shared CMMLU folder (real third-party data), as the command line takes it."""
+    return str(shared / "data" / "cmmlu")
+
+
 @dataclass(frozen=True)
 class DemoRun:
     """What one `localeval demo --output FOLDER --quiet` left: its exit code, what it printed on

@@ -102,7 +102,15 @@ def one_line(capsys, *needles) -> str:
     assert err.count("\n") == 1 and "Traceback" not in err, err
     for needle in needles:
         assert needle in err, err
-    return err
+    return err.strip()
+
+
+def run_line(argv: list[str], capsys, *needles) -> str:
+    """The one line a command that fails (exit 2) leaves on stderr, holding ``needles``."""
+    from localeval.cli import main
+
+    assert main(argv) == 2
+    return one_line(capsys, *needles)
 
 
 def json_set(old: str, path: tuple, value) -> str:

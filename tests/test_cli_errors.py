@@ -6,28 +6,12 @@ refused run leaves no folder."""
 from __future__ import annotations
 
 import pytest
-from offline_runs import stand_in_model
+from offline_runs import one_line, run_line, stand_in_model
 
 from localeval.cli import main
 from localeval.demo.mcq import SAMPLE_MCQ
 
 STAND_IN = stand_in_model()  # a model folder the checks accept; never loaded
-
-
-@pytest.fixture
-def cmmlu(shared):
-    return str(shared / "data" / "cmmlu")
-
-
-def one_line(capsys) -> str:
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1, err
-    return err.strip()
-
-
-def run_line(argv, capsys) -> str:
-    assert main(argv) == 2
-    return one_line(capsys)
 
 
 def test_an_error_line_echoes_a_name_of_any_length_cut_short(capsys):

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from offline_runs import one_line
 
 from localeval.cli import main
 from localeval.declared import parse_declared
@@ -16,20 +17,9 @@ from localeval.declared import parse_declared
 CLI = [sys.executable, "-m", "localeval.cli"]
 
 
-@pytest.fixture
-def cmmlu(shared):
-    return str(shared / "data" / "cmmlu")
-
-
 def run_args(cmmlu, model, *more):
     return ["run", "--task", "cmmlu", "--data", cmmlu, "--subjects", "agronomy", "--limit", "2",
             "--model", model, *more]
-
-
-def one_line(capsys) -> str:
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1, err
-    return err.strip()
 
 
 # ------------------------------------------------------------------ checks before the model

@@ -6,6 +6,7 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from offline_runs import run_line
 
 from localeval import evaluate
 from localeval.cli import main
@@ -133,17 +134,6 @@ def test_hub_loader_on_local_repo_layout(tmp_path):
     assert data["driving_rule"]["dev"][4].letters == "ABCD"
     with pytest.raises(LocalevalError, match="cannot load"):
         load_hub(str(repo), ["nope"], {"test": "test"})
-
-
-def one_line(capsys) -> str:
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1, err
-    return err.strip()
-
-
-def run_line(argv, capsys) -> str:
-    assert main(argv) == 2
-    return one_line(capsys)
 
 
 @pytest.mark.parametrize("text, message", [

@@ -48,11 +48,6 @@ Always = AlwaysLetter  # answers ``letter`` to every question
 
 
 @pytest.fixture
-def cmmlu(shared) -> str:
-    return str(shared / "data" / "cmmlu")
-
-
-@pytest.fixture
 def two_runs(cmmlu, tmp_path) -> tuple[str, str]:
     folders = []
     for letter in "AB":

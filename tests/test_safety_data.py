@@ -8,6 +8,7 @@ from collections import Counter
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from offline_runs import one_line
 from tiny_models import SHARED
 
 from localeval.cli import main
@@ -301,12 +302,6 @@ def test_label_policy_paper_rule():
         binary_label("unsure", "prompt")
     with pytest.raises(ValueError):
         binary_label("safe", "answer")
-
-
-def one_line(capsys) -> str:
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1, err
-    return err.strip()
 
 
 @pytest.fixture

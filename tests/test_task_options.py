@@ -130,11 +130,6 @@ def test_options_are_read_back_from_config_json_under_todays_keys():
     assert SafeguardOptions(**options).threshold_rule == "ge"
 
 
-@pytest.fixture
-def cmmlu(shared):
-    return str(shared / "data" / "cmmlu")
-
-
 def test_a_string_for_a_list_option_is_one_item_or_a_comma_list(cmmlu, tmp_path):
     """`evaluate(..., subjects='arts')` read the string letter by letter (`subject(s) a, r, s, t
     not found`)."""

@@ -5,21 +5,11 @@ runs."""
 from __future__ import annotations
 
 import pytest
+from offline_runs import one_line
 
 from localeval.cli import main
 from localeval.errors import LocalevalError
 from localeval.tasks.registry import make_task
-
-
-@pytest.fixture
-def cmmlu(shared):
-    return str(shared / "data" / "cmmlu")
-
-
-def one_line(capsys) -> str:
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1, err
-    return err.strip()
 
 
 @pytest.mark.parametrize("typo, meant", [("cmmu", "cmmlu"), ("CMMLU", "cmmlu"),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 
+from .rescore import add_new_run_flags
+
 
 def add_merge_parser(sub) -> None:
     p = sub.add_parser("merge", help="make the shards of one run (run --shard I/N) the one run "
@@ -12,14 +14,7 @@ def add_merge_parser(sub) -> None:
     p.add_argument("folders", nargs="+", help="every shard's run folder (any order)")
     p.add_argument("--output", required=True, help="the merged run's folder (new, or an "
                    "earlier merge's)")
-    p.add_argument("--store", metavar="PATH|URL", help="results store the merged run is "
-                   "recorded in (default $LOCALEVAL_STORE, else "
-                   "$XDG_DATA_HOME/localeval/results.sqlite)")
-    p.add_argument("--no-store", action="store_true", help="do not record it in the store")
-    p.add_argument("--no-report", action="store_true", help="do not write its report.html")
-    p.add_argument("--all", action="store_true", help="print every table of the merged run "
-                   "(default: the headline table, as run prints)")
-    p.add_argument("--json", action="store_true", help="print results.json instead of tables")
+    add_new_run_flags(p, "merged")
     p.set_defaults(func=cmd_merge)
 
 

@@ -29,6 +29,19 @@ def rescorable_flags() -> list[str]:
     return [flag_of(f) for _, f in _rescorable_fields()]
 
 
+def add_new_run_flags(p, made: str) -> None:
+    """The flags of a command that writes a new run from runs already made (rescore, merge):
+    where it is recorded and what is printed of it. ``made``: "rescored", "merged"."""
+    p.add_argument("--store", metavar="PATH|URL", help=f"results store the {made} run is "
+                   "recorded in (default $LOCALEVAL_STORE, else "
+                   "$XDG_DATA_HOME/localeval/results.sqlite)")
+    p.add_argument("--no-store", action="store_true", help="do not record it in the store")
+    p.add_argument("--no-report", action="store_true", help="do not write its report.html")
+    p.add_argument("--all", action="store_true", help=f"print every table of the {made} run "
+                   "(default: the headline table, as run prints)")
+    p.add_argument("--json", action="store_true", help="print results.json instead of tables")
+
+
 def add_rescore_parser(sub) -> None:
     p = sub.add_parser("rescore", help="score a finished run again from its cached answers "
                        "with another extraction rule, label policy, threshold rule or metric "
@@ -44,14 +57,7 @@ def add_rescore_parser(sub) -> None:
     p.add_argument("--output", help="the new run folder (default <folder>.rescored-<hash of "
                    "the changes>, beside the source)")
     p.add_argument("--cache", help="the request cache to read (default <folder>/cache.sqlite)")
-    p.add_argument("--store", metavar="PATH|URL", help="results store the rescored run is "
-                   "recorded in (default $LOCALEVAL_STORE, else "
-                   "$XDG_DATA_HOME/localeval/results.sqlite)")
-    p.add_argument("--no-store", action="store_true", help="do not record it in the store")
-    p.add_argument("--no-report", action="store_true", help="do not write its report.html")
-    p.add_argument("--all", action="store_true", help="print every table of the rescored run "
-                   "(default: the headline table, as run prints)")
-    p.add_argument("--json", action="store_true", help="print results.json instead of tables")
+    add_new_run_flags(p, "rescored")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     # an option that changes the requests is refused in one line naming those it may change
     p.unknown_hint = lambda flag: (
