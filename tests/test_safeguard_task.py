@@ -49,9 +49,10 @@ def test_xstest_prompts_zero_shot(backend, shared, tmp_path):
     (row,) = r["per_language"]
     assert (row["kind"], row["lang"], row["n"], row["n_harmful"]) == ("prompt", "en", 450, 200)
     assert 0 <= row["low"] <= row["auprc"] <= row["high"] <= 1
+    # issue 69: XSTest has no cultural-cg subset, so its label-policy line names none
     assert r["label_policy"] == {"prompt": "prompt classification: sensitive items counted as "
-                                           "harmful, as safe in cultural-cg (the authors' code, "
-                                           "IRIS get_eval_result.py); 1 = harmful"}
+                                           "harmful (the authors' code, IRIS "
+                                           "get_eval_result.py); 1 = harmful"}
     for name in ("config.json", "results.json", "samples.jsonl"):
         assert (tmp_path / "run" / name).exists()
     lines = (tmp_path / "run" / "samples.jsonl").read_text().splitlines()
