@@ -3,9 +3,7 @@ run they add up to (:mod:`..merge`)."""
 
 from __future__ import annotations
 
-import sys
-
-from .rescore import add_new_run_flags
+from .rescore import add_new_run_flags, show_new_run
 
 
 def add_merge_parser(sub) -> None:
@@ -19,20 +17,8 @@ def add_merge_parser(sub) -> None:
 
 
 def cmd_merge(args) -> None:
-    from ..api import write_report
     from ..merge import merge_runs
-    from ..report.console import make_console, print_json, print_results
-    from .run_and_report import say_where
 
     record = merge_runs(args.folders, args.output, command=args.argv,
                         store=False if args.no_store else args.store)
-    assert record.folder is not None  # merge writes a folder, always
-    if not args.no_report:
-        write_report([record.folder])
-    left_out = 0
-    if args.json:
-        print_json(record.results.data())
-    else:
-        left_out = print_results(record.results, make_console(), everything=args.all)
-    print(f"merged {len(args.folders)} shards", file=sys.stderr)
-    say_where(record.folder, left_out, not args.no_report)
+    show_new_run(record, args, f"merged {len(args.folders)} shards")

@@ -68,10 +68,7 @@ def add_rescore_parser(sub) -> None:
 
 
 def cmd_rescore(args) -> None:
-    from ..api import write_report
-    from ..report.console import make_console, print_json, print_results
     from ..rescore import rescore_run
-    from .run_and_report import say_where
 
     names = [f.name for _, f in _rescorable_fields()]
     changes = {n: getattr(args, n) for n in names if hasattr(args, n)}
@@ -79,7 +76,20 @@ def cmd_rescore(args) -> None:
     record = rescore_run(args.folder, changes, output=args.output, cache=args.cache,
                          store=False if args.no_store else args.store, command=args.argv,
                          quiet=args.quiet)
-    assert record.folder is not None  # rescore_run writes a new folder, always
+    changed = record.config["rescored_from"]["options"]
+    show_new_run(record, args, f"rescored from {args.folder}: "
+                               f"{_as_flags(changed) or 'nothing changed'}")
+
+
+def show_new_run(record, args, said: str) -> None:
+    """What a command that wrote a new run (rescore, merge) prints of it, by the flags of
+    :func:`add_new_run_flags`: its report written, its tables or results.json, ``said``, and
+    where it is."""
+    from ..api import write_report
+    from ..report.console import make_console, print_json, print_results
+    from .run_and_report import say_where
+
+    assert record.folder is not None  # such a command writes a new folder, always
     if not args.no_report:
         write_report([record.folder])
     left_out = 0
@@ -87,9 +97,7 @@ def cmd_rescore(args) -> None:
         print_json(record.results.data())
     else:
         left_out = print_results(record.results, make_console(), everything=args.all)
-    changed = record.config["rescored_from"]["options"]
-    print(f"rescored from {args.folder}: {_as_flags(changed) or 'nothing changed'}",
-          file=sys.stderr)
+    print(said, file=sys.stderr)
     say_where(record.folder, left_out, not args.no_report)
 
 
