@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from ..declared import pairs_of
 from ..tasks.options import flag_arguments, flag_of, option_fields, rescorable
 from ..tasks.registry import kinds
+
+if TYPE_CHECKING:  # an annotation only: the store imports pydantic (--help stays light)
+    from ..store.runs import RunRecord
 
 
 def _rescorable_fields() -> list:
@@ -81,7 +85,7 @@ def cmd_rescore(args) -> None:
                                f"{_as_flags(changed) or 'nothing changed'}")
 
 
-def show_new_run(record, args, said: str) -> None:
+def show_new_run(record: RunRecord, args: argparse.Namespace, said: str) -> None:
     """What a command that wrote a new run (rescore, merge) prints of it, by the flags of
     :func:`add_new_run_flags`: its report written, its tables or results.json, ``said``, and
     where it is."""
