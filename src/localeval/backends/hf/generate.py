@@ -212,6 +212,7 @@ def _decode(backend, requests: list[Generate], prompts: list[list[int]], rows: R
     out = [_Row(r, len(ids)) for r, ids in zip(requests, prompts)]
     live = list(range(len(out)))  # the row at each position of the batch
     stop = _StopTails(backend, requests[0].stop, prompts)
+    block = model_row_blocks(backend.model).rows  # the layers' row block: once, not a step
     eos = eos_ids(backend)
     while True:
         tokens, nan = logits.argmax(-1), logits.isnan().any(-1).tolist()
@@ -226,18 +227,18 @@ def _decode(backend, requests: list[Generate], prompts: list[list[int]], rows: R
             mask, positions, tokens = mask[index], positions[index], tokens[index]
             stop.select(index)
             live = [live[k] for k in keep]
-        logits = _step(backend, tokens, positions, mask[:, : column + 1], cache, column)
+        logits = _step(backend, tokens, positions, mask[:, : column + 1], cache, column, block)
         positions = positions + 1
         column += 1
 
 
-def _step(backend, tokens, positions, mask, cache, column: int):
-    """One decode step for every row of the batch; the logits of each one's next token."""
+def _step(backend, tokens, positions, mask, cache, column: int, block: int):
+    """One decode step for every row of the batch; the logits of each one's next token
+    (``block``: the row block the dense layers pad to, for the padding count)."""
     torch = backend.torch
     backend.stats["decode_steps"] += 1
     backend.stats["forwarded_tokens"] += len(tokens)
     backend.stats["decode_tokens"] += len(tokens)  # forwarded_tokens less these: the prompts'
-    block = model_row_blocks(backend.model).rows
     backend.stats["padding_tokens"] += _padded(len(tokens), block) - len(tokens)  # GEMM filler
     kv = {cache_argument(backend.model): cache}
     with torch.inference_mode(), dense_row_blocks(backend.model):
