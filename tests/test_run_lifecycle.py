@@ -209,3 +209,27 @@ def test_a_folder_of_other_settings_is_refused_naming_each_option_with_both_valu
     assert setting_differences({"task": "x", "backend": {"dtype": "float32"}},
                                {"task": "y", "backend": {"dtype": "float16"}}) == \
         ["backend.dtype: 'float32' -> 'float16'", "task: 'x' -> 'y'"]
+
+
+def test_a_rerun_with_another_dtype_is_refused_not_a_replacement(tmp_path):
+    """A rerun into a folder whose run the model computed at another dtype (``--dtype
+    bfloat16`` over a float32 run) replaced that run with other numbers: the folder's
+    check compared the task's settings only. The backend's protocol-role settings, as it
+    records them once loaded, are compared too; its device (where, not what) is not."""
+    class AtDtype(HashBackend):
+        def __init__(self, dtype, device="cpu"):
+            super().__init__()
+            self.identity = {"backend": "hash", "model": "hash", "dtype": dtype,
+                             "device": device}
+
+    _mcq(tmp_path, AtDtype("float32"))
+    with pytest.raises(LocalevalError) as refused:
+        _mcq(tmp_path, AtDtype("bfloat16"))
+    assert "holds a run with other settings (--dtype: 'float32' -> 'bfloat16'); give another " \
+           "--output, or --overwrite to replace it" in str(refused.value)
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["backend"]["dtype"] == "float32"  # the run is still the float32 one
+    _mcq(tmp_path, AtDtype("float32", device="cuda:1"))  # the same run, computed elsewhere
+    _mcq(tmp_path, AtDtype("bfloat16"), overwrite=True)
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["backend"]["dtype"] == \
+        "bfloat16"

@@ -38,6 +38,7 @@ from .store.runs import (
     RunRecord,
     as_stored_samples,
     check_output_folder,
+    check_same_backend,
     check_same_run,
     first_run,
     load_run_state,
@@ -124,6 +125,7 @@ def _run(task: Task, models: list[Model], place: RunPlace, built: ExitStack) -> 
     if place.cache:
         check_cache_file(place.cache)  # before the model loads
     backend = closed_with(built, models[0], _load(models[0]))
+    check_same_backend(place.folder, backend.identity, place.overwrite)
     _keep_batches(backend, place)
     roles = RoleModels(models[1:], built)
     planned = task.plan(data, backend)

@@ -470,6 +470,35 @@ def check_same_run(folder: Path, settings: dict[str, Any], overwrite: bool = Fal
                          "another --output, or --overwrite to replace it")
 
 
+def check_same_backend(folder: Path | None, identity: dict[str, Any],
+                       overwrite: bool = False) -> None:
+    """A rerun into a folder that holds a run keeps the model's protocol-role settings as the
+    backend records them once loaded (its dtype as resolved, revision, top-k, scoring, …): a
+    rerun with another ``--dtype`` would otherwise replace the run with other numbers. A
+    setting only one of the two records (an older folder, another backend) is not compared;
+    nor is the device (where a run computes, cuda:0 or cuda:1, not what: the cache keys it)
+    nor the template date (:func:`localeval.run.resumed_date` adopts the folder's)."""
+    if folder is None or overwrite or not (folder / "config.json").exists():
+        return
+    import dataclasses
+
+    from ..backends.config import BackendConfig
+    from ..declared import role_of
+
+    recorded = _readable_run(folder).get("backend")
+    if not isinstance(recorded, dict):
+        return
+    compared = [f.name for f in dataclasses.fields(BackendConfig) if role_of(f) == "protocol"
+                and f.name not in ("device", "template_date")]
+    diffs = [f"--{name.replace('_', '-')}: {recorded[name]!r} -> {identity[name]!r}"
+             for name in compared
+             if name in recorded and name in identity and
+             json.loads(json.dumps(identity[name], default=str)) != recorded[name]]
+    if diffs:
+        raise LocalevalError(f"{folder} holds a run with other settings ({'; '.join(diffs)}); "
+                             "give another --output, or --overwrite to replace it")
+
+
 def setting_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """How two runs' settings differ, each difference with both values: an option of the
     task by its flag, as its run spec reads it ("--shots: 5 -> 3", not config.json's whole
