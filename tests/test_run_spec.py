@@ -233,6 +233,43 @@ def test_protocol_facts_tell_every_protocol_option_apart(kind, tmp_path):
             assert _name(kind, base) == _name(kind, {**base, f.name: not f.default})
 
 
+@pytest.mark.parametrize("guard,option", [("polyguard", {"reading": "answer"}),
+                                            ("shieldgemma", {"mode": "per-policy"}),
+                                            ("a-plugin-guard", {"words": "bomb,kill"})])
+def test_a_guard_option_is_a_protocol_fact(guard, option, tmp_path):
+    """A guard's own option (PolyGuard's reading, ShieldGemma's mode, a plugin guard's
+    keyword argument) changes its scores: two runs of the guard with and without it had
+    different names but the same protocol facts, so the leaderboard ranked them as one
+    protocol. The option is a fact ("guard options"); how the guard was read stays its own
+    facts and is not said twice. A plugin guard's run is read as its config.json records it
+    (no plugin installed: a folder is read without its guard)."""
+    from localeval.tasks.run_spec import RunSpec
+
+    data = _data("sea-safeguard", tmp_path, "data")
+    made = "zero-shot" if guard == "a-plugin-guard" else guard
+
+    def spec(options: dict[str, Any] | None) -> RunSpec:
+        given = {} if not options or guard == "a-plugin-guard" else {"guard_options": options}
+        config = _config("sea-safeguard", {"data": data, "guard": made, **given})[1]
+        if guard == "a-plugin-guard":
+            config["guard"] = {"name": guard, "options": dict(options or {})}
+        return RunSpec.from_config(config)
+
+    plain, other = spec(None), spec(option)
+    facts, other_facts = plain.protocol_facts(), other.protocol_facts()
+    assert facts["guard options"] == "none" and \
+        other_facts["guard options"] == ",".join(f"{k}={v}" for k, v in option.items())
+    assert {k for k in facts if facts[k] != other_facts[k]} == {"guard options"}
+    assert plain.name != other.name and plain.name.startswith(f"{guard} on ")
+    if guard == "a-plugin-guard":
+        return
+    read = spec({"label_scores": "full"} if guard != "polyguard" else
+                {"label_scores": "full", "reading": "prefill"})
+    assert read.protocol_facts()["label scores"] == "full"
+    assert read.protocol_facts()["guard options"] == \
+        ("reading=prefill" if guard == "polyguard" else "none")  # said once, as read
+
+
 def test_a_speed_option_keeps_the_run_and_a_protocol_one_does_not():
     """BackendConfig: a speed-role field never moves the default folder (the same command
     resumes); a protocol-role one does."""

@@ -68,7 +68,8 @@ SCHEMA = (
 # 2: multiple-choice metric names (issue 51 item 4: ``accuracy`` became ``average``).
 # 3: protocol facts are every protocol-role option a config.json records (issue 61).
 # 4: the run's name, guard and options columns are its RunSpec's (issue 61: one namer).
-SUMMARY_REVISION = 4
+# 5: a guard's own options are a protocol fact ("guard options", issue 61).
+SUMMARY_REVISION = 5
 SUMMARY_COLUMNS = ("run_id", "revision", "task", "results_schema", "model", "guard", "options",
                    "protocol", "protocol_text", "protocol_key", "data", "by_path",
                    "metric_names", "n_samples", "folder", "started_at", "finished_at", "host",

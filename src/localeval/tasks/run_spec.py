@@ -221,7 +221,19 @@ class RunSpec:
             n = len(self.data.parts or ())
             facts["subjects"] = f"{n} of {len(spec.subjects)}" if spec else f"{n}"
         facts.update(type(self.options).reading_facts(dict(self.reading)))
+        if self.guard is not None:
+            facts["guard options"] = shown(self.guard_options)
         return facts
+
+    @property
+    def guard_options(self) -> dict[str, Any]:
+        """The options the run's guard was made with (``--guard-option``), less how it was
+        read (its reading facts, said apart): how a guard is prompted or read changes its
+        scores (PolyGuard's ``reading``, ShieldGemma's ``mode``, a plugin guard's own), so
+        two runs of one guard with other options are two protocols, never ranked as one."""
+        given = getattr(self.options, "guard_options", None) or {}
+        return {k: v for k, v in given.items()
+                if k not in type(self.options).reading_keys}
 
     @property
     def name(self) -> str:
