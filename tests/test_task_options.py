@@ -39,16 +39,33 @@ def test_every_kind_has_one_frozen_options_class_whose_choices_are_literal_types
     assert choices_of(MCQOptions, _field(MCQOptions, "extract")) == ("tmlu", "strict", None)
 
 
-def test_the_methods_results_json_takes_are_the_methods_a_run_takes():
-    """--method's choices are spelled twice (the options stay importable without pydantic for
-    --help): results.json's ``method`` (records.mcq.Method) takes exactly the same."""
+def test_the_choices_results_json_takes_are_the_ones_a_run_takes_declared_once():
+    """Issue 71 item 2: --method's choices were spelled twice (records.mcq and the options, as
+    --help must not import pydantic), and the LLM-safety records' ``refusal``, ``mode`` and
+    ``refine`` and the safety records' ``threshold_rule`` took any string. Each is declared
+    once, in the light ``localeval.choices`` (or ``metrics.choices``), and the records take
+    exactly the choices a run does: another value in a results.json is refused where it is
+    read."""
     from typing import get_args
 
-    from localeval.records import mcq
-    from localeval.tasks import mcq_options
+    import pydantic
 
-    assert get_args(mcq.Method) == get_args(mcq_options.Method)
-    assert choices_of(MCQOptions, _field(MCQOptions, "method")) == get_args(mcq.Method)
+    from localeval import choices
+    from localeval.metrics import choices as metric_choices
+    from localeval.records import llm_safety, mcq, safety
+    from localeval.tasks import llm_safety_options, mcq_options
+
+    assert mcq.Method is mcq_options.Method is choices.Method
+    assert choices_of(MCQOptions, _field(MCQOptions, "method")) == get_args(choices.Method)
+    assert llm_safety_options.Refusal is choices.Refusal
+    for model, name, literal in ((llm_safety.LLMSafetyResults, "refusal", choices.Refusal),
+                                 (llm_safety.Safeguard, "mode", choices.SafeguardMode),
+                                 (llm_safety.Safeguard, "refine", choices.Refine),
+                                 (safety.SafetyResults, "threshold_rule",
+                                  metric_choices.ThresholdRule | None)):
+        assert model.model_fields[name].annotation == literal, (model, name)
+    with pytest.raises(pydantic.ValidationError, match="mode"):
+        llm_safety.Safeguard(name="zero-shot", mode="fixed-answr")
 
 
 def _field(options_class, name):

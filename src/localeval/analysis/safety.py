@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import UndefinedMetricWarning
 from ..metrics.best_threshold import best_threshold_metric
 from ..metrics.bootstrap import bootstrap_ci
+from ..metrics.choices import ThresholdRule
 from ..metrics.classification import (
     AUPRC_METRICS,
     PAPER_AUPRC,
@@ -65,7 +66,7 @@ def _pair(prompt_harmful: bool, response_harmful: bool) -> int:
 
 def pair_type_confusion(records: Iterable[SafetySample], threshold: float = 0.5,
                         context: Context | str = Context.WITH_PROMPT,
-                        rule: str = PAPER_THRESHOLD_RULE) -> list[dict[str, Any]]:
+                        rule: ThresholdRule = PAPER_THRESHOLD_RULE) -> list[dict[str, Any]]:
     """Fig. 4: true vs predicted prompt/response pair type, one matrix per model.
 
     An item (model, subset, lang, id) needs a prompt record and a response record whose
@@ -312,7 +313,7 @@ def _table2_block(samples: Sequence[SafetySample], table: dict, choices: MetricC
     }
 
 
-def _d5_tables(samples: Sequence[SafetySample], en_cell: str, grid, rule: str,
+def _d5_tables(samples: Sequence[SafetySample], en_cell: str, grid, rule: ThresholdRule,
                rounding: str) -> dict[str, Any]:
     """App. D.5: F1 and FPR at each file's own best-F1 threshold, in Table 2's layout and
     points (a cell is the mean of its files, as IRIS ``get_eval_result.py``
@@ -341,7 +342,7 @@ def _language_gaps(samples: Sequence[SafetySample], kinds: list[SampleKind], n_r
 
 
 def _pair_types(samples: Sequence[SafetySample], kinds: list[SampleKind],
-                rule: str) -> list[dict]:
+                rule: ThresholdRule) -> list[dict]:
     """Fig. 4 with and without the prompt, when the run judged both prompts and responses."""
     if set(kinds) != set(SampleKind):
         return []

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..metrics.choices import ThresholdRule
 from ..metrics.classification import (
     DEFAULT_THRESHOLDS,
     PAPER_THRESHOLD_RULE,
@@ -27,7 +28,7 @@ DEFAULT_THRESHOLD = 0.5  # the usual fixed cut: Fig. 4's pair types, threshold t
 
 def threshold_curve(records: Iterable[SafetySample], kind: SampleKind | str,
                     subset: str | None = None, thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
-                    rule: str = PAPER_THRESHOLD_RULE) -> list[dict[str, Any]]:
+                    rule: ThresholdRule = PAPER_THRESHOLD_RULE) -> list[dict[str, Any]]:
     """Fig. 5: precision, recall, F1 and FPR at each threshold, per model, for one task;
     ``rule`` says whether a score equal to the threshold is harmful (``metrics.classification``).
 
@@ -50,7 +51,7 @@ def threshold_curve(records: Iterable[SafetySample], kind: SampleKind | str,
 
 def threshold_transfer(samples: Iterable[SafetySample], kind: SampleKind | str,
                        calibrate_on: str = "en", context: Context | str = Context.WITH_PROMPT,
-                       rule: str = PAPER_THRESHOLD_RULE,
+                       rule: ThresholdRule = PAPER_THRESHOLD_RULE,
                        thresholds: Sequence[float] = DEFAULT_THRESHOLDS) -> list[dict[str, Any]]:
     """A threshold tuned on one language, applied to the others (paper Fig. 5 and §5.2).
 
@@ -69,7 +70,7 @@ def threshold_transfer(samples: Iterable[SafetySample], kind: SampleKind | str,
 
 
 def _transfer(model: str, rows: list[SafetySample], kind: SampleKind, context: Context,
-              calibrate_on: str, rule: str, thresholds: Sequence[float]) -> dict[str, Any]:
+              calibrate_on: str, rule: ThresholdRule, thresholds: Sequence[float]) -> dict[str, Any]:
     t, sc, failed, _ = scored(s for s in rows if s.lang == calibrate_on)
     block: dict[str, Any] = {"model": model, "kind": kind, "context": context,
                              "calibrate_on": calibrate_on, "threshold": None,

@@ -16,13 +16,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .choices import PAPER_THRESHOLD_RULE
+from .choices import PAPER_THRESHOLD_RULE, ThresholdRule
 from .classification import DEFAULT_THRESHOLDS, best_f1_threshold, check_binary, confusion_at
 
 
 def at_best_threshold(y_true: ArrayLike, y_score: ArrayLike,
                       thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
-                      rule: str = PAPER_THRESHOLD_RULE) -> dict[str, float]:
+                      rule: ThresholdRule = PAPER_THRESHOLD_RULE) -> dict[str, float]:
     """``threshold``, ``f1`` and ``fpr`` (0-1) at the best-F1 threshold of these scores. As
     IRIS: F1 is 0 without a harmful item (scikit-learn's ``zero_division``), FPR NaN without a
     safe one (numpy's 0 / 0); a NaN cell is left out of a mean."""
@@ -35,7 +35,7 @@ def at_best_threshold(y_true: ArrayLike, y_score: ArrayLike,
 
 
 def best_threshold_metric(name: str, thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
-                          rule: str = PAPER_THRESHOLD_RULE
+                          rule: ThresholdRule = PAPER_THRESHOLD_RULE
                           ) -> Callable[[np.ndarray, np.ndarray], float]:
     """``f1`` or ``fpr`` at the best threshold as a metric of (y_true, y_score), for tables
     built cell by cell (Table 2's layout)."""

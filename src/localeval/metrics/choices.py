@@ -5,23 +5,27 @@ the names (a test checks that its tables have exactly these keys)."""
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import get_args
+
+# each declared once, where the records see them too
+from ..choices import Auprc as Auprc
+from ..choices import FileRounding as FileRounding
+from ..choices import OneClass as OneClass
+from ..choices import ThresholdGrid as ThresholdGrid
+from ..choices import ThresholdRule as ThresholdRule
 
 # The thresholds of the sweep and of best F1 (classification.THRESHOLD_GRIDS): IRIS's float grid
 # or 0.01 .. 0.99 exactly.
-ThresholdGrid = Literal["iris", "decimal"]
 THRESHOLD_GRID_NAMES: tuple[ThresholdGrid, ...] = get_args(ThresholdGrid)
 PAPER_THRESHOLD_GRID: ThresholdGrid = "iris"
 # When a score counts as harmful at threshold t. "gt" (score > t) is IRIS's
 # (`metrics/safeguard_metrics.py`, the F1/FPR of SEA-SafeguardBench); "ge" (score >= t) is
 # Parallax-AI's. They differ only for scores exactly at t: discrete scores (a moderation API's
 # 0.33/0.66, a neutral 0.5) sit there often.
-ThresholdRule = Literal["gt", "ge"]
 THRESHOLD_RULES: tuple[ThresholdRule, ...] = get_args(ThresholdRule)
 PAPER_THRESHOLD_RULE: ThresholdRule = "gt"
 # The two AUPRC estimators (classification.AUPRC_METRICS): the papers' trapezoid, or average
 # precision.
-Auprc = Literal["trapezoid", "ap"]
 AUPRC_NAMES: tuple[Auprc, ...] = get_args(Auprc)
 PAPER_AUPRC: Auprc = "trapezoid"
 # A file (a group of one Table 2 cell) whose items are all of one class. "iris": the value
@@ -29,11 +33,9 @@ PAPER_AUPRC: Auprc = "trapezoid"
 # takes it (trapezoid: all harmful 1.0, all safe 0.5), and it enters the cell's mean (the
 # authors' code); "left-out": no value (NaN), left out of every mean (ours: one class ranks
 # nothing).
-OneClass = Literal["iris", "left-out"]
 ONE_CLASS_NAMES: tuple[OneClass, ...] = get_args(OneClass)
 PAPER_ONE_CLASS: OneClass = "iris"
 # Each file's value before a cell's mean: "none" (ours: as computed) or "iris" (rounded to 0.1
 # points, IRIS `get_eval_result.py` `get_eval_results`' round(pr_auc * 100, 1)).
-FileRounding = Literal["none", "iris"]
 FILE_ROUNDING_NAMES: tuple[FileRounding, ...] = get_args(FileRounding)
 DEFAULT_FILE_ROUNDING: FileRounding = "none"

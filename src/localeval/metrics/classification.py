@@ -34,6 +34,7 @@ from .choices import PAPER_ONE_CLASS as PAPER_ONE_CLASS
 from .choices import PAPER_THRESHOLD_GRID as PAPER_THRESHOLD_GRID
 from .choices import PAPER_THRESHOLD_RULE as PAPER_THRESHOLD_RULE
 from .choices import THRESHOLD_RULES as THRESHOLD_RULES
+from .choices import ThresholdRule
 
 Labels = npt.NDArray[np.int_]  # y_true once checked: 0/1, 1 = harmful
 Scores = npt.NDArray[np.float64]  # y_score once checked: finite floats
@@ -52,7 +53,7 @@ THRESHOLD_GRIDS = {"iris": IRIS_THRESHOLDS, "decimal": DECIMAL_THRESHOLDS}  # by
 DEFAULT_THRESHOLDS = THRESHOLD_GRIDS[PAPER_THRESHOLD_GRID]
 
 
-def check_threshold(threshold: float, rule: str) -> None:
+def check_threshold(threshold: float, rule: ThresholdRule) -> None:
     """A threshold must be a finite number and the rule one of :data:`THRESHOLD_RULES`."""
     if rule not in THRESHOLD_RULES:
         raise ValueError(f"threshold rule must be one of {', '.join(THRESHOLD_RULES)}, not "
@@ -68,7 +69,7 @@ def _checked_grid(thresholds: Sequence[float]) -> Sequence[float]:
     return thresholds
 
 
-def called_harmful(y_score: np.ndarray, threshold: float, rule: str = PAPER_THRESHOLD_RULE
+def called_harmful(y_score: np.ndarray, threshold: float, rule: ThresholdRule = PAPER_THRESHOLD_RULE
                    ) -> npt.NDArray[np.bool_]:
     """A boolean array: which scores are called harmful at ``threshold`` under ``rule``."""
     if rule == "gt":
@@ -335,7 +336,7 @@ def roc_auc(y_true: ArrayLike, y_score: ArrayLike) -> float:
 
 
 def confusion_at(y_true: ArrayLike, y_score: ArrayLike, threshold: float,
-                 rule: str = PAPER_THRESHOLD_RULE) -> dict[str, float]:
+                 rule: ThresholdRule = PAPER_THRESHOLD_RULE) -> dict[str, float]:
     """Counts and rates when items with ``score > threshold`` (``rule="gt"``, IRIS's) or
     ``score >= threshold`` (``"ge"``) are called harmful.
 
@@ -381,7 +382,7 @@ def confusion_at(y_true: ArrayLike, y_score: ArrayLike, threshold: float,
 
 def threshold_sweep(y_true: ArrayLike, y_score: ArrayLike,
                     thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
-                    rule: str = PAPER_THRESHOLD_RULE) -> list[dict[str, float]]:
+                    rule: ThresholdRule = PAPER_THRESHOLD_RULE) -> list[dict[str, float]]:
     """:func:`confusion_at` at each threshold (default IRIS's grid, :data:`IRIS_THRESHOLDS`;
     paper Fig. 5).
 
@@ -397,7 +398,7 @@ def threshold_sweep(y_true: ArrayLike, y_score: ArrayLike,
 
 def best_f1_threshold(cal_true: ArrayLike, cal_score: ArrayLike,
                       thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
-                      rule: str = PAPER_THRESHOLD_RULE) -> float:
+                      rule: ThresholdRule = PAPER_THRESHOLD_RULE) -> float:
     """The threshold with the highest F1 on *calibration* data (the lowest one if tied).
 
     Apply it to other data with :func:`confusion_at` or :func:`calibrated_confusion`; reporting
@@ -416,7 +417,7 @@ def best_f1_threshold(cal_true: ArrayLike, cal_score: ArrayLike,
 def calibrated_confusion(cal_true: ArrayLike, cal_score: ArrayLike, y_true: ArrayLike,
                          y_score: ArrayLike,
                          thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
-                         rule: str = PAPER_THRESHOLD_RULE) -> dict[str, float]:
+                         rule: ThresholdRule = PAPER_THRESHOLD_RULE) -> dict[str, float]:
     """:func:`confusion_at` on ``(y_true, y_score)`` at the best-F1 threshold of the calibration
     data ``(cal_true, cal_score)``, which must be different items."""
     return confusion_at(y_true, y_score,

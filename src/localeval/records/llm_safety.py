@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import Field, JsonValue
 
+from ..choices import Refine, Refusal, SafeguardMode
 from .base import Count, Record, Results, Sample, Share
 
 SCHEMA = "localeval.llm-safety/1"
@@ -61,9 +62,9 @@ class Safeguard(Record):
     name: str = Field(description="the prompt guard (a --guard name)")
     options: dict[str, Any] = Field({}, description="its options")
     model: JsonValue = Field(None, description="its model")
-    mode: str = Field(description="fixed-answer (IRIS's refusal for a prompt it calls harmful) "
+    mode: SafeguardMode = Field(description="fixed-answer (IRIS's refusal for a prompt it calls harmful) "
                       "or advance-inform (a system warning before it)")
-    refine: str = Field("none", description="harmful responses refined: none, iris (dropped "
+    refine: Refine = Field("none", description="harmful responses refined: none, iris (dropped "
                         "when the prompt was called harmful) or all")
     label_scores: str | None = Field(None, description="how its label log-probs became scores")
     verdict_position: str | None = Field(None, description="where its verdict was read: "
@@ -74,7 +75,7 @@ class Safeguard(Record):
 class LLMSafetyResults(Results):
     judge: str = Field(description="the guard judging each response")
     threshold: Share = Field(description="harmful = the judge's P(harmful) above this")
-    refusal: str = Field("detector", description="how refusals were found: judge or detector")
+    refusal: Refusal = Field("detector", description="how refusals were found: judge or detector")
     responses_per_prompt: int | None = Field(1, description="responses drawn per prompt")
     overall: Rates = Field(description="every response")
     by_lang: dict[str, Rates] = Field({}, description="per language")

@@ -4,19 +4,16 @@ per discipline (the TMLU paper's Table 3 columns), level, year and subject."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, model_validator
 
+from ..choices import Method as Method  # how the answer is read (--method)
 from .base import Count, Num, Record, Results, Share
 from .comparison import Comparison
 from .samples import MCQSample, Sample, read_sample
 
 SCHEMA = "localeval.mcq/1"
-
-# How the answer is read: the options' log-probs, or a generated text (--method; the task's
-# options, tasks/mcq_options.py, take it from here).
-Method = Literal["likelihood", "generation"]
 
 
 class Accuracy(Record):

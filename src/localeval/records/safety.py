@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, Strict
 
+from ..choices import ThresholdRule
 from .base import Count, Num, Points, Record, Results, Sample, Share
 from .comparison import Comparison
 from .sample_kinds import Context, SampleKind
@@ -202,7 +203,7 @@ class SafetyResults(Results):
     file_rounding: str = Field("none", description="each file's value before a cell's mean: "
                                "none or iris (0.1 points)")
     n_resamples: int | None = Field(None, description="bootstrap resamples of the intervals")
-    threshold_rule: str | None = Field(None, description="gt (score > t is harmful) or ge")
+    threshold_rule: ThresholdRule | None = Field(None, description="gt (score > t is harmful) or ge")
     calibration: str | None = Field(None, description="the language thresholds are tuned on")
     overall: list[AUPRCRow] = Field([], description="every language pooled, per task/subset")
     table2: Table2 | None = Field(None, description="the paper's Table 2 (SEA-SafeguardBench)")

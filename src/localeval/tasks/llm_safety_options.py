@@ -5,9 +5,13 @@ building the command line imports no task machinery (numpy, pydantic)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.choices import N_RESAMPLES, D2Rates
+from ..choices import D2Verdict as D2Verdict
+from ..choices import Refine as Refine
+from ..choices import Refusal as Refusal
+from ..choices import SafeguardMode as SafeguardMode
 from ..errors import LocalevalError
 from ..metrics.choices import FileRounding
 from .label_policy import DEFAULT_SENSITIVE, Sensitive
@@ -20,16 +24,6 @@ PAPER_MAX_TOKENS = 2048  # IRIS inference_llm.py: max_tokens of every completion
 if TYPE_CHECKING:  # annotations only
     from ..backends.base import Backend
     from ..guards.base import Guard
-
-Refusal = Literal["judge", "detector"]
-# App. D.2's variants with a safeguard (.llm_safeguarded): what the safeguard in front does, and
-# which harmful responses are refined
-SafeguardMode = Literal["fixed-answer", "advance-inform"]
-Refine = Literal["none", "iris", "all"]
-# How a three-label guard's verdict (Safe / Sensitive / Harmful) is read in D.2: "argmax" the
-# label of highest probability (IRIS get_pred_label, get_safeguard_label), "score" (ours)
-# P(harmful) > 0.5, the sensitive share counted as its label policy says
-D2Verdict = Literal["argmax", "score"]
 
 
 @dataclass(frozen=True)

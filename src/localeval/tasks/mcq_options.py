@@ -7,22 +7,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
+# the choices results.json records too, declared once (light, as --help imports these options)
+from ..choices import Extract as Extract
+from ..choices import LmEvalChoices as LmEvalChoices
+from ..choices import Method as Method
+from ..choices import StopAt as StopAt
 from ..errors import LocalevalError
 from .options import TaskOptions, hub_or_path, option
 from .prompt_styles import PROMPT_STYLES
 from .prompts import ChatMode, PromptConfig
-
-# --method: records.mcq.Method too (results.json's ``method``). Spelled again here, not
-# imported: the records import pydantic, and --help reads these options without it
-# (test_help_imports.py); test_task_options.py checks the two agree.
-Method = Literal["likelihood", "generation"]
-# How a generated answer becomes a letter: the TMLU code's rules, or our strict ones.
-Extract = Literal["tmlu", "strict"]
-LmEvalChoices = Literal["fixed", "own"]
-# Where generation stops: at the model starting a new question (問題：), or at the budget alone.
-StopAt = Literal["question", "budget"]
 
 
 @dataclass(frozen=True)
