@@ -290,3 +290,17 @@ def test_a_postgres_store_shared_with_a_version_from_before_the_summary(tmp_path
     with opened(url, SCHEMA, COLUMNS) as db:
         assert sorted(r for (r,) in db.execute("SELECT run_id FROM run_summary")) == present
     assert _viewer_ids(url) == (present, present)
+
+
+def test_a_metric_name_is_a_key_stored_in_todays_text_form():
+    """Issue 71 item 1: the store's metric names are keys (family and parts), parsed in one
+    place; the text the store holds is today's, so every store written before reads as it
+    did, and a plugin view's plain text name is stored as it is."""
+    from localeval.records.metric_names import MetricName, metric
+
+    for text in ("average", "subject/CAP_civics", "table2/prompt/avg",
+                 "auprc/response/without_prompt/all", "min_k/members/20/median"):
+        assert str(MetricName.parse(text)) == text
+    assert MetricName.parse("table2/prompt/avg") == metric("table2", "prompt", "avg")
+    assert MetricName.parse("table2/prompt/avg").rest == "prompt/avg"
+    assert MetricName.parse("average") == MetricName("average")

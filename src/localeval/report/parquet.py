@@ -90,7 +90,7 @@ def samples_table(records: Sequence[Sample]) -> tuple[pa.Table, list[str]]:
 
 def results_table(results: Results) -> pa.Table:
     rows = view_for(results).store_metrics(results)
-    return pa.table({"metric": pa.array([r[0] for r in rows], pa.string()),
+    return pa.table({"metric": pa.array([str(r[0]) for r in rows], pa.string()),
                      "value": pa.array([r[1] for r in rows], pa.float64()),
                      "n": pa.array([r[2] for r in rows], pa.int64())})
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..records.mcq import SCHEMA as MCQ_SCHEMA
 from ..records.mcq import has_average
+from ..records.metric_names import MetricName
 from ..tasks.run_spec import RunSpec
 from .database import Database, StoreError, driver_errors, is_url, opened, shown
 from .runs import RunRecord
@@ -139,7 +140,7 @@ def folder_id(folder: str | Path) -> str:
     return hashlib.sha256(str(Path(folder).resolve()).encode()).hexdigest()[:16]
 
 
-Metric = tuple[str, "float | None", "int | None"]  # (name, value, n)
+Metric = tuple[MetricName, "float | None", "int | None"]  # (name, value, n); the name stored as text
 # The protocol facts the leaderboard compares, of a run's (task, results schema, config), as its
 # view gives them (``views.registry.protocol_facts``): handed in, since the views are a layer
 # above the store.
@@ -162,10 +163,10 @@ def record_run(record: RunRecord, metrics: list[Metric], path: str | Path | None
            json.dumps(record.results.data(), ensure_ascii=False, default=str),
            json.dumps(config["data_files"]) if config.get("data_files") else None,
            socket.gethostname())
-    rows = [(run_id, name, value, n) for name, value, n in metrics]
+    rows = [(run_id, str(name), value, n) for name, value, n in metrics]
     record_row = dict(zip(RUN_COLUMNS, row))
     summary = summary_row(record_row, config, record.results.n_samples,
-                          [name for name, _, _ in metrics], protocol_of)
+                          [str(name) for name, _, _ in metrics], protocol_of)
     with writable(path, protocol_of) as db, db.writing(run_id):
         db.execute("DELETE FROM run_summary WHERE run_id = ?", (run_id,))
         db.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))

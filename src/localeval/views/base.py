@@ -31,6 +31,7 @@ from rich.text import Text as RichText
 from ..errors import LocalevalError
 from ..records import Results as AnyResults
 from ..records.comparison import Comparison
+from ..records.metric_names import MetricName
 from ..render.cards import Card
 from ..render.figures import Figure
 from ..render.formats import print_table
@@ -39,7 +40,7 @@ from ..store.runs import RunRecord, load_run
 from ..tasks.options import TaskOptions
 from ..tasks.run_spec import RunSpec
 
-Metric = tuple[str, "float | None", "int | None"]  # (name, value, n) for the results store
+Metric = tuple[MetricName, "float | None", "int | None"]  # (name, value, n) for the results store
 Run = str | Path | RunRecord  # a run folder, or its record already loaded
 KindT = TypeVar("KindT", bound=AnyResults)
 

@@ -8,6 +8,7 @@ from rich.text import Text as RichText
 
 from ..records import contamination
 from ..records.contamination import ContaminationResults
+from ..records.metric_names import metric
 from ..records.samples import SCORES, Score
 from ..render.table import DataTable
 from ..tasks.contamination_options import ContaminationOptions
@@ -35,7 +36,7 @@ class ContaminationView(ResultsView[ContaminationResults]):
             summaries = getattr(source, score) or {}
             return summaries[k].median if summaries.get(k) else None
 
-        return [(f"{score}/{name}/{k}/median", median(source, score, k), source.n)
+        return [(metric(score, name, k, "median"), median(source, score, k), source.n)
                 for name, source in results.sources.items()
                 for score in SCORES for k in results.k]
 

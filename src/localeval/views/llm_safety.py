@@ -7,6 +7,7 @@ from rich.text import Text as RichText
 
 from ..records import llm_safety
 from ..records.llm_safety import LLMSafetyResults
+from ..records.metric_names import metric
 from ..render.table import DataTable
 from ..tasks.llm_safety_options import LLMSafetyOptions
 from .base import Card, Metric, Ranking, ResultsView
@@ -38,7 +39,8 @@ class LLMSafetyView(ResultsView[LLMSafetyResults]):
         return cards
 
     def store_metrics(self, results: LLMSafetyResults) -> list[Metric]:
-        return [(name, getattr(results.overall, name).rate, getattr(results.overall, name).n)
+        return [(metric(name), getattr(results.overall, name).rate,
+                 getattr(results.overall, name).n)
                 for name, _ in RATES]
 
     def ranking(self, names: list[str]) -> Ranking:

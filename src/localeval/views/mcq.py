@@ -13,6 +13,7 @@ from ..errors import LocalevalError
 from ..metrics.paired import mcnemar_exact
 from ..records import RecordError, mcq
 from ..records.mcq import MCQComparison, MCQResults, PairedAccuracy, mcq_samples
+from ..records.metric_names import metric
 from ..records.samples import MCQSample
 from ..render.figures import Figure
 from ..render.table import Column, DataTable, Row, Text
@@ -98,10 +99,10 @@ class MCQView(ResultsView[MCQResults]):
 
     def store_metrics(self, results: MCQResults) -> list[Metric]:
         m, avg = results.metrics, results.average
-        out: list[Metric] = [("average", avg, m.micro.n)] if avg is not None else []
-        out += [("micro", m.micro.acc, m.micro.n),
-                ("macro", m.macro.acc if m.macro else None, None)]
-        return out + [(f"subject/{s}", r.acc, r.n) for s, r in m.by_subject.items()] + \
+        out: list[Metric] = [(metric("average"), avg, m.micro.n)] if avg is not None else []
+        out += [(metric("micro"), m.micro.acc, m.micro.n),
+                (metric("macro"), m.macro.acc if m.macro else None, None)]
+        return out + [(metric("subject", s), r.acc, r.n) for s, r in m.by_subject.items()] + \
             robustness_metrics(results)
 
     def ranking(self, names: list[str]) -> Ranking:

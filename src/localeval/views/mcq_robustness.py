@@ -6,6 +6,7 @@ It only reads results.json's ``robustness``."""
 from __future__ import annotations
 
 from ..records.mcq import MCQResults, Spread
+from ..records.metric_names import metric
 from ..render.cards import Card
 from ..render.table import Column, DataTable, Interval, Number, TableBuilder, Text
 from .base import Metric
@@ -59,10 +60,10 @@ def robustness_metrics(results: MCQResults) -> list[Metric]:
     out: list[Metric] = []
     if r is not None and r.permutation is not None:
         p = r.permutation
-        out += [("orders/mean", p.mean, p.n), ("orders/std", p.std, p.n),
-                ("orders/same_option", p.same_option, p.n_questions)]
+        out += [(metric("orders", "mean"), p.mean, p.n), (metric("orders", "std"), p.std, p.n),
+                (metric("orders", "same_option"), p.same_option, p.n_questions)]
     if r is not None and r.draws is not None:
         d = r.draws
-        out += [("draws/mean", d.mean, d.n), ("draws/std", d.std, d.n),
-                ("draws/low", d.low, d.n), ("draws/high", d.high, d.n)]
+        out += [(metric("draws", "mean"), d.mean, d.n), (metric("draws", "std"), d.std, d.n),
+                (metric("draws", "low"), d.low, d.n), (metric("draws", "high"), d.high, d.n)]
     return out

@@ -18,6 +18,7 @@ from ..errors import LocalevalError
 from ..metrics.bootstrap import paired_bootstrap_ci
 from ..metrics.classification import auprc_metric
 from ..records import finite, safety
+from ..records.metric_names import MetricName, metric
 from ..records.safety import AwarenessComparison, SafetyComparison, SafetyResults, Table2
 from ..records.sample_kinds import Context
 from ..records.samples import SafetySample
@@ -92,22 +93,25 @@ class SafetyView(ResultsView[SafetyResults]):
         return [f for draw in SAFETY_FIGURES if (f := draw(results, folder)) is not None]
 
     def store_metrics(self, results: SafetyResults) -> list[Metric]:
-        out: list[Metric] = [(f"auprc/{r.kind}/{r.context}/{r.subset}", r.auprc, r.n) for r in results.overall]
+        out: list[Metric] = [(metric("auprc", r.kind, r.context, r.subset), r.auprc, r.n)
+                             for r in results.overall]
         for row in results.table2.rows if results.table2 else []:
-            out += [(f"table2/{col}", value, None) for col, value in row.values.items()]
+            out += [(MetricName("table2", tuple(col.split("/"))), value, None)
+                    for col, value in row.values.items()]
         return out
 
     def ranking(self, names: list[str]) -> Ranking:
-        table2 = sorted((n for n in names if n.startswith("table2/")),
-                        key=lambda n: table2_column_order(n.removeprefix("table2/")))
+        keys = {n: MetricName.parse(n) for n in names}
+        table2 = sorted((n for n, key in keys.items() if key.family == "table2"),
+                        key=lambda n: table2_column_order(keys[n].rest))
+        headline = str(metric("table2", "prompt", "avg"))
         if table2:  # Table 2 cells are stored in points, as results.json's table2 has them
-            return Ranking(table2, "table2/prompt/avg" if "table2/prompt/avg" in table2
-                           else table2[0], scale=1.0, digits=1, bounds=(0.0, 100.0),
-                           titles={n: table2_column_name(n.removeprefix("table2/"))
-                                   for n in table2},
+            return Ranking(table2, headline if headline in table2 else table2[0], scale=1.0,
+                           digits=1, bounds=(0.0, 100.0),
+                           titles={n: table2_column_name(keys[n].rest) for n in table2},
                            unit="PR-AUC points, the paper's Table 2 columns (Avg = mean of "
                                 "the task's cells)")
-        cols = [n for n in names if n.startswith("auprc/")]  # shares: printed as points
+        cols = [n for n, key in keys.items() if key.family == "auprc"]  # shares: as points
         return Ranking(cols, cols[0] if cols else None, digits=1,
                        titles={n: _overall_name(n) for n in cols},
                        unit="PR-AUC points, every language pooled")
@@ -170,9 +174,9 @@ def _table2_cards(table2: Table2 | None) -> list[Card]:
     return cards
 
 
-def _overall_name(metric: str) -> str:
+def _overall_name(name: str) -> str:
     """``auprc/response/without_prompt/all`` as "Response (no prompt)"."""
-    _, kind, context, subset = metric.split("/", 3)
+    kind, context, subset = MetricName.parse(name).parts
     return (kind.capitalize() + Context(context).suffix
             + ("" if subset == "all" else f" {SUBSET_SHORT.get(subset, subset)}"))
 

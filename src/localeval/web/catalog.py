@@ -261,7 +261,7 @@ def folder_entry(folder: Path) -> dict[str, Any] | None:
             str((config.get("backend") or {}).get("model", "")),
             "folder": str(folder.resolve()), "started_at": state.lifecycle.started_at,
             "finished_at": state.lifecycle.finished_at, "host": None,
-            "metrics": {name: value for name, value, _ in view.store_metrics(results)},
+            "metrics": {str(name): value for name, value, _ in view.store_metrics(results)},
             "config": config, "n_samples": results.n_samples} | _columns(config, view.schema,
                                                                           folder)
 
