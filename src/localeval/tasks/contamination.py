@@ -123,22 +123,23 @@ class ContaminationTask(Task):
         return str(planned.id)  # a text is its own item
 
     def score(self, planned: Text, answer: Response) -> ContaminationSample:
-        text = ContaminationSample(id=planned.id, source=planned.source,
-                                   subject=planned.subject, n_chars=len(planned.text))
+        # each sample made whole by its constructor, so validated (model_copy's update is not)
+        def sample(**scored: Any) -> ContaminationSample:
+            return ContaminationSample(id=planned.id, source=planned.source,
+                                       subject=planned.subject, n_chars=len(planned.text),
+                                       **scored)
+
         if not isinstance(answer, TokenLogprobs):
-            return text.model_copy(update={"n_tokens": None, "min_k": None, "min_k_pp": None,
-                                           "failed": True,
-                                           "error": error_of(answer) or "no log-probs"})
+            return sample(n_tokens=None, min_k=None, min_k_pp=None, failed=True,
+                          error=error_of(answer) or "no log-probs")
         values, o = answer.token_logprobs, self.options
         if not values:
-            return text.model_copy(update={
-                "n_tokens": 0, "min_k": None, "min_k_pp": None, "failed": True,
-                "error": "the text is a single token: no token has a context to score"})
-        return text.model_copy(update={
-            "n_tokens": len(values),
-            "min_k": {_key(k): _signed(min_k(values, k, o.k_tokens), o.min_k_sign)
-                      for k in o.k},
-            "min_k_pp": _min_k_pp(values, answer, o.k, o.k_tokens)})
+            return sample(n_tokens=0, min_k=None, min_k_pp=None, failed=True,
+                          error="the text is a single token: no token has a context to score")
+        return sample(n_tokens=len(values),
+                      min_k={_key(k): _signed(min_k(values, k, o.k_tokens), o.min_k_sign)
+                             for k in o.k},
+                      min_k_pp=_min_k_pp(values, answer, o.k, o.k_tokens))
 
     def summarise(self, samples: Sequence[ContaminationSample], data: ContaminationData,
                   identity: dict) -> ContaminationResults:

@@ -133,7 +133,8 @@ def score_with_variants(planned: Any, answer: Response | WithVariants,
         return scorer(planned, answer)
     entries = [variant_record(v, scorer(vp, r), len(planned.item.options))
                for (v, vp), r in zip(planned.variants, answer.others, strict=True)]
-    return scorer(planned, answer.main).model_copy(update={"variants": entries})
+    main = scorer(planned, answer.main)  # validated anew with its variants (model_copy is not)
+    return type(main).model_validate({**dict(main), "variants": entries})
 
 
 def variant_record(variant: Variant, scored: MCQSample, n_options: int) -> VariantEntry:
