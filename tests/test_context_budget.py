@@ -37,6 +37,19 @@ def test_hf_refuses_a_first_label_read_whose_budget_passes_the_context(tiny_llam
     assert refused_request(f"backend error: {e.value}")
     backend._encode_checked(ScoreNext(PROMPT, (" A", " B"), top=2))  # fixed: fits
     backend._encode_checked(ScoreNext(PROMPT, (" A", " B"), top=2, positions=50))  # just fits
+    # issue 71 item 3: the request fails as its own kind, which the guard decides by (the
+    # message was read before), and the cache gives the same type back
+    from localeval.backends.base import Failed, response_from_json, response_json
+    from localeval.backends.failures import ContextOverflow
+    from localeval.guards.base import GuardVerdict, refused
+
+    request = ScoreNext(PROMPT, (" A", " B"), top=2, positions=100)
+    (failed,) = backend.run([request])
+    assert isinstance(failed, Failed) and isinstance(failed.reason, ContextOverflow)
+    assert failed.reason.kind == "context_overflow" and refused(failed.reason)
+    cached = response_from_json(request, response_json(failed))
+    assert isinstance(cached.reason, ContextOverflow)
+    assert GuardVerdict(None, "x", cause=cached.reason).failure == "context_overflow"
 
 
 def test_vllm_refuses_instead_of_clipping_the_generation(monkeypatch):

@@ -6,6 +6,7 @@ says of its failed samples under each ``--on-failure`` (issue 63, Messages)."""
 from __future__ import annotations
 
 import pytest
+from failed_verdicts import failed_verdicts
 
 from localeval.data.safety import SafetyItem
 from localeval.guards import GuardVerdict
@@ -34,9 +35,10 @@ def test_on_failure_iris_scores_each_kind_as_iris(guard, error, expected):
 
     task = SafeguardTask("safety-prompts", guard=guard, on_failure="iris")
     item = SafetyItem("1", "xstest", "en", "p", prompt_label="safe")
-    rec = task.score(Planned(item, "prompt", "with_prompt"), GuardVerdict(None, error))
-    assert rec["score"] == expected
-    assert rec.get("neutral", False) == (expected is not None)
+    for how, verdict in failed_verdicts(error).items():  # typed, or read from an older cache
+        rec = task.score(Planned(item, "prompt", "with_prompt"), verdict)
+        assert rec["score"] == expected, how
+        assert rec.get("neutral", False) == (expected is not None), how
 
 
 HTTP_400 = "backend error: HTTP 400 from http://x/v1/completions: too long"
@@ -47,14 +49,16 @@ OVER_CONTEXT = "backend error: prompt has 9000 tokens, over the model's context 
 
 
 def _score_failure(guard, error, kind="prompt"):
-    from localeval.guards.base import GuardVerdict
     from localeval.tasks.safeguard import Planned, SafeguardTask
     from localeval.tasks.safety_items import SafetyItem
 
     task = SafeguardTask("sea-safeguard", guard=guard, on_failure="iris")
     item = SafetyItem("1", "general", "en", "p", response="r", prompt_label="safe",
                       response_label="safe")
-    return task.score(Planned(item, kind, "with_prompt"), GuardVerdict(None, error))["score"]
+    scores = {how: task.score(Planned(item, kind, "with_prompt"), verdict)["score"]
+              for how, verdict in failed_verdicts(error).items()}
+    assert len(set(scores.values())) == 1, scores  # typed, old cache and plugin agree
+    return next(iter(scores.values()))
 
 
 def test_a_context_overflow_scores_as_the_http_400_iris_got_for_it():
@@ -89,7 +93,8 @@ def _summary(on_failure: str) -> tuple[list[str], str]:
     task = SafeguardTask("safety-prompts", guard="zero-shot", on_failure=on_failure)
     items = [SafetyItem(str(i), "xstest", "en", "p", prompt_label="safe" if i % 2 else "harmful")
              for i in range(6)]
-    verdicts = [GuardVerdict(None, e) for e in ERRORS] + \
+    verdicts = [failed_verdicts(e)["typed" if "error: " in e else "no request failed"]
+                for e in ERRORS] + \
         [GuardVerdict(s, None) for s in (0.2, 0.7, 0.9)]
     samples = [task.score(Planned(item, "prompt", "with_prompt"), v)
                for item, v in zip(items, verdicts, strict=True)]
@@ -127,7 +132,6 @@ def test_the_other_rules_say_what_they_did(on_failure, fate):
 def test_sealion_guard_http_400_weights_sensitive_as_iris_reads_the_file(subset, kind,
                                                                          expected):
     """Issue 64 item 3: the three-label fill weighted as the file is read, not 1/3 always."""
-    from localeval.guards.base import GuardVerdict
     from localeval.tasks.safeguard import Planned, SafeguardTask
     from localeval.tasks.safety_items import SafetyItem
 
@@ -135,10 +139,31 @@ def test_sealion_guard_http_400_weights_sensitive_as_iris_reads_the_file(subset,
     item = SafetyItem("1", subset, "en", "p", response="r", prompt_label="safe",
                       response_label="safe")
     for error in (HTTP_400, OVER_CONTEXT):
-        rec = task.score(Planned(item, kind, "with_prompt"), GuardVerdict(None, error))
-        assert rec["score"] == pytest.approx(expected, abs=1e-12)
+        for how, verdict in failed_verdicts(error).items():
+            rec = task.score(Planned(item, kind, "with_prompt"), verdict)
+            assert rec["score"] == pytest.approx(expected, abs=1e-12), how
     # labels=two (safe, unsafe, as sealion_guard.py's SealionGuardAPI): 1/2 everywhere
     two = SafeguardTask("sea-safeguard", guard="sealion-guard", on_failure="iris",
                         guard_options={"labels": "two"})
     assert two.score(Planned(item, kind, "with_prompt"),
-                     GuardVerdict(None, HTTP_400))["score"] == 0.5
+                     failed_verdicts(HTTP_400)["typed"])["score"] == 0.5
+
+
+@pytest.mark.parametrize("guard, error", [
+    ("shieldgemma", "policy 'Dangerous Content': backend error: HTTP 503 from http://x: busy"),
+    ("xguard", "translation failed: HTTP 503 from http://x: busy")])
+def test_a_failed_call_is_decided_by_its_type_not_its_messages_first_words(guard, error):
+    """Issue 71 item 3: the message was read for "backend error" at its start, so a failed
+    request of a guard that words it otherwise (ShieldGemma names the policy first, X-Guard its
+    translation) scored 0.0 as "no label" under --on-failure iris: counted safe. IRIS retries a
+    failed call and then stops, so the sample is left out: by its type now, from a run or
+    from a cache written before the kinds, alike."""
+    from localeval.backends.failures import HTTPStatus, Unclassified
+
+    task = SafeguardTask("safety-prompts", guard=guard, on_failure="iris")
+    item = SafetyItem("1", "xstest", "en", "p", prompt_label="safe")
+    message = "HTTP 503 from http://x: busy"
+    for cause in (HTTPStatus(message, status=503), Unclassified(message)):
+        rec = task.score(Planned(item, "prompt", "with_prompt"),
+                         GuardVerdict(None, error, cause=cause))
+        assert rec["score"] is None and not rec.get("neutral", False)

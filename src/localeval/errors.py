@@ -13,6 +13,11 @@ class LocalevalError(Exception):
     """A problem the user can fix: bad data, unknown task, unreachable model, bad option."""
 
 
+class OverContextError(LocalevalError):
+    """A request over the model's context (prompt and what is to be generated): a backend
+    fails that request alone, as a ``ContextOverflow`` (backends/failures.py)."""
+
+
 class DataError(LocalevalError):
     """A malformed input row. Names the file, the row (1-based, as an editor shows it) and field."""
 

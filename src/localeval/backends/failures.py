@@ -80,6 +80,15 @@ class OverLimit(RequestFailure):
     kind, transient = "over_limit", False
 
 
+class ContextOverflow(OverLimit):
+    """The prompt (with what is to be generated) is over the model's context: a local backend
+    refuses it in these words where the authors' vLLM server answered HTTP 400, which their
+    guards' code scores as a tie (``Guard.iris_failure``). Its own kind since issue 71; a
+    cache written before holds it as an ``over_limit`` whose message says so."""
+
+    kind, transient = "context_overflow", False
+
+
 class Unsupported(RequestFailure):
     """A request this backend cannot run, or candidates its tokenizer cannot score apart."""
 
@@ -94,7 +103,18 @@ class ModelError(RequestFailure):
 
 FAILURE_KINDS: dict[str, type[RequestFailure]] = {
     cls.kind: cls for cls in (Unclassified, Timeout, Unreachable, HTTPStatus, BadReply,
-                              ErrorReply, OverLimit, Unsupported, ModelError)}
+                              ErrorReply, OverLimit, ContextOverflow, Unsupported,
+                              ModelError)}
+
+
+def as_failure(error: Exception) -> RequestFailure:
+    """A request a backend refused before running it (the same on every run): over the
+    model's context, or another thing it cannot run."""
+    from ..errors import OverContextError
+
+    if isinstance(error, OverContextError):
+        return ContextOverflow(str(error))
+    return Unsupported(str(error))
 
 
 def failure_from(message: str, kind: str | None, status: int | None = None) -> RequestFailure:
@@ -103,6 +123,17 @@ def failure_from(message: str, kind: str | None, status: int | None = None) -> R
     if cls is HTTPStatus:
         return HTTPStatus(message, status=status or _status_in(message))
     return cls(message)
+
+
+def status_of(failure: RequestFailure) -> int | None:
+    """The HTTP status a failure answered with: an ``HTTPStatus``'s, or one a failure cached
+    before the kinds existed (``Unclassified``) names in its message ("HTTP 400 from …");
+    None for any other."""
+    if isinstance(failure, HTTPStatus):
+        return failure.status
+    if type(failure) is Unclassified and failure.message.startswith("HTTP "):
+        return _status_in(failure.message) or None
+    return None
 
 
 def _status_in(message: str) -> int:

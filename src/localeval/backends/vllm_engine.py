@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..errors import LocalevalError
+from ..errors import LocalevalError, OverContextError
 from .base import (
     BackendBase,
     Failed,
@@ -52,7 +52,7 @@ from .base import (
     draw_key,
 )
 from .config import DEFAULT_TEMPLATE_DATE, BackendConfig
-from .failures import ModelError, Unsupported
+from .failures import ModelError, as_failure
 from .prompt_tokens import generation_text, prints_date, render, score_tokens
 from .ranked_reading import lacks_a_value, same_reading
 
@@ -181,7 +181,7 @@ class VllmBackend(BackendBase):
             try:
                 planned.append((i, *self._plan(request)))
             except LocalevalError as e:
-                done(i, Failed(Unsupported(str(e))))
+                done(i, Failed(as_failure(e)))
         planned.sort(key=lambda p: p[1])  # shared prefixes back to back
         for start in range(0, len(planned), BLOCK):
             block = planned[start:start + BLOCK]
@@ -267,7 +267,7 @@ class VllmBackend(BackendBase):
         if not ids:
             raise LocalevalError("prompt has no tokens")
         if limit and len(ids) + new > limit:
-            raise LocalevalError(f"prompt has {len(ids)} tokens; with {new} more that is over "
+            raise OverContextError(f"prompt has {len(ids)} tokens; with {new} more that is over "
                                  f"the model's context of {limit}")
 
     def _generation_params(self, request: Generate, ids: list[int]):

@@ -16,7 +16,7 @@ from ..backends.base import (
     error_of,
     text_of,
 )
-from .base import Conversation, GuardVerdict, failure_of
+from .base import Conversation, GuardVerdict, cause_of
 from .staged import StagedGuard, binary_verdict
 
 
@@ -73,12 +73,12 @@ class AnswerLinesGuard(StagedGuard):
         if len(responses) == 1 and text_of(responses[0]) is not None:
             problem = self._stage0_problem(responses[0])
             return GuardVerdict(None, problem or "the scoring stage was not run",
-                                failure=failure_of(responses[0]))
+                                cause=cause_of(responses[0]))
         if len(responses) == 1 and isinstance(responses[0], Failed):
             # A failed stage 0 of response classification, or a failed prompt ScoreNext: both
             # carry the backend's message.
             return GuardVerdict(None, f"backend error: {error_of(responses[0])}",
-                                failure=failure_of(responses[0]))
+                                cause=cause_of(responses[0]))
         if len(responses) not in (1, 2):
             return GuardVerdict(None, f"expected 1 or 2 responses, got {len(responses)}")
         return binary_verdict(responses, self.harmful, self.safe, expected=len(responses))

@@ -23,11 +23,25 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..backends.base import Execute, Failed, Response
+from ..backends.failures import (
+    ContextOverflow,
+    OverLimit,
+    RequestFailure,
+    Unclassified,
+    status_of,
+)
 from ..backends.reply_checks import number_problem
 from ..errors import LocalevalError
 
 # IRIS's label names (guard_models valid_tokens values): a three-label guard's verdict
 VerdictLabel = Literal["Safe", "Sensitive", "Harmful"]
+
+
+class Unread:
+    """``Guard.iris_failure``'s ``cause`` when no verdict's type is known: its message is read."""
+
+
+UNREAD = Unread()
 
 
 @dataclass(frozen=True)
@@ -55,6 +69,22 @@ class GuardVerdict:
     # A guard of three labels: the one of highest probability (IRIS get_pred_label,
     # get_safeguard_label), which App. D.2 reads where a two-label guard's score > 0.5 is used
     label: VerdictLabel | None = None
+    # With ``error``: the request failure behind it, as its type (an HTTP 400 with its status, a
+    # context overflow), which ``--on-failure iris`` decides by (:meth:`Guard.iris_failure`);
+    # ``failure`` is its kind's name. None: the requests succeeded (or a plugin guard's verdict
+    # that names only ``failure``)
+    cause: RequestFailure | None = None
+
+    def __post_init__(self) -> None:
+        if self.cause is not None and self.failure is None:
+            object.__setattr__(self, "failure", self.cause.kind)
+
+    @property
+    def known_cause(self) -> RequestFailure | None | Unread:
+        """What :meth:`Guard.iris_failure` decides by: the failure's type, None where no
+        request failed, and ``UNREAD`` for a verdict that names a failure's kind without its
+        type (a plugin guard's), whose message is read."""
+        return UNREAD if self.cause is None and self.failure is not None else self.cause
 
     @property
     def ok(self) -> bool:
@@ -79,10 +109,27 @@ IRIS_FAILURE_SCORES: dict[IrisFailure, float | None] = {"no-label": 0.0, "safe":
 
 
 def refused_request(error: str) -> bool:
-    """Whether a failed verdict is one IRIS's server answered with HTTP 400: an HTTP 400, or a
-    prompt over the model's context, which our local backends refuse in those words where the
-    authors' vLLM server answered HTTP 400."""
+    """Whether a failed verdict's message says IRIS's server would have answered HTTP 400: an
+    HTTP 400, or a prompt over the model's context, which our local backends refuse in those
+    words where the authors' vLLM server answered HTTP 400. Read only where no type says it
+    (:func:`refused`): a failure cached before its kind existed, a plugin's verdict."""
     return "HTTP 400" in error or "over the model's context" in error
+
+
+def refused(cause: RequestFailure) -> bool:
+    """Whether IRIS's server would have answered this failed request with HTTP 400: an HTTP
+    400, or a context overflow (:class:`ContextOverflow`). A failure read from a cache written
+    before the kinds existed (``Unclassified``) or before context overflows had their own
+    (an ``over_limit``) says it only in its message."""
+    if isinstance(cause, ContextOverflow) or status_of(cause) == 400:
+        return True
+    return type(cause) in (Unclassified, OverLimit) and \
+        "over the model's context" in cause.message
+
+
+def cause_of(response: Response | None) -> RequestFailure | None:
+    """The request failure of a failed response, as its type (None when it did not fail)."""
+    return response.reason if isinstance(response, Failed) else None
 
 
 def failure_of(response: Response | None) -> str | None:
@@ -192,14 +239,16 @@ class Guard(ABC):
                                      f"JSON ({e})") from None
         if score is verdict.score and raw is verdict.raw:
             return verdict
-        return GuardVerdict(score, verdict.error, raw, verdict.failure, verdict.label)
+        return GuardVerdict(score, verdict.error, raw, verdict.failure, verdict.label,
+                            verdict.cause)
 
     def iris_failure_score(self, error: str, response: bool = False,
-                           conversation: Conversation | None = None) -> float | None:
+                           conversation: Conversation | None = None,
+                           cause: RequestFailure | None | Unread = UNREAD) -> float | None:
         """What the authors' code scores a failed verdict of this guard (``--on-failure
         iris``) on ``conversation``, or None where it has no score (its run stops there):
         :meth:`tie_score` for a tie, 0.0 with no label or a Safe one (:meth:`iris_failure`)."""
-        kind = self.iris_failure(error, response)
+        kind = self.iris_failure(error, response, cause)
         return self.tie_score(conversation) if kind == "tie" else IRIS_FAILURE_SCORES[kind]
 
     def tie_score(self, conversation: Conversation | None = None) -> float:
@@ -208,7 +257,8 @@ class Guard(ABC):
         Guard's Sensitive) says so."""
         return 1 / self.n_labels
 
-    def iris_failure(self, error: str, response: bool = False) -> IrisFailure:
+    def iris_failure(self, error: str, response: bool = False,
+                     cause: RequestFailure | None | Unread = UNREAD) -> IrisFailure:
         """What the authors' code makes of a failed verdict of this guard (of a response when
         ``response``).
 
@@ -219,7 +269,16 @@ class Guard(ABC):
         retried 10 times and then the script stops (``answer`` is unbound). An answer whose
         read positions hold no label gives ``pred_labels`` [] and ``get_eval_result.py``
         ``get_pred_score`` sums nothing: 0.0. A context overflow is an HTTP 400 there (the
-        authors served their guards with vLLM): :func:`refused_request`."""
+        authors served their guards with vLLM).
+
+        Decided by ``cause``, the verdict's request failure as its type (None: no request
+        failed, so no label was found), as every verdict made now carries it: an HTTP 400 or a
+        context overflow (:func:`refused`) ties, any other failed request stops. ``UNREAD``:
+        only a message is known (a verdict from a plugin that names no cause), which is read
+        as before the types: "HTTP 400" or "over the model's context" in it ties, a "backend
+        error" stops."""
+        if not isinstance(cause, Unread):
+            return "no-label" if cause is None else "tie" if refused(cause) else "stops"
         if refused_request(error):
             return "tie"
         if error.startswith("backend error"):

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..backends.base import Embed, Embedding, Execute, error_of
 from ..errors import LocalevalError
-from .base import Conversation, Guard, GuardVerdict, failure_of
+from .base import Conversation, Guard, GuardVerdict, cause_of
 
 FORMAT = "localeval.embedding-guard/1"
 HASH_DIGITS = 16  # 64 bits of SHA-256 per text: no collision in any realistic data set
@@ -92,7 +92,7 @@ class EmbeddingGuard(Guard):
                 out.append(GuardVerdict(self.probability(r.embedding)))
             else:
                 out.append(GuardVerdict(None, f"embedding failed: {error_of(r) or 'no vector'}",
-                                        failure=failure_of(r)))
+                                        cause=cause_of(r)))
         return out
 
     def _check_overlap(self, texts: Sequence[str]) -> None:

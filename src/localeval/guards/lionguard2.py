@@ -31,9 +31,10 @@ from pathlib import Path
 import numpy as np
 
 from ..backends.base import Embed, Embedding, Execute, Response, error_of
+from ..backends.failures import RequestFailure
 from ..backends.reply_checks import number_problem
 from ..errors import LocalevalError
-from .base import Conversation, Guard, GuardVerdict, IrisFailure
+from .base import UNREAD, Conversation, Guard, GuardVerdict, IrisFailure, Unread
 
 HEAD = "govtech/lionguard-2"
 EMBEDDER = "openai-embed:text-embedding-3-large"
@@ -184,6 +185,7 @@ class LionGuard2(Guard):
         return GuardVerdict(None, f"the head's score {problem}") if problem \
             else GuardVerdict(score)
 
-    def iris_failure(self, error: str, response: bool = False) -> IrisFailure:
+    def iris_failure(self, error: str, response: bool = False,
+                     cause: RequestFailure | None | Unread = UNREAD) -> IrisFailure:
         """IRIS ``LionGuard2.predict`` catches every exception as Safe: P(harmful) 0.0."""
         return "safe"

@@ -33,9 +33,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..backends.base import Execute, Moderate, Moderation, error_of
+from ..backends.failures import BadReply, RequestFailure, status_of
 from ..backends.reply_checks import number_problem
 from ..errors import LocalevalError
-from .base import Conversation, Guard, GuardVerdict, IrisFailure, failure_of
+from .base import UNREAD, Conversation, Guard, GuardVerdict, IrisFailure, Unread, cause_of
 
 
 class ModerationGuard(Guard):
@@ -60,20 +61,23 @@ class ModerationGuard(Guard):
                     else Moderate(c.response, "assistant", self.settings())
                     for c in conversations]
         return [self._verdict(r.raw if isinstance(r, Moderation) else None, error_of(r),
-                              failure_of(r)) for r in execute(requests)]
+                              cause_of(r)) for r in execute(requests)]
 
-    def iris_failure(self, error: str, response: bool = False) -> IrisFailure:
+    def iris_failure(self, error: str, response: bool = False,
+                     cause: RequestFailure | None | Unread = UNREAD) -> IrisFailure:
         """IRIS's moderation wrappers (``guard_models/openai_moderation.py``,
         ``azure_ai_content_safety.py``, ``google_model_armor.py``: ``predict``) score a reply
         they cannot parse ("Safe" 1.0, "Harmful" 0.0); the call itself is outside their
         ``try``, so a failed call stops the script: no score."""
+        if not isinstance(cause, Unread):
+            return "safe" if cause is None else "stops"
         return "stops" if " call failed: " in error else "safe"
 
     def _verdict(self, reply: dict | None, error: str | None,
-                 failure: str | None = None) -> GuardVerdict:
-        if error or reply is None:
+                 cause: RequestFailure | None = None) -> GuardVerdict:
+        if error or reply is None:  # a call that gave no reply failed, as one with an error
             return GuardVerdict(None, f"{self.name} call failed: {error or 'no reply'}",
-                                failure=failure)
+                                cause=cause or BadReply(error or "no reply"))
         try:
             score = self.score(reply)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
@@ -181,10 +185,13 @@ class LakeraGuard(ModerationGuard):
         # comma-separated list of detector_type prefixes, e.g. "moderated_content".
         self.detectors = tuple(d.strip() for d in detectors.split(",") if d.strip())
 
-    def iris_failure(self, error: str, response: bool = False) -> IrisFailure:
+    def iris_failure(self, error: str, response: bool = False,
+                     cause: RequestFailure | None | Unread = UNREAD) -> IrisFailure:
         """IRIS ``lakera_guard.py`` ``predict`` posts with requests (no raise on an HTTP error)
         and parses ``resp.json()`` inside its ``try``: an error reply the server sent is
         scored 0.0 like an unreadable one; a connection that fails stops the script."""
+        if not isinstance(cause, Unread):
+            return "safe" if cause is None or status_of(cause) is not None else "stops"
         if " call failed: " not in error:
             return "safe"  # a reply it could not read
         return "safe" if " call failed: HTTP " in error else "stops"

@@ -37,9 +37,10 @@ import re
 from collections.abc import Sequence
 
 from ..backends.base import Message, Request, Response, ScoreNext
+from ..backends.failures import RequestFailure
 from ..errors import LocalevalError
 from .answer_lines import AnswerLinesGuard
-from .base import Conversation, IrisFailure
+from .base import UNREAD, Conversation, IrisFailure, Unread
 
 READINGS = ("answer", "prefill")
 
@@ -125,12 +126,13 @@ class PolyGuard(AnswerLinesGuard):
                           positions=self.new_tokens,
                           labelled=0 if conversation.response is None else 2)]
 
-    def iris_failure(self, error: str, response: bool = False) -> IrisFailure:
+    def iris_failure(self, error: str, response: bool = False,
+                     cause: RequestFailure | None | Unread = UNREAD) -> IrisFailure:
         """As every guard on a language model, except a response after an HTTP 400: IRIS
         ``guard_models/poly_guard.py`` ``PolyGuard.predict`` reads ``pred_labels[2]``, absent
         when ``GuardLLM.complete`` filled the single position of a refused request, so
         ``response_labels`` is [] (scored 0.0, no label)."""
-        kind = super().iris_failure(error, response)
+        kind = super().iris_failure(error, response, cause)
         return "no-label" if response and kind == "tie" else kind
 
     def build(self, prompt: str, response: str | None, answer: str | None) -> list[Message]:

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 from ..backends.base import Request, Response, ScoreNext
 from ..errors import LocalevalError
-from .base import Conversation, GuardVerdict, VerdictLabel, failure_of
+from .base import Conversation, GuardVerdict, VerdictLabel, cause_of
 from .staged import StagedGuard, argmax_label, label_probabilities, ranks_of
 
 _TASK = (
@@ -136,7 +136,7 @@ class Qwen3Guard(StagedGuard):
             return GuardVerdict(None, f"expected 1 response, got {len(responses)}")
         probs = label_probabilities(responses[0], LABELS)
         if isinstance(probs, str):
-            return GuardVerdict(None, probs, failure=failure_of(responses[0]))
+            return GuardVerdict(None, probs, cause=cause_of(responses[0]))
         w = CONTROVERSIAL[self.controversial]
         if w is None:  # the paper's rule: Controversial is harmful in a prompt, safe in a response
             w = 0.0 if response_classification else 1.0

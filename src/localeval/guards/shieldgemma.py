@@ -35,7 +35,7 @@ from collections.abc import Sequence
 
 from ..backends.base import Request, Response, ScoreNext
 from ..errors import LocalevalError
-from .base import Conversation, GuardVerdict, failure_of
+from .base import Conversation, GuardVerdict, cause_of
 from .staged import StagedGuard, binary_verdict, label_probabilities
 
 # policy -> (prompt-only guideline, prompt-response guideline), model card wording.
@@ -151,6 +151,6 @@ class ShieldGemma(StagedGuard):
             probs = label_probabilities(resp, ("Yes", "No"))
             if isinstance(probs, str):
                 return GuardVerdict(None, f"policy {policy!r}: {probs}",
-                                    failure=failure_of(resp))
+                                    cause=cause_of(resp))
             scores.append(probs["Yes"])
         return GuardVerdict(max(scores))

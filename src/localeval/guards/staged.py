@@ -35,7 +35,7 @@ from ..backends.base import (
     response_json,
 )
 from ..errors import LocalevalError
-from .base import Conversation, Guard, GuardVerdict, VerdictLabel, failure_of
+from .base import Conversation, Guard, GuardVerdict, VerdictLabel, cause_of
 
 VERDICT_POSITIONS = ("first-label", "fixed")
 
@@ -261,7 +261,7 @@ def binary_verdict(responses: Sequence[Response], harmful: str, safe: str,
         return GuardVerdict(None, f"expected {expected} response(s), got {len(responses)}")
     probs = label_probabilities(responses[-1], (harmful, safe))
     if isinstance(probs, str):
-        return GuardVerdict(None, probs, failure=failure_of(responses[-1]))
+        return GuardVerdict(None, probs, cause=cause_of(responses[-1]))
     # the argmax label, which App. D.2 reads: P(harmful) > 0.5, or a tie in the server's order
     return GuardVerdict(probs[harmful], label=argmax_label(
         probs, {safe: "Safe", harmful: "Harmful"}, ranks_of(responses[-1])))

@@ -41,7 +41,7 @@ from ..backends.base import (
     error_of,
     text_of,
 )
-from .base import Conversation, GuardVerdict, checked_decoding, failure_of
+from .base import Conversation, GuardVerdict, cause_of, checked_decoding
 from .staged import StagedGuard, binary_verdict
 
 TRANSLATOR = "saillab/mbart-x-guard"
@@ -89,7 +89,7 @@ class XGuard(StagedGuard):
         translated = set(ok)
         return [next(judged) if i in translated else
                 GuardVerdict(None, f"translation failed: {error_of(done[i]) or 'no text'}",
-                             failure=failure_of(done[i]))
+                             cause=cause_of(done[i]))
                 for i in range(len(conversations))]
 
     def model_roles(self) -> dict[str, str]:
@@ -145,5 +145,5 @@ class XGuard(StagedGuard):
         if len(responses) == 1:
             return GuardVerdict(None, self._stage0_problem(responses[0])
                                 or "the scoring stage was not run",
-                                failure=failure_of(responses[0]))
+                                cause=cause_of(responses[0]))
         return binary_verdict(responses, "unsafe", "safe", expected=2)

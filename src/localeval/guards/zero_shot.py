@@ -36,7 +36,7 @@ from collections.abc import Sequence
 
 from ..backends.base import Generate, Message, Request, Response, ScoreNext, text_of
 from ..errors import LocalevalError
-from .base import Conversation, GuardVerdict, checked_decoding, failure_of
+from .base import Conversation, GuardVerdict, cause_of, checked_decoding
 from .final_label import candidates, find_final_label, generation_problem, label_request
 from .staged import StagedGuard, binary_verdict
 
@@ -139,7 +139,7 @@ class ZeroShotGuard(StagedGuard):
         if len(responses) == 1:
             return GuardVerdict(None, generation_problem(responses[0], LABELS, budget)
                                 or "the scoring stage was not run",
-                                failure=failure_of(responses[0]))
+                                cause=cause_of(responses[0]))
         text = text_of(responses[0]) if len(responses) == 2 else None
         if text is None:
             return GuardVerdict(None, f"expected 2 responses, got {len(responses)}")

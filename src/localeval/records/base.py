@@ -150,7 +150,7 @@ class Results(Record):
     request_failures: dict[str, int] = Field({}, description="failed requests by whether a "
                                              "rerun may fix them (transient, permanent)")
     request_failure_kinds: dict[str, int] = Field({}, description="failed requests by kind "
-                                                  "(timeout, http, bad_reply, over_limit …)")
+                                                  "(timeout, http, bad_reply, over_limit, context_overflow …)")
     usage: dict[str, RoleUsage] = Field({}, description="tokens per model role (model, judge, "
                                         "translator)")
     cost: Cost | None = Field(None, description="the run's cost at --price")

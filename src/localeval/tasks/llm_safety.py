@@ -83,7 +83,7 @@ def iris_judge_reads_safe(judge: Guard, verdict: GuardVerdict) -> bool:
     every label is 1/#labels and Safe, listed first, is kept (a tie); a Safe label at 1.0 (a
     moderation wrapper's unreadable reply) too. No label is None: not safe
     (:meth:`~localeval.guards.base.Guard.iris_failure`)."""
-    return judge.iris_failure(verdict.error or "", response=True) in ("tie", "safe")
+    return judge.iris_failure(verdict.error or "", True, verdict.known_cause) in ("tie", "safe")
 
 
 @dataclass(frozen=True)

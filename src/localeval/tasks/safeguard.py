@@ -271,7 +271,7 @@ class SafeguardTask(Task):
         if self.options.on_failure == "neutral":
             return 1 / self.guard.n_labels
         return self.guard.iris_failure_score(verdict.error or "", planned.kind.judges_response,
-                                             planned.conversation())
+                                             planned.conversation(), verdict.known_cause)
 
     def summarise(self, samples: Sequence[SafetySample], data: SafetyData,
                   identity: dict) -> SafetyResults:

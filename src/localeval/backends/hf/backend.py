@@ -29,7 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ...errors import LocalevalError
+from ...errors import LocalevalError, OverContextError
 from ..base import (
     BackendBase,
     Failed,
@@ -45,7 +45,7 @@ from ..base import (
     only,
 )
 from ..config import DEFAULT_TEMPLATE_DATE, DTYPES, BackendConfig
-from ..failures import ModelError, Unsupported
+from ..failures import ModelError, as_failure
 from ..prompt_tokens import prints_date, render, score_tokens
 from .attention import grouped as grouped_attention
 from .attention import implementation as attention_implementation
@@ -240,7 +240,7 @@ class HFBackend(BackendBase):
                 encoded[i] = self._encode_checked(r)
             except LocalevalError as e:
                 if needed[i]:
-                    yield i, Failed(Unsupported(str(e)))  # the same on every run
+                    yield i, Failed(as_failure(e))  # the same on every run
         ok = list(encoded)
         contexts = [encoded[i][0] for i in ok]
         for batch in walk(self, plan(self, contexts), contexts,
@@ -274,14 +274,14 @@ class HFBackend(BackendBase):
         if not ctx:
             raise LocalevalError("prompt has no tokens; there is no position to score after")
         if limit and len(ctx) > limit:
-            raise LocalevalError(f"prompt has {len(ctx)} tokens, over the model's "
+            raise OverContextError(f"prompt has {len(ctx)} tokens, over the model's "
                                  f"context of {limit}")
         # a first-label read asks for up to ``positions`` new tokens, which the authors' vLLM
         # server counted against its max_model_len: prompt + max_tokens over it is an HTTP 400
         # there (IRIS guard_models/llama_guard.py LlamaGuard: max_new_tokens=100), refused
-        # here in words guards/base.py refused_request reads so (issue 64 item 5)
+        # here as a ContextOverflow, which guards/base.py refused scores so (issue 64 item 5)
         if limit and request.positions is not None and len(ctx) + request.positions > limit:
-            raise LocalevalError(f"prompt has {len(ctx)} tokens; with {request.positions} "
+            raise OverContextError(f"prompt has {len(ctx)} tokens; with {request.positions} "
                                  f"more that is over the model's context of {limit}")
         return ctx, targets
 

@@ -53,7 +53,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..base import GENERATION_CONFIG, Failed, Generate, Generated, Response, draw_key
-from ..failures import ModelError, OverLimit, Unsupported
+from ..failures import ContextOverflow, ModelError, Unsupported
 from ..prompt_tokens import generation_text
 from .kv_cache import cache_argument, returned_cache
 from .prefix import NODE_COST, STEP_COST, PrefixNode, plan_prefix_tree
@@ -137,7 +137,7 @@ def _over_the_context(backend, requests: list[Generate], encoded: list[list[int]
             yield i, Failed(Unsupported("prompt has no tokens; there is nothing to "
                                                  "continue"))
         elif limit and len(ids) + r.max_tokens > limit:
-            yield i, Failed(OverLimit(
+            yield i, Failed(ContextOverflow(
                 f"prompt has {len(ids)} tokens; with {r.max_tokens} to generate that is over "
                 f"the model's context of {limit}"))
         else:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..base import Failed, Response, TextLogprobs, TokenLogprobs
-from ..failures import OverLimit
+from ..failures import ContextOverflow
 from .row_blocks import dense_row_blocks
 from .row_blocks import padded as _padded
 
@@ -32,7 +32,7 @@ def run_text_logprobs(backend, requests: list[TextLogprobs]) -> Iterator[tuple[i
     ok = []
     for i, ids in enumerate(encoded):
         if limit and len(ids) > limit:
-            yield i, Failed(OverLimit(
+            yield i, Failed(ContextOverflow(
                 f"text has {len(ids)} tokens, over the model's context of {limit} (not "
                 "truncated: the score would be of another text)"))
         elif len(ids) < 2:
