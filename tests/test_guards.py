@@ -56,7 +56,7 @@ def test_registry_lists_every_family():
 
 
 def test_unknown_guard_names_the_available_ones():
-    available = ", ".join(sorted(GUARDS))
+    available = ", ".join(sorted([*GUARDS, *FINE_TUNES]))
     with pytest.raises(LocalevalError, match=re.escape(f"unknown guard 'llamaguard9'; available: "
                                                        f"{available}")):
         get_guard("llamaguard9")
