@@ -12,7 +12,7 @@ list, the list a vLLM server returns for the verdict position:
   SEA-LION Guard's ``sensitive=prompts``);
 - Parallax-AI ``c853033`` ``parallax_ai/modules/safeguard_modules/base_module.py:19-25``: every
   Sensitive adds 0.5·p (``half``), each label found among all 20 (``label_scores=top-20``;
-  ``top_logprobs: 20`` at l.72-75, ``logprobs: 20`` in ``sealionguard_module.py:63-66``).
+  ``top_logprobs: 20`` at l.71-75, ``logprobs: 20`` in ``sealionguard_module.py:63-66``).
 """
 
 from __future__ import annotations

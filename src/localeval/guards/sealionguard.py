@@ -36,7 +36,7 @@ of the paper's Table 2, whose text does not say which rule produced it):
   last commit before ``2a09874``).
 
 That code also reads the first generated token's top 20 log-probs (``sealionguard_module.py:63-66``
-``logprobs: 20``; ``base_module.py:72-75`` ``top_logprobs: 20`` for ``GemmaSealionGuardModule``),
+``logprobs: 20``; ``base_module.py:71-75`` ``top_logprobs: 20`` for ``GemmaSealionGuardModule``),
 where IRIS reads the top 2: ``--guard-option label_scores=top-20``.
 """
 
