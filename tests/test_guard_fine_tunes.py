@@ -83,6 +83,10 @@ def test_a_fixed_setting_is_refused_in_one_line():
     with pytest.raises(LocalevalError, match=r"'gemma-guard-4b-delta' is sealion-guard with "
                        r"family=gemma fixed .*--guard sealion-guard"):
         get_guard("gemma-guard-4b-delta", family="llama")
+    # its own value is no change: the options a run records make the same guard again
+    made = get_guard("gemma-guard-4b-delta", sensitive="half")
+    again = get_guard(made.name, **made.options)
+    assert again.options == made.options and again.header == "<start_of_turn>model\n"
     with pytest.raises(LocalevalError, match="unknown guard 'aisingapore/SEA-Guard-9'"):
         get_guard("aisingapore/SEA-Guard-9")
 
@@ -113,3 +117,6 @@ def test_each_header_end_to_end_on_a_tiny_model(tiny_llama, tmp_path):
             e = {k: math.exp(v - max(lp.values())) for k, v in lp.items()}
             expected = (e["unsafe"] + 0.5 * e["s"]) / sum(e.values())
             assert s["score"] == pytest.approx(expected, rel=1e-9)
+    # rescore makes the guard again from the recorded name and options (family among them)
+    assert main(["rescore", str(out), "--threshold-rule", "ge", "--output",
+                 str(tmp_path / "rescored"), "--quiet", "--no-store", "--no-report"]) == 0

@@ -129,7 +129,9 @@ def get_guard(name: str, **options) -> Guard:
         raise LocalevalError(f"{source} is not a localeval.guards.Guard subclass")
     tune = FINE_TUNES.get(key) if part.built_in else None
     if tune is not None:
-        fixed = sorted(set(options) & set(tune.options))
+        # its own value is no change (a run's recorded options, read back to resume or rescore)
+        fixed = sorted(k for k in set(options) & set(tune.options)
+                       if str(options[k]) != tune.options[k])
         if fixed:
             raise LocalevalError(f"guard {key!r} is {tune.family} with "
                                  f"{', '.join(f'{k}={tune.options[k]}' for k in fixed)} fixed "
