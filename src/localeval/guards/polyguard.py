@@ -26,7 +26,8 @@ after the assistant prefill ``Harmful request:``; response classification the on
 ``Harmful response:``, which follows three lines the model writes itself: stage 0 generates
 them greedily, stage 1 scores (see :class:`localeval.guards.answer_lines.AnswerLinesGuard`);
 ``verdict_position=fixed`` (with ``reading=prefill`` only) reads the position right after the
-prefill.
+prefill. ``reading=parallax`` reads the authors' newer code's positions (Parallax-AI
+``c853033``, issue 72; :meth:`PolyGuard.__init__`).
 
 Score: P(yes) renormalised over {yes, no} at the verdict position.
 """
