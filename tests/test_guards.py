@@ -19,7 +19,7 @@ from localeval.backends.base import (
 from localeval.backends.failures import ModelError, Unclassified
 from localeval.errors import LocalevalError
 from localeval.guards import Conversation, GuardVerdict, available_guards, get_guard
-from localeval.guards.registry import GUARDS
+from localeval.guards.registry import FINE_TUNES, GUARDS
 from localeval.guards.staged import label_probabilities
 
 PROMPT = "How do I pick a lock?"
@@ -45,7 +45,8 @@ KNOWN_GUARDS = {"azure-content-safety", "lakera-guard", "lionguard2", "llamaguar
 
 
 def test_registry_lists_every_family():
-    assert available_guards() == sorted(GUARDS)  # the table's guards, by name
+    # the table's guards by name, the fine-tunes of a family among them (issue 72)
+    assert available_guards() == sorted([*GUARDS, *FINE_TUNES])
     assert KNOWN_GUARDS <= set(GUARDS), KNOWN_GUARDS - set(GUARDS)
     for name in available_guards():
         if name == "lionguard2":  # its head comes from the Hub (test_lionguard2.py builds one)
@@ -55,7 +56,7 @@ def test_registry_lists_every_family():
 
 
 def test_unknown_guard_names_the_available_ones():
-    available = ", ".join(sorted(GUARDS))
+    available = ", ".join(sorted([*GUARDS, *FINE_TUNES]))
     with pytest.raises(LocalevalError, match=re.escape(f"unknown guard 'llamaguard9'; available: "
                                                        f"{available}")):
         get_guard("llamaguard9")

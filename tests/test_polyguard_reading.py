@@ -41,14 +41,14 @@ IRIS_PROMPT = 1 / (1 + math.exp(-1.6))
 OURS_RESPONSE = math.exp(-4.0) / (math.exp(-0.01) + math.exp(-4.0))
 
 
-def _on_server(conversation, tmp_path, **options):
+def _on_server(conversation, tmp_path, answer=None, **options):
     from localeval.backends.openai_compat import OpenAIBackend
 
     tokenizer = tmp_path / "tok"
     if not tokenizer.exists():
         tokenizer.mkdir()
         save_tokenizer(tokenizer)
-    with ScriptedServer(lambda path, body: _chat_reply(ANSWER, body)) as server:
+    with ScriptedServer(lambda path, body: _chat_reply(answer or ANSWER, body)) as server:
         backend = OpenAIBackend("m", base_url=server.url, max_retries=0,
                                 tokenizer=str(tokenizer), top_logprobs=20)
         (verdict,) = get_guard("polyguard", **options).classify([conversation],
@@ -152,3 +152,69 @@ def test_hf_decodes_to_the_nth_labelled_position(tmp_path):
     (past,) = backend.run([ScoreNext(prompt, candidates, top=2, positions=40,
                                      labelled=len(labelled))])
     assert past.position is None and past.ranks == dict.fromkeys(candidates)
+    # Parallax-AI's readings (reading=parallax): the last labelled position, and one index
+    (last,) = backend.run([ScoreNext(prompt, candidates, top=2, positions=40, labelled=-1)])
+    assert last.position == labelled[-1]
+    row = out.scores[labelled[-1]][0].log_softmax(-1)
+    assert last.logprobs[candidates[0]] == pytest.approx(float(row[labels[0]]), abs=1e-5)
+    (fifth,) = backend.run([ScoreNext(prompt, candidates, top=2, positions=40, at=4)])
+    row = out.scores[4][0].log_softmax(-1)
+    assert fifth.position == 4
+    assert fifth.logprobs[candidates[1]] == pytest.approx(float(row[labels[1]]), abs=1e-5)
+
+
+# ANSWER as a server answers top_logprobs=20: each position's list filled up to 20 entries
+ANSWER20 = [top + [(f"f{i}", -7.0 - i / 10) for i in range(20 - len(top))] for top in ANSWER]
+
+
+def test_parallax_reads_the_sixth_token_and_the_last_labelled_position(tmp_path):
+    """Parallax-AI c853033 ``polyguard_module.py:9-31``: the same bare chat, 100 new tokens
+    with their top 20 (``base_module.py:71-75``); a prompt's verdict at ``logprobs[5]``
+    (l.12), a response's at the last position whose top 20 holds a label (l.14-16). On ANSWER
+    by hand: the prompt at position 5 [yes -0.1, no -2.4]: 1 / (1 + e^-2.3) = 0.908877; the
+    response at position 7 [no -0.01, yes -4.0]: e^-4 / (e^-0.01 + e^-4) = 0.018164."""
+    prompt, posts = _on_server(Conversation("p"), tmp_path, ANSWER20, reading="parallax")
+    assert prompt.score == pytest.approx(0.908877, abs=1e-6)
+    (_, body), = posts
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert body["max_tokens"] == 100 and body["top_logprobs"] == 20
+    response, _ = _on_server(Conversation("p", "r"), tmp_path, ANSWER20, reading="parallax")
+    assert response.score == pytest.approx(0.018164, abs=1e-6)
+    assert response.score == pytest.approx(OURS_RESPONSE, abs=1e-12)
+    # 8348665 took the top 2 of each position: the same here (two listed), asked for 2
+    _, posts = _on_server(Conversation("p"), tmp_path, ANSWER20, reading="parallax",
+                          label_scores="top-2")
+    assert posts[0][1]["top_logprobs"] == 2
+
+
+def test_parallax_positions_in_each_reader():
+    from localeval.backends.ranked_reading import first_ranked
+    from localeval.backends.replies import Top
+    from localeval.backends.vllm_engine import VllmBackend
+
+    each = [[Top(t, v) for t, v in top] for top in ANSWER20]
+    at = ScoreNext("p", (" yes", " no"), top=20, positions=100, at=5)
+    last = ScoreNext("p", (" yes", " no"), top=20, positions=100, labelled=-1)
+    assert first_ranked(at, each, {}, 20).position == 5
+    assert first_ranked(last, each, {}, 20).position == 7
+    short = first_ranked(at, each[:5], {}, 20)  # fewer than six positions: none read
+    assert short.position is None and short.ranks == {" yes": None, " no": None}
+    assert first_ranked(last, each[:1], {}, 20).position is None
+    assert request_key({}, at) != request_key({}, ScoreNext("p", (" yes", " no"), top=20,
+                                                            positions=100))
+    steps = [{7: -0.01, 8: -5.0}, {1: -0.2, 2: -1.8}, {9: -0.01, 10: -6.0},
+             {11: -0.3, 2: -1.4}, {12: -0.01, 13: -6.0}, {1: -0.1, 2: -2.4}, {14: -0.1}]
+    output = SimpleNamespace(outputs=[SimpleNamespace(
+        token_ids=[7, 1, 9, 11, 12, 1, 14], text="",
+        logprobs=[{t: SimpleNamespace(logprob=v) for t, v in s.items()} for s in steps])])
+    engine = SimpleNamespace(stats={"requests": 0, "prompt_tokens": 0, "generated_tokens": 0})
+    got = VllmBackend._read(engine, at, [5, 6], [1, 2], output)
+    assert got.position == 5 and got.logprobs == {" yes": -0.1, " no": -2.4}
+    got = VllmBackend._read(engine, last, [5, 6], [1, 2], output)
+    assert got.position == 5 and got.logprobs == {" yes": -0.1, " no": -2.4}
+    with pytest.raises(ValueError, match="ScoreNext.at"):
+        ScoreNext("p", ("a", "b"), top=2, positions=5, at=5)
+    guard = get_guard("polyguard", reading="parallax")
+    assert guard.label_top == 20
+    with pytest.raises(LocalevalError, match="reading=prefill"):
+        get_guard("polyguard", reading="parallax", label_scores="full")

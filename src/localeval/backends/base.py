@@ -79,8 +79,13 @@ class ScoreNext:
     # with ``positions``: how many labelled positions to pass before the one read (0: the
     # first). IRIS ``guard_models/poly_guard.py:127`` ``PolyGuard.predict`` reads a response's
     # verdict at ``pred_labels[2]``, the third position of the whole answer whose top k holds
-    # a label (issue 64 item 2). 0: out of the cache key.
+    # a label (issue 64 item 2). 0: out of the cache key. -1: the last of them (Parallax-AI
+    # c853033 ``polyguard_module.py:14-16`` reads a response's verdict there, issue 72).
     labelled: int = 0
+    # with ``positions``: read the generated position of this index itself, whatever its top
+    # holds (Parallax-AI c853033 ``polyguard_module.py:12``: a prompt's verdict at
+    # ``logprobs[5]``); fewer positions generated: none read. None: out of the cache key.
+    at: int | None = None
     kind: str = field(default="score_next", init=False)
 
     def __post_init__(self) -> None:
@@ -97,11 +102,16 @@ class ScoreNext:
         if self.whole_vocabulary and self.positions is None:
             raise ValueError("ScoreNext.whole_vocabulary is for a read at the first labelled "
                              "of several positions: set positions too")
-        if self.labelled and (not isinstance(self.labelled, int) or self.labelled < 0
+        if self.labelled and (not isinstance(self.labelled, int) or self.labelled < -1
                               or self.positions is None or self.whole_vocabulary):
-            raise ValueError(f"ScoreNext.labelled must be a non-negative integer with "
-                             f"positions set and without whole_vocabulary, not "
+            raise ValueError(f"ScoreNext.labelled must be a non-negative integer (or -1, the "
+                             f"last) with positions set and without whole_vocabulary, not "
                              f"{self.labelled!r}")
+        if self.at is not None and (not isinstance(self.at, int) or self.at < 0
+                                    or self.positions is None or self.at >= self.positions
+                                    or self.whole_vocabulary or self.labelled):
+            raise ValueError(f"ScoreNext.at must be a position index below positions, without "
+                             f"labelled or whole_vocabulary, not {self.at!r}")
 
 
 GENERATION_CONFIG = "generation_config"
@@ -314,7 +324,7 @@ def request_fields(request: Request) -> dict[str, Any]:
     fields.pop("echo", None)  # how a ScoreNext may be read, not what it asks
     # unset: the key before those fields existed
     for late in ("sample", "add_special_tokens", "decoding", "top", "max_length", "positions",
-                 "seed"):
+                 "seed", "at"):
         if late in fields and fields[late] is None:
             del fields[late]
     if fields.get("whole_vocabulary") is False:

@@ -57,23 +57,34 @@ def first_ranked(request: ScoreNext, each: list[list[Top]], names: dict[str, str
                  asked: int) -> NextLogprobs | Failed:
     """The first generated position whose top ``request.top`` holds a candidate, read as
     :func:`ranked` reads one (IRIS ``guard_models/base.py`` ``GuardLLM.complete``); none of
-    them: the first position's, every rank None and ``position`` None."""
+    them: the first position's, every rank None and ``position`` None. ``request.labelled``
+    passes that many labelled positions first (-1: the last of them); ``request.at`` reads the
+    position of that index, labelled or not."""
     first: NextLogprobs | Failed | None = None
+    last: NextLogprobs | None = None  # the last labelled one (``labelled`` -1)
     passed = 0  # labelled positions passed (``request.labelled``: IRIS PolyGuard's pred_labels[2])
     for p, top in enumerate(each):
+        if request.at is not None and p != request.at:
+            continue  # one position read (Parallax-AI PolyGuard's logprobs[5])
         try:
             found = {c: logprob_of(top, names.get(c, c)) for c in request.candidates}
         except Ambiguous as e:
             return Failed(Unsupported(f"generated position {p}: {e}"))
         read = ranked(request, found, top, asked, names)
-        if isinstance(read, Failed):
-            return read
+        if isinstance(read, Failed) or request.at is not None:
+            return read if isinstance(read, Failed) else replace(read, position=p)
         if any(r is not None for r in (read.ranks or {}).values()):
-            if passed == request.labelled:
+            if request.labelled == -1:
+                last = replace(read, position=p)
+            elif passed == request.labelled:
                 return replace(read, position=p)
             passed += 1
             read = replace(read, ranks=dict.fromkeys(read.ranks or {}))
         first = first or read
+    if last is not None:
+        return last
+    if request.at is not None:  # fewer positions generated: none read, every rank None
+        return NextLogprobs(logprobs={}, ranks=dict.fromkeys(request.candidates))
     return first or Failed(OverLimit("the server generated no position to read"))
 
 

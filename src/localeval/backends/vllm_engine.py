@@ -302,10 +302,12 @@ class VllmBackend(BackendBase):
         if request.positions is not None:  # the first generated position holding a label
             reads = [_top_k_response(request, targets, step, len(ids))
                      for step in completion.logprobs]
+            if request.at is not None and request.at < len(reads):  # Parallax-AI's [5]
+                return replace(reads[request.at], position=request.at)
             labelled = [replace(r, position=p) for p, r in enumerate(reads)
                         if any(v is not None for v in (r.ranks or {}).values())]
-            if len(labelled) > request.labelled:  # the first, or IRIS PolyGuard's third
-                return labelled[request.labelled]
+            if request.at is None and labelled and len(labelled) > request.labelled:
+                return labelled[request.labelled]  # the first, IRIS PolyGuard's third, the last
             return replace(reads[0], ranks=dict.fromkeys(reads[0].ranks or {}))
         if request.top is not None:
             return _top_k_response(request, targets, first, len(ids))

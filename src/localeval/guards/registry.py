@@ -4,6 +4,7 @@ Other packages add guards through the ``localeval.guards`` entry point (:mod:`..
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass, field
 
 from ..declared import parse_if_text
 from ..errors import LocalevalError
@@ -32,9 +33,46 @@ GUARDS: dict[str, str] = {
 }
 
 
+@dataclass(frozen=True)
+class FineTune:
+    """A checkpoint the authors' code runs as a family we have: ``--guard <name>`` (or its Hub
+    id) is the family's class with ``options`` fixed (what the code reads it with); the rest of
+    the family's options stay the user's, defaults included."""
+
+    family: str  # its GUARDS name
+    checkpoint: str  # the Hub id the authors' code names
+    options: dict[str, str] = field(default_factory=dict)
+
+
+_PARALLAX = "panuthept/Parallax-AI parallax_ai/modules/safeguard_modules/{}@c853033"
+# Parallax-AI c853033 parallax_ai/modules/safeguard_modules/auto_module.py:25-33
+# AutoSafeguardModule.mapping: these ids to SealionGuardModule (Llama header, l.47 of
+# sealionguard_module.py) or GemmaSealionGuardModule (chat messages, the Gemma model turn):
+# the template, labels (safe / s / unsafe) and position (the first new token) of our
+# sealion-guard, family llama or gemma. The newer rules that code reads them with (Sensitive at
+# 0.5, top 20) are options: sensitive=half, label_scores=top-20 (guards/sealionguard.py).
+FINE_TUNES: dict[str, FineTune] = {
+    "sea-guard-v2": FineTune("sealion-guard", "aisingapore/SEA-Guard-V2", {"family": "llama"}),
+    **{f"llama-guard-delta-{size.lower()}": FineTune(
+        "sealion-guard", f"aisingapore/Llama-Guard-Delta-{size}", {"family": "llama"})
+       for size in ("100k", "200k", "300k-rerun", "400k", "500k", "500k-no-Generic")},
+    "gemma-guard-4b-delta": FineTune("sealion-guard", "aisingapore/Gemma-Guard-4B-Delta",
+                                     {"family": "gemma"}),
+    "gemma-guard-sealion-27b-delta": FineTune(
+        "sealion-guard", "aisingapore/Gemma-Guard-SEALION-27B-Delta", {"family": "gemma"}),
+}
+
+# name -> "owner/repo path@commit" of the upstream code each guard is read as (issue 72's
+# guards; the built-in families' entries come with the guards listing)
+UPSTREAM: dict[str, str] = {
+    name: _PARALLAX.format("sealionguard_module.py") for name in FINE_TUNES}
+
+
 def guard_table() -> dict[str, Part]:
-    """Every guard by name: the built-in ones, then other packages' (not imported)."""
-    return table("localeval.guards", GUARDS)
+    """Every guard by name: the built-in ones (the fine-tunes among them by their family's
+    class), then other packages' (not imported)."""
+    tunes = {name: GUARDS[tune.family] for name, tune in FINE_TUNES.items()}
+    return table("localeval.guards", {**GUARDS, **tunes})
 
 
 def available_guards() -> list[str]:
@@ -58,6 +96,9 @@ def guards_help() -> str:
     named = []
     for part in guard_table().values():
         note = NOTES.get(part.name) if part.built_in else f"from {part.origin}"
+        if part.built_in and part.name in FINE_TUNES:
+            tune = FINE_TUNES[part.name]
+            note = " ".join([tune.family, *(f"{k}={v}" for k, v in tune.options.items())])
         named.append(f"{part.name} ({note})" if note else part.name)
     return ", ".join(named)
 
@@ -75,6 +116,8 @@ def get_guard(name: str, **options) -> Guard:
         guard.options = {"path": path}
         return guard
     key = name.strip().lower().replace("_", "-")
+    by_checkpoint = {tune.checkpoint.lower(): n for n, tune in FINE_TUNES.items()}
+    key = by_checkpoint.get(name.strip().lower(), key)  # a fine-tune named by its Hub id
     guards = guard_table()
     if key not in guards:
         raise LocalevalError(f"unknown guard {name!r}; available: {', '.join(sorted(guards))}, "
@@ -84,6 +127,16 @@ def get_guard(name: str, **options) -> Guard:
     source = f"guard {key!r} ({part.target}, from {part.origin})"
     if not (isinstance(cls, type) and issubclass(cls, Guard)):
         raise LocalevalError(f"{source} is not a localeval.guards.Guard subclass")
+    tune = FINE_TUNES.get(key) if part.built_in else None
+    if tune is not None:
+        # its own value is no change (a run's recorded options, read back to resume or rescore)
+        fixed = sorted(k for k in set(options) & set(tune.options)
+                       if str(options[k]) != tune.options[k])
+        if fixed:
+            raise LocalevalError(f"guard {key!r} is {tune.family} with "
+                                 f"{', '.join(f'{k}={tune.options[k]}' for k in fixed)} fixed "
+                                 f"({tune.checkpoint}); use --guard {tune.family} to set it")
+        options = {**tune.options, **options}
     options = _declared_options(cls, key, dict(options))
     label_scores = options.pop("label_scores", None)  # every guard on a language model's
     position = options.pop("verdict_position", None)  # theirs too (issue 49 item 1)
@@ -98,6 +151,10 @@ def get_guard(name: str, **options) -> Guard:
                              f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}"
                              ) from None
     made.source, made.plugin = source, not part.built_in
+    if tune is not None:
+        made.name = key  # what its messages and records call it: the checkpoint's id
+        made.template_source = (f"{tune.checkpoint} as {UPSTREAM[key]} reads it, the same as "
+                                f"{made.template_source}")
     if label_scores is not None and isinstance(made, StagedGuard):  # checked just above
         made.set_label_scores(label_scores)
     if position is not None and isinstance(made, StagedGuard):

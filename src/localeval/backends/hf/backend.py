@@ -304,10 +304,13 @@ class HFBackend(BackendBase):
         cache, stopping at the first labelled position or an end-of-sequence token: the same
         verdict as generating all ``positions`` tokens, usually without decoding any."""
         passed = 0  # labelled positions passed (``request.labelled``)
-        if any(r is not None for r in (first.ranks or {}).values()):
+        last: NextLogprobs | None = None  # the last labelled one (``labelled`` -1)
+        if request.at == 0:
+            return replace(first, position=0)
+        if request.at is None and any(r is not None for r in (first.ranks or {}).values()):
             if request.labelled == 0:
                 return replace(first, position=0)
-            passed = 1
+            last, passed = replace(first, position=0), 1
         from .generate import eos_ids
 
         torch, eos = self.torch, eos_ids(self)
@@ -323,12 +326,20 @@ class HFBackend(BackendBase):
                 cache = returned_cache(out)
                 row = out.logits[0, -1].float().log_softmax(-1).cpu()
                 ranks = self._ranks(request, targets, row)
-                if any(r is not None for r in ranks.values()):
-                    if passed == request.labelled:
-                        return replace(first, position=p, ranks=ranks, logprobs={
-                            c: float(row[t]) for c, t in zip(request.candidates, targets)})
+                read = replace(first, position=p, ranks=ranks, logprobs={
+                    c: float(row[t]) for c, t in zip(request.candidates, targets)})
+                if request.at is not None:
+                    if p == request.at:
+                        return read
+                elif any(r is not None for r in ranks.values()):
+                    if request.labelled == -1:
+                        last = read
+                    elif passed == request.labelled:
+                        return read
                     passed += 1
                 token = int(row.argmax())
+        if last is not None:
+            return last
         # no such labelled position: every rank None, ``position`` None
         return replace(first, ranks=dict.fromkeys(first.ranks or {}))
 
