@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .backends.base import Backend, BackendBase, with_defaults
+from .backends.cluster import Cluster, ClusterBackend
 from .backends.config import BackendConfig, is_template_date
 from .backends.registry import load_backend, parse_backend_spec
 from .backends.roles import Model, closed_with, preflight_models, resolve_models
@@ -29,6 +30,7 @@ from .records import task_results, task_sample
 from .store.batches import BatchLedger
 from .store.cache import check_cache_file
 from .store.embed_cache import SharedEmbeddings, say_hits
+from .store import executor
 from .store.executor import CachedExecutor, commit_interval, open_cache
 from .store.provenance import run_provenance
 from .store.runs import (
@@ -49,6 +51,7 @@ from .store.runs import (
 )
 from .store.usage import Budget
 from .tasks.base import Task
+from .tasks.run_spec import CLUSTER
 from .tasks.shards import SHARD, Shard
 
 
@@ -69,7 +72,8 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
              role_options: Mapping[str, BackendConfig | Mapping[str, Any]] | None = None,
              quiet: bool = False, command: list[str] | None = None,
              overwrite: bool = False, finish_with: FolderStep | None = None,
-             budget: Budget | None = None, shard: Shard | None = None) -> RunRecord:
+             budget: Budget | None = None, shard: Shard | None = None,
+             cluster: Cluster | None = None) -> RunRecord:
     """Run ``task`` on ``model`` (a backend spec such as ``hf:/path`` or a backend object) and,
     with ``output``, keep the run folder; ``cache`` is the SQLite file of finished requests.
     ``model`` None: the task's own (an embedding guard's embedder). ``backend_options`` apply to
@@ -80,13 +84,18 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
     ``finish_with``: a file the folder gets before the run is marked finished (the report).
     ``budget``: prices per million tokens (the cost in results.json) and the limits that stop
     the run, resumably (:mod:`.store.usage`). ``shard``: only that share of the items
-    (:mod:`.tasks.shards`), recorded in config.json; ``localeval merge`` joins the shards."""
+    (:mod:`.tasks.shards`), recorded in config.json; ``localeval merge`` joins the shards.
+    ``cluster``: the requests run on a Ray cluster's workers (:mod:`.backends.cluster`), this
+    process alone writing the cache and the folder; recorded in config.json, the same run."""
     check_environment()
     target = choose_model(task, model)
+    if cluster is not None and not isinstance(target, str):
+        raise LocalevalError("--cluster loads the model on every worker from its spec "
+                             "(hf:PATH, vllm:PATH, openai:NAME), not from a Python object")
     models = resolve_models(target, BackendConfig.of(backend_options), task.model_roles(),
                             role_options)
     place = RunPlace(Path(output) if output else None, cache, overwrite, command, quiet,
-                     finish_with, budget, shard)
+                     finish_with, budget, shard, cluster)
     if place.folder:
         check_output_folder(place.folder)
     with run_folder_lock(place.folder), ExitStack() as built:
@@ -111,11 +120,14 @@ class RunPlace:
     finish_with: FolderStep | None = None  # written before the run is marked finished
     budget: Budget | None = None  # prices and the invocation's limits (store/usage.py)
     shard: Shard | None = None  # --shard: the share of the items this run answers
+    cluster: Cluster | None = None  # --cluster, --workers: where the requests run
 
-    def shard_fact(self) -> dict[str, str]:
+    def shard_fact(self) -> dict[str, Any]:
         """config.json's ``shard`` ("I/N"), in a shard's folder only: a whole run's config is
-        as it was, so a merged folder is a whole run's."""
-        return {SHARD: str(self.shard)} if self.shard else {}
+        as it was, so a merged folder is a whole run's; and ``cluster``, in a cluster run's
+        (speed-role facts both: the run's name and protocol are a local run's)."""
+        return {**({SHARD: str(self.shard)} if self.shard else {}),
+                **({CLUSTER: self.cluster.fact()} if self.cluster else {})}
 
 
 def _run(task: Task, models: list[Model], place: RunPlace, built: ExitStack) -> RunRecord:
@@ -124,6 +136,8 @@ def _run(task: Task, models: list[Model], place: RunPlace, built: ExitStack) -> 
     if place.cache:
         check_cache_file(place.cache)  # before the model loads
     backend = closed_with(built, models[0], _load(models[0]))
+    if place.cluster is not None:  # planned here, run on the cluster's workers
+        backend = closed_with(built, models[0], _on_cluster(backend, models[0], place))
     _keep_batches(backend, place)
     roles = RoleModels(models[1:], built)
     planned = task.plan(data, backend)
@@ -201,6 +215,15 @@ def _new_record(config: dict, models: list[Model], backend: Backend, place: RunP
     record = RunInProgress(config, folder=place.folder, started_at=now())
     write_config(record)  # a run kept in memory (no folder) writes none
     return record
+
+
+def _on_cluster(local: Backend, model: Model, place: RunPlace) -> Backend:
+    """The run's backend spread over ``place.cluster``'s workers, each loading ``model``; pieces
+    of the run's chunk (:data:`.store.executor.CHUNK`), so the hf prefix tree computes what it
+    computes here."""
+    assert place.cluster is not None and isinstance(model.spec, str)
+    return ClusterBackend(local, model.spec, model.config, place.cluster, executor.CHUNK,
+                          place.quiet)
 
 
 def _keep_batches(backend: Backend, place: RunPlace) -> None:
