@@ -18,18 +18,19 @@ import pytest
 
 ray = pytest.importorskip("ray")  # the optional extra: localeval[ray], in the test extra
 
-from ray.cluster_utils import Cluster  # noqa: E402
+from ray.cluster_utils import Cluster as RayCluster  # noqa: E402
 
 import localeval.store.executor  # noqa: E402
 from localeval import evaluate  # noqa: E402
-from localeval.backends.cluster import ClusterBackend  # noqa: E402
+from localeval.backends.base import Backend  # noqa: E402
+from localeval.backends.cluster import Cluster, ClusterBackend  # noqa: E402
 from localeval.cli import main  # noqa: E402
 from localeval.demo.safety import SAMPLE_SAFETY  # noqa: E402
+from localeval.errors import LocalevalError  # noqa: E402
 from localeval.tasks.run_spec import RunSpec  # noqa: E402
 
-pytestmark = pytest.mark.slow
-
 STORE_MB = 80
+ADDRESS = "127.0.0.1:1"  # no cluster there: these checks come before any connection
 MCQ = {"task": "cmmlu", "subjects": ["agronomy", "anatomy"], "limit": 20, "shots": 1,
        "method": "likelihood"}
 
@@ -37,7 +38,7 @@ MCQ = {"task": "cmmlu", "subjects": ["agronomy", "anatomy"], "limit": 20, "shots
 @pytest.fixture(scope="module")
 def cluster():
     """The two-node cluster: (the Cluster, its worker node)."""
-    made = Cluster(initialize_head=True, connect=False, head_node_args={
+    made = RayCluster(initialize_head=True, connect=False, head_node_args={
         "num_cpus": 1, "object_store_memory": STORE_MB * 2**20, "include_dashboard": False})
     worker = made.add_node(num_cpus=1, object_store_memory=STORE_MB * 2**20)
     made.wait_for_nodes()
@@ -104,6 +105,7 @@ def _config(folder: Path) -> dict:
     return json.loads((folder / "config.json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_a_cluster_run_is_the_local_run_with_both_nodes_running_requests(
         cluster, local_mcq, tiny_llama, shared, tmp_path):
     made, _ = cluster
@@ -120,8 +122,14 @@ def test_a_cluster_run_is_the_local_run_with_both_nodes_running_requests(
     assert spec.name == local.name and spec.protocol_facts() == local.protocol_facts()
     assert _config(out)["cluster"] == {"address": made.address, "workers": None}
     assert dict(spec.cluster) == {"address": made.address, "workers": None}
+    # the same run: rerun here without --cluster, every answer comes from its cache
+    again = evaluate(model=f"hf:{tiny_llama}", data=shared / "data" / "cmmlu", output=out,
+                     cache=out / "cache.sqlite", quiet=True, store=False, **MCQ)
+    assert again.results.timing["requests_run"] == 0
+    assert "requests_per_node" not in again.results.timing
 
 
+@pytest.mark.slow
 def test_a_guard_on_the_cluster_is_the_guard_here(cluster, tiny_llama, tmp_path):
     made, _ = cluster
     given = {"task": "sea-safeguard", "data": Path(str(SAMPLE_SAFETY)), "n_resamples": 0, "limit": 2,
@@ -134,6 +142,7 @@ def test_a_guard_on_the_cluster_is_the_guard_here(cluster, tiny_llama, tmp_path)
     assert len(_timing(tmp_path / "cluster")["requests_per_node"]) == 2
 
 
+@pytest.mark.slow
 def test_losing_the_worker_node_mid_run_loses_nothing(cluster, local_mcq, tiny_llama, shared,
                                                       tmp_path, monkeypatch):
     made, worker = cluster
@@ -162,3 +171,23 @@ def test_losing_the_worker_node_mid_run_loses_nothing(cluster, local_mcq, tiny_l
     per_node = timing["requests_per_node"]
     assert len(per_node) == 2 and all(n > 0 for n in per_node.values())
     assert per_node[removed[0]] < timing["requests_run"]  # the head node ran the rest
+
+
+def test_cluster_flags_are_checked_before_anything_runs(shared):
+    with pytest.raises(LocalevalError, match="--workers must be a positive integer, not 0"):
+        Cluster(ADDRESS, 0)
+    with pytest.raises(LocalevalError, match="--cluster takes a Ray address"):
+        Cluster(" ")
+    with pytest.raises(LocalevalError, match="--workers is for a --cluster run"):
+        evaluate(model="hf:/no/model/here", data=shared / "data" / "cmmlu", workers=2,
+                 store=False, quiet=True, **MCQ)
+    with pytest.raises(LocalevalError, match="not from a Python object"):
+        evaluate(model=Says(), cluster=ADDRESS, data=shared / "data" / "cmmlu", store=False,
+                 quiet=True, **MCQ)
+
+
+class Says(Backend):
+    identity = {"backend": "says", "model": "says"}
+
+    def run(self, requests, progress=None):
+        raise AssertionError("never run")

@@ -27,10 +27,10 @@ from .backends.roles import Model, closed_with, preflight_models, resolve_models
 from .data.rows import field_limit, files_read, fingerprint
 from .errors import LocalevalError
 from .records import task_results, task_sample
+from .store import executor
 from .store.batches import BatchLedger
 from .store.cache import check_cache_file
 from .store.embed_cache import SharedEmbeddings, say_hits
-from .store import executor
 from .store.executor import CachedExecutor, commit_interval, open_cache
 from .store.provenance import run_provenance
 from .store.runs import (
