@@ -265,12 +265,13 @@ class ClusterBackend(Backend):
         todo = deque(pieces)
         running: Waiting = dict(self.starting)
         while todo or any(p is not None for _, p in running.values()):
-            for h in self.handles:
-                while h.ready and todo and h.running < IN_FLIGHT:
-                    sent = todo.popleft()
-                    asked = [requests[i] for i in sent.part]
-                    running[h.actor.run.remote(asked, sent.needed)] = (h, sent)
-                    h.running += 1
+            for depth in range(IN_FLIGHT):  # a piece to every worker before a second to one
+                for h in self.handles:
+                    if h.ready and todo and h.running <= depth:
+                        sent = todo.popleft()
+                        asked = [requests[i] for i in sent.part]
+                        running[h.actor.run.remote(asked, sent.needed)] = (h, sent)
+                        h.running += 1
             if not running:
                 raise LocalevalError(
                     f"--cluster: every worker was lost ({self.lost} of {len(self.handles)}); "
