@@ -125,8 +125,10 @@ def test_a_cluster_run_is_the_local_run_with_both_nodes_running_requests(
     # the same run: rerun here without --cluster, every answer comes from its cache
     again = evaluate(model=f"hf:{tiny_llama}", data=shared / "data" / "cmmlu", output=out,
                      cache=out / "cache.sqlite", quiet=True, store=False, **MCQ)
-    assert again.results.timing["requests_run"] == 0
-    assert "requests_per_node" not in again.results.timing
+    (rerun,) = again.results["history"]
+    assert (rerun["requests_run"], rerun["requests_cached"]) == (0, len(samples))
+    # the first run's timing is kept, and with it where it ran
+    assert _config(out)["cluster"] == {"address": made.address, "workers": None}
 
 
 @pytest.mark.slow

@@ -211,8 +211,11 @@ def _new_record(config: dict, models: list[Model], backend: Backend, place: RunP
     """The record of the run in progress, its config.json written (a rerun keeps the command
     that made the run: this one goes to the history)."""
     config = {**config, "model": models[0].named, "backend": backend.identity}
-    if first is not None:
+    if first is not None:  # the run that made the numbers: its command, where it ran
         config["command"] = first.command
+        config.pop(CLUSTER, None)
+        if first.cluster:
+            config[CLUSTER] = first.cluster
     if len(models) > 1:
         config["model_roles"] = {m.role: m.settings() for m in models[1:]}
     record = RunInProgress(config, folder=place.folder, started_at=now())
