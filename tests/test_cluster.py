@@ -186,6 +186,9 @@ def test_cluster_flags_are_checked_before_anything_runs(shared):
     with pytest.raises(LocalevalError, match="--cluster and --batch"):
         evaluate(model="openai:m", cluster=ADDRESS, backend_options={"batch": True},
                  data=shared / "data" / "cmmlu", store=False, quiet=True, **MCQ)
+    with pytest.raises(LocalevalError, match=r"--cluster 127.0.0.1:1: no Ray head there"):
+        evaluate(model="hf:/no/model/here", cluster=ADDRESS, data=shared / "data" / "cmmlu",
+                 store=False, quiet=True, **MCQ)
     with pytest.raises(LocalevalError, match="not from a Python object"):
         evaluate(model=Says(), cluster=ADDRESS, data=shared / "data" / "cmmlu", store=False,
                  quiet=True, **MCQ)

@@ -95,6 +95,8 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
     if cluster is not None and BackendConfig.of(backend_options).batch:
         raise LocalevalError("--cluster and --batch: a provider's Batch API is one queue; "
                              "send the batch from one machine (drop --cluster)")
+    if cluster is not None:
+        cluster.preflight()
     models = resolve_models(target, BackendConfig.of(backend_options), task.model_roles(),
                             role_options)
     place = RunPlace(Path(output) if output else None, cache, overwrite, command, quiet,

@@ -23,6 +23,7 @@ authors' newer code spreads its work the same way (panuthept/Parallax-AI,
 from __future__ import annotations
 
 import math
+import socket
 import sys
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -34,6 +35,7 @@ from .base import Backend, Progress, Request, Response, with_defaults
 from .config import BackendConfig
 
 IN_FLIGHT = 2  # pieces sent to a worker at once: the next one is there when one finishes
+PROBE_SECONDS = 10.0  # to connect to a HOST:PORT address before any model loads
 START_GRACE = 120.0  # seconds the first pieces wait for every worker's model to load
 
 
@@ -54,6 +56,18 @@ class Cluster:
                                          or not isinstance(self.workers, int)
                                          or self.workers < 1):
             raise LocalevalError(f"--workers must be a positive integer, not {self.workers!r}")
+
+    def preflight(self) -> None:
+        """Before any model loads: a ``HOST:PORT`` address must take a connection (Ray's own
+        client retries a dead one for minutes); ``auto`` and ``ray://`` are left to Ray."""
+        host, colon, port = self.address.rpartition(":")
+        if not colon or not port.isdigit() or "/" in host or not host:
+            return
+        try:
+            socket.create_connection((host, int(port)), timeout=PROBE_SECONDS).close()
+        except OSError as e:
+            raise LocalevalError(f"--cluster {self.address}: no Ray head there ({e}); start "
+                                 "one with `ray start --head --port=PORT`") from None
 
     def fact(self) -> dict[str, Any]:
         """config.json's ``cluster``: a speed-role fact (where the run ran, never its numbers)."""
