@@ -13,7 +13,7 @@ import pytest
 
 from localeval.tasks import registry
 
-HEAVY = ("numpy", "pydantic", "torch", "transformers", "httpx", "matplotlib")
+HEAVY = ("numpy", "pydantic", "torch", "transformers", "httpx", "matplotlib", "ray")
 
 
 def _loaded(argv: list[str]) -> set[str]:

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from .backends.base import Backend
+from .backends.cluster import Cluster
 from .backends.config import BackendConfig
+from .errors import LocalevalError
 from .finish import ReportStep, record_in_store
 from .report import html
 from .run import run_task
@@ -43,7 +45,8 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
              command: list[str] | None = None, overwrite: bool = False,
              store: str | Path | bool | None = None, report: bool = False,
              budget: Budget | None = None, library_notices: bool = False,
-             shard: Shard | str | None = None, **options) -> RunRecord:
+             shard: Shard | str | None = None, cluster: Cluster | str | None = None,
+             workers: int | None = None, **options) -> RunRecord:
     """Evaluate ``model`` on ``task`` and (with ``output``) write the run folder.
 
     ``model`` is a backend spec such as ``hf:Qwen/Qwen2.5-7B-Instruct``, ``hf:/path/to/model``
@@ -65,6 +68,11 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
     unless ``library_notices`` (the CLI's ``--debug``). ``shard`` (``"I/N"``): only that
     content-keyed share of the items (:mod:`~localeval.tasks.shards`), not recorded in the
     store: ``localeval merge`` makes the N shards' folders one run and records that.
+    ``cluster``: a Ray address (``auto``, ``ray://head:10001``; needs ``localeval[ray]``): the
+    run's requests go to ``workers`` Ray actors (default one per node, one per GPU of a node
+    with GPUs), each loading ``model`` from its spec; this process alone writes the cache, the
+    folder and the store, and a lost node's requests run again on the others
+    (:mod:`~localeval.backends.cluster`). The same run as on this machine.
 
     ``options`` are the task's own (``localeval tasks`` lists the tasks); a name the task does
     not have is an error. A list option takes a list, or text as its flag does: ``subjects=
@@ -74,12 +82,16 @@ def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
     """
     if isinstance(shard, str):
         shard = Shard.parse(shard)
+    if isinstance(cluster, str):
+        cluster = Cluster(cluster, workers)
+    elif workers is not None:
+        raise LocalevalError("--workers is for a --cluster run")
     with nullcontext() if library_notices else quiet_third_party():
         record = run_task(make_task(task, **options), model, output=output, cache=cache,
                           backend_options=backend_options, role_options=role_options,
                           quiet=quiet, command=command, overwrite=overwrite,
                           finish_with=ReportStep() if report else None, budget=budget,
-                          shard=shard)
+                          shard=shard, cluster=cluster)
     if record.folder and store is not False and shard is None:  # a part's numbers: not a run's
         record_in_store(record, store if store is not True else None)
     return record

@@ -41,7 +41,7 @@ from .store.runs import (
 )
 from .tasks.base import Task
 from .tasks.registry import make_task, task_class
-from .tasks.run_spec import RunSpec
+from .tasks.run_spec import CLUSTER, RunSpec
 from .tasks.shards import SHARD, Shard, shard_of
 
 MERGED_FROM = "merged_from"  # config.json of a merged run: its shards' folders and N
@@ -117,6 +117,7 @@ def _spec(record: RunRecord) -> dict[str, Any]:
     """The run's identity as config.json's task block holds it, without its shard."""
     config = RunSpec.from_config(record.config.data()).to_config()
     config.pop(SHARD, None)
+    config.pop(CLUSTER, None)  # where a shard ran (issue 70): a speed fact, not the run's
     return as_stored(config)
 
 

@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .backends.base import Backend, BackendBase, with_defaults
+from .backends.cluster import Cluster, ClusterBackend
 from .backends.config import BackendConfig, is_template_date
 from .backends.registry import load_backend, parse_backend_spec
 from .backends.roles import Model, closed_with, preflight_models, resolve_models
 from .data.rows import field_limit, files_read, fingerprint
 from .errors import LocalevalError
 from .records import task_results, task_sample
+from .store import executor
 from .store.batches import BatchLedger
 from .store.cache import check_cache_file
 from .store.embed_cache import SharedEmbeddings, say_hits
@@ -50,6 +52,7 @@ from .store.runs import (
 )
 from .store.usage import Budget
 from .tasks.base import Task
+from .tasks.run_spec import CLUSTER
 from .tasks.shards import SHARD, Shard
 
 
@@ -70,7 +73,8 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
              role_options: Mapping[str, BackendConfig | Mapping[str, Any]] | None = None,
              quiet: bool = False, command: list[str] | None = None,
              overwrite: bool = False, finish_with: FolderStep | None = None,
-             budget: Budget | None = None, shard: Shard | None = None) -> RunRecord:
+             budget: Budget | None = None, shard: Shard | None = None,
+             cluster: Cluster | None = None) -> RunRecord:
     """Run ``task`` on ``model`` (a backend spec such as ``hf:/path`` or a backend object) and,
     with ``output``, keep the run folder; ``cache`` is the SQLite file of finished requests.
     ``model`` None: the task's own (an embedding guard's embedder). ``backend_options`` apply to
@@ -81,13 +85,23 @@ def run_task(task: Task, model: str | Backend | None, *, output: str | Path | No
     ``finish_with``: a file the folder gets before the run is marked finished (the report).
     ``budget``: prices per million tokens (the cost in results.json) and the limits that stop
     the run, resumably (:mod:`.store.usage`). ``shard``: only that share of the items
-    (:mod:`.tasks.shards`), recorded in config.json; ``localeval merge`` joins the shards."""
+    (:mod:`.tasks.shards`), recorded in config.json; ``localeval merge`` joins the shards.
+    ``cluster``: the requests run on a Ray cluster's workers (:mod:`.backends.cluster`), this
+    process alone writing the cache and the folder; recorded in config.json, the same run."""
     check_environment()
     target = choose_model(task, model)
+    if cluster is not None and not isinstance(target, str):
+        raise LocalevalError("--cluster loads the model on every worker from its spec "
+                             "(hf:PATH, vllm:PATH, openai:NAME), not from a Python object")
+    if cluster is not None and BackendConfig.of(backend_options).batch:
+        raise LocalevalError("--cluster and --batch: a provider's Batch API is one queue; "
+                             "send the batch from one machine (drop --cluster)")
+    if cluster is not None:
+        cluster.preflight()
     models = resolve_models(target, BackendConfig.of(backend_options), task.model_roles(),
                             role_options)
     place = RunPlace(Path(output) if output else None, cache, overwrite, command, quiet,
-                     finish_with, budget, shard)
+                     finish_with, budget, shard, cluster)
     if place.folder:
         check_output_folder(place.folder)
     with run_folder_lock(place.folder), ExitStack() as built:
@@ -112,11 +126,14 @@ class RunPlace:
     finish_with: FolderStep | None = None  # written before the run is marked finished
     budget: Budget | None = None  # prices and the invocation's limits (store/usage.py)
     shard: Shard | None = None  # --shard: the share of the items this run answers
+    cluster: Cluster | None = None  # --cluster, --workers: where the requests run
 
-    def shard_fact(self) -> dict[str, str]:
+    def shard_fact(self) -> dict[str, Any]:
         """config.json's ``shard`` ("I/N"), in a shard's folder only: a whole run's config is
-        as it was, so a merged folder is a whole run's."""
-        return {SHARD: str(self.shard)} if self.shard else {}
+        as it was, so a merged folder is a whole run's; and ``cluster``, in a cluster run's
+        (speed-role facts both: the run's name and protocol are a local run's)."""
+        return {**({SHARD: str(self.shard)} if self.shard else {}),
+                **({CLUSTER: self.cluster.fact()} if self.cluster else {})}
 
 
 def _run(task: Task, models: list[Model], place: RunPlace, built: ExitStack) -> RunRecord:
@@ -125,6 +142,8 @@ def _run(task: Task, models: list[Model], place: RunPlace, built: ExitStack) -> 
     if place.cache:
         check_cache_file(place.cache)  # before the model loads
     backend = closed_with(built, models[0], _load(models[0]))
+    if place.cluster is not None:  # planned here, run on the cluster's workers
+        backend = closed_with(built, models[0], _on_cluster(backend, models[0], place))
     check_same_backend(place.folder, backend.identity, place.overwrite)
     _keep_batches(backend, place)
     roles = RoleModels(models[1:], built)
@@ -196,13 +215,25 @@ def _new_record(config: dict, models: list[Model], backend: Backend, place: RunP
     """The record of the run in progress, its config.json written (a rerun keeps the command
     that made the run: this one goes to the history)."""
     config = {**config, "model": models[0].named, "backend": backend.identity}
-    if first is not None:
+    if first is not None:  # the run that made the numbers: its command, where it ran
         config["command"] = first.command
+        config.pop(CLUSTER, None)
+        if first.cluster:
+            config[CLUSTER] = first.cluster
     if len(models) > 1:
         config["model_roles"] = {m.role: m.settings() for m in models[1:]}
     record = RunInProgress(config, folder=place.folder, started_at=now())
     write_config(record)  # a run kept in memory (no folder) writes none
     return record
+
+
+def _on_cluster(local: Backend, model: Model, place: RunPlace) -> Backend:
+    """The run's backend spread over ``place.cluster``'s workers, each loading ``model``; pieces
+    of the run's chunk (:data:`.store.executor.CHUNK`), so the hf prefix tree computes what it
+    computes here."""
+    assert place.cluster is not None and isinstance(model.spec, str)
+    return ClusterBackend(local, model.spec, model.config, place.cluster, executor.CHUNK,
+                          place.quiet)
 
 
 def _keep_batches(backend: Backend, place: RunPlace) -> None:

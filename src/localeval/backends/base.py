@@ -412,6 +412,9 @@ class Backend(ABC):
     cuts_context: bool = False
     stats: Mapping[str, Any] = MappingProxyType({})  # counters for the run's timing record
     chunk: int | None = None  # requests per call it wants (--batch: all of them), else the run's
+    # takes every request still to run in one call and spreads them over workers of its own
+    # (--cluster: backends/cluster.py), cut into the chunks the run would make
+    spreads: bool = False
 
     @abstractmethod
     def run(self, requests: Sequence[Request],

@@ -29,6 +29,7 @@ from .research import add_research_parsers
 from .results import STORE_FOR_IDS, add_results_parsers, store_flag
 from .run_options import (
     add_backend_arguments,
+    add_cluster_arguments,
     add_folder_arguments,
     add_option_flags,
     add_task_option_flag,
@@ -113,6 +114,7 @@ def parser() -> OneLineParser:
                    "< N; an item's share is a hash of its id, the same on every machine) into "
                    "a folder of its own (default: the run's with -shard-I-of-N); `localeval "
                    "merge` makes the N shards one run")
+    add_cluster_arguments(r)
     r.add_argument("--json", action="store_true", help="print results.json instead of tables")
     r.add_argument("--max-failed", type=float, default=0.0, metavar="SHARE",
                    help="exit with status 3 when more than this share of the samples failed "

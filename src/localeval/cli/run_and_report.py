@@ -38,7 +38,8 @@ def run_and_report(args, task: str, options: dict) -> None:
                       command=getattr(args, "argv", sys.argv), overwrite=args.overwrite,
                       store=store_option(args), report=not args.no_report,
                       budget=budget_of(args), library_notices=getattr(args, "debug", False),
-                      shard=shard, **options)
+                      shard=shard, cluster=getattr(args, "cluster", None),
+                      workers=getattr(args, "workers", None), **options)
     left_out = 0
     if args.json:
         print_json(result.results.data())

@@ -104,6 +104,19 @@ def add_backend_arguments(parser) -> None:
                        "apply to every model whose backend takes them")
 
 
+def add_cluster_arguments(parser) -> None:
+    """--cluster, --workers: where the run's requests run (speed-role: the same run, recorded
+    in config.json as a fact of where it ran; Ray is imported only when a run names one)."""
+    group = parser.add_argument_group("a Ray cluster (pip install 'localeval[ray]')")
+    group.add_argument("--cluster", metavar="ADDRESS", help="run the requests on a Ray "
+                       "cluster's workers (auto, ray://HEAD:10001, HEAD:6379), each loading "
+                       "--model from its spec (a path every node reads, or a Hub name); this "
+                       "machine plans, caches and writes the run folder, and a lost node's "
+                       "requests run again on the others")
+    group.add_argument("--workers", type=int, metavar="N", help="Ray workers of --cluster "
+                       "(default: one per node, one per GPU of a node with GPUs)")
+
+
 def add_folder_arguments(parser) -> None:
     """--output, --overwrite, --cache, --no-cache, --store, --no-report: the run folder, its
     request cache, the results store and the HTML report."""

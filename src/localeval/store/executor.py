@@ -154,6 +154,14 @@ class CachedExecutor:
         """The backend calls: :func:`_chunks`, or under a budget, batches (``backend.chunk``)
         whose upper bound fits what is left, sized as each comes (a batch is paid whole)."""
         budget = self.budget
+        if backend.spreads and (budget is None or not budget.limits):
+            # one call: the backend cuts it into the chunks below and keeps every worker busy
+            # (under a budget, parts as a local run's, so no more is in flight than there)
+            left = set(todo)
+            if todo:
+                yield (list(range(len(unique))), [i in left for i in range(len(unique))]) \
+                    if backend.plans_over_all else (todo, None)
+            return
         if budget is None or not budget.limits or not backend.chunk \
                 or backend.plans_over_all:
             yield from _chunks(backend, todo, len(unique), self._chunk())

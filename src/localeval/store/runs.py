@@ -383,6 +383,7 @@ class FirstRun:
     command: list[str] | None
     timing: dict[str, Any]
     history: list[dict[str, Any]]
+    cluster: dict[str, Any] | None = None  # config.json's cluster: where its timing was made
 
 
 def first_run(folder: Path) -> FirstRun | None:
@@ -397,7 +398,9 @@ def first_run(folder: Path) -> FirstRun | None:
     if not isinstance(results, dict) or not isinstance(config, dict) or \
             not isinstance(results.get("timing"), dict):
         return None  # a damaged folder: check_same_run has refused it unless --overwrite
-    return FirstRun(config.get("command"), results["timing"], list(results.get("history") or []))
+    cluster = config.get("cluster")
+    return FirstRun(config.get("command"), results["timing"], list(results.get("history") or []),
+                    cluster if isinstance(cluster, dict) else None)
 
 
 def with_history(first: FirstRun | None, timing: dict[str, Any],

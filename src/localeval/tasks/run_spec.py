@@ -27,6 +27,8 @@ from .options import TaskOptions, make_options, option_fields
 from .registry import TASKS, task_kind
 from .shards import SHARD
 
+CLUSTER = "cluster"  # config.json's key: --cluster's address and --workers, in a cluster run's
+
 _NEEDED = object()  # an option the run's others cannot do without
 # the options that say which part of which data a run read: named by the data, not one by one
 DATA_OPTIONS = ("data", "dataset_revision", "subjects", "subsets", "langs", "limit")
@@ -120,6 +122,10 @@ class RunSpec:
     # --shard's "I/N": which share of the items the run answered, a speed-role fact (never a
     # number's, so never a protocol fact); None: all of them
     shard: str | None = None
+    # --cluster's address and --workers (config.json's ``cluster``): where the run's requests
+    # ran, a speed-role fact as the shard is (never a protocol fact nor part of the name); ()
+    # for a run on this machine
+    cluster: tuple[tuple[str, Any], ...] = ()
 
     # ------------------------------------------------------------------ the one reader
     @classmethod
@@ -157,7 +163,9 @@ class RunSpec:
                    reading=tuple((k, config[k]) for k in options_class.reading_keys
                                  if k in config),
                    rescored_from=config.get("rescored_from"),
-                   shard=None if config.get(SHARD) is None else str(config[SHARD]))
+                   shard=None if config.get(SHARD) is None else str(config[SHARD]),
+                   cluster=tuple(sorted(config[CLUSTER].items()))
+                   if isinstance(config.get(CLUSTER), dict) else ())
 
     @classmethod
     def paper(cls, task: str, protocol: str, source: str) -> RunSpec:
@@ -199,6 +207,8 @@ class RunSpec:
             config["rescored_from"] = dict(self.rescored_from)
         if self.shard is not None:
             config[SHARD] = self.shard
+        if self.cluster:
+            config[CLUSTER] = dict(self.cluster)
         return config
 
     # ------------------------------------------------------------------ what derives from it
