@@ -96,6 +96,7 @@ from .config import DEFAULT_BATCH_DEADLINE_H, DEFAULT_MAX_REPLY_MB, DEFAULT_TEMP
 from .echo_scoring import (
     AUTO,
     ECHO,
+    IDS,
     TOKENIZE,
     TOP_K,
     USE_TOP_K,
@@ -114,6 +115,22 @@ from .echo_scoring import (
     ranked_next,
 )
 from .failures import BadReply, ErrorReply, ModelError, OverLimit, Unsupported
+from .id_scoring import (
+    PROBE_TEXT,
+    PROBE_TOP,
+    PADDED,
+    PROVED,
+    declares_token_ids,
+    padded_top,
+    first_ids,
+    ids_body,
+    probe_problem,
+    ranked_ids,
+    read_ids,
+    split_texts,
+    token_ids,
+    tokenize_body,
+)
 from .label_tokens import LabelTokenError, label_tokens
 from .openai_batch import BatchPoster
 from .ranked_reading import (
@@ -232,6 +249,21 @@ class OpenAIBackend(ApiBackend):
                                  "cannot be pinned; pass --chat-extensions vllm if it does")
         self.identity["template_date"] = self.template_date \
             if self.chat_extensions == "vllm" else UNPINNED
+        # multiple choice by token id (:mod:`.id_scoring`), where a probe proves the server
+        # reads them; in the identity (so the cache key) only then: a server without them
+        # keeps its identity and cache keys
+        self.by_id = False
+        if scoring in (AUTO, IDS) and self.labels.token_ids and not batch:
+            problem = self._by_id_problem()
+            self.by_id = problem is None
+            if self.by_id:
+                self.identity["logprob_token_ids"] = PROVED
+        elif scoring == IDS:
+            problem = ("--batch sends one prompt a request through the Batch API" if batch
+                       else "the server has no /tokenize answering with token ids")
+        if scoring == IDS and not self.by_id:
+            raise LocalevalError(f"--scoring ids: {shown[0]} cannot be read by token id "
+                                 f"({problem}); use --scoring auto")
 
     @property
     def base_url(self) -> str:
@@ -279,6 +311,36 @@ class OpenAIBackend(ApiBackend):
         names = ", ".join(m["id"] for m in models) or "none"
         raise LocalevalError(f"server {public_url(base_url)} does not serve model {self.model!r}; "
                              f"it serves: {self.scrub(names, 500)}")
+
+    def _by_id_problem(self) -> str | None:
+        """Why this server cannot be read by token id, or None: its /openapi.json must declare
+        ``logprob_token_ids`` (only then is anything sent), and a probe must prove it: a top-k
+        read of a fixed text's next token, then (after it, never beside it:
+        :mod:`.id_scoring`) the same position read by id, each top id's log-prob equal."""
+        try:
+            resp = self.httpx.get(join_url(self._root, "/openapi.json"), headers=self.headers,
+                                  timeout=min(self.timeout, 30.0))
+            declared = resp.is_success and declares_token_ids(resp.json())
+        except (self.httpx.HTTPError, ValueError):
+            declared = False
+        if not declared:
+            return "its /openapi.json declares no logprob_token_ids"
+        (tokenized,) = self._post_each([(join_url(self._root, TOKENIZE),
+                                         tokenize_body(self.model, PROBE_TEXT, True))])
+        try:
+            context = token_ids(tokenized)
+        except Malformed as e:
+            return f"/tokenize: {e}"
+        url = join_url(self.base_url, "/completions")
+        top_k = ids_body(self.model, context, [])
+        del top_k["logprob_token_ids"]
+        (top,) = self._post_each([(url, {**top_k, "logprobs": PROBE_TOP})])
+        ranked = ranked_ids(top)
+        if not ranked:
+            return f"the probe's top-k read failed: {str(top)[:200]}"
+        (again,) = self._post_each([(url, ids_body(self.model, context,
+                                                   [t for t, _ in ranked]))])
+        return probe_problem(ranked, again)
 
     def _post_each(self, posts: list[tuple[str, dict]]) -> list[dict | str]:
         """Each (url, body) posted through the client (its retries, deadline, key and
@@ -407,7 +469,8 @@ class OpenAIBackend(ApiBackend):
         # auto on a server whose echo cannot be trusted: the top-k alone, as before
         mode = TOP_K if self.scoring == AUTO and llama_cpp_without_bos(self.labels) \
             else self.scoring
-        later = _echoed_at_once(requests, names, mode)
+        by_id = {i for i, q in enumerate(requests) if self._read_by_id(q)}
+        later = _echoed_at_once(requests, names, mode) - by_id
 
         def report(i: int, response: Response) -> None:
             if progress and not needs_echo(requests[i], response, mode) \
@@ -416,7 +479,10 @@ class OpenAIBackend(ApiBackend):
 
         paid: dict[int, Tokens] = {}  # the usage of each multiple-choice top-k reply
         greedy: dict[int, list[str] | None] = {}  # each whole-vocabulary first read's tokens
-        out = self._send(requests, urls, order, names, report, later, paid, greedy)
+        # every by-id read answered before any top-k one is sent (:mod:`.id_scoring`)
+        read = self._by_ids(requests, [i for i in order if i in by_id], urls, progress)
+        out = self._send(requests, urls, order, names, report, later | by_id, paid, greedy)
+        out = [read.get(i, r) for i, r in enumerate(out)]
         out = self._whole_read(requests, out, urls, names, progress, greedy)
         redo = later | {i for i, r in enumerate(out)
                         if r is not None and needs_echo(requests[i], r, mode)}
@@ -433,6 +499,97 @@ class OpenAIBackend(ApiBackend):
         echoed = self._echo(requests, sorted(redo, key=lambda i: rank[i]), urls, progress,
                             paid)
         return [echoed[i] if i in echoed else _sent(r) for i, r in enumerate(out)]
+
+    def _read_by_id(self, request: Request) -> bool:
+        """Whether ``request`` is read by token id: multiple choice (``ScoreNext.echo``) on a
+        plain prompt, on a server the probe proved. --scoring ids fails a chat one
+        (:meth:`_by_ids`); guards keep their authors' top-k."""
+        return self.by_id and isinstance(request, ScoreNext) and request.echo \
+            and (isinstance(request.prompt, str) or self.scoring == IDS)
+
+    def _by_ids(self, requests: Sequence[Request], which: list[int], urls: list[str],
+                progress: Progress | None) -> dict[int, Response]:
+        """The requests ``which`` read by token id (:mod:`.id_scoring`): their texts tokenized
+        by the server (context, and context + each option), then one request a question
+        asking the options' first ids after the context's; each reported as it comes."""
+        done: dict[int, Response] = {}
+
+        def fail(i: int, failed: Failed) -> None:
+            done[i] = failed
+            if progress:
+                progress(i, failed)
+
+        texts: dict[int, tuple[str, list[str], list[str]]] = {}
+        scores = {i: q for i in which if isinstance(q := requests[i], ScoreNext)}
+        for i, request in scores.items():
+            if not isinstance(request.prompt, str):
+                fail(i, Failed(Unsupported("--scoring ids needs a plain-text prompt (a chat "
+                                           "prompt's options cannot be tokenized in context "
+                                           "here); use --scoring auto or drop --chat")))
+            else:
+                texts[i] = split_texts(request.prompt, request.candidates)
+
+        def tokenize(posts: list[tuple[int, str, bool]]) -> list[list[int] | Failed]:
+            root = {i: [server_root(u) for u in
+                        [urls[i], *(u for u in self.base_urls if u != urls[i])]] for i in texts}
+            return self.client.post_all([Call(
+                join_url(root[i][0], TOKENIZE), tokenize_body(self.model, text, special),
+                token_ids, tuple(join_url(r, TOKENIZE) for r in root[i][1:]))
+                for i, text, special in posts])
+
+        specials = {i: scores[i].add_special_tokens is not False for i in texts}
+        posts = [(i, t, specials[i]) for i, (c, wholes, _) in texts.items() for t in [c, *wholes]]
+        ids = iter(tokenize(posts))
+        context = {i: [next(ids) for _ in range(1 + len(texts[i][1]))] for i in texts}
+        # an option that merges with the context's last token: its own first token, as hf:
+        targets: dict[int, list[int | None]] = {}
+        for i, got in context.items():
+            failed = next((g for g in got if isinstance(g, Failed)), None)
+            if failed is not None:
+                fail(i, failed)
+                continue
+            targets[i] = first_ids(got[0], got[1:])  # type: ignore[arg-type]
+        merged = [(i, k) for i, t in targets.items() for k, v in enumerate(t) if v is None]
+        for (i, k), own in zip(merged, tokenize([(i, texts[i][2][k], False)
+                                                 for i, k in merged]), strict=True):
+            if isinstance(own, Failed):
+                fail(i, own)
+            elif i not in done:
+                targets[i][k] = own[0]
+        calls: list[Call[Response]] = []
+        sent: list[int] = []
+        for i, asked in targets.items():
+            request = scores[i]
+            if i in done:
+                continue
+            if len(set(asked)) < len(asked):
+                fail(i, Failed(Unsupported(f"candidates {request.candidates} share a first "
+                                           "token; likelihood reads one token per option")))
+                continue
+            ids_ = [t for t in asked if t is not None]
+            calls.append(Call(join_url(urls[i], "/completions"),
+                              ids_body(self.model, context[i][0], ids_),  # type: ignore[arg-type]
+                              self._id_reader(request, ids_),
+                              tuple(join_url(u, "/completions") for u in self.base_urls
+                                    if u != urls[i])))
+            sent.append(i)
+
+        def report(k: int, response: Response) -> None:
+            done[sent[k]] = response
+            if progress:
+                progress(sent[k], response)
+
+        self.client.post_all(calls, report)
+        return done
+
+    def _id_reader(self, request: ScoreNext, asked: list[int]) -> Callable[[Any], Response]:
+        def parse(reply: Any) -> Response:
+            got = read_ids(reply, asked)
+            read = NextLogprobs(logprobs={c: got[t] for c, t in zip(request.candidates, asked,
+                                                                     strict=True)},
+                                scoring=IDS)
+            return _valid(request, _counted(read, reply, self._context))
+        return parse
 
     @staticmethod
     def _top_k_kept(response: Response | None,
@@ -780,6 +937,8 @@ class OpenAIBackend(ApiBackend):
         if top is None or each is None:  # retried: a server under load may drop them once
             raise Retry(f"{NO_LOGPROBS}; does {public_url(self.base_url)} support logprobs? "
                         "use --method generation otherwise")
+        if any(padded_top(t) for t in each):  # another client's by-id read beside it
+            raise Retry(PADDED)
         # keyed by the candidate's full text (callers read by candidate), looked up by its name
         try:
             found = {c: logprob_of(top, (names or {}).get(c, c)) for c in request.candidates}
