@@ -22,6 +22,10 @@ for lm-eval's rows. The server's start-up is not in the times.
     python bench/vllm_vs_lm_eval.py --subjects arts --limit 5 --repeats 1   # a smoke run
     python bench/vllm_vs_lm_eval.py --subjects arts --limit 5 --repeats 1 --server-only \\
         --modes echo --before /tmp/main-checkout   # echo before/after a change, same server
+    # issue 65's: the server as shipped, localeval's default scoring (by token id) and main's
+    python bench/vllm_vs_lm_eval.py --subjects sociology --limit 24 --layers 6 --repeats 2 \
+        --server-only --modes auto --before /path/to/main --before-mode auto \
+        --max-logprobs default --lm-eval-python /path/to/python-with-lm-eval[api]
     # issue 39's workload
     python bench/vllm_vs_lm_eval.py --subjects sociology,journalism,world_religions --repeats 2
 """
@@ -195,8 +199,8 @@ def main() -> None:
     p.add_argument("--modes", default="top-k,echo", help="openai: scoring modes, a row each")
     p.add_argument("--server-only", action="store_true",
                    help="only the rows against the server (not vllm: against lm-eval --model vllm)")
-    p.add_argument("--before", help="a checkout whose src/ gives one more echo row (the code "
-                   "before a change), run against the same server")
+    p.add_argument("--before", help="a checkout whose src/ gives one more row (--before-mode; "
+                   "the code before a change), run against the same server")
     p.add_argument("--before-mode", default="echo", choices=sorted(MODES),
                    help="the scoring mode of the --before row")
     p.add_argument("--max-logprobs", default="49152", help="the server's --max-logprobs; "
