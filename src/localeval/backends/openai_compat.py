@@ -556,9 +556,11 @@ class OpenAIBackend(ApiBackend):
         merged = [(i, k) for i, t in targets.items() for k, v in enumerate(t) if v is None]
         for (i, k), own in zip(merged, tokenize([(i, texts[i][2][k], False)
                                                  for i, k in merged]), strict=True):
+            if i in done:  # an earlier option of it failed: reported once
+                continue
             if isinstance(own, Failed):
                 fail(i, own)
-            elif i not in done:
+            else:
                 targets[i][k] = own[0]
         calls: list[Call[Response]] = []
         sent: list[int] = []
