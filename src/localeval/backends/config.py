@@ -30,7 +30,8 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 # what an OpenAI-compatible chat server is sent to continue an assistant prefill
 CHAT_EXTENSIONS = ("vllm", "none")
 # how a server scores multiple choice (backends/echo_scoring.py): the default first
-SCORING: tuple[Literal["auto"], Literal["top-k"], Literal["echo"]] = ("auto", "top-k", "echo")
+SCORING: tuple[Literal["auto"], Literal["top-k"], Literal["echo"], Literal["ids"]] = (
+    "auto", "top-k", "echo", "ids")
 # Keys of --model-args that hold a credential (from_pretrained's token and its old names).
 HUB_SECRETS = frozenset({"token", "use_auth_token", "hf_token", "api_key", "password"})
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -114,8 +115,11 @@ class BackendConfig:
         "how a server scores multiple choice: top-k (the next token's top log-probs), echo "
         "(prompt + each option echoed, exact at any top-k cap; 1 + #options requests, on vLLM "
         "one and a /tokenize per prompt) "
-        "or auto (top-k, and echo for a question whose reply lacks an option or whose top-k "
-        "the server refuses); guards always read the top-k", choices=SCORING))
+        "or ids (each option's first token asked by id, one request a question, the server's "
+        "prefix cache kept: vLLM's logprob_token_ids, proved by a probe) or auto (ids where "
+        "the probe proves them, else top-k, and echo for a question whose reply lacks an "
+        "option or whose top-k the server refuses); guards always read the top-k",
+        choices=SCORING))
     batch: bool = field(default=False, metadata=_help(
         "send the run's requests to the server's Batch API (/v1/files, /v1/batches: half the "
         "price on api.openai.com) and wait for it; the batch ids are kept in the run folder "

@@ -53,7 +53,7 @@ from .label_tokens import LLAMA_CPP
 from .replies import only_choice
 from .usage import Tokens, UsageError, reply_tokens, summed, with_tokens
 
-AUTO, TOP_K, ECHO = SCORING
+AUTO, TOP_K, ECHO, IDS = SCORING
 REFUSED = "greater than max allowed"  # vLLM's words for a top-k over its --max-logprobs
 NO_CANDIDATE = "no candidate among the top"
 # what multiple choice does instead of echo on such a server

