@@ -164,10 +164,13 @@ ENGINE_MARKERS = {"test_vllm.py": "vllm", "test_vllm_defaults.py": "vllm",
 # The longest modules, longest first: under pytest-xdist (`-n 2 --dist loadscope`, each module
 # on one worker) they are handed out first, so that no worker starts one of them when the other
 # has nothing left to do (measured with `--durations`, see the README's test section).
+# The vLLM modules follow one another, so that the worker done with the first reuses the one
+# vLLM server it started (a session fixture: each worker starts its own).
 LONGEST_FIRST = ("test_readme_blocks.py", "test_vllm.py", "test_vllm_defaults.py",
-                 "test_hf_generate.py", "test_resume_on_the_tree.py", "test_failures.py",
-                 "test_llama_cpp_server.py", "test_gpu_bench.py", "test_lm_eval_parity.py",
-                 "test_stop_signals.py", "test_server_faults.py", "test_hf_backend.py")
+                 "test_vllm_token_ids.py", "test_cluster.py", "test_hf_generate.py",
+                 "test_resume_on_the_tree.py", "test_failures.py", "test_llama_cpp_server.py",
+                 "test_gpu_bench.py", "test_lm_eval_parity.py", "test_stop_signals.py",
+                 "test_server_faults.py", "test_hf_backend.py")
 
 
 def pytest_collection_modifyitems(config, items):
