@@ -115,6 +115,20 @@ def test_a_plugin_guard_is_listed_without_being_imported_and_runs(tmp_path):
         assert sample["score"] == yes / (yes + no)
 
 
+def test_localeval_guards_lists_a_plugin_guard_without_importing_it(tmp_path):
+    """Issue 68: `localeval guards` was an unknown command, and a plugin guard appeared only in
+    the 401 lines of `run --help`: it lists every guard, the plugin's with its package."""
+    plugin = _plugin(tmp_path / "site")
+    shown = _localeval(["guards", "--json"], plugin, tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "plugin imported" not in shown.stderr  # read from its source text alone
+    rows = {r["guard"]: r for r in json.loads(shown.stdout)}
+    assert rows["hash-guard"] == {"guard": "hash-guard", "family": "classifier",
+                                  "from": "package hashguard", "options": [],
+                                  "class": "hashguard:HashGuard"}
+    assert list(rows)[:2] == ["zero-shot", "zero-shot-verdict"]
+
+
 def test_a_plugin_cannot_take_a_built_in_name(tmp_path):
     plugin = _plugin(tmp_path / "site")
     points = plugin / "hashguard-0.1.dist-info" / "entry_points.txt"
@@ -140,7 +154,7 @@ def test_the_readme_lists_the_tables():
     from localeval.backends.registry import BACKENDS
     from localeval.guards.registry import GUARDS
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "plugins.md").read_text(encoding="utf-8")
     block = readme.split("<!-- the guard and backend tables")[1].split("\n\n")[0]
     lines = dict(line.removeprefix("- ").split(": ", 1) for line in block.splitlines()[1:])
     assert lines == {"guards": ", ".join(GUARDS), "backends": ", ".join(BACKENDS)}
