@@ -113,8 +113,10 @@ def test_the_guides_package_installs_into_a_fresh_venv_and_runs(tmp_path):
          "print(c.get('/').text)", str(home / "store.sqlite")],
         capture_output=True, text=True, env=env, cwd=work, timeout=120)
     assert page.returncode == 0, page.stderr[-2000:]
-    assert "keyword-guard · sea-safeguard" in page.stdout
-    assert "none:keyword-guard" not in page.stdout and "keyword-guard on " not in page.stdout
+    rows = re.findall(r"<tr data-run=.*?</tr>", page.stdout)
+    assert len(rows) == 2 and all("<td>sea-safeguard</td><td>no model</td><td>keyword-guard</td>"
+                                  in row for row in rows), rows
+    assert "none:keyword-guard" not in page.stdout
 
 
 def _leaderboard_names(stdout: str) -> list[str]:
