@@ -369,3 +369,21 @@ def test_a_plugin_guard_s_numpy_values_are_numbers_and_lists(tmp_path):
     assert samples and all(s["score"] == 0.25 and s["guard_output"] == {"p": [0.25, 0.75],
                                                                           "n": 2}
                            for s in samples), samples[0]
+
+
+def test_a_guard_that_needs_no_model_runs_without_one_and_refuses_one():
+    """Issue 68: a guard whose model is ``none:<name>`` needed a dummy --model; now the run
+    takes its none: backend, and a --model given anyway is one line."""
+    from types import SimpleNamespace
+
+    from localeval.backends.registry import load_backend
+    from localeval.errors import LocalevalError
+    from localeval.run import choose_model
+
+    task = SimpleNamespace(name="sea-safeguard", default_model="none:keyword-guard")
+    assert choose_model(task, None) == "none:keyword-guard"
+    with pytest.raises(LocalevalError, match="needs no model .* leave out --model"):
+        choose_model(task, "hf:some/model")
+    backend = load_backend("none:keyword-guard")
+    assert backend.identity == {"backend": "none", "model": "keyword-guard"}
+    assert [r.reason.kind for r in backend.run(["a request"])] == ["unsupported"]
