@@ -96,7 +96,7 @@ def test_a_plugin_guard_is_listed_without_being_imported_and_runs(tmp_path):
     assert shown.returncode == 0, shown.stderr
     assert "hash-guard (from hashguard)" in shown.stdout
     model_help = shown.stdout.split("\n  --model MODEL", 1)[1].split("\n  --", 1)[0]
-    assert "moderation, const (" in " ".join(model_help.split())
+    assert "moderation, none, const (" in " ".join(model_help.split())
     assert "plugin imported" not in shown.stderr  # listed from its metadata alone
 
     out = tmp_path / "run"
