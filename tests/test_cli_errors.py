@@ -152,7 +152,7 @@ def test_a_mistyped_command_gets_its_did_you_mean(argv, capsys):
     assert stop.value.code == 2
     line = one_line(capsys)
     assert line.startswith("localeval: error: unknown command 'rnu' (did you mean run? the "
-                           "commands: tasks, run, "), line
+                           "commands: tasks, guards, run, "), line
 
 
 def test_leaderboard_of_a_mistyped_task_gets_its_did_you_mean(tmp_path, capsys):

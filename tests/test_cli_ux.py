@@ -203,7 +203,8 @@ def test_safety_samples_hold_text_and_raw_guard_output(tmp_path, shared, tiny_ll
 def test_readme_shows_the_real_help():
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "command-line.md").read_text(
+        encoding="utf-8")
     block = readme.split("<!-- localeval --help (COLUMNS=100)")[1].split("```text\n")[1]
     block = block.split("\n```")[0]
     out = subprocess.run([*CLI, "--help"], capture_output=True, text=True,

@@ -29,7 +29,8 @@ def _loaded(argv: list[str]) -> set[str]:
 
 @pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["rescore", "--help"], ["merge", "--help"],
                                   ["contamination", "--help"], ["tasks", "--help"],
-                                  ["export", "--help"], ["tasks"]])
+                                  ["export", "--help"], ["tasks"], ["guards"],
+                                  ["guards", "--json"]])
 def test_help_imports_no_heavy_library(argv):
     loaded = _loaded(argv)
     assert "localeval" in loaded  # the probe sees our imports at all
@@ -80,3 +81,34 @@ def test_the_options_keep_their_import_paths():
 
     assert LLMSafetyTask.Options is LLMSafetyOptions
     assert ContaminationTask.Options is ContaminationOptions
+
+
+def test_listing_the_guards_imports_no_guard():
+    """Issue 68: `localeval guards` reads each guard's family and options from its module's
+    source text: no guard module is imported (a guard's module may import torch, numpy, an
+    API client), and the families and options are those of the classes themselves."""
+    import inspect
+    import json
+
+    from localeval.guards.registry import GUARDS, UPSTREAM, guard_table
+    from localeval.guards.staged import StagedGuard
+
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "localeval.cli", "guards",
+                           "--json"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:")}
+    modules = {target.split(":")[0] for target in GUARDS.values()}
+    assert sorted(modules & imported) == [] and "localeval.guards.catalog" in imported
+    rows = {r["guard"]: r for r in json.loads(done.stdout)}
+    assert list(rows) == list(GUARDS)
+    assert set(UPSTREAM) <= set(GUARDS)
+    for name, row in rows.items():  # each as the class itself says, now imported here
+        cls = guard_table()[name].load()
+        family = "language model" if issubclass(cls, StagedGuard) else \
+            "moderation API" if "moderation" in cls.__module__ else "classifier"
+        assert row["family"] == family, name
+        parameters = list(inspect.signature(cls).parameters)
+        staged = ["label_scores", "verdict_position"] if issubclass(cls, StagedGuard) else []
+        assert [o.split("=")[0] for o in row["options"]] == parameters + staged, name
+        assert row["from"] == UPSTREAM.get(name, "localeval (its own wording)")

@@ -96,7 +96,7 @@ def test_a_plugin_guard_is_listed_without_being_imported_and_runs(tmp_path):
     assert shown.returncode == 0, shown.stderr
     assert "hash-guard (from hashguard)" in shown.stdout
     model_help = shown.stdout.split("\n  --model MODEL", 1)[1].split("\n  --", 1)[0]
-    assert "moderation, const (" in " ".join(model_help.split())
+    assert "moderation, none, const (" in " ".join(model_help.split())
     assert "plugin imported" not in shown.stderr  # listed from its metadata alone
 
     out = tmp_path / "run"
@@ -113,6 +113,20 @@ def test_a_plugin_guard_is_listed_without_being_imported_and_runs(tmp_path):
         yes, no = (math.exp(-(zlib.crc32(f"{text}|{c}".encode()) % 1000) / 100)
                    for c in ("yes", "no"))
         assert sample["score"] == yes / (yes + no)
+
+
+def test_localeval_guards_lists_a_plugin_guard_without_importing_it(tmp_path):
+    """Issue 68: `localeval guards` was an unknown command, and a plugin guard appeared only in
+    the 401 lines of `run --help`: it lists every guard, the plugin's with its package."""
+    plugin = _plugin(tmp_path / "site")
+    shown = _localeval(["guards", "--json"], plugin, tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "plugin imported" not in shown.stderr  # read from its source text alone
+    rows = {r["guard"]: r for r in json.loads(shown.stdout)}
+    assert rows["hash-guard"] == {"guard": "hash-guard", "family": "classifier",
+                                  "from": "package hashguard", "options": [],
+                                  "class": "hashguard:HashGuard"}
+    assert list(rows)[:2] == ["zero-shot", "zero-shot-verdict"]
 
 
 def test_a_plugin_cannot_take_a_built_in_name(tmp_path):
@@ -140,7 +154,7 @@ def test_the_readme_lists_the_tables():
     from localeval.backends.registry import BACKENDS
     from localeval.guards.registry import GUARDS
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "plugins.md").read_text(encoding="utf-8")
     block = readme.split("<!-- the guard and backend tables")[1].split("\n\n")[0]
     lines = dict(line.removeprefix("- ").split(": ", 1) for line in block.splitlines()[1:])
     assert lines == {"guards": ", ".join(GUARDS), "backends": ", ".join(BACKENDS)}
@@ -355,3 +369,21 @@ def test_a_plugin_guard_s_numpy_values_are_numbers_and_lists(tmp_path):
     assert samples and all(s["score"] == 0.25 and s["guard_output"] == {"p": [0.25, 0.75],
                                                                           "n": 2}
                            for s in samples), samples[0]
+
+
+def test_a_guard_that_needs_no_model_runs_without_one_and_refuses_one():
+    """Issue 68: a guard whose model is ``none:<name>`` needed a dummy --model; now the run
+    takes its none: backend, and a --model given anyway is one line."""
+    from types import SimpleNamespace
+
+    from localeval.backends.registry import load_backend
+    from localeval.errors import LocalevalError
+    from localeval.run import choose_model
+
+    task = SimpleNamespace(name="sea-safeguard", default_model="none:keyword-guard")
+    assert choose_model(task, None) == "none:keyword-guard"
+    with pytest.raises(LocalevalError, match="needs no model .* leave out --model"):
+        choose_model(task, "hf:some/model")
+    backend = load_backend("none:keyword-guard")
+    assert backend.identity == {"backend": "none", "model": "keyword-guard"}
+    assert [r.reason.kind for r in backend.run(["a request"])] == ["unsupported"]

@@ -1,4 +1,5 @@
-"""Every `localeval` command in README.md passes every check that runs before a model loads:
+"""Every `localeval` command in README.md and its guides (tests/readme_docs.py) passes every
+check that runs before a model loads:
 its options, its data, its output, the model's source. Each command is taken from the README
 as written; a tiny local model folder stands in for each model and the data beside the
 checkout (or the package's sample in the Hub's layout) for what the Hub would give. A command
@@ -12,12 +13,12 @@ import shlex
 from pathlib import Path
 
 import pytest
+from readme_docs import docs_text
 from tiny_models import REPO, SHARED
 
 import localeval.run
 from localeval.cli import main
 
-README = REPO / "README.md"
 MODEL_FLAGS = ("--model", "--judge-model", "--refusal-judge-model")
 # Commands that read what an earlier command writes (a finished run folder, a trained guard):
 # the commands that write it are checked here; these read it in tests of their own.
@@ -34,7 +35,16 @@ READS_EARLIER_OUTPUT = {
         "test_rescore.py",
     # the shards' folders, which the recipes' run commands write
     "localeval merge runs/tmlu-shards/* --output runs/tmlu-merged --no-report": "test_shards.py",
-    "localeval merge runs/k8s-shards/* --output runs/k8s-merged --no-report": "test_shards.py",
+    "localeval merge runs/tmlu-shards/* --output runs/k8s-merged --no-report": "test_shards.py",
+    # the runs recorded in the results store by the commands before it
+    "localeval leaderboard --task sea-safeguard": "test_leaderboard_protocol.py",
+    "localeval leaderboard --task sea-safeguard --json": "test_plugin_guide.py",
+    # the plugin guide's example guard, installed by its own test into a venv of its own
+    "localeval run --task sea-safeguard --data src/localeval/data/sample/safety/items.jsonl "
+    "--guard keyword-guard --output runs/keyword-guard": "test_plugin_guide.py",
+    "localeval run --task sea-safeguard --data src/localeval/data/sample/safety/items.jsonl "
+    "--guard keyword-guard --guard-option words=fake,poison,mock --guard-option per_word=1 "
+    "--output runs/keyword-guard-strict": "test_plugin_guide.py",
 }
 # What a scheduler sets for each of a job's tasks (the shard recipes): the first of three
 SCHEDULER = {"$SLURM_ARRAY_TASK_ID": "0", "$SLURM_ARRAY_TASK_COUNT": "3",
@@ -52,7 +62,7 @@ def readme_commands() -> list[str]:
     """Each `localeval …` command of the README's code blocks, continuation lines joined,
     comments, optional `[…]` parts and a trailing `...` left out."""
     commands = []
-    for block in re.findall(r"```[a-z]*\n(.*?)```", README.read_text(encoding="utf-8"), re.S):
+    for block in re.findall(r"```[a-z]*\n(.*?)```", docs_text(), re.S):
         for line in re.sub(r"\s*\\\n\s*", " ", block).splitlines():
             line = re.sub(r"\s+#.*", "", line).strip()
             line = line.split("&& ")[-1].removeprefix(".venv/bin/")
@@ -140,7 +150,7 @@ def test_the_readme_says_which_torch_build_to_install():
     pins = [r for r in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
             ["dependencies"] if r.startswith("torch==")]
     assert len(pins) == 1
-    text = " ".join(README.read_text(encoding="utf-8").split())
+    text = " ".join(docs_text().split())
     for install in re.findall(r"pip install (?:-q )?torch==\S+", text):
         assert install.split()[-1] == pins[0], install
     assert f"pip install {pins[0]} --index-url https://download.pytorch.org/whl/cpu" in text

@@ -513,3 +513,16 @@ def test_seed_moves_only_the_folder_of_a_run_that_draws(monkeypatch):
         make_task("tmlu", data="d", seed=7)
     with pytest.raises(LocalevalError, match="--greedy draws nothing"):
         make_task("llm-safety", greedy=True, seed=7, judge_model="hf:j")
+
+
+def test_a_guard_that_needs_no_model_is_named_by_itself(tmp_path):
+    """Issue 68: a guard whose model is ``none:<name>`` (a plugin's that needs none) runs with
+    no --model; its run is named by the guard alone, not "<guard> on <model>"."""
+    from localeval.tasks.run_spec import RunSpec
+
+    data = _data("sea-safeguard", tmp_path, "data")
+    _, config = _config("sea-safeguard", {"data": data, "guard": "zero-shot"})
+    assert RunSpec.from_config(config).name.startswith("zero-shot on m · sea-safeguard")
+    alone = RunSpec.from_config({**config, "model": "none:zero-shot"})
+    assert alone.name.startswith("zero-shot · sea-safeguard · data ")
+    assert RunSpec.columns_of({**config, "model": "none:zero-shot"})["name"] == alone.name

@@ -321,6 +321,8 @@ def choose_model(task: Task, model: str | Backend | None) -> str | Backend:
     if isinstance(model, str):
         kind, _ = parse_backend_spec(model)  # a typo in --model fails before any data loads
         own = task.default_model
+        if own is not None and own.startswith("none:"):
+            raise LocalevalError(f"this guard needs no model ({own}); leave out --model")
         if own is not None and parse_backend_spec(own)[0] != kind:
             raise LocalevalError(f"this guard runs on its own model ({own}); leave out --model "
                                  f"or name another {parse_backend_spec(own)[0]}: model")

@@ -30,6 +30,8 @@ BACKENDS: dict[str, str] = {
     "openai-embed": "localeval.backends.openai_embed:OpenAIEmbeddingBackend",
     # moderation APIs (their guards' own)
     "moderation": "localeval.backends.moderation:ModerationBackend",
+    # no model: a guard that classifies without one (model = "none:<its name>")
+    "none": "localeval.backends.none:NoModel",
 }
 
 

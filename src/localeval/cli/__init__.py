@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from ..backends.secrets import redact_text
 from ..errors import LocalevalError, UndefinedMetricWarning, clipped
 from .budget import add_budget_arguments
-from .commands import cmd_compare, cmd_demo, cmd_run, cmd_show, cmd_tasks
+from .commands import cmd_compare, cmd_demo, cmd_guards, cmd_run, cmd_show, cmd_tasks
 from .habits import from_lm_eval
 from .merge import add_merge_parser
 from .rescore import add_rescore_parser
@@ -47,6 +47,7 @@ languages: TMLU, TMMLU+, CMMLU and SEA-SafeguardBench, the papers' protocols by 
 
   localeval demo                                   the whole flow offline, in a minute
   localeval tasks                                  what can be evaluated
+  localeval guards                                 the guards, their families and options
   localeval run --task tmlu --model hf:Qwen/Qwen2.5-7B-Instruct
   localeval run --task sea-safeguard --guard llamaguard3 --model hf:meta-llama/Llama-Guard-3-8B
 
@@ -96,6 +97,11 @@ def parser() -> OneLineParser:
     t.add_argument("task", nargs="?", help="a task: list its subjects (without: list the "
                    "tasks)")
     t.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    g = sub.add_parser("guards", help="list the guards (--guard), built-in and other "
+                       "packages': family, where each comes from, its options")
+    g.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    g.set_defaults(func=cmd_guards)
 
     r = sub.add_parser("run", help="evaluate a model on a task")
     run_names = [name for name, entry in TASKS.items()

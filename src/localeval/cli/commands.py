@@ -22,6 +22,24 @@ def cmd_tasks(args) -> None:
         make_console().print(task_table(args.task, rows))
 
 
+def cmd_guards(args) -> None:
+    from ..guards.catalog import guard_rows
+    from ..render.formats import to_console
+    from ..render.table import TableBuilder, columns
+    from ..report.console import make_console, print_json
+
+    rows = guard_rows()
+    if args.json:
+        print_json([r.data() for r in rows])
+        return
+    table = TableBuilder("Guards (--guard NAME, options with --guard-option KEY=VALUE; also "
+                         "embedding:FILE, from localeval train-guard)",
+                         columns("guard", "family", "from", "options", text=4))
+    for r in rows:
+        table.add(r.name, r.family, r.source, ", ".join(r.options) or "none")
+    make_console().print(to_console(table.build()))
+
+
 def cmd_run(args) -> None:
     run_and_report(args, args.task, task_options(args))
 

@@ -62,10 +62,29 @@ FINE_TUNES: dict[str, FineTune] = {
         "sealion-guard", "aisingapore/Gemma-Guard-SEALION-27B-Delta", {"family": "gemma"}),
 }
 
-# name -> "owner/repo path@commit" of the upstream code each guard is read as (issue 72's
-# guards; the built-in families' entries come with the guards listing)
+# Where each built-in guard comes from, "owner/repo path@commit": the file of the paper's code
+# (or the model's own repository) that its module cites, at the commit docs/fidelity.md says
+# the upstream code was read at (panuthept/IRIS 8cfede9). `localeval guards` lists it; a guard
+# of our own wording (zero-shot-verdict) has none.
+IRIS = "panuthept/IRIS src/iris/model_wrappers/guard_models/{}@8cfede9"
 UPSTREAM: dict[str, str] = {
-    name: _PARALLAX.format("sealionguard_module.py") for name in FINE_TUNES}
+    "zero-shot": IRIS.format("llm_guard.py"),
+    "llamaguard3": IRIS.format("llama_guard.py"),
+    "llamaguard4": IRIS.format("llama_guard.py"),
+    "shieldgemma": IRIS.format("shield_gemma.py"),
+    "qwen3guard": "panuthept/Parallax-AI parallax_ai/modules/safeguards/base_module.py@8348665",
+    "polyguard": IRIS.format("poly_guard.py"),
+    "wildguard": IRIS.format("wild_guard.py"),
+    "xguard": IRIS.format("x_guard.py"),
+    "sealion-guard": IRIS.format("sealion_guard.py"),
+    "lionguard2": IRIS.format("lion_guard.py"),
+    "openai-moderation": IRIS.format("openai_moderation.py"),
+    "azure-content-safety": IRIS.format("azure_ai_content_safety.py"),
+    "model-armor": IRIS.format("google_model_armor.py"),
+    "lakera-guard": IRIS.format("lakera_guard.py"),
+    # issue 72's fine-tunes: the newer Parallax-AI module that reads each
+    **{name: _PARALLAX.format("sealionguard_module.py") for name in FINE_TUNES},
+}
 
 
 def guard_table() -> dict[str, Part]:

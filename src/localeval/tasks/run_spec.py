@@ -52,6 +52,11 @@ class ModelSpec:
         object handed in from Python, which has no ``--model``, by its backend's name)."""
         return short_model(str(self.model or (self.backend or {}).get("model") or ""))
 
+    @property
+    def none(self) -> bool:
+        """Whether this is no model: the ``none:`` backend of a guard that needs none."""
+        return str(self.model or "").startswith("none:")
+
 
 @dataclass(frozen=True)
 class DataSpec:
@@ -250,10 +255,13 @@ class RunSpec:
         """How a run is named for people, wherever one is shown: the guard on its model (a
         run's ``model``-role option) and the task, then what it says of its protocol
         (:attr:`said`): "llamaguard3 on mymodel · sea-safeguard · label scores full",
-        "mymodel · tmlu · 5-shot CoT". Two runs whose protocol facts differ in an option have
-        different names. A shard says so last ("shard 0/3"): its numbers are of a share."""
+        "mymodel · tmlu · 5-shot CoT"; a guard that needs no model (``none:``) by itself alone
+        ("keyword-guard · sea-safeguard"). Two runs whose protocol facts differ in an option
+        have different names. A shard says so last ("shard 0/3"): its numbers are of a share."""
         model = self.model.short
-        return " · ".join([f"{self.guard} on {model}" if self.guard else model, self.task,
+        head = self.guard if self.guard and self.model.none else \
+            f"{self.guard} on {model}" if self.guard else model
+        return " · ".join([head, self.task,
                            *self.said, *([f"shard {self.shard}"] if self.shard else [])])
 
     @property

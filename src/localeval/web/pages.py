@@ -124,6 +124,12 @@ def _pages(path: str, query: dict[str, str], number: int, total: int, per_page: 
             + " · ".join(links) + "</nav>") if last > 1 else ""
 
 
+def model_shown(model: Any) -> str:
+    """A run's model as a row shows it: a guard's ``none:`` backend is no model (the run is
+    named by its guard alone, :attr:`RunSpec.name`)."""
+    return "no model" if str(model or "").startswith("none:") else str(model or "")
+
+
 def _run_row(run: dict[str, Any]) -> str:
     rid = e(run["run_id"])
     title, value = headline_metric(run)
@@ -133,7 +139,7 @@ def _run_row(run: dict[str, Any]) -> str:
     return (f'<tr data-run="{rid}"><td><input type="radio" name="a" value="{rid}" '
             f'aria-label="A"></td><td><input type="radio" name="b" value="{rid}" '
             f'aria-label="B"></td><td>{e((run["finished_at"] or "")[:19].replace("T", " "))}'
-            f'</td><td>{e(run["task"])}</td><td>{e(run["model"])}</td>'
+            f'</td><td>{e(run["task"])}</td><td>{e(model_shown(run["model"]))}</td>'
             f'<td>{e(run.get("guard") or "none")}</td>'
             f'<td class="small">{e(run.get("options") or "")}</td>'
             f'<td class="num">{e(items(run))}</td><td>{e(title)} {e(value)}</td>'
@@ -164,7 +170,7 @@ def leaderboard_page(task: str, tasks: list[str], any_protocol: bool, tables_htm
         name says of its protocol (its RunSpec's)."""
         extra = [x for x in ((r.get("guard") or "none"), r.get("options") or "")
                  if x and x != "none"]
-        return e(r["model"]) + (f' <span class="small">({e(" · ".join(extra))})</span>'
+        return e(model_shown(r["model"])) + (f' <span class="small">({e(" · ".join(extra))})</span>'
                                 if extra else "")
 
     said = f'<p class="small">Ranked on {e(board["reference_is"])}.</p>'
