@@ -39,6 +39,9 @@ READS_EARLIER_OUTPUT = {
     # the runs recorded in the results store by the commands before it
     "localeval leaderboard --task sea-safeguard": "test_leaderboard_protocol.py",
     "localeval leaderboard --task sea-safeguard --json": "test_plugin_guide.py",
+    # a Ray cluster's head, which the Slurm recipe starts first (test_cluster.py starts one)
+    'localeval run --task tmlu --model hf:/shared/models/mymodel --method likelihood '
+    '--cluster "$head:6379" --output runs/tmlu-ray --no-report': "test_cluster.py",
     # the plugin guide's example guard, installed by its own test into a venv of its own
     "localeval run --task sea-safeguard --data src/localeval/data/sample/safety/items.jsonl "
     "--guard keyword-guard --output runs/keyword-guard": "test_plugin_guide.py",
