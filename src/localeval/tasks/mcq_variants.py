@@ -134,7 +134,8 @@ def score_with_variants(planned: Any, answer: Response | WithVariants,
     entries = [variant_record(v, scorer(vp, r), len(planned.item.options))
                for (v, vp), r in zip(planned.variants, answer.others, strict=True)]
     main = scorer(planned, answer.main)  # validated anew with its variants (model_copy is not)
-    return type(main).model_validate({**dict(main), "variants": entries})
+    given = {name: getattr(main, name) for name in main.model_fields_set}  # as it was made
+    return type(main).model_validate({**given, **(main.model_extra or {}), "variants": entries})
 
 
 def variant_record(variant: Variant, scored: MCQSample, n_options: int) -> VariantEntry:
