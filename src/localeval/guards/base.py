@@ -132,14 +132,6 @@ def cause_of(response: Response | None) -> RequestFailure | None:
     return response.reason if isinstance(response, Failed) else None
 
 
-def failure_of(response: Response | None) -> str | None:
-    """The failure kind of a failed response (None when it did not fail): what a verdict made
-    from it says in ``failure``."""
-    if not isinstance(response, Failed):
-        return None
-    return response.reason.kind
-
-
 class Guard(ABC):
     """A safeguard. Subclasses set ``name``, ``template_source`` (where the template or API
     comes from) and ``verdict_position`` (where the verdict is read), and implement

@@ -18,6 +18,7 @@ run gives the same bytes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -483,8 +484,6 @@ def check_same_backend(folder: Path | None, identity: dict[str, Any],
     nor the template date (:func:`localeval.run.resumed_date` adopts the folder's)."""
     if folder is None or overwrite or not (folder / "config.json").exists():
         return
-    import dataclasses
-
     from ..backends.config import BackendConfig
     from ..declared import role_of
 
