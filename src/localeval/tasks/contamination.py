@@ -26,7 +26,7 @@ import math
 import random
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from ..records.samples import ContaminationSample
 from .base import Task
 from .contamination_options import ContaminationOptions, KTokens, MinKSign
 from .options import make_options
+from .run_spec import RunSpec
 
 
 @dataclass(frozen=True)
@@ -150,12 +151,10 @@ class ContaminationTask(Task):
         return results_record({**results, "warnings": list(data.warnings)},
                               ContaminationResults)
 
-    def describe(self, data: ContaminationData) -> dict:
-        o = self.options
-        return {"task": self.name, "data": self.sources, "k": list(o.k), "sample": o.sample,
-                "seed": o.seed, "drop_longest": o.drop_longest, "members": o.members,
-                "min_k_sign": o.min_k_sign, "k_tokens": o.k_tokens,
-                "dataset_revision": o.dataset_revision}
+    def spec(self, data: ContaminationData) -> RunSpec:
+        """Its options as run, its sources as given (no protocol revision: one protocol)."""
+        return RunSpec.of_run(self.name, replace(self.options, k=list(self.options.k)),
+                              source=list(self.sources), protocol=None)
 
 
 def _short_source(name: str, n: int, sample: int) -> str:

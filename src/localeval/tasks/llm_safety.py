@@ -29,7 +29,7 @@ steps of :meth:`LLMSafetyTask.respond`, which share the task's model roles and o
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, TypedDict
 
 from ..backends.base import (
@@ -61,6 +61,7 @@ from .llm_safeguarded import (
 )
 from .llm_safety_options import PAPER_MAX_TOKENS, PAPER_RESPONSES, D2Verdict, LLMSafetyOptions
 from .options import make_options
+from .run_spec import RunSpec
 from .safeguard import check_guard, make_guard
 from .safety_items import SafetyTask, load_safety_items
 
@@ -337,28 +338,27 @@ class LLMSafetyTask(Task):
                 "refine": self.options.refine, "label_scores": self.safeguard.label_scores_used,
                 "verdict_position": self.safeguard.verdict_position_used}
 
-    def describe(self, items: list[SafetyItem]) -> dict:
+    def spec(self, items: list[SafetyItem]) -> RunSpec:
+        """Its options as run (responses and their budget resolved), its judge and safeguard
+        as made (names, options, models), and how each was read."""
         o = self.options
-        return {"task": self.name, "protocol": LLM_SAFETY_PROTOCOL,
-                "data": str(o.data) if o.data else None,
-                "judge": self.guard.name, "judge_options": dict(self.guard.options),
-                "judge_template_source": self.guard.template_source,
-                "judge_label_scores": self.guard.label_scores_used,
-                "judge_verdict_position": self.guard.verdict_position_used,
-                "judge_model": _model_name(self.judge_model), "refusal": o.refusal,
-                "blank_is_refusal": o.blank_is_refusal,
-                "refusal_judge_model": _model_name(o.refusal_judge_model),
-                "responses": self.responses, "greedy": o.greedy,
-                "chat_template": o.chat_template,
-                "subsets": o.subsets, "langs": o.langs, "limit": o.limit,
-                "max_tokens": self.max_tokens, "system": o.system,
-                "sensitive": o.sensitive or DEFAULT_SENSITIVE, "d2": o.d2,
-                "d2_verdict": o.d2_verdict,  # issue 50 item 4
-                "d2_rounding": o.d2_rounding,  # issue 50 item 6
-                "safeguard": self._safeguard_facts(),
-                "dataset_revision": o.dataset_revision,
-                **({"seed": o.seed} if o.seed is not None else {})}  # issue 69: when given
-
+        given = replace(o, judge=self.guard.name, judge_options=dict(self.guard.options),
+                        judge_model=_model_name(self.judge_model),
+                        refusal_judge_model=_model_name(o.refusal_judge_model),
+                        responses=self.responses)
+        described: dict[str, Any] = {
+            "judge_template_source": self.guard.template_source,
+            "judge_label_scores": self.guard.label_scores_used,
+            "judge_verdict_position": self.guard.verdict_position_used}
+        if self.safeguard is not None:
+            given = replace(given, safeguard=self.safeguard.name,
+                            safeguard_options=dict(self.safeguard.options) or None,
+                            safeguard_model=_model_name(self.safeguard_model))
+            described.update({"safeguard.label_scores": self.safeguard.label_scores_used,
+                              "safeguard.verdict_position":
+                                  self.safeguard.verdict_position_used})
+        return RunSpec.of_run(self.name, given, source=str(o.data) if o.data else None,
+                              protocol=LLM_SAFETY_PROTOCOL, described=described)
 
 def _model_name(model) -> Any:
     if model is None or isinstance(model, str):

@@ -4,8 +4,9 @@ building the command line imports no task machinery (numpy, pydantic)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..analysis.choices import N_RESAMPLES, D2Rates
 from ..choices import D2Verdict as D2Verdict
@@ -39,6 +40,43 @@ class LLMSafetyOptions(SafetySelection):
                 "responses": self.responses or (1 if self.greedy else PAPER_RESPONSES),
                 "max_tokens": self.max_tokens or PAPER_MAX_TOKENS,
                 "sensitive": self.sensitive or DEFAULT_SENSITIVE}
+
+    # how the judge and the safeguard were read, in words, as the task records them beside
+    # their options (LLMSafetyTask.spec)
+    described_keys = ("judge_template_source", "judge_label_scores", "judge_verdict_position",
+                      "safeguard.label_scores", "safeguard.verdict_position")
+    # config.json's ``safeguard`` block: option -> its key there
+    SAFEGUARD_KEYS: ClassVar[Mapping[str, str]] = {
+        "safeguard": "name", "safeguard_options": "options", "safeguard_model": "model",
+        "safeguard_mode": "mode", "refine": "refine"}
+
+    def record(self, names: frozenset[str], dataset: str | None = None) -> dict[str, Any]:
+        """The safeguard's options in one ``safeguard`` block (null for the model alone); the
+        bootstrap's resamples are results.json's."""
+        flat = super().record(names, dataset)
+        flat.pop("n_resamples", None)
+        recorded = "safeguard" in flat  # a folder from before D.2's variants records none
+        block = {key: flat.pop(name, None) for name, key in self.SAFEGUARD_KEYS.items()}
+        if block["name"] is not None:
+            block["options"] = dict(block["options"] or {})
+        if recorded:
+            flat["safeguard"] = block if block["name"] is not None else None
+        return flat
+
+    @classmethod
+    def recorded(cls, config: Mapping[str, Any], results: Mapping[str, Any]) -> dict[str, Any]:
+        """The safeguard's options from its ``safeguard`` block; results.json's resamples."""
+        options = super().recorded(config, results)
+        block = options.pop("safeguard", None)
+        if isinstance(block, Mapping):
+            options.update({name: block.get(key) for name, key in cls.SAFEGUARD_KEYS.items()
+                            if key in block})
+            options["safeguard_options"] = options.get("safeguard_options") or None
+        elif "safeguard" in config:
+            options["safeguard"] = None
+        if results.get("n_resamples") is not None:
+            options["n_resamples"] = results["n_resamples"]
+        return options
 
     # Declared again, not rescorable: a rescore of an llm-safety run would replay the judge's
     # and the safeguard's requests through their roles, and reading this kind's options back

@@ -4,7 +4,7 @@ samples, aggregate accuracy."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..backends.base import (
@@ -37,6 +37,7 @@ from .benchmarks import benchmark_options, dataset_of
 from .custom import announce_custom_task
 from .mcq_options import MCQConfig, MCQOptions
 from .prompts import build_prompt
+from .run_spec import RunSpec
 
 
 @dataclass(frozen=True)
@@ -336,32 +337,12 @@ class MCQTask(Task):
                if mcq_variants.has_variants(self.options) else {}),
         }, MCQResults)
 
-    def describe(self, data: MCQData) -> dict:
+    def spec(self, data: MCQData) -> RunSpec:
+        """Its options as run: the subjects read, the prompt style, budget and extraction
+        resolved for its dataset (``MCQOptions.resolved``)."""
         o = self.options
-        return {
-            "task": self.name,
-            "protocol": MCQ_PROTOCOL,
-            "data": str(o.data) if o.data is not None else f"hf://{data.spec.hub_id}",
-            "dataset_revision": o.dataset_revision,
-            "subjects": [subject for subject, _, _ in data.subjects],
-            "limit": o.limit,
-            **self.described_options(),
-        }
-
-    def described_options(self) -> dict:
-        """config.json's keys of the options that do not depend on the data read (method,
-        prompt, generation), as :meth:`describe` writes them: a paper protocol's facts are
-        read from them too."""
-        method = self.config.method
-        return {
-            "method": method,
-            "max_tokens": self.config.generation_budget if method == "generation" else None,
-            "extract": self.config.extraction if method == "generation" else None,
-            "stop_at": self.config.stops_at if method == "generation" else None,
-            "prompt": asdict(self.config.prompt),
-            "reduce_few_shot": self.config.reduce_few_shot,
-            "max_length": self.config.max_length,
-            "chat_special_tokens": self.config.chat_special_tokens,
-            **mcq_variants.robustness_settings(self.options),
-        }
+        return RunSpec.of_run(
+            self.name, replace(o, subjects=[subject for subject, _, _ in data.subjects]),
+            source=str(o.data) if o.data is not None else f"hf://{data.spec.hub_id}",
+            protocol=MCQ_PROTOCOL)
 

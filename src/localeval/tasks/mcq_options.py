@@ -165,7 +165,7 @@ class MCQOptions(TaskOptions):
 
     def resolved(self, task: str) -> dict[str, Any]:
         """The prompt style, generation budget, extraction and stop as a run resolves them
-        (``MCQTask.described_options``): for a generation run only."""
+        (as ``MCQConfig`` does): for a generation run only."""
         from ..data.catalog import default_prompt_style
 
         config = MCQConfig.of(self, task, default_prompt_style(task))
@@ -183,10 +183,22 @@ class MCQOptions(TaskOptions):
         spec = BUILTIN_TASKS.get(task)
         return tuple(spec.subjects) if name == "subjects" and spec else None
 
-    def record(self, names: frozenset[str]) -> dict[str, Any]:
-        """As ``MCQTask.describe`` writes them: the prompt's options under ``prompt``."""
-        flat = super().record(names)
+    def record(self, names: frozenset[str], dataset: str | None = None) -> dict[str, Any]:
+        """The prompt's options under ``prompt`` with the dataset it is of; a generation's
+        budget, extraction and stop as the run resolved them (null for likelihood, which has
+        none); ``permute_options``, ``repeats`` and ``seed`` only when asked for, so the
+        folders of runs without them keep their settings (a rerun compares them)."""
+        flat = super().record(names, dataset)
         prompt = {key: flat.pop(name) for name, key in self.PROMPT_KEYS.items() if name in flat}
+        if dataset is not None:
+            prompt["task"] = dataset
+        if "method" in flat:
+            generation = self.method == "generation"
+            flat.update({name: getattr(self, name) if generation else None
+                         for name in ("max_tokens", "extract", "stop_at")})
+        for name, unasked in (("permute_options", 1), ("repeats", 1), ("seed", None)):
+            if flat.get(name, unasked) == unasked:
+                flat.pop(name, None)
         return {**flat, "prompt": prompt}
 
     @classmethod

@@ -47,15 +47,6 @@ def has_variants(options: MCQOptions) -> bool:
     return options.permute_options > 1 or options.repeats > 1
 
 
-def robustness_settings(options: MCQOptions) -> dict[str, int]:
-    """config.json's keys for them, only when asked for: the folders of runs without them keep
-    their settings (a rerun compares them)."""
-    orders, repeats = options.permute_options, options.repeats
-    return {**({"permute_options": orders} if orders > 1 else {}),
-            **({"repeats": repeats} if repeats > 1 else {}),
-            **({"seed": options.seed} if options.seed is not None else {})}
-
-
 def variants(orders: int, repeats: int) -> list[Variant]:
     """Every variant but the question's own (order 0, the first draw)."""
     draws: list[int | None] = list(range(repeats)) if repeats > 1 else [None]

@@ -62,6 +62,10 @@ class TaskOptions:
     reading_keys: ClassVar[tuple[str, ...]] = ()
     paper_reading: ClassVar[Mapping[str, Any]] = {}
     always_named: ClassVar[tuple[str, ...]] = ()
+    # config.json keys (a dotted path into a block: "guard.label_top") that say, in words, how
+    # the run's task ran beyond its options (a guard's template source): kept in the run's
+    # spec as recorded, written back, never a fact
+    described_keys: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def reading_facts(cls, reading: Mapping[str, Any]) -> dict[str, str]:
@@ -84,9 +88,10 @@ class TaskOptions:
         ``task``, when known: a run that chose them all chose nothing."""
         return None
 
-    def record(self, names: frozenset[str]) -> dict[str, Any]:
-        """The options ``names`` as config.json records them, which :meth:`recorded` reads back:
-        by default each under its own name; an ``unset_unrecorded`` option only when set."""
+    def record(self, names: frozenset[str], dataset: str | None = None) -> dict[str, Any]:
+        """The options ``names`` of a run of ``dataset`` (its task's, :func:`dataset_of`) as
+        config.json records them, which :meth:`recorded` reads back: by default each under its
+        own name; an ``unset_unrecorded`` option only when set."""
         return {f.name: getattr(self, f.name) for f in option_fields(type(self))
                 if f.name in names and not (f.metadata.get("unset_unrecorded")
                                             and getattr(self, f.name) is None)}

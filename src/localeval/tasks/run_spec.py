@@ -131,6 +131,40 @@ class RunSpec:
     # ran, a speed-role fact as the shard is (never a protocol fact nor part of the name); ()
     # for a run on this machine
     cluster: tuple[tuple[str, Any], ...] = ()
+    # what the task says of how it ran that no option says and no fact compares (its kind's
+    # ``Options.described_keys``: a guard's template source, where its verdict is read, in
+    # words), kept as recorded, for people
+    described: tuple[tuple[str, Any], ...] = ()
+
+    # ------------------------------------------------------------------ the one writer
+    @classmethod
+    def of_run(cls, task: str, options: TaskOptions, *, source: str | list[str] | None,
+               protocol: str | None, reading: Mapping[str, Any] | None = None,
+               described: Mapping[str, Any] | None = None) -> RunSpec:
+        """The spec of a run about to be made, from which its config.json task block is written
+        (:meth:`to_config`): ``options`` as the task holds them (the selections as the data
+        read made them: every subject or language read), resolved as the run resolves them
+        (its benchmark's dataset: the prompt style, a generation's budget and extraction);
+        ``source``, the data as config.json names it (``hf://<repo>`` for the Hub's);
+        ``protocol``, the kind's protocol revision; ``reading`` and ``described``, what the
+        task says of its guard beyond the options (:attr:`reading`, :attr:`described`)."""
+        options_class = _as_task_options(type(options))
+        resolved = make_options(options_class, task, options.resolved(dataset_of(task)))
+        names = frozenset(f.name for f in option_fields(options_class))
+        block = {**resolved.record(names, dataset_of(task)), "data": source}
+        recorded = options_class.recorded(block, {})
+        parts = recorded.get("subjects") if "subjects" in recorded else recorded.get("subsets")
+        data = DataSpec(source=_tuple(source) if isinstance(source, list | tuple) else source,
+                        files=None, revision=recorded.get("dataset_revision"),
+                        parts=_tuple(parts), langs=_tuple(recorded.get("langs")),
+                        limit=recorded.get("limit"))
+        return cls(task=task, kind=_kind_of(options_class), options=resolved,
+                   recorded=frozenset(recorded), data=data, model=ModelSpec("model", None),
+                   roles=(), protocol=protocol,
+                   reading=tuple((k, v) for k, v in (reading or {}).items()
+                                 if k in options_class.reading_keys),
+                   described=tuple((k, v) for k, v in (described or {}).items()
+                                   if k in options_class.described_keys))
 
     # ------------------------------------------------------------------ the one reader
     @classmethod
@@ -170,7 +204,9 @@ class RunSpec:
                    rescored_from=config.get("rescored_from"),
                    shard=None if config.get(SHARD) is None else str(config[SHARD]),
                    cluster=tuple(sorted(config[CLUSTER].items()))
-                   if isinstance(config.get(CLUSTER), dict) else ())
+                   if isinstance(config.get(CLUSTER), dict) else (),
+                   described=tuple((key, value) for key in options_class.described_keys
+                                   if (value := _at(config, key)) is not _ABSENT))
 
     @classmethod
     def paper(cls, task: str, protocol: str, source: str) -> RunSpec:
@@ -191,13 +227,20 @@ class RunSpec:
 
     def to_config(self) -> dict[str, Any]:
         """The task block of config.json this spec is read from, in today's layout (each
-        kind's ``Options.record``), which :meth:`from_config` reads back into an equal spec."""
+        kind's ``Options.record``), which :meth:`from_config` reads back into an equal spec:
+        run.py writes a run's from :meth:`of_run` (the task's ``spec``)."""
         config: dict[str, Any] = {
-            "task": self.task, "protocol": self.protocol, "model": self.model.model,
-            **type(self.options).record(self.options, self.recorded), **dict(self.reading),
+            "task": self.task,
+            **type(self.options).record(self.options, self.recorded, dataset_of(self.task)),
+            **dict(self.reading),
             "data": list(self.data.source) if isinstance(self.data.source, tuple) else
-            self.data.source, "dataset_revision": self.data.revision,
-            "limit": self.data.limit}
+            self.data.source}
+        if self.protocol is not None:  # a kind without protocol revisions (contamination)
+            config["protocol"] = self.protocol
+        if self.model.model is not None:
+            config["model"] = self.model.model
+        for key, value in self.described:
+            _put(config, key, value)
         if self.model.backend is not None:
             config["backend"] = dict(self.model.backend)
         if self.roles:
@@ -356,6 +399,33 @@ class RunSpec:
                 return f"{len(value)}{f' of {len(whole)}' if whole else ''} {label(name)}"
         return f"{label(name)} {shown(value)}"
 
+
+
+_ABSENT = object()
+
+
+def _at(config: Mapping[str, Any], key: str) -> Any:
+    """config.json's value at ``key``, a dotted path into its blocks ("guard.label_top"), or
+    _ABSENT."""
+    value: Any = config
+    for part in key.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return _ABSENT
+        value = value[part]
+    return value
+
+
+def _put(config: dict[str, Any], key: str, value: Any) -> None:
+    """Writes ``value`` at the dotted ``key`` of a config block (into a block the options
+    wrote: none is made for it)."""
+    *blocks, last = key.split(".")
+    for part in blocks:
+        inner = config.get(part)
+        if not isinstance(inner, dict):
+            return
+        config[part] = inner = dict(inner)
+        config = inner
+    config[last] = value
 
 
 def label(name: str) -> str:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..analysis.safety import analyses
@@ -43,6 +43,7 @@ from ..records.samples import SafetySample
 from .base import SAFEGUARD_PROTOCOL, Task
 from .label_policy import DEFAULT_SENSITIVE, binary_label, describe_policy
 from .options import make_options
+from .run_spec import RunSpec
 from .safety_items import load_safety_items, safety_task
 from .safety_options import CLASSIFY, DEFAULT_CLASSIFY, SafeguardOptions
 
@@ -344,39 +345,27 @@ class SafeguardTask(Task):
         """Whether the guard was told each item's country (the paper's Table 3 setting)."""
         return bool(self.guard.options.get("cultural_awareness", False))
 
-    def describe(self, data: SafetyData) -> dict[str, Any]:
+    def spec(self, data: SafetyData) -> RunSpec:
+        """Its options as run (the subsets and languages read, what it classifies), its guard
+        as made (its name and options), how the guard was read and what the guard says of
+        itself."""
         guard, o = self.guard, self.options
-        return {
-            "task": self.name,
-            "protocol": SAFEGUARD_PROTOCOL,
-            "data": str(o.data) if o.data is not None else f"hf://{HUB_REPO}",
-            "dataset_revision": o.dataset_revision,
-            "subsets": sorted({i.subset for i in data.items}),
-            "langs": sorted({i.lang for i in data.items}),
-            "limit": o.limit,
-            "classify": list(self.classify),
-            "sensitive": o.sensitive or DEFAULT_SENSITIVE,
-            "cultural_awareness": self.cultural_awareness,
-            "calibrate_on": o.calibrate_on,
-            "auprc": o.auprc,
-            "en_cell": o.en_cell,
-            "threshold_rule": o.threshold_rule,
-            "threshold_grid": o.threshold_grid,
-            "one_class": o.one_class,  # issue 50 item 2
-            "file_rounding": o.file_rounding,  # issue 50 item 6
-            "on_failure": o.on_failure,
-            "label_scores": guard.label_scores_used,  # issue 34 item 2: top-k by default
-            # issue 49 item 1: first-label by default (None: read where its authors read it)
-            "verdict_position": guard.verdict_position_used,
-            "log_samples": o.log_samples,
-            "guard": {"name": guard.name, "options": dict(guard.options),
-                      "template_source": guard.template_source,
-                      # where the guard's verdict is read, in words: "verdict_position" is the
-                      # option (above, and in options when given), one meaning per key (issue
-                      # 61; config.json before it wrote these words under verdict_position)
-                      "reads_verdict_at": guard.verdict_position,
-                      "label_top": guard.label_top},
-        }
+        given = replace(o, subsets=sorted({i.subset for i in data.items}),
+                        langs=sorted({i.lang for i in data.items}), classify=list(self.classify),
+                        guard=guard.name, guard_options=dict(guard.options) or None)
+        return RunSpec.of_run(
+            self.name, given, source=str(o.data) if o.data is not None else f"hf://{HUB_REPO}",
+            protocol=SAFEGUARD_PROTOCOL,
+            reading={"cultural_awareness": self.cultural_awareness,
+                     "label_scores": guard.label_scores_used,  # issue 34 item 2: top-k default
+                     # issue 49 item 1: first-label by default (None: where its authors read it)
+                     "verdict_position": guard.verdict_position_used},
+            # where the guard's verdict is read, in words: "verdict_position" is the option
+            # (above, and in its options when given), one meaning per key (issue 61;
+            # config.json before it wrote these words under verdict_position)
+            described={"guard.template_source": guard.template_source,
+                       "guard.reads_verdict_at": guard.verdict_position,
+                       "guard.label_top": guard.label_top})
 
 
 def make_guard(guard: str | Guard, options: dict | None) -> Guard:

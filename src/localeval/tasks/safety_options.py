@@ -172,9 +172,12 @@ class SafeguardOptions(SafetySelection):
             "fixed" else "authors'"
         return facts
 
-    def record(self, names: frozenset[str]) -> dict[str, Any]:
+    # the guard's own words of itself, in its block (SafeguardTask.spec)
+    described_keys = ("guard.template_source", "guard.reads_verdict_at", "guard.label_top")
+
+    def record(self, names: frozenset[str], dataset: str | None = None) -> dict[str, Any]:
         """The guard as ``{"name", "options"}``; the bootstrap's resamples are results.json's."""
-        out = super().record(names)
+        out = super().record(names, dataset)
         out.pop("n_resamples", None)
         if "guard" in out:
             guard = out.pop("guard")
