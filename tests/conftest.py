@@ -164,13 +164,33 @@ ENGINE_MARKERS = {"test_vllm.py": "vllm", "test_vllm_defaults.py": "vllm",
 # The longest modules, longest first: under pytest-xdist (`-n 2 --dist loadscope`, each module
 # on one worker) they are handed out first, so that no worker starts one of them when the other
 # has nothing left to do (measured with `--durations`, see the README's test section).
-# The vLLM modules follow one another, so that the worker done with the first reuses the one
-# vLLM server it started (a session fixture: each worker starts its own).
+# The vLLM modules are one unit of work (pytest_xdist_make_scheduler, below), so one worker
+# runs them all on the one vLLM server it starts (a session fixture: each worker starts its
+# own; two would cost a server's start and its memory again).
 LONGEST_FIRST = ("test_readme_blocks.py", "test_vllm.py", "test_vllm_defaults.py",
                  "test_vllm_token_ids.py", "test_cluster.py", "test_hf_generate.py",
                  "test_resume_on_the_tree.py", "test_failures.py", "test_llama_cpp_server.py",
                  "test_gpu_bench.py", "test_lm_eval_parity.py", "test_stop_signals.py",
                  "test_server_faults.py", "test_hf_backend.py")
+
+
+VLLM_MODULES = ("test_vllm.py", "test_vllm_defaults.py", "test_vllm_token_ids.py")
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``--dist loadscope``: each module one unit of work, as xdist makes them, but the
+    vLLM modules together in one, so they share one worker and its one vLLM server."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class VLLMTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if Path(nodeid.split("::", 1)[0]).name in VLLM_MODULES:
+                return "vllm"
+            return super()._split_scope(nodeid)
+
+    return VLLMTogether(config, log)
 
 
 def pytest_collection_modifyitems(config, items):

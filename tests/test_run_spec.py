@@ -233,6 +233,44 @@ def test_protocol_facts_tell_every_protocol_option_apart(kind, tmp_path):
             assert _name(kind, base) == _name(kind, {**base, f.name: not f.default})
 
 
+@pytest.mark.parametrize("kind", sorted(KIND_RUNS))
+def test_config_json_is_the_tasks_spec_written_and_reads_back_into_it(kind, tmp_path):
+    """A run's config.json task block is written from its spec (``Task.spec``), and reads
+    back into that very spec: with the kind's defaults, and with each option given."""
+    from localeval.tasks.run_spec import RunSpec
+
+    declared = KIND_RUNS[kind]
+    runs = [{}] + [{name: value} for name, value in declared["values"].items()]
+    data_given = _data(kind, tmp_path, "data")
+    for given in runs:
+        name, value = next(iter(given.items()), (None, None))
+        value, needs = value if isinstance(value, tuple) else (value, {})
+        options = {"data": data_given, **declared["base"], **needs,
+                   **({name: value} if name else {})}
+        task = make_task(kind, **options)
+        data = task.load()
+        spec = task.spec(data)
+        assert task.describe(data) == spec.to_config()
+        assert RunSpec.from_config(json.loads(json.dumps(spec.to_config()))) == spec, given
+
+
+def test_an_llm_safety_runs_safeguard_reads_back_into_its_options(tmp_path):
+    """config.json's ``safeguard`` block (App. D.2's LLM + safeguard) reads back into the
+    safeguard's own options, typed, so its mode and refinement are said in the run's name
+    (before, the whole block was read as the guard's name)."""
+    from localeval.tasks.run_spec import RunSpec
+
+    task = make_task("llm-safety", data=_data("llm-safety", tmp_path, "d"), refusal="detector",
+                     judge_model="hf:judge", safeguard="llamaguard3", safeguard_model="hf:sg",
+                     safeguard_mode="advance-inform", refine="all")
+    spec = RunSpec.from_config({**task.describe(task.load()), "model": "hf:org/target"})
+    assert (spec.options.safeguard, spec.options.safeguard_model,
+            spec.options.safeguard_mode, spec.options.refine) == \
+        ("llamaguard3", "hf:sg", "advance-inform", "all")
+    assert spec.name.endswith("safeguard llamaguard3 · safeguard model hf:sg · "
+                              "safeguard mode advance-inform · refine all")
+
+
 @pytest.mark.parametrize("guard,option", [("polyguard", {"reading": "answer"}),
                                             ("shieldgemma", {"mode": "per-policy"}),
                                             ("a-plugin-guard", {"words": "bomb,kill"})])
