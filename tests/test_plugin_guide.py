@@ -1,8 +1,10 @@
-"""Issue 68: the plugin guide (docs/plugins.md) works the first time. Its example package is
-written from the guide's own text, installed with pip into a fresh venv (one that sees this
-checkout and the test environment's packages, so nothing is downloaded), and the guide's
+"""Issue 68: the plugin guide (docs/plugins.md) works the first time. Its two example packages
+are written from the guide's own text, installed with pip into one fresh venv (one that sees
+this checkout and the test environment's packages, so nothing is downloaded), and the guide's
 commands run there as written: the guard that needs no model is listed by `localeval guards`,
-runs with no `--model`, and its tables, leaderboard row and viewer row are named by it."""
+runs with no `--model`, and its tables, leaderboard row and viewer row are named by it; the task
+is listed by `localeval tasks`, runs on the README's model (the demo's), its numbers are those
+the model's own log-probs give, and it re-scores with its rescorable option."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import re
 import subprocess
 import sys
 import sysconfig
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from readme_docs import guide
@@ -31,9 +35,11 @@ def guide_block(after: str) -> str:
     return text[text.index(after):].split("```bash\n", 1)[1].split("```", 1)[0]
 
 
-def test_the_example_package_is_the_guides_text():
+def test_the_example_packages_are_the_guides_text():
     files = guide_files()
-    assert set(files) == {"keyword-guard/pyproject.toml", "keyword-guard/keyword_guard/__init__.py"}
+    assert set(files) == {"keyword-guard/pyproject.toml", "keyword-guard/keyword_guard/__init__.py",
+                          "true-false-task/pyproject.toml", "true-false-task/true_false/__init__.py",
+                          "true-false-task/true_false/statements.jsonl"}
     for path, text in files.items():
         assert (REPO / "examples" / path).read_text(encoding="utf-8") == text, path
 
@@ -44,36 +50,57 @@ def keyword_scores(text: str, words=("fake", "insult", "mock", "poison"), per_wo
     return min(1.0, per_word * len(found))
 
 
-@pytest.mark.slow
-def test_the_guides_package_installs_into_a_fresh_venv_and_runs(tmp_path):
+@pytest.fixture(scope="module")
+def fresh_venv(tmp_path_factory) -> SimpleNamespace:
+    """A fresh venv with the guide's two packages pip-installed (one pip call for both, the
+    slow part shared by the guard's test and the task's)."""
+    root = tmp_path_factory.mktemp("plugin-guide")
     for path, text in guide_files().items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(text, encoding="utf-8")
-    venv = tmp_path / "venv"
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text, encoding="utf-8")
+    venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     # the venv sees this checkout's localeval and the test environment's packages (torch, pip,
-    # setuptools) through a .pth file: pip installs the package into the venv alone
+    # setuptools) through a .pth file: pip installs the packages into the venv alone
     site = next((venv / "lib").glob("python3*/site-packages"))
     (site / "test-env.pth").write_text(f"{REPO / 'src'}\n{sysconfig.get_paths()['purelib']}\n",
                                        encoding="utf-8")
     python = venv / "bin" / "python"
+    (venv / "bin" / "localeval").write_text(f'#!/bin/sh\nexec "{python}" -m localeval.cli "$@"\n')
+    (venv / "bin" / "localeval").chmod(0o755)
+    assert guide_block("Install it into the environment").strip() == \
+        "pip install --no-deps ./examples/keyword-guard"
+    assert guide_block("Install it as the guard above").strip() == \
+        "pip install --no-deps ./examples/true-false-task"
+    env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "LANG": "C.UTF-8", "HF_HUB_OFFLINE": "1",
+           "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "HOME": str(root)}
+    done = subprocess.run([str(python), "-m", "pip", "install", "--no-deps",
+                           "--no-build-isolation", str(root / "keyword-guard"),
+                           str(root / "true-false-task")],
+                          capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return SimpleNamespace(python=python, venv=venv)
+
+
+def checkout(fresh_venv: SimpleNamespace, tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A folder laid out as the checkout, and the environment of a user of the fresh venv whose
+    home (and results store) is this test's own."""
     home = tmp_path / "home"
     home.mkdir()
-    env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
-           "LOCALEVAL_STORE": str(home / "store.sqlite"), "COLUMNS": "200",
+    env = {"PATH": f"{fresh_venv.venv / 'bin'}:/usr/bin:/bin", "HOME": str(home),
+           "LANG": "C.UTF-8", "LOCALEVAL_STORE": str(home / "store.sqlite"), "COLUMNS": "200",
            "HF_HUB_OFFLINE": "1", "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    install = guide_block("Install it into the environment").strip()
-    assert install == "pip install --no-deps ./examples/keyword-guard"
-    done = subprocess.run([str(python), "-m", "pip", "install", "--no-deps",
-                           "--no-build-isolation", str(tmp_path / "keyword-guard")],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    # the guide's commands, as written, from a folder laid out as the checkout
     work = tmp_path / "checkout"
     work.mkdir()
     (work / "src").symlink_to(REPO / "src")
-    (venv / "bin" / "localeval").write_text(f'#!/bin/sh\nexec "{python}" -m localeval.cli "$@"\n')
-    (venv / "bin" / "localeval").chmod(0o755)
+    return work, env
+
+
+@pytest.mark.slow
+def test_the_guides_guard_package_runs_in_a_fresh_venv(fresh_venv, tmp_path):
+    work, env = checkout(fresh_venv, tmp_path)
+    home, python = Path(env["HOME"]), fresh_venv.python
+    # the guide's commands, as written, from a folder laid out as the checkout
     block = guide_block("Then it is listed")
     ran = subprocess.run(["bash", "-euo", "pipefail", "-c", block], capture_output=True,
                          text=True, env=env, cwd=work, timeout=600)
@@ -123,3 +150,76 @@ def _leaderboard_names(stdout: str) -> list[str]:
     """The run names of the `leaderboard --json` the guide's block prints last."""
     board = json.loads(stdout[stdout.rindex("\n{\n") + 1:])
     return [r["name"] for r in [*board["rows"], *board["apart"]]]
+
+
+@pytest.fixture(scope="module")
+def demo_model(tmp_path_factory) -> Path:
+    """The README's ``$MODEL``: the demo's seeded random model, built as ``localeval demo``
+    builds it (its model alone, not the demo's runs)."""
+    from localeval.demo.mcq import SAMPLE_MCQ, _sample_texts, build_demo_model
+
+    folder = tmp_path_factory.mktemp("demo") / "demo-model"
+    return build_demo_model(folder, _sample_texts(Path(str(SAMPLE_MCQ))))
+
+
+def true_minus_false(model_folder: Path, prompts: list[str]) -> list[float]:
+    """log P("True") - log P("False") as the next token after each prompt, from transformers
+    directly (not through localeval's backend)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_folder)
+    model = AutoModelForCausalLM.from_pretrained(model_folder, dtype=torch.float32).eval()
+    out = []
+    for prompt in prompts:
+        ids = tokenizer(prompt).input_ids
+        first = {}
+        for word in ("True", "False"):
+            with_word = tokenizer(prompt + word).input_ids
+            assert with_word[:len(ids)] == ids  # the word's tokens follow the prompt's
+            first[word] = with_word[len(ids)]
+        with torch.no_grad():
+            logits = model(torch.tensor([ids])).logits[0, -1]
+        logprobs = torch.log_softmax(logits.double(), dim=-1)
+        out.append(float(logprobs[first["True"]] - logprobs[first["False"]]))
+    return out
+
+
+@pytest.mark.slow
+def test_the_guides_task_package_runs_in_the_fresh_venv(fresh_venv, demo_model, tmp_path):
+    work, env = checkout(fresh_venv, tmp_path)
+    (work / "runs" / "demo").mkdir(parents=True)  # where the README's demo puts its model
+    (work / "runs" / "demo" / "demo-model").symlink_to(demo_model)
+    env["MODEL"] = "hf:runs/demo/demo-model"  # as the README sets it
+    block = guide_block("Then `localeval tasks` lists it")
+    ran = subprocess.run(["bash", "-euo", "pipefail", "-c", block], capture_output=True,
+                         text=True, env=env, cwd=work, timeout=600)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    row = next(line for line in ran.stdout.splitlines() if "true-false " in line)
+    assert "(from true-false-task)" in row
+
+    statements = [json.loads(line) for line in
+                  guide_files()["true-false-task/true_false/statements.jsonl"].splitlines()]
+    run = work / "runs" / "true-false"
+    samples = [json.loads(line) for line in (run / "samples.jsonl").open(encoding="utf-8")]
+    assert [s["id"] for s in samples] == [s["id"] for s in statements]
+    prompts = [f"True or false?\n{s['statement']}\n" for s in statements]
+    assert [s["prompt"] for s in samples] == prompts  # -T log_prompts=true
+    expected = true_minus_false(demo_model, prompts)
+    for sample, statement, value in zip(samples, statements, expected, strict=True):
+        assert sample["true_minus_false"] == pytest.approx(value, abs=1e-4), sample
+        assert sample["said_true"] == (value > 0) and sample["answer"] == statement["answer"]
+    results = json.loads((run / "results.json").read_text(encoding="utf-8"))
+    right = [(v > 0) == s["answer"] for v, s in zip(expected, statements, strict=True)]
+    assert results["accuracy"] == sum(right) / len(right) and results["n_failed"] == 0
+    # what the guide says of the demo's model: "False" likelier for all eight, 50%
+    assert not any(s["said_true"] for s in samples) and results["accuracy"] == 0.5
+
+    # rescored at margin -0.13 from the cache: the same log-probs, the line moved
+    rescored = work / "runs" / "true-false-margin"
+    config = json.loads((rescored / "config.json").read_text(encoding="utf-8"))
+    assert config["margin"] == -0.13 and config["rescored_from"]
+    results = json.loads((rescored / "results.json").read_text(encoding="utf-8"))
+    right = [(v > -0.13) == s["answer"] for v, s in zip(expected, statements, strict=True)]
+    assert results["accuracy"] == sum(right) / len(right) == 0.375  # the guide's 37.5%
+    assert "demo-model · true-false · margin -0.13" in ran.stdout  # the leaderboard's name

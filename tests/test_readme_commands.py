@@ -48,6 +48,12 @@ READS_EARLIER_OUTPUT = {
     "localeval run --task sea-safeguard --data src/localeval/data/sample/safety/items.jsonl "
     "--guard keyword-guard --guard-option words=fake,poison,mock --guard-option per_word=1 "
     "--output runs/keyword-guard-strict": "test_plugin_guide.py",
+    # the plugin guide's example task, installed by the same test into the same venv
+    "localeval run --task true-false --model $MODEL -T log_prompts=true --output runs/true-false":
+        "test_plugin_guide.py",
+    "localeval rescore runs/true-false -T margin=-0.13 --output runs/true-false-margin":
+        "test_plugin_guide.py",
+    "localeval leaderboard --task true-false": "test_plugin_guide.py",
 }
 # What a scheduler sets for each of a job's tasks (the shard recipes): the first of three
 SCHEDULER = {"$SLURM_ARRAY_TASK_ID": "0", "$SLURM_ARRAY_TASK_COUNT": "3",
