@@ -223,3 +223,13 @@ def test_the_guides_task_package_runs_in_the_fresh_venv(fresh_venv, demo_model, 
     right = [(v > -0.13) == s["answer"] for v, s in zip(expected, statements, strict=True)]
     assert results["accuracy"] == sum(right) / len(right) == 0.375  # the guide's 37.5%
     assert "demo-model · true-false · margin -0.13" in ran.stdout  # the leaderboard's name
+
+    # statements of one's own (-T data=...): a bad row is one line, before the model loads
+    (work / "mine.jsonl").write_text('{"id": "a", "statement": "Hue is in Vietnam.", '
+                                     '"answer": "yes"}\n', encoding="utf-8")
+    bad = subprocess.run(["localeval", "run", "--task", "true-false", "--model",
+                          "hf:runs/demo/demo-model", "-T", "data=mine.jsonl", "--output",
+                          "runs/mine"], capture_output=True, text=True, env=env, cwd=work,
+                         timeout=120)
+    assert bad.returncode == 2 and bad.stderr.strip() == \
+        "error: mine.jsonl, row 1, field 'answer': must be true or false", bad.stderr
