@@ -163,6 +163,39 @@ def test_shieldgemma_parallax_reads_new_token_0_among_the_top_20():
     assert prompt.score == pytest.approx(SG_PARALLAX, abs=1e-6)
 
 
+# SEALGuard's first new token: safe -0.3 1st, unsafe -2.0 6th
+SEAL_ANSWER = [[("safe", -0.3), *fillers([-1.0 - i / 10 for i in range(4)]), ("unsafe", -2.0),
+                *fillers([-2.1 - i / 10 for i in range(14)], "y")]]
+# e^-2 / (e^-0.3 + e^-2) = 1 / (1 + e^1.7)
+SEAL = 0.154465
+
+
+def test_sealguard_is_read_as_parallax_sealguard_module():
+    """``sealguard_module.py:8-66`` (c853033): Llama Guard 3 8B's chat template text (l.20,
+    26-46; our template=hf text, which ends at the assistant header, without our "\\n\\n"
+    prefill) on the completions endpoint with its special tokens (l.47, 53-65), at most 10 new
+    tokens with their top 20 (l.62-63), the labels at the first (l.11): 1 / (1 + e^1.7)."""
+    assert 1 / (1 + math.exp(1.7)) == pytest.approx(SEAL, abs=1e-6)
+    assert [t for t, _ in SEAL_ANSWER[0]].index("unsafe") == 5 and len(SEAL_ANSWER[0]) == 20
+    got = _on_server(SEAL_ANSWER, [("sealguard", c, {})
+                                   for c in (Conversation("p"), Conversation("p", "r"))])
+    for (verdict, body), conversation in zip(got, (Conversation("p"), Conversation("p", "r")),
+                                             strict=True):
+        assert verdict.score == pytest.approx(SEAL, abs=1e-6)
+        assert body["max_tokens"] == 10 and body["logprobs"] == 20
+        (hf,) = get_guard("llamaguard3", template="hf").requests(conversation)
+        assert hf.prompt.endswith("assistant<|end_header_id|>\n\n")
+        assert body["prompt"] == hf.prompt.removesuffix("\n\n")
+        assert body["prompt"].startswith(" <|begin_of_text|><|start_header_id|>user")
+    (request,) = get_guard("sealguard").requests(Conversation("p"))
+    assert request.add_special_tokens is True  # what the completions endpoint adds
+    for options, message in [({"label_scores": "full"}, "label_scores=full"),
+                             ({"verdict_position": "fixed"}, "not an option"),
+                             ({"template": "own"}, "no option")]:
+        with pytest.raises(LocalevalError, match=message):
+            get_guard("sealguard", **options)
+
+
 def test_too_few_new_tokens_is_a_failed_sample_not_a_score():
     """An answer that ends at new token 0: Parallax-AI's logprobs[1] raises; ours fails."""
     ((verdict, _),) = _on_server(LG3_ANSWER[:1],

@@ -262,3 +262,49 @@ class LlamaGuard4(LlamaGuard3):
             + " <|eot|><|header_start|>assistant<|header_end|>"
             + PREFILL
         )
+
+
+class SEALGuard(LlamaGuard3):
+    """SEALGuard (``MickyMike/SEALGuard-1.5B``, ``-7B``) as the authors' newer code reads it:
+    panuthept/Parallax-AI ``c853033``
+    ``parallax_ai/modules/safeguard_modules/sealguard_module.py:8-66`` ``SEALGuardModule``
+    (``auto_module.py:22-23``). The prompt is ``meta-llama/Llama-Guard-3-8B``'s chat template
+    (l.20), rendered without a generation prompt (l.26-46; that template prints its whole text,
+    ending at the assistant header, either way), i.e. our ``template=hf`` text without our
+    ``"\\n\\n"`` prefill, sent as a plain prompt to the completions endpoint (l.47, 53-65),
+    which tokenises it with the served model's tokenizer and its special tokens, as a plain
+    string is here. The labels ``safe`` / ``unsafe`` (l.12-17) are read at the first new token
+    (l.11) among the top 20 (``logprobs: 20``, l.63) of up to 10 (l.62). No other reading of
+    it is in the benchmark's code, so it has no options of its own.
+
+    The model authors' own evaluation (awsm-research/SEALGuard ``bc3a2f2``
+    ``sealguard/main_seallm.py`` ``moderate``) sends another prompt, a ChatML one, and reads
+    its one greedy token's text; docs/fidelity.md says how they differ."""
+
+    name = "sealguard"
+    template_source = ("meta-llama/Llama-Guard-3-8B's chat template (template=hf's text, no "
+                       "prefill) as panuthept/Parallax-AI c853033 sealguard_module.py renders "
+                       "it for MickyMike/SEALGuard-1.5B / -7B")
+    verdict_position = ("the first new token (index 0) of up to 10 after the Llama Guard 3 8B "
+                        "template's text, 'safe' / 'unsafe' among its top 20, as Parallax-AI "
+                        "c853033 SEALGuardModule reads it")
+    parallax_verdict_position = verdict_position
+    new_tokens = 10  # c853033 sealguard_module.py:62 max_tokens
+
+    def __init__(self):
+        super().__init__(template="hf")
+        self.reading = PARALLAX  # its one reading: label_scores=full and fixed refused alike
+        self.top_k = 20  # sealguard_module.py:63 logprobs
+
+    @property
+    def fixed_problem(self) -> str | None:
+        return (f"{self.name} reads new token 0 among its top 20, as Parallax-AI does: "
+                "verdict_position=fixed is not an option of it")
+
+    def requests(self, conversation: Conversation,
+                 earlier: Sequence[Response] = ()) -> list[Request]:
+        if earlier:
+            return []
+        text = self.lead + self.render(conversation.prompt, conversation.response)
+        return [at_index(self, text.removesuffix(PREFILL), ("unsafe", "safe"), 0,
+                         new_tokens=self.new_tokens)]

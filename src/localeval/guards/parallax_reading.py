@@ -42,12 +42,12 @@ def checked_reading(name: str, reading: str) -> str:
 
 
 def at_index(guard: StagedGuard, prompt: Prompt, candidates: tuple[str, ...], index: int,
-             add_special_tokens: bool = True) -> ScoreNext:
+             add_special_tokens: bool = True, new_tokens: int = NEW_TOKENS) -> ScoreNext:
     """The request for the labels at new token ``index`` among the guard's top k (20 unless
-    ``label_scores=top-N``), after up to :data:`NEW_TOKENS` new tokens asked for, as the
-    server was asked (so a prompt that leaves no room for them fails as there)."""
+    ``label_scores=top-N``), after up to ``new_tokens`` new tokens asked for, as the server
+    was asked (so a prompt that leaves no room for them fails as there)."""
     return ScoreNext(prompt, candidates, add_special_tokens=add_special_tokens,
-                     top=guard.label_top or TOP, positions=NEW_TOKENS, at=index)
+                     top=guard.label_top or TOP, positions=new_tokens, at=index)
 
 
 def refuse_full(guard: StagedGuard) -> None:

@@ -18,6 +18,7 @@ GUARDS: dict[str, str] = {
     "zero-shot-verdict": "localeval.guards.zero_shot_verdict:VerdictZeroShotGuard",
     "llamaguard3": "localeval.guards.llamaguard:LlamaGuard3",
     "llamaguard4": "localeval.guards.llamaguard:LlamaGuard4",
+    "sealguard": "localeval.guards.llamaguard:SEALGuard",  # as Parallax-AI c853033 reads it
     "shieldgemma": "localeval.guards.shieldgemma:ShieldGemma",
     "qwen3guard": "localeval.guards.qwen3guard:Qwen3Guard",
     "polyguard": "localeval.guards.polyguard:PolyGuard",
@@ -74,6 +75,7 @@ UPSTREAM: dict[str, str] = {
     "llamaguard3": _OR_PARALLAX.format(IRIS.format("llama_guard.py"), "llamaguard_module.py"),
     "llamaguard4": _OR_PARALLAX.format(IRIS.format("llama_guard.py"), "llamaguard_module.py"),
     "shieldgemma": _OR_PARALLAX.format(IRIS.format("shield_gemma.py"), "shieldgemma_module.py"),
+    "sealguard": _PARALLAX.format("sealguard_module.py"),
     "qwen3guard": "panuthept/Parallax-AI parallax_ai/modules/safeguards/base_module.py@8348665",
     "polyguard": _OR_PARALLAX.format(IRIS.format("poly_guard.py"), "polyguard_module.py"),
     "wildguard": IRIS.format("wild_guard.py"),
