@@ -106,6 +106,7 @@ def available_guards() -> list[str]:
 NOTES = {
     "zero-shot": "the paper's prompt",
     "zero-shot-verdict": "ours, with a verdict prefill",
+    "sealguard": "MickyMike/SEALGuard as Parallax-AI reads it",
     "lionguard2": "its head on an openai-embed: embedder",
     "openai-moderation": "an API: keys from the environment",
     "azure-content-safety": "an API",
