@@ -55,8 +55,8 @@ def refuse_full(guard: StagedGuard) -> None:
     index read here is not searched for, and Parallax-AI reads its top 20."""
     if guard.label_scores == "full":
         raise LocalevalError(f"{guard.name} label_scores=full is not an option of "
-                             "reading=parallax, which reads the labels among the top 20 of one "
-                             "new token (use top-N for another k)")
+                             "Parallax-AI's reading, which reads the labels among the top 20 of "
+                             "one new token (use top-N for another k)")
 
 
 def fixed_problem(name: str, index: int) -> str:
