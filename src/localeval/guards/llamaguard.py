@@ -49,6 +49,10 @@ Llama Guard 4: our reading before issue 49); with ``template=own`` it reads the 
 after the checkpoint's template, which on a real Llama Guard 3 is the model's own "\\n\\n",
 holding no label (issue 64 item 7, :attr:`LlamaGuard3.fixed_advisable`): an option for a test
 model whose template ends elsewhere, not the reading of before.
+``reading=parallax`` reads the verdict as the authors' newer code does (Parallax-AI ``c853033``,
+issue 72): the same messages, the labels at the second new token among its top 20
+(:mod:`.parallax_reading`; on Llama Guard 3 with ``template=own`` only).
+
 Meta's model card: "we look at the probability for the first token, and use that as the
 'unsafe' class probability".
 
@@ -59,9 +63,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..backends.base import AFTER_TEMPLATE, Message, Request, Response, ScoreNext
+from ..backends.base import AFTER_TEMPLATE, Message, Prompt, Request, Response, ScoreNext
 from ..errors import LocalevalError
 from .base import Conversation, GuardVerdict
+from .parallax_reading import IRIS, PARALLAX, at_index, checked_reading, fixed_problem, refuse_full
 from .staged import StagedGuard, binary_verdict
 
 CATEGORIES = (
@@ -83,6 +88,9 @@ TEMPLATES = (OWN, "hf", "meta")
 # Llama Guard 3 1B was trained on S1-S13 (no Code Interpreter Abuse): llama-stack
 # `llama_guard.py` gives the 1B model the first 13 categories, the 8B model all 14.
 CATEGORY_COUNTS = (13, 14)
+# reading=parallax: Parallax-AI c853033 llamaguard_module.py:11 (LlamaGuardModule) and :23
+# (LlamaGuard4Module) representative_token_index 1, the second new token
+PARALLAX_INDEX = 1
 
 
 class LlamaGuard3(StagedGuard):
@@ -99,16 +107,27 @@ class LlamaGuard3(StagedGuard):
                             "Llama Guard 3 the model's own '\\n\\n', no label; template=hf or "
                             "meta for the one-position reading after our '\\n\\n' prefill)")
     new_tokens = 100  # IRIS llama_guard.py LlamaGuard: max_new_tokens=100
+    parallax_verdict_position = (
+        "the second new token (index 1) of up to 100 after the checkpoint's own chat template, "
+        "'safe' / 'unsafe' among its top 20, as Parallax-AI c853033 LlamaGuardModule reads it "
+        "(on a template ending at the assistant header, the token after the model's '\\n\\n')")
 
     lead = ""  # text before the first header; "" = the tokenizer adds BOS
+    reading = IRIS
 
-    def __init__(self, categories: int | None = None, template: str = OWN):
+    def __init__(self, categories: int | None = None, template: str = OWN,
+                 reading: str = "iris"):
         """``template``: ``own`` (the checkpoint's own chat template, rendered by the backend,
         as the authors' vLLM chat requests; the default), ``hf`` (the 8B model's HF chat
         template's text, its space before BOS included, sent without special tokens) or
         ``meta`` (Meta's format page: no space, BOS from the tokenizer). ``categories``, for
         ``hf`` and ``meta`` only: 14 (S1-S14, the 8B model's template; their default) or 13
-        (S1-S13, Llama Guard 3 1B's, as llama-stack sends it); ``own`` prints the template's."""
+        (S1-S13, Llama Guard 3 1B's, as llama-stack sends it); ``own`` prints the template's.
+        ``reading``: ``iris`` (the default, above) or ``parallax`` (panuthept/Parallax-AI
+        ``c853033`` ``parallax_ai/modules/safeguard_modules/llamaguard_module.py:8-17``
+        ``LlamaGuardModule``: IRIS's messages, ``base_module.py:51-57``, on the chat endpoint,
+        so with ``template=own`` only; the labels at new token 1, l.11, among the top 20 of up
+        to 100, ``base_module.py:72-74``; :mod:`.parallax_reading`)."""
         if template not in TEMPLATES:
             raise LocalevalError(f"{self.name} template must be one of {', '.join(TEMPLATES)}, "
                                  f"not {template!r}")
@@ -126,6 +145,31 @@ class LlamaGuard3(StagedGuard):
             self.template_source = ("the checkpoint's own chat template (tokenizer_config.json), "
                                     "rendered by the backend as vLLM's chat endpoint renders it")
             self.verdict_position = self.own_verdict_position
+        self._set_reading(reading)
+
+    def _set_reading(self, reading: str) -> None:
+        self.reading = checked_reading(self.name, reading)
+        if self.reading == PARALLAX:
+            if self.template != OWN and not isinstance(self, LlamaGuard4):
+                raise LocalevalError(f"{self.name} reading=parallax sends the messages to the "
+                                     "checkpoint's own chat template, as Parallax-AI's chat "
+                                     "request does: use it with template=own (the default)")
+            self.top_k = 20  # c853033 base_module.py:74 top_logprobs
+            self.verdict_position = self.parallax_verdict_position
+
+    def set_label_scores(self, value: str) -> None:
+        super().set_label_scores(value)
+        if self.reading == PARALLAX:
+            refuse_full(self)
+
+    @property
+    def fixed_problem(self) -> str | None:
+        return fixed_problem(self.name, PARALLAX_INDEX) if self.reading == PARALLAX else None
+
+    @property
+    def verdict_position_used(self) -> str | None:
+        """None under ``reading=parallax``: one fixed new token is read, as its authors do."""
+        return None if self.reading == PARALLAX else super().verdict_position_used
 
     @property
     def fixed_advisable(self) -> bool:
@@ -135,7 +179,7 @@ class LlamaGuard3(StagedGuard):
         label, and not our reading before issue 49 (after our "\\n\\n" prefill on the
         hand-written templates, which ``hf`` and ``meta`` keep). It stays an option (a test
         model's template may end elsewhere), but is not advised for a real Llama Guard 3."""
-        return self.template != OWN
+        return self.template != OWN and self.reading == IRIS
 
     def render(self, prompt: str, response: str | None) -> str:
         role = "User" if response is None else "Agent"
@@ -165,9 +209,14 @@ class LlamaGuard3(StagedGuard):
             # nothing after the template: it ends where the checkpoint's ends (Llama Guard 3:
             # at the assistant header; the model writes its "\n\n")
             chat.append({"role": AFTER_TEMPLATE, "content": ""})
-            return [ScoreNext(chat, ("unsafe", "safe"))]
-        return [ScoreNext(self.lead + self.render(conversation.prompt, conversation.response),
-                          ("unsafe", "safe"), add_special_tokens=not self.lead)]
+            return [self._verdict(chat)]
+        return [self._verdict(self.lead + self.render(conversation.prompt, conversation.response),
+                              add_special_tokens=not self.lead)]
+
+    def _verdict(self, prompt: Prompt, add_special_tokens: bool = True) -> ScoreNext:
+        if self.reading == PARALLAX:
+            return at_index(self, prompt, ("unsafe", "safe"), PARALLAX_INDEX, add_special_tokens)
+        return ScoreNext(prompt, ("unsafe", "safe"), add_special_tokens=add_special_tokens)
 
     def score(self, responses: Sequence[Response]) -> GuardVerdict:
         return binary_verdict(responses, "unsafe", "safe")
@@ -182,9 +231,20 @@ class LlamaGuard4(LlamaGuard3):
                         "'<|header_start|>assistant<|header_end|>\\n\\n' whose top k holds "
                         "'safe' / 'unsafe' (verdict_position=fixed: the first)")
     new_tokens = 10  # IRIS llama_guard.py LlamaGuard4._complete: max_new_tokens=10
+    parallax_verdict_position = (
+        "the second new token (index 1) of up to 100 after "
+        "'<|header_start|>assistant<|header_end|>\\n\\n', 'safe' / 'unsafe' among its top "
+        "20, as Parallax-AI c853033 LlamaGuard4Module reads it (on this text, the token after "
+        "the first, where the verdict is written)")
 
-    def __init__(self):
-        super().__init__(template="meta")  # its own template: no options; no BOS text
+    def __init__(self, reading: str = "iris"):
+        """``reading``: ``iris`` (the default) or ``parallax`` (panuthept/Parallax-AI
+        ``c853033`` ``llamaguard_module.py:19-37`` ``LlamaGuard4Module``: IRIS's content-part
+        messages, l.31-37, on the chat endpoint, whose generation prompt is the text rendered
+        here; the labels at new token 1, l.23, among the top 20 of up to 100 new tokens,
+        ``base_module.py:72-74``, where IRIS reads the first labelled of 10)."""
+        super().__init__(template="meta")  # its own template; no BOS text
+        self._set_reading(reading)
 
     def render(self, prompt: str, response: str | None) -> str:
         role = "User" if response is None else "Agent"
@@ -202,3 +262,49 @@ class LlamaGuard4(LlamaGuard3):
             + " <|eot|><|header_start|>assistant<|header_end|>"
             + PREFILL
         )
+
+
+class SEALGuard(LlamaGuard3):
+    """SEALGuard (``MickyMike/SEALGuard-1.5B``, ``-7B``) as the authors' newer code reads it:
+    panuthept/Parallax-AI ``c853033``
+    ``parallax_ai/modules/safeguard_modules/sealguard_module.py:8-66`` ``SEALGuardModule``
+    (``auto_module.py:22-23``). The prompt is ``meta-llama/Llama-Guard-3-8B``'s chat template
+    (l.20), rendered without a generation prompt (l.26-46; that template prints its whole text,
+    ending at the assistant header, either way), i.e. our ``template=hf`` text without our
+    ``"\\n\\n"`` prefill, sent as a plain prompt to the completions endpoint (l.47, 53-65),
+    which tokenises it with the served model's tokenizer and its special tokens, as a plain
+    string is here. The labels ``safe`` / ``unsafe`` (l.12-17) are read at the first new token
+    (l.11) among the top 20 (``logprobs: 20``, l.63) of up to 10 (l.62). No other reading of
+    it is in the benchmark's code, so it has no options of its own.
+
+    The model authors' own evaluation (awsm-research/SEALGuard ``bc3a2f2``
+    ``sealguard/main_seallm.py`` ``moderate``) sends another prompt, a ChatML one, and reads
+    its one greedy token's text; docs/fidelity.md says how they differ."""
+
+    name = "sealguard"
+    template_source = ("meta-llama/Llama-Guard-3-8B's chat template (template=hf's text, no "
+                       "prefill) as panuthept/Parallax-AI c853033 sealguard_module.py renders "
+                       "it for MickyMike/SEALGuard-1.5B / -7B")
+    verdict_position = ("the first new token (index 0) of up to 10 after the Llama Guard 3 8B "
+                        "template's text, 'safe' / 'unsafe' among its top 20, as Parallax-AI "
+                        "c853033 SEALGuardModule reads it")
+    parallax_verdict_position = verdict_position
+    new_tokens = 10  # c853033 sealguard_module.py:62 max_tokens
+
+    def __init__(self):
+        super().__init__(template="hf")
+        self.reading = PARALLAX  # its one reading: label_scores=full and fixed refused alike
+        self.top_k = 20  # sealguard_module.py:63 logprobs
+
+    @property
+    def fixed_problem(self) -> str | None:
+        return (f"{self.name} reads new token 0 among its top 20, as Parallax-AI does: "
+                "verdict_position=fixed is not an option of it")
+
+    def requests(self, conversation: Conversation,
+                 earlier: Sequence[Response] = ()) -> list[Request]:
+        if earlier:
+            return []
+        text = self.lead + self.render(conversation.prompt, conversation.response)
+        return [at_index(self, text.removesuffix(PREFILL), ("unsafe", "safe"), 0,
+                         new_tokens=self.new_tokens)]

@@ -18,6 +18,7 @@ GUARDS: dict[str, str] = {
     "zero-shot-verdict": "localeval.guards.zero_shot_verdict:VerdictZeroShotGuard",
     "llamaguard3": "localeval.guards.llamaguard:LlamaGuard3",
     "llamaguard4": "localeval.guards.llamaguard:LlamaGuard4",
+    "sealguard": "localeval.guards.llamaguard:SEALGuard",  # as Parallax-AI c853033 reads it
     "shieldgemma": "localeval.guards.shieldgemma:ShieldGemma",
     "qwen3guard": "localeval.guards.qwen3guard:Qwen3Guard",
     "polyguard": "localeval.guards.polyguard:PolyGuard",
@@ -67,13 +68,16 @@ FINE_TUNES: dict[str, FineTune] = {
 # the upstream code was read at (panuthept/IRIS 8cfede9). `localeval guards` lists it; a guard
 # of our own wording (zero-shot-verdict) has none.
 IRIS = "panuthept/IRIS src/iris/model_wrappers/guard_models/{}@8cfede9"
+# a guard with reading=parallax (issue 72) also names the newer module that option reads as
+_OR_PARALLAX = "{}; reading=parallax: " + _PARALLAX
 UPSTREAM: dict[str, str] = {
     "zero-shot": IRIS.format("llm_guard.py"),
-    "llamaguard3": IRIS.format("llama_guard.py"),
-    "llamaguard4": IRIS.format("llama_guard.py"),
-    "shieldgemma": IRIS.format("shield_gemma.py"),
+    "llamaguard3": _OR_PARALLAX.format(IRIS.format("llama_guard.py"), "llamaguard_module.py"),
+    "llamaguard4": _OR_PARALLAX.format(IRIS.format("llama_guard.py"), "llamaguard_module.py"),
+    "shieldgemma": _OR_PARALLAX.format(IRIS.format("shield_gemma.py"), "shieldgemma_module.py"),
+    "sealguard": _PARALLAX.format("sealguard_module.py"),
     "qwen3guard": "panuthept/Parallax-AI parallax_ai/modules/safeguards/base_module.py@8348665",
-    "polyguard": IRIS.format("poly_guard.py"),
+    "polyguard": _OR_PARALLAX.format(IRIS.format("poly_guard.py"), "polyguard_module.py"),
     "wildguard": IRIS.format("wild_guard.py"),
     "xguard": IRIS.format("x_guard.py"),
     "sealion-guard": IRIS.format("sealion_guard.py"),
@@ -102,6 +106,7 @@ def available_guards() -> list[str]:
 NOTES = {
     "zero-shot": "the paper's prompt",
     "zero-shot-verdict": "ours, with a verdict prefill",
+    "sealguard": "MickyMike/SEALGuard as Parallax-AI reads it",
     "lionguard2": "its head on an openai-embed: embedder",
     "openai-moderation": "an API: keys from the environment",
     "azure-content-safety": "an API",

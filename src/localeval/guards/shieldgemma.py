@@ -27,6 +27,8 @@ Two modes (``mode``):
 
 Verdict position: the first generated token, right after the template ("Yes" / "No"), as in the
 model card's scoring example (softmax over the logits of 'Yes' and 'No' at the last position).
+``reading=parallax`` (issue 72): the same messages and position, read as Parallax-AI ``c853033``
+reads them, among the top 20 of up to 100 new tokens (:mod:`.parallax_reading`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from collections.abc import Sequence
 from ..backends.base import Request, Response, ScoreNext
 from ..errors import LocalevalError
 from .base import Conversation, GuardVerdict, cause_of
+from .parallax_reading import PARALLAX, at_index, checked_reading, refuse_full
 from .staged import StagedGuard, binary_verdict, label_probabilities
 
 # policy -> (prompt-only guideline, prompt-response guideline), model card wording.
@@ -107,6 +110,8 @@ def render(prompt: str, response: str | None, guideline: str) -> str:
 
 
 MODES = ("combined", "per-policy")
+# reading=parallax: Parallax-AI c853033 shieldgemma_module.py:10 representative_token_index 0
+PARALLAX_INDEX = 0
 
 
 class ShieldGemma(StagedGuard):
@@ -115,8 +120,17 @@ class ShieldGemma(StagedGuard):
                        "policies from https://ai.google.dev/gemma/docs/shieldgemma/model_card; "
                        "combined policies as in panuthept/IRIS shield_gemma.py")
     verdict_position = "first generated token after the template ('Yes' / 'No')"
+    parallax_verdict_position = (
+        "the first new token (index 0) of up to 100 after the template, 'Yes' / 'No' among its "
+        "top 20, as Parallax-AI c853033 ShieldGemmaModule reads it")
 
-    def __init__(self, policies: Sequence[str] | str = tuple(POLICIES), mode: str = "combined"):
+    def __init__(self, policies: Sequence[str] | str = tuple(POLICIES), mode: str = "combined",
+                 reading: str = "iris"):
+        """``reading``: ``iris`` (the default) or ``parallax`` (panuthept/Parallax-AI
+        ``c853033`` ``parallax_ai/modules/safeguard_modules/shieldgemma_module.py:7-33``
+        ``ShieldGemmaModule``: the four policies as one system message, l.17-29, the text
+        IRIS sends, so ``mode=combined`` only; the labels at new token 0, l.10, among the top
+        20 of up to 100, ``base_module.py:72-74``, where IRIS asks one token's top 2)."""
         if isinstance(policies, str):  # "hate,sexual" from the command line
             policies = [p.strip() for p in policies.split(",") if p.strip()]
         unknown = [p for p in policies if p not in POLICIES]
@@ -126,6 +140,19 @@ class ShieldGemma(StagedGuard):
         if mode not in MODES:
             raise LocalevalError(f"ShieldGemma mode={mode!r}: use one of {', '.join(MODES)}")
         self.policies, self.mode = tuple(policies), mode
+        self.reading = checked_reading(self.name, reading)
+        if self.reading == PARALLAX:
+            if mode != "combined":
+                raise LocalevalError("ShieldGemma reading=parallax sends the four policies in "
+                                     "one request, as Parallax-AI does: use it with "
+                                     "mode=combined (the default)")
+            self.top_k = 20  # c853033 base_module.py:74 top_logprobs
+            self.verdict_position = self.parallax_verdict_position
+
+    def set_label_scores(self, value: str) -> None:
+        super().set_label_scores(value)
+        if self.reading == PARALLAX:
+            refuse_full(self)
 
     def requests(self, conversation: Conversation,
                  earlier: Sequence[Response] = ()) -> list[Request]:
@@ -135,7 +162,10 @@ class ShieldGemma(StagedGuard):
         if self.mode == "combined":
             # IRIS shield_gemma.py: the combined guideline ends with one "\n" of its own
             guideline = "\n* ".join(POLICIES[p][0] for p in self.policies) + "\n"
-            return [ScoreNext(render(prompt, response, guideline), ("Yes", "No"))]
+            text = render(prompt, response, guideline)
+            if self.reading == PARALLAX:
+                return [at_index(self, text, ("Yes", "No"), PARALLAX_INDEX)]
+            return [ScoreNext(text, ("Yes", "No"))]
         which = 0 if response is None else 1
         return [ScoreNext(render(prompt, response, POLICIES[p][which]), ("Yes", "No"))
                 for p in self.policies]
