@@ -120,3 +120,23 @@ def test_each_header_end_to_end_on_a_tiny_model(tiny_llama, tmp_path):
     # rescore makes the guard again from the recorded name and options (family among them)
     assert main(["rescore", str(out), "--threshold-rule", "ge", "--output",
                  str(tmp_path / "rescored"), "--quiet", "--no-store", "--no-report"]) == 0
+
+
+def test_each_auto_module_id_of_a_family_we_have_runs_as_that_family():
+    """Issue 72: Parallax-AI c853033 auto_module.py:13-24's other ids (ShieldGemma, Llama Guard
+    3 and 4, PolyGuard, SEALGuard, Qwen3Guard) are taken by ``--guard``: each the very guard
+    its family's name makes (IRIS's reading by default, as the paper's Table 2), listed by
+    ``localeval guards``."""
+    from localeval.guards.catalog import guard_rows
+    from localeval.guards.registry import CHECKPOINTS
+
+    assert len(CHECKPOINTS) == 12
+    for checkpoint, family in CHECKPOINTS.items():
+        made, own = get_guard(checkpoint), get_guard(family)
+        assert type(made) is type(own) and made.name == own.name == family
+        assert made.options == own.options and made.template_source == own.template_source
+    parallax = get_guard("meta-llama/Llama-Guard-3-8B", reading="parallax")
+    assert parallax.options == get_guard("llamaguard3", reading="parallax").options
+    listed = {r.name: r.checkpoints for r in guard_rows()}
+    assert listed["shieldgemma"] == tuple(f"google/shieldgemma-{s}" for s in ("2b", "9b", "27b"))
+    assert listed["sea-guard-v2"] == ("aisingapore/SEA-Guard-V2",)

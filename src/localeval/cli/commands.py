@@ -32,11 +32,12 @@ def cmd_guards(args) -> None:
     if args.json:
         print_json([r.data() for r in rows])
         return
-    table = TableBuilder("Guards (--guard NAME, options with --guard-option KEY=VALUE; also "
-                         "embedding:FILE, from localeval train-guard)",
+    table = TableBuilder("Guards (--guard NAME or one of its Hub ids, options with --guard-option "
+                         "KEY=VALUE; also embedding:FILE, from localeval train-guard)",
                          columns("guard", "family", "from", "options", text=4))
     for r in rows:
-        table.add(r.name, r.family, r.source, ", ".join(r.options) or "none")
+        table.add("\n".join([r.name, *r.checkpoints]), r.family, r.source,
+                  ", ".join(r.options) or "none")
     make_console().print(to_console(table.build()))
 
 

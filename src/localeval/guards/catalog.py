@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 
 from ..plugins import Part
-from .registry import UPSTREAM, guard_table
+from .registry import UPSTREAM, checkpoints_of, guard_table
 
 # every guard on a language model's, set apart from its class (registry.get_guard)
 STAGED_OPTIONS = ("label_scores=top-k|full|top-N", "verdict_position=authors'|fixed")
@@ -33,10 +33,12 @@ class GuardRow:
     source: str  # "owner/repo path@commit" (built-in), "package NAME" (a plugin), or ours
     options: tuple[str, ...]  # "name=default", "name" when it has none
     target: str  # "module:Class"
+    checkpoints: tuple[str, ...] = ()  # the Hub ids --guard also takes for it
 
     def data(self) -> dict[str, object]:
         return {"guard": self.name, "family": self.family, "from": self.source,
-                "options": list(self.options), "class": self.target}
+                "options": list(self.options), "class": self.target,
+                "checkpoints": list(self.checkpoints)}
 
 
 def guard_rows() -> list[GuardRow]:
@@ -59,7 +61,8 @@ def _row(part: Part) -> GuardRow:
         source = f"package {part.origin}"
     if not chain:  # its source cannot be read without importing it (a compiled module)
         options = ("(source not readable)",)
-    return GuardRow(part.name, family, source, tuple(options), part.target)
+    return GuardRow(part.name, family, source, tuple(options), part.target,
+                    checkpoints_of(part.name) if part.built_in else ())
 
 
 def _ancestry(module: str, name: str, depth: int = 0) -> list[tuple[ast.ClassDef, str]]:

@@ -63,6 +63,31 @@ FINE_TUNES: dict[str, FineTune] = {
         "sealion-guard", "aisingapore/Gemma-Guard-SEALION-27B-Delta", {"family": "gemma"}),
 }
 
+# Parallax-AI c853033 parallax_ai/modules/safeguard_modules/auto_module.py:13-24
+# (AutoSafeguardModule.mapping): the Hub ids it maps to a family we have, each the very guard
+# the family's name makes (a run by either is one run). Its reading stays IRIS's (the paper's
+# Table 2) by default; the newer module's is the family's option (reading=parallax,
+# controversial=half, sensitive=half, label_scores=top-20: docs/fidelity.md P1-P8).
+CHECKPOINTS: dict[str, str] = {
+    **{f"google/shieldgemma-{size}": "shieldgemma" for size in ("2b", "9b", "27b")},
+    "meta-llama/Llama-Guard-3-1B": "llamaguard3",
+    "meta-llama/Llama-Guard-3-8B": "llamaguard3",
+    "meta-llama/Llama-Guard-4-12B": "llamaguard4",
+    **{f"ToxicityPrompts/PolyGuard-{size}": "polyguard"
+       for size in ("Qwen-Smol", "Qwen", "Ministral")},
+    "MickyMike/SEALGuard-1.5B": "sealguard",
+    "MickyMike/SEALGuard-7B": "sealguard",
+    "Qwen/Qwen3Guard-Gen-8B": "qwen3guard",
+}
+
+
+def checkpoints_of(name: str) -> tuple[str, ...]:
+    """The Hub ids ``--guard`` also takes for guard ``name`` (its own or a fine-tune's)."""
+    tune = FINE_TUNES.get(name)
+    return (*(c for c, family in CHECKPOINTS.items() if family == name),
+            *((tune.checkpoint,) if tune else ()))
+
+
 # Where each built-in guard comes from, "owner/repo path@commit": the file of the paper's code
 # (or the model's own repository) that its module cites, at the commit docs/fidelity.md says
 # the upstream code was read at (panuthept/IRIS 8cfede9). `localeval guards` lists it; a guard
@@ -140,8 +165,9 @@ def get_guard(name: str, **options) -> Guard:
         guard.options = {"path": path}
         return guard
     key = name.strip().lower().replace("_", "-")
-    by_checkpoint = {tune.checkpoint.lower(): n for n, tune in FINE_TUNES.items()}
-    key = by_checkpoint.get(name.strip().lower(), key)  # a fine-tune named by its Hub id
+    by_checkpoint = {**{c.lower(): family for c, family in CHECKPOINTS.items()},
+                     **{tune.checkpoint.lower(): n for n, tune in FINE_TUNES.items()}}
+    key = by_checkpoint.get(name.strip().lower(), key)  # a guard named by its Hub id
     guards = guard_table()
     if key not in guards:
         raise LocalevalError(f"unknown guard {name!r}; available: {', '.join(sorted(guards))}, "
