@@ -125,7 +125,7 @@ def test_localeval_guards_lists_a_plugin_guard_without_importing_it(tmp_path):
     rows = {r["guard"]: r for r in json.loads(shown.stdout)}
     assert rows["hash-guard"] == {"guard": "hash-guard", "family": "classifier",
                                   "from": "package hashguard", "options": [],
-                                  "class": "hashguard:HashGuard"}
+                                  "class": "hashguard:HashGuard", "checkpoints": []}
     assert list(rows)[:2] == ["zero-shot", "zero-shot-verdict"]
 
 
