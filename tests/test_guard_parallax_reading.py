@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from scripted_server import ScriptedServer
@@ -270,3 +271,43 @@ def test_hf_reads_new_token_1_as_transformers_generates_it(tiny_llama):
     unsafe, safe = (float(row[first_token(t)]) for t in ("unsafe", "safe"))
     assert verdict.score == pytest.approx(1 / (1 + math.exp(safe - unsafe)), abs=1e-5)
     assert json.loads(json.dumps(verdict.raw))[0]["position"] == 1
+
+
+SAMPLE = Path(__file__).resolve().parents[1] / "src/localeval/data/sample/safety/items.jsonl"
+
+
+@pytest.mark.slow
+def test_each_new_reading_end_to_end_on_a_tiny_model(tiny_llama, tmp_path):
+    """`localeval run` of each id a newer reading serves, named by its Hub id, on the tiny
+    model (every label kept: ``top-N`` with N the vocabulary, so a random model's labels are
+    found): the run records the family, the position Parallax-AI reads (Llama Guard 4 new token
+    1, ShieldGemma and SEALGuard 0), and each sample's score is the harmful label's share of
+    the two labels' recorded probabilities."""
+    from transformers import AutoTokenizer
+
+    from localeval.cli import main
+
+    vocabulary = len(AutoTokenizer.from_pretrained(tiny_llama))
+    runs = [("meta-llama/Llama-Guard-4-12B", "llamaguard4", ["reading=parallax"], 1,
+             ("unsafe", "safe")),
+            ("google/shieldgemma-2b", "shieldgemma", ["reading=parallax"], 0, ("Yes", "No")),
+            ("MickyMike/SEALGuard-1.5B", "sealguard", [], 0, ("unsafe", "safe"))]
+    for guard, family, options, position, (harmful, safe) in runs:
+        out = tmp_path / family
+        flags = [x for o in [*options, f"label_scores=top-{vocabulary}"]
+                 for x in ("--guard-option", o)]
+        assert main(["run", "--task", "sea-safeguard", "--data", str(SAMPLE), "--guard", guard,
+                     *flags, "--model", f"hf:{tiny_llama}", "--limit", "1", "--lang", "en",
+                     "--bootstrap", "0", "--no-report", "--output", str(out), "--quiet",
+                     "--no-store"]) == 0
+        config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+        assert config["guard"]["name"] == family
+        samples = [json.loads(line) for line in
+                   (out / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert samples
+        for s in samples:
+            (read,) = s["guard_output"]
+            assert read["position"] == position, (family, read)
+            lp = read["logprobs"]
+            expected = 1 / (1 + math.exp(lp[safe] - lp[harmful]))
+            assert s["score"] == pytest.approx(expected, rel=1e-9), family
