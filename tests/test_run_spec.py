@@ -28,6 +28,7 @@ from localeval.rescore import rescore_run
 from localeval.store.results_db import task_runs
 from localeval.tasks.options import choices_of, option_fields, protocol_fields
 from localeval.tasks.registry import make_task
+from localeval.tasks.run_spec import RunSpec, task_block
 from localeval.views.registry import protocol_facts
 
 
@@ -173,7 +174,7 @@ def _config(kind: str, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The results schema and the config.json a run of ``kind`` with ``options`` writes (its
     task's own ``describe``, over the data it loads: no model)."""
     task = make_task(kind, **options)
-    return task.results_schema, {**task.describe(task.load()), "model": "hf:org/m"}
+    return task.results_schema, {**task_block(task, task.load()), "model": "hf:org/m"}
 
 
 def _facts(kind: str, options: dict[str, Any]) -> dict[str, str]:
@@ -249,8 +250,8 @@ def test_config_json_is_the_tasks_spec_written_and_reads_back_into_it(kind, tmp_
                    **({name: value} if name else {})}
         task = make_task(kind, **options)
         data = task.load()
-        spec = task.spec(data)
-        assert task.describe(data) == spec.to_config()
+        spec = RunSpec.of_task(task, data)
+        assert task_block(task, data) == spec.to_config()
         assert RunSpec.from_config(json.loads(json.dumps(spec.to_config()))) == spec, given
 
 
@@ -263,7 +264,7 @@ def test_an_llm_safety_runs_safeguard_reads_back_into_its_options(tmp_path):
     task = make_task("llm-safety", data=_data("llm-safety", tmp_path, "d"), refusal="detector",
                      judge_model="hf:judge", safeguard="llamaguard3", safeguard_model="hf:sg",
                      safeguard_mode="advance-inform", refine="all")
-    spec = RunSpec.from_config({**task.describe(task.load()), "model": "hf:org/target"})
+    spec = RunSpec.from_config({**task_block(task, task.load()), "model": "hf:org/target"})
     assert (spec.options.safeguard, spec.options.safeguard_model,
             spec.options.safeguard_mode, spec.options.refine) == \
         ("llamaguard3", "hf:sg", "advance-inform", "all")
@@ -406,7 +407,7 @@ def test_a_run_spec_is_what_the_task_describes_and_reads_its_data_and_roles(tmp_
 
     task = make_task("llm-safety", data=_data("llm-safety", tmp_path, "d"), refusal="detector",
                      judge_model="hf:judge", langs=["en"], limit=1)
-    config = {**task.describe(task.load()), "model": "hf:org/target",
+    config = {**task_block(task, task.load()), "model": "hf:org/target",
               "backend": {"backend": "hf", "model": "org/target"},
               "model_roles": {"judge": {"model": "hf:judge", "options": {"dtype": "float16"}}},
               "role_backends": {"judge": {"backend": "hf", "model": "judge"}},
@@ -447,7 +448,7 @@ def test_an_option_the_others_need_is_named_not_refused(tmp_path):
     shutil.copytree(Path(str(SAMPLE_MCQ)), data)
     task = make_task("cmmlu", data=str(data), method="generation", cot=True,
                      prompt_style="tmlu", shots=0)
-    config = {**task.describe(task.load()), "model": "hf:org/m"}
+    config = {**task_block(task, task.load()), "model": "hf:org/m"}
     columns = RunSpec.columns_of(config, "hf:org/m")
     assert "prompt style tmlu" in columns["options"] and "CoT" in columns["name"], columns
 
@@ -492,8 +493,8 @@ def test_the_paper_protocol_is_the_spec_of_a_run_given_nothing(task, tmp_path):
         assert paper["subsets"] == "cultural-cg,cultural-itw,general"
         assert paper["verdict position"] == "authors'" and paper["label scores"] == "top-k"
         # a run over the sample with every default differs from it in its data alone
-        config = make_task(task, data=str(SAMPLE_SAFETY)).describe(
-            make_task(task, data=str(SAMPLE_SAFETY)).load())
+        made = make_task(task, data=str(SAMPLE_SAFETY))
+        config = task_block(made, made.load())
         facts = RunSpec.from_config(config).protocol_facts()
         assert {k for k in paper if paper[k] != facts.get(k)} == {"data"}
 

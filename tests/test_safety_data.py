@@ -22,6 +22,7 @@ from localeval.data.safety import (
 from localeval.errors import DataError, LocalevalError
 from localeval.guards import GuardVerdict
 from localeval.tasks.label_policy import binary_label, describe_policy
+from localeval.tasks.run_spec import task_block
 
 
 def binarize(labels, kind, sensitive=None):
@@ -377,4 +378,4 @@ def test_safeguard_task_scores_a_general_sensitive_prompt_harmful():
     item = SafetyItem("1", "general", "en", "p", prompt_label="sensitive")
     rec = task.score(Planned(item, "prompt", "with_prompt"), GuardVerdict(0.2))
     assert rec["label"] == 1
-    assert task.describe(type("D", (), {"items": [item]})())["sensitive"] == "iris"
+    assert task_block(task, type("D", (), {"items": [item]})())["sensitive"] == "iris"

@@ -44,6 +44,7 @@ from .store.runs import (
 from .tasks.options import declared_value, flag_of, make_options, option_fields
 from .tasks.registry import make_task, task_class, task_kinds
 from .tasks.rescoring import check_change, rescorable, source_options
+from .tasks.run_spec import task_block
 
 MISSING = "not in the source run's request cache (rescore calls no model)"
 
@@ -170,7 +171,7 @@ def _rescore(record: RunRecord, source: Path, base: dict, changed: dict, folder:
         "history": []})
     provenance = run_provenance(command)
     new_config = {**{k: v for k, v in config.items() if k != "command"}, **provenance,
-                  **task.describe(data),
+                  **task_block(task, data),
                   "rescored_from": {"folder": str(source.resolve()),
                                     "finished_at": record.finished_at,
                                     "options": as_stored(changed)}}

@@ -52,7 +52,7 @@ from .store.runs import (
 )
 from .store.usage import Budget
 from .tasks.base import Task
-from .tasks.run_spec import CLUSTER
+from .tasks.run_spec import CLUSTER, task_block
 from .tasks.shards import SHARD, Shard
 
 
@@ -152,7 +152,7 @@ def _run(task: Task, models: list[Model], place: RunPlace, built: ExitStack) -> 
         planned = [p for p in planned if place.shard.holds(task.shard_key(p))]
     provenance = run_provenance(place.command)
     first = first_run(place.folder) if place.folder and not place.overwrite else None
-    record = _new_record({**provenance, **task.describe(data), **files_used,
+    record = _new_record({**provenance, **task_block(task, data), **files_used,
                           **place.shard_fact()}, models, backend, place, first)
     if place.finish_with:
         place.finish_with.prepare()  # while the model runs
@@ -303,7 +303,7 @@ def checked_data(task: Task, models: list[Model], place: RunPlace) -> tuple[Any,
     files_used = {DATA_FILES: fingerprint(files)} if files else {}
     if place.folder:
         # a whole run is shard None: never resumed into a shard's folder, nor a shard into its
-        settings = {**task.describe(data), "model": models[0].named, **files_used,
+        settings = {**task_block(task, data), "model": models[0].named, **files_used,
                     SHARD: str(place.shard) if place.shard else None}
         if len(models) > 1:
             settings["model_roles"] = {m.role: m.settings() for m in models[1:]}

@@ -119,14 +119,14 @@ from .echo_scoring import (
 )
 from .failures import BadReply, ErrorReply, ModelError, OverLimit, Unsupported
 from .id_scoring import (
+    PADDED,
     PROBE_TEXT,
     PROBE_TOP,
-    PADDED,
     PROVED,
     declares_token_ids,
-    padded_top,
     first_ids,
     ids_body,
+    padded_top,
     probe_problem,
     ranked_ids,
     read_ids,

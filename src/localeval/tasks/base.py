@@ -1,7 +1,7 @@
 """The Task protocol: what every evaluation implements, so one run lifecycle drives them all.
 
     data    = task.load()                       # validated items; every data/option check
-    config  = task.describe(data)               # its spec (what the run is), for config.json
+    config  = task_block(task, data)            # its spec (what the run is), for config.json
     planned = task.plan(data, backend)          # what to ask, per sample
     answers = task.respond(planned, execute)     # requests through the cache (one round or more)
     samples = [task.score(p, a) for p, a in zip(planned, answers)]
@@ -23,8 +23,7 @@ from typing import Any
 from ..backends.base import Backend, Execute
 from ..errors import LocalevalError
 from ..records import Results, Sample
-from .options import TaskOptions
-from .run_spec import RunSpec
+from .options import SpecParts, TaskOptions
 
 # Which revision of the authors' protocols a task's defaults reproduce, one per task kind, so a
 # changed safeguard default does not set every multiple-choice run apart (issue 49).
@@ -121,18 +120,16 @@ class Task(ABC):
         """The results record of the task's schema, without ``timing`` (the lifecycle adds
         it); ``samples`` are what ``score`` made, ``identity`` is the run's backend's."""
 
-    def spec(self, data: Any) -> RunSpec:
-        """What the run is (:class:`~.run_spec.RunSpec`), from the options the task holds and
-        what its data and guard say: the built-in kinds' own, from which their config.json task
-        block is written (:meth:`describe`). Default, for a task that writes its own block: that
-        block, read as a spec."""
-        if type(self).describe is Task.describe:
-            raise NotImplementedError(f"task {self.name!r} declares neither spec() nor "
-                                      "describe()")
-        return RunSpec.from_config({**self.describe(data), "task": self.name})
+    def spec_parts(self, data: Any) -> SpecParts | None:
+        """What the run is (:class:`~.options.SpecParts`: its options as run, its data, its
+        protocol revision, how its guard was read), from which its spec is made and its
+        config.json task block written (:func:`~.run_spec.task_block`): the built-in kinds'
+        own. None (the default): the task writes its own block with :meth:`describe`."""
+        return None
 
     def describe(self, data: Any) -> dict:
-        """The task's options as run, for config.json: its :meth:`spec`, written. A task from
-        another package may write its own block instead (each option under its name, as
-        ``Options.recorded`` reads it back)."""
-        return self.spec(data).to_config()
+        """config.json's task block, for a task that declares no :meth:`spec_parts` (one from
+        another package): its options as run, each under its own name (as
+        ``Options.recorded`` reads them back)."""
+        raise NotImplementedError(f"task {self.name!r} declares neither spec_parts() nor "
+                                  "describe()")

@@ -41,8 +41,7 @@ from ..records.contamination import ContaminationResults
 from ..records.samples import ContaminationSample
 from .base import Task
 from .contamination_options import ContaminationOptions, KTokens, MinKSign
-from .options import make_options
-from .run_spec import RunSpec
+from .options import SpecParts, make_options
 
 
 @dataclass(frozen=True)
@@ -151,10 +150,10 @@ class ContaminationTask(Task):
         return results_record({**results, "warnings": list(data.warnings)},
                               ContaminationResults)
 
-    def spec(self, data: ContaminationData) -> RunSpec:
+    def spec_parts(self, data: ContaminationData) -> SpecParts:
         """Its options as run, its sources as given (no protocol revision: one protocol)."""
-        return RunSpec.of_run(self.name, replace(self.options, k=list(self.options.k)),
-                              source=list(self.sources), protocol=None)
+        return SpecParts(replace(self.options, k=list(self.options.k)),
+                         source=list(self.sources), protocol=None)
 
 
 def _short_source(name: str, n: int, sample: int) -> str:

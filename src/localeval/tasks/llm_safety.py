@@ -49,7 +49,7 @@ from ..records.llm_safety import LLMSafetyResults
 from ..records.sample_kinds import Context, SampleKind
 from ..records.samples import LLMSafetySample
 from .base import LLM_SAFETY_PROTOCOL, Task
-from .label_policy import DEFAULT_SENSITIVE, binary_label
+from .label_policy import binary_label
 from .llm_refusal_judge import ask_refusal_judge, read_refusal
 from .llm_safeguarded import (
     PromptLabel,
@@ -60,8 +60,7 @@ from .llm_safeguarded import (
     refinement,
 )
 from .llm_safety_options import PAPER_MAX_TOKENS, PAPER_RESPONSES, D2Verdict, LLMSafetyOptions
-from .options import make_options
-from .run_spec import RunSpec
+from .options import SpecParts, make_options
 from .safeguard import check_guard, make_guard
 from .safety_items import SafetyTask, load_safety_items
 
@@ -338,7 +337,7 @@ class LLMSafetyTask(Task):
                 "refine": self.options.refine, "label_scores": self.safeguard.label_scores_used,
                 "verdict_position": self.safeguard.verdict_position_used}
 
-    def spec(self, items: list[SafetyItem]) -> RunSpec:
+    def spec_parts(self, items: list[SafetyItem]) -> SpecParts:
         """Its options as run (responses and their budget resolved), its judge and safeguard
         as made (names, options, models), and how each was read."""
         o = self.options
@@ -357,8 +356,8 @@ class LLMSafetyTask(Task):
             described.update({"safeguard.label_scores": self.safeguard.label_scores_used,
                               "safeguard.verdict_position":
                                   self.safeguard.verdict_position_used})
-        return RunSpec.of_run(self.name, given, source=str(o.data) if o.data else None,
-                              protocol=LLM_SAFETY_PROTOCOL, described=described)
+        return SpecParts(given, source=str(o.data) if o.data else None,
+                         protocol=LLM_SAFETY_PROTOCOL, described=described)
 
 def _model_name(model) -> Any:
     if model is None or isinstance(model, str):

@@ -36,8 +36,8 @@ from .base import MCQ_PROTOCOL, Task
 from .benchmarks import benchmark_options, dataset_of
 from .custom import announce_custom_task
 from .mcq_options import MCQConfig, MCQOptions
+from .options import SpecParts
 from .prompts import build_prompt
-from .run_spec import RunSpec
 
 
 @dataclass(frozen=True)
@@ -337,12 +337,11 @@ class MCQTask(Task):
                if mcq_variants.has_variants(self.options) else {}),
         }, MCQResults)
 
-    def spec(self, data: MCQData) -> RunSpec:
-        """Its options as run: the subjects read, the prompt style, budget and extraction
-        resolved for its dataset (``MCQOptions.resolved``)."""
+    def spec_parts(self, data: MCQData) -> SpecParts:
+        """Its options as run (the subjects read; the prompt style, budget and extraction the
+        spec resolves for its dataset, ``MCQOptions.resolved``)."""
         o = self.options
-        return RunSpec.of_run(
-            self.name, replace(o, subjects=[subject for subject, _, _ in data.subjects]),
-            source=str(o.data) if o.data is not None else f"hf://{data.spec.hub_id}",
-            protocol=MCQ_PROTOCOL)
+        return SpecParts(replace(o, subjects=[subject for subject, _, _ in data.subjects]),
+                         source=str(o.data) if o.data is not None else
+                         f"hf://{data.spec.hub_id}", protocol=MCQ_PROTOCOL)
 

@@ -123,6 +123,22 @@ class TaskOptions:
         return None
 
 
+@dataclasses.dataclass(frozen=True)
+class SpecParts:
+    """What a task says its run is (``Task.spec_parts``), from which the run's spec is made
+    (:meth:`~.run_spec.RunSpec.of_task`) and config.json's task block written: its options as
+    run (the selections as the data read made them, the guard as made), the data as config.json
+    names it (``hf://<repo>`` for the Hub's), its kind's protocol revision, how its guard was
+    read (the kind's ``reading_keys``) and what the guard says of itself
+    (``described_keys``). Plain data: a task module never imports the spec's."""
+
+    options: TaskOptions
+    source: str | list[str] | None
+    protocol: str | None
+    reading: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    described: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
 def hub_or_path(data: Any) -> Any:
     """A recorded ``data``: None for the Hub (``hf://…``), else the local path as given."""
     return None if data is None or str(data).startswith("hf://") else data

@@ -166,6 +166,18 @@ class RunSpec:
                    described=tuple((k, v) for k, v in (described or {}).items()
                                    if k in options_class.described_keys))
 
+    @classmethod
+    def of_task(cls, task: Any, data: Any) -> RunSpec:
+        """The spec of ``task``'s run over ``data`` (what ``task.load()`` gave): made from its
+        :class:`~.options.SpecParts`; a task that writes its own config.json block
+        (``describe``, one from another package) by that block, read."""
+        parts = task.spec_parts(data)
+        if parts is None:
+            return cls.from_config({**task.describe(data), "task": task.name})
+        return cls.of_run(task.name, parts.options, source=parts.source,
+                          protocol=parts.protocol, reading=parts.reading,
+                          described=parts.described)
+
     # ------------------------------------------------------------------ the one reader
     @classmethod
     def from_config(cls, config: Mapping[str, Any],
@@ -426,6 +438,15 @@ def _put(config: dict[str, Any], key: str, value: Any) -> None:
         config[part] = inner = dict(inner)
         config = inner
     config[last] = value
+
+
+def task_block(task: Any, data: Any) -> dict[str, Any]:
+    """config.json's task block of ``task``'s run over ``data``: its spec, written
+    (:meth:`RunSpec.to_config`); a task from another package that declares no spec parts, the
+    block its ``describe`` writes."""
+    if task.spec_parts(data) is None:
+        return dict(task.describe(data))
+    return RunSpec.of_task(task, data).to_config()
 
 
 def label(name: str) -> str:

@@ -42,8 +42,7 @@ from ..records.sample_kinds import Context, SampleKind
 from ..records.samples import SafetySample
 from .base import SAFEGUARD_PROTOCOL, Task
 from .label_policy import DEFAULT_SENSITIVE, binary_label, describe_policy
-from .options import make_options
-from .run_spec import RunSpec
+from .options import SpecParts, make_options
 from .safety_items import load_safety_items, safety_task
 from .safety_options import CLASSIFY, DEFAULT_CLASSIFY, SafeguardOptions
 
@@ -345,7 +344,7 @@ class SafeguardTask(Task):
         """Whether the guard was told each item's country (the paper's Table 3 setting)."""
         return bool(self.guard.options.get("cultural_awareness", False))
 
-    def spec(self, data: SafetyData) -> RunSpec:
+    def spec_parts(self, data: SafetyData) -> SpecParts:
         """Its options as run (the subsets and languages read, what it classifies), its guard
         as made (its name and options), how the guard was read and what the guard says of
         itself."""
@@ -353,8 +352,8 @@ class SafeguardTask(Task):
         given = replace(o, subsets=sorted({i.subset for i in data.items}),
                         langs=sorted({i.lang for i in data.items}), classify=list(self.classify),
                         guard=guard.name, guard_options=dict(guard.options) or None)
-        return RunSpec.of_run(
-            self.name, given, source=str(o.data) if o.data is not None else f"hf://{HUB_REPO}",
+        return SpecParts(
+            given, source=str(o.data) if o.data is not None else f"hf://{HUB_REPO}",
             protocol=SAFEGUARD_PROTOCOL,
             reading={"cultural_awareness": self.cultural_awareness,
                      "label_scores": guard.label_scores_used,  # issue 34 item 2: top-k default
