@@ -6,15 +6,32 @@ random Llama, with the time from the command to its first forward pass, next to 
 
 ``--baseline SRC`` times another checkout's ``src`` folder too (before/after a change), each
 command alternating between the two, so a busy machine slows both alike; medians are printed,
-with their ratio.
+with their ratio, and the load average before and after (the machine may be shared: CPU seconds
+move less with it than wall seconds). ``--only TEXT`` times only the commands whose names hold
+TEXT (given again for more), for more repeats in the same time.
+
+Each timed ``src`` is byte-compiled first (``compileall``, into its git-ignored ``__pycache__``),
+as an installed localeval is and as the floor's torch and transformers are: where
+PYTHONDONTWRITEBYTECODE is set (it is in our sessions' shells), a checkout's modules were
+otherwise compiled from source at every run, 0.2-0.3 s of CPU a one-question run (issue 65
+item 3), growing with the code. ``--no-compile`` skips it: a folder without ``__pycache__``
+(a fresh copy) is then timed as such a shell runs it.
+
+The untimed first run (it writes the prompt the floor scores) also leaves the hf backend's
+row-block probe of this model's layers in ``$XDG_CACHE_HOME/localeval/row_blocks.json``
+(:mod:`localeval.backends.hf.row_blocks`), so the timed runs read it: a machine's first run of
+a model shape pays the probe (5-7 s of CPU for this model on our loaded 2-core machine, issue
+65 item 3), which this benchmark does not time.
 
     python bench/startup.py --repeats 7
     python bench/startup.py --repeats 5 --baseline /path/to/other/checkout/src
+    python bench/startup.py --repeats 9 --only hf: --only bare
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import re
@@ -131,10 +148,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--baseline", help="another checkout's src folder, timed alternately")
+    ap.add_argument("--only", action="append", metavar="TEXT",
+                    help="time only the commands whose names hold TEXT (repeatable)")
+    ap.add_argument("--no-compile", action="store_true",
+                    help="do not byte-compile the timed src folders first")
     args = ap.parse_args()
     sides = {"ours": OURS, **({"baseline": args.baseline} if args.baseline else {})}
+    if not args.no_compile:
+        for src in sides.values():
+            if not compileall.compile_dir(src, quiet=1):
+                sys.exit(f"could not byte-compile {src}")
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+          f"{'not byte-compiled ahead' if args.no_compile else 'byte-compiled ahead'}")
     with tempfile.TemporaryDirectory() as tmp:
         cmds = commands(Path(tmp))
+        if args.only:
+            cmds = {n: c for n, c in cmds.items() if any(t in n for t in args.only)}
         walls = {(n, s): [] for n in cmds for s in sides}
         cpus = {(n, s): [] for n in cmds for s in sides}
         firsts = {(n, s): [] for n in cmds for s in sides}
@@ -166,9 +195,12 @@ def main() -> None:
         cpu = {k: statistics.median(v) for k, v in cpus.items()}
         for side in sides:
             for ref in (bare_name, floor_name):
+                if (one_name, side) not in med or (ref, "ours") not in med:
+                    continue
                 print(f"one-question run ({side}) / {ref.split(': ')[1]}: wall "
                       f"{med[one_name, side] / med[ref, 'ours']:.2f}x, CPU "
                       f"{cpu[one_name, side] / cpu[ref, 'ours']:.2f}x")
+        print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("torch", "transformers", "datasets", "sklearn", "scipy", "matplotlib", "pyarrow",
          "httpx")
 
@@ -115,3 +117,34 @@ def test_figures_wait_for_their_imports_begun_while_the_model_runs(monkeypatch):
     with figures.figure_panels(1):
         order.append("drawing")
     assert order == ["imported", "drawing"]
+
+
+# Libraries installed beside localeval that a one-question hf: run has no use for (issue 65
+# item 3): the cluster's Ray, the HTTP backends' httpx, scikit-learn, the datasets library and
+# its pandas/pyarrow, and pyplot (the report draws on a bare Agg Figure)
+NOT_ON_THE_HF_PATH = ("ray", "httpx", "sklearn", "datasets", "pandas", "pyarrow",
+                      "matplotlib.pyplot")
+
+
+@pytest.mark.slow
+def test_a_one_question_hf_run_imports_nothing_it_does_not_use(tiny_llama, cmmlu, tmp_path):
+    """The whole command, as bench/startup.py times it (report written), in its own process:
+    the modules it imported, read at exit. Each of NOT_ON_THE_HF_PATH is installed here, so a
+    module-level import of one on the run's path fails this."""
+    import importlib.util
+
+    assert all(importlib.util.find_spec(m.split(".")[0]) for m in NOT_ON_THE_HF_PATH)
+    args = ["run", "--task", "cmmlu", "--data", cmmlu, "--subjects", "sociology", "--limit",
+            "1", "--model", f"hf:{tiny_llama}", "--shots", "5", "--method", "likelihood",
+            "--dtype", "float32", "--device", "cpu", "--no-cache", "--no-store", "--quiet",
+            "--output", str(tmp_path / "run")]
+    code = ("import atexit, json, sys\n"
+            f"atexit.register(lambda: print('MODULES', json.dumps(sorted(m for m in "
+            f"{NOT_ON_THE_HF_PATH!r} if m in sys.modules))))\n"
+            "from localeval.cli import main\n"
+            f"sys.exit(main({args!r}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "run" / "report.html").exists()  # the whole path ran, report included
+    line = [x for x in done.stdout.splitlines() if x.startswith("MODULES ")][-1]
+    assert json.loads(line.removeprefix("MODULES ")) == []
