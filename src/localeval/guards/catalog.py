@@ -22,8 +22,7 @@ from .registry import UPSTREAM, guard_table
 # every guard on a language model's, set apart from its class (registry.get_guard)
 STAGED_OPTIONS = ("label_scores=top-k|full|top-N", "verdict_position=authors'|fixed")
 # a base class in a guard's ancestry -> its family, the first found wins
-FAMILIES = {"StagedGuard": "language model", "AgenticGuard": "language model",
-            "ModerationGuard": "moderation API"}
+FAMILIES = {"StagedGuard": "language model", "ModerationGuard": "moderation API"}
 OTHER = "classifier"  # its own classify(): an API, a head, rules
 
 
