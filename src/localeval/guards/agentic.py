@@ -18,7 +18,7 @@ model by default; ``classifier=<model>`` makes it a model role) over six culture
 answers of ``{"culture": …}``; then the guard once per culture the classifier gave, with
 ``Culture consideration:\\n<culture>`` in the user turn, and the score is the sum of each
 culture's score weighted by the classifier's probability of it (l.162-174). As committed this
-never runs (docs/fidelity.md P5): l.109 is a syntax error before Python 3.12, one
+never runs (docs/fidelity.md P7): l.109 is a syntax error before Python 3.12, one
 ``Service.run`` never reaches the second module, and l.170 calls ``.items()`` on the list of
 (culture, probability) pairs ``classification_module.py:34`` makes. Ours runs what l.162-174
 mean: the pairs as the weights.
@@ -321,7 +321,7 @@ class AgenticGuard(Guard):
 
 class AgenticMoEGuard(AgenticGuard):
     """Parallax-AI ``AgenticSafeguardMoE`` (``agentic_safeguard.py:89-179``), run as l.162-174
-    mean it (docs/fidelity.md P5)."""
+    mean it (docs/fidelity.md P7)."""
 
     name = "agentic-moe"
     template_source = ("panuthept/Parallax-AI parallax_ai/builtins/safeguards/"
