@@ -25,6 +25,8 @@ GUARDS: dict[str, str] = {
     "wildguard": "localeval.guards.wildguard:WildGuard",
     "xguard": "localeval.guards.xguard:XGuard",
     "sealion-guard": "localeval.guards.sealionguard:SealionGuard",
+    "agentic": "localeval.guards.agentic:AgenticGuard",
+    "agentic-moe": "localeval.guards.agentic:AgenticMoEGuard",
     "lionguard2": "localeval.guards.lionguard2:LionGuard2",  # its head on an openai-embed: model
     # moderation APIs: keys and endpoints from environment variables (guards/moderation.py)
     "openai-moderation": "localeval.guards.moderation:OpenAIModeration",
@@ -111,6 +113,10 @@ UPSTREAM: dict[str, str] = {
     "azure-content-safety": IRIS.format("azure_ai_content_safety.py"),
     "model-armor": IRIS.format("google_model_armor.py"),
     "lakera-guard": IRIS.format("lakera_guard.py"),
+    # issue 73: the prompted guards of the same commit
+    "agentic": "panuthept/Parallax-AI parallax_ai/builtins/safeguards/agentic_safeguard.py@c853033",
+    "agentic-moe": "panuthept/Parallax-AI parallax_ai/builtins/safeguards/agentic_safeguard.py"
+                   "@c853033",
     # issue 72's fine-tunes: the newer Parallax-AI module that reads each
     **{name: _PARALLAX.format("sealionguard_module.py") for name in FINE_TUNES},
 }
@@ -132,6 +138,8 @@ NOTES = {
     "zero-shot": "the paper's prompt",
     "zero-shot-verdict": "ours, with a verdict prefill",
     "sealguard": "MickyMike/SEALGuard as Parallax-AI reads it",
+    "agentic": "Parallax-AI's five-level JSON answers",
+    "agentic-moe": "a cultural classifier, then agentic per culture",
     "lionguard2": "its head on an openai-embed: embedder",
     "openai-moderation": "an API: keys from the environment",
     "azure-content-safety": "an API",
