@@ -55,7 +55,7 @@ def _mcq_results() -> dict:
     metrics = aggregate(samples, {}, ())
     return read_results(as_stored({"schema": "localeval.mcq/1", "task": "custom",
                                    "method": "likelihood", "shots": 0, "model": "m",
-                                   "n_samples": 8, "disciplines": [], "metrics": metrics}))
+                                   "n_samples": 8, "disciplines": [], "metrics": metrics.data()}))
 
 
 def test_mcq_tables_show_the_wilson_interval():

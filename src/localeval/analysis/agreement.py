@@ -61,7 +61,7 @@ def _said(value: Any) -> str:
         else repr(value)
 
 
-def _compare(record: Record, recomputed: Mapping[str, Any], fields: Sequence[str],
+def _compare(record: Record, recomputed: Record | Mapping[str, Any], fields: Sequence[str],
              where: str, what: str = "") -> Found:
     """The first of ``fields`` the record holds that differs from ``recomputed``."""
     for field in fields:
@@ -74,7 +74,7 @@ def _compare(record: Record, recomputed: Mapping[str, Any], fields: Sequence[str
 
 def _safety(results: SafetyResults, samples: list[SafetySample]) -> Found:
     """Each recorded overall row against the same row recomputed by the recorded estimator."""
-    rows = {(r["kind"], r["context"], r["subset"]): r
+    rows = {(r.kind, r.context, r.subset): r
             for r in overall(samples, n_resamples=0, auprc=results.auprc,
                              one_class=results.one_class)}
     for i, row in enumerate(results.overall):
