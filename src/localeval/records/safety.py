@@ -135,6 +135,10 @@ class ThresholdPoint(Record):
     f1: Share | None = None
     fpr: Share | None = None
 
+    def rates(self) -> tuple[float | int | None, ...]:
+        """Precision, recall, F1 and FPR, in the tables' order."""
+        return self.precision, self.recall, self.f1, self.fpr
+
 
 class Sweep(Record):
     """Fig. 5: precision, recall, F1 and FPR at each threshold."""
