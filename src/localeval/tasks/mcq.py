@@ -321,7 +321,7 @@ class MCQTask(Task):
             **({"robustness": mcq_variants.robustness(samples, self.options)}
                if mcq_variants.has_variants(self.options) else {})}
         return MCQResults(
-            schema=self.results_schema,
+            schema_=self.results_schema,
             task=self.name,
             model=identity.get("model"),
             method=self.config.method,

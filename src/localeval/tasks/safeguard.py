@@ -286,7 +286,7 @@ class SafeguardTask(Task):
                                    "langs": sorted({i.lang for i in data.items})} \
             if self.options.limit else {}
         return SafetyResults(
-            schema=self.results_schema,
+            schema_=self.results_schema,
             task=self.name,
             model=self._model_name(identity),
             guard=self.guard.name,
