@@ -133,10 +133,10 @@ def _contamination(results: ContaminationResults,
                                     "samples.jsonl has no text of it")
         found = _compare(source, mine, ("n", "n_failed"), f"sources.{name}")
         for score in SCORES:
-            recorded, recomputed = source.get(score), mine.get(score)
-            for k, summary in (recorded or {}).items():
-                if summary is not None and (recomputed or {}).get(k) is not None:
-                    found = found or _compare(summary, recomputed[k], SUMMARY,
+            recomputed = mine.summaries(score) or {}
+            for k, summary in (source.summaries(score) or {}).items():
+                if summary is not None and (again_k := recomputed.get(k)) is not None:
+                    found = found or _compare(summary, again_k, SUMMARY,
                                               f"sources.{name}.{score}.{k}")
         if found:
             return found
