@@ -38,7 +38,7 @@ from ..metrics.choices import DEFAULT_FILE_ROUNDING
 from ..metrics.classification import measured, pr_auc_trapezoid
 from ..metrics.group import grouped
 from ..records.base import describe
-from ..records.safety import Bounds, CulturalGap, LanguageGap, Table2, Table2Gap
+from ..records.safety import AwarenessRow, Bounds, CulturalGap, LanguageGap, Table2, Table2Gap
 from ..records.sample_kinds import Context, SampleKind
 from ..records.samples import SafetySample
 from .choices import EN_CELLS, PAPER_EN_CELL  # how an EN cell of Table 2 is computed
@@ -352,7 +352,7 @@ def table2_language_gap(table: Table2) -> list[Table2Gap]:
 def cultural_awareness_delta(baseline: Iterable[SafetySample], aware: Iterable[SafetySample],
                              metric: Metric = pr_auc_trapezoid, sea: str = "macro",
                              scale: float = 100.0, en: str = PAPER_EN_CELL
-                             ) -> list[dict[str, Any]]:
+                             ) -> list[AwarenessRow]:
     """Table 3: change on the CG subset when the guard is told to consider the country's culture.
 
     delta = metric(culture-aware prompt) - metric(plain prompt), per model, task, EN/SEA side,
@@ -367,8 +367,8 @@ def cultural_awareness_delta(baseline: Iterable[SafetySample], aware: Iterable[S
             for side in ("en", "sea"):
                 vb, va = (cell(x, kind=kind, subset="cultural-cg", side=side, metric=metric,
                                sea=sea, en=en)["value"] * scale for x in (b, a))
-                out.append({"model": model, "kind": kind, "side": side, "baseline": vb,
-                            "aware": va, "delta": va - vb})
+                out.append(AwarenessRow.made({"model": model, "kind": kind, "side": side,
+                                              "baseline": vb, "aware": va, "delta": va - vb}))
     return out
 
 
