@@ -4,6 +4,8 @@ import pytest
 
 from localeval.data.catalog import TMLU
 from localeval.metrics.mcq import accuracy, aggregate
+from localeval.records import as_json
+from localeval.records.mcq import MCQMetrics
 from localeval.records.samples import MCQSample
 
 
@@ -42,6 +44,10 @@ def test_discipline_micro_average_and_macro():
                                      "low": pytest.approx(0.20655, abs=1e-5), "high": 1.0,
                                      "n_unanswered": 0, "n_failed": 0}}
     assert list(m["by_discipline"]) == ["Social Science", "STEM", "Taiwan Specific"]
+    # issue 71: the metrics are their record where computed, equal to what results.json reads
+    # back (a subject's discipline and level kept beside its accuracy)
+    assert MCQMetrics.model_validate(as_json(m)) == m
+    assert m.by_subject["AST_physics"]["discipline"] == "STEM"
 
 
 def test_paper_table3_average_is_mean_of_disciplines():
