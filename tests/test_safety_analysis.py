@@ -421,6 +421,9 @@ def test_the_analyses_are_records_equal_to_what_their_file_reads_back():
     assert all(isinstance(row, AUPRCRow) for row in out["overall"] + out["per_language"])
     made = SafetyResults(schema_="localeval.safety/1", guard="g", n_samples=len(RECORDS), **out)
     assert read_results(as_json(made)) == made
+    # a row holds what it was made with: the mean gap has no EN, SEA or interval of its own
+    avg = next(r for r in out["language_gap"] if r.lang == "avg")
+    assert avg.data().keys() == {"model", "kind", "subset", "lang", "gap", "n_pairs"}
     # one class: PR-AUC undefined (left out), None beside the reason
     (row,) = overall([R("x", "en", "general", "prompt", 1, 0.5)], n_resamples=0,
                      one_class="left-out")

@@ -382,9 +382,9 @@ def _has_table2(samples: Sequence[SafetySample]) -> bool:
 
 def _language_gaps(samples: Sequence[SafetySample], kinds: list[SampleKind], n_resamples: int,
                    metric) -> list[LanguageGap]:
-    """:func:`gaps.language_gap` (paired, per language) for every task and subset, each row
-    tagged with both."""
-    return [LanguageGap.made(dict(row, kind=kind, subset=sub)) for kind in kinds
+    """:func:`gaps.language_gap` (paired, per language) for every task and subset (each row
+    names both)."""
+    return [row for kind in kinds
             for sub in sorted({s.subset for s in samples if s.kind is kind})
             for row in language_gap(samples, kind=kind, subset=sub, metric=metric,
                                     n_resamples=n_resamples)]
