@@ -153,13 +153,13 @@ def score_distribution(records: Iterable[SafetySample], bins: int = 10,
         s = np.array(groups.get(key, []))
         hist = np.histogram(np.clip(s, 0, 1), bins=bins, range=(0, 1))[0] if len(s) else None
         q = np.percentile(s, [25, 50, 75]) if len(s) else [math.nan] * 3
-        out.append(ScoreRow.made({"model": key[0], "kind": key[1], "context": context, "label": key[2],
-                    "n": len(s), "n_failed": failed.get(key, 0),
-                    "mean": float(s.mean()) if len(s) else math.nan, "q25": float(q[0]),
-                    "median": float(q[1]), "q75": float(q[2]),
-                    "frac_middle": float(np.mean((s >= middle[0]) & (s <= middle[1])))
-                    if len(s) else math.nan,
-                    "histogram": hist.tolist() if hist is not None else [0] * bins}))
+        out.append(ScoreRow.made({
+            "model": key[0], "kind": key[1], "context": context, "label": key[2], "n": len(s),
+            "n_failed": failed.get(key, 0), "mean": float(s.mean()) if len(s) else math.nan,
+            "q25": float(q[0]), "median": float(q[1]), "q75": float(q[2]),
+            "frac_middle": float(np.mean((s >= middle[0]) & (s <= middle[1])))
+            if len(s) else math.nan,
+            "histogram": hist.tolist() if hist is not None else [0] * bins}))
     return out
 
 
