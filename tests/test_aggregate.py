@@ -4,6 +4,8 @@ import pytest
 
 from localeval.data.catalog import TMLU
 from localeval.metrics.mcq import accuracy, aggregate
+from localeval.records import as_json
+from localeval.records.mcq import MCQMetrics
 from localeval.records.samples import MCQSample
 
 
@@ -38,10 +40,15 @@ def test_discipline_micro_average_and_macro():
     assert m["macro"]["acc"] == (0.5 + 1 + 0.5 + 1) / 4
     assert m["macro"]["stderr"] is None  # a one-question subject has no stderr
     assert m["by_level"]["high school"]["n"] == 6 and m["by_level"]["middle school"]["n"] == 1
-    assert m["by_year"] == {"2023": {"n": 1, "correct": 1, "acc": 1.0, "stderr": None,
-                                     "low": pytest.approx(0.20655, abs=1e-5), "high": 1.0,
-                                     "n_unanswered": 0, "n_failed": 0}}
+    assert {k: v.data() for k, v in m.by_year.items()} == {
+        "2023": {"n": 1, "correct": 1, "acc": 1.0, "stderr": None,
+                 "low": pytest.approx(0.20655, abs=1e-5), "high": 1.0, "n_unanswered": 0,
+                 "n_failed": 0}}
     assert list(m["by_discipline"]) == ["Social Science", "STEM", "Taiwan Specific"]
+    # issue 71: the metrics are their record where computed, equal to what results.json reads
+    # back (a subject's discipline and level kept beside its accuracy)
+    assert MCQMetrics.model_validate(as_json(m)) == m
+    assert m.by_subject["AST_physics"]["discipline"] == "STEM"
 
 
 def test_paper_table3_average_is_mean_of_disciplines():

@@ -16,6 +16,7 @@ import pytest
 from localeval.analysis.choices import AnalysisChoices
 from localeval.analysis.safety import analyses
 from localeval.cli import main
+from localeval.records.safety import SafetyResults
 from localeval.records.samples import LLMSafetySample, MCQSample, SafetySample
 from localeval.render.browser import browser_data
 from localeval.report.html import SECTIONS, render, write_report
@@ -47,13 +48,14 @@ def _safety_samples(n_items: int = 24) -> list[SafetySample]:
 
 def _safety_run(folder) -> RunRecord:
     samples = _safety_samples()
-    results = {"schema": "localeval.safety/1", "task": "sea-safeguard", "model": "hf:tiny",
-               "guard": "zero-shot", "n_samples": len(samples), "n_failed": 1,
-               "failures": [{"id": "item-1", "lang": "th", "subset": "general",
-                             "kind": "response", "context": "with_prompt",
-                             "error": "request failed: 500"}],
-               "warnings": ["1 of 96 guard samples failed and are left out"],
-               **analyses(samples, AnalysisChoices(n_resamples=20))}
+    # the analyses are records: the results record is made from them as a run makes it
+    results = SafetyResults(schema_="localeval.safety/1", task="sea-safeguard", model="hf:tiny",
+                            guard="zero-shot", n_samples=len(samples), n_failed=1,
+                            failures=[{"id": "item-1", "lang": "th", "subset": "general",
+                                       "kind": "response", "context": "with_prompt",
+                                       "error": "request failed: 500"}],
+                            warnings=["1 of 96 guard samples failed and are left out"],
+                            **analyses(samples, AnalysisChoices(n_resamples=20)))
     record = finished_record({"task": "sea-safeguard", "model": "hf:tiny",
                               "localeval_version": "x",
                               "backend": {"backend": "hf", "model": "tiny", "dtype": "float32"}},

@@ -11,7 +11,7 @@ import pytest
 from localeval.analysis.llm_safety import summarise_llm_safety
 from localeval.metrics.mcq import accuracy, aggregate
 from localeval.metrics.proportion import wilson_interval
-from localeval.records import read_results
+from localeval.records import as_json, read_results
 from localeval.records.samples import LLMSafetySample, MCQSample
 from localeval.store.runs import as_stored
 from localeval.views.llm_safety_tables import llm_safety_tables
@@ -55,7 +55,7 @@ def _mcq_results() -> dict:
     metrics = aggregate(samples, {}, ())
     return read_results(as_stored({"schema": "localeval.mcq/1", "task": "custom",
                                    "method": "likelihood", "shots": 0, "model": "m",
-                                   "n_samples": 8, "disciplines": [], "metrics": metrics}))
+                                   "n_samples": 8, "disciplines": [], "metrics": metrics.data()}))
 
 
 def test_mcq_tables_show_the_wilson_interval():
@@ -88,7 +88,7 @@ def test_llm_safety_rates_carry_the_wilson_interval():
     assert (harmful["n"], harmful["rate"], over["n"], over["rate"]) == (5, 1.0, 3, 0.0)
     assert (harmful["low"], harmful["high"]) == pytest.approx(wilson_by_hand(5, 5))
     assert (over["low"], over["high"]) == pytest.approx(wilson_by_hand(0, 3))
-    table = llm_safety_tables(read_results(as_stored(
+    table = llm_safety_tables(read_results(as_json(
         {"schema": "localeval.llm-safety/1", **results})))[0]
     all_row = table.texts()[0]
     assert all_row[1] == "100.0 [56.6, 100.0] (n=5)" and all_row[3] == "0.0 [0.0, 56.1] (n=3)"

@@ -406,3 +406,25 @@ def test_iris_prints_a_cells_mean_with_numpys_rounding():
     # without file rounding, our cell is the unrounded mean (the printed 41.5 there is ours)
     plain = table2(records, first_score)["rows"][0]["values"]["prompt/cultural-cg/en"]
     assert plain == pytest.approx(41.55)
+
+
+def test_the_analyses_are_records_equal_to_what_their_file_reads_back():
+    """Issue 71: each analysis is its record where it is computed, an undefined number None
+    (not NaN), so the results a run makes equal, field for field, those read back from their
+    results.json: no JSON round trip is needed to type them."""
+    from localeval.analysis.choices import AnalysisChoices
+    from localeval.analysis.safety import analyses, overall
+    from localeval.records.safety import AUPRCRow, SafetyResults, Table2
+
+    out = analyses(RECORDS, AnalysisChoices(n_resamples=20))
+    assert isinstance(out["table2"], Table2)
+    assert all(isinstance(row, AUPRCRow) for row in out["overall"] + out["per_language"])
+    made = SafetyResults(schema_="localeval.safety/1", guard="g", n_samples=len(RECORDS), **out)
+    assert read_results(as_json(made)) == made
+    # a row holds what it was made with: the mean gap has no EN, SEA or interval of its own
+    avg = next(r for r in out["language_gap"] if r.lang == "avg")
+    assert avg.data().keys() == {"model", "kind", "subset", "lang", "gap", "n_pairs"}
+    # one class: PR-AUC undefined (left out), None beside the reason
+    (row,) = overall([R("x", "en", "general", "prompt", 1, 0.5)], n_resamples=0,
+                     one_class="left-out")
+    assert row.auprc is None and row.warning

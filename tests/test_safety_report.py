@@ -74,7 +74,7 @@ def test_threshold_transfer_skips_with_a_note():
     (b,) = threshold_transfer(EN, "prompt", "en")  # nothing to apply it to
     assert b["threshold"] == 0.3 and b["languages"] == [] and "no language other" in b["note"]
     results = read_results(as_stored({"schema": "localeval.safety/1", "guard": "g",
-                                      "n_samples": 0, "threshold_transfer": [b],
+                                      "n_samples": 0, "threshold_transfer": [b.data()],
                                       "calibration": "en"}))
     table, notes = T.threshold_transfer_table(results)
     assert table is None and notes == [f"Threshold transfer, prompt: {b['note']}"]
@@ -188,7 +188,7 @@ def test_compare_values_match_gaps(runs):
     want = cultural_awareness_delta(base, new)
     assert len(got["rows"]) == len(want) == 4
     for g, w in zip(got["rows"], want):
-        if w["delta"] == w["delta"]:  # not NaN
+        if w.delta is not None:  # undefined (one class) on neither side
             assert g["delta"] == pytest.approx(w["aware"] - w["baseline"])
 
 

@@ -61,7 +61,7 @@ def _said(value: Any) -> str:
         else repr(value)
 
 
-def _compare(record: Record, recomputed: Mapping[str, Any], fields: Sequence[str],
+def _compare(record: Record, recomputed: Record | Mapping[str, Any], fields: Sequence[str],
              where: str, what: str = "") -> Found:
     """The first of ``fields`` the record holds that differs from ``recomputed``."""
     for field in fields:
@@ -74,7 +74,7 @@ def _compare(record: Record, recomputed: Mapping[str, Any], fields: Sequence[str
 
 def _safety(results: SafetyResults, samples: list[SafetySample]) -> Found:
     """Each recorded overall row against the same row recomputed by the recorded estimator."""
-    rows = {(r["kind"], r["context"], r["subset"]): r
+    rows = {(r.kind, r.context, r.subset): r
             for r in overall(samples, n_resamples=0, auprc=results.auprc,
                              one_class=results.one_class)}
     for i, row in enumerate(results.overall):
@@ -133,10 +133,10 @@ def _contamination(results: ContaminationResults,
                                     "samples.jsonl has no text of it")
         found = _compare(source, mine, ("n", "n_failed"), f"sources.{name}")
         for score in SCORES:
-            recorded, recomputed = source.get(score), mine.get(score)
-            for k, summary in (recorded or {}).items():
-                if summary is not None and (recomputed or {}).get(k) is not None:
-                    found = found or _compare(summary, recomputed[k], SUMMARY,
+            recomputed = mine.summaries(score) or {}
+            for k, summary in (source.summaries(score) or {}).items():
+                if summary is not None and (again_k := recomputed.get(k)) is not None:
+                    found = found or _compare(summary, again_k, SUMMARY,
                                               f"sources.{name}.{score}.{k}")
         if found:
             return found

@@ -8,6 +8,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from ..records.contamination import ContaminationResults, Source, Summary
 from ..records.samples import SCORES, ContaminationSample
 
 # results.json's ``sign``, by --min-k-sign
@@ -18,16 +19,16 @@ SIGNS = {"log-prob": "mean log-prob (<= 0); the TMLU paper reports its negation"
 Labels = dict[tuple[str | None, str], int]
 
 
-def _describe(values: list[float]) -> dict[str, float] | None:
+def _describe(values: list[float]) -> Summary | None:
     if not values:
         return None
     q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive") \
         if len(values) > 1 else (values[0],) * 3
-    return {"n": len(values), "mean": statistics.fmean(values), "median": median, "q25": q1,
-            "q75": q3, "min": min(values), "max": max(values)}
+    return Summary.made({"n": len(values), "mean": statistics.fmean(values), "median": median,
+                         "q25": q1, "q75": q3, "min": min(values), "max": max(values)})
 
 
-def _one_source(mine: list[ContaminationSample], ks: list[str]) -> dict[str, Any]:
+def _one_source(mine: list[ContaminationSample], ks: list[str]) -> Source:
     ok = [s for s in mine if not s.failed]
     tokens = [s.n_tokens for s in ok if s.n_tokens is not None]  # every scored text's
     entry: dict[str, Any] = {"n": len(mine), "n_failed": len(mine) - len(ok),
@@ -39,26 +40,28 @@ def _one_source(mine: list[ContaminationSample], ks: list[str]) -> dict[str, Any
         # a text --k-tokens floor leaves without a value at k is out of that k's summary
         entry[score] = {k: _describe([x for v in values if (x := v[k]) is not None])
                         for k in ks} if have else None
-    return entry
+    return Source.made(entry)
 
 
-def by_source(samples: Sequence[ContaminationSample], ks: list[str]) -> dict[str, Any]:
+def by_source(samples: Sequence[ContaminationSample], ks: list[str]) -> dict[str, Source]:
     """results.json's ``sources``: per source (in the --data order), its texts, failures and
     each score's summary per k."""
     return {source: _one_source([s for s in samples if s.source == source], ks)
             for source in dict.fromkeys(s.source for s in samples)}
 
 
-def _gaps(sources: dict[str, Any], ks: list[str]) -> dict[str, Any]:
+def _gaps(sources: dict[str, Source], ks: list[str]) -> dict[str, dict[str, dict[str, float]]]:
     """Median of each other source minus the first's, per score and k (TMLU Table 3 reads the
     first source as the one tested for contamination: a lower median = more likely seen)."""
     names = list(sources)
-    out: dict[str, Any] = {}
+    out: dict[str, dict[str, dict[str, float]]] = {}
     for other in names[1:]:
         out[f"{other} - {names[0]}"] = {
-            score: {k: b[k]["median"] - a[k]["median"] for k in ks if a[k] and b[k]}
+            score: {k: bk.median - ak.median for k in ks
+                    if (ak := a[k]) and (bk := b[k])
+                    and ak.median is not None and bk.median is not None}
             for score in SCORES
-            if (a := sources[names[0]][score]) and (b := sources[other][score])}
+            if (a := sources[names[0]].summaries(score)) and (b := sources[other].summaries(score))}
     return out
 
 
@@ -92,14 +95,15 @@ def _roc_auc(samples: Sequence[ContaminationSample], ks: list[str],
 
 def summarise_contamination(samples: Sequence[ContaminationSample], ks: list[str],
                             labels: Labels | None, schema: str,
-                            sign: str = "log-prob") -> dict[str, Any]:
+                            sign: str = "log-prob",
+                            warnings: Sequence[str] = ()) -> ContaminationResults:
+    """The run's results, ``warnings`` (what its data said) among them."""
     sources = by_source(samples, ks)
     failed = [s for s in samples if s.failed]
-    results: dict[str, Any] = {
+    return ContaminationResults.made({
         "schema": schema, "k": ks, "n_samples": len(samples), "n_failed": len(failed),
         "failed": [f"{s.source}/{s.id}" for s in failed], "sources": sources,
         "source_order": list(sources),  # the --data order (results.json sorts its keys)
-        "median_gaps": _gaps(sources, ks), "sign": SIGNS[sign]}
-    if labels is not None:
-        results["roc_auc"] = _roc_auc(samples, ks, labels, sign)
-    return results
+        "median_gaps": _gaps(sources, ks), "sign": SIGNS[sign],
+        **({"roc_auc": _roc_auc(samples, ks, labels, sign)} if labels is not None else {}),
+        "warnings": list(warnings)})

@@ -38,6 +38,7 @@ from ..metrics.choices import DEFAULT_FILE_ROUNDING
 from ..metrics.classification import measured, pr_auc_trapezoid
 from ..metrics.group import grouped
 from ..records.base import describe
+from ..records.safety import AwarenessRow, Bounds, CulturalGap, LanguageGap, Table2, Table2Gap
 from ..records.sample_kinds import Context, SampleKind
 from ..records.samples import SafetySample
 from .choices import EN_CELLS, PAPER_EN_CELL  # how an EN cell of Table 2 is computed
@@ -215,7 +216,7 @@ def _cell_groups(side: str, sea: str,
 
 def table2(records: Iterable[SafetySample], metric: Metric = pr_auc_trapezoid, sea: str = "macro",
            scale: float = 100.0, en: str = PAPER_EN_CELL,
-           rounding: str = DEFAULT_FILE_ROUNDING) -> dict[str, Any]:
+           rounding: str = DEFAULT_FILE_ROUNDING, auprc: str | None = None) -> Table2:
     """The paper's Table 2, one row per model, values times ``scale`` (AUPRC in points).
 
     Columns ``prompt/<subset>/en|sea`` for General, ITW, CG then ``prompt/avg``, and
@@ -223,7 +224,8 @@ def table2(records: Iterable[SafetySample], metric: Metric = pr_auc_trapezoid, s
     of its task's cells (e.g. Gemma-3-it 4B: (89.5+86.7+96.8+94.2+59.5+51.1)/6 = 79.6) and is
     None unless every cell has a value. Empty cells are None (printed "-"). ``sea`` and ``en``
     say how the SEA and EN cells are made, ``rounding`` whether each file's value is rounded
-    first (:func:`cell`).
+    first (:func:`cell`). ``auprc``, when given, names the estimator in the table (Table 2
+    under the other estimator, beside the run's).
     """
     records = check_records(records)
     columns: list[str] = []
@@ -260,13 +262,14 @@ def table2(records: Iterable[SafetySample], metric: Metric = pr_auc_trapezoid, s
                 else iris_printed(avg)
         rows.append({"model": model, "values": values, "n_failed": failed,
                      **({"warnings": warned} if warned else {})})
-    return {"columns": columns, "rows": rows, "metric": getattr(metric, "__name__", "metric"),
-            "sea": sea, "en": en, "scale": scale}
+    return Table2.made({**({"auprc": auprc} if auprc else {}), "columns": columns, "rows": rows,
+                        "metric": getattr(metric, "__name__", "metric"), "sea": sea, "en": en,
+                        "scale": scale})
 
 
 def language_gap(records: Iterable[SafetySample], *, kind: SampleKind | str, subset: str,
                  metric: Metric = pr_auc_trapezoid, n_resamples: int = 0,
-                 seed: int = 0) -> list[dict[str, Any]]:
+                 seed: int = 0) -> list[LanguageGap]:
     """EN minus each local language, on paired items only (same id in English and local).
 
     gap_L = metric(EN versions of the pairs) - metric(L versions of the pairs); a pair is used
@@ -282,7 +285,8 @@ def language_gap(records: Iterable[SafetySample], *, kind: SampleKind | str, sub
         langs = sorted({r.lang for r in rows} - {"en"})
         gaps = [_paired_gap(model, lang, english, [r for r in rows if r.lang == lang],
                             metric, n_resamples, seed) for lang in langs]
-        out += gaps + ([_mean_gap(model, gaps)] if gaps else [])
+        out += [LanguageGap.made({**row, "kind": kind, "subset": subset})
+                for row in gaps + ([_mean_gap(model, gaps)] if gaps else [])]
     return out
 
 
@@ -310,7 +314,7 @@ def _paired_gap(model: str, lang: str, english: dict[str | int, SafetySample],
     return row
 
 
-def cultural_gap(table: Mapping[str, Any]) -> list[dict[str, Any]]:
+def cultural_gap(table: Table2) -> list[CulturalGap]:
     """General minus CG for each model, task and side, read from :func:`table2`'s output.
 
     gap = General - CG (paper §4: prompt 36.4 EN / 36.2 SEA, response 21.0 / 21.2 points; the
@@ -318,35 +322,37 @@ def cultural_gap(table: Mapping[str, Any]) -> list[dict[str, Any]]:
     The two subsets hold different items, so this is a difference of table cells, not paired.
     """
     out = []
-    for row in table["rows"]:
+    for row in table.rows:
         for kind in TABLE2_CELLS:
             for side in ("en", "sea"):
-                g = row["values"].get(f"{kind}/general/{side}")
-                c = row["values"].get(f"{kind}/cultural-cg/{side}")
-                out.append({"model": row["model"], "kind": kind, "side": side, "general": g,
-                            "cg": c, "gap": None if g is None or c is None else g - c})
+                g = row.values.get(f"{kind}/general/{side}")
+                c = row.values.get(f"{kind}/cultural-cg/{side}")
+                out.append(CulturalGap.made({"model": row.model, "kind": kind, "side": side,
+                                             "general": g, "cg": c,
+                                             "gap": None if g is None or c is None else g - c}))
     return out
 
 
-def table2_language_gap(table: Mapping[str, Any]) -> list[dict[str, Any]]:
+def table2_language_gap(table: Table2) -> list[Table2Gap]:
     """EN minus SEA for each model, task and subset, read from :func:`table2`'s cells: the
     paper's definition of the language gap (a difference of Table 2 cells; the SEA cell is the
     mean over local languages). :func:`language_gap` is the paired, per-language analysis."""
     out = []
-    for row in table["rows"]:
+    for row in table.rows:
         for kind, subsets in TABLE2_CELLS.items():
             for sub in subsets:
-                en = row["values"].get(f"{kind}/{sub}/en")
-                sea = row["values"].get(f"{kind}/{sub}/sea")
-                out.append({"model": row["model"], "kind": kind, "subset": sub, "en": en,
-                            "sea": sea, "gap": None if en is None or sea is None else en - sea})
+                en = row.values.get(f"{kind}/{sub}/en")
+                sea = row.values.get(f"{kind}/{sub}/sea")
+                out.append(Table2Gap.made({
+                    "model": row.model, "kind": kind, "subset": sub, "en": en, "sea": sea,
+                    "gap": None if en is None or sea is None else en - sea}))
     return out
 
 
 def cultural_awareness_delta(baseline: Iterable[SafetySample], aware: Iterable[SafetySample],
                              metric: Metric = pr_auc_trapezoid, sea: str = "macro",
                              scale: float = 100.0, en: str = PAPER_EN_CELL
-                             ) -> list[dict[str, Any]]:
+                             ) -> list[AwarenessRow]:
     """Table 3: change on the CG subset when the guard is told to consider the country's culture.
 
     delta = metric(culture-aware prompt) - metric(plain prompt), per model, task, EN/SEA side,
@@ -361,15 +367,15 @@ def cultural_awareness_delta(baseline: Iterable[SafetySample], aware: Iterable[S
             for side in ("en", "sea"):
                 vb, va = (cell(x, kind=kind, subset="cultural-cg", side=side, metric=metric,
                                sea=sea, en=en)["value"] * scale for x in (b, a))
-                out.append({"model": model, "kind": kind, "side": side, "baseline": vb,
-                            "aware": va, "delta": va - vb})
+                out.append(AwarenessRow.made({"model": model, "kind": kind, "side": side,
+                                              "baseline": vb, "aware": va, "delta": va - vb}))
     return out
 
 
 def table2_ci(records: Iterable[SafetySample], n_resamples: int = 1000, seed: int = 0,
               level: float = 0.95, metric: Metric = pr_auc_trapezoid,
               scale: float = 100.0, en: str = PAPER_EN_CELL
-              ) -> dict[str, dict[str, dict[str, float]]]:
+              ) -> dict[str, dict[str, Bounds]]:
     """Percentile bootstrap CIs for every Table 2 number, averages included: model -> column ->
     {low, high}.
 
@@ -379,7 +385,7 @@ def table2_ci(records: Iterable[SafetySample], n_resamples: int = 1000, seed: in
     mean's own variability and an average's CI the joint variability of its cells. Resamples
     where a number is undefined (one class) are dropped.
     """
-    out: dict[str, dict[str, dict[str, float]]] = {}
+    out: dict[str, dict[str, Bounds]] = {}
     for model, mine in by_model(check_records(records)).items():
         mine = [r for r in mine if _main(r) and r.subset in TABLE2_CELLS[r.kind]]
 
@@ -397,7 +403,8 @@ def table2_ci(records: Iterable[SafetySample], n_resamples: int = 1000, seed: in
                 groups[key] = (t, s)
         cis = stratified_bootstrap_ci(metric, groups, lambda v: _table2_values(v, scale),
                                       n_resamples, seed, level)
-        out[model] = {col: {"low": low, "high": high} for col, (low, high) in cis.items()}
+        out[model] = {col: Bounds.made({"low": low, "high": high})
+                      for col, (low, high) in cis.items()}
     return out
 
 

@@ -17,10 +17,11 @@ import math
 import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
+from ..choices import ThresholdGrid
 from ..errors import UndefinedMetricWarning
 from ..metrics.best_threshold import best_threshold_metric
 from ..metrics.bootstrap import bootstrap_ci
@@ -38,6 +39,20 @@ from ..metrics.classification import (
     roc_auc,
 )
 from ..metrics.group import grouped
+from ..records.safety import (
+    AUPRCRow,
+    Bounds,
+    CulturalGap,
+    LanguageGap,
+    PairTypes,
+    PRCurve,
+    ScoreRow,
+    SeverityRow,
+    Sweep,
+    Table2,
+    Table2Gap,
+    TransferBlock,
+)
 from ..records.sample_kinds import Context, SampleKind
 from ..records.samples import SafetySample
 from .choices import N_RESAMPLES, AnalysisChoices, MetricChoices
@@ -66,7 +81,7 @@ def _pair(prompt_harmful: bool, response_harmful: bool) -> int:
 
 def pair_type_confusion(records: Iterable[SafetySample], threshold: float = 0.5,
                         context: Context | str = Context.WITH_PROMPT,
-                        rule: ThresholdRule = PAPER_THRESHOLD_RULE) -> list[dict[str, Any]]:
+                        rule: ThresholdRule = PAPER_THRESHOLD_RULE) -> list[PairTypes]:
     """Fig. 4: true vs predicted prompt/response pair type, one matrix per model.
 
     An item (model, subset, lang, id) needs a prompt record and a response record whose
@@ -101,16 +116,16 @@ def pair_type_confusion(records: Iterable[SafetySample], threshold: float = 0.5,
         totals = counts.sum(axis=1)
         fractions = [[float(c / totals[i]) for c in counts[i]] if totals[i] else None
                      for i in range(4)]
-        out.append({"model": model, "context": context, "threshold": threshold,
-                    "types": list(PAIR_TYPES), "counts": counts.tolist(),
-                    "fractions": fractions, "n": int(counts.sum()), "n_failed": failed,
-                    "n_excluded": excluded})
+        out.append(PairTypes.made({
+            "model": model, "context": context, "threshold": threshold,
+            "types": list(PAIR_TYPES), "counts": counts.tolist(), "fractions": fractions,
+            "n": int(counts.sum()), "n_failed": failed, "n_excluded": excluded}))
     return out
 
 
 def score_distribution(records: Iterable[SafetySample], bins: int = 10,
                        middle: tuple[float, float] = (0.25, 0.75),
-                       context: Context | str = Context.WITH_PROMPT) -> list[dict[str, Any]]:
+                       context: Context | str = Context.WITH_PROMPT) -> list[ScoreRow]:
     """Fig. 6: P(harmful) on safe, sensitive and harmful items, per model and task; only the
     ``context`` records count (a response judged with and without its prompt is one item).
 
@@ -138,19 +153,19 @@ def score_distribution(records: Iterable[SafetySample], bins: int = 10,
         s = np.array(groups.get(key, []))
         hist = np.histogram(np.clip(s, 0, 1), bins=bins, range=(0, 1))[0] if len(s) else None
         q = np.percentile(s, [25, 50, 75]) if len(s) else [math.nan] * 3
-        out.append({"model": key[0], "kind": key[1], "context": context, "label": key[2],
-                    "n": len(s), "n_failed": failed.get(key, 0),
-                    "mean": float(s.mean()) if len(s) else math.nan, "q25": float(q[0]),
-                    "median": float(q[1]), "q75": float(q[2]),
-                    "frac_middle": float(np.mean((s >= middle[0]) & (s <= middle[1])))
-                    if len(s) else math.nan,
-                    "histogram": hist.tolist() if hist is not None else [0] * bins})
+        out.append(ScoreRow.made({
+            "model": key[0], "kind": key[1], "context": context, "label": key[2], "n": len(s),
+            "n_failed": failed.get(key, 0), "mean": float(s.mean()) if len(s) else math.nan,
+            "q25": float(q[0]), "median": float(q[1]), "q75": float(q[2]),
+            "frac_middle": float(np.mean((s >= middle[0]) & (s <= middle[1])))
+            if len(s) else math.nan,
+            "histogram": hist.tolist() if hist is not None else [0] * bins}))
     return out
 
 
 def per_language(samples: Iterable[SafetySample], n_resamples: int = N_RESAMPLES,
                  auprc: str = PAPER_AUPRC, one_class: str = PAPER_ONE_CLASS
-                 ) -> list[dict[str, Any]]:
+                 ) -> list[AUPRCRow]:
     """Per kind, context, subset and language: ``auprc`` by the chosen estimator with its 95%
     bootstrap CI (``low``, ``high``), both estimators by name (``pr_auc_trapezoid``,
     ``average_precision``) and ROC AUC; with-prompt rows first, English first in a subset."""
@@ -163,7 +178,7 @@ def per_language(samples: Iterable[SafetySample], n_resamples: int = N_RESAMPLES
 
     rows = grouped(lambda group: _auprc_row(group, n_resamples, auprc, one_class),
                    check_records(samples), key, order)
-    return [dict(zip(("kind", "context", "subset", "lang"), k, strict=True), **row)
+    return [AUPRCRow.made(dict(zip(("kind", "context", "subset", "lang"), k, strict=True), **row))
             for k, row in rows.items()]
 
 
@@ -193,7 +208,7 @@ def _auprc_row(group: list[SafetySample], n_resamples: int, auprc: str,
     return row
 
 
-def pr_curves(samples: Iterable[SafetySample], points: int = CURVE_POINTS) -> list[dict[str, Any]]:
+def pr_curves(samples: Iterable[SafetySample], points: int = CURVE_POINTS) -> list[PRCurve]:
     """Per model, kind, context and language (subsets pooled): the precision-recall curve
     (:func:`metrics.classification.pr_curve`), thinned to at most ``points`` points evenly by
     index with both ends kept, for the report's figures."""
@@ -212,12 +227,12 @@ def pr_curves(samples: Iterable[SafetySample], points: int = CURVE_POINTS) -> li
         return {"n": len(t), **{k: [v[i] for i in keep] for k, v in full.items()}}
 
     rows = grouped(curve, check_records(samples), key, order)
-    return [dict(zip(("model", "kind", "context", "lang"), k, strict=True), **row)
+    return [PRCurve.made(dict(zip(("model", "kind", "context", "lang"), k, strict=True), **row))
             for k, row in rows.items() if row["recall"]]
 
 
 def overall(samples: Iterable[SafetySample], n_resamples: int = N_RESAMPLES,
-            auprc: str = PAPER_AUPRC, one_class: str = PAPER_ONE_CLASS) -> list[dict[str, Any]]:
+            auprc: str = PAPER_AUPRC, one_class: str = PAPER_ONE_CLASS) -> list[AUPRCRow]:
     """The headline: per kind and context, every language and subset pooled (``subset``
     "all"), then each subset on its own when there are several (a file, a source model). A
     run's results.json and a folder's check (:mod:`.agreement`) both come from here."""
@@ -236,7 +251,7 @@ def overall(samples: Iterable[SafetySample], n_resamples: int = N_RESAMPLES,
     for k in keys:
         rows.update(grouped(lambda group: _auprc_row(group, n_resamples, auprc, one_class),
                             samples, k, order))
-    return [dict(zip(("kind", "context", "subset"), k, strict=True), **row)
+    return [AUPRCRow.made(dict(zip(("kind", "context", "subset"), k, strict=True), **row))
             for k, row in sorted(rows.items(), key=lambda kv: (
                 kv[0][0], kv[0][1] is not Context.WITH_PROMPT, kv[0][2] != "all", kv[0][2]))]
 
@@ -244,7 +259,42 @@ def overall(samples: Iterable[SafetySample], n_resamples: int = N_RESAMPLES,
 PAPER_CHOICES = AnalysisChoices()
 
 
-def analyses(samples: Iterable[SafetySample], choices: MetricChoices = PAPER_CHOICES) -> dict[str, Any]:
+class Table2Block(TypedDict):
+    """Table 2 and what is read from it, as results.json holds them (:func:`_table2_block`)."""
+
+    auprc: str
+    en_cell: str
+    table2: Table2 | None
+    table2_ci: dict[str, dict[str, Bounds]]
+    table2_alternative: Table2 | None
+    table2_language_gap: list[Table2Gap]
+
+
+class SafetyAnalyses(Table2Block):
+    """Every analysis of a safeguard run, each under its results.json key (:func:`analyses`):
+    the fields of :class:`~localeval.records.safety.SafetyResults` an analysis makes."""
+
+    overall: list[AUPRCRow]
+    one_class: str
+    file_rounding: str
+    table_d5: dict[str, Table2]
+    severity: list[SeverityRow]
+    per_language: list[AUPRCRow]
+    n_resamples: int
+    language_gap: list[LanguageGap]
+    cultural_gap: list[CulturalGap]
+    threshold_rule: ThresholdRule
+    threshold_grid: ThresholdGrid
+    pair_type_confusion: list[PairTypes]
+    score_distribution: list[ScoreRow]
+    threshold_sweep: list[Sweep]
+    pr_curves: list[PRCurve]
+    calibration: str
+    threshold_transfer: list[TransferBlock]
+
+
+def analyses(samples: Iterable[SafetySample],
+             choices: MetricChoices = PAPER_CHOICES) -> SafetyAnalyses:
     """Every analysis of a safeguard run's records, as stored at results.json's top level, under
     ``choices`` (a safeguard task's options, or :class:`~.choices.AnalysisChoices`): 95%
     bootstrap CIs (seed 0) from ``n_resamples`` resamples, none when 0; thresholds tuned on the
@@ -274,7 +324,7 @@ def analyses(samples: Iterable[SafetySample], choices: MetricChoices = PAPER_CHO
         "per_language": per_language(samples, n_resamples, choices.auprc, one_class),
         "n_resamples": n_resamples,
         "language_gap": _language_gaps(samples, kinds, n_resamples, metric),
-        "cultural_gap": [r for r in cultural_gap(table) if r["gap"] is not None],
+        "cultural_gap": [r for r in cultural_gap(table) if r.gap is not None],
         "threshold_rule": rule,
         "threshold_grid": choices.threshold_grid,
         "pair_type_confusion": _pair_types(samples, kinds, rule),
@@ -289,8 +339,8 @@ def analyses(samples: Iterable[SafetySample], choices: MetricChoices = PAPER_CHO
     }
 
 
-def _table2_block(samples: Sequence[SafetySample], table: dict, choices: MetricChoices,
-                  n_resamples: int) -> dict[str, Any]:
+def _table2_block(samples: Sequence[SafetySample], table: Table2, choices: MetricChoices,
+                  n_resamples: int) -> Table2Block:
     """Table 2 under the chosen estimator with its CIs and the paper's language gap, and Table 2
     under the other estimator; None for data without the paper's subsets (``overall`` is then
     the headline)."""
@@ -306,15 +356,14 @@ def _table2_block(samples: Sequence[SafetySample], table: dict, choices: MetricC
         "table2": table,
         "table2_ci": (table2_ci(samples, n_resamples, metric=metric, en=en_cell)
                       if n_resamples else {}),
-        "table2_alternative": {"auprc": other,
-                               **table2(samples, auprc_metric(other, choices.one_class),
-                                        en=en_cell, rounding=choices.file_rounding)},
-        "table2_language_gap": [r for r in table2_language_gap(table) if r["gap"] is not None],
+        "table2_alternative": table2(samples, auprc_metric(other, choices.one_class),
+                                     en=en_cell, rounding=choices.file_rounding, auprc=other),
+        "table2_language_gap": [r for r in table2_language_gap(table) if r.gap is not None],
     }
 
 
 def _d5_tables(samples: Sequence[SafetySample], en_cell: str, grid, rule: ThresholdRule,
-               rounding: str) -> dict[str, Any]:
+               rounding: str) -> dict[str, Table2]:
     """App. D.5: F1 and FPR at each file's own best-F1 threshold, in Table 2's layout and
     points (a cell is the mean of its files, as IRIS ``get_eval_result.py``
     ``report_sum_results`` averages ``get_eval_results``' per-file values); {} without the
@@ -332,19 +381,19 @@ def _has_table2(samples: Sequence[SafetySample]) -> bool:
 
 
 def _language_gaps(samples: Sequence[SafetySample], kinds: list[SampleKind], n_resamples: int,
-                   metric) -> list[dict]:
-    """:func:`gaps.language_gap` (paired, per language) for every task and subset, each row
-    tagged with both."""
-    return [dict(row, kind=kind, subset=sub) for kind in kinds
+                   metric) -> list[LanguageGap]:
+    """:func:`gaps.language_gap` (paired, per language) for every task and subset (each row
+    names both)."""
+    return [row for kind in kinds
             for sub in sorted({s.subset for s in samples if s.kind is kind})
             for row in language_gap(samples, kind=kind, subset=sub, metric=metric,
                                     n_resamples=n_resamples)]
 
 
 def _pair_types(samples: Sequence[SafetySample], kinds: list[SampleKind],
-                rule: ThresholdRule) -> list[dict]:
+                rule: ThresholdRule) -> list[PairTypes]:
     """Fig. 4 with and without the prompt, when the run judged both prompts and responses."""
     if set(kinds) != set(SampleKind):
         return []
     return [m for context in Context
-            for m in pair_type_confusion(samples, DEFAULT_THRESHOLD, context, rule) if m["n"]]
+            for m in pair_type_confusion(samples, DEFAULT_THRESHOLD, context, rule) if m.n]

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import numpy as np
 
+from ..records.safety import SeverityRow
 from ..records.sample_kinds import Context
 from ..records.samples import SafetySample
 from .gaps import check_records, model_of
@@ -50,7 +50,7 @@ def severity_agreement(t: np.ndarray, s: np.ndarray) -> dict[str, float | None]:
     return {"mse": float(np.mean((t - s) ** 2)), "spearman": None if math.isnan(rho) else rho}
 
 
-def severity_metrics(samples: Iterable[SafetySample]) -> list[dict[str, Any]]:
+def severity_metrics(samples: Iterable[SafetySample]) -> list[SeverityRow]:
     """Per model, task and subset, every language pooled (``lang`` "all") and then per language:
     n, MSE and Spearman of the samples judged with their prompt that have a severity and a
     score. Records without ``severity`` (runs before issue 35) give no rows."""
@@ -65,6 +65,7 @@ def severity_metrics(samples: Iterable[SafetySample]) -> list[dict[str, Any]]:
     for (model, kind, subset, lang), pairs in sorted(
             groups.items(), key=lambda kv: (kv[0][:3], kv[0][3] != "all", kv[0][3])):
         t, s = (np.array(v) for v in zip(*pairs, strict=True))
-        out.append({"model": model, "kind": kind, "subset": subset, "lang": lang,
-                    "n": len(pairs), **severity_agreement(t, s)})
+        out.append(SeverityRow.made({"model": model, "kind": kind, "subset": subset,
+                                     "lang": lang, "n": len(pairs),
+                                     **severity_agreement(t, s)}))
     return out

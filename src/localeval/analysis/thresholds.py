@@ -7,7 +7,6 @@ Records are the safety samples of :mod:`localeval.analysis.gaps`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -19,6 +18,7 @@ from ..metrics.classification import (
     confusion_at,
     threshold_sweep,
 )
+from ..records.safety import Sweep, TransferBlock, TransferLanguage
 from ..records.sample_kinds import Context, SampleKind
 from ..records.samples import SafetySample
 from .gaps import by_model, check_records, scored
@@ -28,7 +28,7 @@ DEFAULT_THRESHOLD = 0.5  # the usual fixed cut: Fig. 4's pair types, threshold t
 
 def threshold_curve(records: Iterable[SafetySample], kind: SampleKind | str,
                     subset: str | None = None, thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
-                    rule: ThresholdRule = PAPER_THRESHOLD_RULE) -> list[dict[str, Any]]:
+                    rule: ThresholdRule = PAPER_THRESHOLD_RULE) -> list[Sweep]:
     """Fig. 5: precision, recall, F1 and FPR at each threshold, per model, for one task;
     ``rule`` says whether a score equal to the threshold is harmful (``metrics.classification``).
 
@@ -43,16 +43,16 @@ def threshold_curve(records: Iterable[SafetySample], kind: SampleKind | str,
         t, s, failed, excluded = scored(rows)
         sweep = threshold_sweep(t, s, thresholds, rule) if len(t) else []
         best = best_f1_threshold(t, s, thresholds, rule) if len(t) else None
-        out.append({"model": model, "kind": kind, "subset": subset, "sweep": sweep,
-                    "best_f1_threshold": best, "n": len(t), "n_failed": failed,
-                    "n_excluded": excluded})
+        out.append(Sweep.made({"model": model, "kind": kind, "subset": subset, "sweep": sweep,
+                               "best_f1_threshold": best, "n": len(t), "n_failed": failed,
+                               "n_excluded": excluded}))
     return out
 
 
 def threshold_transfer(samples: Iterable[SafetySample], kind: SampleKind | str,
                        calibrate_on: str = "en", context: Context | str = Context.WITH_PROMPT,
                        rule: ThresholdRule = PAPER_THRESHOLD_RULE,
-                       thresholds: Sequence[float] = DEFAULT_THRESHOLDS) -> list[dict[str, Any]]:
+                       thresholds: Sequence[float] = DEFAULT_THRESHOLDS) -> list[TransferBlock]:
     """A threshold tuned on one language, applied to the others (paper Fig. 5 and §5.2).
 
     For each model: the best-F1 threshold (of ``thresholds``, by default IRIS's grid; the lowest
@@ -70,29 +70,28 @@ def threshold_transfer(samples: Iterable[SafetySample], kind: SampleKind | str,
 
 
 def _transfer(model: str, rows: list[SafetySample], kind: SampleKind, context: Context,
-              calibrate_on: str, rule: ThresholdRule, thresholds: Sequence[float]) -> dict[str, Any]:
+              calibrate_on: str, rule: ThresholdRule, thresholds: Sequence[float]) -> TransferBlock:
     t, sc, failed, _ = scored(s for s in rows if s.lang == calibrate_on)
-    block: dict[str, Any] = {"model": model, "kind": kind, "context": context,
-                             "calibrate_on": calibrate_on, "threshold": None,
-                             "default_threshold": DEFAULT_THRESHOLD,
-                             "n_calibration": len(t), "n_calibration_harmful": int(t.sum()),
-                             "note": _calibration_problem(t, failed, kind, calibrate_on),
-                             "languages": []}
-    if block["note"]:
-        return block
-    block["threshold"] = threshold = best_f1_threshold(t, sc, thresholds, rule)
-    others = sorted({s.lang for s in rows} - {calibrate_on})
-    if not others:
-        block["note"] = f"no language other than {calibrate_on!r} to apply the threshold to"
-    for lang in others:
-        lt, ls, lfailed, lexcluded = scored(s for s in rows if s.lang == lang)
-        if len(lt):
-            block["languages"].append({
-                "lang": lang, "n": len(lt), "n_harmful": int(lt.sum()), "n_failed": lfailed,
-                "n_excluded": lexcluded,
-                "default": confusion_at(lt, ls, DEFAULT_THRESHOLD, rule),
-                "calibrated": confusion_at(lt, ls, threshold, rule)})
-    return block
+    note = _calibration_problem(t, failed, kind, calibrate_on)
+    threshold, languages = None, []
+    if not note:
+        threshold = best_f1_threshold(t, sc, thresholds, rule)
+        others = sorted({s.lang for s in rows} - {calibrate_on})
+        if not others:
+            note = f"no language other than {calibrate_on!r} to apply the threshold to"
+        for lang in others:
+            lt, ls, lfailed, lexcluded = scored(s for s in rows if s.lang == lang)
+            if len(lt):
+                languages.append(TransferLanguage.made({
+                    "lang": lang, "n": len(lt), "n_harmful": int(lt.sum()), "n_failed": lfailed,
+                    "n_excluded": lexcluded,
+                    "default": confusion_at(lt, ls, DEFAULT_THRESHOLD, rule),
+                    "calibrated": confusion_at(lt, ls, threshold, rule)}))
+    return TransferBlock.made({"model": model, "kind": kind, "context": context,
+                               "calibrate_on": calibrate_on, "threshold": threshold,
+                               "default_threshold": DEFAULT_THRESHOLD, "n_calibration": len(t),
+                               "n_calibration_harmful": int(t.sum()), "note": note,
+                               "languages": languages})
 
 
 def _calibration_problem(t: np.ndarray, failed: int, kind: str, lang: str) -> str | None:

@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from ..records.mcq import Accuracy, Macro, MCQMetrics
 from ..records.samples import MCQSample
 from .group import grouped
 from .proportion import wilson_interval
@@ -52,38 +53,37 @@ def accuracy(correct: Iterable[bool]) -> Row:
             "low": low, "high": high}
 
 
-def _answered(members: Sequence[MCQSample]) -> Row:
+def _answered(members: Sequence[MCQSample], **more: Any) -> Accuracy:
     """Accuracy over the questions the model answered or failed to answer; a question whose
     request failed (``failed``: the server or backend, not the model) is left out and counted
-    in ``n_failed``, never scored as wrong."""
+    in ``n_failed``, never scored as wrong. ``more``: what else the row says (a subject's
+    discipline and level)."""
     scored = [s for s in members if not s.failed]
-    row = accuracy(s.correct is True for s in scored)
-    row["n_unanswered"] = sum(1 for s in scored if s.pred is None)
-    row["n_failed"] = len(members) - len(scored)
-    return row
+    return Accuracy.made({**accuracy(s.correct is True for s in scored),
+                          "n_unanswered": sum(1 for s in scored if s.pred is None),
+                          "n_failed": len(members) - len(scored), **more})
 
 
-def _group(samples: Sequence[MCQSample],
-           key: Callable[[MCQSample], object]) -> dict[str, Row]:
+def _group(samples: Sequence[MCQSample], key: Callable[[MCQSample], object],
+           score: Callable[[list[MCQSample]], Accuracy] = _answered) -> dict[str, Accuracy]:
     """Accuracy per value of ``key`` (as a string, sorted); samples whose key is None skipped."""
     def name(s: MCQSample) -> str | None:
         k = key(s)
         return None if k is None else str(k)
 
-    return grouped(_answered, samples, name)
+    return grouped(score, samples, name)
 
 
-def _macro(by_subject: dict[str, Row]) -> Row | None:
+def _macro(by_subject: dict[str, Accuracy]) -> Macro | None:
     """Mean of subject accuracies; its standard error sqrt(sum se_s^2) / S."""
-    subject_accs = [r for r in by_subject.values() if r["acc"] is not None]
-    if not subject_accs:
+    accs = [r.acc for r in by_subject.values() if r.acc is not None]
+    if not accs:
         return None
-    ses = [r["stderr"] for r in subject_accs]
-    return {
-        "acc": sum(r["acc"] for r in subject_accs) / len(subject_accs),
-        "stderr": math.sqrt(sum(se * se for se in ses)) / len(ses) if None not in ses else None,
-        "n_subjects": len(subject_accs),
-    }
+    ses = [r.stderr for r in by_subject.values() if r.acc is not None]
+    return Macro(acc=sum(accs) / len(accs),
+                 stderr=math.sqrt(sum(se * se for se in ses if se is not None)) / len(ses)
+                 if None not in ses else None,
+                 n_subjects=len(accs))
 
 
 def _year_group(year: object, floor: int | None) -> str | None:
@@ -97,23 +97,24 @@ def _year_group(year: object, floor: int | None) -> str | None:
 
 
 def aggregate(samples: Sequence[MCQSample], subject_info: Mapping[str, SubjectMeta],
-              disciplines: tuple[str, ...], year_floor: int | None = None) -> dict[str, Any]:
+              disciplines: tuple[str, ...], year_floor: int | None = None) -> MCQMetrics:
     """All the numbers a results.json holds. ``subject_info`` maps subject id -> SubjectInfo."""
     def info(s: MCQSample, attr: str) -> object:
         meta = subject_info.get(s.subject) if s.subject is not None else None
         return getattr(meta, attr, None) if meta else None
 
-    by_subject = _group(samples, lambda s: s.subject)
-    for name, row in by_subject.items():
-        meta = subject_info.get(name)
-        row["discipline"] = meta.discipline if meta else None
-        row["level"] = meta.level if meta else None
+    def subject(members: list[MCQSample]) -> Accuracy:
+        meta = subject_info.get(str(members[0].subject))
+        return _answered(members, discipline=meta.discipline if meta else None,
+                         level=meta.level if meta else None)
+
+    by_subject = _group(samples, lambda s: s.subject, subject)
     by_discipline = _group(samples, lambda s: info(s, "discipline"))
-    present = [d for d in disciplines  # a discipline whose every request failed has no acc
-               if d in by_discipline and by_discipline[d]["acc"] is not None]
-    table_average = (sum(by_discipline[d]["acc"] for d in present) / len(present)
-                     if present else None)
-    return {
+    # a discipline whose every request failed has no acc
+    present = {d: acc for d in disciplines if d in by_discipline
+               and (acc := by_discipline[d].acc) is not None}
+    table_average = sum(present.values()) / len(present) if present else None
+    return MCQMetrics.made({
         "micro": _answered(samples),
         "macro": _macro(by_subject),
         "discipline_average": table_average,
@@ -123,4 +124,4 @@ def aggregate(samples: Sequence[MCQSample], subject_info: Mapping[str, SubjectMe
         **({"by_year_ungrouped": _group(samples, lambda s: s.year)}
            if year_floor is not None else {}),
         "by_subject": by_subject,
-    }
+    })

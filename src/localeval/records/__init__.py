@@ -36,8 +36,10 @@ def sample_type(results: Results) -> type[Sample]:
 
 
 def results_record(data: Mapping[str, Any], kind: type[ResultsT]) -> ResultsT:
-    """Results a task made, as ``kind`` (the record of their schema), typed as results.json
-    will hold them (NaN as null, tuples as lists)."""
+    """Results a task made as JSON-like data, as ``kind`` (the record of their schema), typed
+    as results.json will hold them (NaN as null, tuples as lists). For a task of another
+    package that builds its results as data; localeval's own tasks construct their record where
+    the numbers are computed (:meth:`Record.made`, the record's constructor)."""
     return validated(kind, as_json(data), "results.json")
 
 

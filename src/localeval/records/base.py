@@ -76,6 +76,13 @@ class Record(BaseModel):
         """The record as JSON data, exactly the keys it was made from."""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
+    @classmethod
+    def made(cls, values: Mapping[str, Any]) -> Self:
+        """A record an analysis computed, validated once, here: an undefined number (NaN, an
+        infinity) is None, as results.json holds it, and a tuple a list. Records among the
+        values are kept as they are."""
+        return cls.model_validate(finite(dict(values)))
+
 
 @cache
 def _field_names(record: type[Record]) -> dict[str, str]:

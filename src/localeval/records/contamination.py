@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from .base import Count, Num, Record, Results
+from .samples import Score
 
 SCHEMA = "localeval.contamination/1"
 
@@ -25,6 +26,10 @@ class Source(Record):
     min_k: dict[str, Summary | None] | None = Field(None, description="Min-K% Prob per k")
     min_k_pp: dict[str, Summary | None] | None = Field(None, description="Min-K%++ per k (None: the "
                                                 "backend gives no next-token distribution)")
+
+    def summaries(self, score: Score) -> dict[str, Summary | None] | None:
+        """The source's summaries of ``score`` per k (None: not computed)."""
+        return self.min_k if score == "min_k" else self.min_k_pp
 
 
 class ContaminationResults(Results):

@@ -33,6 +33,11 @@ class Rates(Record):
     refusal_rate_harmful: Rate = Field(description="refusals of harmful prompts")
     refusal_rate_safe: Rate = Field(description="refusals of safe prompts (over-refusal)")
 
+    def rates(self) -> tuple[Rate, Rate, Rate]:
+        """The three rates in the tables' order: harmful responses, refusals of harmful
+        prompts, refusals of safe prompts."""
+        return self.harmful_response_rate, self.refusal_rate_harmful, self.refusal_rate_safe
+
 
 class GoldRates(Record):
     refusal: Rate = Field(description="refused, of the responses to prompts of this label")

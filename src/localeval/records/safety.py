@@ -8,7 +8,7 @@ Over 100 lines of declarations because each analysis has its row type; each is s
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field, Strict
 
@@ -135,6 +135,10 @@ class ThresholdPoint(Record):
     f1: Share | None = None
     fpr: Share | None = None
 
+    def rates(self) -> tuple[float | int | None, ...]:
+        """Precision, recall, F1 and FPR, in the tables' order."""
+        return self.precision, self.recall, self.f1, self.fpr
+
 
 class Sweep(Record):
     """Fig. 5: precision, recall, F1 and FPR at each threshold."""
@@ -208,8 +212,8 @@ class SafetyResults(Results):
     overall: list[AUPRCRow] = Field([], description="every language pooled, per task/subset")
     table2: Table2 | None = Field(None, description="the paper's Table 2 (SEA-SafeguardBench)")
     table2_ci: dict[str, dict[str, Bounds]] = Field({}, description="model -> column -> 95% CI")
-    table2_alternative: dict[str, Any] | None = Field(None, description="Table 2 under the "
-                                                      "other PR-AUC estimator")
+    table2_alternative: Table2 | None = Field(None, description="Table 2 under the other "
+                                              "PR-AUC estimator (its auprc names it)")
     table2_language_gap: list[Table2Gap] = []
     table_d5: dict[str, Table2] = Field({}, description="App. D.5: 'f1' and 'fpr' (points) at "
                                         "each file's own best-F1 threshold, in Table 2's layout "

@@ -35,7 +35,6 @@ from ..data.catalog import BUILTIN_TASKS
 from ..data.items import LETTERS
 from ..data.rows import read_rows
 from ..errors import DataError, LocalevalError
-from ..records import results_record
 from ..records.contamination import SCHEMA as CONTAMINATION_SCHEMA
 from ..records.contamination import ContaminationResults
 from ..records.samples import ContaminationSample
@@ -145,10 +144,9 @@ class ContaminationTask(Task):
                   identity: dict) -> ContaminationResults:
         from ..analysis.contamination import summarise_contamination
 
-        results = summarise_contamination(samples, [_key(k) for k in self.options.k], data.labels,
-                                          self.results_schema, sign=self.options.min_k_sign)
-        return results_record({**results, "warnings": list(data.warnings)},
-                              ContaminationResults)
+        return summarise_contamination(samples, [_key(k) for k in self.options.k], data.labels,
+                                       self.results_schema, sign=self.options.min_k_sign,
+                                       warnings=data.warnings)
 
     def spec_parts(self, data: ContaminationData) -> SpecParts:
         """Its options as run, its sources as given (no protocol revision: one protocol)."""

@@ -43,9 +43,8 @@ from ..backends.base import (
 from ..data.safety import SafetyItem
 from ..errors import LocalevalError
 from ..guards.base import Conversation, Guard, GuardVerdict
-from ..records import results_record
 from ..records.llm_safety import SCHEMA as LLM_SAFETY_SCHEMA
-from ..records.llm_safety import LLMSafetyResults
+from ..records.llm_safety import LLMSafetyResults, Safeguard
 from ..records.sample_kinds import Context, SampleKind
 from ..records.samples import LLMSafetySample
 from .base import LLM_SAFETY_PROTOCOL, Task
@@ -319,14 +318,14 @@ class LLMSafetyTask(Task):
                   identity: dict) -> LLMSafetyResults:
         from ..analysis.llm_safety import summarise_llm_safety
 
-        return results_record(
-            {"schema": self.results_schema, "task": self.name, "judge": self.guard.name,
-             "safeguard": self._safeguard_facts(),
-             "threshold": HARMFUL_THRESHOLD, "refusal": self.options.refusal,
-             "responses_per_prompt": self.responses,
-             **summarise_llm_safety(samples, self.options.n_resamples, self.options.d2,
-                                    self.options.d2_rounding)},
-            LLMSafetyResults)
+        facts = self._safeguard_facts()
+        return LLMSafetyResults(
+            schema_=self.results_schema, task=self.name, judge=self.guard.name,
+            safeguard=None if facts is None else Safeguard.made(facts),
+            threshold=HARMFUL_THRESHOLD, refusal=self.options.refusal,
+            responses_per_prompt=self.responses,
+            **summarise_llm_safety(samples, self.options.n_resamples, self.options.d2,
+                                   self.options.d2_rounding))
 
     def _safeguard_facts(self) -> dict | None:
         """The D.2 variant run (None: the model alone)."""

@@ -27,7 +27,6 @@ from ..data.items import MCQItem
 from ..data.mcq_loaders import load_mcq_data
 from ..errors import LocalevalError
 from ..metrics.mcq import aggregate
-from ..records import results_record
 from ..records.mcq import SCHEMA as MCQ_SCHEMA
 from ..records.mcq import MCQResults
 from ..records.samples import MCQSample
@@ -317,25 +316,28 @@ class MCQTask(Task):
                   identity: dict) -> MCQResults:
         prompt, spec = self.config.prompt, data.spec
         warnings = _unknown_subjects(data) + _echoed(samples) + _unproven(samples)
-        return results_record({**({"warnings": warnings} if warnings else {}),
-            "schema": self.results_schema,
-            "task": self.name,
-            "model": identity.get("model"),
-            "method": self.config.method,
-            "shots": prompt.shots,
-            "cot": prompt.cot,
-            "prompt_style": prompt.style,
-            "paper_table": spec.paper_table,
-            "disciplines": list(spec.disciplines),
-            "metrics": aggregate(samples, spec.subjects, spec.disciplines, spec.year_floor),
-            "n_samples": len(samples),
-            "n_failed": sum(1 for s in samples if s.failed),
-            "failed": [s.id for s in samples if s.failed][:50],
-            **_failures(samples),
-            "unanswered": [s.id for s in samples if s.pred is None and not s.failed],
+        # warnings, failures and robustness are absent, not empty, when there are none
+        optional: dict[str, Any] = {
+            **({"warnings": warnings} if warnings else {}), **_failures(samples),
             **({"robustness": mcq_variants.robustness(samples, self.options)}
-               if mcq_variants.has_variants(self.options) else {}),
-        }, MCQResults)
+               if mcq_variants.has_variants(self.options) else {})}
+        return MCQResults(
+            schema_=self.results_schema,
+            task=self.name,
+            model=identity.get("model"),
+            method=self.config.method,
+            shots=prompt.shots,
+            cot=prompt.cot,
+            prompt_style=prompt.style,
+            paper_table=spec.paper_table,
+            disciplines=list(spec.disciplines),
+            metrics=aggregate(samples, spec.subjects, spec.disciplines, spec.year_floor),
+            n_samples=len(samples),
+            n_failed=sum(1 for s in samples if s.failed),
+            failed=[str(s.id) for s in samples if s.failed][:50],
+            unanswered=[str(s.id) for s in samples if s.pred is None and not s.failed],
+            **optional,
+        )
 
     def spec_parts(self, data: MCQData) -> SpecParts:
         """Its options as run (the subjects read; the prompt style, budget and extraction the

@@ -25,6 +25,7 @@ from ..backends.base import Generate, Response
 from ..data.items import LETTERS, MCQItem
 from ..errors import LocalevalError
 from ..metrics.spread import mean_std_interval
+from ..records.mcq import OrderSpread, Robustness, Spread
 from ..records.samples import MCQSample, VariantEntry
 from .mcq_options import MCQOptions
 
@@ -156,30 +157,32 @@ def _in(rows: list[list[VariantEntry]], order: int | None,
             if (order is None or e.order == order) and e.repeat == repeat]
 
 
-def _permutation(rows: list[list[VariantEntry]], orders: int, first: int | None) -> dict:
+def _permutation(rows: list[list[VariantEntry]], orders: int,
+                 first: int | None) -> OrderSpread:
     per_order = [_accuracy(_in(rows, k, first)) for k in range(orders)]
     preds = [[e.pred for e in r if e.repeat == first] for r in rows]
     answered = [p for p in preds if len(p) > 1 and None not in p]
     same = sum(len(set(p)) == 1 for p in answered) / len(answered) if answered else None
-    return {"accuracy": per_order, **mean_std_interval([a for a in per_order if a is not None]),
-            "same_option": same, "n_questions": len(answered)}
+    return OrderSpread.made({"accuracy": per_order,
+                             **mean_std_interval([a for a in per_order if a is not None]),
+                             "same_option": same, "n_questions": len(answered)})
 
 
-def _draws(rows: list[list[VariantEntry]], repeats: int) -> dict:
+def _draws(rows: list[list[VariantEntry]], repeats: int) -> Spread:
     per_draw = [_accuracy(_in(rows, 0, d)) for d in range(repeats)]
-    return {"accuracy": per_draw, **mean_std_interval([a for a in per_draw if a is not None])}
+    return Spread.made({"accuracy": per_draw,
+                        **mean_std_interval([a for a in per_draw if a is not None])})
 
 
-def robustness(samples: Sequence[MCQSample], options: MCQOptions) -> dict[str, Any]:
+def robustness(samples: Sequence[MCQSample], options: MCQOptions) -> Robustness:
     """results.json's ``robustness``: accuracy per order (first draws) with its mean and std,
     and the share of questions answered with the same option in every order; accuracy per
     draw (order 0) with its mean, std and 95% t interval."""
     orders, repeats = options.permute_options, options.repeats
     first = 0 if repeats > 1 else None
     rows = [_entries(s, first) for s in samples]
-    out: dict[str, Any] = {"orders": orders, "repeats": repeats}
-    if orders > 1:
-        out["permutation"] = _permutation(rows, orders, first)
-    if repeats > 1:
-        out["draws"] = _draws(rows, repeats)
-    return out
+    # a spread is absent, not null, when its option is off (the folder's bytes as before)
+    return Robustness.made({"orders": orders, "repeats": repeats,
+                            **({"permutation": _permutation(rows, orders, first)}
+                               if orders > 1 else {}),
+                            **({"draws": _draws(rows, repeats)} if repeats > 1 else {})})

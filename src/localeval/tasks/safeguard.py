@@ -35,7 +35,6 @@ from ..data.safety import HUB_REPO, SafetyItem
 from ..errors import LocalevalError
 from ..guards import Conversation, Guard, GuardVerdict, get_guard
 from ..guards.base import VERDICT_FAILURE
-from ..records import results_record
 from ..records.safety import SCHEMA as SAFETY_SCHEMA
 from ..records.safety import SafetyResults
 from ..records.sample_kinds import Context, SampleKind
@@ -282,31 +281,33 @@ class SafeguardTask(Task):
         warnings = data.warnings + list(getattr(self.guard, "warnings", [])) + \
             ([self._failure_warning(failed, len(samples), n_neutral, advice)] if failed else [])
         kinds = {kind for kind, _ in self.kinds}
-        return results_record({
-            "schema": self.results_schema,
-            "task": self.name,
-            "model": self._model_name(identity),
-            "guard": self.guard.name,
-            "classify": list(self.classify),
-            "cultural_awareness": self.cultural_awareness,
-            "label_policy": {kind.value: describe_policy(kind, self.options.sensitive,
-                                                         {i.subset for i in data.items})
-                             for kind in SampleKind if kind in kinds},
-            "sensitive": self.options.sensitive or DEFAULT_SENSITIVE,
-            "n_samples": len(samples),
-            "n_failed": len(failed),
-            "failure_advice": advice,
-            "on_failure": self.options.on_failure,
-            "n_neutral": n_neutral,
-            "n_excluded": sum(1 for s in samples if s.label is None),
-            # so the summary can say why --limit 100 gave 696 samples (issue 69)
-            **({"limit": self.options.limit, "langs": sorted({i.lang for i in data.items})}
-               if self.options.limit else {}),
-            "failures": [{k: v for k, v in s.data().items() if k in FAILURE_FIELDS}
-                         for s in failed[:50]],
-            "warnings": warnings,
+        # so the summary can say why --limit 100 gave 696 samples (issue 69)
+        limited: dict[str, Any] = {"limit": self.options.limit,
+                                   "langs": sorted({i.lang for i in data.items})} \
+            if self.options.limit else {}
+        return SafetyResults(
+            schema_=self.results_schema,
+            task=self.name,
+            model=self._model_name(identity),
+            guard=self.guard.name,
+            classify=list(self.classify),
+            cultural_awareness=self.cultural_awareness,
+            label_policy={kind.value: describe_policy(kind, self.options.sensitive,
+                                                      {i.subset for i in data.items})
+                          for kind in SampleKind if kind in kinds},
+            sensitive=self.options.sensitive or DEFAULT_SENSITIVE,
+            n_samples=len(samples),
+            n_failed=len(failed),
+            failure_advice=advice,
+            on_failure=self.options.on_failure,
+            n_neutral=n_neutral,
+            n_excluded=sum(1 for s in samples if s.label is None),
+            **limited,
+            failures=[{k: v for k, v in s.data().items() if k in FAILURE_FIELDS}
+                      for s in failed[:50]],
+            warnings=warnings,
             **analyses(samples, self.options),
-        }, SafetyResults)
+        )
 
     def _failure_warning(self, failed: list[SafetySample], n: int, n_neutral: int,
                          advice: str | None) -> str:

@@ -33,7 +33,7 @@ class ContaminationView(ResultsView[ContaminationResults]):
 
     def store_metrics(self, results: ContaminationResults) -> list[Metric]:
         def median(source, score: Score, k: str):
-            summaries = getattr(source, score) or {}
+            summaries = source.summaries(score) or {}
             return summaries[k].median if summaries.get(k) else None
 
         return [(metric(score, name, k, "median"), median(source, score, k), source.n)

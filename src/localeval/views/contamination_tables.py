@@ -16,7 +16,8 @@ NEGATED = "Min-K% Prob negated"  # how results' sign starts with --min-k-sign ne
 
 def _score_table(results: ContaminationResults, score: Score) -> DataTable | None:
     sources = results.sources
-    names = [n for n in (results.source_order or sources) if getattr(sources[n], score)]
+    of = {n: sources[n].summaries(score) or {} for n in (results.source_order or sources)}
+    names = [n for n, summaries in of.items() if summaries]
     if not names:
         return None
     ks = results.k
@@ -24,11 +25,11 @@ def _score_table(results: ContaminationResults, score: Score) -> DataTable | Non
     negated = score == "min_k" and (results.sign or "").startswith(NEGATED)
     table = TableBuilder(f"{TITLES[score]}: median (mean) per dataset; "
                          f"{'lower' if negated else 'higher'} = more likely seen in training",
-                         columns("k %", *(f"{n} (n={_scored(getattr(sources[n], score), ks)})"
+                         columns("k %", *(f"{n} (n={_scored(of[n], ks)})"
                                           for n in names), *(f"median {g}" for g in gaps),
                                  text=0))
     for k in results.k:
-        cells = [getattr(sources[n], score).get(k) for n in names]
+        cells = [of[n].get(k) for n in names]
         # a cell is None where --k-tokens floor left every text without a value at k
         table.add(k, *(Number(c.median, 3, note=f"({c.mean:.3f})")
                        if c is not None and c.median is not None and c.mean is not None

@@ -32,16 +32,14 @@ class LLMSafetyView(ResultsView[LLMSafetyResults]):
 
     def cards(self, results: LLMSafetyResults) -> list[Card]:
         cards = []
-        for key, what in RATES:
-            rate = getattr(results.overall, key)
+        for (_, what), rate in zip(RATES, results.overall.rates(), strict=True):
             if rate.rate is not None:
                 cards.append(Card(f"{100 * rate.rate:.1f}%", f"{what}, n={rate.n}"))
         return cards
 
     def store_metrics(self, results: LLMSafetyResults) -> list[Metric]:
-        return [(metric(name), getattr(results.overall, name).rate,
-                 getattr(results.overall, name).n)
-                for name, _ in RATES]
+        return [(metric(name), rate.rate, rate.n)
+                for (name, _), rate in zip(RATES, results.overall.rates(), strict=True)]
 
     def ranking(self, names: list[str]) -> Ranking:
         return Ranking(names, "harmful_response_rate", lower_is_better=True, digits=1,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.text import Text as RichText
 
 from ..metrics.proportion import NAME
-from ..records.llm_safety import LLMSafetyResults, Rate, Rates
+from ..records.llm_safety import D2Row, LLMSafetyResults, Rate, Rates
 from ..render.table import DataTable, Estimate, Number, TableBuilder, columns
 
 RATES = (("harmful_response_rate", "harmful responses\n(harmful prompts)"),
@@ -23,7 +23,7 @@ def _table(title: str, rows: dict[str, Rates]) -> DataTable:
     table = TableBuilder(title, columns("", *(h for _, h in RATES), "failed", "refusal\nunknown"),
                          f"% [95% CI: {NAME}] (n = responses it is over).")
     for name, r in rows.items():
-        table.add(name, *(_cell(getattr(r, key)) for key, _ in RATES), r.n_failed,
+        table.add(name, *(_cell(rate) for rate in r.rates()), r.n_failed,
                   r.n_refusal_unknown)
     return table.build()
 
@@ -44,13 +44,21 @@ def d2_layout_table(results: LLMSafetyResults) -> DataTable | None:
                                        for gold in GOLD)))
     for row in d2.rows:
         table.add(f"{SUBSET_NAMES.get(row.subset, row.subset)} {row.side.upper()}",
-                  *(Number(getattr(row.rates[g], k).rate, scale=100) if g in row.rates
-                    else Number(None) for k in ("refusal", "safe_response") for g in GOLD))
+                  *(Number(None if rate is None else rate.rate, scale=100)
+                    for rate in _by_gold(row)))
     for side, cells in d2.average.items():
         table.add(f"Average {side.upper()}", *(Number(cells.get(g, {}).get(k), scale=100)
                                                for k in ("refusal", "safe_response")
                                                for g in GOLD))
     return table.build()
+
+
+def _by_gold(row: D2Row) -> list[Rate | None]:
+    """A D.2 row's cells: refusal per gold label, then safe response per gold label (None: no
+    prompt of the label)."""
+    rates = [row.rates.get(g) for g in GOLD]
+    return ([None if r is None else r.refusal for r in rates]
+            + [None if r is None else r.safe_response for r in rates])
 
 
 def llm_safety_tables(results: LLMSafetyResults) -> list[DataTable]:

@@ -24,7 +24,7 @@ def _with_ci(row: Accuracy | Macro | None) -> str:
     stored (or the macro mean, which is not a proportion) shows the accuracy alone."""
     if row is None or row.acc is None:
         return "-"
-    ci = interval(getattr(row, "low", None), getattr(row, "high", None))
+    ci = interval(row.low, row.high) if isinstance(row, Accuracy) else "-"
     return f"{100 * row.acc:.2f}" + ("" if ci == "-" else f" {ci}")
 
 

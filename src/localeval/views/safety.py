@@ -209,11 +209,14 @@ def compare_runs(baseline: Run, aware: Run) -> AwarenessComparison:
     base_run, aware_run = safety_run(baseline), safety_run(aware)
     base_dir, aware_dir = base_run.folder, aware_run.folder
     rb, ra = base_run.results, aware_run.results
-    for key in ("task", "model", "guard", "sensitive", "auprc", "en_cell", "one_class"):
-        if getattr(rb, key) != getattr(ra, key):
-            raise LocalevalError(f"the runs used different {key}s ({getattr(rb, key)!r} in "
-                                 f"{base_dir}, {getattr(ra, key)!r} in {aware_dir}); compare "
-                                 "one guard with and without cultural awareness")
+    for key, b, a in (("task", rb.task, ra.task), ("model", rb.model, ra.model),
+                      ("guard", rb.guard, ra.guard), ("sensitive", rb.sensitive, ra.sensitive),
+                      ("auprc", rb.auprc, ra.auprc), ("en_cell", rb.en_cell, ra.en_cell),
+                      ("one_class", rb.one_class, ra.one_class)):
+        if b != a:
+            raise LocalevalError(f"the runs used different {key}s ({b!r} in {base_dir}, "
+                                 f"{a!r} in {aware_dir}); compare one guard with and without "
+                                 "cultural awareness")
     if not _awareness_pair(rb, ra):
         raise LocalevalError(f"compare needs the plain run first and the culture-aware run "
                              f"second; cultural_awareness is {rb.cultural_awareness} in "

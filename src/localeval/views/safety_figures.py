@@ -46,8 +46,10 @@ def threshold_figure(results: SafetyResults, folder: Path | None) -> Figure | No
     with figure_panels(len(sweeps)) as (fig, axes):
         for ax, s in zip(axes, sweeps):
             xs = [p.threshold for p in s.sweep]
-            for metric, style in (("f1", "-"), ("precision", "--"), ("recall", ":")):
-                ax.plot(xs, [getattr(p, metric) for p in s.sweep], style, label=metric)
+            for metric, style, ys in (("f1", "-", [p.f1 for p in s.sweep]),
+                                      ("precision", "--", [p.precision for p in s.sweep]),
+                                      ("recall", ":", [p.recall for p in s.sweep])):
+                ax.plot(xs, ys, style, label=metric)
             if s.best_f1_threshold is not None:
                 ax.axvline(s.best_f1_threshold, color="grey", linewidth=1)
             ax.set(xlim=(0, 1), ylim=(0, 1.02), xlabel="threshold",

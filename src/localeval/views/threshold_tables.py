@@ -7,8 +7,6 @@ from ..records.safety import SafetyResults, Sweep, TransferBlock
 from ..render.cells import short_model as _model
 from ..render.table import DataTable, Number, TableBuilder, columns
 
-METRICS = ("precision", "recall", "f1", "fpr")
-
 
 def threshold_sweep_table(results: SafetyResults, step: float = 0.1) -> DataTable | None:
     """Fig. 5, compact: precision, recall, F1, FPR at every ``step`` of the stored sweep."""
@@ -25,7 +23,7 @@ def threshold_sweep_table(results: SafetyResults, step: float = 0.1) -> DataTabl
                   < 1e-6]
         for i, p in enumerate(points):
             table.add(task if i == 0 else "", Number(p.threshold, 2),
-                      *(Number(getattr(p, k), 3) for k in METRICS),
+                      *(Number(v, 3) for v in p.rates()),
                       end_section=i == len(points) - 1)
         best.append(_best(task, c))
     table.caption = ("Best F1 on these same items (descriptive, not a tuned result): "
@@ -82,5 +80,5 @@ def _transfer_block(table: TableBuilder, block: TransferBlock, task: str) -> Non
                                            (row.calibrated, block.calibrate_on))):
             table.add(task if i == 0 and j == 0 else "", row.lang if j == 0 else "",
                       row.n if j == 0 else "", Number(point.threshold, 2, note=name),
-                      *(Number(getattr(point, k), 3) for k in METRICS),
+                      *(Number(v, 3) for v in point.rates()),
                       end_section=last and j == 1)
