@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from ..records.contamination import ContaminationResults, Source, Summary
-from ..records.samples import SCORES, ContaminationSample
+from ..records.samples import SCORES, ContaminationSample, Score
 
 # results.json's ``sign``, by --min-k-sign
 SIGNS = {"log-prob": "mean log-prob (<= 0); the TMLU paper reports its negation",
@@ -65,8 +65,20 @@ def _gaps(sources: dict[str, Source], ks: list[str]) -> dict[str, dict[str, dict
     return out
 
 
+class RocAuc(TypedDict, total=False):
+    """results.json's ``roc_auc``: the texts scored with a membership label, the members among
+    them, and each score's ROC-AUC per k (None: a k or a score some text has no value for);
+    ``note`` instead where one class is missing."""
+
+    n: int
+    n_members: int
+    note: str
+    min_k: dict[str, float | None] | None
+    min_k_pp: dict[str, float | None] | None
+
+
 def _roc_auc(samples: Sequence[ContaminationSample], ks: list[str],
-             labels: Labels, sign: str = "log-prob") -> dict[str, Any]:
+             labels: Labels, sign: str = "log-prob") -> RocAuc:
     from sklearn.metrics import roc_auc_score
 
     def label(s: ContaminationSample) -> int | None:
@@ -75,21 +87,23 @@ def _roc_auc(samples: Sequence[ContaminationSample], ks: list[str],
 
     scored = [(s, y) for s in samples if not s.failed and (y := label(s)) is not None]
     gold = [y for _, y in scored]
-    out: dict[str, Any] = {"n": len(scored), "n_members": sum(gold)}
+    out = RocAuc(n=len(scored), n_members=sum(gold))
     if len(set(gold)) < 2:
         out["note"] = "needs both members and non-members among the scored texts"
         return out
-    for score in SCORES:
+
+    def per_k(score: Score) -> dict[str, float | None] | None:
         values = [v for s, _ in scored if (v := s.scores(score)) is not None]
         if len(values) < len(scored):
-            out[score] = None
-            continue
+            return None
         # a k where a text has no value (--k-tokens floor): none, as sklearn refuses NaN
         # higher = more likely seen, whatever the sign printed: a negated Min-K% back to +
         flip = -1.0 if score == "min_k" and sign == "negated" else 1.0
         at_k = {k: [x for v in values if (x := v[k]) is not None] for k in ks}
-        out[score] = {k: float(roc_auc_score(gold, [flip * x for x in xs]))
-                      if len(xs) == len(values) else None for k, xs in at_k.items()}
+        return {k: float(roc_auc_score(gold, [flip * x for x in xs]))
+                if len(xs) == len(values) else None for k, xs in at_k.items()}
+
+    out["min_k"], out["min_k_pp"] = per_k("min_k"), per_k("min_k_pp")
     return out
 
 

@@ -17,7 +17,7 @@ import math
 import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import numpy as np
 
@@ -32,6 +32,7 @@ from ..metrics.classification import (
     PAPER_ONE_CLASS,
     PAPER_THRESHOLD_RULE,
     THRESHOLD_GRIDS,
+    PRPoints,
     auprc_metric,
     called_harmful,
     measured,
@@ -182,30 +183,51 @@ def per_language(samples: Iterable[SafetySample], n_resamples: int = N_RESAMPLES
             for k, row in rows.items()]
 
 
+class _AUPRCValues(TypedDict, total=False):
+    """One group's numbers before they are an :class:`AUPRCRow` (its keys added)."""
+
+    n: int
+    n_harmful: int
+    n_failed: int
+    n_excluded: int
+    auprc: float
+    roc_auc: float
+    low: float
+    high: float
+    average_precision: float
+    pr_auc_trapezoid: float
+    warning: str
+
+
 def _auprc_row(group: list[SafetySample], n_resamples: int, auprc: str,
-               one_class: str) -> dict[str, Any]:
+               one_class: str) -> _AUPRCValues:
     """PR-AUC of one group by the estimator ``auprc``, a group of one class valued by
     ``one_class`` (:func:`~localeval.metrics.classification.auprc_metric`), both estimators
     by name under the same rule, and ROC AUC."""
     t, sc, failed, excluded = scored(group)
     metric = auprc_metric(auprc, one_class)
-    row: dict[str, Any] = dict(n=len(t), n_harmful=int(t.sum()), n_failed=failed,
-                               n_excluded=excluded, auprc=math.nan, roc_auc=math.nan,
-                               low=math.nan, high=math.nan, average_precision=math.nan,
-                               pr_auc_trapezoid=math.nan)
+    row = _AUPRCValues(n=len(t), n_harmful=int(t.sum()), n_failed=failed, n_excluded=excluded,
+                       auprc=math.nan, roc_auc=math.nan, low=math.nan, high=math.nan,
+                       average_precision=math.nan, pr_auc_trapezoid=math.nan)
     if len(t):
         value, problem = measured(metric, t, sc)
         with warnings.catch_warnings():  # the same problem, recorded once beside the number
             warnings.simplefilter("ignore", UndefinedMetricWarning)
-            row.update(auprc=value, roc_auc=roc_auc(t, sc),
-                       average_precision=auprc_metric("ap", one_class)(t, sc),
-                       pr_auc_trapezoid=auprc_metric("trapezoid", one_class)(t, sc))
+            row["auprc"], row["roc_auc"] = value, roc_auc(t, sc)
+            row["average_precision"] = auprc_metric("ap", one_class)(t, sc)
+            row["pr_auc_trapezoid"] = auprc_metric("trapezoid", one_class)(t, sc)
         if problem:
             row["warning"] = problem
     if len(t) and n_resamples:
         ci = bootstrap_ci(metric, t, sc, n_resamples)
-        row.update(low=ci["low"], high=ci["high"])
+        row["low"], row["high"] = ci["low"], ci["high"]
     return row
+
+
+class _Curve(PRPoints):
+    """One group's thinned precision-recall curve before it is a :class:`PRCurve`."""
+
+    n: int
 
 
 def pr_curves(samples: Iterable[SafetySample], points: int = CURVE_POINTS) -> list[PRCurve]:
@@ -219,12 +241,14 @@ def pr_curves(samples: Iterable[SafetySample], points: int = CURVE_POINTS) -> li
         return sorted(keys, key=lambda k: (k[0], k[1], k[2] is not Context.WITH_PROMPT,
                                            k[3] != "en", k[3]))
 
-    def curve(group: list[SafetySample]) -> dict[str, Any]:
+    def curve(group: list[SafetySample]) -> _Curve:
         t, sc, _, _ = scored(group)
-        full = pr_curve(t, sc) if len(t) else {"precision": [], "recall": [], "threshold": []}
+        full = pr_curve(t, sc) if len(t) else PRPoints(precision=[], recall=[], threshold=[])
         keep = np.unique(np.linspace(0, len(full["recall"]) - 1, points).round().astype(int)) \
             if len(full["recall"]) > points else range(len(full["recall"]))
-        return {"n": len(t), **{k: [v[i] for i in keep] for k, v in full.items()}}
+        return _Curve(n=len(t), precision=[full["precision"][i] for i in keep],
+                      recall=[full["recall"][i] for i in keep],
+                      threshold=[full["threshold"][i] for i in keep])
 
     rows = grouped(curve, check_records(samples), key, order)
     return [PRCurve.made(dict(zip(("model", "kind", "context", "lang"), k, strict=True), **row))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import TypedDict, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -241,20 +241,28 @@ def pr_auc_trapezoid(y_true: ArrayLike, y_score: ArrayLike) -> float:
     return float(np.sum(np.diff(recall) * (precision[1:] + precision[:-1]) / 2))
 
 
-def pr_curve(y_true: ArrayLike, y_score: ArrayLike) -> dict[str, list[float]]:
+class PRPoints(TypedDict):
+    """A precision-recall curve's points, highest threshold first (:func:`pr_curve`)."""
+
+    precision: list[float]
+    recall: list[float]
+    threshold: list[float | None]  # None at the (recall 0, precision 1) start
+
+
+def pr_curve(y_true: ArrayLike, y_score: ArrayLike) -> PRPoints:
     """The precision-recall curve: the (recall 0, precision 1) start, then one point per
     distinct score, highest threshold first: ``sklearn.metrics.precision_recall_curve``
     reversed. Keys ``precision``, ``recall``, ``threshold`` (None at the start); empty with one
     class. The trapezoid PR-AUC is the area under exactly these points."""
     t, s = check_binary(y_true, y_score)
     if t.min() == t.max():  # a figure's curve: the tables warn, not each curve
-        return {"precision": [], "recall": [], "threshold": []}
+        return PRPoints(precision=[], recall=[], threshold=[])
     ordered = np.sort(s)[::-1]
     thresholds = ordered[np.r_[np.flatnonzero(np.diff(ordered)), len(s) - 1]]
     tps, fps = _curve(t, s)
-    return {"precision": [1.0, *(tps / (tps + fps)).tolist()],
-            "recall": [0.0, *(tps / tps[-1]).tolist()],
-            "threshold": [None, *thresholds.tolist()]}
+    return PRPoints(precision=[1.0, *(tps / (tps + fps)).tolist()],
+                    recall=[0.0, *(tps / tps[-1]).tolist()],
+                    threshold=[None, *thresholds.tolist()])
 
 
 # The two AUPRC estimators by their --auprc names. "trapezoid" is the papers' (see above).
