@@ -260,3 +260,39 @@ def test_on_a_scripted_openai_server():
     assert [b["messages"] for b in posts_seen] == [FIXTURE["agentic cot=False response"]] * 2
     assert all("temperature" not in b and isinstance(b["seed"], int) for b in posts_seen)
     assert len({b["seed"] for b in posts_seen}) == 2
+
+
+def test_the_cultural_classifiers_choice_is_counted_against_the_items_country():
+    """Issue 73: an agentic-moe run's results hold, per model, task and country of the data,
+    the items its classifier chose each culture for (its verdict's most frequent ``culture``),
+    and the report's table says the share it chose the item's own country; a run of any other
+    guard holds none (its results.json unchanged)."""
+    from localeval.analysis.safety import analyses, culture_choices
+    from localeval.records.safety import SafetyResults
+    from localeval.records.samples import SafetySample
+    from localeval.views.safety_tables import culture_choice_table
+
+    def sample(i: int, country: str | None, out: object) -> SafetySample:
+        return SafetySample(id=str(i), lang="th", subset="cultural-cg", kind="prompt",
+                            label=i % 2, score=0.25 * (i % 4), country=country,
+                            guard="agentic-moe", model="m", guard_output=out)
+
+    chose = [("Thailand", "Thailand"), ("Thailand", "Vietnam"), ("Thailand", None),
+             ("Vietnam", "Vietnam"), (None, "Thailand")]
+    samples = [sample(i, country, {"classifier": [], **({"culture": c} if c else {})})
+               for i, (country, c) in enumerate(chose)]
+    rows = culture_choices(samples)
+    assert [(r.country, r.n, r.chosen, r.n_unread) for r in rows] == [
+        ("Thailand", 3, {"Thailand": 1, "Vietnam": 1}, 1), ("Vietnam", 1, {"Vietnam": 1}, 0)]
+    table = culture_choice_table(SafetyResults.model_validate({
+        "schema": "localeval.safety/1", "guard": "agentic-moe", "n_samples": 5,
+        "culture_choices": rows}))
+    assert table is not None
+    shown = table.texts()
+    assert [c.name for c in table.columns][3:] == ["items", "Thailand", "Vietnam", "unread",
+                                                     "chose its country"]
+    assert shown[0][2:] == ["Thailand", "3", "1", "1", "1", "33%"]
+    assert shown[1][2:] == ["Vietnam", "1", "0", "1", "0", "100%"]
+    # another guard's verdicts name no classifier: no such analysis at all
+    plain = [sample(i, "Thailand", [{"text": "safe"}]) for i in range(4)]
+    assert "culture_choices" not in analyses(plain) and culture_choices(plain) == []

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
@@ -44,6 +44,7 @@ from ..records.safety import (
     AUPRCRow,
     Bounds,
     CulturalGap,
+    CultureChoices,
     LanguageGap,
     PairTypes,
     PRCurve,
@@ -315,6 +316,7 @@ class SafetyAnalyses(Table2Block):
     pr_curves: list[PRCurve]
     calibration: str
     threshold_transfer: list[TransferBlock]
+    culture_choices: NotRequired[list[CultureChoices]]
 
 
 def analyses(samples: Iterable[SafetySample],
@@ -338,7 +340,7 @@ def analyses(samples: Iterable[SafetySample],
     grid = THRESHOLD_GRIDS[choices.threshold_grid]
     kinds = sorted({s.kind for s in samples}, key=lambda kind: kind.table_order)
     table = table2(samples, metric, en=en_cell, rounding=rounding)
-    return {
+    out: SafetyAnalyses = {
         "overall": overall(samples, n_resamples, choices.auprc, one_class),
         **_table2_block(samples, table, choices, n_resamples),
         "one_class": one_class,
@@ -361,6 +363,35 @@ def analyses(samples: Iterable[SafetySample],
                                for b in threshold_transfer(samples, kind, choices.calibrate_on,
                                                            rule=rule, thresholds=grid)],
     }
+    chosen = culture_choices(samples)
+    if chosen:  # a guard with a cultural classifier (agentic-moe) only
+        out["culture_choices"] = chosen
+    return out
+
+
+def culture_choices(samples: Iterable[SafetySample]) -> list[CultureChoices]:
+    """A cultural classifier's choice against the item's country, where the guard has one
+    (``agentic-moe``: its verdict's ``classifier`` and most frequent ``culture``) and the
+    data says the item's country (the cultural subsets): per model, task and country, the
+    items it chose each culture for. Empty for every other guard, so results.json has none."""
+    counts: dict[tuple[str, str, str], Counter[str]] = {}
+    unread: Counter[tuple[str, str, str]] = Counter()
+    for s in samples:
+        out = s.guard_output
+        if not (isinstance(out, dict) and "classifier" in out) or not s.country:
+            continue
+        key = (model_of(s), str(s.kind), s.country)
+        counts.setdefault(key, Counter())
+        culture = out.get("culture")
+        if isinstance(culture, str):
+            counts[key][culture] += 1
+        else:
+            unread[key] += 1
+    return [CultureChoices(model=model, kind=kind, country=country,
+                           n=sum(chosen.values()) + unread[(model, kind, country)],
+                           chosen=dict(sorted(chosen.items())),
+                           n_unread=unread[(model, kind, country)])
+            for (model, kind, country), chosen in sorted(counts.items())]
 
 
 def _table2_block(samples: Sequence[SafetySample], table: Table2, choices: MetricChoices,

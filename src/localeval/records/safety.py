@@ -187,6 +187,19 @@ class PRCurve(Record):
     precision: list[Share]
 
 
+class CultureChoices(Record):
+    """A cultural classifier's choice against the item's country (the ``agentic-moe`` guard,
+    docs/fidelity.md P11): per model, task and country of the data, how many items the
+    classifier gave each culture most often (its ``culture``), and how many it gave none."""
+
+    model: str
+    kind: str
+    country: str
+    n: Count = Field(description="items of that country the guard was asked about")
+    chosen: dict[str, Count] = Field(description="culture -> items it was chosen for")
+    n_unread: Count = Field(0, description="items whose classifier gave no readable culture")
+
+
 class SafetyResults(Results):
     guard: str = Field(description="the guard's name")
     classify: list[str] = Field([], description="what was classified: prompt, response")
@@ -228,6 +241,9 @@ class SafetyResults(Results):
     threshold_sweep: list[Sweep] = []
     threshold_transfer: list[TransferBlock] = []
     pr_curves: list[PRCurve] = []
+    culture_choices: list[CultureChoices] = Field([], description="a cultural classifier's "
+                                                  "choice against each item's country "
+                                                  "(agentic-moe runs only)")
 
     def disagreement(self, samples: Sequence[Sample]) -> tuple[str, str] | None:
         """The count of samples, then the failed and the excluded samples recounted where the

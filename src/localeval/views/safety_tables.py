@@ -322,9 +322,31 @@ def safety_tables(results: SafetyResults,
     tables = (overall_table(results), *table2_tables(results),
               per_language_table(results, contexts), table2_gap_table(results),
               language_gap_table(results), cultural_gap_table(results),
-              *pair_type_tables(results, contexts), score_distribution_table(results),
-              threshold_sweep_table(results), transfer)
+              *pair_type_tables(results, contexts), culture_choice_table(results),
+              score_distribution_table(results), threshold_sweep_table(results), transfer)
     return [t for t in tables if t is not None]
+
+
+def culture_choice_table(results: SafetyResults) -> DataTable | None:
+    """An ``agentic-moe`` run's cultural classifier against the data's countries: per model,
+    task and country, the items it chose each culture for, and the share it chose the item's
+    own country for (a classifier's accuracy, where the data names one)."""
+    rows = results.culture_choices
+    if not rows:
+        return None
+    cultures = sorted({c for r in rows for c in r.chosen})
+    table = TableBuilder("Cultural classifier's choice against the item's country "
+                         "(agentic-moe)",
+                         columns("model", "task", "country", "items", *cultures, "unread",
+                                 "chose its country", text=3),
+                         "Each item counted once, under the culture its classifier chose most "
+                         "often; unread: no readable culture in every try.")
+    for r in rows:
+        table.add(_model(r.model), r.kind, r.country, r.n,
+                  *(r.chosen.get(c, 0) for c in cultures), r.n_unread,
+                  Number(r.chosen.get(r.country, 0) / r.n if r.n else None, 0, 100,
+                         unit="%"))
+    return table.build()
 
 
 def safety_notes(results: SafetyResults) -> list[RichText]:
