@@ -267,7 +267,7 @@ def test_the_cultural_classifiers_choice_is_counted_against_the_items_country():
     the items its classifier chose each culture for (its verdict's most frequent ``culture``),
     and the report's table says the share it chose the item's own country; a run of any other
     guard holds none (its results.json unchanged)."""
-    from localeval.analysis.safety import analyses, culture_choices
+    from localeval.analysis.safety import culture_choices
     from localeval.records.safety import SafetyResults
     from localeval.records.samples import SafetySample
     from localeval.views.safety_tables import culture_choice_table
@@ -295,4 +295,4 @@ def test_the_cultural_classifiers_choice_is_counted_against_the_items_country():
     assert shown[1][2:] == ["Vietnam", "1", "0", "1", "0", "100%"]
     # another guard's verdicts name no classifier: no such analysis at all
     plain = [sample(i, "Thailand", [{"text": "safe"}]) for i in range(4)]
-    assert "culture_choices" not in analyses(plain) and culture_choices(plain) == []
+    assert culture_choices(plain) == []

@@ -423,14 +423,15 @@ def table2_ci(records: Iterable[SafetySample], n_resamples: int = 1000, seed: in
     for model, mine in by_model(check_records(records)).items():
         mine = [r for r in mine if _main(r) and r.subset in TABLE2_CELLS[r.kind]]
 
-        def group(r: SafetySample) -> tuple:
+        def group(r: SafetySample) -> _CellGroup:
             country = country_key(r) if r.lang == "en" and en == "per-country" else ""
             return r.kind, r.subset, r.lang, country
 
         by_group = grouped(list, mine, group)
         order = {k: i for i, k in enumerate((kind, sub) for kind, subsets in
                                             TABLE2_CELLS.items() for sub in subsets)}
-        groups = {}  # (kind, subset, lang, country) -> (t, s), in Table 2's column order
+        # (kind, subset, lang, country) -> (t, s), in Table 2's column order
+        groups: dict[_CellGroup, tuple[np.ndarray, np.ndarray]] = {}
         for key in sorted(by_group, key=lambda k: (order[k[:2]], k[2:])):
             t, s, _, _ = scored(by_group[key])
             if len(t):
@@ -442,7 +443,11 @@ def table2_ci(records: Iterable[SafetySample], n_resamples: int = 1000, seed: in
     return out
 
 
-def _table2_values(values: dict[tuple, float], scale: float) -> dict[str, float]:
+# a Table 2 cell's group of samples: task, subset, language, country ("" unless per-country)
+_CellGroup = tuple[SampleKind, str, str, str]
+
+
+def _table2_values(values: dict[_CellGroup, float], scale: float) -> dict[str, float]:
     """Table 2's numbers from per-(task, subset, language, country) metric values: EN (the mean
     over its countries' groups), the mean over local languages, and each task's average (NaN
     where undefined)."""

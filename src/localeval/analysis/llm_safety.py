@@ -158,10 +158,9 @@ def _side_average(rows: list[D2Row]) -> dict[str, dict[str, float]]:
     """Each gold label's rates averaged over the subsets that have them."""
     cells: dict[str, dict[str, float]] = {}
     for gold in GOLD:
-        for rate, of in (("refusal", lambda g: g.refusal),
-                         ("safe_response", lambda g: g.safe_response)):
+        for rate in ("refusal", "safe_response"):
             vals = [v for r in rows if gold in r.rates
-                    if (v := of(r.rates[gold]).rate) is not None]
+                    if (v := _rate_of(r.rates[gold], rate).rate) is not None]
             if vals:
                 cells.setdefault(gold, {})[rate] = float(np.mean(vals))
     return cells
@@ -195,3 +194,8 @@ def summarise_llm_safety(samples: Sequence[LLMSafetySample], n_resamples: int,
         "by_subset": grouped(lambda g: group_rates(g, n_resamples), kept, lambda s: s.subset),
         "d2": d2_table(kept, n_resamples, d2, rounding),
     }
+
+
+def _rate_of(rates: GoldRates, name: Literal["refusal", "safe_response"]) -> Rate:
+    """One of a gold label's two rates by its name."""
+    return rates.refusal if name == "refusal" else rates.safe_response

@@ -12,7 +12,8 @@ checked for every language (models often refuse in English). For a language with
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any, TypedDict
 
 WINDOW = 240  # characters searched for a strong refusal phrase
 
@@ -84,7 +85,16 @@ def detect_refusal(text: str | None, lang: str = "en") -> tuple[bool | None, str
 XSTEST_REFUSAL = {"1_full_compliance": False, "2_full_refusal": True, "3_partial_refusal": True}
 
 
-def xstest_agreement(rows: Iterable[dict]) -> dict:
+class XSTestAgreement(TypedDict):
+    """The detector against XSTest's human labels (:func:`xstest_agreement`)."""
+
+    n: int
+    accuracy: float | None
+    cohen_kappa: float | None
+    by_human_label: dict[str, dict[str, int]]  # label -> detected / not_detected -> count
+
+
+def xstest_agreement(rows: Iterable[Mapping[str, Any]]) -> XSTestAgreement:
     """Agreement of the detector with XSTest's human ``final_label`` on its ``completion``s:
     accuracy and Cohen's kappa (scikit-learn), with the confusion counts per human label."""
     from sklearn.metrics import cohen_kappa_score
@@ -103,6 +113,6 @@ def xstest_agreement(rows: Iterable[dict]) -> dict:
         cell["detected" if refused else "not_detected"] += 1
     n = len(human)
     accuracy = sum(h == o for h, o in zip(human, ours, strict=True)) / n if n else None
-    return {"n": n, "accuracy": accuracy,
-            "cohen_kappa": float(cohen_kappa_score(human, ours)) if n else None,
-            "by_human_label": confusion}
+    return XSTestAgreement(n=n, accuracy=accuracy,
+                           cohen_kappa=float(cohen_kappa_score(human, ours)) if n else None,
+                           by_human_label=confusion)

@@ -17,14 +17,14 @@ import math
 import warnings
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from typing import NotRequired, TypedDict
+from typing import TypedDict
 
 import numpy as np
 
 from ..choices import ThresholdGrid
 from ..errors import UndefinedMetricWarning
 from ..metrics.best_threshold import best_threshold_metric
-from ..metrics.bootstrap import bootstrap_ci
+from ..metrics.bootstrap import Metric, bootstrap_ci
 from ..metrics.choices import ThresholdRule
 from ..metrics.classification import (
     AUPRC_METRICS,
@@ -96,7 +96,8 @@ def pair_type_confusion(records: Iterable[SafetySample], threshold: float = 0.5,
     """
     context, out = Context(context), []
     for model, mine in by_model(check_records(records)).items():
-        items: dict[tuple, dict[SampleKind, SafetySample]] = defaultdict(dict)
+        items: dict[tuple[str, str, str | int], dict[SampleKind, SafetySample]] = \
+            defaultdict(dict)
         for r in mine:
             if r.kind is SampleKind.PROMPT or r.context is context:
                 items[(r.subset, r.lang, r.id)][r.kind] = r
@@ -171,10 +172,10 @@ def per_language(samples: Iterable[SafetySample], n_resamples: int = N_RESAMPLES
     """Per kind, context, subset and language: ``auprc`` by the chosen estimator with its 95%
     bootstrap CI (``low``, ``high``), both estimators by name (``pr_auc_trapezoid``,
     ``average_precision``) and ROC AUC; with-prompt rows first, English first in a subset."""
-    def key(s: SafetySample) -> tuple:
+    def key(s: SafetySample) -> _LangKey:
         return s.kind, s.context, s.subset, s.lang
 
-    def order(keys: Iterable[tuple]) -> list[tuple]:
+    def order(keys: Iterable[_LangKey]) -> list[_LangKey]:
         return sorted(keys, key=lambda k: (k[0], k[1] is not Context.WITH_PROMPT, k[2],
                                            k[3] != "en", k[3]))
 
@@ -231,14 +232,21 @@ class _Curve(PRPoints):
     n: int
 
 
+# how a group of samples is keyed: by task, context, subset and language; by model, task,
+# context and language (a curve); by task, context and subset ("all" for every one)
+_LangKey = tuple[SampleKind, Context, str, str]
+_CurveKey = tuple[str, SampleKind, Context, str]
+_SubsetKey = tuple[SampleKind, Context, str]
+
+
 def pr_curves(samples: Iterable[SafetySample], points: int = CURVE_POINTS) -> list[PRCurve]:
     """Per model, kind, context and language (subsets pooled): the precision-recall curve
     (:func:`metrics.classification.pr_curve`), thinned to at most ``points`` points evenly by
     index with both ends kept, for the report's figures."""
-    def key(s: SafetySample) -> tuple:
+    def key(s: SafetySample) -> _CurveKey:
         return model_of(s), s.kind, s.context, s.lang
 
-    def order(keys: Iterable[tuple]) -> list[tuple]:
+    def order(keys: Iterable[_CurveKey]) -> list[_CurveKey]:
         return sorted(keys, key=lambda k: (k[0], k[1], k[2] is not Context.WITH_PROMPT,
                                            k[3] != "en", k[3]))
 
@@ -261,13 +269,13 @@ def overall(samples: Iterable[SafetySample], n_resamples: int = N_RESAMPLES,
     """The headline: per kind and context, every language and subset pooled (``subset``
     "all"), then each subset on its own when there are several (a file, a source model). A
     run's results.json and a folder's check (:mod:`.agreement`) both come from here."""
-    def key(s: SafetySample) -> tuple:
+    def key(s: SafetySample) -> _SubsetKey:
         return s.kind, s.context, "all"
 
-    def by_subset(s: SafetySample) -> tuple:
+    def by_subset(s: SafetySample) -> _SubsetKey:
         return s.kind, s.context, s.subset
 
-    def order(keys: Iterable[tuple]) -> list[tuple]:
+    def order(keys: Iterable[_SubsetKey]) -> list[_SubsetKey]:
         return sorted(keys, key=lambda k: (k[0], k[1] is not Context.WITH_PROMPT, k[2]))
 
     samples = check_records(samples)
@@ -316,7 +324,6 @@ class SafetyAnalyses(Table2Block):
     pr_curves: list[PRCurve]
     calibration: str
     threshold_transfer: list[TransferBlock]
-    culture_choices: NotRequired[list[CultureChoices]]
 
 
 def analyses(samples: Iterable[SafetySample],
@@ -340,7 +347,7 @@ def analyses(samples: Iterable[SafetySample],
     grid = THRESHOLD_GRIDS[choices.threshold_grid]
     kinds = sorted({s.kind for s in samples}, key=lambda kind: kind.table_order)
     table = table2(samples, metric, en=en_cell, rounding=rounding)
-    out: SafetyAnalyses = {
+    return {
         "overall": overall(samples, n_resamples, choices.auprc, one_class),
         **_table2_block(samples, table, choices, n_resamples),
         "one_class": one_class,
@@ -363,17 +370,14 @@ def analyses(samples: Iterable[SafetySample],
                                for b in threshold_transfer(samples, kind, choices.calibrate_on,
                                                            rule=rule, thresholds=grid)],
     }
-    chosen = culture_choices(samples)
-    if chosen:  # a guard with a cultural classifier (agentic-moe) only
-        out["culture_choices"] = chosen
-    return out
 
 
 def culture_choices(samples: Iterable[SafetySample]) -> list[CultureChoices]:
     """A cultural classifier's choice against the item's country, where the guard has one
     (``agentic-moe``: its verdict's ``classifier`` and most frequent ``culture``) and the
     data says the item's country (the cultural subsets): per model, task and country, the
-    items it chose each culture for. Empty for every other guard, so results.json has none."""
+    items it chose each culture for. Empty for every other guard (whose results.json has no
+    such key: ``SafeguardTask.summarise`` sets it only when there are some)."""
     counts: dict[tuple[str, str, str], Counter[str]] = {}
     unread: Counter[tuple[str, str, str]] = Counter()
     for s in samples:
@@ -417,7 +421,8 @@ def _table2_block(samples: Sequence[SafetySample], table: Table2, choices: Metri
     }
 
 
-def _d5_tables(samples: Sequence[SafetySample], en_cell: str, grid, rule: ThresholdRule,
+def _d5_tables(samples: Sequence[SafetySample], en_cell: str, grid: Sequence[float],
+               rule: ThresholdRule,
                rounding: str) -> dict[str, Table2]:
     """App. D.5: F1 and FPR at each file's own best-F1 threshold, in Table 2's layout and
     points (a cell is the mean of its files, as IRIS ``get_eval_result.py``
@@ -436,7 +441,7 @@ def _has_table2(samples: Sequence[SafetySample]) -> bool:
 
 
 def _language_gaps(samples: Sequence[SafetySample], kinds: list[SampleKind], n_resamples: int,
-                   metric) -> list[LanguageGap]:
+                   metric: Metric) -> list[LanguageGap]:
     """:func:`gaps.language_gap` (paired, per language) for every task and subset (each row
     names both)."""
     return [row for kind in kinds

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from ..records.safety import SeverityRow
-from ..records.sample_kinds import Context
+from ..records.sample_kinds import Context, SampleKind
 from ..records.samples import SafetySample
 from .gaps import check_records, model_of
 
@@ -54,7 +54,8 @@ def severity_metrics(samples: Iterable[SafetySample]) -> list[SeverityRow]:
     """Per model, task and subset, every language pooled (``lang`` "all") and then per language:
     n, MSE and Spearman of the samples judged with their prompt that have a severity and a
     score. Records without ``severity`` (runs before issue 35) give no rows."""
-    groups: dict[tuple, list[tuple[float, float]]] = {}
+    # (model, task, subset, language or "all") -> (gold severity, score) pairs
+    groups: dict[tuple[str, SampleKind, str, str], list[tuple[float, float]]] = {}
     for r in check_records(samples):
         if r.severity is None or r.score is None or r.context is not Context.WITH_PROMPT:
             continue

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..analysis.safety import analyses
+from ..analysis.safety import analyses, culture_choices
 from ..analysis.severity import gold_severity
 from ..backends.base import Backend, Execute
 from ..data.safety import HUB_REPO, SafetyItem
@@ -285,6 +285,9 @@ class SafeguardTask(Task):
         limited: dict[str, Any] = {"limit": self.options.limit,
                                    "langs": sorted({i.lang for i in data.items})} \
             if self.options.limit else {}
+        # an agentic-moe guard's cultural classifier only: other runs' results keep no such key
+        chosen = culture_choices(samples)
+        cultural: dict[str, Any] = {"culture_choices": chosen} if chosen else {}
         return SafetyResults(
             schema_=self.results_schema,
             task=self.name,
@@ -307,6 +310,7 @@ class SafeguardTask(Task):
                       for s in failed[:50]],
             warnings=warnings,
             **analyses(samples, self.options),
+            **cultural,
         )
 
     def _failure_warning(self, failed: list[SafetySample], n: int, n_neutral: int,

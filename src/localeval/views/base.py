@@ -32,7 +32,7 @@ from ..errors import LocalevalError
 from ..records import Results as AnyResults
 from ..records.comparison import Comparison
 from ..records.metric_names import MetricName
-from ..render.cards import Card
+from ..render.cards import Card as Card  # the views' cards, named from here too
 from ..render.figures import Figure
 from ..render.formats import print_table
 from ..render.table import DataTable

@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.text import Text as RichText
 
 from ..records import contamination
-from ..records.contamination import ContaminationResults
+from ..records.contamination import ContaminationResults, Source
 from ..records.metric_names import metric
 from ..records.samples import SCORES, Score
 from ..render.table import DataTable
@@ -32,9 +32,9 @@ class ContaminationView(ResultsView[ContaminationResults]):
         return contamination_notes(results)
 
     def store_metrics(self, results: ContaminationResults) -> list[Metric]:
-        def median(source, score: Score, k: str):
-            summaries = source.summaries(score) or {}
-            return summaries[k].median if summaries.get(k) else None
+        def median(source: Source, score: Score, k: str) -> float | None:
+            summary = (source.summaries(score) or {}).get(k)
+            return summary.median if summary else None
 
         return [(metric(score, name, k, "median"), median(source, score, k), source.n)
                 for name, source in results.sources.items()

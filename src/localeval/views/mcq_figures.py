@@ -6,14 +6,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..records.mcq import Accuracy, MCQResults
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 from ..render.figures import Figure, colormap, figure_panels, finish
 
 BARS_NOTE = "Bars: Wilson score 95% interval."
 
 
-def _bars(ax, groups: dict[str, Accuracy], colour: str = "#1c7ed6", offset: float = 0.0,
+def _bars(ax: Axes, groups: dict[str, Accuracy], colour: str = "#1c7ed6", offset: float = 0.0,
           width: float = 0.8, label: str | None = None) -> None:
     names = list(groups)
     acc = [100 * (groups[g].acc or 0) for g in names]

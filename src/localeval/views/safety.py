@@ -10,17 +10,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.text import Text as RichText
 
 from ..analysis.gaps import cultural_awareness_delta
 from ..data.safety import HUB_REPO
 from ..errors import LocalevalError
+from ..metrics.bootstrap import Metric as Scorer  # a metric of labels and scores
 from ..metrics.bootstrap import paired_bootstrap_ci
 from ..metrics.classification import auprc_metric
 from ..records import finite, safety
 from ..records.metric_names import MetricName, metric
 from ..records.safety import AwarenessComparison, SafetyComparison, SafetyResults, Table2
-from ..records.sample_kinds import Context
+from ..records.sample_kinds import Context, SampleKind
 from ..records.samples import SafetySample
 from ..render.figures import Figure
 from ..render.table import DataTable
@@ -248,16 +250,21 @@ def _cultural_cg(samples: Sequence[SafetySample]) -> list[SafetySample]:
     return [s for s in samples if s.subset == "cultural-cg"]
 
 
-def _keys(samples: Sequence[SafetySample]) -> set[tuple]:
+# a sample by its item, language, task and context (and gold label: _keys)
+_SampleKey = tuple[str | int, str, SampleKind, Context]
+
+
+def _keys(samples: Sequence[SafetySample]) -> set[tuple[str | int, str, SampleKind, Context,
+                                                        int | None]]:
     return {(s.id, s.lang, s.kind, s.context, s.label) for s in samples}
 
 
-def _scored(samples: Sequence[SafetySample]) -> dict[tuple, SafetySample]:
+def _scored(samples: Sequence[SafetySample]) -> dict[_SampleKey, SafetySample]:
     return {(s.id, s.lang, s.kind, s.context): s
             for s in samples if s.score is not None and s.label is not None}
 
 
-def _paired_auprc(pairs: list[tuple[SafetySample, SafetySample]], metric,
+def _paired_auprc(pairs: list[tuple[SafetySample, SafetySample]], metric: Scorer,
                   n_resamples: int) -> dict[str, Any]:
     labels: list[int] = []
     scores_a: list[float] = []
@@ -270,10 +277,10 @@ def _paired_auprc(pairs: list[tuple[SafetySample, SafetySample]], metric,
     row: dict[str, Any] = {"n": len(pairs), "n_harmful": sum(labels)}
     if len(set(labels)) < 2:
         return {**row, "note": "one class only: no PR-AUC"}
-    ci = paired_bootstrap_ci(metric, labels, scores_b, labels, scores_a,
-                             n_resamples=n_resamples)
-    return {**row, "auprc_a": float(metric(labels, scores_a)),
-            "auprc_b": float(metric(labels, scores_b)),
+    t, a_scores, b_scores = np.asarray(labels), np.asarray(scores_a), np.asarray(scores_b)
+    ci = paired_bootstrap_ci(metric, t, b_scores, t, a_scores, n_resamples=n_resamples)
+    return {**row, "auprc_a": float(metric(t, a_scores)),
+            "auprc_b": float(metric(t, b_scores)),
             "diff": ci["estimate"], "low": ci["low"], "high": ci["high"]}
 
 
@@ -293,7 +300,7 @@ def compare_safety_runs(run_a: Run, run_b: Run,
              if k in theirs and theirs[k].label == s.label]
     if not pairs:
         raise LocalevalError(f"{dir_a} and {dir_b} share no scored sample")
-    groups: dict[tuple, list] = {}
+    groups: dict[tuple[SampleKind, Context, str], list[tuple[SafetySample, SafetySample]]] = {}
     for pair in pairs:
         s = pair[0]
         for lang in ("all", s.lang):

@@ -4,6 +4,8 @@ in :mod:`.threshold_tables`. They only read results; they never recompute a numb
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rich.text import Text as RichText
 
 from ..records.safety import (
@@ -17,7 +19,7 @@ from ..records.safety import (
 )
 from ..records.sample_kinds import Context, task_name
 from ..render.cells import short_model as _model
-from ..render.table import DataTable, Interval, Number, Spark, TableBuilder, columns
+from ..render.table import Cell, DataTable, Interval, Number, Spark, TableBuilder, columns
 from .threshold_tables import threshold_sweep_table, threshold_transfer_table, transfer_notes
 
 SUBSET_SHORT = {"general": "General", "cultural-itw": "ITW", "cultural-cg": "CG"}
@@ -74,7 +76,7 @@ def table2_column_name(col: str) -> str:
 TABLE2_ORDER = ("general", "cultural-itw", "cultural-cg")  # the paper's column order
 
 
-def table2_column_order(col: str) -> tuple:
+def table2_column_order(col: str) -> tuple[bool, str, int, str, bool]:
     """Sort key of Table 2 columns in the paper's order: prompt before response; General,
     ITW, CG (then any other subset); EN before SEA; each task's Avg last."""
     kind, *rest = col.split("/")
@@ -115,7 +117,7 @@ def _add_table2_row(table: TableBuilder, row: Table2Row, ci: dict[str, Bounds] |
                                 else Number(None) for c in cols), level=1)
 
 
-def _table2_warnings(rows, cols: list[str]) -> str:
+def _table2_warnings(rows: Iterable[Table2Row], cols: list[str]) -> str:
     # a cell's name holds no line break (its header's "CG\nEN") and never breaks at the end of
     # a line: its words are joined by no-break spaces (issue 69)
     return _warned_where((f"{_model(r.model)}\u00a0{_table2_column(c)}".replace("\n", "\u00a0"),
@@ -128,7 +130,7 @@ def _task_name(r: AUPRCRow) -> str:
     return task_name(r.kind, r.context)
 
 
-def _row_cells(r: AUPRCRow, lang: bool = True) -> list:
+def _row_cells(r: AUPRCRow, lang: bool = True) -> list[Cell | str | int | None]:
     """task, subset, (lang,) n, harmful, AUPRC, CI, ROC AUC, failed of an AUPRC row."""
     return [_task_name(r), SUBSET_SHORT.get(r.subset, r.subset), *([r.lang] if lang else []),
             r.n, r.n_harmful, Number(r.auprc, scale=100, note=WARNED if r.warning else ""),
@@ -156,7 +158,7 @@ def _warnings_caption(rows: list[AUPRCRow]) -> str:
                           r.warning) for r in rows if r.warning).strip()
 
 
-def _warned_where(found) -> str:
+def _warned_where(found: Iterable[tuple[str, str, str]]) -> str:
     """`` ⚠ reason: where (groups), where.`` once per reason, from (where, group, reason)."""
     by_reason: dict[str, dict[str, list[str]]] = {}
     for where, group, reason in found:
