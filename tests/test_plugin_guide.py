@@ -222,7 +222,12 @@ def test_the_guides_task_package_runs_in_the_fresh_venv(fresh_venv, demo_model, 
     results = json.loads((rescored / "results.json").read_text(encoding="utf-8"))
     right = [(v > -0.13) == s["answer"] for v, s in zip(expected, statements, strict=True)]
     assert results["accuracy"] == sum(right) / len(right) == 0.375  # the guide's 37.5%
-    assert "demo-model · true-false · margin -0.13" in ran.stdout  # the leaderboard's name
+    # the leaderboard: two protocols, one ranked and the other listed apart with its margin
+    # (which one is the reference depends on their finishing times: equal item counts)
+    board = ran.stdout.split("true-false leaderboard", 1)[1]
+    assert "listed apart" in board and "37.50" in board and "50.00" in board
+    assert re.search(r"margin (0\.0 \(ranked: -0\.13\)|-0\.13 \(ranked: 0\.0\))", board)
+    assert "margin -0.13" in board  # the rescored run's name says its margin
 
     # statements of one's own (-T data=...): a bad row is one line, before the model loads
     (work / "mine.jsonl").write_text('{"id": "a", "statement": "Hue is in Vietnam.", '
