@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from ..errors import LocalevalError
 from .files import write_text_whole
@@ -28,7 +29,7 @@ class BatchLedger:
     def __init__(self, folder: Path):
         self.path = Path(folder) / NAME
 
-    def load(self) -> list[dict]:
+    def load(self) -> list[dict[str, Any]]:
         if not self.path.exists():
             return []
         try:
@@ -45,13 +46,13 @@ class BatchLedger:
                 raise BatchLedgerError(f"{self.path}: batches[{k}].{problem}")
         return batches
 
-    def save(self, batches: list[dict]) -> None:
+    def save(self, batches: list[dict[str, Any]]) -> None:
         if not batches and not self.path.exists():
             return
         write_text_whole(self.path, json.dumps({"batches": batches}, indent=1) + "\n")
 
 
-def _entry_problem(entry) -> str | None:
+def _entry_problem(entry: object) -> str | None:
     if not isinstance(entry, dict):
         return "entry is not an object"
     for key in ("id", "endpoint"):

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from ..backends.base import (
     Failed,
@@ -105,7 +106,8 @@ class RequestCache:
                              "finished before is kept in it, rerun the command once this is "
                              "fixed") from None
 
-    def get_many(self, identity: dict, requests: list[Request]) -> list[Response | None]:
+    def get_many(self, identity: dict[str, Any],
+                 requests: list[Request]) -> list[Response | None]:
         out: list[Response | None] = []
         with self.lock:
             try:
@@ -117,7 +119,8 @@ class RequestCache:
                 raise _damaged(self.path, e) from None
         return out
 
-    def put_many(self, identity: dict, pairs: list[tuple[Request, Response]]) -> None:
+    def put_many(self, identity: dict[str, Any],
+                 pairs: list[tuple[Request, Response]]) -> None:
         rows = [(request_key(identity, r), json.dumps(response_json(resp), ensure_ascii=False))
                 for r, resp in pairs
                 if not isinstance(resp, Failed) and response_problem(r, resp) is None]
@@ -148,7 +151,7 @@ class RequestCache:
     def __enter__(self) -> RequestCache:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

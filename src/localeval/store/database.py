@@ -60,10 +60,10 @@ class Database:
     postgres: bool
     target: str | Path
 
-    def execute(self, sql: str, params: tuple = ()) -> Any:
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
         return self.conn.execute(self._sql(sql), params)
 
-    def executemany(self, sql: str, rows: list[tuple]) -> None:
+    def executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         if self.postgres:
             with self.conn.cursor() as cursor:
                 cursor.executemany(self._sql(sql), rows)

@@ -65,7 +65,7 @@ class SharedEmbeddings:
     def __enter__(self) -> SharedEmbeddings:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

@@ -204,7 +204,7 @@ class CachedExecutor:
                 self.usage.add(self.role_name, answer, cached=False)
 
 
-def _read_shared(shared: RequestCache, cache: RequestCache | None, identity: dict,
+def _read_shared(shared: RequestCache, cache: RequestCache | None, identity: dict[str, Any],
                  unique: list[Request], embeds: list[int],
                  responses: list[Response | None]) -> None:
     """The embeddings missing from the command's cache, read from the shared one (and copied
@@ -325,7 +325,7 @@ class CacheWriter:
     seconds or ``batch`` responses, and whatever is left on exit (even on an exception, so a
     Ctrl-C keeps what finished). Thread-safe: backends report from worker threads."""
 
-    def __init__(self, cache: RequestCache | None, identity: dict, batch: int = 64,
+    def __init__(self, cache: RequestCache | None, identity: dict[str, Any], batch: int = 64,
                  interval: float | None = None):
         if interval is None:  # a kill loses at most this many seconds of finished requests
             interval = commit_interval()
@@ -356,7 +356,7 @@ class CacheWriter:
     def __enter__(self) -> CacheWriter:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.flush()
 
 

@@ -4,13 +4,14 @@ every secret on it redacted."""
 from __future__ import annotations
 
 import platform
+from typing import Any
 
 from ..backends.config import BackendConfig
 from ..backends.secrets import redact_command
 from ..version import __version__
 
 
-def run_provenance(command: list[str] | None) -> dict:
+def run_provenance(command: list[str] | None) -> dict[str, Any]:
     """What every config.json starts with: versions and the command line, every secret on it
     redacted: URLs' user information and secret query parameters, secret keys of dict options
     (:mod:`.backends.secrets`, declared in :class:`BackendConfig`)."""
@@ -19,7 +20,7 @@ def run_provenance(command: list[str] | None) -> dict:
             "packages": _package_versions(), "command": shown}
 
 
-def _package_versions() -> dict:
+def _package_versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}

@@ -22,7 +22,7 @@ import re
 import socket
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -179,7 +179,7 @@ def record_run(record: RunRecord, metrics: list[Metric], path: str | Path | None
 
 
 def summary_row(run: dict[str, Any], config: dict[str, Any], n_samples: int | None,
-                metric_names: list[str], protocol_of: ProtocolOf) -> tuple:
+                metric_names: list[str], protocol_of: ProtocolOf) -> tuple[Any, ...]:
     """A run's summary, in SUMMARY_COLUMNS order, from its row in ``runs`` and its config."""
     facts = protocol_of(str(run["task"]), str(run["results_schema"]), config)
     by_path = data_by_path(config)
@@ -202,7 +202,7 @@ def data_by_path(config: dict[str, Any]) -> bool:
         not isinstance(config.get("data_files"), dict)
 
 
-def _insert_summaries(db: Database, rows: list[tuple]) -> None:
+def _insert_summaries(db: Database, rows: list[tuple[Any, ...]]) -> None:
     db.executemany(f"INSERT INTO run_summary ({', '.join(SUMMARY_COLUMNS)}) VALUES "
                    f"({', '.join('?' * len(SUMMARY_COLUMNS))})", rows)
 
@@ -379,8 +379,10 @@ def forget(refs: list[str], missing: bool = False, path: str | Path | None = Non
     return chosen
 
 
-def _referred(ref: str, rows: list, path: str | Path | None) -> list[str]:
-    """The runs ``ref`` names in ``forget``: those recorded from its folder, else the one run
+def _referred(ref: str, rows: list[tuple[str, str | None, str | None]],
+              path: str | Path | None) -> list[str]:
+    """The runs ``ref`` names in ``forget`` (``rows``: each run's id, folder and host): those
+    recorded from its folder, else the one run
     its id or id prefix names; a reference that is neither is one line."""
     folder = str(Path(ref).resolve()) if ref.strip() else None  # "" would be here, the cwd
     by_folder = [run_id for run_id, recorded, _ in rows if folder and recorded == folder]
@@ -410,7 +412,7 @@ def run_folder(ref: str, path: str | Path | None = None) -> str:
     if len(rows) != 1:
         what = "several run ids start so" if rows else "no run folder and no run id"
         raise StoreError(f"{ref}: {what} in the results store {store_label(path)}")
-    folder = rows[0][1]
+    folder = str(rows[0][1] or "")
     if not folder or not Path(folder).is_dir():
         raise StoreError(f"run {rows[0][0]} was recorded from {folder}, which is not on this "
                          "machine (the store keeps its numbers, the folder its samples)")
@@ -435,7 +437,7 @@ class Wanted:
     since: str = ""
     until: str = ""
 
-    def where(self) -> tuple[str, tuple]:
+    def where(self) -> tuple[str, tuple[Any, ...]]:
         clauses: list[str] = []
         params: list[Any] = []
         for column, value in (("task", self.task), ("guard", self.guard)):
@@ -460,7 +462,7 @@ def like(text: str) -> str:
     return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
 
 
-def read_store(path: str | Path | None = None):
+def read_store(path: str | Path | None = None) -> AbstractContextManager[Database]:
     """The store opened read-only (``localeval view``): neither created nor migrated."""
     return opened(store_path(path), SCHEMA, read_only=True)
 

@@ -47,7 +47,8 @@ from ..records import (
 )
 from ..records.run import ConfigFile, Lifecycle, RunConfig, Status
 from ..records.samples import read_sample
-from .files import NotPlainFile, open_own, read_plain_text, write_text_whole
+from .files import NotPlainFile, open_own, read_plain_text
+from .files import write_text_whole as write_text_whole  # named from here too (report/html.py)
 
 fcntl: ModuleType | None
 try:
@@ -163,7 +164,7 @@ def as_stored(value: Any) -> Any:
     return json.loads(json.dumps(value, ensure_ascii=False, sort_keys=True))
 
 
-def write_json(path: Path, data) -> None:
+def write_json(path: Path, data: Any) -> None:
     write_text_whole(path, json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
 
 
@@ -557,7 +558,7 @@ def _readable_run(folder: Path) -> dict[str, Any]:
     return state.config.data()
 
 
-def _data_diff(old: Any, new: dict[str, dict]) -> str:
+def _data_diff(old: Any, new: dict[str, dict[str, Any]]) -> str:
     """How the data files differ from the run's: a file whose contents changed is "data
     changed: test.jsonl (sha256 1a2b3c4d… -> 5e6f…)"; a file read now or no longer (another
     --subjects or --limit) is said as such, not blamed on the data."""
