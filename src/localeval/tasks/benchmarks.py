@@ -84,6 +84,6 @@ def benchmark_options(task: str, given: Mapping[str, Any]) -> MCQOptions:
     return make_options(MCQOptions, task, {**own, **given})
 
 
-def _said(f: dataclasses.Field, value: Any) -> str:
+def _said(f: dataclasses.Field[Any], value: Any) -> str:
     """An option's value as its flag says it: ``--method likelihood``, ``--cot off``."""
     return f"{flag_of(f)} {'on' if value is True else 'off' if value is False else value}"

@@ -144,7 +144,7 @@ def hub_or_path(data: Any) -> Any:
     return None if data is None or str(data).startswith("hf://") else data
 
 
-def choices_of(options_class: type, f: dataclasses.Field) -> tuple[Any, ...] | None:
+def choices_of(options_class: type, f: dataclasses.Field[Any]) -> tuple[Any, ...] | None:
     """The values a ``Literal``-typed option takes (None among them when it is optional), or
     None for an option without choices."""
     return _declared_choices(options_class, f.name)
@@ -182,17 +182,17 @@ def _union_members(annotation: Any) -> tuple[Any, ...]:
     return (annotation,)
 
 
-def option_fields(options_class: type) -> list[dataclasses.Field]:
+def option_fields(options_class: type) -> list[dataclasses.Field[Any]]:
     return list(dataclasses.fields(options_class))
 
 
-def protocol_fields(options_class: type) -> list[dataclasses.Field]:
+def protocol_fields(options_class: type) -> list[dataclasses.Field[Any]]:
     """The options that can change a run's numbers (role ``protocol``): what tells one
     protocol from another."""
     return [f for f in option_fields(options_class) if role_of(f) == "protocol"]
 
 
-def flag_of(f: dataclasses.Field) -> str:
+def flag_of(f: dataclasses.Field[Any]) -> str:
     return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
 
 
@@ -215,7 +215,7 @@ def rescorable(kind: Any) -> tuple[str, ...]:
     return tuple(f.name for f in option_fields(kind.Options) if f.metadata.get("rescorable"))
 
 
-def declared_value(options_class: type, f: dataclasses.Field, value: Any, name: str) -> Any:
+def declared_value(options_class: type, f: dataclasses.Field[Any], value: Any, name: str) -> Any:
     """``value`` as option ``f`` declares it: text parsed by the field's type
     (:func:`localeval.declared.parse_if_text`; a list option's text is a comma list,
     ``subjects="arts"``, not the letters a, r, t, s), and one number or path given to a list
@@ -232,7 +232,7 @@ def declared_value(options_class: type, f: dataclasses.Field, value: Any, name: 
     return value
 
 
-def flag_arguments(options_class: type, f: dataclasses.Field) -> dict[str, Any]:
+def flag_arguments(options_class: type, f: dataclasses.Field[Any]) -> dict[str, Any]:
     """argparse's keywords for option ``f``'s flag: its own, and its choices shown (``{gt,ge}``)
     but not checked there: the options object checks them when it is built."""
     keywords = dict(f.metadata.get("argparse", {}))

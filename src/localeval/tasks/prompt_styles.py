@@ -92,26 +92,26 @@ class TmluStyle(PromptStyle):
     likelihood_special_tokens = False
     chat_special_tokens = True
 
-    def head(self, subject_name, config):
+    def head(self, subject_name: str, config: PromptConfig) -> str:
         return TMLU_TOPIC + "\n\n"
 
-    def question(self, item, config):
+    def question(self, item: MCQItem, config: PromptConfig) -> str:
         # The TMLU code collapses blank lines inside questions and strips them.
         text = item.question.replace("\n\n", "\n").strip()
         options = "\n".join(f"({letter}) {option}" for letter, option in
                             zip(item.letters, item.options))
         return f"問題：{text}\n{options.strip()}"
 
-    def shot(self, item, config):
+    def shot(self, item: MCQItem, config: PromptConfig) -> str:
         if config.cot:
             return f"{self.question(item, config)}{TMLU_COT_CUE}" \
                    f"{(item.explanation or '').strip()}\n正確答案：({item.answer})"
         return f"{self.question(item, config)}{TMLU_ANSWER_CUE}{item.answer})"
 
-    def cue(self, config):
+    def cue(self, config: PromptConfig) -> str:
         return TMLU_COT_CUE if config.cot else TMLU_ANSWER_CUE
 
-    def keep_shots(self, n, fits):
+    def keep_shots(self, n: int, fits: Fits) -> list[int]:
         """MiuLab's --reduce_few_shot: each shot in order is kept if the prompt with it still
         fits."""
         used: list[int] = []
@@ -131,18 +131,18 @@ class LmEvalStyle(PromptStyle):
     def _key(config: PromptConfig) -> str:
         return "cmmlu" if config.task == "cmmlu" else "default"
 
-    def head(self, subject_name, config):
+    def head(self, subject_name: str, config: PromptConfig) -> str:
         return LM_EVAL_DESCRIPTION[self._key(config)].format(name=subject_name)
 
-    def question(self, item, config):
+    def question(self, item: MCQItem, config: PromptConfig) -> str:
         options = "".join(f"\n{letter}. {text}" for letter, text in
                           zip(item.letters, item.options))
         return f"{item.question.strip()}{options}\n{LM_EVAL_ANSWER[self._key(config)]}"
 
-    def shot(self, item, config):
+    def shot(self, item: MCQItem, config: PromptConfig) -> str:
         return f"{self.question(item, config)} {item.answer}"
 
-    def letters(self, item, config):
+    def letters(self, item: MCQItem, config: PromptConfig) -> str:
         """lm-eval 0.4.13 ``tasks/tmlu/default/tmlu_<subject>.yaml`` gives every tmlu subject a
         fixed ``doc_to_choice`` (A-D; A-E for four subjects), whatever the question's own
         options (a gold letter outside it can never be predicted, lm-eval's -100)."""
@@ -150,7 +150,7 @@ class LmEvalStyle(PromptStyle):
             return "ABCDE" if item.subject in LM_EVAL_TMLU_FIVE_CHOICES else "ABCD"
         return item.letters
 
-    def candidates(self, item, config):
+    def candidates(self, item: MCQItem, config: PromptConfig) -> tuple[str, ...]:
         """lm-eval's target delimiter " " before each letter; "" with a chat template."""
         space = " " if config.chat == "none" else ""
         return tuple(space + letter for letter in self.letters(item, config))
