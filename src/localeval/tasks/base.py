@@ -131,5 +131,5 @@ class Task(ABC):
         """config.json's task block, for a task that declares no :meth:`spec_parts` (one from
         another package): its options as run, each under its own name (as
         ``Options.recorded`` reads them back)."""
-        raise NotImplementedError(f"task {self.name!r} declares neither spec_parts() nor "
-                                  "describe()")
+        raise LocalevalError(f"task {self.name!r} ({type(self).__module__}) declares neither "
+                             "spec_parts() nor describe(): it cannot say what its run is")

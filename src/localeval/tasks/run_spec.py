@@ -240,7 +240,7 @@ class RunSpec:
     def to_config(self) -> dict[str, Any]:
         """The task block of config.json this spec is read from, in today's layout (each
         kind's ``Options.record``), which :meth:`from_config` reads back into an equal spec:
-        run.py writes a run's from :meth:`of_run` (the task's ``spec``)."""
+        a run's is its task's spec written (:func:`task_block`)."""
         config: dict[str, Any] = {
             "task": self.task,
             **type(self.options).record(self.options, self.recorded, dataset_of(self.task)),
