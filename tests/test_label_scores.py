@@ -210,3 +210,24 @@ def test_failures_of_another_kind_get_no_label_advice(tmp_path):
     assert results["n_failed"] == results["n_samples"] > 0
     assert results["failure_advice"] is None
     assert not any("label_scores" in w for w in results["warnings"])
+
+
+@pytest.mark.parametrize("guard,options", [("shieldgemma", {"reading": "parallax"}),
+                                           ("polyguard", {"reading": "answer"})])
+def test_the_way_out_is_one_the_guards_reading_takes(guard, options, tmp_path):
+    """A reading that refuses ``label_scores=full`` (Parallax-AI's, PolyGuard's answer
+    reading) is never advised it: the advice widens its top k instead, which it takes."""
+    from offline_runs import safeguard_run
+
+    from localeval.guards import get_guard
+
+    results = safeguard_run(tmp_path / guard, model=_Untrained(), limit=1, guard=guard,
+                            guard_options=options).results
+    advice = results["failure_advice"]
+    assert advice is not None and "label_scores=full" not in advice.replace(
+        "(label_scores=full is not an option of this reading)", "")
+    widened = advice.split("--guard-option ", 1)[1].split(" ", 1)[0]
+    assert widened.startswith("label_scores=top-")
+    get_guard(guard, **options, label_scores=widened.split("=", 1)[1])  # taken, not refused
+    with pytest.raises(LocalevalError, match="label_scores=full"):
+        get_guard(guard, **options, label_scores="full")

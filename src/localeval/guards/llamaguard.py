@@ -66,7 +66,7 @@ from collections.abc import Sequence
 from ..backends.base import AFTER_TEMPLATE, Message, Prompt, Request, Response, ScoreNext
 from ..errors import LocalevalError
 from .base import Conversation, GuardVerdict
-from .parallax_reading import IRIS, PARALLAX, at_index, checked_reading, fixed_problem, refuse_full
+from .parallax_reading import IRIS, PARALLAX, at_index, checked_reading, fixed_problem, full_problem
 from .staged import StagedGuard, binary_verdict
 
 CATEGORIES = (
@@ -157,10 +157,9 @@ class LlamaGuard3(StagedGuard):
             self.top_k = 20  # c853033 base_module.py:74 top_logprobs
             self.verdict_position = self.parallax_verdict_position
 
-    def set_label_scores(self, value: str) -> None:
-        super().set_label_scores(value)
-        if self.reading == PARALLAX:
-            refuse_full(self)
+    @property
+    def full_problem(self) -> str | None:
+        return full_problem(self.name) if self.reading == PARALLAX else None
 
     @property
     def fixed_problem(self) -> str | None:

@@ -50,13 +50,11 @@ def at_index(guard: StagedGuard, prompt: Prompt, candidates: tuple[str, ...], in
                      top=guard.label_top or TOP, positions=new_tokens, at=index)
 
 
-def refuse_full(guard: StagedGuard) -> None:
+def full_problem(name: str) -> str:
     """``label_scores=full`` reads a first labelled position over the whole vocabulary; the
     index read here is not searched for, and Parallax-AI reads its top 20."""
-    if guard.label_scores == "full":
-        raise LocalevalError(f"{guard.name} label_scores=full is not an option of "
-                             "Parallax-AI's reading, which reads the labels among the top 20 of "
-                             "one new token (use top-N for another k)")
+    return (f"{name} label_scores=full is not an option of Parallax-AI's reading, which reads "
+            "the labels among the top 20 of one new token (use top-N for another k)")
 
 
 def fixed_problem(name: str, index: int) -> str:

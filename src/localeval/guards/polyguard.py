@@ -117,12 +117,13 @@ class PolyGuard(AnswerLinesGuard):
             # (polyguard_module.py:12, 14); label_scores=top-2 is 8348665's [:2] (l.11)
             self.top_k = 20
 
-    def set_label_scores(self, value: str) -> None:
-        super().set_label_scores(value)
-        if self.reading != "prefill" and self.label_scores == "full":
-            raise LocalevalError(f"{self.name} label_scores=full reads one position over the "
-                                 "whole vocabulary; IRIS's reading counts labelled positions of "
-                                 "the whole answer by its top k: use it with reading=prefill")
+    @property
+    def full_problem(self) -> str | None:
+        if self.reading == "prefill":
+            return None
+        return (f"{self.name} label_scores=full reads one position over the whole vocabulary; "
+                "IRIS's reading counts labelled positions of the whole answer by its top k: use "
+                "it with reading=prefill")
 
     @property
     def fixed_problem(self) -> str | None:

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from ..backends.base import Request, Response, ScoreNext
 from ..errors import LocalevalError
 from .base import Conversation, GuardVerdict, cause_of
-from .parallax_reading import PARALLAX, at_index, checked_reading, refuse_full
+from .parallax_reading import PARALLAX, at_index, checked_reading, full_problem
 from .staged import StagedGuard, binary_verdict, label_probabilities
 
 # policy -> (prompt-only guideline, prompt-response guideline), model card wording.
@@ -149,10 +149,9 @@ class ShieldGemma(StagedGuard):
             self.top_k = 20  # c853033 base_module.py:74 top_logprobs
             self.verdict_position = self.parallax_verdict_position
 
-    def set_label_scores(self, value: str) -> None:
-        super().set_label_scores(value)
-        if self.reading == PARALLAX:
-            refuse_full(self)
+    @property
+    def full_problem(self) -> str | None:
+        return full_problem(self.name) if self.reading == PARALLAX else None
 
     def requests(self, conversation: Conversation,
                  earlier: Sequence[Response] = ()) -> list[Request]:

@@ -73,7 +73,15 @@ class StagedGuard(Guard):
         if text not in ("top-k", "full") and not (n.isdigit() and int(n) >= 1):
             raise LocalevalError(f"guard option label_scores must be top-k (the authors' top "
                                  f"{self.top_k} log-probs), top-N or full, not {value!r}")
+        if text == "full" and self.full_problem is not None:
+            raise LocalevalError(self.full_problem)
         self.label_scores = text
+
+    @property
+    def full_problem(self) -> str | None:
+        """Why ``label_scores=full`` cannot be used with this guard's other options, or None
+        where it can (the failure advice offers it only then)."""
+        return None
 
     def set_verdict_position(self, value: str) -> None:
         """``first-label`` (the authors') or ``fixed``; one line if neither, or if the guard's

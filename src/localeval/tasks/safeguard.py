@@ -338,9 +338,15 @@ class SafeguardTask(Task):
         fixed = (" --guard-option verdict_position=fixed" if
                  self.guard.verdict_position_used == "first-label"
                  and getattr(self.guard, "fixed_advisable", True) else "")
-        return (f"{outside} samples had no label among the top {top} log-probs at the verdict "
-                "position (usual for a small or untrained model): --guard-option "
-                f"label_scores=full{fixed} reads the labels over the whole vocabulary"
+        said = (f"{outside} samples had no label among the top {top} log-probs at the verdict "
+                "position (usual for a small or untrained model): ")
+        if getattr(self.guard, "full_problem", None) is not None:  # this reading refuses full
+            return (said + f"--guard-option label_scores=top-{10 * top} reads the labels among "
+                    f"more of them (label_scores=full is not an option of this reading)"
+                    + (" (a server's, with --top-logprobs and its --max-logprobs allowing "
+                       "it)" if backend == "openai" else ""))
+        return (said + f"--guard-option label_scores=full{fixed} reads the labels over the whole "
+                "vocabulary"
                 + (" (a server's, with --top-logprobs as large as the vocabulary and its "
                    "--max-logprobs allowing it)" if backend == "openai" else ""))
 
