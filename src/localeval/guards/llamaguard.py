@@ -66,7 +66,15 @@ from collections.abc import Sequence
 from ..backends.base import AFTER_TEMPLATE, Message, Prompt, Request, Response, ScoreNext
 from ..errors import LocalevalError
 from .base import Conversation, GuardVerdict
-from .parallax_reading import IRIS, PARALLAX, at_index, checked_reading, fixed_problem, full_problem
+from .parallax_reading import (
+    IRIS,
+    PARALLAX,
+    at_index,
+    checked_reading,
+    fixed_problem,
+    full_problem,
+    read_as_parallax,
+)
 from .staged import StagedGuard, binary_verdict
 
 CATEGORIES = (
@@ -154,8 +162,7 @@ class LlamaGuard3(StagedGuard):
                 raise LocalevalError(f"{self.name} reading=parallax sends the messages to the "
                                      "checkpoint's own chat template, as Parallax-AI's chat "
                                      "request does: use it with template=own (the default)")
-            self.top_k = 20  # c853033 base_module.py:74 top_logprobs
-            self.verdict_position = self.parallax_verdict_position
+            read_as_parallax(self, self.parallax_verdict_position)
 
     @property
     def full_problem(self) -> str | None:

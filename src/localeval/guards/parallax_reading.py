@@ -50,6 +50,13 @@ def at_index(guard: StagedGuard, prompt: Prompt, candidates: tuple[str, ...], in
                      top=guard.label_top or TOP, positions=new_tokens, at=index)
 
 
+def read_as_parallax(guard: StagedGuard, verdict_position: str) -> None:
+    """The guard's labels read among the top 20 (c853033 base_module.py:74) at the new token its
+    Parallax-AI module reads (``verdict_position``, in words)."""
+    guard.top_k = TOP
+    guard.verdict_position = verdict_position
+
+
 def full_problem(name: str) -> str:
     """``label_scores=full`` reads a first labelled position over the whole vocabulary; the
     index read here is not searched for, and Parallax-AI reads its top 20."""

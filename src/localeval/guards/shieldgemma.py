@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from ..backends.base import Request, Response, ScoreNext
 from ..errors import LocalevalError
 from .base import Conversation, GuardVerdict, cause_of
-from .parallax_reading import PARALLAX, at_index, checked_reading, full_problem
+from .parallax_reading import PARALLAX, at_index, checked_reading, full_problem, read_as_parallax
 from .staged import StagedGuard, binary_verdict, label_probabilities
 
 # policy -> (prompt-only guideline, prompt-response guideline), model card wording.
@@ -146,8 +146,7 @@ class ShieldGemma(StagedGuard):
                 raise LocalevalError("ShieldGemma reading=parallax sends the four policies in "
                                      "one request, as Parallax-AI does: use it with "
                                      "mode=combined (the default)")
-            self.top_k = 20  # c853033 base_module.py:74 top_logprobs
-            self.verdict_position = self.parallax_verdict_position
+            read_as_parallax(self, self.parallax_verdict_position)
 
     @property
     def full_problem(self) -> str | None:
