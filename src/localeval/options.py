@@ -28,7 +28,8 @@ from .errors import LocalevalError
 
 def option(default: Any, help: str, *, flag: str | None = None, parse: str | None = None,
            shortcut: tuple[str, str, str] | None = None, rescorable: bool = False,
-           role: Role = "protocol", unset_unrecorded: bool = False, **argparse: Any) -> Any:
+           role: Role = "protocol", unset_unrecorded: bool = False,
+           check: Check | None = None, guard_of: str | None = None, **argparse: Any) -> Any:
     """One option of a task or a guard. ``flag``: its command-line flag (default ``--<name-with-dashes>``);
     its text becomes a value of the field's declared type (:func:`declared_value`), except
     ``parse="pairs"``: a repeated ``KEY=VALUE`` flag whose values the receiver types (a guard's
@@ -40,12 +41,30 @@ def option(default: Any, help: str, *, flag: str | None = None, parse: str | Non
     its protocol-role options (:func:`protocol_fields`); ``unset_unrecorded``: an option added
     after runs were made, whose unset value (None) is in no default folder's hash (nor, by its
     task's ``describe``, in config.json), so those runs' commands find their folders again;
+    ``check``: what a value of a type with no choices must be (:data:`Check`), checked as the
+    object is built like a choice (a Python caller's value too, not only the command line's);
+    ``guard_of``: a ``pairs`` option that holds the options of the guard that option
+    ``guard_of`` names (a run's name and facts say them as that guard declares them);
     ``argparse``: keywords for the flag (``type``, ``action``, ``metavar``; its choices come
     from the field's ``Literal`` type)."""
     return dataclasses.field(default=default, metadata={
         "help": help, "flag": flag, "parse": parse, "shortcut": shortcut,
         "rescorable": rescorable, "role": role, "unset_unrecorded": unset_unrecorded,
-        "argparse": argparse})
+        "check": check, "guard_of": guard_of, "argparse": argparse})
+
+
+# What :func:`option`'s ``check`` asks of a value, and how a refusal says it
+Check = Literal["positive", "integer", "flag"]
+CHECKS: dict[Check, str] = {"positive": "a positive integer", "integer": "an integer",
+                            "flag": "true or false"}
+
+
+def _passes(check: Check, value: Any) -> bool:
+    if check == "flag":
+        return isinstance(value, bool)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return value is None  # an optional number left unset
+    return check == "integer" or value >= 1
 
 
 class Options:
@@ -59,12 +78,15 @@ class Options:
             value = getattr(self, f.name)
             if allowed is not None and value not in allowed:
                 shown = ", ".join(str(c) for c in allowed if c is not None)
-                raise LocalevalError(self.choice_problem(f, shown, value))
+                raise LocalevalError(self.problem(f, f"one of {shown}", value))
+            check = f.metadata.get("check")
+            if check is not None and not _passes(check, value):
+                raise LocalevalError(self.problem(f, CHECKS[check], value))
 
     @classmethod
-    def choice_problem(cls, f: dataclasses.Field[Any], choices: str, value: Any) -> str:
-        """The line that refuses ``value`` for option ``f``, whose ``choices`` are shown."""
-        return f"{flag_of(f)} must be one of {choices}, not {value!r}"
+    def problem(cls, f: dataclasses.Field[Any], expected: str, value: Any) -> str:
+        """The line that refuses ``value`` for option ``f``, which must be ``expected``."""
+        return f"{flag_of(f)} must be {expected}, not {value!r}"
 
 
 def choices_of(options_class: type, f: dataclasses.Field[Any]) -> tuple[Any, ...] | None:
@@ -142,7 +164,10 @@ def declared_value(options_class: type, f: dataclasses.Field[Any], value: Any, n
     checks it when it is built."""
     choices = choices_of(options_class, f)
     if isinstance(value, str) and choices is not None:
-        return None if None in choices and value.strip().lower() == "none" else value
+        if None in choices and value.strip().lower() == "none":
+            return None
+        numbers = [c for c in choices if isinstance(c, int) and not isinstance(c, bool)]
+        return int(value) if numbers and value.strip().lstrip("+-").isdigit() else value
     if isinstance(value, str):
         return parse_if_text(f.type, value, name)
     listed = any(kind in str(f.type) for kind in ("list[", "Sequence["))
