@@ -40,7 +40,7 @@ class GuardOptions(Options):
         """The options of guard ``guard`` (its ``--guard`` name) from ``given`` (names as in
         Python, values typed or text); every refusal one line naming the guard."""
         try:
-            made = make_options(cls, guard, dict(given), owner="guard")
+            made: Self = make_options(cls, guard, dict(given), owner="guard")
         except LocalevalError as e:
             text = str(e)  # "option x must be …", or the parser's "x='…': expected …"
             if not text.startswith(("guard ", "option ")):
