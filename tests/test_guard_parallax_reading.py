@@ -238,6 +238,9 @@ def test_what_parallax_cannot_be_combined_with_is_one_line():
     assert (request.top, request.at, request.positions) == (5, 1, 100)
     assert made.options.given == {"reading": "parallax", "label_scores": "top-5"}
     assert made.verdict_position_used is None
+    # what config.json's reads_verdict_at says: the k read (it said "top 20" here before)
+    assert "among its top 5," in made.verdict_position and "top 20" not in made.verdict_position
+    assert "among its top 20," in get_guard("llamaguard4", reading="parallax").verdict_position
 
 
 @pytest.mark.slow

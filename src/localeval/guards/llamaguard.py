@@ -298,7 +298,7 @@ class SEALGuard(LlamaGuard3):
         StagedGuard.__init__(self, options or LMGuardOptions())
         self._set_template("hf", None)
         self.reading = PARALLAX  # its one reading: label_scores=full and fixed refused alike
-        self.top_k = 20  # sealguard_module.py:63 logprobs
+        read_as_parallax(self, self.parallax_verdict_position)  # sealguard_module.py:63 top 20
 
     @property
     def fixed_problem(self) -> str | None:

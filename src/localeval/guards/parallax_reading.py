@@ -42,9 +42,11 @@ def at_index(guard: StagedGuard, prompt: Prompt, candidates: tuple[str, ...], in
 
 def read_as_parallax(guard: StagedGuard, verdict_position: str) -> None:
     """The guard's labels read among the top 20 (c853033 base_module.py:74) at the new token its
-    Parallax-AI module reads (``verdict_position``, in words)."""
+    Parallax-AI module reads (``verdict_position``, in words, which says "top 20": under
+    ``label_scores=top-N`` it says the N read)."""
     guard.top_k = TOP
-    guard.verdict_position = verdict_position
+    top = guard.label_top or TOP
+    guard.verdict_position = verdict_position.replace(f"top {TOP}", f"top {top}")
 
 
 def full_problem(name: str) -> str:
