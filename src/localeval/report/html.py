@@ -83,7 +83,7 @@ def render(runs: list[RunRecord], figures: Path | None = None) -> str:
 
 # ------------------------------------------------------------------------ page frame
 def _asset(name: str) -> str:
-    return files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
+    return files("localeval.report").joinpath("assets", name).read_text(encoding="utf-8")
 
 
 def _page(title: str, header: str, body: str) -> str:

@@ -21,7 +21,7 @@ import types
 import typing
 from collections.abc import Mapping
 from functools import cache
-from typing import Any, ClassVar, Literal, get_args, get_origin
+from typing import Any, ClassVar, Literal, TypeVar, get_args, get_origin
 
 from ..declared import Role, parse_if_text, role_of
 from ..errors import LocalevalError
@@ -49,10 +49,13 @@ def option(default: Any, help: str, *, flag: str | None = None, parse: str | Non
         "argparse": argparse})
 
 
+@dataclasses.dataclass(frozen=True)
 class TaskOptions:
     """The base of every task's ``Options`` (a frozen dataclass of :func:`option` fields):
     each choice is checked here, once, as the object is built; a subclass's own
-    ``__post_init__`` (checks across fields) calls this one first."""
+    ``__post_init__`` (checks across fields) calls this one first. A frozen dataclass itself,
+    with no field, so that ``dataclasses.fields`` of any ``type[TaskOptions]`` is typed (and a
+    subclass that is not frozen is refused where it is declared)."""
 
     # What a run's spec (tasks/run_spec.py) asks of its kind, each with its default: the kind
     # as the views name it; the config.json keys that say how the run's guard was read (no
@@ -97,7 +100,7 @@ class TaskOptions:
                                             and getattr(self, f.name) is None)}
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]  # subclasses are dataclasses
+        for f in dataclasses.fields(self):
             allowed = choices_of(type(self), f)
             value = getattr(self, f.name)
             if allowed is not None and value not in allowed:
@@ -196,7 +199,10 @@ def flag_of(f: dataclasses.Field[Any]) -> str:
     return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
 
 
-def make_options(options_class: type, task: str, given: dict[str, Any]) -> Any:
+OptionsT = TypeVar("OptionsT")
+
+
+def make_options(options_class: type[OptionsT], task: str, given: dict[str, Any]) -> OptionsT:
     """The task's options from ``given`` (names as in Python); defaults fill the rest. A value
     given as text becomes its declared type (:func:`declared_value`)."""
     names = [f.name for f in option_fields(options_class)]
