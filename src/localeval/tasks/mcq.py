@@ -54,7 +54,8 @@ class Planned:
     n_shots: int
     request: Request
     skipped: tuple[int, ...] = ()  # dev shots left out to fit the context (0-based)
-    variants: tuple = ()  # (Variant, Planned) of its other orders and draws (mcq_variants)
+    # its other orders and draws (mcq_variants), each with its planned question
+    variants: tuple[tuple[mcq_variants.Variant, Planned], ...] = ()
 
 
 def check_subject(subject: str, splits: dict[str, list[MCQItem]], config: MCQConfig,
@@ -170,7 +171,7 @@ def score(planned: Planned, response: Response, config: MCQConfig) -> MCQSample:
     return MCQSample(**fields)
 
 
-def _failures(samples: Sequence[MCQSample]) -> dict:
+def _failures(samples: Sequence[MCQSample]) -> dict[str, list[dict[str, Any]]]:
     """The first 50 failed questions with their failure kind and error (absent when none)."""
     rows = [s.model_dump(include={"id", "subject", "failure", "error"}, exclude_unset=True)
             for s in samples if s.failed][:50]
@@ -313,7 +314,7 @@ class MCQTask(Task):
                                                 lambda p, a: score(p, a, self.config))
 
     def summarise(self, samples: Sequence[MCQSample], data: MCQData,
-                  identity: dict) -> MCQResults:
+                  identity: dict[str, Any]) -> MCQResults:
         prompt, spec = self.config.prompt, data.spec
         warnings = _unknown_subjects(data) + _echoed(samples) + _unproven(samples)
         # warnings, failures and robustness are absent, not empty, when there are none
