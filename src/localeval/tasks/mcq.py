@@ -35,6 +35,7 @@ from .base import MCQ_PROTOCOL, Task
 from .benchmarks import benchmark_options, dataset_of
 from .custom import announce_custom_task
 from .mcq_options import MCQConfig, MCQOptions
+from .mcq_variants import Planned
 from .options import SpecParts
 from .prompts import build_prompt
 
@@ -45,17 +46,6 @@ class MCQData:
 
     spec: TaskSpec
     subjects: list[tuple[str, list[MCQItem], list[MCQItem]]]
-
-
-@dataclass
-class Planned:
-    item: MCQItem
-    prompt: Prompt
-    n_shots: int
-    request: Request
-    skipped: tuple[int, ...] = ()  # dev shots left out to fit the context (0-based)
-    # its other orders and draws (mcq_variants), each with its planned question
-    variants: tuple[tuple[mcq_variants.Variant, Planned], ...] = ()
 
 
 def check_subject(subject: str, splits: dict[str, list[MCQItem]], config: MCQConfig,

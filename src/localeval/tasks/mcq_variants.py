@@ -19,9 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
-from ..backends.base import Execute, Generate, Response
+from ..backends.base import Execute, Generate, Prompt, Request, Response
 from ..data.items import LETTERS, MCQItem
 from ..errors import LocalevalError
 from ..metrics.spread import mean_std_interval
@@ -29,14 +28,24 @@ from ..records.mcq import OrderSpread, Robustness, Spread
 from ..records.samples import MCQSample, VariantEntry
 from .mcq_options import MCQOptions
 
-if TYPE_CHECKING:  # tasks/mcq.py plans the questions and imports this module
-    from .mcq import Planned
-
 
 @dataclass(frozen=True)
 class Variant:
     order: int  # the cyclic shift of the options
     repeat: int | None  # the draw (None: greedy or likelihood)
+
+
+@dataclass
+class Planned:
+    """A question as tasks/mcq.py plans it: its prompt and request, and the planned questions
+    of its other orders and draws (``variants``)."""
+
+    item: MCQItem
+    prompt: Prompt
+    n_shots: int
+    request: Request
+    skipped: tuple[int, ...] = ()  # dev shots left out to fit the context (0-based)
+    variants: tuple[tuple[Variant, Planned], ...] = ()
 
 
 @dataclass(frozen=True)
