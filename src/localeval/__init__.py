@@ -4,12 +4,18 @@
 used, so the command line (which imports this package first) starts without the API's
 imports."""
 
+from typing import TYPE_CHECKING, Any
+
 from .version import __version__
+
+if TYPE_CHECKING:  # what the names are to a type checker (a user's too); imported when used
+    from .api import evaluate, load_results, load_run_state
+    from .store.runs import RunRecord
 
 __all__ = ["RunRecord", "evaluate", "load_results", "load_run_state", "__version__"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in ("evaluate", "load_results", "load_run_state"):
         from . import api
 

@@ -10,6 +10,7 @@ summarises them -> the run record in the run folder.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import warnings
@@ -121,7 +122,8 @@ def quiet_third_party() -> Iterator[None]:
             os.environ.pop("TRANSFORMERS_VERBOSITY", None)
             if "transformers" in sys.modules:
                 from transformers.utils import logging as hf_logging
-                hf_logging.set_verbosity(before if before is not None else hf_logging.WARNING)
+                # transformers' default level (its WARNING is the standard library's)
+                hf_logging.set_verbosity(before if before is not None else logging.WARNING)
 
 
 def _options_doc() -> str:

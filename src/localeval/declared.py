@@ -228,6 +228,8 @@ def _wanted(members: list[str]) -> str:
             words.append("comma-separated numbers")
         elif member.startswith(("list[", "Sequence[", "tuple[")):
             words.append("a comma-separated list")
+        elif member.startswith(("dict[", "Mapping[")):
+            words.append(_WORDS["dict"])
         elif member in _WORDS:
             words.append(_WORDS[member])
     return " or ".join(words) or "a value a Python caller passes"

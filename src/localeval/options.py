@@ -20,7 +20,7 @@ import sys
 import types
 import typing
 from functools import cache
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal, TypeVar, get_args, get_origin
 
 from .declared import Role, parse_if_text, role_of
 from .errors import LocalevalError
@@ -67,13 +67,16 @@ def _passes(check: Check, value: Any) -> bool:
     return check == "integer" or value >= 1
 
 
+@dataclasses.dataclass(frozen=True)
 class Options:
     """The base of every declared ``Options`` (a frozen dataclass of :func:`option` fields):
     each choice is checked here, once, as the object is built; a subclass's own
-    ``__post_init__`` (checks across fields) calls this one first."""
+    ``__post_init__`` (checks across fields) calls this one first. A frozen dataclass itself,
+    with no field, so that ``dataclasses.fields`` of any ``type[Options]`` is typed (and a
+    subclass that is not frozen is refused where it is declared)."""
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]  # subclasses are dataclasses
+        for f in dataclasses.fields(self):
             allowed = choices_of(type(self), f)
             value = getattr(self, f.name)
             if allowed is not None and value not in allowed:
@@ -141,8 +144,11 @@ def flag_of(f: dataclasses.Field[Any]) -> str:
     return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
 
 
-def make_options(options_class: type, task: str, given: dict[str, Any], *,
-                 owner: str = "task") -> Any:
+OptionsT = TypeVar("OptionsT")
+
+
+def make_options(options_class: type[OptionsT], task: str, given: dict[str, Any], *,
+                 owner: str = "task") -> OptionsT:
     """The options of ``owner`` ``task`` (a task, a guard) from ``given`` (names as in
     Python); defaults fill the rest. A value given as text becomes its declared type
     (:func:`declared_value`)."""

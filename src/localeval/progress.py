@@ -65,8 +65,8 @@ def progress_bar(unit: str, total: int, done: int = 0, quiet: bool = False,
     console = Console(stderr=True)
     if not console.is_terminal:
         seconds = float(os.environ.get("LOCALEVAL_PROGRESS_SECONDS") or LINE_SECONDS)
-        with progress_lines(unit, total, done, seconds, sys.stderr, label=label) as advance:
-            yield advance
+        with progress_lines(unit, total, done, seconds, sys.stderr, label=label) as line:
+            yield line
         return
     columns = [TextColumn(f"[bold]{escape(label or unit)}"), BarColumn(), MofNCompleteColumn(),
                RateColumn(unit), TimeElapsedColumn(), TimeRemainingColumn()]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import cast
 
 import numpy as np
 
@@ -46,7 +47,9 @@ def severity_agreement(t: np.ndarray, s: np.ndarray) -> dict[str, float | None]:
     if not len(t):
         return {"mse": None, "spearman": None}
     constant = len(t) < 2 or np.ptp(t) == 0 or np.ptp(s) == 0  # scipy: NaN and a warning
-    rho = math.nan if constant else float(stats.spearmanr(t, s).statistic)
+    # the statistic, typed where it leaves scipy (untyped: its result's class is made at run
+    # time, so neither mypy nor pyright knows .statistic or the tuple's items)
+    rho = math.nan if constant else float(cast(float, stats.spearmanr(t, s)[0]))
     return {"mse": float(np.mean((t - s) ** 2)), "spearman": None if math.isnan(rho) else rho}
 
 

@@ -13,7 +13,7 @@ Column names are matched case-insensitively (CMMLU writes ``Question`` and ``Ans
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ _CONSUMED = {"question", "answer", "id", "index", "explanation", "choices", "sub
 Splits = dict[str, list[MCQItem]]  # split name ("dev", "test", "val") -> items
 
 
-def row_to_item(row: dict[str, Any], *, subject: str, split: str, file: str, number: int
+def row_to_item(row: Mapping[str, Any], *, subject: str, split: str, file: str, number: int
                 ) -> MCQItem:
     """Turn one raw row into a validated item, or raise DataError naming file, row and field."""
     cols = {str(k).strip().lower(): v for k, v in row.items()}
@@ -249,10 +249,12 @@ def load_hub(repo_id: str, subjects: Iterable[str], splits: dict[str, str],
                     f"cannot load {where}: {type(e).__name__}: {str(e).splitlines()[0][:300]} "
                     "(check the dataset id, that you have accepted its terms and are logged in "
                     "with `hf auth login`, or pass --data with a local copy)") from None
-            out.setdefault(subject, {})[ours] = [
-                row_to_item(row, subject=subject, split=ours, file=where, number=i)
-                for i, row in enumerate(rows, start=1)
-            ]
+            items = []
+            for i, row in enumerate(rows, start=1):
+                if not isinstance(row, Mapping):  # datasets yields each row as a dict
+                    raise DataError(where, i, None, f"a {type(row).__name__}, not named columns")
+                items.append(row_to_item(row, subject=subject, split=ours, file=where, number=i))
+            out.setdefault(subject, {})[ours] = items
     return out
 
 

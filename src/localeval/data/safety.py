@@ -16,7 +16,7 @@ share the row helpers for labels, languages and pairing.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -143,7 +143,7 @@ def _make(file: str, row: int, **kw: Any) -> SafetyItem:
         raise
 
 
-def _need(row: dict[str, Any], name: str, file: str, number: int) -> Any:
+def _need(row: Mapping[str, Any], name: str, file: str, number: int) -> Any:
     if name not in row:
         raise DataError(file, number, name, f"the column is missing (columns: "
                                             f"{', '.join(map(str, row))})")
@@ -167,7 +167,7 @@ def _split_info(split: str, file: str, row: int | None = None) -> tuple[str, str
     return lang, country, english
 
 
-def _sea_rows(row: dict[str, Any], *, subset: str, lang: str, country: str | None,
+def _sea_rows(row: Mapping[str, Any], *, subset: str, lang: str, country: str | None,
               english: bool, key: str, file: str, number: int) -> Iterator[SafetyItem]:
     """Items from one benchmark row: two (local + English) for a bilingual row, else one."""
     prompt_label = _label(_need(row, "prompt_label", file, number), file, number, "prompt_label")
@@ -239,9 +239,9 @@ def load_seasafeguard_hub(subsets: Iterable[str] = SUBSETS,
             raise DataError(repo, None, "subset", f"unknown subset {subset!r}; use one of "
                                                   f"{', '.join(SUBSETS)}")
         name = HUB_CONFIGS[config]
-        opts = dict(revision=revision, cache_dir=cache_dir)
         try:
-            splits = datasets.get_dataset_split_names(repo, config, **opts)
+            splits = datasets.get_dataset_split_names(repo, config, revision=revision,
+                                                      cache_dir=cache_dir)
         except Exception as e:  # datasets raises many types: one line naming the source
             raise DataError(repo, None, None, f"cannot read config {config!r} "
                             f"({type(e).__name__}: {str(e).splitlines()[0][:200]}); a folder "
@@ -252,9 +252,13 @@ def load_seasafeguard_hub(subsets: Iterable[str] = SUBSETS,
             lang, country, english = _split_info(split, file)
             if lang != "en" and lang not in wanted and "en" not in wanted:
                 continue  # EN splits are always read: they pair the local items
-            rows = datasets.load_dataset(repo, config, split=split, **opts)
+            rows = datasets.load_dataset(repo, config, split=split, revision=revision,
+                                        cache_dir=cache_dir)
             prefix = name if name == "general" else f"{name}-{split.upper().removesuffix('_EN')}"
             for index, row in enumerate(rows):
+                if not isinstance(row, Mapping):  # datasets yields each row as a dict
+                    raise DataError(file, index + 1, None,
+                                    f"a {type(row).__name__}, not named columns")
                 key = f"{prefix}-{_text(row.get('id')) or index}"
                 items.extend(_sea_rows(row, subset=name, lang=lang, country=country,
                                        english=english, key=key, file=file, number=index + 1))

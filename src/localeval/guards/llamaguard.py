@@ -290,7 +290,7 @@ class SEALGuard(LlamaGuard3):
                         "template's text, 'safe' / 'unsafe' among its top 20, as Parallax-AI "
                         "c853033 SEALGuardModule reads it")
     parallax_verdict_position = verdict_position
-    new_tokens = 10  # c853033 sealguard_module.py:62 max_tokens
+    new_tokens: int = 10  # c853033 sealguard_module.py:62 max_tokens
 
     Options = LMGuardOptions
 

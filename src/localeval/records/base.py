@@ -87,31 +87,32 @@ class Record(BaseModel):
 @cache
 def _field_names(record: type[Record]) -> dict[str, str]:
     """A record type's JSON names of fields named otherwise in Python (``schema``)."""
-    return {f.alias: name for name, f in record.model_fields.items() if f.alias}
+    return {f.serialization_alias: name for name, f in record.model_fields.items()
+            if f.serialization_alias}
 
 
 class RoleUsage(Record):
     """One model role's tokens (store/usage.py): each count named apart."""
 
-    requests_run: int = Field(0, description="requests sent to the model by this invocation")
-    cache_hits: int = Field(0, description="requests answered from localeval's request cache")
-    prompt_tokens: int = Field(0, description="prompt tokens of every answer, as counted when "
+    requests_run: int = Field(default=0, description="requests sent to the model by this invocation")
+    cache_hits: int = Field(default=0, description="requests answered from localeval's request cache")
+    prompt_tokens: int = Field(default=0, description="prompt tokens of every answer, as counted when "
                                "it was made (cached answers included)")
-    completion_tokens: int = Field(0, description="generated tokens of every answer")
-    provider_cached_tokens: int = Field(0, description="of the prompt tokens, those the server "
+    completion_tokens: int = Field(default=0, description="generated tokens of every answer")
+    provider_cached_tokens: int = Field(default=0, description="of the prompt tokens, those the server "
                                         "reported serving from its own prompt cache")
-    sent_prompt_tokens: int = Field(0, description="prompt tokens this invocation sent")
-    sent_completion_tokens: int = Field(0, description="tokens generated for this invocation")
-    uncounted: int = Field(0, description="answers whose backend counts no tokens")
+    sent_prompt_tokens: int = Field(default=0, description="prompt tokens this invocation sent")
+    sent_completion_tokens: int = Field(default=0, description="tokens generated for this invocation")
+    uncounted: int = Field(default=0, description="answers whose backend counts no tokens")
 
 
 class Cost(Record):
     """--price applied to the run's model's tokens."""
 
-    role: str = Field("model", description="the model role priced")
-    price_in: Num | None = Field(None, description="per million prompt tokens")
-    price_out: Num | None = Field(None, description="per million completion tokens")
-    per: str = Field("million tokens", description="the unit of the prices")
+    role: str = Field(default="model", description="the model role priced")
+    price_in: Num | None = Field(default=None, description="per million prompt tokens")
+    price_out: Num | None = Field(default=None, description="per million completion tokens")
+    per: str = Field(default="million tokens", description="the unit of the prices")
     total: Num = Field(description="every answer's tokens priced (cached answers included)")
     spent: Num = Field(description="what this invocation sent, priced")
 
@@ -121,7 +122,7 @@ class Sample(Record):
     :mod:`.samples`, builds on it)."""
 
     id: str | int = Field(description="the item's id (a question, a prompt, a text)")
-    error: str | None = Field(None, description="why the sample has no score or no answer "
+    error: str | None = Field(default=None, description="why the sample has no score or no answer "
                               "(a failed request, or no extractable answer)")
 
     @property
@@ -138,29 +139,33 @@ class Sample(Record):
 class Results(Record):
     """What every results.json holds, whatever the task."""
 
-    schema_: str = Field(alias="schema", description="the results schema: which task kind "
+    # the JSON name on the way in and out (an alias= would also rename the constructor's
+    # keyword, which pyright then reads as schema= where mypy's pydantic plugin, under
+    # populate_by_name, reads schema_)
+    schema_: str = Field(validation_alias="schema", serialization_alias="schema",
+                         description="the results schema: which task kind "
                          "wrote it and its version, e.g. localeval.mcq/1")
-    task: str | None = Field(None, description="the task as named to --task")
-    model: str | None = Field(None, description="the run's model as its backend names it")
+    task: str | None = Field(default=None, description="the task as named to --task")
+    model: str | None = Field(default=None, description="the run's model as its backend names it")
     n_samples: Count = Field(description="samples scored (one per line of samples.jsonl)")
-    n_failed: Count = Field(0, description="samples whose request failed: left out, never "
+    n_failed: Count = Field(default=0, description="samples whose request failed: left out, never "
                           "counted right or safe")
-    failed: list[str] = Field([], description="ids of the failed samples (the first 50)")
-    failures: list[dict[str, Any]] = Field([], description="the failed samples' ids and errors")
-    failure_advice: str | None = Field(None, description="the way out of the failures, where "
+    failed: list[str] = Field(default=[], description="ids of the failed samples (the first 50)")
+    failures: list[dict[str, Any]] = Field(default=[], description="the failed samples' ids and errors")
+    failure_advice: str | None = Field(default=None, description="the way out of the failures, where "
                                        "the task knows one (a guard option)")
-    unanswered: list[str] = Field([], description="ids with no extractable answer (wrong)")
-    warnings: list[str] = Field([], description="what qualifies the numbers, in words")
-    timing: dict[str, Any] = Field({}, description="seconds, throughput and request counts of "
+    unanswered: list[str] = Field(default=[], description="ids with no extractable answer (wrong)")
+    warnings: list[str] = Field(default=[], description="what qualifies the numbers, in words")
+    timing: dict[str, Any] = Field(default={}, description="seconds, throughput and request counts of "
                                    "the run that made the numbers")
-    history: list[dict[str, Any]] = Field([], description="each later invocation in the folder")
-    request_failures: dict[str, int] = Field({}, description="failed requests by whether a "
+    history: list[dict[str, Any]] = Field(default=[], description="each later invocation in the folder")
+    request_failures: dict[str, int] = Field(default={}, description="failed requests by whether a "
                                              "rerun may fix them (transient, permanent)")
-    request_failure_kinds: dict[str, int] = Field({}, description="failed requests by kind "
+    request_failure_kinds: dict[str, int] = Field(default={}, description="failed requests by kind "
                                                   "(timeout, http, bad_reply, over_limit, context_overflow …)")
-    usage: dict[str, RoleUsage] = Field({}, description="tokens per model role (model, judge, "
+    usage: dict[str, RoleUsage] = Field(default={}, description="tokens per model role (model, judge, "
                                         "translator)")
-    cost: Cost | None = Field(None, description="the run's cost at --price")
+    cost: Cost | None = Field(default=None, description="the run's cost at --price")
 
     def with_values(self, changes: Mapping[str, Any]) -> Self:
         """The same results with ``changes`` (the lifecycle's timing, usage and failures),

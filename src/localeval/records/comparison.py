@@ -13,7 +13,7 @@ class Comparison(Record):
     runs by their specs (issue 61: the same names as the leaderboard's, the viewer's and the
     report's)."""
 
-    name_a: str | None = Field(None, description="run A's name (its RunSpec's; None in a "
+    name_a: str | None = Field(default=None, description="run A's name (its RunSpec's; None in a "
                                "comparison saved before names were kept)")
-    name_b: str | None = Field(None, description="run B's name, told apart from A's where "
+    name_b: str | None = Field(default=None, description="run B's name, told apart from A's where "
                                "they coincide")

@@ -17,14 +17,14 @@ class Summary(Record):
     """One score over one source's texts at one k."""
 
     n: Count = Field(description="texts scored")
-    median: Num | None = Field(None, description="median score (mean log-prob, <= 0)")
-    mean: Num | None = Field(None, description="mean score")
+    median: Num | None = Field(default=None, description="median score (mean log-prob, <= 0)")
+    mean: Num | None = Field(default=None, description="mean score")
 
 
 class Source(Record):
-    n: Count | None = Field(None, description="texts of the source")
-    min_k: dict[str, Summary | None] | None = Field(None, description="Min-K% Prob per k")
-    min_k_pp: dict[str, Summary | None] | None = Field(None, description="Min-K%++ per k (None: the "
+    n: Count | None = Field(default=None, description="texts of the source")
+    min_k: dict[str, Summary | None] | None = Field(default=None, description="Min-K% Prob per k")
+    min_k_pp: dict[str, Summary | None] | None = Field(default=None, description="Min-K%++ per k (None: the "
                                                 "backend gives no next-token distribution)")
 
     def summaries(self, score: Score) -> dict[str, Summary | None] | None:
@@ -35,9 +35,9 @@ class Source(Record):
 class ContaminationResults(Results):
     k: list[str] = Field(description="the percentages of lowest-probability tokens, as keys")
     sources: dict[str, Source] = Field(description="per --data source")
-    source_order: list[str] | None = Field(None, description="the --data order")
-    sign: str | None = Field(None, description="what the scores' sign means (--min-k-sign)")
+    source_order: list[str] | None = Field(default=None, description="the --data order")
+    sign: str | None = Field(default=None, description="what the scores' sign means (--min-k-sign)")
     median_gaps: dict[str, dict[str, dict[str, Num]]] = Field(
-        {}, description="'a - b' -> score -> k -> difference of medians")
-    roc_auc: dict[str, Any] | None = Field(None, description="members vs non-members, per "
+        default={}, description="'a - b' -> score -> k -> difference of medians")
+    roc_auc: dict[str, Any] | None = Field(default=None, description="members vs non-members, per "
                                            "score and k, with n, n_members or a note")

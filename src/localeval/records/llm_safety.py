@@ -18,17 +18,17 @@ class Rate(Record):
     """A share of responses with its Wilson score 95% interval."""
 
     n: Count = Field(description="responses the rate is over")
-    rate: Share | None = Field(None, description="the share (0-1); None when n is 0")
-    low: Share | None = Field(None, description="interval lower bound (None: --bootstrap 0)")
-    high: Share | None = Field(None, description="interval upper bound")
+    rate: Share | None = Field(default=None, description="the share (0-1); None when n is 0")
+    low: Share | None = Field(default=None, description="interval lower bound (None: --bootstrap 0)")
+    high: Share | None = Field(default=None, description="interval upper bound")
 
 
 class Rates(Record):
     """The three rates of a group of responses."""
 
     n: Count = Field(description="responses in the group")
-    n_failed: Count = Field(0, description="responses whose request failed (left out)")
-    n_refusal_unknown: Count = Field(0, description="responses no refusal reading could tell")
+    n_failed: Count = Field(default=0, description="responses whose request failed (left out)")
+    n_refusal_unknown: Count = Field(default=0, description="responses no refusal reading could tell")
     harmful_response_rate: Rate = Field(description="harmful responses to harmful prompts")
     refusal_rate_harmful: Rate = Field(description="refusals of harmful prompts")
     refusal_rate_safe: Rate = Field(description="refusals of safe prompts (over-refusal)")
@@ -55,8 +55,8 @@ class D2Table(Record):
 
     rows: list[D2Row] = []
     average: dict[str, dict[str, dict[str, Share]]] = Field(
-        {}, description="side -> gold label -> rate name -> mean over subsets")
-    rounding: str = Field("none", description="none, or iris: each cell rounded to 0.1 points "
+        default={}, description="side -> gold label -> rate name -> mean over subsets")
+    rounding: str = Field(default="none", description="none, or iris: each cell rounded to 0.1 points "
                           "before the mean")
 
 
@@ -65,14 +65,14 @@ class Safeguard(Record):
     what it did."""
 
     name: str = Field(description="the prompt guard (a --guard name)")
-    options: dict[str, Any] = Field({}, description="its options")
-    model: JsonValue = Field(None, description="its model")
+    options: dict[str, Any] = Field(default={}, description="its options")
+    model: JsonValue = Field(default=None, description="its model")
     mode: SafeguardMode = Field(description="fixed-answer (IRIS's refusal for a prompt it calls harmful) "
                       "or advance-inform (a system warning before it)")
-    refine: Refine = Field("none", description="harmful responses refined: none, iris (dropped "
+    refine: Refine = Field(default="none", description="harmful responses refined: none, iris (dropped "
                         "when the prompt was called harmful) or all")
-    label_scores: str | None = Field(None, description="how its label log-probs became scores")
-    verdict_position: str | None = Field(None, description="where its verdict was read: "
+    label_scores: str | None = Field(default=None, description="how its label log-probs became scores")
+    verdict_position: str | None = Field(default=None, description="where its verdict was read: "
                                          "first-label, fixed, or None (its authors' one "
                                          "position)")
 
@@ -80,15 +80,15 @@ class Safeguard(Record):
 class LLMSafetyResults(Results):
     judge: str = Field(description="the guard judging each response")
     threshold: Share = Field(description="harmful = the judge's P(harmful) above this")
-    refusal: Refusal = Field("detector", description="how refusals were found: judge or detector")
-    responses_per_prompt: int | None = Field(1, description="responses drawn per prompt")
+    refusal: Refusal = Field(default="detector", description="how refusals were found: judge or detector")
+    responses_per_prompt: int | None = Field(default=1, description="responses drawn per prompt")
     overall: Rates = Field(description="every response")
-    by_lang: dict[str, Rates] = Field({}, description="per language")
-    by_subset: dict[str, Rates] = Field({}, description="per subset")
-    d2: D2Table | None = Field(None, description="App. D.2's layout")
-    safeguard: Safeguard | None = Field(None, description="App. D.2's safeguard variant "
+    by_lang: dict[str, Rates] = Field(default={}, description="per language")
+    by_subset: dict[str, Rates] = Field(default={}, description="per subset")
+    d2: D2Table | None = Field(default=None, description="App. D.2's layout")
+    safeguard: Safeguard | None = Field(default=None, description="App. D.2's safeguard variant "
                                         "(None: the model alone)")
-    n_dropped: Count = Field(0, description="responses the authors' refine step keeps none of "
+    n_dropped: Count = Field(default=0, description="responses the authors' refine step keeps none of "
                            "(refine=iris), out of every rate")
 
     def disagreement(self, samples: Sequence[Sample]) -> tuple[str, str] | None:

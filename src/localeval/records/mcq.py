@@ -20,13 +20,13 @@ class Accuracy(Record):
     """Accuracy over a group of questions (failed requests left out)."""
 
     n: Count = Field(description="questions scored in the group")
-    correct: Count | None = Field(None, description="of them answered right")
-    acc: Share | None = Field(None, description="correct / n (0-1); None when n is 0")
-    stderr: Num | None = Field(None, description="its standard error (runs before intervals)")
-    low: Share | None = Field(None, description="Wilson score 95% interval, lower bound (0-1)")
-    high: Share | None = Field(None, description="Wilson score 95% interval, upper bound (0-1)")
-    n_unanswered: Count = Field(0, description="questions with no extractable answer (wrong)")
-    n_failed: Count = Field(0, description="questions whose request failed (left out)")
+    correct: Count | None = Field(default=None, description="of them answered right")
+    acc: Share | None = Field(default=None, description="correct / n (0-1); None when n is 0")
+    stderr: Num | None = Field(default=None, description="its standard error (runs before intervals)")
+    low: Share | None = Field(default=None, description="Wilson score 95% interval, lower bound (0-1)")
+    high: Share | None = Field(default=None, description="Wilson score 95% interval, upper bound (0-1)")
+    n_unanswered: Count = Field(default=0, description="questions with no extractable answer (wrong)")
+    n_failed: Count = Field(default=0, description="questions whose request failed (left out)")
 
     @model_validator(mode="after")
     def _agrees(self) -> Accuracy:
@@ -38,37 +38,37 @@ class Accuracy(Record):
 class Macro(Record):
     """The mean of the subjects' accuracies."""
 
-    acc: Share | None = Field(None, description="mean subject accuracy (0-1)")
-    stderr: Num | None = Field(None, description="sqrt(sum of squared standard errors) / S")
-    n_subjects: Count | None = Field(None, description="subjects with an accuracy")
+    acc: Share | None = Field(default=None, description="mean subject accuracy (0-1)")
+    stderr: Num | None = Field(default=None, description="sqrt(sum of squared standard errors) / S")
+    n_subjects: Count | None = Field(default=None, description="subjects with an accuracy")
 
 
 class MCQMetrics(Record):
     micro: Accuracy = Field(description="every question pooled")
-    macro: Macro | None = Field(None, description="mean of the subjects")
-    discipline_average: Share | None = Field(None, description="the paper's Average: mean of "
+    macro: Macro | None = Field(default=None, description="mean of the subjects")
+    discipline_average: Share | None = Field(default=None, description="the paper's Average: mean of "
                                            "the discipline columns")
-    by_discipline: dict[str, Accuracy] = Field({}, description="per discipline (Table 3)")
-    by_level: dict[str, Accuracy] = Field({}, description="per education level")
-    by_year: dict[str, Accuracy] = Field({}, description="per exam year (the floor grouped)")
-    by_subject: dict[str, Accuracy] = Field({}, description="per subject")
+    by_discipline: dict[str, Accuracy] = Field(default={}, description="per discipline (Table 3)")
+    by_level: dict[str, Accuracy] = Field(default={}, description="per education level")
+    by_year: dict[str, Accuracy] = Field(default={}, description="per exam year (the floor grouped)")
+    by_subject: dict[str, Accuracy] = Field(default={}, description="per subject")
 
 
 class Spread(Record):
     """Accuracy (0-1) over option orders or sampled draws, one number each."""
 
     accuracy: list[Num | None] = Field(description="accuracy per order (or per draw), in order")
-    mean: Num | None = Field(None, description="their mean")
-    std: Num | None = Field(None, description="their sample standard deviation (n - 1)")
-    low: Num | None = Field(None, description="Student's t 95% interval of the mean, lower")
-    high: Num | None = Field(None, description="Student's t 95% interval of the mean, upper")
-    n: int = Field(0, description="orders (or draws) with an accuracy")
+    mean: Num | None = Field(default=None, description="their mean")
+    std: Num | None = Field(default=None, description="their sample standard deviation (n - 1)")
+    low: Num | None = Field(default=None, description="Student's t 95% interval of the mean, lower")
+    high: Num | None = Field(default=None, description="Student's t 95% interval of the mean, upper")
+    n: int = Field(default=0, description="orders (or draws) with an accuracy")
 
 
 class OrderSpread(Spread):
-    same_option: Num | None = Field(None, description="share of questions answered with the "
+    same_option: Num | None = Field(default=None, description="share of questions answered with the "
                                     "same (original) option in every order")
-    n_questions: int = Field(0, description="questions answered in every order")
+    n_questions: int = Field(default=0, description="questions answered in every order")
 
 
 class Robustness(Record):
@@ -76,19 +76,19 @@ class Robustness(Record):
 
     orders: int = Field(description="cyclic shifts of the options asked (1: none)")
     repeats: int = Field(description="sampled draws per question (1: none)")
-    permutation: OrderSpread | None = Field(None, description="accuracy over the orders")
-    draws: Spread | None = Field(None, description="accuracy over the draws")
+    permutation: OrderSpread | None = Field(default=None, description="accuracy over the orders")
+    draws: Spread | None = Field(default=None, description="accuracy over the draws")
 
 
 class MCQResults(Results):
     method: Method = Field(description="likelihood or generation")
     shots: int = Field(description="few-shot examples per question")
-    cot: bool = Field(False, description="chain-of-thought prompting")
-    prompt_style: str | None = Field(None, description="tmlu or lm-eval")
-    paper_table: str | None = Field(None, description="the paper table the layout follows")
-    disciplines: list[str] = Field([], description="the task's discipline columns, in order")
+    cot: bool = Field(default=False, description="chain-of-thought prompting")
+    prompt_style: str | None = Field(default=None, description="tmlu or lm-eval")
+    paper_table: str | None = Field(default=None, description="the paper table the layout follows")
+    disciplines: list[str] = Field(default=[], description="the task's discipline columns, in order")
     metrics: MCQMetrics
-    robustness: Robustness | None = Field(None, description="accuracy over option orders and "
+    robustness: Robustness | None = Field(default=None, description="accuracy over option orders and "
                                           "sampled draws, with --permute-options or --repeats")
 
     @property

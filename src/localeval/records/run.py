@@ -16,7 +16,8 @@ class Lifecycle(Record):
     """config.json's ``run``."""
 
     status: Status = Field(description="running -> finished, or failed with error")
-    schema_: int = Field(default=1, alias="schema", description="version of the folder layout")
+    schema_: int = Field(default=1, validation_alias="schema", serialization_alias="schema",
+                         description="version of the folder layout")
     started_at: str | None = Field(default=None, description="UTC, ISO 8601")
     finished_at: str | None = Field(default=None, description="UTC, ISO 8601")
     error: str | None = Field(default=None,

@@ -12,7 +12,7 @@ from typing import Annotated
 
 from pydantic import Field, Strict
 
-from ..choices import ThresholdRule
+from ..choices import ThresholdGrid, ThresholdRule
 from .base import Count, Num, Points, Record, Results, Sample, Share
 from .comparison import Comparison
 from .sample_kinds import Context, SampleKind
@@ -24,19 +24,19 @@ class AUPRCRow(Record):
     """PR-AUC of one group of samples (a task, context, subset and, per language, language)."""
 
     kind: str = Field(description="prompt or response classification")
-    context: str = Field("with_prompt", description="a response judged with or without its "
+    context: str = Field(default="with_prompt", description="a response judged with or without its "
                          "prompt")
     subset: str = Field(description="general, cultural-itw, cultural-cg, a file, or all")
-    lang: str = Field("", description="the language ('' in the overall rows)")
+    lang: str = Field(default="", description="the language ('' in the overall rows)")
     n: Count = Field(description="samples scored")
-    n_harmful: Count = Field(0, description="of them labelled harmful")
-    auprc: Share | None = Field(None, description="PR-AUC (0-1) by the run's estimator")
-    low: Share | None = Field(None, description="bootstrap 95% interval, lower bound (0-1)")
-    high: Share | None = Field(None, description="upper bound")
-    roc_auc: Share | None = Field(None, description="ROC AUC (0-1)")
-    n_failed: Count = Field(0, description="samples whose request failed (left out)")
-    n_excluded: Count = Field(0, description="samples the label policy leaves out")
-    warning: str | None = Field(None, description="why the PR-AUC says nothing here (one "
+    n_harmful: Count = Field(default=0, description="of them labelled harmful")
+    auprc: Share | None = Field(default=None, description="PR-AUC (0-1) by the run's estimator")
+    low: Share | None = Field(default=None, description="bootstrap 95% interval, lower bound (0-1)")
+    high: Share | None = Field(default=None, description="upper bound")
+    roc_auc: Share | None = Field(default=None, description="ROC AUC (0-1)")
+    n_failed: Count = Field(default=0, description="samples whose request failed (left out)")
+    n_excluded: Count = Field(default=0, description="samples the label policy leaves out")
+    warning: str | None = Field(default=None, description="why the PR-AUC says nothing here (one "
                                 "class, every score equal); absent when it does")
 
 
@@ -44,8 +44,8 @@ class Table2Row(Record):
     model: str
     values: dict[str, Points | None] = Field(description="column -> PR-AUC points (0-100; "
                                              "None: empty)")
-    n_failed: dict[str, Count] = Field({}, description="column -> failed samples left out")
-    warnings: dict[str, dict[str, str]] = Field({}, description=(
+    n_failed: dict[str, Count] = Field(default={}, description="column -> failed samples left out")
+    warnings: dict[str, dict[str, str]] = Field(default={}, description=(
         "column -> group of the cell (a language, a country; '' when pooled) -> why its PR-AUC "
         "says nothing (one class, every score equal)"))
 
@@ -55,8 +55,8 @@ class Table2(Record):
 
     columns: list[str]
     rows: list[Table2Row] = []
-    sea: str = Field("macro", description="how SEA cells average the local languages")
-    en: str = Field("pooled", description="how cultural EN cells are made: per-country or "
+    sea: str = Field(default="macro", description="how SEA cells average the local languages")
+    en: str = Field(default="pooled", description="how cultural EN cells are made: per-country or "
                     "pooled (runs before --en-cell pooled)")
 
 
@@ -72,7 +72,7 @@ class Gap(Record):
     subset: str
     en: Num | None = None
     sea: Num | None = None
-    gap: Num | None = Field(None, description="EN minus the local side")
+    gap: Num | None = Field(default=None, description="EN minus the local side")
 
 
 class Table2Gap(Gap):
@@ -96,7 +96,7 @@ class CulturalGap(Record):
     side: str
     general: Num | None = None
     cg: Num | None = None
-    gap: Num | None = Field(None, description="General - CG, points")
+    gap: Num | None = Field(default=None, description="General - CG, points")
 
 
 class PairTypes(Record):
@@ -124,8 +124,8 @@ class ScoreRow(Record):
     q25: Num | None = None
     median: Num | None = None
     q75: Num | None = None
-    frac_middle: Share | None = Field(None, description="share of scores in [0.25, 0.75]")
-    histogram: list[Count] = Field([], description="counts over ten equal bins of [0, 1]")
+    frac_middle: Share | None = Field(default=None, description="share of scores in [0.25, 0.75]")
+    histogram: list[Count] = Field(default=[], description="counts over ten equal bins of [0, 1]")
 
 
 class ThresholdPoint(Record):
@@ -173,8 +173,8 @@ class SeverityRow(Record):
     subset: str
     lang: str = Field(description="a language, or 'all' (every language pooled)")
     n: Count = Field(description="samples with a severity and a score")
-    mse: Num | None = Field(None, description="mean of (severity - score)^2")
-    spearman: Num | None = Field(None, description="Spearman's rho (None: a constant side)")
+    mse: Num | None = Field(default=None, description="mean of (severity - score)^2")
+    spearman: Num | None = Field(default=None, description="Spearman's rho (None: a constant side)")
 
 
 class PRCurve(Record):
@@ -197,42 +197,42 @@ class CultureChoices(Record):
     country: str
     n: Count = Field(description="items of that country the guard was asked about")
     chosen: dict[str, Count] = Field(description="culture -> items it was chosen for")
-    n_unread: Count = Field(0, description="items whose classifier gave no readable culture")
+    n_unread: Count = Field(default=0, description="items whose classifier gave no readable culture")
 
 
 class SafetyResults(Results):
     guard: str = Field(description="the guard's name")
-    classify: list[str] = Field([], description="what was classified: prompt, response")
-    cultural_awareness: bool = Field(False, description="the guard was told each item's "
+    classify: list[str] = Field(default=[], description="what was classified: prompt, response")
+    cultural_awareness: bool = Field(default=False, description="the guard was told each item's "
                                      "country (the paper's Table 3 setting)")
-    label_policy: dict[str, str] = Field({}, description="how gold labels became binary")
-    sensitive: str | None = Field(None, description="the label policy's name (--sensitive)")
-    on_failure: str | None = Field(None, description="what a failed sample became")
-    n_neutral: Count = Field(0, description="failed samples scored neutral and kept")
-    n_excluded: Count = Field(0, description="samples the label policy leaves out")
-    limit: int | None = Field(None, description="--limit: at most this many item ids per "
+    label_policy: dict[str, str] = Field(default={}, description="how gold labels became binary")
+    sensitive: str | None = Field(default=None, description="the label policy's name (--sensitive)")
+    on_failure: str | None = Field(default=None, description="what a failed sample became")
+    n_neutral: Count = Field(default=0, description="failed samples scored neutral and kept")
+    n_excluded: Count = Field(default=0, description="samples the label policy leaves out")
+    limit: int | None = Field(default=None, description="--limit: at most this many item ids per "
                               "subset, each in every language (absent: no limit)")
-    langs: list[str] = Field([], description="the languages of a --limit run's items")
-    auprc: str = Field("ap", description="the PR-AUC estimator (runs before --auprc: ap)")
-    en_cell: str = Field("pooled", description="how Table 2's cultural EN cells are made")
-    one_class: str = Field("left-out", description="a PR-AUC of one class: iris (scikit-learn's "
+    langs: list[str] = Field(default=[], description="the languages of a --limit run's items")
+    auprc: str = Field(default="ap", description="the PR-AUC estimator (runs before --auprc: ap)")
+    en_cell: str = Field(default="pooled", description="how Table 2's cultural EN cells are made")
+    one_class: str = Field(default="left-out", description="a PR-AUC of one class: iris (scikit-learn's "
                            "value) or left-out (runs before issue 50: left-out)")
-    file_rounding: str = Field("none", description="each file's value before a cell's mean: "
+    file_rounding: str = Field(default="none", description="each file's value before a cell's mean: "
                                "none or iris (0.1 points)")
-    n_resamples: int | None = Field(None, description="bootstrap resamples of the intervals")
-    threshold_rule: ThresholdRule | None = Field(None, description="gt (score > t is harmful) or ge")
-    calibration: str | None = Field(None, description="the language thresholds are tuned on")
-    overall: list[AUPRCRow] = Field([], description="every language pooled, per task/subset")
-    table2: Table2 | None = Field(None, description="the paper's Table 2 (SEA-SafeguardBench)")
-    table2_ci: dict[str, dict[str, Bounds]] = Field({}, description="model -> column -> 95% CI")
-    table2_alternative: Table2 | None = Field(None, description="Table 2 under the other "
+    n_resamples: int | None = Field(default=None, description="bootstrap resamples of the intervals")
+    threshold_rule: ThresholdRule | None = Field(default=None, description="gt (score > t is harmful) or ge")
+    calibration: str | None = Field(default=None, description="the language thresholds are tuned on")
+    overall: list[AUPRCRow] = Field(default=[], description="every language pooled, per task/subset")
+    table2: Table2 | None = Field(default=None, description="the paper's Table 2 (SEA-SafeguardBench)")
+    table2_ci: dict[str, dict[str, Bounds]] = Field(default={}, description="model -> column -> 95% CI")
+    table2_alternative: Table2 | None = Field(default=None, description="Table 2 under the other "
                                               "PR-AUC estimator (its auprc names it)")
     table2_language_gap: list[Table2Gap] = []
-    table_d5: dict[str, Table2] = Field({}, description="App. D.5: 'f1' and 'fpr' (points) at "
+    table_d5: dict[str, Table2] = Field(default={}, description="App. D.5: 'f1' and 'fpr' (points) at "
                                         "each file's own best-F1 threshold, in Table 2's layout "
                                         "(runs before issue 35: none)")
     per_language: list[AUPRCRow] = []
-    severity: list[SeverityRow] = Field([], description="MSE and Spearman against gold "
+    severity: list[SeverityRow] = Field(default=[], description="MSE and Spearman against gold "
                                         "severity (runs before issue 35: none)")
     language_gap: list[LanguageGap] = []
     cultural_gap: list[CulturalGap] = []
@@ -241,9 +241,13 @@ class SafetyResults(Results):
     threshold_sweep: list[Sweep] = []
     threshold_transfer: list[TransferBlock] = []
     pr_curves: list[PRCurve] = []
-    culture_choices: list[CultureChoices] = Field([], description="a cultural classifier's "
+    culture_choices: list[CultureChoices] = Field(default=[], description="a cultural classifier's "
                                                   "choice against each item's country "
                                                   "(agentic-moe runs only)")
+    # declared last: results.json kept it after every field while it was undeclared
+    threshold_grid: ThresholdGrid | None = Field(
+        default=None, description="the thresholds of the sweep and of best F1: iris (the "
+        "authors' float grid) or decimal (0.01 .. 0.99)")
 
     def disagreement(self, samples: Sequence[Sample]) -> tuple[str, str] | None:
         """The count of samples, then the failed and the excluded samples recounted where the
@@ -297,13 +301,13 @@ class SafetyComparisonRow(Record):
     lang: str = Field(description="a language, or 'all'")
     n: int = Field(description="shared samples scored by both runs")
     n_harmful: int = Field(description="of them labelled harmful")
-    note: str | None = Field(None, description="why there is no PR-AUC (one class); absent "
+    note: str | None = Field(default=None, description="why there is no PR-AUC (one class); absent "
                              "when there is")
-    auprc_a: Num | None = Field(None, description="run A's PR-AUC (0-1)")
-    auprc_b: Num | None = Field(None, description="run B's PR-AUC (0-1)")
-    diff: Num | None = Field(None, description="B minus A")
-    low: Num | None = Field(None, description="paired bootstrap 95% interval, lower bound")
-    high: Num | None = Field(None, description="upper bound")
+    auprc_a: Num | None = Field(default=None, description="run A's PR-AUC (0-1)")
+    auprc_b: Num | None = Field(default=None, description="run B's PR-AUC (0-1)")
+    diff: Num | None = Field(default=None, description="B minus A")
+    low: Num | None = Field(default=None, description="paired bootstrap 95% interval, lower bound")
+    high: Num | None = Field(default=None, description="upper bound")
 
 
 class SafetyComparison(Comparison):

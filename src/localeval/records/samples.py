@@ -42,37 +42,37 @@ class VariantEntry(Record):
     order: int = Field(description="the cyclic shift of the options (0: as written)")
     pred: str | None = Field(description="the prediction, as the original option's letter")
     correct: Correct = Field(description="whether it is right; None: the request failed")
-    repeat: int | None = Field(None, description="the sampled draw (absent: greedy or "
+    repeat: int | None = Field(default=None, description="the sampled draw (absent: greedy or "
                                "likelihood)")
 
 
 class MCQSample(Sample):
     """A multiple-choice question answered (TMLU, TMMLU+, CMMLU, a custom exam)."""
 
-    subject: str | None = Field(None, description="the question's subject")
-    prompt: PromptSent | None = Field(None, description="the prompt sent, few-shot examples "
+    subject: str | None = Field(default=None, description="the question's subject")
+    prompt: PromptSent | None = Field(default=None, description="the prompt sent, few-shot examples "
                                       "included")
-    n_shots: int | None = Field(None, description="few-shot examples in the prompt")
-    skipped_shots: list[JsonValue] | None = Field(None, description="few-shot examples left "
+    n_shots: int | None = Field(default=None, description="few-shot examples in the prompt")
+    skipped_shots: list[JsonValue] | None = Field(default=None, description="few-shot examples left "
                                                   "out so the prompt fits the context")
     gold: str = Field(description="the right option's letter")
-    pred: str | None = Field(None, description="the predicted letter; None: no answer "
+    pred: str | None = Field(default=None, description="the predicted letter; None: no answer "
                              "extracted (wrong), or the request failed")
-    correct: Correct = Field(None, description="pred is gold; None: the request failed")
-    failed: bool = Field(False, description="the request failed (left out of accuracy)")
-    failure: str | None = Field(None, description="the failure's kind, for the tables")
+    correct: Correct = Field(default=None, description="pred is gold; None: the request failed")
+    failed: bool = Field(default=False, description="the request failed (left out of accuracy)")
+    failure: str | None = Field(default=None, description="the failure's kind, for the tables")
     # None for an option outside a server's top log-probs (--scoring top-k, or auto's
     # fallback): it ranks below every number, and was a validation traceback before issue 63
     logprobs: dict[str, Num | None] | None = Field(
-        None, description="likelihood: each option letter's log-prob; null: outside the "
+        default=None, description="likelihood: each option letter's log-prob; null: outside the "
         "server's top log-probs (less likely than all of them)")
-    scoring: str | None = Field(None, description="how a server's log-probs were read (its "
+    scoring: str | None = Field(default=None, description="how a server's log-probs were read (its "
                                 "top-k, or the prompt and option echoed)")
-    output: str | None = Field(None, description="generation: the text generated")
-    extract: str | None = Field(None, description="the rule that read the answer")
-    year: JsonValue = Field(None, description="the exam year, where the data gives one")
-    level: JsonValue = Field(None, description="the education level, where the data gives one")
-    variants: list[VariantEntry] | None = Field(None, description="the question in other "
+    output: str | None = Field(default=None, description="generation: the text generated")
+    extract: str | None = Field(default=None, description="the rule that read the answer")
+    year: JsonValue = Field(default=None, description="the exam year, where the data gives one")
+    level: JsonValue = Field(default=None, description="the education level, where the data gives one")
+    variants: list[VariantEntry] | None = Field(default=None, description="the question in other "
                                                 "option orders or draws")
 
     @property
@@ -89,26 +89,26 @@ class SafetySample(Sample):
     kind: Annotated[SampleKind, Strict(False)] = Field(description="what was judged: the "
                                                         "prompt or the response")
     context: Annotated[Context, Strict(False)] = Field(
-        Context.WITH_PROMPT, description="a response judged with its prompt or without")
-    raw_label: str | None = Field(None, description="the gold label as the data gives it")
-    label: int | None = Field(None, description="the gold label as scored: 1 harmful, 0 safe, "
+        default=Context.WITH_PROMPT, description="a response judged with its prompt or without")
+    raw_label: str | None = Field(default=None, description="the gold label as the data gives it")
+    label: int | None = Field(default=None, description="the gold label as scored: 1 harmful, 0 safe, "
                               "None left out by the label policy")
-    severity: Num | None = Field(None, description="the gold severity (0-1): the annotators' "
+    severity: Num | None = Field(default=None, description="the gold severity (0-1): the annotators' "
                                  "mean, else the label")
-    score: Num | None = Field(None, description="the guard's P(harmful); None: the verdict "
+    score: Num | None = Field(default=None, description="the guard's P(harmful); None: the verdict "
                               "failed")
-    country: str | None = Field(None, description="the cultural item's country")
-    guard: str | None = Field(None, description="the guard's name")
-    model: str | None = Field(None, description="the guard's model")
-    prompt: str | None = Field(None, description="the prompt judged (or beside the response)")
-    response: str | None = Field(None, description="the response judged")
-    prompt_sha256: str | None = Field(None, description="the prompt's sha256, without "
+    country: str | None = Field(default=None, description="the cultural item's country")
+    guard: str | None = Field(default=None, description="the guard's name")
+    model: str | None = Field(default=None, description="the guard's model")
+    prompt: str | None = Field(default=None, description="the prompt judged (or beside the response)")
+    response: str | None = Field(default=None, description="the response judged")
+    prompt_sha256: str | None = Field(default=None, description="the prompt's sha256, without "
                                       "--log-samples")
-    response_sha256: str | None = Field(None, description="the response's sha256")
-    guard_output: JsonValue = Field(None, description="the guard's raw output: generated "
+    response_sha256: str | None = Field(default=None, description="the response's sha256")
+    guard_output: JsonValue = Field(default=None, description="the guard's raw output: generated "
                                     "text, label log-probs, ranks")
-    failure: str | None = Field(None, description="the failure's kind")
-    neutral: bool = Field(False, description="a failed verdict kept with a fixed score "
+    failure: str | None = Field(default=None, description="the failure's kind")
+    neutral: bool = Field(default=False, description="a failed verdict kept with a fixed score "
                           "(--on-failure neutral or iris)")
 
     @property
@@ -121,37 +121,37 @@ class LLMSafetySample(Sample):
     """A model's response to a prompt, judged harmful or not and read for a refusal
     (llm-safety)."""
 
-    draw: int = Field(0, description="which of the prompt's responses")
+    draw: int = Field(default=0, description="which of the prompt's responses")
     lang: str = Field(description="the prompt's language")
     subset: str = Field(description="the prompt's subset")
-    prompt_label: str | None = Field(None, description="the prompt's gold label as the data "
+    prompt_label: str | None = Field(default=None, description="the prompt's gold label as the data "
                                      "gives it")
-    harmful_prompt: int | None = Field(None, description="the prompt's label as scored: 1 "
+    harmful_prompt: int | None = Field(default=None, description="the prompt's label as scored: 1 "
                                        "harmful, 0 safe, None left out")
-    prompt: str | None = Field(None, description="the prompt")
-    response: str | None = Field(None, description="the model's response (None: it failed)")
-    failed: bool = Field(False, description="the sample failed (generation, judge or "
+    prompt: str | None = Field(default=None, description="the prompt")
+    response: str | None = Field(default=None, description="the model's response (None: it failed)")
+    failed: bool = Field(default=False, description="the sample failed (generation, judge or "
                          "refusal judge)")
-    judge_score: Num | None = Field(None, description="the judge's P(harmful)")
-    harmful_response: int | None = Field(None, description="judged not safe: judge_score above "
+    judge_score: Num | None = Field(default=None, description="the judge's P(harmful)")
+    harmful_response: int | None = Field(default=None, description="judged not safe: judge_score above "
                                          "0.5, or a three-label judge's label other than Safe")
-    judge_failure_safe: bool | None = Field(None, description=(
+    judge_failure_safe: bool | None = Field(default=None, description=(
         "a failed judge verdict IRIS's get_pred_label reads as Safe (an HTTP 400: every label "
         "1/#labels, Safe first); App. D.2's iris rates count it a safe response"))
-    refused: bool | None = Field(None, description="the response is a refusal")
-    refusal_phrase: str | None = Field(None, description="the phrase the detector matched")
-    refusal_judge_output: str | None = Field(None, description="the refusal judge's text")
+    refused: bool | None = Field(default=None, description="the response is a refusal")
+    refusal_phrase: str | None = Field(default=None, description="the phrase the detector matched")
+    refusal_judge_output: str | None = Field(default=None, description="the refusal judge's text")
     # D.2 (a safeguard before or after the model): what happened to the sample
-    safeguard_score: Num | None = Field(None, description="the safeguard's P(harmful) of the "
+    safeguard_score: Num | None = Field(default=None, description="the safeguard's P(harmful) of the "
                                         "prompt")
-    safeguard_harmful: bool | None = Field(None, description="the safeguard labelled the "
+    safeguard_harmful: bool | None = Field(default=None, description="the safeguard labelled the "
                                            "prompt harmful")
-    safeguard_error: str | None = Field(None, description="why the safeguard gave no label")
-    fixed_answer: bool | None = Field(None, description="the safeguard's fixed answer was "
+    safeguard_error: str | None = Field(default=None, description="why the safeguard gave no label")
+    fixed_answer: bool | None = Field(default=None, description="the safeguard's fixed answer was "
                                       "given instead of the model's")
-    refined: bool | None = Field(None, description="the response was refined")
-    original_response: str | None = Field(None, description="the response before refining")
-    dropped: bool | None = Field(None, description="IRIS's refine step kept no response")
+    refined: bool | None = Field(default=None, description="the response was refined")
+    original_response: str | None = Field(default=None, description="the response before refining")
+    dropped: bool | None = Field(default=None, description="IRIS's refine step kept no response")
 
     @property
     def is_failed(self) -> bool:
@@ -168,13 +168,13 @@ class ContaminationSample(Sample):
     """A text's Min-k% Prob scores (contamination)."""
 
     source: str = Field(description="where the text came from (its --data source)")
-    subject: str | None = Field(None, description="its subject, for exam questions")
-    n_chars: int | None = Field(None, description="characters in the text")
-    n_tokens: int | None = Field(None, description="tokens scored")
+    subject: str | None = Field(default=None, description="its subject, for exam questions")
+    n_chars: int | None = Field(default=None, description="characters in the text")
+    n_tokens: int | None = Field(default=None, description="tokens scored")
     # a k's value is None where --k-tokens floor leaves it no token (the reference codes' NaN)
-    min_k: dict[str, Num | None] | None = Field(None, description="k% -> Min-k% Prob")
-    min_k_pp: dict[str, Num | None] | None = Field(None, description="k% -> Min-k%++")
-    failed: bool = Field(False, description="no score (the request failed, or one token)")
+    min_k: dict[str, Num | None] | None = Field(default=None, description="k% -> Min-k% Prob")
+    min_k_pp: dict[str, Num | None] | None = Field(default=None, description="k% -> Min-k%++")
+    failed: bool = Field(default=False, description="no score (the request failed, or one token)")
 
     @property
     def is_failed(self) -> bool:

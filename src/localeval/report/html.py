@@ -83,7 +83,8 @@ def render(runs: list[RunRecord], figures: Path | None = None) -> str:
 
 # ------------------------------------------------------------------------ page frame
 def _asset(name: str) -> str:
-    return files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
+    package = __name__.rpartition(".")[0]  # this module's package: a str (__package__ is str | None)
+    return files(package).joinpath("assets", name).read_text(encoding="utf-8")
 
 
 def _page(title: str, header: str, body: str) -> str:

@@ -346,7 +346,7 @@ def _store_reference(db, view, task: str, reference: str | None, rank_by: str | 
             "NULL), COALESCE(s.n_samples, 0) DESC, COALESCE(s.finished_at, '') DESC, "
             "s.run_id DESC LIMIT 1", (rank_by, task)).fetchone()
     if ref_row is not None:
-        run = dict(zip(SHOWN, ref_row))
+        run: dict[str, Any] = dict(zip(SHOWN, ref_row))
         source = (f"the protocol of run {_run_name(run)}, picked (--reference)" if reference
                   is not None else f"the protocol of run {_run_name(run)}, the one with the "
                   f"most items ({run['n_samples']}; --reference RUN picks another)")

@@ -39,7 +39,7 @@ def task_rows(task: str | None) -> list[dict[str, Any]]:
 
 def _safety_details(task: str) -> dict[str, Any]:
     from ..data.safety import SEA_LANGS, SUBSETS
-    from ..tasks.safeguard import DEFAULT_CLASSIFY
+    from ..tasks.safety_options import DEFAULT_CLASSIFY
 
     details: dict[str, Any] = {"classifies": ", ".join(DEFAULT_CLASSIFY.get(task, ()))}
     if task == "sea-safeguard":

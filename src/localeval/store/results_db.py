@@ -164,7 +164,7 @@ def record_run(record: RunRecord, metrics: list[Metric], path: str | Path | None
            json.dumps(config["data_files"]) if config.get("data_files") else None,
            socket.gethostname())
     rows = [(run_id, str(name), value, n) for name, value, n in metrics]
-    record_row = dict(zip(RUN_COLUMNS, row))
+    record_row: dict[str, Any] = dict(zip(RUN_COLUMNS, row))
     summary = summary_row(record_row, config, record.results.n_samples,
                           [str(name) for name, _, _ in metrics], protocol_of)
     with writable(path, protocol_of) as db, db.writing(run_id):

@@ -99,7 +99,7 @@ class RunRecord(Generic[ResultsT, SampleT]):
 
     def lifecycle(self) -> Lifecycle:
         """``config.json["run"]``."""
-        return Lifecycle(status="finished", schema=RUN_SCHEMA, started_at=self.started_at,
+        return Lifecycle(status="finished", schema_=RUN_SCHEMA, started_at=self.started_at,
                          finished_at=self.finished_at)
 
 

@@ -116,7 +116,7 @@ class Task(ABC):
         own record type (``records.samples``)."""
 
     @abstractmethod
-    def summarise(self, samples: Any, data: Any, identity: dict) -> Results:
+    def summarise(self, samples: Any, data: Any, identity: dict[str, Any]) -> Results:
         """The results record of the task's schema, without ``timing`` (the lifecycle adds
         it); ``samples`` are what ``score`` made, ``identity`` is the run's backend's."""
 
@@ -127,7 +127,7 @@ class Task(ABC):
         own. None (the default): the task writes its own block with :meth:`describe`."""
         return None
 
-    def describe(self, data: Any) -> dict:
+    def describe(self, data: Any) -> dict[str, Any]:
         """config.json's task block, for a task that declares no :meth:`spec_parts` (one from
         another package): its options as run, each under its own name (as
         ``Options.recorded`` reads them back)."""

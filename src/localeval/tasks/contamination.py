@@ -55,7 +55,7 @@ class Text:
         return TextLogprobs(self.text)
 
 
-class ContaminationData(list):
+class ContaminationData(list[Text]):
     """What loading found: the texts (this list), membership labels by (source, id) when
     given, and what the run should warn about."""
 
@@ -141,7 +141,7 @@ class ContaminationTask(Task):
                       min_k_pp=_min_k_pp(values, answer, o.k, o.k_tokens))
 
     def summarise(self, samples: Sequence[ContaminationSample], data: ContaminationData,
-                  identity: dict) -> ContaminationResults:
+                  identity: dict[str, Any]) -> ContaminationResults:
         from ..analysis.contamination import summarise_contamination
 
         return summarise_contamination(samples, [_key(k) for k in self.options.k], data.labels,
@@ -200,8 +200,10 @@ def _read_source(spec: str, name: str, revision: str | None) -> list[Text]:
     return texts
 
 
-def _plain_texts(path: Path, name: str, rows) -> list[Text]:
-    texts, seen = [], set()
+def _plain_texts(path: Path, name: str, rows: Sequence[tuple[int, dict[str, Any]]]
+                 ) -> list[Text]:
+    texts: list[Text] = []
+    seen: set[str] = set()
     for number, row in rows:
         text, key = row.get("text"), str(row.get("id", number))
         if not isinstance(text, str) or not text:

@@ -28,7 +28,7 @@ steps of :meth:`LLMSafetyTask.respond`, which share the task's model roles and o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, TypedDict
 
@@ -36,6 +36,8 @@ from ..backends.base import (
     Backend,
     Execute,
     Generate,
+    Message,
+    Prompt,
     Response,
     error_of,
     text_of,
@@ -101,18 +103,14 @@ class Answer(NamedTuple):
     notes: SafeguardNotes  # what the D.2 safeguard variants did
 
 
-class RefusalReading(TypedDict, total=False):
-    """Whether a response is a refusal, and what that was read from (the detector's phrase or
-    the refusal judge's text): fields of its LLMSafetySample."""
+class Outcome(TypedDict, total=False):
+    """A sample's fields after generation: judged, failed, or dropped; whether the response is
+    a refusal, and what that was read from (the detector's phrase or the refusal judge's
+    text)."""
 
     refused: bool | None
     refusal_phrase: str | None
     refusal_judge_output: str | None
-
-
-class Outcome(RefusalReading, total=False):
-    """A sample's fields after generation: judged, failed, or dropped."""
-
     failed: bool
     error: str
     judge_score: float | None
@@ -173,11 +171,11 @@ class LLMSafetyTask(Task):
                                           seed=self.options.seed))
                 for i in items for draw in range(self.responses)]
 
-    def _prompt(self, item: SafetyItem):
+    def _prompt(self, item: SafetyItem) -> Prompt:
         if not self.options.chat_template:
             return item.prompt  # IRIS sends the prompt text as it is, with no template
         system = self.options.system
-        head = [{"role": "system", "content": system}] if system else []
+        head: list[Message] = [{"role": "system", "content": system}] if system else []
         return [*head, {"role": "user", "content": item.prompt}]
 
     def respond(self, planned: Sequence[Planned], execute: Execute) -> list[Answer]:
@@ -224,7 +222,7 @@ class LLMSafetyTask(Task):
                 notes[k]["fixed_answer"] = True
         return [fixed(a) if isinstance(a, str) else answers[k] for k, a in enumerate(asks)]
 
-    def _judge(self, planned: Sequence[Planned], responses: list[Response], which,
+    def _judge(self, planned: Sequence[Planned], responses: list[Response], which: Iterable[int],
                execute: Execute) -> dict[int, GuardVerdict]:
         texts = {k: text for k in which if (text := text_of(responses[k])) is not None}
         done = list(texts)
@@ -301,10 +299,10 @@ class LLMSafetyTask(Task):
         return outcome
 
     def _refusal(self, text: str, lang: str,
-                 judged: Response | None) -> tuple[RefusalReading, str | None]:
-        """Whether the response is a refusal and what it was read from (``refused`` and
-        ``refusal_phrase`` or ``refusal_judge_output``), with the error when the judge's answer
-        says nothing."""
+                 judged: Response | None) -> tuple[Outcome, str | None]:
+        """The outcome's refusal fields: whether the response is a refusal and what it was read
+        from (``refused`` and ``refusal_phrase`` or ``refusal_judge_output``), with the error
+        when the judge's answer says nothing."""
         if self.options.refusal == "detector":
             from ..analysis.refusal import detect_refusal
 
@@ -315,7 +313,7 @@ class LLMSafetyTask(Task):
                 "refusal_judge_output": text_of(judged) if judged is not None else None}, error
 
     def summarise(self, samples: Sequence[LLMSafetySample], items: list[SafetyItem],
-                  identity: dict) -> LLMSafetyResults:
+                  identity: dict[str, Any]) -> LLMSafetyResults:
         from ..analysis.llm_safety import summarise_llm_safety
 
         facts = self._safeguard_facts()
@@ -327,7 +325,7 @@ class LLMSafetyTask(Task):
             **summarise_llm_safety(samples, self.options.n_resamples, self.options.d2,
                                    self.options.d2_rounding))
 
-    def _safeguard_facts(self) -> dict | None:
+    def _safeguard_facts(self) -> dict[str, Any] | None:
         """The D.2 variant run (None: the model alone)."""
         if self.safeguard is None:
             return None
@@ -358,7 +356,10 @@ class LLMSafetyTask(Task):
         return SpecParts(given, source=str(o.data) if o.data else None,
                          protocol=LLM_SAFETY_PROTOCOL, described=described)
 
-def _model_name(model) -> Any:
+def _model_name(model: str | Backend | None) -> Any:
+    """A model as config.json names it: its name, a backend object's identity (a Python
+    caller's object without one: its repr). Any: the options as run hold it in a field
+    declared ``str | Backend | None`` (llm_safety_options.py)."""
     if model is None or isinstance(model, str):
         return model
     return getattr(model, "identity", repr(model))

@@ -89,7 +89,7 @@ class LLMSafetyOptions(SafetySelection):
     judge_model: str | Backend | None = option(
         None, "the judge's model (hf:…, openai:…); not needed for a moderation API or "
         "embedding guard")
-    judge_options: dict | None = option(None, "an option of the judge, repeatable",
+    judge_options: dict[str, Any] | None = option(None, "an option of the judge, repeatable",
                                         flag="--judge-option", parse="pairs", guard_of="judge",
                                         metavar="KEY=VALUE")
     refusal: Refusal = option("judge", "how a refusal is found: judge (the authors' LLM judge, "
@@ -121,7 +121,7 @@ class LLMSafetyOptions(SafetySelection):
         "inference_llm_with_safeguard.py): any --guard name", role="model")
     safeguard_model: str | Backend | None = option(None, "the safeguard's model (hf:…, "
                                                    "openai:…)", role="model")
-    safeguard_options: dict | None = option(None, "an option of the safeguard, repeatable",
+    safeguard_options: dict[str, Any] | None = option(None, "an option of the safeguard, repeatable",
                                             flag="--safeguard-option", parse="pairs",
                                             guard_of="safeguard",
                                             metavar="KEY=VALUE", role="model")

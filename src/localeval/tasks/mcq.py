@@ -35,6 +35,7 @@ from .base import MCQ_PROTOCOL, Task
 from .benchmarks import benchmark_options, dataset_of
 from .custom import announce_custom_task
 from .mcq_options import MCQConfig, MCQOptions
+from .mcq_variants import Planned
 from .options import SpecParts
 from .prompts import build_prompt
 
@@ -45,16 +46,6 @@ class MCQData:
 
     spec: TaskSpec
     subjects: list[tuple[str, list[MCQItem], list[MCQItem]]]
-
-
-@dataclass
-class Planned:
-    item: MCQItem
-    prompt: Prompt
-    n_shots: int
-    request: Request
-    skipped: tuple[int, ...] = ()  # dev shots left out to fit the context (0-based)
-    variants: tuple = ()  # (Variant, Planned) of its other orders and draws (mcq_variants)
 
 
 def check_subject(subject: str, splits: dict[str, list[MCQItem]], config: MCQConfig,
@@ -170,7 +161,7 @@ def score(planned: Planned, response: Response, config: MCQConfig) -> MCQSample:
     return MCQSample(**fields)
 
 
-def _failures(samples: Sequence[MCQSample]) -> dict:
+def _failures(samples: Sequence[MCQSample]) -> dict[str, list[dict[str, Any]]]:
     """The first 50 failed questions with their failure kind and error (absent when none)."""
     rows = [s.model_dump(include={"id", "subject", "failure", "error"}, exclude_unset=True)
             for s in samples if s.failed][:50]
@@ -313,7 +304,7 @@ class MCQTask(Task):
                                                 lambda p, a: score(p, a, self.config))
 
     def summarise(self, samples: Sequence[MCQSample], data: MCQData,
-                  identity: dict) -> MCQResults:
+                  identity: dict[str, Any]) -> MCQResults:
         prompt, spec = self.config.prompt, data.spec
         warnings = _unknown_subjects(data) + _echoed(samples) + _unproven(samples)
         # warnings, failures and robustness are absent, not empty, when there are none

@@ -16,8 +16,8 @@ from ..choices import Method as Method
 from ..choices import StopAt as StopAt
 from ..errors import LocalevalError
 from .options import TaskOptions, hub_or_path, option
-from .prompt_styles import PROMPT_STYLES
-from .prompts import ChatMode, PromptConfig
+from .prompt_styles import PROMPT_STYLES, PromptConfig
+from .prompts import ChatMode
 
 
 @dataclass(frozen=True)

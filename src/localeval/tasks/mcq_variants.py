@@ -19,9 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
-from ..backends.base import Generate, Response
+from ..backends.base import Execute, Generate, Prompt, Request, Response
 from ..data.items import LETTERS, MCQItem
 from ..errors import LocalevalError
 from ..metrics.spread import mean_std_interval
@@ -34,6 +33,19 @@ from .mcq_options import MCQOptions
 class Variant:
     order: int  # the cyclic shift of the options
     repeat: int | None  # the draw (None: greedy or likelihood)
+
+
+@dataclass
+class Planned:
+    """A question as tasks/mcq.py plans it: its prompt and request, and the planned questions
+    of its other orders and draws (``variants``)."""
+
+    item: MCQItem
+    prompt: Prompt
+    n_shots: int
+    request: Request
+    skipped: tuple[int, ...] = ()  # dev shots left out to fit the context (0-based)
+    variants: tuple[tuple[Variant, Planned], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -70,16 +82,16 @@ def original_letter(letter: str | None, k: int, n: int) -> str | None:
     return LETTERS[(LETTERS.index(letter) + k) % n]
 
 
-def _drawn(planned: Any, repeat: int | None, seed: int | None) -> Any:
+def _drawn(planned: Planned, repeat: int | None, seed: int | None) -> Planned:
     """The planned question as draw ``repeat`` (None: as it is), seeded by ``seed`` (--seed)."""
     if repeat is None or not isinstance(planned.request, Generate):
         return planned
     return replace(planned, request=replace(planned.request, sample=repeat, seed=seed))
 
 
-def plan_with_variants(subjects: Sequence[tuple[str, list, list]],
-                       plan_one: Callable[[str, list, list[MCQItem]], list],
-                       options: MCQOptions) -> list:
+def plan_with_variants(subjects: Sequence[tuple[str, list[MCQItem], list[MCQItem]]],
+                       plan_one: Callable[[str, list[MCQItem], list[MCQItem]], list[Planned]],
+                       options: MCQOptions) -> list[Planned]:
     """Each subject's planned questions (``plan_one(subject, dev, test)``), each carrying the
     planned samples of its other variants (``variants``: (Variant, planned) pairs)."""
     orders, repeats = options.permute_options, options.repeats
@@ -89,10 +101,10 @@ def plan_with_variants(subjects: Sequence[tuple[str, list, list]],
         raise LocalevalError(f"--permute-options {orders}: the questions have at most {most} "
                              f"options, so there are only {most} orders to ask them in; give "
                              f"--permute-options {most} or fewer")
-    out = []
+    out: list[Planned] = []
     for subject, dev, test in subjects:
         base = [_drawn(p, first, options.seed) for p in plan_one(subject, dev, test)]
-        extra: list[list] = [[] for _ in base]
+        extra: list[list[tuple[Variant, Planned]]] = [[] for _ in base]
         for v in variants(orders, repeats):
             where = [i for i, item in enumerate(test) if v.order < len(item.options)]
             again = plan_one(subject, dev, [shifted(test[i], v.order) for i in where])
@@ -102,13 +114,15 @@ def plan_with_variants(subjects: Sequence[tuple[str, list, list]],
     return out
 
 
-def respond_with_variants(planned: Sequence[Any], execute) -> list:
+def respond_with_variants(planned: Sequence[Planned],
+                          execute: Execute) -> list[Response | WithVariants]:
     """One call through the cache for every request; a question without variants gets its
     response as it is."""
     requests = [p.request for p in planned] + [vp.request for p in planned
                                                for _, vp in p.variants]
     responses = execute(requests)
-    rest, out = len(planned), []
+    out: list[Response | WithVariants] = []
+    rest = len(planned)
     for p, main in zip(planned, responses, strict=False):
         if not p.variants:
             out.append(main)
@@ -118,8 +132,8 @@ def respond_with_variants(planned: Sequence[Any], execute) -> list:
     return out
 
 
-def score_with_variants(planned: Any, answer: Response | WithVariants,
-                        scorer: Callable[[Any, Response], MCQSample]) -> MCQSample:
+def score_with_variants(planned: Planned, answer: Response | WithVariants,
+                        scorer: Callable[[Planned, Response], MCQSample]) -> MCQSample:
     """The question's sample record, with a line per other variant (``variants``)."""
     if not isinstance(answer, WithVariants):
         return scorer(planned, answer)

@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ..options import (  # noqa: F401 - the machinery, re-exported for this module's importers
+from ..options import (
     Options,
     choices_of,
     declared_value,
@@ -28,7 +28,13 @@ from ..options import (  # noqa: F401 - the machinery, re-exported for this modu
     protocol_fields,
 )
 
+# the machinery re-exported, for the code written against this module
+__all__ = ["Options", "SpecParts", "TaskOptions", "choices_of", "declared_value",
+           "flag_arguments", "flag_of", "hub_or_path", "make_options", "option",
+           "option_fields", "options_doc", "protocol_fields", "rescorable"]
 
+
+@dataclasses.dataclass(frozen=True)
 class TaskOptions(Options):
     """The base of every task's ``Options`` (a frozen dataclass of :func:`option` fields),
     with what a run's spec asks of its kind."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..data.catalog import BUILTIN_TASKS
 from ..errors import LocalevalError
@@ -173,7 +173,7 @@ def task_class(name: str) -> type[Task]:
     return kind.cls if isinstance(kind, TaskKind | PluginKind) else kind
 
 
-def make_task(name: str, **options) -> Task:
+def make_task(name: str, **options: Any) -> Task:
     """The task ``name`` made with its options; a name not in :data:`TASKS` needs ``data`` (a
     local multiple-choice folder or file)."""
     if name not in TASKS:  # a typo of a built-in name is refused (a custom task runs another

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 __all__ = ["check_change", "rescorable", "source_options"]
 
 
-def source_options(task_class: type[Task], config: dict, results: dict) -> dict[str, Any]:
+def source_options(task_class: type[Task], config: dict[str, Any], results: dict[str, Any]
+                   ) -> dict[str, Any]:
     """The options the source run was made with, as ``make_task`` takes them; a kind of task
     with no rescorable option is refused here, in one line."""
     if not rescorable(task_class):

@@ -399,7 +399,7 @@ class RunSpec:
         default = own.get(name, next(f.default for f in option_fields(type(self.options))
                                      if f.name == name))
         try:  # the other options may refuse the default (--cot needs --prompt-style tmlu)
-            options = dataclasses.replace(self.options, **{name: default})  # type: ignore[type-var]
+            options = dataclasses.replace(self.options, **{name: default})
             return options.resolved(dataset_of(self.task))[name]
         except LocalevalError:
             return _NEEDED

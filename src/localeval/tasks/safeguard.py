@@ -58,7 +58,7 @@ class Planned:
     context: Context
     model: str = ""  # the run's model, as its backend names it (kept on each record)
 
-    def __post_init__(self):  # a caller's "prompt" or "with_prompt" as the types
+    def __post_init__(self) -> None:  # a caller's "prompt" or "with_prompt" as the types
         object.__setattr__(self, "kind", SampleKind(self.kind))
         object.__setattr__(self, "context", Context(self.context))
 
@@ -250,7 +250,7 @@ class SafeguardTask(Task):
     def plan(self, data: SafetyData, backend: Backend) -> list[Planned]:
         return plan(data.items, self.classify, self.guard, self._model_name(backend.identity))
 
-    def _model_name(self, identity: dict) -> str:
+    def _model_name(self, identity: dict[str, Any]) -> str:
         """The model its samples and results name: the backend's, else the guard's own name (a
         moderation API has no model of ours; issue 69: its Table 2 row read "(model)")."""
         return str(identity.get("model") or self.guard.name)
@@ -273,7 +273,7 @@ class SafeguardTask(Task):
                                              planned.conversation(), verdict.known_cause)
 
     def summarise(self, samples: Sequence[SafetySample], data: SafetyData,
-                  identity: dict) -> SafetyResults:
+                  identity: dict[str, Any]) -> SafetyResults:
         failed = [s for s in samples if s.is_failed]
         n_neutral = sum(1 for s in failed if s.neutral)
         # what the guard itself found (an embedding guard scoring its own training texts)
@@ -378,7 +378,7 @@ class SafeguardTask(Task):
                        "guard.label_top": guard.label_top})
 
 
-def make_guard(guard: str | Guard, options: dict | None) -> Guard:
+def make_guard(guard: str | Guard, options: dict[str, Any] | None) -> Guard:
     """A guard object as given, or the registered guard of that name made with ``options``."""
     if isinstance(guard, Guard):
         if options:

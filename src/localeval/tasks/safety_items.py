@@ -98,7 +98,8 @@ def check_langs(langs: Sequence[str] | None, held: Iterable[str]) -> None:
                          f"{', '.join(held)})")
 
 
-def _sea_safeguard(data, subsets, langs, revision) -> list[SafetyItem]:
+def _sea_safeguard(data: str | Path | None, subsets: Sequence[str] | None,
+                   langs: Sequence[str] | None, revision: str | None) -> list[SafetyItem]:
     """The Hub dataset, a local folder in its layout, or one file of items."""
     if data is not None and not Path(data).is_dir():
         return load_seasafeguard_local(data)

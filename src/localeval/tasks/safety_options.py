@@ -96,7 +96,7 @@ class SafeguardOptions(SafetySelection):
     guard: str | Guard = option(
         "zero-shot", f"guard adapter: {guards_help()}; or embedding:<file> (a guard trained by "
         "`localeval train-guard`)", role="model")
-    guard_options: dict | None = option(
+    guard_options: dict[str, Any] | None = option(
         None, "an option of the guard, repeatable: e.g. mode=per-policy (shieldgemma), "
         "controversial=harmful (qwen3guard), translator=none (xguard); each guard's: "
         "`localeval guards GUARD`", flag="--guard-option", parse="pairs", metavar="KEY=VALUE",

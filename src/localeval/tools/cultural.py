@@ -185,13 +185,13 @@ def _check_options(families: Sequence[str], annotators: int) -> None:
 def _respond(records: list[dict], model: str, max_tokens: int, system: str | None,
              cache: str | Path | None, backend_options: dict | None,
              quiet: bool) -> tuple[list[str], str, dict[str, int]]:
-    from ..backends.base import Generate, error_of, text_of
+    from ..backends.base import Generate, Message, error_of, text_of
     from ..backends.config import BackendConfig
     from ..run import load_model
     from ..store.executor import CachedExecutor, open_cache
 
-    head = [{"role": "system", "content": system}] if system else []
-    requests = [Generate(head + [{"role": "user", "content": r["prompt"]}], max_tokens)
+    head: list[Message] = [{"role": "system", "content": system}] if system else []
+    requests = [Generate([*head, {"role": "user", "content": r["prompt"]}], max_tokens)
                 for r in records]
     # the model closed when its answers are in (a vLLM engine shut down, not left to exit)
     with load_model(model, BackendConfig.of(backend_options)) as backend, \

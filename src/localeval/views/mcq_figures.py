@@ -12,12 +12,13 @@ from ..records.mcq import Accuracy, MCQResults
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.typing import ColorType
 from ..render.figures import Figure, colormap, figure_panels, finish
 
 BARS_NOTE = "Bars: Wilson score 95% interval."
 
 
-def _bars(ax: Axes, groups: dict[str, Accuracy], colour: str = "#1c7ed6", offset: float = 0.0,
+def _bars(ax: Axes, groups: dict[str, Accuracy], colour: ColorType = "#1c7ed6", offset: float = 0.0,
           width: float = 0.8, label: str | None = None) -> None:
     names = list(groups)
     acc = [100 * (groups[g].acc or 0) for g in names]

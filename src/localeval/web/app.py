@@ -173,7 +173,8 @@ def make_app(catalog: Catalog) -> Starlette:
         return page("Two runs compared", pages.compare_page(listing, chosen, f, a, b, content))
 
     def stylesheet(request: Request) -> Response:
-        text = files(__package__).joinpath("assets", "viewer.css").read_text(encoding="utf-8")
+        package = __name__.rpartition(".")[0]  # this module's package: a str (__package__ is str | None)
+        text = files(package).joinpath("assets", "viewer.css").read_text(encoding="utf-8")
         return Response(text, media_type="text/css", headers=HEADERS)
 
     def no_icon(request: Request) -> Response:
