@@ -53,7 +53,8 @@ echo, its probe and its scoring (:mod:`.openai_echo`, :mod:`.echo_scoring`); rea
 (:mod:`.openai_ids`, :mod:`.id_scoring`); the first-label (ranked) reading and its second read
 (:mod:`.openai_ranked`, :mod:`.ranked_reading`); metering and cost bounds
 (:mod:`.openai_metering`, :mod:`.usage`); batch (:mod:`.openai_batch`). This module decides
-what goes where: which request is read how, in which order, on which replica.
+what goes where: which request is read how, in which order, on which replica. (Over 300 lines
+because this docstring is the backend's behaviour in one place; the code is the routing.)
 
 httpx rather than the ``openai`` SDK: the SDK has no completions ``echo``/vLLM extra fields
 without workarounds, hides the raw body we need for truncation checks, and retries on its own
@@ -85,7 +86,12 @@ from .base import (
     ScoreNext,
     TextLogprobs,
 )
-from .config import DEFAULT_BATCH_DEADLINE_H, DEFAULT_MAX_REPLY_MB, DEFAULT_TEMPLATE_DATE
+from .config import (
+    DEFAULT_BATCH_DEADLINE_H,
+    DEFAULT_MAX_REPLY_MB,
+    DEFAULT_TEMPLATE_DATE,
+    BackendConfig,
+)
 from .echo_scoring import AUTO, IDS, TOP_K, llama_cpp_without_bos, needs_echo
 from .failures import ErrorReply, Unsupported
 from .id_scoring import PROVED
@@ -119,6 +125,7 @@ from .openai_reading import (  # noqa: F401 — NO_LOGPROBS: its old home
     valid,
 )
 from .openai_server import Server, served_models  # noqa: F401 — served_models: its old home
+from .options import OpenAIOptions
 from .replies import only_choice
 from .secrets import query_digest
 from .usage import Tokens
@@ -130,7 +137,11 @@ Names = dict[int, dict[str, str] | LabelTokenError]
 
 
 class OpenAIBackend(ApiBackend):
-    preflight = classmethod(check_base_url)
+    Options = OpenAIOptions  # the options it takes (.options: --help reads them there)
+    @classmethod
+    def preflight(cls, target: str, config: BackendConfig) -> None:
+        check_base_url(cls, target, config)
+
 
     def __init__(self, model: str, *, base_url: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", top_logprobs: int = 20,

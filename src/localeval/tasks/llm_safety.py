@@ -34,11 +34,13 @@ from typing import Any, NamedTuple, TypedDict
 
 from ..backends.base import (
     Backend,
-    Execute,
     Generate,
     Response,
     error_of,
     text_of,
+)
+from ..backends.base import (
+    Executor as Execute,
 )
 from ..data.safety import SafetyItem
 from ..errors import LocalevalError
