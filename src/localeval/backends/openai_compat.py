@@ -138,10 +138,10 @@ Names = dict[int, dict[str, str] | LabelTokenError]
 
 class OpenAIBackend(ApiBackend):
     Options = OpenAIOptions  # the options it takes (.options: --help reads them there)
+
     @classmethod
     def preflight(cls, target: str, config: BackendConfig) -> None:
         check_base_url(cls, target, config)
-
 
     def __init__(self, model: str, *, base_url: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", top_logprobs: int = 20,

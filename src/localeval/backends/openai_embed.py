@@ -26,10 +26,10 @@ from .secrets import query_digest
 
 class OpenAIEmbeddingBackend(ApiBackend):
     Options = OpenAIEmbedOptions  # the options it takes (.options: --help reads them there)
+
     @classmethod
     def preflight(cls, target: str, config: BackendConfig) -> None:
         check_base_url(cls, target, config)
-
 
     def __init__(self, model: str, *, base_url: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", concurrency: int = 8,
