@@ -12,7 +12,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "localeval"
 # Bottom first. A module may import from its own layer or any layer below, never above.
 LAYERS = [
-    {"errors", "version", "progress", "declared", "plugins", "words", "choices"},
+    {"errors", "version", "progress", "declared", "options", "plugins", "words", "choices"},
     {"records"},
     {"data", "metrics"},
     {"backends"},

@@ -53,7 +53,7 @@ def test_a_guard_option_is_typed_by_the_guard_constructor():
     guard = get_guard("zero-shot", cultural_awareness="false", reasoning="true",
                       reasoning_tokens="64")
     assert guard.cultural_awareness is False and guard.reasoning_tokens == 64
-    with pytest.raises(OptionValueError, match="guard option cultural_awareness='maybe': "
+    with pytest.raises(OptionValueError, match="guard 'zero-shot' option cultural_awareness='maybe': "
                        "expected true or false"):
         get_guard("zero-shot", cultural_awareness="maybe")  # before: truthy text, taken as on
 

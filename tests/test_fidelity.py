@@ -462,7 +462,7 @@ def test_guard_options_from_the_command_line():
         "max_tokens": "64", "cultural_awareness": True}
     assert get_guard("shieldgemma", policies="hate,sexual").policies == ("hate", "sexual")
     xguard = get_guard("xguard", translator="none", max_tokens="64")
-    assert (xguard.options["translator"], xguard.options["max_tokens"]) == (None, 64)
+    assert (xguard.options.translator, xguard.options.max_tokens) == (None, 64)
 
 
 def test_llama_guard_3_1b_categories():

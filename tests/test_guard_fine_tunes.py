@@ -76,7 +76,7 @@ def test_an_id_reads_the_pinned_rules_by_default_and_c853033s_as_options():
     (n,) = newer.classify([prompt], server(SEALION_TOP))
     assert p.score == 0.0
     assert n.score == pytest.approx(0.117084, abs=1e-6)
-    assert newer.options == {"family": "llama", "sensitive": "half", "label_scores": "top-20"}
+    assert newer.options.given == {"family": "llama", "sensitive": "half", "label_scores": "top-20"}
 
 
 def test_a_fixed_setting_is_refused_in_one_line():
@@ -85,8 +85,8 @@ def test_a_fixed_setting_is_refused_in_one_line():
         get_guard("gemma-guard-4b-delta", family="llama")
     # its own value is no change: the options a run records make the same guard again
     made = get_guard("gemma-guard-4b-delta", sensitive="half")
-    again = get_guard(made.name, **made.options)
-    assert again.options == made.options and again.header == "<start_of_turn>model\n"
+    again = get_guard(made.name, **made.options.given)
+    assert again.options.given == made.options.given and again.header == "<start_of_turn>model\n"
     with pytest.raises(LocalevalError, match="unknown guard 'aisingapore/SEA-Guard-9'"):
         get_guard("aisingapore/SEA-Guard-9")
 

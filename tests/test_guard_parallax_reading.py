@@ -215,7 +215,7 @@ def test_the_defaults_ask_what_they_asked_before():
         for made in (get_guard(guard), get_guard(guard, reading="iris")):
             (request,) = made.requests(Conversation("p", "r"))
             assert request_key({}, request) == request_key({}, before)
-        assert get_guard(guard).options == {}
+        assert get_guard(guard).options.given == {}
     (request,) = get_guard("shieldgemma").requests(Conversation("p", "r"))
     assert request.at is None and request.positions is None
 
@@ -231,12 +231,12 @@ def test_what_parallax_cannot_be_combined_with_is_one_line():
     ]:
         with pytest.raises(LocalevalError, match=message):
             get_guard(guard, reading="parallax", **options)
-    with pytest.raises(LocalevalError, match="iris .* or parallax"):
+    with pytest.raises(LocalevalError, match="iris, parallax"):
         get_guard("llamaguard3", reading="paralax")
     made = get_guard("llamaguard4", reading="parallax", label_scores="top-5")
     request = made._ranked(made.requests(Conversation("p"))[0])
     assert (request.top, request.at, request.positions) == (5, 1, 100)
-    assert made.options == {"reading": "parallax", "label_scores": "top-5"}
+    assert made.options.given == {"reading": "parallax", "label_scores": "top-5"}
     assert made.verdict_position_used is None
 
 

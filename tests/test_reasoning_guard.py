@@ -109,7 +109,7 @@ def test_stages_batch_across_items_and_describe_the_position():
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"reasoning": "yes"}, "guard option reasoning='yes': expected true or false"),
+    ({"reasoning": "yes"}, "guard 'zero-shot' option reasoning='yes': expected true or false"),
     ({"reasoning": True, "reasoning_tokens": 0}, "must be a positive integer, not 0"),
     ({"reasoning": True, "reasoning_tokens": 8.5}, "must be a positive integer, not 8.5"),
     ({"reasoning": True, "reasoning_tokens": True}, "must be a positive integer, not True"),

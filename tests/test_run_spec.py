@@ -272,7 +272,7 @@ def test_an_llm_safety_runs_safeguard_reads_back_into_its_options(tmp_path):
                               "safeguard mode advance-inform · refine all")
 
 
-@pytest.mark.parametrize("guard,option", [("polyguard", {"reading": "answer"}),
+@pytest.mark.parametrize("guard,option", [("polyguard", {"reading": "prefill"}),
                                             ("shieldgemma", {"mode": "per-policy"}),
                                             ("a-plugin-guard", {"words": "bomb,kill"})])
 def test_a_guard_option_is_a_protocol_fact(guard, option, tmp_path):

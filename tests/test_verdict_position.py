@@ -114,14 +114,14 @@ def test_fixed_restores_the_one_position_reading_and_is_recorded(tmp_path):
     assert verdict.error == "no label among the top log-probs at the verdict position"
     assert posts[0][1]["max_tokens"] == 1
     guard = get_guard("zero-shot", verdict_position="fixed")
-    assert guard.options == {"verdict_position": "fixed"}
+    assert guard.options.given == {"verdict_position": "fixed"}
     assert guard.verdict_position_used == "fixed"
     assert get_guard("zero-shot").verdict_position_used == "first-label"
     assert get_guard("llamaguard4").new_tokens == 10  # IRIS LlamaGuard4: max_new_tokens=10
     assert get_guard("zero-shot", reasoning=True).verdict_position_used is None
     from localeval.errors import LocalevalError
 
-    with pytest.raises(LocalevalError, match="first-label .* or fixed, not 'last'"):
+    with pytest.raises(LocalevalError, match="option verdict_position must be one of first-label, fixed, not 'last'"):
         get_guard("llamaguard3", verdict_position="last")
     with pytest.raises(LocalevalError, match="fixed position, as its authors do"):
         get_guard("shieldgemma", verdict_position="fixed")

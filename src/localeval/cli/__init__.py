@@ -48,6 +48,7 @@ languages: TMLU, TMMLU+, CMMLU and SEA-SafeguardBench, the papers' protocols by 
   localeval demo                                   the whole flow offline, in a minute
   localeval tasks                                  what can be evaluated
   localeval guards                                 the guards, their families and options
+  localeval guards shieldgemma                     one guard's options: default, choices, help
   localeval run --task tmlu --model hf:Qwen/Qwen2.5-7B-Instruct
   localeval run --task sea-safeguard --guard llamaguard3 --model hf:meta-llama/Llama-Guard-3-8B
 
@@ -100,6 +101,8 @@ def parser() -> OneLineParser:
 
     g = sub.add_parser("guards", help="list the guards (--guard), built-in and other "
                        "packages': family, where each comes from, its options")
+    g.add_argument("guard", nargs="?", help="a guard: list its options (--guard-option), each "
+                   "with its default, choices and help, from its declaration")
     g.add_argument("--json", action="store_true", help="print JSON instead of a table")
     g.set_defaults(func=cmd_guards)
 

@@ -28,6 +28,9 @@ def cmd_guards(args) -> None:
     from ..render.table import TableBuilder, columns
     from ..report.console import make_console, print_json
 
+    if args.guard:
+        _guard_options(args.guard, args.json)
+        return
     rows = guard_rows()
     if args.json:
         print_json([r.data() for r in rows])
@@ -38,6 +41,29 @@ def cmd_guards(args) -> None:
     for r in rows:
         table.add("\n".join([r.name, *r.checkpoints]), r.family, r.source,
                   ", ".join(r.options) or "none")
+    make_console().print(to_console(table.build()))
+
+
+def _guard_options(name: str, as_json: bool) -> None:
+    """One guard's options, from its declaration (a built-in guard's module is not imported)."""
+    from ..guards.options import describe_options
+    from ..guards.registry import guard_key, options_class_of
+    from ..render.formats import to_console
+    from ..render.table import TableBuilder, columns
+    from ..report.console import make_console, print_json
+
+    key = guard_key(name)
+    rows = describe_options(options_class_of(key))
+    if as_json:
+        print_json(rows)
+        return
+    table = TableBuilder(f"Options of guard {key!r} (--guard-option KEY=VALUE; a value other "
+                         "than the default is in the run's name and protocol facts)",
+                         columns("option", "default", "choices", "what it does", text=4))
+    for row in rows:
+        table.add(row["option"], row["default"], row["choices"], row["help"])
+    if not rows:
+        table.add("none", "", "", "this guard takes no options")
     make_console().print(to_console(table.build()))
 
 

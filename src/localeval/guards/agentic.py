@@ -64,8 +64,8 @@ from ..backends.base import (
     text_of,
 )
 from ..backends.failures import RequestFailure
-from ..errors import LocalevalError
 from .base import UNREAD, Conversation, Guard, GuardVerdict, IrisFailure, Unread
+from .options import AgenticMoEOptions, AgenticOptions
 
 # agentic_safeguard.py:10-16 get_harmful_score's score_mapping (the label order of the Literal,
 # l.43, 61, 130, 148)
@@ -110,11 +110,7 @@ _CLASSIFIER = (
 # agent_module.py:168-173, appended after "\n\n" (l.159) to the system prompt, "" included
 _SCHEMA = ("The final output must be a single JSON that exactly matches the following schema:\n"
            "```json\n{schema}\n```")
-RETRIES = 10  # agent_module.py:186 AgentModule.max_retries, read by proxy.py:13
-MAX_TOKENS = 4096  # ours: the authors send no max_tokens (agent_module.py:46-50, kwargs {})
 
-CRITERIA = ("with-cot", "always")
-EMPTY_OUTPUTS = ("safe", "fail")
 
 
 def schema_instruction(key: str, allowed: Sequence[str]) -> str:
@@ -208,33 +204,21 @@ class AgenticGuard(Guard):
                         "five labels scored 0, 0.25, 0.5, 0.75, 1 by their frequency")
     _task = "knowledge"  # l.45, 63: "criteria and cultural knowledge."
 
-    def __init__(self, self_consistency: int = 1, chain_of_thought: bool = False,
-                 criteria: str = "with-cot", empty_output: str = "safe", retries: int = RETRIES,
-                 max_tokens: int = MAX_TOKENS, seed: int = 0):
-        """``self_consistency``: answers drawn per question (``n``, l.25, 53);
-        ``chain_of_thought``: the CoT sentence (l.26, 30); ``criteria``: ``with-cot`` (the
-        authors': the criteria only with chain of thought) or ``always``; ``empty_output``:
-        ``safe`` (the authors': 0.0 when every try failed) or ``fail``; ``retries``: tries of a
-        question none of whose ``n`` answers parsed (10, ``proxy.py:13``); ``max_tokens``: the
-        budget of each answer; ``seed``: the draws' seed beside the request."""
-        for number, count in (("self_consistency", self_consistency), ("retries", retries),
-                              ("max_tokens", max_tokens)):
-            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-                raise LocalevalError(f"{self.name} option {number} must be a positive integer, "
-                                     f"not {count!r}")
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise LocalevalError(f"{self.name} option seed must be an integer, not {seed!r}")
-        if not isinstance(chain_of_thought, bool):
-            raise LocalevalError(f"{self.name} option chain_of_thought must be true or false, "
-                                 f"not {chain_of_thought!r}")
-        for name, value, choices in (("criteria", criteria, CRITERIA),
-                                     ("empty_output", empty_output, EMPTY_OUTPUTS)):
-            if value not in choices:
-                raise LocalevalError(f"{self.name} option {name} must be one of "
-                                     f"{', '.join(choices)}, not {value!r}")
-        self.n, self.chain_of_thought = self_consistency, chain_of_thought
-        self.criteria, self.empty_output = criteria, empty_output
-        self.retries, self.max_tokens, self.seed = retries, max_tokens, seed
+    Options = AgenticOptions
+
+    def __init__(self, options: AgenticOptions | None = None):
+        """Its options (:class:`~.options.AgenticOptions`): ``self_consistency``, answers drawn
+        per question (``n``, l.25, 53); ``chain_of_thought``, the CoT sentence (l.26, 30);
+        ``criteria``, ``with-cot`` (the authors': the criteria only with chain of thought) or
+        ``always``; ``empty_output``, ``safe`` (the authors': 0.0 when every try failed) or
+        ``fail``; ``retries``, tries of a question none of whose ``n`` answers parsed (10,
+        ``proxy.py:13``); ``max_tokens``, the budget of each answer; ``seed``, the draws'
+        seed beside the request."""
+        o = options or AgenticOptions()
+        super().__init__(o)
+        self.n, self.chain_of_thought = o.self_consistency, o.chain_of_thought
+        self.criteria, self.empty_output = o.criteria, o.empty_output
+        self.retries, self.max_tokens, self.seed = o.retries, o.max_tokens, o.seed
 
     # ------------------------------------------------------------------------- the messages
     def guard_messages(self, conversation: Conversation,
@@ -333,15 +317,15 @@ class AgenticMoEGuard(AgenticGuard):
     _task = "consideration"  # l.132, 150: "criteria and cultural consideration."
     role_ways = {"classifier": "--guard-option classifier=<model> (default: the guard's model)"}
 
-    def __init__(self, self_consistency: int = 1, chain_of_thought: bool = False,
-                 criteria: str = "with-cot", empty_output: str = "safe", retries: int = RETRIES,
-                 max_tokens: int = MAX_TOKENS, seed: int = 0, classifier: str | None = None):
+    Options = AgenticMoEOptions
+
+    def __init__(self, options: AgenticMoEOptions | None = None):
         """As ``agentic``'s, and ``classifier``: the cultural classifier's model (a backend
         spec, the run's ``classifier`` role); default the guard's own model, as the authors
         (one ``model_name``, l.95, 105)."""
-        super().__init__(self_consistency, chain_of_thought, criteria, empty_output, retries,
-                         max_tokens, seed)
-        self.classifier = classifier or None
+        o = options or AgenticMoEOptions()
+        super().__init__(o)
+        self.classifier = o.classifier or None
 
     def model_roles(self) -> dict[str, str]:
         return {"classifier": self.classifier} if self.classifier else {}

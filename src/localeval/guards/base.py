@@ -20,7 +20,7 @@ import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from ..backends.base import Executor as Execute
 from ..backends.base import Failed, Response
@@ -33,6 +33,7 @@ from ..backends.failures import (
 )
 from ..backends.reply_checks import number_problem
 from ..errors import LocalevalError
+from .options import GuardOptions
 
 # IRIS's label names (guard_models valid_tokens values): a three-label guard's verdict
 VerdictLabel = Literal["Safe", "Sensitive", "Harmful"]
@@ -151,12 +152,24 @@ class Guard(ABC):
     requires: Mapping[str, str] = {}
     # Its model roles' guard options, by role: how a user names a copy of that model.
     role_ways: Mapping[str, str] = {}
-    # The options the guard was made with (recorded in the run's config.json).
-    options: Mapping[str, Any] = {}
+    # Its options, declared once (guards/options.py, issue 67): the class, and the object it
+    # was made with (``options.given``, what was asked for, is recorded in config.json)
+    Options: ClassVar[type[GuardOptions]] = GuardOptions
+    options: GuardOptions = GuardOptions()
     # How messages name it (the registry's: "guard 'x' (module:Class, from package)"), and
     # whether another package's (an entry point's plugin: its failures named, its raw checked)
     source: str = ""
     plugin: bool = False
+
+    def __init__(self, options: GuardOptions | None = None) -> None:
+        """The guard, made whole from its options (its family's ``Options``; the defaults when
+        None): nothing changes it after."""
+        self.options = options if options is not None else type(self).Options()
+
+    def options_problem(self) -> str | None:
+        """Why these options cannot be used together with this guard (its reading decides),
+        or None: the registry refuses the guard with it before any model loads."""
+        return None
 
     @property
     def label_scores_used(self) -> str | None:
@@ -305,15 +318,8 @@ def _first_line(error: BaseException) -> str:
     return lines[0] if lines else "(no message)"
 
 
-# How a guard that generates before its verdict decodes: "generation-config" (the authors':
-# transformers' generate() without do_sample, so the checkpoint's generation_config decides,
-# seeded here) or "greedy" (ours)
-DECODINGS = ("generation-config", "greedy")
-
-
-def checked_decoding(guard: str, decoding: str) -> str | None:
-    """``Generate.decoding`` for a guard's ``decoding`` option, or a one-line error."""
-    if decoding not in DECODINGS:
-        raise LocalevalError(f"{guard} option decoding must be one of {', '.join(DECODINGS)}, "
-                             f"not {decoding!r}")
+def generate_decoding(decoding: str) -> str | None:
+    """``Generate.decoding`` for a guard's ``decoding`` option (checked by its options):
+    ``generation-config`` (the authors': transformers' generate() without do_sample, so the
+    checkpoint's generation_config decides, seeded here) or ``greedy`` (ours: None)."""
     return "generation_config" if decoding == "generation-config" else None

@@ -2,10 +2,12 @@
 comes from and its options, read from the modules' source text (:mod:`ast`), never by
 importing them: listing guards loads no guard module, no torch, no plugin.
 
-A guard's options are its class's ``__init__`` keyword parameters (``--guard-option KEY=VALUE``,
-parsed by each parameter's annotation when the guard is made); a guard on a language model
-(a :class:`~.staged.StagedGuard`) also takes ``label_scores`` and ``verdict_position``. The
-family is read from the class's bases. Issue 67 replaces this reading with typed declarations.
+A built-in guard's options are its family's declaration (:mod:`.options`, which imports no
+guard): each ``name=default``, a choice's other values after it (``reading=iris|parallax``).
+Another package's guard declares its ``Options`` the same way, read here from its source text
+(its class's annotated fields and their bases'); one written before options were declared lists
+its ``__init__`` keywords (and, on a language model, ``label_scores`` and ``verdict_position``),
+as the registry reads them. The family is read from the class's bases.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from functools import cache
 from pathlib import Path
 
 from ..plugins import Part
-from .registry import UPSTREAM, checkpoints_of, guard_table
+from .options import OPTIONS, options_line
+from .registry import FINE_TUNES, UPSTREAM, checkpoints_of, guard_table
 
 # every guard on a language model's, set apart from its class (registry.get_guard)
 STAGED_OPTIONS = ("label_scores=top-k|full|top-N", "verdict_position=authors'|fixed")
@@ -51,11 +54,15 @@ def _row(part: Part) -> GuardRow:
     chain = _ancestry(module, name)
     names = [cls.name for cls, _ in chain]
     family = next((FAMILIES[n] for n in names if n in FAMILIES), OTHER if chain else "unknown")
-    options = next((_init_options(cls, where) for cls, where in chain
-                    if _init(cls) is not None), ())
-    if "StagedGuard" in names:
+    declared = next((_declared_options(cls, where) for cls, where in chain
+                     if _options_of(cls) is not None), None)
+    options = declared if declared is not None else \
+        next((_init_options(cls, where) for cls, where in chain if _init(cls) is not None), ())
+    if declared is None and "StagedGuard" in names:
         options = (*options, *STAGED_OPTIONS)
     if part.built_in:
+        tune = FINE_TUNES.get(part.name)
+        options = options_line(OPTIONS[tune.family if tune else part.name])
         source = UPSTREAM.get(part.name, "localeval (its own wording)")
     else:
         source = f"package {part.origin}"
@@ -162,3 +169,37 @@ def _init_options(cls: ast.ClassDef, module: str) -> tuple[str, ...]:
     pairs = [*zip(positional, defaults, strict=True),
              *zip(args.kwonlyargs, args.kw_defaults, strict=True)]
     return tuple(a.arg if d is None else f"{a.arg}={shown(d)}" for a, d in pairs)
+
+
+def _options_of(cls: ast.ClassDef) -> str | None:
+    """The name of the ``Options`` class a guard class declares (``Options = KeywordOptions``),
+    or None."""
+    for node in cls.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign):
+            target, value = node.target, node.value  # type: ignore[assignment]
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id == "Options" and \
+                isinstance(value, ast.Name):
+            return value.id
+    return None
+
+
+def _declared_options(cls: ast.ClassDef, module: str) -> tuple[str, ...]:
+    """The fields of the ``Options`` class that ``cls`` declares, its bases' first (as a
+    dataclass orders them), each ``name=default``: a default given to ``option(...)`` as its
+    first argument, or assigned as it is."""
+    name = _options_of(cls)
+    chain = _ancestry(module, name) if name else []
+    fields: dict[str, str] = {}
+    for options_class, _ in reversed(chain):
+        for node in options_class.body:
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and \
+                    node.value is not None:
+                value = node.value
+                if isinstance(value, ast.Call) and value.args:
+                    value = value.args[0]
+                fields[node.target.id] = ast.unparse(value)
+    return tuple(f"{k}={v}" for k, v in fields.items())

@@ -30,6 +30,7 @@ from ..backends.base import Embed, Embedding, error_of
 from ..backends.base import Executor as Execute
 from ..errors import LocalevalError
 from .base import Conversation, Guard, GuardVerdict, cause_of
+from .options import EmbeddingOptions
 
 FORMAT = "localeval.embedding-guard/1"
 HASH_DIGITS = 16  # 64 bits of SHA-256 per text: no collision in any realistic data set
@@ -66,8 +67,12 @@ class EmbeddingGuard(Guard):
     name = "embedding"
     verdict_position = "logistic regression on the sentence embedding of the text"
 
-    def __init__(self, path: str):
-        self.path = path
+    Options = EmbeddingOptions
+
+    def __init__(self, options: EmbeddingOptions | None = None):
+        o = options or EmbeddingOptions()
+        super().__init__(o)
+        path = self.path = o.path
         self.spec = read_guard_file(path)
         self.weights = [float(w) for w in self.spec["coef"]]
         self.bias = float(self.spec["intercept"])

@@ -36,6 +36,7 @@ from ..backends.failures import RequestFailure
 from ..backends.reply_checks import number_problem
 from ..errors import LocalevalError
 from .base import UNREAD, Conversation, Guard, GuardVerdict, IrisFailure, Unread
+from .options import LionGuard2Options
 
 HEAD = "govtech/lionguard-2"
 EMBEDDER = "openai-embed:text-embedding-3-large"
@@ -165,9 +166,13 @@ class LionGuard2(Guard):
     verdict_position = "the head's binary output (results['binary'][0])"
     model = EMBEDDER
 
-    def __init__(self, head: str = HEAD):
-        self.head_name = head
-        self.head = LionGuard2Head(_head_folder(head))
+    Options = LionGuard2Options
+
+    def __init__(self, options: LionGuard2Options | None = None):
+        o = options or LionGuard2Options()
+        super().__init__(o)
+        self.head_name = o.head
+        self.head = LionGuard2Head(_head_folder(o.head))
 
     def classify(self, conversations: Sequence[Conversation],
                  execute: Execute) -> list[GuardVerdict]:

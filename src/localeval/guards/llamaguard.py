@@ -62,15 +62,15 @@ Score: P(unsafe) renormalised over {safe, unsafe}.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from ..backends.base import AFTER_TEMPLATE, Message, Prompt, Request, Response, ScoreNext
-from ..errors import LocalevalError
 from .base import Conversation, GuardVerdict
+from .options import LlamaGuard3Options, LlamaGuard4Options, LMGuardOptions
 from .parallax_reading import (
     IRIS,
     PARALLAX,
     at_index,
-    checked_reading,
     fixed_problem,
     full_problem,
     read_as_parallax,
@@ -92,10 +92,8 @@ PREFILL = "\n\n"
 # what the HF chat template of Llama-Guard-3 renders before its first header (template="hf")
 HF_LEAD = " <|begin_of_text|>"
 OWN = "own"  # the checkpoint's own chat template, rendered by the backend
-TEMPLATES = (OWN, "hf", "meta")
 # Llama Guard 3 1B was trained on S1-S13 (no Code Interpreter Abuse): llama-stack
 # `llama_guard.py` gives the 1B model the first 13 categories, the 8B model all 14.
-CATEGORY_COUNTS = (13, 14)
 # reading=parallax: Parallax-AI c853033 llamaguard_module.py:11 (LlamaGuardModule) and :23
 # (LlamaGuard4Module) representative_token_index 1, the second new token
 PARALLAX_INDEX = 1
@@ -123,8 +121,9 @@ class LlamaGuard3(StagedGuard):
     lead = ""  # text before the first header; "" = the tokenizer adds BOS
     reading = IRIS
 
-    def __init__(self, categories: int | None = None, template: str = OWN,
-                 reading: str = "iris"):
+    Options: ClassVar[type[LMGuardOptions]] = LlamaGuard3Options
+
+    def __init__(self, options: LlamaGuard3Options | None = None):
         """``template``: ``own`` (the checkpoint's own chat template, rendered by the backend,
         as the authors' vLLM chat requests; the default), ``hf`` (the 8B model's HF chat
         template's text, its space before BOS included, sent without special tokens) or
@@ -136,16 +135,13 @@ class LlamaGuard3(StagedGuard):
         ``LlamaGuardModule``: IRIS's messages, ``base_module.py:51-57``, on the chat endpoint,
         so with ``template=own`` only; the labels at new token 1, l.11, among the top 20 of up
         to 100, ``base_module.py:72-74``; :mod:`.parallax_reading`)."""
-        if template not in TEMPLATES:
-            raise LocalevalError(f"{self.name} template must be one of {', '.join(TEMPLATES)}, "
-                                 f"not {template!r}")
-        if template == OWN and categories is not None:
-            raise LocalevalError(f"{self.name} categories applies to template=hf or meta: the "
-                                 "checkpoint's own template (the default) prints its own list")
+        o = options or LlamaGuard3Options()
+        super().__init__(o)
+        self._set_template(o.template, o.categories)
+        self._set_reading(o.reading)
+
+    def _set_template(self, template: str, categories: int | None) -> None:
         count = 14 if categories is None else categories
-        if count not in CATEGORY_COUNTS:
-            raise LocalevalError(f"{self.name} categories must be 13 (Llama Guard 3 1B) or 14, "
-                                 f"not {categories!r}")
         self.template = template
         self.categories = "\n".join(CATEGORIES.split("\n")[:count])
         self.lead = HF_LEAD if template == "hf" else ""
@@ -153,15 +149,10 @@ class LlamaGuard3(StagedGuard):
             self.template_source = ("the checkpoint's own chat template (tokenizer_config.json), "
                                     "rendered by the backend as vLLM's chat endpoint renders it")
             self.verdict_position = self.own_verdict_position
-        self._set_reading(reading)
 
     def _set_reading(self, reading: str) -> None:
-        self.reading = checked_reading(self.name, reading)
+        self.reading = reading
         if self.reading == PARALLAX:
-            if self.template != OWN and not isinstance(self, LlamaGuard4):
-                raise LocalevalError(f"{self.name} reading=parallax sends the messages to the "
-                                     "checkpoint's own chat template, as Parallax-AI's chat "
-                                     "request does: use it with template=own (the default)")
             read_as_parallax(self, self.parallax_verdict_position)
 
     @property
@@ -243,14 +234,18 @@ class LlamaGuard4(LlamaGuard3):
         "20, as Parallax-AI c853033 LlamaGuard4Module reads it (on this text, the token after "
         "the first, where the verdict is written)")
 
-    def __init__(self, reading: str = "iris"):
+    Options = LlamaGuard4Options
+
+    def __init__(self, options: LlamaGuard4Options | None = None):
         """``reading``: ``iris`` (the default) or ``parallax`` (panuthept/Parallax-AI
         ``c853033`` ``llamaguard_module.py:19-37`` ``LlamaGuard4Module``: IRIS's content-part
         messages, l.31-37, on the chat endpoint, whose generation prompt is the text rendered
         here; the labels at new token 1, l.23, among the top 20 of up to 100 new tokens,
         ``base_module.py:72-74``, where IRIS reads the first labelled of 10)."""
-        super().__init__(template="meta")  # its own template; no BOS text
-        self._set_reading(reading)
+        o = options or LlamaGuard4Options()
+        StagedGuard.__init__(self, o)
+        self._set_template("meta", None)  # its own template; no BOS text
+        self._set_reading(o.reading)
 
     def render(self, prompt: str, response: str | None) -> str:
         role = "User" if response is None else "Agent"
@@ -297,8 +292,11 @@ class SEALGuard(LlamaGuard3):
     parallax_verdict_position = verdict_position
     new_tokens = 10  # c853033 sealguard_module.py:62 max_tokens
 
-    def __init__(self):
-        super().__init__(template="hf")
+    Options = LMGuardOptions
+
+    def __init__(self, options: LMGuardOptions | None = None):
+        StagedGuard.__init__(self, options or LMGuardOptions())
+        self._set_template("hf", None)
         self.reading = PARALLAX  # its one reading: label_scores=full and fixed refused alike
         self.top_k = 20  # sealguard_module.py:63 logprobs
 

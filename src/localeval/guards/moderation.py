@@ -36,8 +36,13 @@ from ..backends.base import Executor as Execute
 from ..backends.base import Moderate, Moderation, error_of
 from ..backends.failures import BadReply, RequestFailure, status_of
 from ..backends.reply_checks import number_problem
-from ..errors import LocalevalError
 from .base import UNREAD, Conversation, Guard, GuardVerdict, IrisFailure, Unread, cause_of
+from .options import (
+    AzureContentSafetyOptions,
+    GuardOptions,
+    LakeraGuardOptions,
+    OpenAIModerationOptions,
+)
 
 
 class ModerationGuard(Guard):
@@ -47,7 +52,8 @@ class ModerationGuard(Guard):
     provider = ""
     supports_response = False
 
-    def __init__(self) -> None:
+    def __init__(self, options: GuardOptions | None = None) -> None:
+        super().__init__(options)
         self.model = f"moderation:{self.provider}"
 
     def settings(self) -> tuple[tuple[str, str], ...]:
@@ -97,9 +103,12 @@ class OpenAIModeration(ModerationGuard):
     template_source = "OpenAI Moderation API, POST /v1/moderations (IRIS openai_moderation.py)"
     verdict_position = "max of results[0].category_scores"
 
-    def __init__(self, model: str = "omni-moderation-latest"):
-        super().__init__()
-        self.moderation_model = model
+    Options = OpenAIModerationOptions
+
+    def __init__(self, options: OpenAIModerationOptions | None = None):
+        o = options or OpenAIModerationOptions()
+        super().__init__(o)
+        self.moderation_model = o.model
 
     def settings(self):
         return (("model", self.moderation_model),)
@@ -113,7 +122,6 @@ class OpenAIModeration(ModerationGuard):
         return max(v for v in scores.values() if v is not None)  # absent categories are null
 
 
-SEVERITY_LEVELS = ("EightSeverityLevels", "FourSeverityLevels")
 
 
 class AzureContentSafety(ModerationGuard):
@@ -123,12 +131,12 @@ class AzureContentSafety(ModerationGuard):
                        "(IRIS azure_ai_content_safety.py)")
     verdict_position = "max severity / 7 over categoriesAnalysis"
 
-    def __init__(self, output_type: str = "EightSeverityLevels"):
-        super().__init__()
-        if output_type not in SEVERITY_LEVELS:
-            raise LocalevalError(f"output_type must be one of {', '.join(SEVERITY_LEVELS)}, "
-                                 f"not {output_type!r}")
-        self.output_type = output_type
+    Options = AzureContentSafetyOptions
+
+    def __init__(self, options: AzureContentSafetyOptions | None = None):
+        o = options or AzureContentSafetyOptions()
+        super().__init__(o)
+        self.output_type = o.output_type
 
     def settings(self):
         return (("outputType", self.output_type),)
@@ -180,8 +188,12 @@ class LakeraGuard(ModerationGuard):
     template_source = "Lakera Guard, POST /v2/guard/results (IRIS lakera_guard.py)"
     verdict_position = "max level over results (every detector)"
 
-    def __init__(self, detectors: str = ""):
-        super().__init__()
+    Options = LakeraGuardOptions
+
+    def __init__(self, options: LakeraGuardOptions | None = None):
+        o = options or LakeraGuardOptions()
+        super().__init__(o)
+        detectors = o.detectors
         # "" = every detector, as IRIS (prompt attacks and PII count too); else a
         # comma-separated list of detector_type prefixes, e.g. "moderated_content".
         self.detectors = tuple(d.strip() for d in detectors.split(",") if d.strip())

@@ -22,23 +22,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..backends.base import Prompt, ScoreNext
-from ..errors import LocalevalError
 
 if TYPE_CHECKING:
     from .staged import StagedGuard
 
 IRIS, PARALLAX = "iris", "parallax"
-READINGS = (IRIS, PARALLAX)
 NEW_TOKENS = 100  # c853033 base_module.py:72 max_tokens
 TOP = 20  # c853033 base_module.py:74 top_logprobs; every one searched (l.12)
-
-
-def checked_reading(name: str, reading: str) -> str:
-    """``reading`` if it is one of :data:`READINGS`, else one line naming them."""
-    if reading not in READINGS:
-        raise LocalevalError(f"{name} reading must be iris (the paper's code, the default) or "
-                             f"parallax (Parallax-AI c853033's), not {reading!r}")
-    return reading
 
 
 def at_index(guard: StagedGuard, prompt: Prompt, candidates: tuple[str, ...], index: int,

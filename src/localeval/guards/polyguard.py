@@ -39,11 +39,10 @@ from collections.abc import Sequence
 
 from ..backends.base import Message, Request, Response, ScoreNext
 from ..backends.failures import RequestFailure
-from ..errors import LocalevalError
 from .answer_lines import AnswerLinesGuard
 from .base import UNREAD, Conversation, IrisFailure, Unread
+from .options import PolyGuardOptions
 
-READINGS = ("answer", "prefill", "parallax")
 # reading=parallax: Parallax-AI c853033 polyguard_module.py:12, a prompt's verdict at logprobs[5]
 PARALLAX_PROMPT_AT = 5
 
@@ -90,7 +89,9 @@ class PolyGuard(AnswerLinesGuard):
         "' yes' / ' no' (responses) of the model's whole answer, no prefill, as Parallax-AI "
         "c853033 polyguard_completions reads logprobs[5] and the last labelled position")
 
-    def __init__(self, reading: str = "answer"):
+    Options = PolyGuardOptions
+
+    def __init__(self, options: PolyGuardOptions | None = None):
         """``reading``: ``answer`` (IRIS ``guard_models/poly_guard.py:119,127``
         ``PolyGuard.predict``: the model answers the bare chat, no prefill; a prompt's verdict
         is the first position of the whole answer whose top k holds a label, a response's the
@@ -105,10 +106,9 @@ class PolyGuard(AnswerLinesGuard):
         (l.12), a response's at the last new token whose top 20 holds a label (l.14-16); the
         labels among all 20, ``label_scores=top-2`` for ``8348665``'s ``[:2]``,
         ``parallax_ai/modules/safeguards/polyguard_module.py:11``)."""
-        if reading not in READINGS:
-            raise LocalevalError(f"{self.name} reading must be one of {', '.join(READINGS)}, "
-                                 f"not {reading!r}")
-        self.reading = reading
+        o = options or PolyGuardOptions()
+        super().__init__(o)
+        reading = self.reading = o.reading
         if reading == "answer":
             self.verdict_position = self.answer_verdict_position
         if reading == "parallax":

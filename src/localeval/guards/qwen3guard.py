@@ -34,8 +34,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..backends.base import Request, Response, ScoreNext
-from ..errors import LocalevalError
 from .base import Conversation, GuardVerdict, VerdictLabel, cause_of
+from .options import Qwen3GuardOptions
 from .staged import StagedGuard, argmax_label, label_probabilities, ranks_of
 
 _TASK = (
@@ -122,11 +122,12 @@ class Qwen3Guard(StagedGuard):
     # Parallax-AI base_module.py safeguard_completions: the top 20 log-probs of the label position
     top_k = 20
 
-    def __init__(self, controversial: str = "paper"):
-        if controversial not in CONTROVERSIAL:
-            raise LocalevalError(f"controversial={controversial!r}: use one of "
-                                 f"{', '.join(CONTROVERSIAL)}")
-        self.controversial = controversial
+    Options = Qwen3GuardOptions
+
+    def __init__(self, options: Qwen3GuardOptions | None = None):
+        o = options or Qwen3GuardOptions()
+        super().__init__(o)
+        self.controversial = o.controversial
 
     def requests(self, conversation: Conversation,
                  earlier: Sequence[Response] = ()) -> list[Request]:

@@ -3,14 +3,18 @@ Other packages add guards through the ``localeval.guards`` entry point (:mod:`..
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any, cast
 
-from ..declared import parse_if_text
 from ..errors import LocalevalError
+from ..options import option
 from ..plugins import Part, table
 from .base import Guard
-from .staged import StagedGuard
+from .options import OPTIONS, EmbeddingOptions, GuardOptions, LMGuardOptions
 
 # name -> "module:class" (the order of the --guard help)
 GUARDS: dict[str, str] = {
@@ -160,22 +164,20 @@ def guards_help() -> str:
     return ", ".join(named)
 
 
-def get_guard(name: str, **options) -> Guard:
-    """Make the guard registered as ``name`` (e.g. ``llamaguard3``) with its own options;
-    ``embedding:<file>`` is a trained embedding guard."""
+def get_guard(name: str, **options: Any) -> Guard:
+    """Make the guard registered as ``name`` (e.g. ``llamaguard3``, or a Hub id of one) from its
+    options (names as in Python, values typed or text): read into its family's ``Options``
+    first, every refusal one line naming the guard, the option, the choices and the value;
+    then the guard is made whole from them. ``embedding:<file>`` is a trained embedding
+    guard."""
     kind, sep, path = name.partition(":")
     if sep and kind.strip().lower() == "embedding":
         from .embedding import EmbeddingGuard
 
         if options:
             raise LocalevalError(f"an embedding guard takes no options (got {', '.join(options)})")
-        guard = EmbeddingGuard(path)
-        guard.options = {"path": path}
-        return guard
-    key = name.strip().lower().replace("_", "-")
-    by_checkpoint = {**{c.lower(): family for c, family in CHECKPOINTS.items()},
-                     **{tune.checkpoint.lower(): n for n, tune in FINE_TUNES.items()}}
-    key = by_checkpoint.get(name.strip().lower(), key)  # a guard named by its Hub id
+        return EmbeddingGuard(EmbeddingOptions.made("embedding", {"path": path}))
+    key = guard_key(name)
     guards = guard_table()
     if key not in guards:
         raise LocalevalError(f"unknown guard {name!r}; available: {', '.join(sorted(guards))}, "
@@ -195,11 +197,21 @@ def get_guard(name: str, **options) -> Guard:
                                  f"{', '.join(f'{k}={tune.options[k]}' for k in fixed)} fixed "
                                  f"({tune.checkpoint}); use --guard {tune.family} to set it")
         options = {**tune.options, **options}
-    options = _declared_options(cls, key, dict(options))
-    label_scores = options.pop("label_scores", None)  # every guard on a language model's
-    position = options.pop("verdict_position", None)  # theirs too (issue 49 item 1)
+        cls = _fine_tune_class(key, tune, cls)
+    keywords = keyword_options(cls)
+    options_class = cls.Options if keywords is None else \
+        _keyword_options(cls, keywords, source, notice=True)
+    read = [k for k in ("label_scores", "verdict_position") if k in options]
+    if read and not issubclass(options_class, LMGuardOptions):
+        raise LocalevalError(f"guard {key!r} reads no label log-probs: {read[0]} is an "
+                             "option of the guards on a language model")
+    made_options = options_class.made(key, options)
     try:
-        made = cls(**options)
+        if keywords is None:
+            made = cls(made_options)
+        else:  # a guard written before options were declared: its keywords, then its options
+            made = cls(**{k: getattr(made_options, k) for k in options if k in keywords})
+            made.options = made_options
     except LocalevalError:
         raise
     except Exception as e:  # noqa: BLE001 - another package's code: any failure named
@@ -208,33 +220,107 @@ def get_guard(name: str, **options) -> Guard:
         raise LocalevalError(f"{source} cannot be made: {type(e).__name__}: "
                              f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}"
                              ) from None
-    made.source, made.plugin = source, not part.built_in
-    if tune is not None:
-        made.name = key  # what its messages and records call it: the checkpoint's id
-        made.template_source = (f"{tune.checkpoint} as {UPSTREAM[key]} reads it, the same as "
-                                f"{made.template_source}")
-    if label_scores is not None and isinstance(made, StagedGuard):  # checked just above
-        made.set_label_scores(label_scores)
-    if position is not None and isinstance(made, StagedGuard):
-        made.set_verdict_position(position)
-    made.options = {**options, **({"label_scores": label_scores} if label_scores else {}),
-                    **({"verdict_position": position} if position else {})}
+    problem = made.options_problem()
+    if problem is not None:
+        raise LocalevalError(problem)
+    made.source, made.plugin = source, not part.built_in  # how messages name it
     return made
 
 
-def _declared_options(cls: type, key: str, options: dict) -> dict:
-    """The guard's options, each one it does not have a one-line error, each text from the
-    command line (--guard-option reasoning=true) parsed by the type its parameter declares."""
-    parameters = {n: p for n, p in inspect.signature(cls).parameters.items() if n != "self"}
-    staged = ["label_scores", "verdict_position"] if issubclass(cls, StagedGuard) else []
-    for name in ("label_scores", "verdict_position"):
-        if name in options and not staged:
-            raise LocalevalError(f"guard {key!r} reads no label log-probs: {name} is an "
-                                 "option of the guards on a language model")
-    unknown = sorted(set(options) - set(parameters) - set(staged))
-    if unknown:
-        raise LocalevalError(f"guard {key!r} has no option(s) {', '.join(unknown)}; it accepts: "
-                             f"{', '.join([*parameters, *staged]) or 'no options'}")
-    return {k: v if k not in parameters or parameters[k].annotation is inspect.Parameter.empty
-            else parse_if_text(parameters[k].annotation, v, f"guard option {k}")
-            for k, v in options.items()}
+_TUNED: dict[str, type[Guard]] = {}
+
+
+def _fine_tune_class(key: str, tune: FineTune, family: type[Guard]) -> type[Guard]:
+    """The family's class as the fine-tune ``key``: named by the checkpoint's id in its
+    messages and records, its template's source saying which checkpoint reads it so."""
+    if key not in _TUNED:
+        source = (f"{tune.checkpoint} as {UPSTREAM[key]} reads it, the same as "
+                  f"{family.template_source}")
+        _TUNED[key] = type(family.__name__, (family,), {
+            "name": key, "template_source": source, "__module__": family.__module__,
+            "__qualname__": family.__qualname__})
+    return _TUNED[key]
+
+
+def guard_key(name: str) -> str:
+    """The table's name of the guard ``--guard name`` names (a Hub id as its guard's)."""
+    by_checkpoint = {**{c.lower(): family for c, family in CHECKPOINTS.items()},
+                     **{tune.checkpoint.lower(): n for n, tune in FINE_TUNES.items()}}
+    return by_checkpoint.get(name.strip().lower(), name.strip().lower().replace("_", "-"))
+
+
+def declared_options(guard: object, given: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A run's recorded guard options (``given``, of the guard named ``guard``) as the guard's
+    ``Options`` reads them, less those at their declared default: what a run's name and
+    protocol facts say, so ``reading=iris`` given is the run without it, and a plugin guard's
+    options are said as a built-in's. Options that cannot be read so (a guard this
+    localeval does not know, a plugin not installed, a guard given as an object) are said as
+    recorded."""
+    given = dict(given or {})
+    if not given or not isinstance(guard, str) or guard.partition(":")[1]:
+        return given
+    key = guard_key(guard)
+    try:
+        options_class = options_class_of(key)
+        made = options_class.made(key, {**(FINE_TUNES[key].options if key in FINE_TUNES
+                                           else {}), **given})
+    except (LocalevalError, TypeError, ValueError):
+        return given
+    defaults = {f.name: f.default for f in dataclasses.fields(options_class)}
+    return {k: getattr(made, k) for k in given
+            if k not in defaults or getattr(made, k) != defaults[k]}
+
+
+def options_class_of(key: str) -> type[GuardOptions]:
+    """The ``Options`` of the guard ``key`` (the table's name): a built-in's from its
+    declaration (no guard imported), another package's from its class."""
+    tune = FINE_TUNES.get(key)
+    if key in OPTIONS or tune is not None:
+        return OPTIONS[tune.family if tune else key]
+    part = guard_table().get(key)
+    if part is None:
+        raise LocalevalError(f"unknown guard {key!r}")
+    cls = part.load()
+    if not (isinstance(cls, type) and issubclass(cls, Guard)):
+        raise LocalevalError(f"guard {key!r} is not a Guard")
+    keywords = keyword_options(cls)
+    return cls.Options if keywords is None else _keyword_options(cls, keywords, key)
+
+
+def keyword_options(cls: type[Guard]) -> tuple[str, ...] | None:
+    """The ``__init__`` keywords of a guard written before guards declared their options (a
+    plugin's, ``def __init__(self, words: str = "…")``), or None for one made from its
+    ``Options`` (``def __init__(self, options=None)``, every built-in guard)."""
+    parameters = [p for n, p in inspect.signature(cls).parameters.items()
+                  if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if [p.name for p in parameters] == ["options"] or cls.__init__ is Guard.__init__:
+        return None
+    return tuple(p.name for p in parameters)
+
+
+_NOTICED: set[type] = set()
+_KEYWORD_OPTIONS: dict[type, type[GuardOptions]] = {}
+
+
+def _keyword_options(cls: type[Guard], keywords: tuple[str, ...], source: str,
+                     notice: bool = False) -> type[GuardOptions]:
+    """The options of a guard that takes ``__init__`` keywords, declared from its signature
+    (each parameter's annotation and default) on its family's ``Options``, so they are typed,
+    checked and recorded as a declared guard's are; said once per process."""
+    if notice and cls not in _NOTICED:
+        _NOTICED.add(cls)
+        print(f"note: {source} takes its options as __init__ keywords ({', '.join(keywords)}); "
+              "they are read as its Options (declare them: docs/plugins.md)", file=sys.stderr)
+    if cls in _KEYWORD_OPTIONS:
+        return _KEYWORD_OPTIONS[cls]
+    parameters = inspect.signature(cls).parameters
+    fields = [(n, parameters[n].annotation if parameters[n].annotation is not
+               inspect.Parameter.empty else Any,
+               option(None if parameters[n].default is inspect.Parameter.empty
+                      else parameters[n].default, f"{cls.__name__}.__init__'s {n}"))
+              for n in keywords]
+    made = dataclasses.make_dataclass(f"{cls.__name__}Options", fields, bases=(cls.Options,),
+                                      frozen=True, kw_only=True)
+    made.__module__ = cls.__module__  # its annotations are read where the guard's are
+    _KEYWORD_OPTIONS[cls] = cast(type[GuardOptions], made)  # one class each: they compare
+    return _KEYWORD_OPTIONS[cls]

@@ -45,8 +45,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..backends.base import AFTER_TEMPLATE, NextLogprobs, Request, Response, ScoreNext
-from ..errors import LocalevalError
 from .base import Conversation, GuardVerdict, VerdictLabel
+from .options import SealionGuardOptions
 from .staged import StagedGuard, argmax_label, label_probabilities, ranks_of
 
 LEAD = ("You are a classifier for analyzing interactions between humans and LLMs. Given a "
@@ -54,7 +54,6 @@ LEAD = ("You are a classifier for analyzing interactions between humans and LLMs
 HEADERS = {"llama": "<|start_header_id|>model<|end_header_id|>\n\n",
            "gemma": "<start_of_turn>model\n"}
 LABELS = {"three": ("unsafe", "s", "safe"), "two": ("unsafe", "safe")}
-SENSITIVE = ("iris", "harmful", "safe", "half", "prompts")
 # a fixed Sensitive weight by value (``iris`` and ``prompts`` depend on the item)
 SENSITIVE_WEIGHTS = {"harmful": 1.0, "safe": 0.0, "half": 0.5}
 # IRIS SealionGuard.valid_tokens, in its order (Safe first)
@@ -75,13 +74,13 @@ class SealionGuard(StagedGuard):
                        "over the model's own chat template")
     verdict_position = "first token after the authors' model header"
 
-    def __init__(self, family: str = "llama", labels: str = "three", sensitive: str = "iris"):
-        for name, value, choices in (("family", family, HEADERS), ("labels", labels, LABELS),
-                                     ("sensitive", sensitive, SENSITIVE)):
-            if value not in choices:
-                raise LocalevalError(f"{self.name} option {name} must be one of "
-                                     f"{', '.join(choices)}, not {value!r}")
-        self.header, self.labels, self.sensitive = HEADERS[family], LABELS[labels], sensitive
+    Options = SealionGuardOptions
+
+    def __init__(self, options: SealionGuardOptions | None = None):
+        o = options or SealionGuardOptions()
+        super().__init__(o)
+        self.header, self.labels, self.sensitive = HEADERS[o.family], LABELS[o.labels], \
+            o.sensitive
         self.n_labels = len(self.labels)
 
     def requests(self, conversation: Conversation,

@@ -36,9 +36,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..backends.base import Request, Response, ScoreNext
-from ..errors import LocalevalError
 from .base import Conversation, GuardVerdict, cause_of
-from .parallax_reading import PARALLAX, at_index, checked_reading, full_problem, read_as_parallax
+from .options import ShieldGemmaOptions
+from .parallax_reading import PARALLAX, at_index, full_problem, read_as_parallax
 from .staged import StagedGuard, binary_verdict, label_probabilities
 
 # policy -> (prompt-only guideline, prompt-response guideline), model card wording.
@@ -109,7 +109,6 @@ def render(prompt: str, response: str | None, guideline: str) -> str:
     )
 
 
-MODES = ("combined", "per-policy")
 # reading=parallax: Parallax-AI c853033 shieldgemma_module.py:10 representative_token_index 0
 PARALLAX_INDEX = 0
 
@@ -124,28 +123,19 @@ class ShieldGemma(StagedGuard):
         "the first new token (index 0) of up to 100 after the template, 'Yes' / 'No' among its "
         "top 20, as Parallax-AI c853033 ShieldGemmaModule reads it")
 
-    def __init__(self, policies: Sequence[str] | str = tuple(POLICIES), mode: str = "combined",
-                 reading: str = "iris"):
+    Options = ShieldGemmaOptions
+
+    def __init__(self, options: ShieldGemmaOptions | None = None):
         """``reading``: ``iris`` (the default) or ``parallax`` (panuthept/Parallax-AI
         ``c853033`` ``parallax_ai/modules/safeguard_modules/shieldgemma_module.py:7-33``
         ``ShieldGemmaModule``: the four policies as one system message, l.17-29, the text
         IRIS sends, so ``mode=combined`` only; the labels at new token 0, l.10, among the top
         20 of up to 100, ``base_module.py:72-74``, where IRIS asks one token's top 2)."""
-        if isinstance(policies, str):  # "hate,sexual" from the command line
-            policies = [p.strip() for p in policies.split(",") if p.strip()]
-        unknown = [p for p in policies if p not in POLICIES]
-        if unknown or not policies:
-            raise LocalevalError(f"unknown ShieldGemma policies {unknown}; choose from "
-                                 f"{', '.join(POLICIES)}")
-        if mode not in MODES:
-            raise LocalevalError(f"ShieldGemma mode={mode!r}: use one of {', '.join(MODES)}")
-        self.policies, self.mode = tuple(policies), mode
-        self.reading = checked_reading(self.name, reading)
+        o = options or ShieldGemmaOptions()
+        super().__init__(o)
+        self.policies, self.mode = o.policy_list, o.mode
+        self.reading = o.reading
         if self.reading == PARALLAX:
-            if mode != "combined":
-                raise LocalevalError("ShieldGemma reading=parallax sends the four policies in "
-                                     "one request, as Parallax-AI does: use it with "
-                                     "mode=combined (the default)")
             read_as_parallax(self, self.parallax_verdict_position)
 
     @property

@@ -38,8 +38,7 @@ from ..backends.base import (
 )
 from ..errors import LocalevalError
 from .base import Conversation, Guard, GuardVerdict, VerdictLabel, cause_of
-
-VERDICT_POSITIONS = ("first-label", "fixed")
+from .options import LMGuardOptions
 
 
 class StagedGuard(Guard):
@@ -64,41 +63,38 @@ class StagedGuard(Guard):
 
     stages: int = 1
     new_tokens: int | None = None  # the authors' max_new_tokens; None: they read one position
-    position_rule: str = "first-label"  # or "fixed"; only with new_tokens
     top_k: int = 2  # the authors' k for this guard (X-Guard 10, Parallax-AI's Qwen3Guard 20)
-    label_scores: str | None = "top-k"  # or "full", or "top-N" for another k
+    Options = LMGuardOptions
+    options: LMGuardOptions = LMGuardOptions()
 
-    def set_label_scores(self, value: str) -> None:
-        """``top-k`` (the guard's own k), ``top-N`` or ``full``; one line if it is neither."""
-        text = str(value).strip().lower()
-        n = text[4:] if text.startswith("top-") else ""
-        if text not in ("top-k", "full") and not (n.isdigit() and int(n) >= 1):
-            raise LocalevalError(f"guard option label_scores must be top-k (the authors' top "
-                                 f"{self.top_k} log-probs), top-N or full, not {value!r}")
-        if text == "full" and self.full_problem is not None:
-            raise LocalevalError(self.full_problem)
-        self.label_scores = text
+    @property
+    def label_scores(self) -> str:
+        """``top-k`` (the guard's own k), ``top-N`` or ``full`` (its ``label_scores``)."""
+        return self.options.label_scores or "top-k"
+
+    @property
+    def position_rule(self) -> str:
+        """``first-label`` (the authors') or ``fixed`` (its ``verdict_position``); read only
+        by a guard that generates (``new_tokens``)."""
+        return self.options.verdict_position or "first-label"
+
+    def options_problem(self) -> str | None:
+        """``verdict_position`` on a guard its authors read at one fixed position,
+        ``verdict_position=fixed`` or ``label_scores=full`` where its reading cannot use it."""
+        if self.options.verdict_position is not None and self.new_tokens is None:
+            return (f"guard {self.name!r} reads its verdict at one fixed position, as its "
+                    "authors do: verdict_position is not an option of it")
+        if self.options.verdict_position == "fixed" and self.fixed_problem is not None:
+            return self.fixed_problem
+        if self.label_scores == "full" and self.full_problem is not None:
+            return self.full_problem
+        return None
 
     @property
     def full_problem(self) -> str | None:
         """Why ``label_scores=full`` cannot be used with this guard's other options, or None
         where it can (the failure advice offers it only then)."""
         return None
-
-    def set_verdict_position(self, value: str) -> None:
-        """``first-label`` (the authors') or ``fixed``; one line if neither, or if the guard's
-        authors read one fixed position themselves."""
-        text = str(value).strip().lower()
-        if self.new_tokens is None:
-            raise LocalevalError(f"guard {self.name!r} reads its verdict at one fixed position, "
-                                 "as its authors do: verdict_position is not an option of it")
-        if text not in VERDICT_POSITIONS:
-            raise LocalevalError(f"guard option verdict_position must be first-label (the "
-                                 f"authors': the first of up to {self.new_tokens} generated "
-                                 f"positions holding a label) or fixed, not {value!r}")
-        if text == "fixed" and self.fixed_problem is not None:
-            raise LocalevalError(self.fixed_problem)
-        self.position_rule = text
 
     @property
     def fixed_problem(self) -> str | None:

@@ -43,14 +43,12 @@ from ..backends.base import (
     error_of,
     text_of,
 )
-from .base import Conversation, GuardVerdict, cause_of, checked_decoding
+from .base import Conversation, GuardVerdict, cause_of, generate_decoding
+from .options import XGuardOptions
 from .staged import StagedGuard, binary_verdict
-
-TRANSLATOR = "saillab/mbart-x-guard"
 
 THINK_TURN = "\n <think>"  # a finished assistant turn before the model's own (IRIS)
 LABEL_OPEN = "<label>"
-MAX_TOKENS = 8192  # IRIS x_guard.py evaluate_guard: max_new_tokens
 
 
 class XGuard(StagedGuard):
@@ -64,14 +62,17 @@ class XGuard(StagedGuard):
     role_ways = {"translator": "--guard-option translator=<its folder> (translator=none: no "
                                "translation)"}
 
-    def __init__(self, max_tokens: int = MAX_TOKENS, translator: str | None = TRANSLATOR,
-                 translation_tokens: int = 1024, decoding: str = "generation-config"):
+    Options = XGuardOptions
+
+    def __init__(self, options: XGuardOptions | None = None):
         """``decoding``: ``generation-config`` (IRIS ``XGuard.evaluate_guard`` calls generate()
         without do_sample: the checkpoint's generation_config decides, seeded here) or
         ``greedy`` (ours)."""
-        self.decoding = checked_decoding(self.name, decoding)
-        self.max_tokens, self.translator = max_tokens, translator
-        self.translation_tokens = translation_tokens
+        o = options or XGuardOptions()
+        super().__init__(o)
+        self.decoding = generate_decoding(o.decoding)
+        self.max_tokens, self.translator = o.max_tokens, o.translator
+        self.translation_tokens = o.translation_tokens
         self._translation_backend = None
 
     def classify(self, conversations: Sequence[Conversation],

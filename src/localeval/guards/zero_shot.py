@@ -36,8 +36,9 @@ from collections.abc import Sequence
 
 from ..backends.base import Generate, Message, Request, Response, ScoreNext, text_of
 from ..errors import LocalevalError
-from .base import Conversation, GuardVerdict, cause_of, checked_decoding
+from .base import Conversation, GuardVerdict, cause_of, generate_decoding
 from .final_label import candidates, find_final_label, generation_problem, label_request
+from .options import ZeroShotOptions
 from .staged import StagedGuard, binary_verdict
 
 CATEGORIES = (
@@ -70,17 +71,20 @@ class ZeroShotGuard(StagedGuard):
                         "top k holds 'Harmful' / 'Safe' (verdict_position=fixed: the first)")
     new_tokens: int | None = 100  # IRIS llm_guard.py LLMGuard: max_new_tokens=100
 
-    def __init__(self, cultural_awareness: bool = False, reasoning: bool = False,
-                 reasoning_tokens: int | None = None, decoding: str = "generation-config"):
-        self.cultural_awareness = cultural_awareness
+    Options = ZeroShotOptions
+
+    def __init__(self, options: ZeroShotOptions | None = None):
+        o = options or ZeroShotOptions()
+        super().__init__(o)
+        self.cultural_awareness = o.cultural_awareness
         # Cultural awareness names each item's country; items without one cannot be judged so.
-        self.requires = {"country": "cultural awareness"} if cultural_awareness else {}
-        self.reasoning = reasoning
-        self.reasoning_tokens = _reasoning_budget(reasoning, reasoning_tokens)
+        self.requires = {"country": "cultural awareness"} if o.cultural_awareness else {}
+        self.reasoning = o.reasoning
+        self.reasoning_tokens = (o.reasoning_tokens or REASONING_TOKENS) if o.reasoning else None
         # IRIS GPTOSS._complete runs a transformers pipeline without do_sample: the model's
         # generation_config decides (``decoding=greedy`` is ours)
-        self.decoding = checked_decoding(self.name, decoding)
-        if reasoning:
+        self.decoding = generate_decoding(o.decoding)
+        if o.reasoning:
             self.new_tokens = None  # the label the answer ends with (.final_label)
             self.stages = 2
             self.template_source = (f"{ZeroShotGuard.template_source}; verdict position after "
@@ -149,21 +153,3 @@ class ZeroShotGuard(StagedGuard):
         harmful, safe = candidates(spot, LABELS)
         return binary_verdict(responses, harmful, safe, expected=2)
 
-
-def _reasoning_budget(reasoning: object, tokens: object) -> int | None:
-    """The generation budget of ``reasoning=True`` (None without it), or a one-line error for an
-    ill-typed value."""
-    if not isinstance(reasoning, bool):
-        raise LocalevalError(f"zero-shot option reasoning must be true or false, not "
-                             f"{reasoning!r}")
-    if not reasoning:
-        if tokens is not None:
-            raise LocalevalError("zero-shot option reasoning_tokens needs reasoning=true "
-                                 "(it is the budget of the reasoning before the label)")
-        return None
-    if tokens is None:
-        return REASONING_TOKENS
-    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
-        raise LocalevalError(f"zero-shot option reasoning_tokens must be a positive integer, "
-                             f"not {tokens!r}")
-    return tokens

@@ -333,7 +333,7 @@ class LLMSafetyTask(Task):
         """The D.2 variant run (None: the model alone)."""
         if self.safeguard is None:
             return None
-        return {"name": self.safeguard.name, "options": dict(self.safeguard.options),
+        return {"name": self.safeguard.name, "options": dict(self.safeguard.options.given),
                 "model": _model_name(self.safeguard_model), "mode": self.options.safeguard_mode,
                 "refine": self.options.refine, "label_scores": self.safeguard.label_scores_used,
                 "verdict_position": self.safeguard.verdict_position_used}
@@ -342,7 +342,7 @@ class LLMSafetyTask(Task):
         """Its options as run (responses and their budget resolved), its judge and safeguard
         as made (names, options, models), and how each was read."""
         o = self.options
-        given = replace(o, judge=self.guard.name, judge_options=dict(self.guard.options),
+        given = replace(o, judge=self.guard.name, judge_options=dict(self.guard.options.given),
                         judge_model=_model_name(self.judge_model),
                         refusal_judge_model=_model_name(o.refusal_judge_model),
                         responses=self.responses)
@@ -352,7 +352,7 @@ class LLMSafetyTask(Task):
             "judge_verdict_position": self.guard.verdict_position_used}
         if self.safeguard is not None:
             given = replace(given, safeguard=self.safeguard.name,
-                            safeguard_options=dict(self.safeguard.options) or None,
+                            safeguard_options=dict(self.safeguard.options.given) or None,
                             safeguard_model=_model_name(self.safeguard_model))
             described.update({"safeguard.label_scores": self.safeguard.label_scores_used,
                               "safeguard.verdict_position":

@@ -90,7 +90,7 @@ class LLMSafetyOptions(SafetySelection):
         None, "the judge's model (hf:…, openai:…); not needed for a moderation API or "
         "embedding guard")
     judge_options: dict | None = option(None, "an option of the judge, repeatable",
-                                        flag="--judge-option", parse="pairs",
+                                        flag="--judge-option", parse="pairs", guard_of="judge",
                                         metavar="KEY=VALUE")
     refusal: Refusal = option("judge", "how a refusal is found: judge (the authors' LLM judge, "
                               "on --refusal-judge-model) or detector (our rule-based detector)")
@@ -123,6 +123,7 @@ class LLMSafetyOptions(SafetySelection):
                                                    "openai:…)", role="model")
     safeguard_options: dict | None = option(None, "an option of the safeguard, repeatable",
                                             flag="--safeguard-option", parse="pairs",
+                                            guard_of="safeguard",
                                             metavar="KEY=VALUE", role="model")
     safeguard_mode: SafeguardMode = option(
         "fixed-answer", "what the safeguard does: fixed-answer (a prompt it calls harmful gets "

@@ -1,58 +1,37 @@
 """A task's options, declared once: a frozen dataclass per kind of task (a :class:`TaskOptions`)
-whose fields carry their type, default and help text. The command line builds its flags from
-these fields (:mod:`localeval.cli.run_options`), ``evaluate``'s documentation lists them
-(:func:`options_doc`), and a task is made from them (:func:`make_options`): a name that is no
-field is one clear error, the same from the command line and from Python. A task keeps the
+on the shared machinery of :mod:`localeval.options` (whose names are re-exported here for
+code written against this module). The command line builds its flags from these fields
+(:mod:`localeval.cli.run_options`), ``evaluate``'s documentation lists them
+(:func:`options_doc`), and a task is made from them (:func:`make_options`). A task keeps the
 object it was made with (``task.options``) and reads its fields there.
 
-A field typed with a ``Literal`` (``threshold_rule: ThresholdRule``) has those choices: the
-command line shows them, and the object refuses any other value when it is built, in one line
-(:meth:`TaskOptions.__post_init__`), the only place they are checked. A field declared
-``rescorable`` acts only on answers already given (an extraction rule, a threshold rule):
-``localeval rescore`` may change it, for any kind of task that declares some.
+A field declared ``rescorable`` acts only on answers already given (an extraction rule, a
+threshold rule): ``localeval rescore`` may change it, for any kind of task that declares some.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import sys
-import types
-import typing
 from collections.abc import Mapping
-from functools import cache
-from typing import Any, ClassVar, Literal, get_args, get_origin
+from typing import Any, ClassVar
 
-from ..declared import Role, parse_if_text, role_of
-from ..errors import LocalevalError
-
-
-def option(default: Any, help: str, *, flag: str | None = None, parse: str | None = None,
-           shortcut: tuple[str, str, str] | None = None, rescorable: bool = False,
-           role: Role = "protocol", unset_unrecorded: bool = False, **argparse: Any) -> Any:
-    """One option of a task. ``flag``: its command-line flag (default ``--<name-with-dashes>``);
-    its text becomes a value of the field's declared type (:func:`declared_value`), except
-    ``parse="pairs"``: a repeated ``KEY=VALUE`` flag whose values the receiver types (a guard's
-    options, by its constructor's declaration); ``shortcut``:
-    (flag, key, help) of a flag that sets ``key=True`` in a ``pairs`` option; ``rescorable``:
-    the option acts only on answers already given, so ``localeval rescore`` may change it;
-    ``role``: what the option is to a run (:data:`localeval.declared.Role`: ``protocol``, it
-    can change the numbers, the default; ``speed``; ``output``), so a run's protocol facts are
-    its protocol-role options (:func:`protocol_fields`); ``unset_unrecorded``: an option added
-    after runs were made, whose unset value (None) is in no default folder's hash (nor, by its
-    task's ``describe``, in config.json), so those runs' commands find their folders again;
-    ``argparse``: keywords for the flag (``type``, ``action``, ``metavar``; its choices come
-    from the field's ``Literal`` type)."""
-    return dataclasses.field(default=default, metadata={
-        "help": help, "flag": flag, "parse": parse, "shortcut": shortcut,
-        "rescorable": rescorable, "role": role, "unset_unrecorded": unset_unrecorded,
-        "argparse": argparse})
+from ..options import (  # noqa: F401 - the machinery, re-exported for this module's importers
+    Options,
+    choices_of,
+    declared_value,
+    flag_arguments,
+    flag_of,
+    make_options,
+    option,
+    option_fields,
+    options_doc,
+    protocol_fields,
+)
 
 
-class TaskOptions:
-    """The base of every task's ``Options`` (a frozen dataclass of :func:`option` fields):
-    each choice is checked here, once, as the object is built; a subclass's own
-    ``__post_init__`` (checks across fields) calls this one first."""
+class TaskOptions(Options):
+    """The base of every task's ``Options`` (a frozen dataclass of :func:`option` fields),
+    with what a run's spec asks of its kind."""
 
     # What a run's spec (tasks/run_spec.py) asks of its kind, each with its default: the kind
     # as the views name it; the config.json keys that say how the run's guard was read (no
@@ -96,14 +75,6 @@ class TaskOptions:
                 if f.name in names and not (f.metadata.get("unset_unrecorded")
                                             and getattr(self, f.name) is None)}
 
-    def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]  # subclasses are dataclasses
-            allowed = choices_of(type(self), f)
-            value = getattr(self, f.name)
-            if allowed is not None and value not in allowed:
-                shown = ", ".join(str(c) for c in allowed if c is not None)
-                raise LocalevalError(f"{flag_of(f)} must be one of {shown}, not {value!r}")
-
     @classmethod
     def recorded(cls, config: Mapping[str, Any], results: Mapping[str, Any]) -> dict[str, Any]:
         """The options a finished run was made with, read back from its config.json (and
@@ -144,107 +115,9 @@ def hub_or_path(data: Any) -> Any:
     return None if data is None or str(data).startswith("hf://") else data
 
 
-def choices_of(options_class: type, f: dataclasses.Field[Any]) -> tuple[Any, ...] | None:
-    """The values a ``Literal``-typed option takes (None among them when it is optional), or
-    None for an option without choices."""
-    return _declared_choices(options_class, f.name)
-
-
-@cache
-def _declared_choices(options_class: type, name: str) -> tuple[Any, ...] | None:
-    annotation = _annotation(options_class, name)
-    if annotation is None:
-        return None
-    members = _union_members(annotation)
-    literal = [v for m in members if get_origin(m) is Literal for v in get_args(m)]
-    if not literal:
-        return None
-    return (*literal, *((None,) if type(None) in members else ()))
-
-
-def _annotation(options_class: type, name: str) -> Any:
-    """The field's annotation as a type, evaluated in the module of the class that declares it
-    (annotations are text there); None when it names a type imported only for type checking
-    (``Guard``, ``Backend``): such a field has no choices."""
-    owner = next(c for c in options_class.__mro__ if name in inspect.get_annotations(c))
-    text = inspect.get_annotations(owner)[name]
-    if not isinstance(text, str):
-        return text
-    try:
-        return eval(text, vars(sys.modules[owner.__module__]))  # noqa: S307 — our own source
-    except NameError:
-        return None
-
-
-def _union_members(annotation: Any) -> tuple[Any, ...]:
-    if get_origin(annotation) in (typing.Union, types.UnionType):
-        return tuple(m for part in get_args(annotation) for m in _union_members(part))
-    return (annotation,)
-
-
-def option_fields(options_class: type) -> list[dataclasses.Field[Any]]:
-    return list(dataclasses.fields(options_class))
-
-
-def protocol_fields(options_class: type) -> list[dataclasses.Field[Any]]:
-    """The options that can change a run's numbers (role ``protocol``): what tells one
-    protocol from another."""
-    return [f for f in option_fields(options_class) if role_of(f) == "protocol"]
-
-
-def flag_of(f: dataclasses.Field[Any]) -> str:
-    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
-
-
-def make_options(options_class: type, task: str, given: dict[str, Any]) -> Any:
-    """The task's options from ``given`` (names as in Python); defaults fill the rest. A value
-    given as text becomes its declared type (:func:`declared_value`)."""
-    names = [f.name for f in option_fields(options_class)]
-    unknown = sorted(set(given) - set(names))
-    if unknown:
-        raise LocalevalError(f"task {task!r} has no option(s) {', '.join(unknown)}; it accepts: "
-                             f"{', '.join(names)}")
-    fields = {f.name: f for f in option_fields(options_class)}
-    return options_class(**{k: declared_value(options_class, fields[k], v, k)
-                            for k, v in given.items()})
-
-
 def rescorable(kind: Any) -> tuple[str, ...]:
     """The options rescore may change of a task class or a registry ``TaskKind`` (its
     ``Options``' fields declared ``rescorable``)."""
     return tuple(f.name for f in option_fields(kind.Options) if f.metadata.get("rescorable"))
 
 
-def declared_value(options_class: type, f: dataclasses.Field[Any], value: Any, name: str) -> Any:
-    """``value`` as option ``f`` declares it: text parsed by the field's type
-    (:func:`localeval.declared.parse_if_text`; a list option's text is a comma list,
-    ``subjects="arts"``, not the letters a, r, t, s), and one number or path given to a list
-    option as a list of one (repeatable ``--data``). A choice stays text: the options object
-    checks it when it is built."""
-    choices = choices_of(options_class, f)
-    if isinstance(value, str) and choices is not None:
-        return None if None in choices and value.strip().lower() == "none" else value
-    if isinstance(value, str):
-        return parse_if_text(f.type, value, name)
-    listed = any(kind in str(f.type) for kind in ("list[", "Sequence["))
-    if listed and (isinstance(value, int | float) or hasattr(value, "__fspath__")):
-        return [value]
-    return value
-
-
-def flag_arguments(options_class: type, f: dataclasses.Field[Any]) -> dict[str, Any]:
-    """argparse's keywords for option ``f``'s flag: its own, and its choices shown (``{gt,ge}``)
-    but not checked there: the options object checks them when it is built."""
-    keywords = dict(f.metadata.get("argparse", {}))
-    choices = choices_of(options_class, f)
-    if choices is not None and "metavar" not in keywords:
-        keywords["metavar"] = "{" + ",".join(str(c) for c in choices if c is not None) + "}"
-    return keywords
-
-
-def options_doc(options_class: type) -> str:
-    """One line per option: ``name`` (default), what it does."""
-    lines = []
-    for f in option_fields(options_class):
-        lines.append(f"``{f.name}`` (default {f.default!r}): {f.metadata['help']}")
-    return "\n".join(lines)

@@ -22,6 +22,7 @@ from typing import Any
 from ..data.catalog import BUILTIN_TASKS
 from ..declared import role_of, shown
 from ..errors import LocalevalError
+from ..guards.registry import declared_options
 from .benchmarks import benchmark_defaults, dataset_of
 from .options import TaskOptions, make_options, option_fields
 from .registry import TASKS, task_kind
@@ -283,7 +284,7 @@ class RunSpec:
         facts = {"limit": shown(self.data.limit), "protocol": shown(self.protocol)}
         for f in option_fields(type(self.options)):
             if role_of(f) == "protocol" and f.name in self.recorded:
-                facts[label(f.name)] = shown(self.option(f.name))
+                facts[label(f.name)] = shown(self._declared(f, self.option(f.name)))
         if "data" in facts:
             facts["data"] = self.data.fact()
         if self.kind == "mcq":
@@ -301,9 +302,18 @@ class RunSpec:
         read (its reading facts, said apart): how a guard is prompted or read changes its
         scores (PolyGuard's ``reading``, ShieldGemma's ``mode``, a plugin guard's own), so
         two runs of one guard with other options are two protocols, never ranked as one."""
-        given = getattr(self.options, "guard_options", None) or {}
+        given = declared_options(self.guard, getattr(self.options, "guard_options", None))
         return {k: v for k, v in given.items()
                 if k not in type(self.options).reading_keys}
+
+    def _declared(self, f: dataclasses.Field[Any], value: Any) -> Any:
+        """An option's value as a fact or the name says it: a guard's options (a
+        ``guard_of`` option: ``--guard-option``, ``--judge-option``) as that guard's
+        ``Options`` reads them, those at their default left out (issue 67)."""
+        guard_of = f.metadata.get("guard_of")
+        if guard_of is None or not isinstance(value, Mapping | None):
+            return value
+        return declared_options(getattr(self.options, guard_of, None), value)
 
     @property
     def name(self) -> str:
@@ -341,14 +351,14 @@ class RunSpec:
             if f.name in options_class.always_named or f.name == "guard" or \
                     role_of(f) not in ("protocol", "model") or f.name not in self.recorded:
                 continue
-            value = mine[f.name]
+            value = self._declared(f, mine[f.name])
             if isinstance(value, Mapping):  # what the reading says is said once, below
                 value = {k: v for k, v in value.items() if k not in options_class.reading_keys}
             if f.name in DATA_OPTIONS:
                 said = self._data_said(f.name, value)
                 if said:
                     parts.append(said)
-            elif shown(value) != shown(self._without(f.name)):
+            elif shown(value) != shown(self._declared(f, self._without(f.name))):
                 parts.append(f"{label(f.name)} {shown(value)}")
         paper = options_class.reading_facts(dict(options_class.paper_reading))
         parts += [f"{k} {v}" for k, v in options_class.reading_facts(dict(self.reading)).items()

@@ -354,7 +354,7 @@ class SafeguardTask(Task):
     @property
     def cultural_awareness(self) -> bool:
         """Whether the guard was told each item's country (the paper's Table 3 setting)."""
-        return bool(self.guard.options.get("cultural_awareness", False))
+        return bool(getattr(self.guard.options, "cultural_awareness", False))
 
     def spec_parts(self, data: SafetyData) -> SpecParts:
         """Its options as run (the subsets and languages read, what it classifies), its guard
@@ -363,7 +363,7 @@ class SafeguardTask(Task):
         guard, o = self.guard, self.options
         given = replace(o, subsets=sorted({i.subset for i in data.items}),
                         langs=sorted({i.lang for i in data.items}), classify=list(self.classify),
-                        guard=guard.name, guard_options=dict(guard.options) or None)
+                        guard=guard.name, guard_options=dict(guard.options.given) or None)
         return SpecParts(
             given, source=str(o.data) if o.data is not None else f"hf://{HUB_REPO}",
             protocol=SAFEGUARD_PROTOCOL,

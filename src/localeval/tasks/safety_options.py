@@ -98,8 +98,9 @@ class SafeguardOptions(SafetySelection):
         "`localeval train-guard`)", role="model")
     guard_options: dict | None = option(
         None, "an option of the guard, repeatable: e.g. mode=per-policy (shieldgemma), "
-        "controversial=harmful (qwen3guard), translator=none (xguard)", flag="--guard-option",
-        parse="pairs", metavar="KEY=VALUE", role="model",
+        "controversial=harmful (qwen3guard), translator=none (xguard); each guard's: "
+        "`localeval guards GUARD`", flag="--guard-option", parse="pairs", metavar="KEY=VALUE",
+        role="model", guard_of="guard",
         shortcut=("--cultural-awareness", "cultural_awareness",
                   "tell the zero-shot guard each item's country (paper Table 3); the same as "
                   "--guard-option cultural_awareness=true"))
