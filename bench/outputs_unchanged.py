@@ -2,6 +2,7 @@
 printed output, with paths, timestamps, timing and the command line left out.
 
     python bench/outputs_unchanged.py record OUT          # run everything with this checkout
+    python bench/outputs_unchanged.py record OUT --server # the same model behind an OpenAI server
     python bench/outputs_unchanged.py diff OUT_A OUT_B    # list what differs
 
 ``record`` runs, with a seeded random 2-layer Llama around the shared SmolLM2 tokenizer: the demo;
@@ -13,6 +14,11 @@ and of the sea-safeguard run. Then ``show``, ``export`` (md, latex, csv), ``comp
 checkout is the one whose ``localeval`` the Python running this script imports (run it once with
 each checkout's venv or PYTHONPATH). Give the two OUT folders paths of the same length, so a
 table's width does not differ by its run folder column. Takes 5-10 minutes on 2 cores.
+
+``--server`` runs the ``openai:`` backend instead, against the tests' loopback server
+(tests/openai_server.py: the same random model in transformers, vLLM's endpoints), for the runs
+that go through a server: CMMLU by likelihood in each ``--scoring`` mode, by generation, with a
+chat prompt, a sea-safeguard run and a contamination run (echo). A minute or two.
 """
 
 from __future__ import annotations
@@ -79,22 +85,56 @@ COMPARES = [("cmmlu-likelihood", "cmmlu-generation"), ("sea-safeguard", "sea-saf
 LEADERBOARDS = ["cmmlu", "safety-prompts", "sea-safeguard", "llm-safety", "contamination"]
 
 
+def server_runs(model: str, out: Path) -> dict[str, list[str]]:
+    """The run commands through ``openai:tiny`` at ``model`` (the server's base URL)."""
+    hf = runs("openai:tiny", out)
+    url = ["--base-url", model]
+    vocabulary = ["--top-logprobs", "49152"]  # the whole of it: a random model's top 20 misses
+    likelihood = [*hf["cmmlu-likelihood"], *url]
+    return {
+        **{f"cmmlu-{mode}": [*likelihood, "--scoring", mode] for mode in ("auto", "top-k",
+                                                                          "echo", "ids")},
+        "cmmlu-top-k-all": [*likelihood, "--scoring", "top-k", *vocabulary],
+        "cmmlu-generation": [*hf["cmmlu-generation"], *url],
+        "cmmlu-chat": [*likelihood, "--chat", "single", "--scoring", "top-k", *vocabulary],
+        "sea-safeguard": [*hf["sea-safeguard"], *url, *vocabulary],
+        "contamination": [*hf["contamination"], *url],
+    }
+
+
 def localeval(args: list[str], env: dict) -> dict:
     done = subprocess.run([sys.executable, "-m", "localeval.cli", *args], capture_output=True,
                           text=True, env=env, timeout=1800)
     return {"rc": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
 
 
-def record(out: Path) -> None:
+def record(out: Path, server: bool = False) -> None:
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    model = f"hf:{make_model(out / 'model', layers=2, chat=True)}"
+    folder = make_model(out / "model", layers=2, chat=True)
     env = {**os.environ, "LOCALEVAL_STORE": str(out / "store.sqlite"), "COLUMNS": "200",
            "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    printed: dict[str, dict] = {"demo": localeval(["demo", "--output", str(out / "demo")], env)}
-    for name, args in runs(model, out).items():
-        printed[f"run {name}"] = localeval([*args, "--output", str(out / name)], env)
-    for name, args in RESCORES.items():
+    printed: dict[str, dict] = {}
+    if server:
+        from openai_server import ModelServer
+
+        served = ModelServer(folder)
+        try:
+            for name, args in server_runs(served.url, out).items():
+                printed[f"run {name}"] = localeval([*args, "--output", str(out / name)], env)
+        finally:
+            served.stop()
+    else:
+        printed["demo"] = localeval(["demo", "--output", str(out / "demo")], env)
+        for name, args in runs(f"hf:{folder}", out).items():
+            printed[f"run {name}"] = localeval([*args, "--output", str(out / name)], env)
+    _shown(out, env, printed, server)
+
+
+def _shown(out: Path, env: dict, printed: dict[str, dict], server: bool) -> None:
+    """Rescore, show, export, compare and leaderboard the runs in ``out``, and write
+    ``out/outputs.json``."""
+    for name, args in ({} if server else RESCORES).items():
         printed[f"rescore {name}"] = localeval(["rescore", str(out / name), *args, "--output",
                                                 str(out / f"{name}-rescored")], env)
     folders = [p.parent for p in sorted(out.rglob("results.json"))]
@@ -106,7 +146,7 @@ def record(out: Path) -> None:
                                                        env)
             localeval(["export", str(folder), "--format", fmt, "--output",
                        str(out / "exports" / str(rel).replace("/", "_") / fmt)], env)
-    for a, b in COMPARES:
+    for a, b in [] if server else COMPARES:
         printed[f"compare {a} {b}"] = localeval(["compare", str(out / a), str(out / b)], env)
     for task in LEADERBOARDS:
         printed[f"leaderboard {task}"] = localeval(["leaderboard", "--task", task], env)
@@ -114,6 +154,11 @@ def record(out: Path) -> None:
                                                             "--json"], env)
     files = {str(p.relative_to(out)): p.read_text(encoding="utf-8", errors="replace")
              for p in sorted(out.rglob("*")) if p.is_file() and _kept(p.relative_to(out))}
+    # the server's port differs from run to run
+    files = {k: re.sub(r"http://127\.0\.0\.1:\d+", "<SERVER>", v) for k, v in files.items()}
+    printed = {k: {f: re.sub(r"http://127\.0\.0\.1:\d+", "<SERVER>", v)
+                   if isinstance(v, str) else v for f, v in p.items()}
+               for k, p in printed.items()}
     data = {"files": {k: normalise(v, k, out) for k, v in files.items()},
             "printed": {k: {f: normalise(str(v), f, out) for f, v in p.items()}
                         for k, p in printed.items()}}
@@ -198,13 +243,16 @@ def diff(a: Path, b: Path) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("record").add_argument("out", type=Path)
+    r = sub.add_parser("record")
+    r.add_argument("out", type=Path)
+    r.add_argument("--server", action="store_true", help="the openai: backend against the "
+                   "tests' loopback server")
     d = sub.add_parser("diff")
     d.add_argument("a", type=Path)
     d.add_argument("b", type=Path)
     args = parser.parse_args()
     if args.command == "record":
-        record(args.out)
+        record(args.out, args.server)
         return 0
     return diff(args.a, args.b)
 

@@ -207,7 +207,7 @@ def test_the_layers_are_the_ones_docs_architecture_draws():
 def test_every_backend_declares_its_features_on_backend_base():
     """Each backend kind subclasses BackendBase, so what it offers beyond run() (preflight,
     max_context, count_tokens …) is declared with a default, never probed with hasattr."""
-    from localeval.backends.base import BackendBase
+    from localeval.backends.base import Backend as BackendBase
     from localeval.backends.registry import BACKENDS, backend_class
 
     loose = [kind for kind in BACKENDS if not issubclass(backend_class(f"{kind}:x"), BackendBase)]

@@ -10,7 +10,8 @@ import pytest
 
 import localeval.run
 from localeval import evaluate
-from localeval.backends.base import BackendBase, Generated, NextLogprobs, ScoreNext
+from localeval.backends.base import Backend as BackendBase
+from localeval.backends.base import Generated, NextLogprobs, ScoreNext
 from localeval.cli import main
 
 

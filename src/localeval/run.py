@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from .backends.base import Backend, BackendBase, with_defaults
+from .backends.base import Backend, with_defaults
 from .backends.cluster import Cluster, ClusterBackend
 from .backends.config import BackendConfig, is_template_date
 from .backends.registry import load_backend, parse_backend_spec
@@ -255,7 +255,7 @@ def _save(record: RunInProgress, finished: RunRecord, folder: Path,
 
 
 def load_model(spec: str, config: BackendConfig | None = None,
-               role: str = "model", flag: str = "--model") -> BackendBase:
+               role: str = "model", flag: str = "--model") -> Backend:
     """A model outside a task's run (the dataset tools' embedder and response model), with the
     same checks before it loads as a run's models; the caller closes it (``with``). ``flag``:
     the option that names it, said when it is not on this machine."""

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 
 from .async_http import JsonClient, base_urls, scrub_secrets
-from .base import BackendBase
+from .base import Backend
+from .config import BackendConfig
 from .secrets import url_secrets
 
 OPENAI_URL = "https://api.openai.com/v1"
@@ -25,13 +26,13 @@ def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
-def check_base_url(cls, target: str, config) -> None:
+def check_base_url(cls: type[Backend], target: str, config: BackendConfig) -> None:
     """A bad port or scheme in --base-url: one line before anything loads."""
     if config.base_url:
         base_urls(config.base_url)
 
 
-class ApiBackend(BackendBase):
+class ApiBackend(Backend):
     """A backend whose requests go to an HTTP API through :meth:`connect`'s client."""
 
     _key = ""

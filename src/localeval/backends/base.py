@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -479,7 +480,6 @@ class Backend(ABC):
         self.close()
 
 
-BackendBase = Backend  # the name the built-in backends knew it by
 
 
 class Adapted(Backend):
@@ -553,7 +553,18 @@ class Executor(Protocol):
     def on(self, backend: Backend) -> Executor: ...
 
 
-Execute = Executor  # the name tasks and guards knew it by
+# Names plugins may still import, each with a DeprecationWarning: BackendBase (the name the
+# built-in backends knew Backend by) and Execute (the name tasks and guards knew Executor by).
+DEPRECATED = {"BackendBase": ("Backend", Backend), "Execute": ("Executor", Executor)}
+
+
+def __getattr__(name: str) -> Any:
+    if name in DEPRECATED:
+        current, value = DEPRECATED[name]
+        warnings.warn(f"localeval.backends.base.{name} is deprecated: use {current}",
+                      DeprecationWarning, stacklevel=2)
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Direct:

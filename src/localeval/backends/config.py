@@ -12,7 +12,7 @@ import datetime
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -35,6 +35,8 @@ SCORING: tuple[Literal["auto"], Literal["top-k"], Literal["echo"], Literal["ids"
 # Keys of --model-args that hold a credential (from_pretrained's token and its old names).
 HUB_SECRETS = frozenset({"token", "use_auth_token", "hf_token", "api_key", "password"})
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+# the embedder of the dataset tools (an st: spec): here, so --help imports no backend for it
+DEFAULT_EMBEDDER = "st:all-MiniLM-L6-v2"
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # The date a chat template prints (Llama 3.1/3.3: "Today Date: ..." from strftime_now("%d %b
 # %Y") unless the caller passes date_string) is pinned per run, so a run resumed after midnight
@@ -55,7 +57,7 @@ def is_template_date(text: str) -> bool:
     return True
 
 
-def flags(names) -> str:
+def flags(names: Iterable[str]) -> str:
     """Option names as the command line spells them: "--base-url, --top-logprobs"."""
     return ", ".join("--" + name.replace("_", "-") for name in names)
 
@@ -72,7 +74,7 @@ def _help(text: str, **cli: Any) -> Any:
 class BackendConfig:
     revision: str | None = field(default=None, metadata=_help(
         "model revision (Hub branch, tag or commit)"))
-    model_args: dict | None = field(default=None, metadata=_help(
+    model_args: dict[str, Any] | None = field(default=None, metadata=_help(
         "more model-loading options, as lm-eval takes them: e.g. "
         "trust_remote_code=true,low_cpu_mem_usage=true", metavar="KEY=VALUE,...",
         secret_keys=HUB_SECRETS))
@@ -147,7 +149,7 @@ class BackendConfig:
         "renders its own date, and the run records that it was not pinned",
         metavar="'DD Mon YYYY'"))
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         problem = self._problem()
         if problem:
             raise LocalevalError(problem)

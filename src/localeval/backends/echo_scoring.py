@@ -164,10 +164,22 @@ def combine(request: ScoreNext, parts: list[Echoed | list[Echoed] | Failed],
                          [e.tokens for e in echoes[1:]])
         if wrong:
             return wrong
+    found = _after_context(request, context, echoes[1:])
+    if isinstance(found, Failed):
+        return found
+    return with_tokens(NextLogprobs(logprobs=found, scoring=ECHO),
+                       summed([paid, *(p.usage for p in echoes)]))
+
+
+def _after_context(request: ScoreNext, context: list[str],
+                   echoes: list[Echoed]) -> dict[str, float | None] | Failed:
+    """Each option's log-prob at the first position after ``context`` in its echo, or why it
+    cannot be read there (an option merging with the context, a null, a shared first
+    token)."""
     n = len(context)
     found: dict[str, float | None] = {}
     firsts = []
-    for c, part in zip(request.candidates, echoes[1:], strict=True):
+    for c, part in zip(request.candidates, echoes, strict=True):
         tokens, values = part.tokens, part.logprobs
         if n < 1 or len(tokens) <= n or tokens[:n] != context:
             return Failed(Unsupported(f"option {c!r} merges with the prompt's last token on "
@@ -181,8 +193,7 @@ def combine(request: ScoreNext, parts: list[Echoed | list[Echoed] | Failed],
     if len(set(firsts)) < len(firsts):
         return Failed(Unsupported(f"candidates {request.candidates} share a first token; "
                                   "ScoreNext reads one position"))
-    return with_tokens(NextLogprobs(logprobs=found, scoring=ECHO),
-                       summed([paid, *(p.usage for p in echoes)]))
+    return found
 
 
 def _not_own(candidates: tuple[str, ...], own: list[list[str]],

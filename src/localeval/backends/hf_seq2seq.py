@@ -17,11 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import LocalevalError
-from .base import BackendBase, Failed, Generate, Generated, Progress, Request, Response
+from .base import Backend, Failed, Generate, Generated, Progress, Request, Response
 from .failures import Unsupported
+from .options import HFSeq2SeqOptions
 
 
-class HFSeq2SeqBackend(BackendBase):
+class HFSeq2SeqBackend(Backend):
+    Options = HFSeq2SeqOptions  # the options it takes (.options: --help reads them there)
     @classmethod
     def preflight(cls, target: str, config) -> None:
         """The model folder or Hub repo exists, with config.json and weights."""

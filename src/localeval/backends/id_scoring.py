@@ -101,30 +101,38 @@ def read_ids(reply: Any, targets: list[int]) -> dict[int, float]:
     """Each asked id's log-prob from a by-id reply, checked: one generated position, every asked
     id present, no entry but the asked ones and the sampled token, each value finite (not
     vLLM's -9999.0 for -inf) and at most 0. :class:`Invalid` names what is wrong."""
+    top, token = _one_position(reply)
+    out = {t: _id_logprob(top, t) for t in targets}
+    extra = set(top) - {f"token_id:{t}" for t in targets} - {token}
+    if extra:
+        raise Invalid(f"the server's by-id reply holds tokens it was not asked "
+                      f"({', '.join(sorted(extra)[:4])}): a top-k, not the ids")
+    return out
+
+
+def _one_position(reply: Any) -> tuple[dict[str, Any], Any]:
+    """A by-id reply's one generated position: its top log-probs and its token."""
     lp = only_choice(reply).get("logprobs")
     tops = lp.get("top_logprobs") if isinstance(lp, dict) else None
     tokens = lp.get("tokens") if isinstance(lp, dict) else None
     if not isinstance(tops, list) or len(tops) != 1 or not isinstance(tops[0], dict) \
             or not isinstance(tokens, list) or len(tokens) != 1:
         raise Malformed("a by-id reply without one generated position's log-probs")
-    top = tops[0]
-    out: dict[int, float] = {}
-    for t in targets:
-        v = top.get(f"token_id:{t}")
-        if v is None:
-            raise Invalid(f"the server's reply lacks the log-prob of asked token id {t} "
-                          f"(it gave {', '.join(list(top)[:6])}): does it take "
-                          "logprob_token_ids?")
-        if isinstance(v, bool) or not isinstance(v, float | int) or not math.isfinite(v) \
-                or v <= CLAMPED or v > 0:
-            raise Invalid(f"the server's log-prob of token id {t} is {v!r}, not a finite "
-                          "log-prob")
-        out[t] = float(v)
-    extra = set(top) - {f"token_id:{t}" for t in targets} - {tokens[0]}
-    if extra:
-        raise Invalid(f"the server's by-id reply holds tokens it was not asked "
-                      f"({', '.join(sorted(extra)[:4])}): a top-k, not the ids")
-    return out
+    return tops[0], tokens[0]
+
+
+def _id_logprob(top: dict[str, Any], t: int) -> float:
+    """Token id ``t``'s log-prob in ``top``, checked."""
+    v = top.get(f"token_id:{t}")
+    if v is None:
+        raise Invalid(f"the server's reply lacks the log-prob of asked token id {t} "
+                      f"(it gave {', '.join(list(top)[:6])}): does it take "
+                      "logprob_token_ids?")
+    if isinstance(v, bool) or not isinstance(v, float | int) or not math.isfinite(v) \
+            or v <= CLAMPED or v > 0:
+        raise Invalid(f"the server's log-prob of token id {t} is {v!r}, not a finite "
+                      "log-prob")
+    return float(v)
 
 
 def ranked_ids(reply: Any) -> list[tuple[int, float]]:

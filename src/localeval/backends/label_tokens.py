@@ -144,7 +144,7 @@ class Endpoints:
     text_field: str  # of the tokenize body
     detokenize: str
     decoded_field: str  # of the detokenize reply
-    extra: dict = field(default_factory=dict)  # more of the tokenize body
+    extra: dict[str, Any] = field(default_factory=dict)  # more of the tokenize body
     by_id: bool = False  # the server can key its top log-probs by token id
 
 
@@ -213,7 +213,8 @@ class ServerTokens(FirstTokens):
         bodies = [{"model": self.model, "tokens": [i]} for i in ids]
         return self._ask(url, texts, bodies, self.api.decoded_field, str)
 
-    def _ask(self, url: str, asked: list, bodies: list[dict], key: str, kind: type) -> list:
+    def _ask(self, url: str, asked: list[Any], bodies: list[dict[str, Any]], key: str,
+             kind: type) -> list[Any]:
         """Each body's reply field ``key`` (of type ``kind``), or a LabelTokenError naming the
         text ``asked`` about and why (the requests of that candidate fail alone, with it)."""
         out = []

@@ -35,6 +35,7 @@ from .api_access import ApiBackend
 from .async_http import Call, public_url
 from .base import Moderate, Moderation, Progress, Request, Response, only
 from .config import DEFAULT_MAX_REPLY_MB
+from .options import ModerationOptions
 
 AZURE_API_VERSION = "2024-09-01"
 
@@ -113,6 +114,8 @@ def _env(name: str) -> str:
 class ModerationBackend(ApiBackend):
     """One provider's API. Replies are kept whole; a reply that is not a JSON object is retried
     as malformed, and a request that still fails is an error response (never a verdict)."""
+
+    Options = ModerationOptions  # the options it takes (.options: --help reads them there)
 
     def __init__(self, provider: str, *, concurrency: int = 4, timeout: float = 60.0,
                  max_retries: int = 4, rate_limit: float | None = None,

@@ -11,9 +11,12 @@ from collections.abc import Sequence
 
 from .base import Backend, Failed, Progress, Request, Response
 from .failures import Unsupported
+from .options import NoModelOptions
 
 
 class NoModel(Backend):
+    Options = NoModelOptions  # the options it takes (.options: --help reads them there)
+
     def __init__(self, name: str):
         self.identity = {"backend": "none", "model": name}
 

@@ -184,38 +184,47 @@ class BatchPoster:
         twice = (f"this request's custom_id is in more than one row of batch {batch['id']}'s "
                  "output and error files (which is its answer cannot be told); a rerun "
                  "submits it again")
-        for key in ("output_file_id", "error_file_id"):
-            file_id = state.get(key)
-            if not isinstance(file_id, str) or not file_id:
+        for i, read in self._rows(batch, state):
+            if i is None:
+                over += 1
                 continue
-            for line in self._file_rows(f"/files/{file_id}/content"):
-                row: dict | str | Failed = line if isinstance(line, dict) else \
-                    self._too_long(batch)
-                if isinstance(line, dict):
-                    i = line["custom_id"]
-                elif found := ROW_ID.search(line):  # the head of a row over the limit
-                    i = found.group(1).decode(errors="replace")
-                else:
-                    over += 1
-                    continue
-                if i in seen:
-                    row = twice
-                seen.add(i)
-                if i in wanted:
-                    got[i] = answered(i, row)  # the row itself is let go here
-        status = state["status"]
-        if status != "completed":
-            why = _errors(state) or ("a rerun submits it again" if status != "failed" else "")
-            gone = f"batch {batch['id']} {status} before this request ran" + (
-                f" ({self.scrub(why)})" if why else "")
-            for i in batch["custom_ids"]:
-                if i not in seen:
-                    got[i] = answered(i, gone)
+            row: dict | str | Failed = twice if i in seen else read
+            seen.add(i)
+            if i in wanted:
+                got[i] = answered(i, row)  # the row itself is let go here
+        gone = self._gone(batch, state)
+        for i in batch["custom_ids"] if gone else ():
+            if i not in seen:
+                got[i] = answered(i, gone)
         missing = None if not over else (
             f"no row for this request could be read in batch {batch['id']}'s files: {over} "
             f"row(s) were over the limit of {self.max_reply_bytes / 2**20:g} MB and left "
             "unread; raise --max-reply-mb if they are meant to be, and rerun")
         return {i: got[i] if i in got else answered(i, missing) for i in batch["custom_ids"]}
+
+    def _rows(self, batch: dict, state: dict) -> Iterator[tuple[str | None, dict | Failed]]:
+        """Each row of the batch's output and error files with its custom_id: a row over the
+        limit as a failure (its id read from its head; None where that cannot be read)."""
+        for key in ("output_file_id", "error_file_id"):
+            file_id = state.get(key)
+            if not isinstance(file_id, str) or not file_id:
+                continue
+            for line in self._file_rows(f"/files/{file_id}/content"):
+                if isinstance(line, dict):
+                    yield line["custom_id"], line
+                elif found := ROW_ID.search(line):  # the head of a row over the limit
+                    yield found.group(1).decode(errors="replace"), self._too_long(batch)
+                else:
+                    yield None, self._too_long(batch)
+
+    def _gone(self, batch: dict, state: dict) -> str | None:
+        """Why a request of a batch that did not complete has no row, or None (completed)."""
+        status = state["status"]
+        if status == "completed":
+            return None
+        why = _errors(state) or ("a rerun submits it again" if status != "failed" else "")
+        return f"batch {batch['id']} {status} before this request ran" + (
+            f" ({self.scrub(why)})" if why else "")
 
     def _too_long(self, batch: dict) -> Failed:
         """A row over the limit: the same reply on a rerun, so never asked again."""

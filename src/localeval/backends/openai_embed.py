@@ -17,14 +17,19 @@ from ..errors import LocalevalError
 from .api_access import ApiBackend, bearer, check_base_url, openai_urls
 from .async_http import Call, join_url, public_url
 from .base import Embed, Embedding, Failed, Progress, Request, Response, only
-from .config import DEFAULT_MAX_REPLY_MB
+from .config import DEFAULT_MAX_REPLY_MB, BackendConfig
 from .failures import BadReply
+from .options import OpenAIEmbedOptions
 from .reply_checks import response_problem
 from .secrets import query_digest
 
 
 class OpenAIEmbeddingBackend(ApiBackend):
-    preflight = classmethod(check_base_url)
+    Options = OpenAIEmbedOptions  # the options it takes (.options: --help reads them there)
+
+    @classmethod
+    def preflight(cls, target: str, config: BackendConfig) -> None:
+        check_base_url(cls, target, config)
 
     def __init__(self, model: str, *, base_url: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", concurrency: int = 8,

@@ -60,19 +60,15 @@ def first_ranked(request: ScoreNext, each: list[list[Top]], names: dict[str, str
     them: the first position's, every rank None and ``position`` None. ``request.labelled``
     passes that many labelled positions first (-1: the last of them); ``request.at`` reads the
     position of that index, labelled or not."""
-    first: NextLogprobs | Failed | None = None
+    if request.at is not None:
+        return _read_at(request, each, names, asked, request.at)
+    first: NextLogprobs | None = None
     last: NextLogprobs | None = None  # the last labelled one (``labelled`` -1)
     passed = 0  # labelled positions passed (``request.labelled``: IRIS PolyGuard's pred_labels[2])
     for p, top in enumerate(each):
-        if request.at is not None and p != request.at:
-            continue  # one position read (Parallax-AI PolyGuard's logprobs[5])
-        try:
-            found = {c: logprob_of(top, names.get(c, c)) for c in request.candidates}
-        except Ambiguous as e:
-            return Failed(Unsupported(f"generated position {p}: {e}"))
-        read = ranked(request, found, top, asked, names)
-        if isinstance(read, Failed) or request.at is not None:
-            return read if isinstance(read, Failed) else replace(read, position=p)
+        read = _read_position(request, top, p, names, asked)
+        if isinstance(read, Failed):
+            return read
         if any(r is not None for r in (read.ranks or {}).values()):
             if request.labelled == -1:
                 last = replace(read, position=p)
@@ -83,9 +79,27 @@ def first_ranked(request: ScoreNext, each: list[list[Top]], names: dict[str, str
         first = first or read
     if last is not None:
         return last
-    if request.at is not None:  # fewer positions generated: none read, every rank None
-        return NextLogprobs(logprobs={}, ranks=dict.fromkeys(request.candidates))
     return first or Failed(OverLimit("the server generated no position to read"))
+
+
+def _read_at(request: ScoreNext, each: list[list[Top]], names: dict[str, str], asked: int,
+             at: int) -> NextLogprobs | Failed:
+    """Position ``at`` alone, labelled or not (Parallax-AI PolyGuard's logprobs[5]); fewer
+    positions generated: none read, every rank None."""
+    if not 0 <= at < len(each):
+        return NextLogprobs(logprobs={}, ranks=dict.fromkeys(request.candidates))
+    read = _read_position(request, each[at], at, names, asked)
+    return read if isinstance(read, Failed) else replace(read, position=at)
+
+
+def _read_position(request: ScoreNext, top: list[Top], p: int, names: dict[str, str],
+                   asked: int) -> NextLogprobs | Failed:
+    """Generated position ``p`` (its top log-probs ``top``) read as :func:`ranked` reads one."""
+    try:
+        found = {c: logprob_of(top, names.get(c, c)) for c in request.candidates}
+    except Ambiguous as e:
+        return Failed(Unsupported(f"generated position {p}: {e}"))
+    return ranked(request, found, top, asked, names)
 
 
 def asked_per_position(request: ScoreNext, top_logprobs: int) -> int:

@@ -4,6 +4,10 @@ Kept apart from :mod:`.base` so the protocol module imports no backend: each bac
 ``base``, and only this registry imports the backends (lazily, so ``openai:`` never loads torch).
 Other packages add backend kinds through the ``localeval.backends`` entry point
 (:mod:`..plugins`): ``--model mykind:target``.
+
+Which options a kind takes is its declaration (:mod:`.options`), read without importing the
+backend; a plugin's backend declares them as an ``Options`` class attribute, or takes the
+:class:`BackendConfig` fields its constructor names.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from ..errors import LocalevalError
 from ..plugins import Part, table
 from .base import Backend
 from .config import BackendConfig, flags
+from .options import DECLARED, BackendOptions
 
 # kind -> "module:class"
 BACKENDS: dict[str, str] = {
@@ -64,9 +69,25 @@ def backend_class(spec: str) -> type[Backend]:
     return found
 
 
+def options_class(spec: str) -> type[BackendOptions] | None:
+    """The options ``spec``'s backend kind declares: a built-in kind's from :mod:`.options`
+    (no backend imported), a plugin's from its ``Options`` attribute; None where it declares
+    none."""
+    kind, _ = parse_backend_spec(spec)
+    part = backend_table()[kind]
+    if part.built_in and kind in DECLARED:
+        return DECLARED[kind]
+    declared = getattr(backend_class(spec), "Options", None)
+    return declared if isinstance(declared, type) and issubclass(declared, BackendOptions) \
+        else None
+
+
 def taken_options(spec: str) -> list[str]:
-    """The :class:`BackendConfig` fields the backend of ``spec`` takes (its constructor's)."""
-    accepted = inspect.signature(backend_class(spec)).parameters
+    """The :class:`BackendConfig` fields the backend of ``spec`` takes: those its kind
+    declares, else its constructor's parameters."""
+    declared = options_class(spec)
+    accepted = declared.names() if declared is not None \
+        else inspect.signature(backend_class(spec)).parameters
     return [f.name for f in dataclasses.fields(BackendConfig) if f.name in accepted]
 
 

@@ -16,7 +16,7 @@ request fails with that reason instead of the last entry winning.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from .async_http import Invalid, Malformed
 from .reply_checks import logprob_problem
@@ -174,7 +174,7 @@ def _logprob(name: str, value: Any) -> float:
     problem = logprob_problem(value)
     if problem and value != -math.inf:
         raise Invalid(f"the log-prob of {name!r}: {problem}")
-    return value
+    return cast(float, value)  # a number (checked above): an int stays one, as it came
 
 
 def _text(parent: dict[str, Any], key: str, where: str) -> str:

@@ -10,6 +10,7 @@ the same way again), so it is counted as a failure and never scored or cached.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from .base import (
@@ -55,7 +56,8 @@ def logprob_problem(value: Any) -> str | None:
     return problem
 
 
-def _list_problem(name: str, values: Any, check, length: int | None = None) -> str | None:
+def _list_problem(name: str, values: Any, check: Callable[[Any], str | None],
+                  length: int | None = None) -> str | None:
     if not isinstance(values, list):
         return f"{name} is {type(values).__name__}, not a list"
     if length is not None and len(values) != length:

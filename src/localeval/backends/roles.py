@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import LocalevalError
-from .base import Backend, BackendBase
+from .base import Backend
 from .config import BackendConfig, flags
 from .hub import NotCached
 from .registry import check_options, parse_backend_spec, preflight, taken_options
@@ -109,7 +109,7 @@ def _check_stray(config: BackendConfig, specs: list[str | Backend]) -> None:
                              f"({kinds}); `localeval run --help` lists each backend's options")
 
 
-def closed_with(run: ExitStack, model: Model, backend: BackendBase) -> BackendBase:
+def closed_with(run: ExitStack, model: Model, backend: Backend) -> Backend:
     """``backend``, loaded for ``model``; built from its spec, it is closed when ``run`` ends,
     finished or not (a vLLM engine shut down before interpreter exit); a caller's own object
     stays open."""
@@ -118,7 +118,7 @@ def closed_with(run: ExitStack, model: Model, backend: BackendBase) -> BackendBa
     return backend
 
 
-def _close(backend: BackendBase) -> None:
+def _close(backend: Backend) -> None:
     """A failure to close is one warning line: the run folder's status (finished, or failed
     with its error) is written by then, and the run's own error must not be hidden by it."""
     try:

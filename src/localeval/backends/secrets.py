@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 import urllib.parse
+from typing import Any
 
 MASK = "***"
 # Query parameters known to carry a credential (compared lower-case, "-" as "_"): their values
@@ -106,7 +107,8 @@ def query_digest(urls: list[str]) -> dict[str, str]:
     return {"query_digest": hashlib.sha256(repr(kept).encode()).hexdigest()[:16]}
 
 
-def redact_options(options: dict | None, secret_keys: frozenset[str]) -> dict | None:
+def redact_options(options: dict[str, Any] | None,
+                   secret_keys: frozenset[str]) -> dict[str, Any] | None:
     """A dict option (``--model-args``) with the values of its secret keys masked."""
     if not options:
         return options
@@ -129,10 +131,10 @@ def redact_value(text: str, secret_keys: frozenset[str]) -> str:
     return ",".join(pieces)
 
 
-def _drop_userinfo(match: re.Match) -> str:
+def _drop_userinfo(match: re.Match[str]) -> str:
     """``scheme://`` without its ``user:password@`` (a ``user:***@`` shown already stays)."""
     password = match.group(2).partition(":")[2]
-    return match.group(0) if password == MASK else match.group(1)
+    return str(match.group(0) if password == MASK else match.group(1))
 
 
 def redact_command(argv: list[str], secret_keys: frozenset[str]) -> list[str]:

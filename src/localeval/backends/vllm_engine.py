@@ -37,7 +37,7 @@ from typing import Any
 
 from ..errors import LocalevalError, OverContextError
 from .base import (
-    BackendBase,
+    Backend,
     Failed,
     Generate,
     Generated,
@@ -53,6 +53,7 @@ from .base import (
 )
 from .config import DEFAULT_TEMPLATE_DATE, BackendConfig
 from .failures import ModelError, as_failure
+from .options import VllmOptions
 from .prompt_tokens import generation_text, prints_date, render, score_tokens
 from .ranked_reading import lacks_a_value, same_reading
 
@@ -74,7 +75,8 @@ def _vllm():
     return vllm
 
 
-class VllmBackend(BackendBase):
+class VllmBackend(Backend):
+    Options = VllmOptions  # the options it takes (.options: --help reads them there)
     cuts_context = True  # ScoreNext.max_length: prompt_tokens.score_tokens cuts the ids
 
     @classmethod

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..backends.config import BackendConfig
+from ..backends.options import kinds_taking
 from ..declared import pairs_of, parse_if_text
 from ..errors import LocalevalError
 from ..tasks.options import declared_value, flag_arguments, flag_of
@@ -87,7 +88,8 @@ def add_task_option_flag(parser) -> None:
 
 def add_backend_arguments(parser) -> None:
     """How the models are loaded and run: every field of BackendConfig (each backend takes its
-    own; setting one that no model of the run takes is an error), and --role-option."""
+    own, the kinds in brackets: their declarations, no backend imported; setting one that no
+    model of the run takes is an error), and --role-option."""
     group = parser.add_argument_group("models (each backend takes its own options)")
     for f in dataclasses.fields(BackendConfig):
         meta = dict(f.metadata)
@@ -97,6 +99,7 @@ def add_backend_arguments(parser) -> None:
         text = meta.pop("help")
         if f.default is not None and not isinstance(f.default, bool) and "default" not in text:
             text += f" (default: {f.default})"
+        text += f" [{', '.join(kinds_taking(f.name))}]"  # the backends declaring it (.options)
         group.add_argument(flag, dest=f.name, default=f.default, help=text, **meta)
     group.add_argument("--role-option", action="append", default=[], metavar="ROLE.KEY=VALUE",
                        help="an option of one second model (role judge, translator), e.g. "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..backends.embedding import DEFAULT_EMBEDDER
+from ..backends.config import DEFAULT_EMBEDDER
 from ..declared import pairs_of
 from ..errors import LocalevalError
 from ..words import counted

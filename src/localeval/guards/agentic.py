@@ -52,7 +52,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..backends.base import (
-    Execute,
+    Executor as Execute,
+)
+from ..backends.base import (
     Failed,
     Generate,
     Message,

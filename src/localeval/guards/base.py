@@ -22,7 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from ..backends.base import Execute, Failed, Response
+from ..backends.base import Executor as Execute
+from ..backends.base import Failed, Response
 from ..backends.failures import (
     ContextOverflow,
     OverLimit,

@@ -26,7 +26,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..backends.base import Embed, Embedding, Execute, error_of
+from ..backends.base import Embed, Embedding, error_of
+from ..backends.base import Executor as Execute
 from ..errors import LocalevalError
 from .base import Conversation, Guard, GuardVerdict, cause_of
 from .options import EmbeddingOptions

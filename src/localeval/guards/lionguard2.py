@@ -30,7 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..backends.base import Embed, Embedding, Execute, Response, error_of
+from ..backends.base import Embed, Embedding, Response, error_of
+from ..backends.base import Executor as Execute
 from ..backends.failures import RequestFailure
 from ..backends.reply_checks import number_problem
 from ..errors import LocalevalError

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..backends.base import Execute, Moderate, Moderation, error_of
+from ..backends.base import Executor as Execute
+from ..backends.base import Moderate, Moderation, error_of
 from ..backends.failures import BadReply, RequestFailure, status_of
 from ..backends.reply_checks import number_problem
 from .base import UNREAD, Conversation, Guard, GuardVerdict, IrisFailure, Unread, cause_of

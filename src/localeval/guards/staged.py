@@ -25,7 +25,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..backends.base import (
-    Execute,
+    Executor as Execute,
+)
+from ..backends.base import (
     Failed,
     NextLogprobs,
     Request,

@@ -31,7 +31,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..backends.base import (
-    Execute,
+    Executor as Execute,
+)
+from ..backends.base import (
     Failed,
     Generate,
     Message,

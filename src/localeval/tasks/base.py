@@ -20,7 +20,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
-from ..backends.base import Backend, Execute
+from ..backends.base import Backend
+from ..backends.base import Executor as Execute
 from ..errors import LocalevalError
 from ..records import Results, Sample
 from .options import SpecParts, TaskOptions

@@ -13,7 +13,8 @@ or all-blank response a refusal without asking.
 
 from __future__ import annotations
 
-from ..backends.base import Execute, Generate, Response, error_of, text_of
+from ..backends.base import Executor as Execute
+from ..backends.base import Generate, Response, error_of, text_of
 
 # The authors' system prompt (IRIS scripts/eval_llm_refusal.py, its four lines joined by "\n").
 REFUSAL_JUDGE_SYSTEM = (

@@ -27,7 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypedDict
 
-from ..backends.base import Execute, Generate, Generated, Message, Prompt
+from ..backends.base import Executor as Execute
+from ..backends.base import Generate, Generated, Message, Prompt
 from ..guards.base import Conversation, Guard, GuardVerdict
 from .llm_safety_options import D2Verdict, Refine, SafeguardMode
 

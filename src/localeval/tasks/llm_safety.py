@@ -34,13 +34,15 @@ from typing import Any, NamedTuple, TypedDict
 
 from ..backends.base import (
     Backend,
-    Execute,
     Generate,
     Message,
     Prompt,
     Response,
     error_of,
     text_of,
+)
+from ..backends.base import (
+    Executor as Execute,
 )
 from ..data.safety import SafetyItem
 from ..errors import LocalevalError

@@ -10,7 +10,6 @@ from typing import Any
 from ..backends.base import (
     UNPROVEN,
     Backend,
-    Execute,
     Failed,
     Generate,
     Generated,
@@ -21,6 +20,9 @@ from ..backends.base import (
     ScoreNext,
     candidate_problem,
     with_defaults,
+)
+from ..backends.base import (
+    Executor as Execute,
 )
 from ..data.catalog import BUILTIN_TASKS, TaskSpec, default_prompt_style
 from ..data.items import MCQItem

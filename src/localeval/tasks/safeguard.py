@@ -30,7 +30,8 @@ from typing import Any
 
 from ..analysis.safety import analyses, culture_choices
 from ..analysis.severity import gold_severity
-from ..backends.base import Backend, Execute
+from ..backends.base import Backend
+from ..backends.base import Executor as Execute
 from ..data.safety import HUB_REPO, SafetyItem
 from ..errors import LocalevalError
 from ..guards import Conversation, Guard, GuardVerdict, get_guard

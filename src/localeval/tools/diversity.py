@@ -22,8 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.config import BackendConfig
-from ..backends.embedding import DEFAULT_EMBEDDER
+from ..backends.config import DEFAULT_EMBEDDER, BackendConfig
 from ..errors import LocalevalError
 from ..records import finite
 from ..store.embed_cache import new_counts

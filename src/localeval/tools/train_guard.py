@@ -23,8 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.config import BackendConfig
-from ..backends.embedding import DEFAULT_EMBEDDER
+from ..backends.config import DEFAULT_EMBEDDER, BackendConfig
 from ..errors import DataError, LocalevalError
 from ..guards.embedding import FORMAT, text_hashes
 from ..metrics.classification import average_precision, pr_auc_trapezoid, roc_auc

@@ -31,7 +31,7 @@ from typing import Any
 
 from ...errors import LocalevalError, OverContextError
 from ..base import (
-    BackendBase,
+    Backend,
     Failed,
     Generate,
     NextLogprobs,
@@ -46,6 +46,7 @@ from ..base import (
 )
 from ..config import DEFAULT_TEMPLATE_DATE, DTYPES, BackendConfig
 from ..failures import ModelError, as_failure
+from ..options import HFOptions
 from ..prompt_tokens import prints_date, render, score_tokens
 from .attention import grouped as grouped_attention
 from .attention import implementation as attention_implementation
@@ -53,7 +54,8 @@ from .kv_cache import cache_argument, returned_cache
 from .tree import plan, walk
 
 
-class HFBackend(BackendBase):
+class HFBackend(Backend):
+    Options = HFOptions  # the options it takes (.options: --help reads them there)
     @classmethod
     def preflight(cls, target: str, config) -> None:
         """The model folder or Hub repo exists, with config.json and weights."""
