@@ -22,6 +22,7 @@ authors' newer code spreads its work the same way (panuthept/Parallax-AI,
 
 from __future__ import annotations
 
+import logging
 import math
 import socket
 import sys
@@ -196,7 +197,7 @@ class ClusterBackend(Backend):
         if not ray.is_initialized():
             try:
                 ray.init(address=self.cluster.address, log_to_driver=not self.quiet,
-                         logging_level="warning")
+                         logging_level=logging.WARNING)
             except (ConnectionError, ValueError, RuntimeError) as e:
                 raise LocalevalError(f"--cluster {self.cluster.address}: no Ray cluster there "
                                      f"({_first_line(e)})") from None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable
+from typing import cast
 
 from ..errors import LocalevalError
 from ..plugins import Part, table
@@ -117,6 +118,6 @@ def load_backend(spec: str, config: BackendConfig | None = None) -> Backend:
     config = config or BackendConfig()
     _, target = parse_backend_spec(spec)
     # each backend's constructor takes its target and the config fields it names
-    make: Callable[..., Backend] = backend_class(spec)
+    make = cast(Callable[..., Backend], backend_class(spec))  # a backend kind's constructor
     taken = {name: getattr(config, name) for name in taken_options(spec)}
     return make(target, **{k: v for k, v in taken.items() if v is not None})

@@ -20,12 +20,14 @@ results with transformers' eager ones.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from typing import Any
 
 NAME = "localeval_grouped_eager"
 # transformers modeling modules (= model types) whose eager attention is repeat_kv + the math
 # below, each checked bit for bit in tests/test_attention.py
 GROUPED = {"llama", "mistral", "qwen2", "qwen3", "gemma2"}
-_own: dict[type, object] = {}
+_own: dict[type, Callable[..., Any]] = {}
 
 
 def grouped(attn: str, config) -> bool:
