@@ -189,14 +189,7 @@ def get_guard(name: str, **options: Any) -> Guard:
         raise LocalevalError(f"{source} is not a localeval.guards.Guard subclass")
     tune = FINE_TUNES.get(key) if part.built_in else None
     if tune is not None:
-        # its own value is no change (a run's recorded options, read back to resume or rescore)
-        fixed = sorted(k for k in set(options) & set(tune.options)
-                       if str(options[k]) != tune.options[k])
-        if fixed:
-            raise LocalevalError(f"guard {key!r} is {tune.family} with "
-                                 f"{', '.join(f'{k}={tune.options[k]}' for k in fixed)} fixed "
-                                 f"({tune.checkpoint}); use --guard {tune.family} to set it")
-        options = {**tune.options, **options}
+        options = _with_fixed(key, tune, options)
         cls = _fine_tune_class(key, tune, cls)
     keywords = keyword_options(cls)
     options_class = cls.Options if keywords is None else \
@@ -205,26 +198,45 @@ def get_guard(name: str, **options: Any) -> Guard:
     if read and not issubclass(options_class, LMGuardOptions):
         raise LocalevalError(f"guard {key!r} reads no label log-probs: {read[0]} is an "
                              "option of the guards on a language model")
-    made_options = options_class.made(key, options)
-    try:
-        if keywords is None:
-            made = cls(made_options)
-        else:  # a guard written before options were declared: its keywords, then its options
-            made = cls(**{k: getattr(made_options, k) for k in options if k in keywords})
-            made.options = made_options
-    except LocalevalError:
-        raise
-    except Exception as e:  # noqa: BLE001 - another package's code: any failure named
-        if part.built_in:
-            raise
-        raise LocalevalError(f"{source} cannot be made: {type(e).__name__}: "
-                             f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}"
-                             ) from None
+    made = _made(cls, options_class.made(key, options), options, keywords, part, source)
     problem = made.options_problem()
     if problem is not None:
         raise LocalevalError(problem)
     made.source, made.plugin = source, not part.built_in  # how messages name it
     return made
+
+
+def _with_fixed(key: str, tune: FineTune, options: dict[str, Any]) -> dict[str, Any]:
+    """A fine-tune's options: the ones its checkpoint fixes, then the user's; giving a fixed
+    one another value is refused (its own value is no change: a run's recorded options, read
+    back to resume or rescore)."""
+    fixed = sorted(k for k in set(options) & set(tune.options)
+                   if str(options[k]) != tune.options[k])
+    if fixed:
+        raise LocalevalError(f"guard {key!r} is {tune.family} with "
+                             f"{', '.join(f'{k}={tune.options[k]}' for k in fixed)} fixed "
+                             f"({tune.checkpoint}); use --guard {tune.family} to set it")
+    return {**tune.options, **options}
+
+
+def _made(cls: type[Guard], options: GuardOptions, given: Mapping[str, Any],
+          keywords: tuple[str, ...] | None, part: Part, source: str) -> Guard:
+    """The guard made whole from its options; a guard written before options were declared
+    from its keywords, its options then set on it. Another package's failure is one line."""
+    try:
+        if keywords is None:
+            return cls(options)
+        made = cls(**{k: getattr(options, k) for k in given if k in keywords})
+        made.options = options
+        return made
+    except LocalevalError:
+        raise
+    except Exception as e:  # noqa: BLE001 - another package's code: any failure named
+        if part.built_in:
+            raise
+        lines = str(e).strip().splitlines()
+        raise LocalevalError(f"{source} cannot be made: {type(e).__name__}: "
+                             f"{lines[0] if lines else ''}") from None
 
 
 _TUNED: dict[str, type[Guard]] = {}
