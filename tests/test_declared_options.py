@@ -102,3 +102,17 @@ def test_a_type_object_is_read_as_its_name():
 def test_parse_declared_refuses(declared, text):
     with pytest.raises(OptionValueError, match=f"x={text!r}: expected"):
         parse_declared(declared, text, "x")
+
+
+def test_none_as_a_choice_is_that_choice_not_unset():
+    """--chat-extensions none (the server takes no vLLM argument) was read as unset, which on a
+    vLLM server auto-selects vllm: the opposite of what was asked. A choice written as itself
+    is that choice, from the flag and from --role-option alike."""
+    from localeval.cli.run_options import backend_options
+
+    args = parser().parse_args(["run", "--task", "tmlu", "--chat-extensions", "none",
+                                "--role-option", "judge.chat_extensions=none"])
+    assert backend_options(args).chat_extensions == "none"
+    assert role_options_of_args(args) == {"judge": {"chat_extensions": "none"}}
+    args = parser().parse_args(["run", "--task", "tmlu", "--tokenizer", "none"])
+    assert backend_options(args).tokenizer is None  # no choices: "none" is still unset there

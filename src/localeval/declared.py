@@ -89,6 +89,8 @@ def parse_if_text(declared: Any, value: Any, name: str,
     something else (a Python caller's typed value passes as it is)."""
     if not isinstance(value, str):
         return value
+    if choices and value.strip() in choices:  # a choice written as itself: "none" is a choice
+        return value.strip()  # of --chat-extensions, not "unset" (which auto-selects vllm)
     members = _members(_text_of(declared))
     if _takes_text(members) and not choices and not ("None" in members and
                                                      value.strip().lower() == "none"):
