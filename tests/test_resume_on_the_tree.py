@@ -11,7 +11,7 @@ import random
 import time
 
 import pytest
-from test_failures import _cli, _resume_equals_clean
+from test_failures import _cli, _resume_equals_clean, _run_here
 from tiny_models import make_model
 
 from localeval.backends.base import Generate, ScoreNext, response_from_json, response_json
@@ -74,17 +74,41 @@ def _issue_requests(shared) -> list[ScoreNext]:
             for s in ISSUE_SUBJECTS for item in data[s]["test"]]
 
 
-def test_the_rest_of_a_cached_run_is_computed_as_the_clean_run_did(shared, tmp_path):
+def _issue_argv(shared, model, out) -> list[str]:
+    return _cli("--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"), "--subjects",
+                ",".join(ISSUE_SUBJECTS), "--shots", "5", "--method", "likelihood", "--model",
+                f"hf:{model}", "--output", str(out), "--quiet")
+
+
+@pytest.fixture(scope="module")
+def issue_run(shared, tmp_path_factory):
+    """The issue's model and its clean run: the command, uninterrupted, run once here through
+    main (_run_here) for both tests below: the killed run's samples are compared with its
+    samples.jsonl, and its cache holds the clean run's 349 responses, which the executor's
+    test reads instead of running them all again."""
+    folder = tmp_path_factory.mktemp("issue-run")
+    model = make_model(folder / "m", layers=4, hidden=256)
+    code, err = _run_here(_issue_argv(shared, model, folder / "clean"))
+    assert code == 0, err
+    return model, folder / "clean"
+
+
+def test_the_rest_of_a_cached_run_is_computed_as_the_clean_run_did(shared, tmp_path, issue_run):
     """Through the executor, as a resumed run goes: a cache holding the clean run's responses
     for a subset (the first k finished, and random subsets), the rest computed now must equal
-    the clean run's bit for bit."""
+    the clean run's bit for bit. The clean run's responses are those the command's
+    uninterrupted run computed (issue_run's cache: the same backend identity, so the same
+    model, dtype, device and layout; every request found there)."""
     from localeval.store.cache import RequestCache
     from localeval.store.executor import CachedExecutor
 
-    model = make_model(tmp_path / "m", layers=4, hidden=256)
+    model, clean = issue_run
     requests = _issue_requests(shared)
     assert len(requests) == 349
-    full = [response_json(r) for r in HFBackend(str(model), device="cpu").run(requests)]
+    with RequestCache(clean / "cache.sqlite") as cache:
+        responses = cache.get_many(HFBackend(str(model), device="cpu").identity, requests)
+    assert all(r is not None for r in responses)
+    full = [response_json(r) for r in responses]
     rng = random.Random(0)
     subsets = [list(range(105)), rng.sample(range(len(requests)), 200)]
     for n, cached in enumerate(subsets):
@@ -101,9 +125,11 @@ def test_the_rest_of_a_cached_run_is_computed_as_the_clean_run_did(shared, tmp_p
         assert differ == [], (n, len(differ))
 
 
-def test_kill_the_issues_run_at_several_points_then_resume(shared, tmp_path, monkeypatch):
+def test_kill_the_issues_run_at_several_points_then_resume(shared, tmp_path, monkeypatch,
+                                                           issue_run):
     """End to end: SIGKILL once >= 105 of the 349 requests are cached, SIGTERM later, resume;
-    the samples equal an uninterrupted run's byte for byte."""
+    the samples equal an uninterrupted run's byte for byte (issue_run's: the same command but
+    --output, which samples.jsonl does not hold)."""
     import json
     import signal
     import subprocess
@@ -111,11 +137,9 @@ def test_kill_the_issues_run_at_several_points_then_resume(shared, tmp_path, mon
     from test_failures import _rows
 
     monkeypatch.setenv("LOCALEVAL_CACHE_COMMIT_SECONDS", "0")  # the kill points are row counts
-    model = make_model(tmp_path / "m", layers=4, hidden=256)
+    model, clean = issue_run
     out = tmp_path / "run"
-    argv = _cli("--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"), "--subjects",
-                ",".join(ISSUE_SUBJECTS), "--shots", "5", "--method", "likelihood", "--model",
-                f"hf:{model}", "--output", str(out), "--quiet")
+    argv = _issue_argv(shared, model, out)
     for rows, how in ((105, signal.SIGKILL), (230, signal.SIGTERM)):
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         while _rows(out / "cache.sqlite") < rows and proc.poll() is None:
@@ -124,10 +148,8 @@ def test_kill_the_issues_run_at_several_points_then_resume(shared, tmp_path, mon
         proc.wait()
         assert rows <= _rows(out / "cache.sqlite") < 349
     kept = _rows(out / "cache.sqlite")
-    done = subprocess.run(argv, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    code, err = _run_here(argv)  # the resume and the clean run in this process: see _run_here
+    assert code == 0, err
     timing = json.loads((out / "results.json").read_text())["timing"]
     assert (timing["requests_cached"], timing["requests_run"]) == (kept, 349 - kept)
-    clean = tmp_path / "clean"
-    assert subprocess.run([*argv[:-3], "--output", str(clean), "--quiet"]).returncode == 0
     assert (out / "samples.jsonl").read_bytes() == (clean / "samples.jsonl").read_bytes()
