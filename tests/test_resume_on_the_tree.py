@@ -32,9 +32,15 @@ def _prompts(shared, per_subject: int) -> list:
     return out
 
 
+@pytest.fixture(scope="module")
+def untied(tmp_path_factory):
+    """The subset tests' model (untied: varied text), made once for both kinds."""
+    return make_model(tmp_path_factory.mktemp("untied") / "m", layers=2, tied=False)
+
+
 @pytest.mark.parametrize("kind", ["likelihood", "generation"])
-def test_any_subset_of_requests_gives_the_same_responses(kind, shared, tmp_path):
-    backend = HFBackend(str(make_model(tmp_path / "m", layers=2, tied=False)), device="cpu")
+def test_any_subset_of_requests_gives_the_same_responses(kind, shared, untied):
+    backend = HFBackend(str(untied), device="cpu")
     if kind == "likelihood":
         requests = [ScoreNext(p, (" A", " B", " C", " D")) for p, _ in _prompts(shared, 20)]
     else:
@@ -81,34 +87,23 @@ def _issue_argv(shared, model, out) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def issue_run(shared, tmp_path_factory):
-    """The issue's model and its clean run: the command, uninterrupted, run once here through
-    main (_run_here) for both tests below: the killed run's samples are compared with its
-    samples.jsonl, and its cache holds the clean run's 349 responses, which the executor's
-    test reads instead of running them all again."""
-    folder = tmp_path_factory.mktemp("issue-run")
-    model = make_model(folder / "m", layers=4, hidden=256)
-    code, err = _run_here(_issue_argv(shared, model, folder / "clean"))
-    assert code == 0, err
-    return model, folder / "clean"
+def issue_model(tmp_path_factory):
+    """The issue's model, made once for both tests below."""
+    return make_model(tmp_path_factory.mktemp("issue") / "m", layers=4, hidden=256)
 
 
-def test_the_rest_of_a_cached_run_is_computed_as_the_clean_run_did(shared, tmp_path, issue_run):
+def test_the_rest_of_a_cached_run_is_computed_as_the_clean_run_did(shared, tmp_path,
+                                                                   issue_model):
     """Through the executor, as a resumed run goes: a cache holding the clean run's responses
     for a subset (the first k finished, and random subsets), the rest computed now must equal
-    the clean run's bit for bit. The clean run's responses are those the command's
-    uninterrupted run computed (issue_run's cache: the same backend identity, so the same
-    model, dtype, device and layout; every request found there)."""
+    the clean run's bit for bit."""
     from localeval.store.cache import RequestCache
     from localeval.store.executor import CachedExecutor
 
-    model, clean = issue_run
+    model = issue_model
     requests = _issue_requests(shared)
     assert len(requests) == 349
-    with RequestCache(clean / "cache.sqlite") as cache:
-        responses = cache.get_many(HFBackend(str(model), device="cpu").identity, requests)
-    assert all(r is not None for r in responses)
-    full = [response_json(r) for r in responses]
+    full = [response_json(r) for r in HFBackend(str(model), device="cpu").run(requests)]
     rng = random.Random(0)
     subsets = [list(range(105)), rng.sample(range(len(requests)), 200)]
     for n, cached in enumerate(subsets):
@@ -126,10 +121,9 @@ def test_the_rest_of_a_cached_run_is_computed_as_the_clean_run_did(shared, tmp_p
 
 
 def test_kill_the_issues_run_at_several_points_then_resume(shared, tmp_path, monkeypatch,
-                                                           issue_run):
+                                                           issue_model):
     """End to end: SIGKILL once >= 105 of the 349 requests are cached, SIGTERM later, resume;
-    the samples equal an uninterrupted run's byte for byte (issue_run's: the same command but
-    --output, which samples.jsonl does not hold)."""
+    the samples equal an uninterrupted run's byte for byte."""
     import json
     import signal
     import subprocess
@@ -137,9 +131,8 @@ def test_kill_the_issues_run_at_several_points_then_resume(shared, tmp_path, mon
     from test_failures import _rows
 
     monkeypatch.setenv("LOCALEVAL_CACHE_COMMIT_SECONDS", "0")  # the kill points are row counts
-    model, clean = issue_run
     out = tmp_path / "run"
-    argv = _issue_argv(shared, model, out)
+    argv = _issue_argv(shared, issue_model, out)
     for rows, how in ((105, signal.SIGKILL), (230, signal.SIGTERM)):
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         while _rows(out / "cache.sqlite") < rows and proc.poll() is None:
@@ -152,4 +145,6 @@ def test_kill_the_issues_run_at_several_points_then_resume(shared, tmp_path, mon
     assert code == 0, err
     timing = json.loads((out / "results.json").read_text())["timing"]
     assert (timing["requests_cached"], timing["requests_run"]) == (kept, 349 - kept)
+    clean = tmp_path / "clean"
+    assert _run_here([*argv[:-3], "--output", str(clean), "--quiet"])[0] == 0
     assert (out / "samples.jsonl").read_bytes() == (clean / "samples.jsonl").read_bytes()
