@@ -3,11 +3,8 @@ finished."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
-import re
 import signal
 import sqlite3
 import subprocess
@@ -136,14 +133,15 @@ def _resume_equals_clean(argv: list[str], out, clean, total: int, kills: list) -
         kept = _kill_when(argv, out / "cache.sqlite", rows, commit)
         assert rows <= kept < total, (rows, kept)  # killed mid-run, finished requests stored
         assert json.loads((out / "config.json").read_text())["run"]["status"] == "running"
-    code, err = _run_here(argv)
-    assert code == 0, err
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
     results = json.loads((out / "results.json").read_text())
     assert results["timing"]["requests_run"] == total - kept  # nothing finished is recomputed
     assert results["timing"]["requests_cached"] == kept
     assert _rows(out / "cache.sqlite") == total
-    code, err = _run_here([*argv[:-3], "--output", str(clean), "--quiet"])
-    assert code == 0, err
+    uninterrupted = subprocess.run([*argv[:-3], "--output", str(clean), "--quiet"],
+                                   capture_output=True, text=True)
+    assert uninterrupted.returncode == 0, uninterrupted.stderr
     assert (out / "samples.jsonl").read_bytes() == (clean / "samples.jsonl").read_bytes()
     clean_results = json.loads((clean / "results.json").read_text())
     # timing and usage count what each invocation ran and read from the cache
@@ -152,20 +150,6 @@ def _resume_equals_clean(argv: list[str], out, clean, total: int, kills: list) -
         {k: v for k, v in clean_results.items() if k not in per_invocation}
     assert results["usage"]["model"]["prompt_tokens"] == \
         clean_results["usage"]["model"]["prompt_tokens"]  # the answers' own counts: the same
-
-
-def _run_here(argv: list[str]) -> tuple[int, str]:
-    """The command of a child's ``argv`` (``python -m localeval.cli`` or ``python -c ...``,
-    then the command's own arguments) run in this process through :func:`main`, as the
-    in-process tests run the CLI: (exit code, stderr). Only a run a test kills needs a process
-    of its own; a resume and the uninterrupted run it is compared with read and write only the
-    run folder, and each child would import torch and transformers again (~6 s of CPU). A
-    ``python -c`` wrapper's patch is the test's to make here (monkeypatch)."""
-    assert argv[0] == sys.executable and argv[1] in ("-m", "-c"), argv
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        code = main(argv[3:])
-    return code, err.getvalue()
 
 
 def _cli(*args) -> list[str]:
@@ -203,12 +187,8 @@ ANY_LINES = ("import re, sys; from localeval.guards.wildguard import WildGuard; 
 @pytest.mark.slow
 def test_sigkill_a_two_stage_guard_run_in_each_stage_then_resume(shared, tmp_path, tiny_llama,
                                                                   monkeypatch):
-    from localeval.guards.wildguard import WildGuard
-
     # Each response committed as it finishes, so the kill can land inside the short stage 1.
     monkeypatch.setenv("LOCALEVAL_CACHE_COMMIT_SECONDS", "0")
-    # ANY_LINES's patch for the resume and the clean run, which run here (_run_here)
-    monkeypatch.setattr(WildGuard, "stage0_pattern", re.compile("(?s).*"))
     out = tmp_path / "run"
     argv = [sys.executable, "-c", ANY_LINES, "run", "--task", "safety-responses", "--data",
             str(shared / "data" / "xstest" / "model_completions"), "--limit", "4",

@@ -11,7 +11,7 @@ import random
 import time
 
 import pytest
-from test_failures import _cli, _resume_equals_clean, _run_here
+from test_failures import _cli, _resume_equals_clean
 from tiny_models import make_model
 
 from localeval.backends.base import Generate, ScoreNext, response_from_json, response_json
@@ -141,10 +141,10 @@ def test_kill_the_issues_run_at_several_points_then_resume(shared, tmp_path, mon
         proc.wait()
         assert rows <= _rows(out / "cache.sqlite") < 349
     kept = _rows(out / "cache.sqlite")
-    code, err = _run_here(argv)  # the resume and the clean run in this process: see _run_here
-    assert code == 0, err
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
     timing = json.loads((out / "results.json").read_text())["timing"]
     assert (timing["requests_cached"], timing["requests_run"]) == (kept, 349 - kept)
     clean = tmp_path / "clean"
-    assert _run_here([*argv[:-3], "--output", str(clean), "--quiet"])[0] == 0
+    assert subprocess.run([*argv[:-3], "--output", str(clean), "--quiet"]).returncode == 0
     assert (out / "samples.jsonl").read_bytes() == (clean / "samples.jsonl").read_bytes()
