@@ -75,13 +75,24 @@ def test_the_workload_is_tmlu_sized(tmp_path):
     assert all((tmp_path / "dev" / f"{s}.csv").exists() for s in subjects)
 
 
+def _bench(work: Path) -> list[str]:
+    return [sys.executable, str(REPO / "bench" / "gpu.py"), "--tiny", "--work", str(work)]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    """`gpu.py --tiny` once, and its work folder: the table's test reads what it printed, the
+    engine mode's test the lm-eval CLI's samples it left (the same command both ran)."""
+    work = tmp_path_factory.mktemp("gpu-bench")
+    done = subprocess.run(_bench(work), capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done, work
+
+
 @pytest.mark.slow
 @pytest.mark.lm_eval
-def test_tiny_run_prints_the_table(tmp_path):
-    done = subprocess.run([sys.executable, str(REPO / "bench" / "gpu.py"), "--tiny", "--work",
-                           str(tmp_path)], capture_output=True, text=True, timeout=1800)
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = done.stdout
+def test_tiny_run_prints_the_table(tiny_run):
+    out = tiny_run[0].stdout
     assert "lm-eval: present" in out  # installed in the test venv: the wheel step is skipped
     assert "12 questions in 3 subjects" in out
     table = [line.split() for line in out.splitlines()
@@ -103,24 +114,24 @@ def test_what_is_missing_is_named_by_requirement():
 
 @pytest.mark.slow
 @pytest.mark.lm_eval
-def test_engine_mode_scores_the_requests_lm_evals_cli_makes(tmp_path):
+def test_engine_mode_scores_the_requests_lm_evals_cli_makes(tiny_run):
     """Engine mode (a lean wheel folder: lm-eval without its task pipeline) feeds lm-eval's
     model class the contexts of localeval's run: each is, string for string, the context
     lm-eval's own CLI builds for that question, and its letters are the CLI's."""
-    bench = [sys.executable, str(REPO / "bench" / "gpu.py"), "--tiny", "--work", str(tmp_path)]
-    for extra in ([], ["--lm-eval-engine"]):
-        done = subprocess.run([*bench, *extra], capture_output=True, text=True, timeout=1800)
-        assert done.returncode == 0, done.stderr[-3000:]
-        if not extra:
-            cli = gpu.letters(tmp_path, "lm-eval hf", tmp_path / "data")
-            contexts = {}
-            for f in (tmp_path / "lm-eval-hf").rglob("samples_*.jsonl"):
-                subject = re.search(r"samples_local_cmmlu_(.+?)_\d{4}-", f.name).group(1)
-                for s in map(json.loads, f.read_text(encoding="utf-8").splitlines()):
-                    index = s["doc"].get("Unnamed: 0", s["doc"].get(""))
-                    args = [a for a in s["arguments"].values()]
-                    assert [a["arg_1"] for a in args] == [" A", " B", " C", " D"]
-                    contexts[f"{subject}/{index}"] = args[0]["arg_0"]
+    # The plain run first (tiny_run's), then engine mode in the same work folder, as before.
+    tmp_path = tiny_run[1]
+    cli = gpu.letters(tmp_path, "lm-eval hf", tmp_path / "data")
+    contexts = {}
+    for f in (tmp_path / "lm-eval-hf").rglob("samples_*.jsonl"):
+        subject = re.search(r"samples_local_cmmlu_(.+?)_\d{4}-", f.name).group(1)
+        for s in map(json.loads, f.read_text(encoding="utf-8").splitlines()):
+            index = s["doc"].get("Unnamed: 0", s["doc"].get(""))
+            args = [a for a in s["arguments"].values()]
+            assert [a["arg_1"] for a in args] == [" A", " B", " C", " D"]
+            contexts[f"{subject}/{index}"] = args[0]["arg_0"]
+    done = subprocess.run([*_bench(tmp_path), "--lm-eval-engine"], capture_output=True,
+                          text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
     assert "engine mode" in done.stdout
     requests = [json.loads(line) for line in
                 (tmp_path / "requests.jsonl").read_text(encoding="utf-8").splitlines()]

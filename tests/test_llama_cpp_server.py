@@ -23,8 +23,14 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def server(tiny_llama, tmp_path_factory):
-    gguf = to_gguf(tiny_llama, tmp_path_factory.mktemp("gguf") / "tiny-f32.gguf")
+def gguf(tiny_llama, tmp_path_factory):
+    """tiny_llama as GGUF, converted once (the converter imports torch): every server here
+    serves this file."""
+    return to_gguf(tiny_llama, tmp_path_factory.mktemp("gguf") / "tiny-f32.gguf")
+
+
+@pytest.fixture(scope="module")
+def server(gguf):
     s = LlamaCppServer(gguf)
     yield s
     s.stop()
@@ -110,8 +116,7 @@ def test_split_label_scored_by_its_first_token(server, tiny_llama, shared, tmp_p
             assert (ours[i]["score"] > 0.5) == (h["score"] > 0.5), i
 
 
-def test_a_replica_that_dies_mid_run_leaves_the_run_whole(server, tiny_llama, shared, tmp_path,
-                                                         tmp_path_factory):
+def test_a_replica_that_dies_mid_run_leaves_the_run_whole(server, gguf, shared, tmp_path):
     """Two replicas; the second is killed (SIGKILL) after the run's 10th answer, with requests
     in flight. Each request that meets the dead replica goes to the other one at once: every
     question is answered once, none fails, the numbers are the one-server run's, and the
@@ -119,7 +124,7 @@ def test_a_replica_that_dies_mid_run_leaves_the_run_whole(server, tiny_llama, sh
     from localeval import evaluate
     from localeval.backends.openai_compat import OpenAIBackend
 
-    second = LlamaCppServer(to_gguf(tiny_llama, tmp_path_factory.mktemp("gguf2") / "t.gguf"))
+    second = LlamaCppServer(gguf)  # a second server process on the same (read-only) file
 
     class KilledAfterTen(OpenAIBackend):
         def run(self, requests, progress=None):

@@ -32,9 +32,15 @@ def _prompts(shared, per_subject: int) -> list:
     return out
 
 
+@pytest.fixture(scope="module")
+def untied(tmp_path_factory):
+    """The subset tests' model (untied: varied text), made once for both kinds."""
+    return make_model(tmp_path_factory.mktemp("untied") / "m", layers=2, tied=False)
+
+
 @pytest.mark.parametrize("kind", ["likelihood", "generation"])
-def test_any_subset_of_requests_gives_the_same_responses(kind, shared, tmp_path):
-    backend = HFBackend(str(make_model(tmp_path / "m", layers=2, tied=False)), device="cpu")
+def test_any_subset_of_requests_gives_the_same_responses(kind, shared, untied):
+    backend = HFBackend(str(untied), device="cpu")
     if kind == "likelihood":
         requests = [ScoreNext(p, (" A", " B", " C", " D")) for p, _ in _prompts(shared, 20)]
     else:
@@ -74,14 +80,27 @@ def _issue_requests(shared) -> list[ScoreNext]:
             for s in ISSUE_SUBJECTS for item in data[s]["test"]]
 
 
-def test_the_rest_of_a_cached_run_is_computed_as_the_clean_run_did(shared, tmp_path):
+def _issue_argv(shared, model, out) -> list[str]:
+    return _cli("--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"), "--subjects",
+                ",".join(ISSUE_SUBJECTS), "--shots", "5", "--method", "likelihood", "--model",
+                f"hf:{model}", "--output", str(out), "--quiet")
+
+
+@pytest.fixture(scope="module")
+def issue_model(tmp_path_factory):
+    """The issue's model, made once for both tests below."""
+    return make_model(tmp_path_factory.mktemp("issue") / "m", layers=4, hidden=256)
+
+
+def test_the_rest_of_a_cached_run_is_computed_as_the_clean_run_did(shared, tmp_path,
+                                                                   issue_model):
     """Through the executor, as a resumed run goes: a cache holding the clean run's responses
     for a subset (the first k finished, and random subsets), the rest computed now must equal
     the clean run's bit for bit."""
     from localeval.store.cache import RequestCache
     from localeval.store.executor import CachedExecutor
 
-    model = make_model(tmp_path / "m", layers=4, hidden=256)
+    model = issue_model
     requests = _issue_requests(shared)
     assert len(requests) == 349
     full = [response_json(r) for r in HFBackend(str(model), device="cpu").run(requests)]
@@ -101,7 +120,8 @@ def test_the_rest_of_a_cached_run_is_computed_as_the_clean_run_did(shared, tmp_p
         assert differ == [], (n, len(differ))
 
 
-def test_kill_the_issues_run_at_several_points_then_resume(shared, tmp_path, monkeypatch):
+def test_kill_the_issues_run_at_several_points_then_resume(shared, tmp_path, monkeypatch,
+                                                           issue_model):
     """End to end: SIGKILL once >= 105 of the 349 requests are cached, SIGTERM later, resume;
     the samples equal an uninterrupted run's byte for byte."""
     import json
@@ -111,11 +131,8 @@ def test_kill_the_issues_run_at_several_points_then_resume(shared, tmp_path, mon
     from test_failures import _rows
 
     monkeypatch.setenv("LOCALEVAL_CACHE_COMMIT_SECONDS", "0")  # the kill points are row counts
-    model = make_model(tmp_path / "m", layers=4, hidden=256)
     out = tmp_path / "run"
-    argv = _cli("--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"), "--subjects",
-                ",".join(ISSUE_SUBJECTS), "--shots", "5", "--method", "likelihood", "--model",
-                f"hf:{model}", "--output", str(out), "--quiet")
+    argv = _issue_argv(shared, issue_model, out)
     for rows, how in ((105, signal.SIGKILL), (230, signal.SIGTERM)):
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         while _rows(out / "cache.sqlite") < rows and proc.poll() is None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from child_signals import default_stop_signals
 
-from localeval.cli import stop_signals_interrupt
+from localeval.cli import main, stop_signals_interrupt
 
 # The real command, with each response counted as it reaches the cache writer (finished, not
 # yet committed: the commit interval is an hour, so only every 64th response commits).
@@ -53,17 +53,34 @@ def _stop_at(argv, env, finished_file, rows: int, signum: int):
     return proc.returncode, err
 
 
+def _command(shared, model, out) -> list[str]:
+    """The run the tests stop: its arguments after ``run`` are the command's own."""
+    return ["run", "--task", "cmmlu", "--data", str(shared / "data" / "cmmlu"), "--subjects",
+            "agronomy,anatomy", "--limit", "64", "--model", f"hf:{model}", "--batch-size", "1",
+            "--no-prefix-reuse", "--output", str(out), "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def clean_samples(shared, tiny_llama, tmp_path_factory) -> bytes:
+    """samples.jsonl of the same command run uninterrupted, once for the tests that resume:
+    their commands differ only in --output, which samples.jsonl does not hold. Run here
+    through main (a process of its own would import torch again; nothing is stopped)."""
+    out = tmp_path_factory.mktemp("stop-signals-clean") / "clean"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LOCALEVAL_CACHE_COMMIT_SECONDS", "3600")
+        assert main(_command(shared, tiny_llama, out)) == 0
+    return (out / "samples.jsonl").read_bytes()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["SIGINT", "SIGTERM", "SIGHUP"])
 def test_a_stop_signal_keeps_every_finished_response_and_resumes(name, shared, tmp_path,
-                                                                 tiny_llama):
+                                                                 tiny_llama, request,
+                                                                 monkeypatch):
     signum = getattr(signal, name)
     out, finished = tmp_path / "run", tmp_path / "finished"
     env = {**os.environ, "FINISHED": str(finished), "LOCALEVAL_CACHE_COMMIT_SECONDS": "3600"}
-    argv = [sys.executable, "-c", COUNTED, "run", "--task", "cmmlu", "--data",
-            str(shared / "data" / "cmmlu"), "--subjects", "agronomy,anatomy", "--limit", "64",
-            "--model", f"hf:{tiny_llama}", "--batch-size", "1", "--no-prefix-reuse",
-            "--output", str(out), "--quiet"]
+    argv = [sys.executable, "-c", COUNTED, *_command(shared, tiny_llama, out)]
     code, err = _stop_at(argv, env, finished, 70, signum)
     # Before: SIGTERM exited -15 with no line, the run stayed "running", and the cache held 64
     # of the 70 finished responses (the last commit); SIGINT kept all 70.
@@ -77,16 +94,13 @@ def test_a_stop_signal_keeps_every_finished_response_and_resumes(name, shared, t
     assert kept == _finished(finished) >= 70  # every finished response, none lost
     if name == "SIGINT":
         return
-    done = subprocess.run(argv, env={**env, "FINISHED": str(tmp_path / "again")},
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    # The same command resumes; here, through main (what is tested is the run folder the
+    # stopped process left, not a second process: that would import torch again).
+    monkeypatch.setenv("LOCALEVAL_CACHE_COMMIT_SECONDS", "3600")
+    assert main(argv[3:]) == 0
     timing = json.loads((out / "results.json").read_text())["timing"]
     assert (timing["requests_cached"], timing["requests_run"]) == (kept, 128 - kept)
-    clean = subprocess.run([*argv[:-3], "--output", str(tmp_path / "clean"), "--quiet"],
-                           env=env, capture_output=True, text=True)
-    assert clean.returncode == 0, clean.stderr
-    assert (out / "samples.jsonl").read_bytes() == \
-        (tmp_path / "clean" / "samples.jsonl").read_bytes()
+    assert (out / "samples.jsonl").read_bytes() == request.getfixturevalue("clean_samples")
 
 
 def test_an_ignored_hangup_stays_ignored():
