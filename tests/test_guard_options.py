@@ -231,3 +231,15 @@ def test_a_plugin_guards_options_are_typed_checked_and_said_as_a_built_ins(plugi
         assert plain.name != other.name and "words=" in other.name
         assert _spec(guard, {"per_word": 0.5} if guard == "keyword-plugin" else
                      {"words": "bomb"}, tmp_path).name == plain.name  # its default: the same
+
+
+def test_a_guard_and_its_options_pickle_as_made():
+    """A guard crosses a process boundary whole (a Ray worker, multiprocessing): its options,
+    what was given, and a fine-tune's name."""
+    import pickle
+
+    for name, options in (("polyguard", {"reading": "prefill"}), ("sea-guard-v2", {})):
+        made = get_guard(name, **options)
+        again = pickle.loads(pickle.dumps(made))
+        assert again.options == made.options and dict(again.options.given) == \
+            dict(made.options.given) and again.name == made.name == name

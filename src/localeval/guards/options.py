@@ -52,14 +52,15 @@ class GuardOptions(Options):
             raise LocalevalError(f"guard {guard!r} options refused: {type(e).__name__}: "
                                  f"{lines[0] if lines else ''}") from None
         names = {f.name: f for f in option_fields(cls)}
-        object.__setattr__(made, "_given", MappingProxyType(
-            {k: getattr(made, k) if k in names else v for k, v in given.items()}))
+        # a plain dict (it pickles, a Ray worker's copy too), read through a read-only view
+        object.__setattr__(made, "_given", {k: getattr(made, k) if k in names else v
+                                            for k, v in given.items()})
         return made
 
     @property
     def given(self) -> Mapping[str, Any]:
         """The options given (each as its field holds it); the defaults are not in it."""
-        return getattr(self, "_given", MappingProxyType({}))
+        return MappingProxyType(getattr(self, "_given", {}))
 
 
 def _positive(default: int | None, help: str) -> Any:

@@ -190,7 +190,6 @@ def get_guard(name: str, **options: Any) -> Guard:
     tune = FINE_TUNES.get(key) if part.built_in else None
     if tune is not None:
         options = _with_fixed(key, tune, options)
-        cls = _fine_tune_class(key, tune, cls)
     keywords = keyword_options(cls)
     options_class = cls.Options if keywords is None else \
         _keyword_options(cls, keywords, source, notice=True)
@@ -203,7 +202,7 @@ def get_guard(name: str, **options: Any) -> Guard:
     if problem is not None:
         raise LocalevalError(problem)
     made.source, made.plugin = source, not part.built_in  # how messages name it
-    return made
+    return made if tune is None else _named_as_fine_tune(made, key, tune)
 
 
 def _with_fixed(key: str, tune: FineTune, options: dict[str, Any]) -> dict[str, Any]:
@@ -239,19 +238,14 @@ def _made(cls: type[Guard], options: GuardOptions, given: Mapping[str, Any],
                              f"{lines[0] if lines else ''}") from None
 
 
-_TUNED: dict[str, type[Guard]] = {}
-
-
-def _fine_tune_class(key: str, tune: FineTune, family: type[Guard]) -> type[Guard]:
-    """The family's class as the fine-tune ``key``: named by the checkpoint's id in its
-    messages and records, its template's source saying which checkpoint reads it so."""
-    if key not in _TUNED:
-        source = (f"{tune.checkpoint} as {UPSTREAM[key]} reads it, the same as "
-                  f"{family.template_source}")
-        _TUNED[key] = type(family.__name__, (family,), {
-            "name": key, "template_source": source, "__module__": family.__module__,
-            "__qualname__": family.__qualname__})
-    return _TUNED[key]
+def _named_as_fine_tune(made: Guard, key: str, tune: FineTune) -> Guard:
+    """A fine-tune's guard, made as its family: named by the checkpoint's id in its messages
+    and records, its template's source saying which checkpoint reads it so (instance
+    attributes: a class made per fine-tune could not be pickled)."""
+    made.name = key
+    made.template_source = (f"{tune.checkpoint} as {UPSTREAM[key]} reads it, the same as "
+                            f"{made.template_source}")
+    return made
 
 
 def guard_key(name: str) -> str:
