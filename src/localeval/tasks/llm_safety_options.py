@@ -89,9 +89,9 @@ class LLMSafetyOptions(SafetySelection):
     judge_model: str | Backend | None = option(
         None, "the judge's model (hf:…, openai:…); not needed for a moderation API or "
         "embedding guard")
-    judge_options: dict[str, Any] | None = option(None, "an option of the judge, repeatable",
-                                        flag="--judge-option", parse="pairs", guard_of="judge",
-                                        metavar="KEY=VALUE")
+    judge_options: dict[str, Any] | None = option(
+        None, "an option of the judge, repeatable", flag="--judge-option", parse="pairs",
+        guard_of="judge", metavar="KEY=VALUE")
     refusal: Refusal = option("judge", "how a refusal is found: judge (the authors' LLM judge, "
                               "on --refusal-judge-model) or detector (our rule-based detector)")
     blank_is_refusal: bool = option(
@@ -121,10 +121,9 @@ class LLMSafetyOptions(SafetySelection):
         "inference_llm_with_safeguard.py): any --guard name", role="model")
     safeguard_model: str | Backend | None = option(None, "the safeguard's model (hf:…, "
                                                    "openai:…)", role="model")
-    safeguard_options: dict[str, Any] | None = option(None, "an option of the safeguard, repeatable",
-                                            flag="--safeguard-option", parse="pairs",
-                                            guard_of="safeguard",
-                                            metavar="KEY=VALUE", role="model")
+    safeguard_options: dict[str, Any] | None = option(
+        None, "an option of the safeguard, repeatable", flag="--safeguard-option",
+        parse="pairs", guard_of="safeguard", metavar="KEY=VALUE", role="model")
     safeguard_mode: SafeguardMode = option(
         "fixed-answer", "what the safeguard does: fixed-answer (a prompt it calls harmful gets "
         "IRIS's refusal, the default) or advance-inform (a system warning before it)",
