@@ -15,8 +15,10 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import FrameType
+from typing import Any, NoReturn
 
 from ..backends.secrets import redact_text
 from ..errors import LocalevalError, UndefinedMetricWarning, clipped
@@ -24,6 +26,7 @@ from .budget import add_budget_arguments
 from .commands import cmd_compare, cmd_demo, cmd_guards, cmd_run, cmd_show, cmd_tasks
 from .habits import from_lm_eval
 from .merge import add_merge_parser
+from .parsers import CommandParser, HelpFormatter, OneLineParser
 from .rescore import add_rescore_parser
 from .research import add_research_parsers
 from .results import STORE_FOR_IDS, add_results_parsers, store_flag
@@ -58,27 +61,6 @@ sample browser): the same command again resumes."""
 EPILOG = "`localeval <command> --help` shows each command's options."
 
 
-class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Shows an option's default where it has one worth showing: never a switch's (a
-    ``--no-…`` flag's True read as if what it turns off were off)."""
-
-    def _get_help_string(self, action):
-        text = action.help or ""
-        shown = _worth_showing(action.default) and action.nargs != 0
-        if not text and action.option_strings and shown:
-            return "(default: %(default)s)"
-        if "%(default)" in text or not shown or "default" in text or not action.option_strings:
-            return text
-        return f"{text} (default: %(default)s)"
-
-
-def _worth_showing(default) -> bool:
-    """A default that says something: not "not given" (None, False, [], SUPPRESS). By identity,
-    since 0 == False and a default of 0 is worth showing."""
-    return not (default is None or default is False or default is argparse.SUPPRESS
-                or default == [])
-
-
 def parser() -> OneLineParser:
     from ..backends.registry import backend_table
     from ..tasks.registry import TASKS, kinds, plugin_tasks
@@ -87,11 +69,11 @@ def parser() -> OneLineParser:
     run_task_kinds = [kind for kind in kinds() if kind.command == "run"]
 
     p = OneLineParser(prog="localeval", description=DESCRIPTION, epilog=EPILOG,
-                      formatter_class=_HelpFormatter)
+                      formatter_class=HelpFormatter)
     p.add_argument("--version", action="version", version=f"localeval {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                           parser_class=_CommandParser)
+                           parser_class=CommandParser)
     p.commands = sub.choices  # each command's parser, for the did-you-mean of its options
 
     t = sub.add_parser("tasks", help="list built-in tasks, or one task's subjects")
@@ -177,23 +159,8 @@ def quiet_third_party() -> None:
     warnings.filterwarnings("ignore", category=UndefinedMetricWarning)
 
 
-class OneLineParser(argparse.ArgumentParser):
-    """A mistake on the command line is one line naming the fix, not the whole usage (`run`'s
-    is 25 lines, and a forgotten --task scrolled away under it). No abbreviations: `--batch`
-    is its own flag, never a prefix of `--batch-size`, and a mistyped flag gets its
-    did-you-mean."""
-    commands: Mapping[str, argparse.ArgumentParser]  # the top parser's: each command's parser
-
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("allow_abbrev", False)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message}; `{self.prog} --help` shows the "
-                     "options\n")
-
-
-def _unknown_arguments(p: OneLineParser, args, extra: list[str]):
+def _unknown_arguments(p: OneLineParser, args: argparse.Namespace,
+                       extra: list[str]) -> NoReturn:
     """An option the command does not have (`--methd`): one line, with the one it is close to."""
     command = p.commands[args.command]
     word = next((w for w in extra if w.startswith("-")), extra[0])
@@ -233,15 +200,6 @@ def _lm_eval_habits(p: OneLineParser, given: list[str]) -> list[str]:
     return ours
 
 
-class _CommandParser(OneLineParser):
-    """A command's parser: our help format, and --debug after the command too (`run ... --debug`)."""
-
-    def __init__(self, **kwargs):
-        super().__init__(**{"formatter_class": _HelpFormatter, **kwargs})
-        self.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                          help="show tracebacks")
-
-
 def main(argv: list[str] | None = None) -> int:
     try:
         with stop_signals_interrupt():
@@ -273,12 +231,13 @@ def stop_signals_interrupt() -> Iterator[None]:
     """SIGTERM (docker stop, Slurm, Kubernetes, timeout) and SIGHUP (a closed terminal) raise
     :class:`Stopped` in the main thread, as SIGINT raises KeyboardInterrupt. A signal the
     parent set to be ignored (``nohup``) stays ignored; the old handlers come back after."""
-    def stop(signum, frame):
+    def stop(signum: int, frame: FrameType | None) -> NoReturn:
         for other in previous:  # a second TERM must not cut short the cleanup of the first
             signal.signal(other, signal.SIG_IGN)
         raise Stopped(signum)
 
-    previous = {}
+    # by signal, the handler it had (a function, SIG_DFL / SIG_IGN, or None: not set by Python)
+    previous: dict[int, Callable[[int, FrameType | None], Any] | int | signal.Handlers | None] = {}
     if threading.current_thread() is threading.main_thread():
         for name in ("SIGTERM", "SIGHUP"):
             signum = getattr(signal, name, None)  # Windows has no SIGHUP
@@ -327,7 +286,7 @@ def _main(argv: list[str] | None) -> int:
     return 0
 
 
-def _os_error_line(error: OSError, args) -> str:
+def _os_error_line(error: OSError, args: argparse.Namespace) -> str:
     """The path and what is wrong with it; for a command that caches its requests, that a
     rerun resumes (a full disk mid-run loses nothing finished)."""
     line = f"{error.strerror or error}" + (f" ({error.filename})" if error.filename else "")

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 from ..declared import key_value_pairs, parse_declared
 from ..errors import LocalevalError
 from ..store.usage import Budget
@@ -10,7 +12,7 @@ from ..store.usage import Budget
 PRICE_KEYS = ("in", "out")
 
 
-def add_budget_arguments(parser) -> None:
+def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("tokens and cost")
     group.add_argument("--price", metavar="in=X,out=Y", help="price of the run's model per "
                        "million prompt (in) and completion (out) tokens: results.json and the "
@@ -37,7 +39,7 @@ def price(text: str | None) -> tuple[float | None, float | None]:
     return values.get("in"), values.get("out")
 
 
-def budget_of(args) -> Budget | None:
+def budget_of(args: argparse.Namespace) -> Budget | None:
     """The run's Budget from its flags; None when none is given."""
     price_in, price_out = price(getattr(args, "price", None))
     max_spend = getattr(args, "max_spend", None)

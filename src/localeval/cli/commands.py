@@ -3,6 +3,7 @@ calls the API, and a run's kind of task decides through its view how it is shown
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from ..errors import LocalevalError
@@ -11,7 +12,7 @@ from .run_and_report import run_and_report
 from .run_options import task_options
 
 
-def cmd_tasks(args) -> None:
+def cmd_tasks(args: argparse.Namespace) -> None:
     from ..report.console import make_console, print_json
     from ..report.tasks import task_rows, task_table
 
@@ -22,7 +23,7 @@ def cmd_tasks(args) -> None:
         make_console().print(task_table(args.task, rows))
 
 
-def cmd_guards(args) -> None:
+def cmd_guards(args: argparse.Namespace) -> None:
     from ..guards.catalog import guard_rows
     from ..render.formats import to_console
     from ..render.table import TableBuilder, columns
@@ -67,11 +68,11 @@ def _guard_options(name: str, as_json: bool) -> None:
     make_console().print(to_console(table.build()))
 
 
-def cmd_run(args) -> None:
+def cmd_run(args: argparse.Namespace) -> None:
     run_and_report(args, args.task, task_options(args))
 
 
-def cmd_compare(args) -> None:
+def cmd_compare(args: argparse.Namespace) -> None:
     from ..api import load_results
     from ..report.console import make_console, print_json
     from ..store.results_db import run_folder
@@ -91,7 +92,7 @@ def cmd_compare(args) -> None:
         view_a.print_comparison(comparison, make_console())
 
 
-def cmd_show(args) -> None:
+def cmd_show(args: argparse.Namespace) -> None:
     from ..api import load_results
     from ..report.console import make_console, print_json, print_results
     from ..store.results_db import run_folder
@@ -104,7 +105,7 @@ def cmd_show(args) -> None:
         print_results(record.results, make_console())
 
 
-def cmd_demo(args) -> None:
+def cmd_demo(args: argparse.Namespace) -> None:
     from ..demo import run_demo
 
     run_demo(Path(args.output), quiet=args.quiet)

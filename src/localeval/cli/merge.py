@@ -3,10 +3,16 @@ run they add up to (:mod:`..merge`)."""
 
 from __future__ import annotations
 
+import argparse
+from typing import TYPE_CHECKING
+
 from .rescore import add_new_run_flags, show_new_run
 
+if TYPE_CHECKING:
+    from .parsers import Commands
 
-def add_merge_parser(sub) -> None:
+
+def add_merge_parser(sub: Commands) -> None:
     p = sub.add_parser("merge", help="make the shards of one run (run --shard I/N) the one run "
                        "they add up to: a new run folder")
     p.add_argument("folders", nargs="+", help="every shard's run folder (any order)")
@@ -16,7 +22,7 @@ def add_merge_parser(sub) -> None:
     p.set_defaults(func=cmd_merge)
 
 
-def cmd_merge(args) -> None:
+def cmd_merge(args: argparse.Namespace) -> None:
     from ..merge import merge_runs
 
     record = merge_runs(args.folders, args.output, command=args.argv,

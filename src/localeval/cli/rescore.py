@@ -5,8 +5,9 @@ Its flags are the rescorable task options' own (declared once, in each task's ``
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..declared import pairs_of
 from ..tasks.options import flag_arguments, flag_of, option_fields, rescorable
@@ -14,12 +15,15 @@ from ..tasks.registry import kinds
 
 if TYPE_CHECKING:  # an annotation only: the store imports pydantic (--help stays light)
     from ..store.runs import RunRecord
+    from ..tasks.options import TaskOptions
+    from .parsers import Commands
 
 
-def _rescorable_fields() -> list:
+def _rescorable_fields() -> list[tuple[type[TaskOptions], dataclasses.Field[Any]]]:
     """(Options class, field) of every option rescore may change, each once, in declaration
     order."""
-    out, seen = [], set()
+    out: list[tuple[type[TaskOptions], dataclasses.Field[Any]]] = []
+    seen: set[str] = set()
     for kind in kinds():
         names = rescorable(kind)
         for f in option_fields(kind.Options):
@@ -33,7 +37,7 @@ def rescorable_flags() -> list[str]:
     return [flag_of(f) for _, f in _rescorable_fields()]
 
 
-def add_new_run_flags(p, made: str) -> None:
+def add_new_run_flags(p: argparse.ArgumentParser, made: str) -> None:
     """The flags of a command that writes a new run from runs already made (rescore, merge):
     where it is recorded and what is printed of it. ``made``: "rescored", "merged"."""
     p.add_argument("--store", metavar="PATH|URL", help=f"results store the {made} run is "
@@ -46,7 +50,7 @@ def add_new_run_flags(p, made: str) -> None:
     p.add_argument("--json", action="store_true", help="print results.json instead of tables")
 
 
-def add_rescore_parser(sub) -> None:
+def add_rescore_parser(sub: Commands) -> None:
     p = sub.add_parser("rescore", help="score a finished run again from its cached answers "
                        "with another extraction rule, label policy, threshold rule or metric "
                        "option (no model is called); writes a new run folder")
@@ -71,7 +75,7 @@ def add_rescore_parser(sub) -> None:
     p.set_defaults(func=cmd_rescore)
 
 
-def cmd_rescore(args) -> None:
+def cmd_rescore(args: argparse.Namespace) -> None:
     from ..rescore import rescore_run
 
     names = [f.name for _, f in _rescorable_fields()]
@@ -105,7 +109,7 @@ def show_new_run(record: RunRecord, args: argparse.Namespace, said: str) -> None
     say_where(record.folder, left_out, not args.no_report)
 
 
-def _as_flags(changed: dict) -> str:
+def _as_flags(changed: dict[str, Any]) -> str:
     """The changes as the command line gives them: ``--bootstrap 0``, not ``n_resamples=0``
     (an option of another package's task as ``-T name=value``)."""
     flags = {f.name: flag_of(f) for _, f in _rescorable_fields()}
@@ -113,7 +117,7 @@ def _as_flags(changed: dict) -> str:
                      for name, value in changed.items())
 
 
-def _shown(value) -> str:
+def _shown(value: object) -> str:
     if isinstance(value, list | tuple):
         return ",".join(map(str, value))
     return str(value).lower() if isinstance(value, bool) else str(value)

@@ -3,6 +3,9 @@ parses its options and runs its task through the same run lifecycle as ``localev
 
 from __future__ import annotations
 
+import argparse
+from typing import TYPE_CHECKING
+
 from .run_and_report import run_and_report
 from .run_options import (
     add_backend_arguments,
@@ -13,8 +16,11 @@ from .run_options import (
     title_of,
 )
 
+if TYPE_CHECKING:
+    from .parsers import Commands
 
-def add_research_parsers(sub) -> None:
+
+def add_research_parsers(sub: Commands) -> None:
     from ..tasks.registry import task_kind
 
     kind = task_kind("contamination")
@@ -34,5 +40,5 @@ def add_research_parsers(sub) -> None:
     c.set_defaults(func=cmd_contamination)
 
 
-def cmd_contamination(args) -> None:
+def cmd_contamination(args: argparse.Namespace) -> None:
     run_and_report(args, "contamination", task_options(args, "contamination"))

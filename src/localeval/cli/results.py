@@ -4,23 +4,30 @@ options and calls :mod:`localeval.report`, which asks the run's view."""
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import LocalevalError
 from ..render.format_names import FORMATS  # names only: the renderers import rich
+
+if TYPE_CHECKING:
+    from ..render.table import DataTable
+    from ..store.runs import RunRecord
+    from .parsers import Commands
 
 STORE_DEFAULT = "(default $LOCALEVAL_STORE, else $XDG_DATA_HOME/localeval/results.sqlite)"
 STORE_FOR_IDS = (f"the results store a run id is looked up in {STORE_DEFAULT}; `leaderboard "
                  "--json` gives ids")
 
 
-def store_flag(parser, help: str) -> None:
+def store_flag(parser: argparse.ArgumentParser, help: str) -> None:
     parser.add_argument("--store", metavar="PATH|URL", help=help)
 
 
-def add_results_parsers(sub) -> None:
+def add_results_parsers(sub: Commands) -> None:
     e = sub.add_parser("export", help="a run's tables (the papers' layouts) as Markdown, LaTeX "
                        "(booktabs) or CSV, to paste into a paper")
     e.add_argument("folder", help="a run folder")
@@ -74,7 +81,7 @@ def add_results_parsers(sub) -> None:
     f.set_defaults(func=cmd_forget)
 
 
-def cmd_report(args) -> None:
+def cmd_report(args: argparse.Namespace) -> None:
     from ..api import write_report
     from ..store.results_db import run_folder
 
@@ -82,7 +89,7 @@ def cmd_report(args) -> None:
     print(f"wrote {path} (figures as PNG and SVG in {path.stem}_figures/)", file=sys.stderr)
 
 
-def cmd_export(args) -> None:
+def cmd_export(args: argparse.Namespace) -> None:
     from ..api import load_results
     from ..render.formats import RENDER, SUFFIX, slug
     from ..report.tables import run_tables
@@ -106,7 +113,7 @@ def cmd_export(args) -> None:
     print(f"wrote {len(tables)} tables to {out}/", file=sys.stderr)
 
 
-def export_parquet(record, args) -> None:
+def export_parquet(record: RunRecord, args: argparse.Namespace) -> None:
     """The run as a dataset folder in the Hugging Face layout (report/parquet.py)."""
     from ..report.parquet import write_parquet
 
@@ -122,7 +129,8 @@ def export_parquet(record, args) -> None:
           file=sys.stderr)
 
 
-def chosen_tables(tables: list, number: int | None, fmt: str, output: str | None) -> list:
+def chosen_tables(tables: list[DataTable], number: int | None, fmt: str,
+                  output: str | None) -> list[DataTable]:
     """The tables ``export`` writes: all, or the ``number``-th; CSV on standard output is one
     table (a CSV reader cannot tell where one table ends and the next begins)."""
     listed = "; ".join(f"{n} = {t.title}" for n, t in enumerate(tables, start=1))
@@ -137,7 +145,7 @@ def chosen_tables(tables: list, number: int | None, fmt: str, output: str | None
     return tables
 
 
-def cmd_leaderboard(args) -> None:
+def cmd_leaderboard(args: argparse.Namespace) -> None:
     from ..render.formats import RENDER, print_table
     from ..report.console import make_console, print_json
     from ..report.leaderboard import leaderboard_tables, store_leaderboard
@@ -169,7 +177,7 @@ def cmd_leaderboard(args) -> None:
             print_table(make_console(), table)
 
 
-def cmd_forget(args) -> None:
+def cmd_forget(args: argparse.Namespace) -> None:
     from ..store.results_db import forget, store_label
 
     existing_store(args.store)

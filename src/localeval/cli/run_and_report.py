@@ -4,8 +4,10 @@ or the default), the cache, the run, its tables or JSON, where the rest is, and 
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
+from typing import Any, Literal
 
 from ..errors import LocalevalError
 from ..tasks.shards import Shard
@@ -14,12 +16,12 @@ from .budget import budget_of
 from .run_options import backend_options, check_failures, default_output, role_options
 
 
-def store_option(args):
+def store_option(args: argparse.Namespace) -> str | Literal[False] | None:
     """--store PATH, --no-store, or None (the default store)."""
     return False if args.no_store else args.store
 
 
-def run_and_report(args, task: str, options: dict) -> None:
+def run_and_report(args: argparse.Namespace, task: str, options: dict[str, Any]) -> None:
     """What every model command does once its task options are known: the run folder (given
     or the default), the cache, the run, its tables or JSON, and the --max-failed check."""
     from ..api import evaluate
@@ -45,7 +47,7 @@ def run_and_report(args, task: str, options: dict) -> None:
         print_json(result.results.data())
     else:
         left_out = print_results(result.results, make_console(), everything=args.all)
-    say_where(result.folder, left_out, not args.no_report)
+    say_where(result.folder or output, left_out, not args.no_report)  # always output's
     if shard is not None:
         print(f"shard {shard}: its numbers are of a share of the items and it is not recorded "
               "in the results store; `localeval merge` makes the shards one run",
@@ -66,7 +68,7 @@ def run_and_report(args, task: str, options: dict) -> None:
     check_failures(result.results, args.max_failed)
 
 
-def say_where(folder, left_out: int, report: bool) -> None:
+def say_where(folder: Path, left_out: int, report: bool) -> None:
     """On stderr (stdout holds only tables or JSON): what the folder holds, and where the
     tables the console left out are."""
     written = "config.json, results.json, samples.jsonl" + (", report.html" if report else "")

@@ -22,7 +22,7 @@ from ..backends.config import BackendConfig
 from ..backends.options import kinds_taking
 from ..declared import pairs_of, parse_if_text
 from ..errors import LocalevalError
-from ..tasks.options import declared_value, flag_arguments, flag_of
+from ..tasks.options import TaskOptions, declared_value, flag_arguments, flag_of
 from .values import comma_list
 
 if TYPE_CHECKING:  # annotations only: the records import pydantic
@@ -34,7 +34,8 @@ SHORTCUT = "shortcut:"  # argparse dest prefix of a shortcut flag (it sets a key
 
 
 # ------------------------------------------------------------------ declaring flags
-def add_option_flags(parser, options_classes: list[tuple[str, type]]) -> None:
+def add_option_flags(parser: argparse.ArgumentParser,
+                     options_classes: list[tuple[str, type[TaskOptions]]]) -> None:
     """One flag per option field, in a group per kind of task (``(title, Options)`` pairs);
     an option several kinds share gets one flag whose help names each kind's meaning. Every
     flag defaults to "not given", so a flag of another kind can be told apart."""
@@ -53,7 +54,8 @@ def add_option_flags(parser, options_classes: list[tuple[str, type]]) -> None:
                 _add_field(group, cls, f, helps[f.name])
 
 
-def _add_field(group, cls: type, f: dataclasses.Field, helps: list[tuple[str, str]]) -> None:
+def _add_field(group: argparse._ArgumentGroup, cls: type[TaskOptions], f: dataclasses.Field[Any],
+               helps: list[tuple[str, str]]) -> None:
     meta = f.metadata
     text = helps[0][1] if len(helps) == 1 else "; ".join(f"{t.split(' (')[0]}: {h}"
                                                          for t, h in helps)
@@ -79,14 +81,14 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
-def add_task_option_flag(parser) -> None:
+def add_task_option_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-T", "--task-option", dest="task_option", action="append", default=[],
                         metavar="KEY=VALUE", help="any option of the task by its Python name "
                         "(the flags above, and help(localeval.evaluate), list them), "
                         "repeatable; values typed as in --model-args")
 
 
-def add_backend_arguments(parser) -> None:
+def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     """How the models are loaded and run: every field of BackendConfig (each backend takes its
     own, the kinds in brackets: their declarations, no backend imported; setting one that no
     model of the run takes is an error), and --role-option."""
@@ -107,7 +109,7 @@ def add_backend_arguments(parser) -> None:
                        "apply to every model whose backend takes them")
 
 
-def add_cluster_arguments(parser) -> None:
+def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     """--cluster, --workers: where the run's requests run (speed-role: the same run, recorded
     in config.json as a fact of where it ran; Ray is imported only when a run names one)."""
     group = parser.add_argument_group("a Ray cluster (pip install 'localeval[ray]')")
@@ -120,7 +122,7 @@ def add_cluster_arguments(parser) -> None:
                        "(default: one per node, one per GPU of a node with GPUs)")
 
 
-def add_folder_arguments(parser) -> None:
+def add_folder_arguments(parser: argparse.ArgumentParser) -> None:
     """--output, --overwrite, --cache, --no-cache, --store, --no-report: the run folder, its
     request cache, the results store and the HTML report."""
     parser.add_argument("--output", help="run folder for config.json, results.json, "
@@ -145,7 +147,7 @@ def add_folder_arguments(parser) -> None:
 
 
 # ------------------------------------------------------------------ reading flags
-def task_options(args, task: str | None = None) -> dict[str, Any]:
+def task_options(args: argparse.Namespace, task: str | None = None) -> dict[str, Any]:
     """The options of the task ``--task`` names (or ``task``), every field: from the flags
     given and -T, else the benchmark's own (``tmlu-cot``'s), else the default; a given flag of
     another kind of task is one clear error."""
@@ -177,7 +179,8 @@ def _all_option_names(kinds: Iterable[AnyKind]) -> set[str]:
     return {f.name for cls in kinds for f in dataclasses.fields(cls.Options)}
 
 
-def _refuse_other_kinds(name: str, cls: AnyKind, fields: dict, given: dict[str, Any]) -> None:
+def _refuse_other_kinds(name: str, cls: AnyKind, fields: dict[str, dataclasses.Field[Any]],
+                        given: dict[str, Any]) -> None:
     from ..tasks.registry import TASKS, kinds
 
     for key in given:
@@ -196,7 +199,8 @@ def _flag(cls: AnyKind, key: str) -> str:
     if key.startswith(SHORTCUT):
         _, field, _ = key.split(":")
         f = next(f for f in dataclasses.fields(cls.Options) if f.name == field)
-        return f.metadata["shortcut"][0]
+        shortcut: tuple[str, str, str] = f.metadata["shortcut"]  # (flag, key, help)
+        return shortcut[0]
     f = next(f for f in dataclasses.fields(cls.Options) if f.name == key)
     return flag_of(f)
 
@@ -207,7 +211,8 @@ def title_of(cls: AnyKind) -> str:
     return (cls.Options.__doc__ or cls.Options.__name__).strip().split("\n")[0].rstrip(".")
 
 
-def _value(options_class: type, f: dataclasses.Field, raw: Any, name: str | None = None) -> Any:
+def _value(options_class: type[TaskOptions], f: dataclasses.Field[Any], raw: Any,
+           name: str | None = None) -> Any:
     """A flag's value: a repeated ``KEY=VALUE`` flag as a dict of texts (its receiver types
     them), any other text as the field declares it (a list option's text comma-separated)."""
     if f.metadata.get("parse") == "pairs":
@@ -218,10 +223,11 @@ def _value(options_class: type, f: dataclasses.Field, raw: Any, name: str | None
     return raw
 
 
-def _dash_t(name: str, options_class: type, fields: dict, pairs: list[str]) -> dict[str, Any]:
+def _dash_t(name: str, options_class: type[TaskOptions], fields: dict[str, dataclasses.Field[Any]],
+            pairs: list[str]) -> dict[str, Any]:
     """-T KEY=VALUE by the option's Python name, each value parsed by the option's declared
     type; a key that is no option is one line (with the name it may have meant)."""
-    out = {}
+    out: dict[str, Any] = {}
     for key, text in pairs_of(pairs, "-T").items():
         if key not in fields:
             near = key.replace("-", "_")
@@ -232,18 +238,18 @@ def _dash_t(name: str, options_class: type, fields: dict, pairs: list[str]) -> d
     return out
 
 
-def backend_options(args) -> BackendConfig:
+def backend_options(args: argparse.Namespace) -> BackendConfig:
     """The backend flags as one validated config, each text parsed by its field's declared
     type (``--model-args a=1,b=x`` a dict, ``--batch-size`` 'auto' or an integer)."""
     return BackendConfig(**{f.name: _backend_value(f, getattr(args, f.name), flag_of(f))
                             for f in dataclasses.fields(BackendConfig)})
 
 
-def _backend_value(f: dataclasses.Field, value: Any, name: str) -> Any:
+def _backend_value(f: dataclasses.Field[Any], value: Any, name: str) -> Any:
     return parse_if_text(f.type, value, name, f.metadata.get("choices"))
 
 
-def role_options(args) -> dict[str, dict[str, Any]]:
+def role_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """--role-option ROLE.KEY=VALUE as {role: {key: value}}, each value parsed by the type
     BackendConfig declares for KEY."""
     fields = {f.name: f for f in dataclasses.fields(BackendConfig)}
@@ -261,8 +267,9 @@ def role_options(args) -> dict[str, dict[str, Any]]:
     return out
 
 
-def default_output(task: str, model: str | None, options: dict, backend: BackendConfig,
-                   roles: dict | None = None, shard: Shard | None = None) -> Path:
+def default_output(task: str, model: str | None, options: dict[str, Any], backend: BackendConfig,
+                   roles: dict[str, dict[str, Any]] | None = None,
+                   shard: Shard | None = None) -> Path:
     """runs/<task>/<model name>-<hash of every setting that can change a number>: the same
     command finds its folder again (and resumes), also with other speed settings (batch size,
     concurrency, timeouts); other settings get another. A shard's is the whole run's with

@@ -3,8 +3,10 @@ Thin: each parses its options and calls one function of :mod:`localeval.tools`."
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+from typing import TYPE_CHECKING, Any
 
 from ..backends.config import DEFAULT_EMBEDDER
 from ..declared import pairs_of
@@ -12,8 +14,11 @@ from ..errors import LocalevalError
 from ..words import counted
 from .values import comma_list
 
+if TYPE_CHECKING:
+    from .parsers import Commands
 
-def _add_cache_options(parser, what: str) -> None:
+
+def _add_cache_options(parser: argparse.ArgumentParser, what: str) -> None:
     """--cache and --no-cache of a tool whose requests (``what``) are cached like a run's."""
     parser.add_argument("--cache", help=f"SQLite file of {what} (default: "
                         "<output>.cache.sqlite)")
@@ -21,7 +26,7 @@ def _add_cache_options(parser, what: str) -> None:
                         "(all are computed again next time)")
 
 
-def _add_embedding_cache_options(parser) -> None:
+def _add_embedding_cache_options(parser: argparse.ArgumentParser) -> None:
     """--cache and --no-cache of a tool that embeds texts: the embedding cache it shares with
     the other embedding commands (store/embed_cache.py), and a file of its own besides."""
     parser.add_argument("--cache", help="another SQLite file of embeddings to read and add to "
@@ -31,7 +36,7 @@ def _add_embedding_cache_options(parser) -> None:
                         "not even the shared one (all are computed again next time)")
 
 
-def add_tool_parsers(sub) -> None:
+def add_tool_parsers(sub: Commands) -> None:
     a = sub.add_parser("agreement", help="inter-annotator agreement: percent, Cohen's and "
                        "Fleiss' kappa, Krippendorff's alpha")
     a.add_argument("--data", required=True, help="CSV, JSONL or Parquet, one column per annotator")
@@ -123,7 +128,7 @@ def add_tool_parsers(sub) -> None:
     t.set_defaults(func=cmd_train_guard)
 
 
-def cmd_agreement(args) -> None:
+def cmd_agreement(args: argparse.Namespace) -> None:
     from ..records import finite
     from ..tools.annotations import measure
 
@@ -141,7 +146,7 @@ def cmd_agreement(args) -> None:
         print(f"{name:32s} {shown}")
 
 
-def cmd_aggregate(args) -> None:
+def cmd_aggregate(args: argparse.Namespace) -> None:
     from ..tools.annotations import aggregate
 
     result = aggregate(args.data, comma_list(args.columns) or [], args.output, comma_list(args.labels),
@@ -151,13 +156,13 @@ def cmd_aggregate(args) -> None:
           f"{result['rule']}", file=sys.stderr)
 
 
-def _add_embedder_options(parser) -> None:
+def _add_embedder_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--role-option", action="append", default=[],
                         metavar="embedder.KEY=VALUE", help="an option of the embedder model, "
                         "repeatable: embedder.device=cuda, embedder.batch_size=64")
 
 
-def _embedder_options(args) -> dict:
+def _embedder_options(args: argparse.Namespace) -> dict[str, Any]:
     from .run_options import role_options
 
     roles = role_options(args)
@@ -168,19 +173,19 @@ def _embedder_options(args) -> dict:
     return roles.get("embedder", {})
 
 
-def _cache(args) -> str | None:
+def _cache(args: argparse.Namespace) -> str | None:
     """--cache, else a file beside --output (embeddings are kept for the next run)."""
     if args.no_cache:
         return None
     return args.cache or f"{args.output}.cache.sqlite"
 
 
-def _embedding_cache(args) -> str | None:
+def _embedding_cache(args: argparse.Namespace) -> str | None:
     """--cache of an embedding tool: a file besides the shared embedding cache, if named."""
     return None if args.no_cache else args.cache
 
 
-def cmd_train_guard(args) -> None:
+def cmd_train_guard(args: argparse.Namespace) -> None:
     from ..records import finite
     from ..tools.train_guard import train_guard
 
@@ -208,7 +213,7 @@ def cmd_train_guard(args) -> None:
     print(f"wrote {args.output}; use it with --guard embedding:{args.output}", file=sys.stderr)
 
 
-def _fmt(value) -> str:
+def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.1f}"
 
 
@@ -217,7 +222,7 @@ def _where(values: list[str]) -> dict[str, str]:
     return {k: v.strip() for k, v in pairs_of(values, "--where", "COLUMN=VALUE").items()}
 
 
-def cmd_diversity(args) -> None:
+def cmd_diversity(args: argparse.Namespace) -> None:
     from ..tools.diversity import diversity_map
 
     summary = diversity_map(args.data, args.output, by=args.by, text_column=args.text_column,
@@ -238,7 +243,7 @@ def cmd_diversity(args) -> None:
           file=sys.stderr)
 
 
-def cmd_build_cultural(args) -> None:
+def cmd_build_cultural(args: argparse.Namespace) -> None:
     from ..store.executor import rerun_advice
     from ..tools.cultural import build_cultural
 

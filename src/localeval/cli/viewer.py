@@ -3,16 +3,21 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import LocalevalError
 from .results import STORE_DEFAULT, store_flag
 
+if TYPE_CHECKING:
+    from .parsers import Commands
+
 DEFAULT_PORT = 7576
 
 
-def add_view_parser(sub) -> None:
+def add_view_parser(sub: Commands) -> None:
     v = sub.add_parser("view", help="a local, read-only web app over the results store and run "
                        "folders: runs, leaderboards, reports, samples, two runs compared")
     v.add_argument("--port", type=int, default=DEFAULT_PORT, metavar="N",
@@ -25,7 +30,7 @@ def add_view_parser(sub) -> None:
     v.set_defaults(func=cmd_view)
 
 
-def cmd_view(args) -> None:
+def cmd_view(args: argparse.Namespace) -> None:
     try:
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401

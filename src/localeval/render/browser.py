@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from ..records.samples import MCQSample, Sample
 from ..store.runs import stored_data
@@ -33,6 +33,19 @@ FILTER_MAX = 60  # a string column with at most this many distinct values is a f
 LONG = 80  # a string longer than this anywhere in a column makes it a text column
 WARN_LABELS = {"harmful", "sensitive", "unsafe", 1}  # 1 also matches True
 SHARED_MIN = 100  # a text's preview skips a start it shares with another text at least this long
+
+ColumnKind = Literal["bool", "num", "text", "str"]
+Stored = dict[str, Any]  # a sample as samples.jsonl holds it
+BrowserRow = list[Any]  # a row's cells, in the columns' order (JSON values)
+
+
+class BrowserColumn(TypedDict):
+    """A column as ``assets/report.js`` reads it."""
+
+    key: str
+    title: str
+    type: ColumnKind
+    filter: bool
 
 
 def browser_data(records: Sequence[Sample]) -> dict[str, Any]:
@@ -66,7 +79,7 @@ def browser_data(records: Sequence[Sample]) -> dict[str, Any]:
             "starts": _preview_starts(columns, rows)}
 
 
-def _preview_starts(columns: list[dict], rows: list[list]) -> list[dict[str, int]]:
+def _preview_starts(columns: list[BrowserColumn], rows: list[BrowserRow]) -> list[dict[str, int]]:
     """Per row, where each text column's preview starts (absent: at 0): after the longest start
     the text shares with another row's, back to that line's beginning, when it is long (issue
     69: a 5-shot prompt's examples are the same for every question of a subject, so a preview
@@ -101,19 +114,20 @@ def _shared_start(a: str, b: str) -> int:
     return low
 
 
-def _add_column(columns: list[dict], rows: list[list], key: str, values: list[bool]) -> None:
+def _add_column(columns: list[BrowserColumn], rows: list[BrowserRow], key: str,
+                values: list[bool]) -> None:
     columns.append({"key": key, "title": key, "type": "bool", "filter": True})
     for row, value in zip(rows, values):
         row.append(value)
 
 
-def _keys(samples: list[dict]) -> list[str]:
+def _keys(samples: list[Stored]) -> list[str]:
     present = dict.fromkeys(k for s in samples for k, v in s.items()
                             if k not in HIDDEN and v is not None)  # an always-empty column is noise
     return [k for k in FIRST if k in present] + [k for k in present if k not in FIRST]
 
 
-def _column(key: str, values: list) -> dict[str, Any]:
+def _column(key: str, values: list[Any]) -> BrowserColumn:
     seen = [v for v in values if v is not None]
     kind = _kind(key, seen)
     distinct = {json.dumps(v, sort_keys=True) for v in seen}
@@ -123,7 +137,7 @@ def _column(key: str, values: list) -> dict[str, Any]:
             "filter": filterable}
 
 
-def _kind(key: str, seen: list) -> str:
+def _kind(key: str, seen: list[Any]) -> ColumnKind:
     """bool, num, text (shown collapsed) or str."""
     if seen and all(isinstance(v, bool) for v in seen):
         return "bool"
@@ -135,7 +149,7 @@ def _kind(key: str, seen: list) -> str:
     return "str"
 
 
-def _cell(value):
+def _cell(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None  # JSON has no NaN; the browser shows an empty cell
     if isinstance(value, list) and value and isinstance(value[0], dict):  # chat messages
@@ -145,8 +159,8 @@ def _cell(value):
     return value
 
 
-def _warned_cells(samples: list[dict], keys: list[str], columns: list[dict],
-                  rows: list[list]) -> list[list[int]]:
+def _warned_cells(samples: list[Stored], keys: list[str], columns: list[BrowserColumn],
+                  rows: list[BrowserRow]) -> list[list[int]]:
     """Per row, its text columns to keep behind the warning: all of them on a row whose gold
     label is harmful or sensitive, and elsewhere each text that such a label judged."""
     texts = [k for k, c in enumerate(columns) if c["type"] == "text"]
@@ -156,7 +170,7 @@ def _warned_cells(samples: list[dict], keys: list[str], columns: list[dict],
             for s, row in zip(samples, rows)]
 
 
-def _judged_keys(sample: dict, keys: list[str]) -> set[str]:
+def _judged_keys(sample: Stored, keys: list[str]) -> set[str]:
     """The texts a harmful or sensitive sample's labels are about: a guard's record labels its
     kind's text (a response's label says nothing of its prompt, which has its own record);
     ``prompt_label`` / ``harmful_prompt`` label the prompt; otherwise every text of it."""
@@ -169,7 +183,7 @@ def _judged_keys(sample: dict, keys: list[str]) -> set[str]:
     return about | (set(keys) if _labelled(sample) else set())
 
 
-def _labelled(sample: dict) -> bool:
+def _labelled(sample: Stored) -> bool:
     """Whether the sample's own gold label (not a prompt's or response's) is harmful or
     sensitive."""
     if "raw_label" in sample:
@@ -177,7 +191,7 @@ def _labelled(sample: dict) -> bool:
     return sample.get("label") in WARN_LABELS
 
 
-def _harmful(sample: dict) -> bool:
+def _harmful(sample: Stored) -> bool:
     for key in ("raw_label", "prompt_label", "response_label", "harmful_prompt", "label"):
         value = sample.get(key)
         if value in WARN_LABELS and not (key == "label" and "raw_label" in sample):

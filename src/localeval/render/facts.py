@@ -23,7 +23,7 @@ def fact_html(value: Any, key: str = "", nested: bool = False) -> str:
     return escape(str(value))
 
 
-def _list_html(values: list, key: str, nested: bool) -> str:
+def _list_html(values: list[Any], key: str, nested: bool) -> str:
     if all(isinstance(v, dict) for v in values) and not nested:
         return records_table(values, "records")
     if not all(v is None or isinstance(v, str | int | float) for v in values):
@@ -37,13 +37,13 @@ def _json(value: Any) -> str:
     return f"<code>{escape(json.dumps(value, ensure_ascii=False, sort_keys=True))}</code>"
 
 
-def _definitions(mapping: dict) -> str:
+def _definitions(mapping: dict[str, Any]) -> str:
     rows = "".join(f"<dt>{escape(str(k).replace('_', ' '))}</dt><dd>{fact_html(v, k, True)}</dd>"
                    for k, v in mapping.items())
     return f'<dl class="facts nested">{rows}</dl>'
 
 
-def records_table(rows: list[dict], kind: str) -> str:
+def records_table(rows: list[dict[str, Any]], kind: str) -> str:
     """Records as a table (a column per key, in order of appearance) that scrolls in its own
     box when wider than the page; ``kind`` is its CSS class."""
     keys = list(dict.fromkeys(k for r in rows for k in r))

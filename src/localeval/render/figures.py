@@ -15,6 +15,7 @@ import io
 import math
 import textwrap
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,11 @@ from typing import TYPE_CHECKING, Any
 from ..store.files import make_own_folder, write_bytes_whole
 from .fonts import figure_fonts, quiet_missing_glyphs, warn_missing
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn, never at start-up
+    from matplotlib.axes import Axes
+    from matplotlib.colors import Colormap
+    from matplotlib.figure import Figure as MplFigure
+    from matplotlib.text import Text as MplText
     from matplotlib.typing import RcKeyType
 
 # Large type and thick lines: these are read on a projector from the back of a room.
@@ -45,14 +50,14 @@ class Figure:
     svg: str  # the SVG document, inlined in the report
 
 
-def colormap(name: str):
+def colormap(name: str) -> Colormap:
     """A matplotlib colormap by name ("tab10")."""
     import matplotlib
 
     return matplotlib.colormaps[name]
 
 
-def finish(fig, name: str, title: str, caption: str, folder: Path | None) -> Figure:
+def finish(fig: MplFigure, name: str, title: str, caption: str, folder: Path | None) -> Figure:
     fig.tight_layout()
     if any([fit_tick_labels(ax) for ax in fig.axes]):  # every axes, then lay out again
         fig.tight_layout()
@@ -90,7 +95,8 @@ def _import_drawing() -> None:
 
 
 @contextmanager
-def figure_panels(n: int, width: float = 5.2, height: float = 4.0):
+def figure_panels(n: int, width: float = 5.2,
+                  height: float = 4.0) -> Iterator[tuple[MplFigure, list[Axes]]]:
     """(figure, its ``n`` axes side by side) drawn in the report's style; one panel gets the
     room of a slide. A bare ``Figure`` on an Agg canvas, not pyplot's: no figure manager nor
     backend to start (pyplot's import is a tenth of a second of every report), nothing to
@@ -114,30 +120,33 @@ def figure_panels(n: int, width: float = 5.2, height: float = 4.0):
     warn_missing(t.get_text() for t in fig.findobj(MplText))
 
 
-def _labels(ax) -> list:
-    ax.figure.draw_without_rendering()  # tick labels get their text and size when drawn
+def _labels(ax: Axes) -> list[MplText]:
+    """The axes' named x tick labels, drawn (they get their text and size when drawn; the
+    figure's renderer is then cached, so each label's extent needs none passed)."""
+    figure = ax.get_figure(root=True)
+    if figure is None:
+        raise ValueError("axes on no figure: made outside figure_panels")
+    figure.draw_without_rendering()
     return [t for t in ax.get_xticklabels() if t.get_text()]
 
 
-def _overlap(ax) -> bool:
-    renderer = ax.figure.canvas.get_renderer()
-    boxes = sorted((t.get_window_extent(renderer) for t in _labels(ax)), key=lambda b: b.x0)
+def _overlap(ax: Axes) -> bool:
+    boxes = sorted((t.get_window_extent() for t in _labels(ax)), key=lambda b: b.x0)
     return any(a.x1 > b.x0 for a, b in zip(boxes, boxes[1:]))
 
 
-def _turn(ax) -> int:
+def _turn(ax: Axes) -> int:
     """The smallest angle at which the axes' labels, each on one line, clear each other.
     Turned labels are parallel strips, neighbours ``gap * sin(angle)`` apart across them
     (``gap``: the distance between ticks): enough for a line of text is enough."""
-    renderer = ax.figure.canvas.get_renderer()
     labels = _labels(ax)
     xs = sorted(ax.transData.transform((x, 0))[0] for x in ax.get_xticks())
     gap = min((b - a for a, b in zip(xs, xs[1:])), default=math.inf)
-    line = max(t.get_window_extent(renderer).height for t in labels)
+    line = max(t.get_window_extent().height for t in labels)
     return next((a for a in TICK_ANGLES if gap * math.sin(math.radians(a)) >= line), 90)
 
 
-def fit_tick_labels(ax) -> bool:
+def fit_tick_labels(ax: Axes) -> bool:
     """Make an axes' named x ticks (groups, not numbers) readable side by side: names that run
     into each other are wrapped onto lines of about ``TICK_WRAP`` characters and, if they
     still do (names without spaces, many groups), turned, each on one line, just enough to

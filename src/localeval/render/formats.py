@@ -15,6 +15,7 @@ import io
 import re
 from html import escape
 
+from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text as RichText
 
@@ -57,7 +58,7 @@ def to_console(table: DataTable, narrow: bool = False, caption: bool = True) -> 
     return out
 
 
-def fitted(table: DataTable, console) -> list[DataTable]:
+def fitted(table: DataTable, console: Console) -> list[DataTable]:
     """``table`` as it fits ``console``'s width: itself, or its number columns in blocks that
     fit, each block with the label columns again (stacked: a number is never cut)."""
     widths = _min_widths(table)
@@ -84,7 +85,7 @@ def _columns_of(table: DataTable, keep: list[int], suffix: str,
                            for r in table.rows), table.caption if caption else "")
 
 
-def print_table(console, table: DataTable) -> None:
+def print_table(console: Console, table: DataTable) -> None:
     """``table`` on ``console``, stacked in blocks where the terminal is too narrow for it; its
     caption (the footnotes) under it as a paragraph at the console's width, from the left
     edge (rich's own caption is squeezed to the table's width and centred)."""

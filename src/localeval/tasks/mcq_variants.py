@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from ..backends.base import Execute, Generate, Prompt, Request, Response
+from ..backends.base import Executor as Execute
+from ..backends.base import Generate, Prompt, Request, Response
 from ..data.items import LETTERS, MCQItem
 from ..errors import LocalevalError
 from ..metrics.spread import mean_std_interval

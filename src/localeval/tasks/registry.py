@@ -42,7 +42,7 @@ class TaskKind:
     runs it, and its class from ``load`` (imported when first asked for). They are the class's
     own ``Options`` and ``command`` (a test checks each kind)."""
 
-    Options: type
+    Options: type[TaskOptions]
     load: Callable[[], type[Task]]
     command: str = "run"
 

@@ -4,6 +4,7 @@ distributions (Fig. 6)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -39,6 +40,12 @@ def pr_figure(results: SafetyResults, folder: Path | None) -> Figure | None:
                        "All subsets pooled per language; one point per distinct score.", folder)
 
 
+def _with_gaps(values: list[float | None]) -> list[float]:
+    """An undefined value (precision where no item is predicted harmful) as NaN: a gap in the
+    line, never a point at 0."""
+    return [math.nan if v is None else v for v in values]
+
+
 def threshold_figure(results: SafetyResults, folder: Path | None) -> Figure | None:
     sweeps = [s for s in results.threshold_sweep if s.sweep]
     if not sweeps:
@@ -49,7 +56,7 @@ def threshold_figure(results: SafetyResults, folder: Path | None) -> Figure | No
             for metric, style, ys in (("f1", "-", [p.f1 for p in s.sweep]),
                                       ("precision", "--", [p.precision for p in s.sweep]),
                                       ("recall", ":", [p.recall for p in s.sweep])):
-                ax.plot(xs, ys, style, label=metric)
+                ax.plot(xs, _with_gaps(ys), style, label=metric)
             if s.best_f1_threshold is not None:
                 ax.axvline(s.best_f1_threshold, color="grey", linewidth=1)
             ax.set(xlim=(0, 1), ylim=(0, 1.02), xlabel="threshold",

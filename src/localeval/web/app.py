@@ -17,8 +17,10 @@ import hashlib
 import re
 import socket
 import threading
+from collections.abc import Callable
 from datetime import date
 from importlib.resources import files
+from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -26,6 +28,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import LocalevalError
 from ..render.figures import Figure
@@ -39,6 +42,9 @@ from ..words import with_article
 from . import pages
 from .catalog import KEPT, PAGE, PICKER, Catalog, NotFound
 from .samples import BadQuery, browse
+
+if TYPE_CHECKING:  # uvicorn is imported when the server starts
+    import uvicorn
 
 HOST = "127.0.0.1"
 ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
@@ -58,10 +64,10 @@ DRAWING = threading.Lock()
 class ReadOnly:
     """ASGI middleware: GET and HEAD pass, every other method is 405, whatever the path."""
 
-    def __init__(self, app):
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] not in ("GET", "HEAD"):
             response = PlainTextResponse("localeval view is read-only: GET and HEAD only\n",
                                          405, headers={"Allow": "GET, HEAD", **HEADERS})
@@ -78,10 +84,12 @@ class Drawn:
     """Pages that draw figures, kept while the runs they show are the same records (the
     catalog reads a run again when its files change): a reload costs nothing."""
 
-    def __init__(self):
-        self.kept: dict[tuple, tuple[tuple, str]] = {}
+    def __init__(self) -> None:
+        # by page (its kind and run ids): the records drawn, and the page
+        self.kept: dict[tuple[str, ...], tuple[tuple[RunRecord, ...], str]] = {}
 
-    def get(self, key: tuple, records: tuple, make) -> str:
+    def get(self, key: tuple[str, ...], records: tuple[RunRecord, ...],
+            make: Callable[[], str]) -> str:
         with DRAWING:
             kept = self.kept.get(key)
             if kept is None or any(a is not b for a, b in zip(kept[0], records)):
@@ -237,7 +245,8 @@ def comparison(run_a: RunRecord, run_b: RunRecord) -> str:
     return "\n".join(parts)
 
 
-def serve(catalog: Catalog, port: int, ready=None) -> None:
+def serve(catalog: Catalog, port: int,
+          ready: Callable[[int], object] | None = None) -> None:
     """Serve on 127.0.0.1:``port`` until interrupted; ``ready(port)`` once it listens."""
     server, sock = make_server(catalog, port)
     if ready is not None:
@@ -245,7 +254,7 @@ def serve(catalog: Catalog, port: int, ready=None) -> None:
     server.run(sockets=[sock])
 
 
-def make_server(catalog: Catalog, port: int):
+def make_server(catalog: Catalog, port: int) -> tuple[uvicorn.Server, socket.socket]:
     """The uvicorn server and its socket, bound here to 127.0.0.1 (``port`` 0: any free one),
     so a port in use is one line before anything starts, and nothing can make the server
     listen elsewhere. ``server.run(sockets=[sock])`` serves; ``server.should_exit`` stops."""

@@ -9,7 +9,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalevalError
 from ..records import read_results
@@ -31,6 +31,9 @@ from ..store.runs import NotFinished, RunFolderError, RunRecord, load_run, load_
 from ..tasks.run_spec import RunSpec
 from ..views.registry import view_for, view_for_schema
 
+if TYPE_CHECKING:
+    from ..store.database import Database
+
 PAGE = 50  # runs on a page of the runs list, rows on a page of a leaderboard
 PICKER = 200  # runs the compare page offers to choose from (its filters narrow them)
 SCAN_DEPTH = 4  # how deep under a --runs folder run folders are looked for
@@ -50,7 +53,7 @@ class Catalog:
     store: str | Path | None = None
     roots: list[Path] = field(default_factory=list)
     use_store: bool = True
-    _loaded: dict[str, tuple[tuple, RunRecord]] = field(default_factory=dict)
+    _loaded: dict[str, tuple[tuple[int, ...], RunRecord]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def label(self) -> str:
@@ -190,14 +193,14 @@ def _newest(run: dict[str, Any]) -> tuple[str, str]:
     return (run["finished_at"] or "", run["run_id"])
 
 
-def _recorded(db, ids: list[str]) -> set[str]:
+def _recorded(db: Database, ids: list[str]) -> set[str]:
     if not ids:
         return set()
     return {i for (i,) in db.execute(f"SELECT run_id FROM run_summary WHERE run_id IN "
                                      f"({', '.join('?' * len(ids))})", tuple(ids))}
 
 
-def _by_id(db, run_id: str) -> dict[str, Any] | None:
+def _by_id(db: Database, run_id: str) -> dict[str, Any] | None:
     from ..store.results_db import SHOWN, with_metrics
 
     row = db.execute(f"SELECT {', '.join(SHOWN)} FROM run_summary WHERE run_id = ?",

@@ -234,7 +234,7 @@ def _pager(rid: str, browsed: Browsed, query: dict[str, str]) -> str:
 
 
 # ------------------------------------------------------------------------ two runs
-def picker_labels(runs: list[dict]) -> dict[str, str]:
+def picker_labels(runs: list[dict[str, Any]]) -> dict[str, str]:
     """Each run's entry in a picker: its name and time, told apart where two coincide by the
     end of its folder (issue 69: entries that differed only by an id), then by its id."""
     labels = {r["run_id"]: run_label(r) for r in runs}
@@ -245,11 +245,11 @@ def picker_labels(runs: list[dict]) -> dict[str, str]:
     return labels
 
 
-def _folder_tail(run: dict) -> str:
+def _folder_tail(run: dict[str, Any]) -> str:
     return "/".join(Path(run.get("folder") or "").parts[-2:])
 
 
-def compare_page(listing: Listing, chosen: list[dict], f: Wanted, a: str, b: str,
+def compare_page(listing: Listing, chosen: list[dict[str, Any]], f: Wanted, a: str, b: str,
                  content: str) -> str:
     """Two pickers of the newest runs the filters keep (the runs chosen always among them)."""
     every = listing.runs + chosen

@@ -29,7 +29,7 @@ class BadQuery(LocalevalError):
 class Browsed:
     columns: list[dict[str, Any]]
     # (cells, the columns kept behind the warning, where each text column's preview starts)
-    rows: list[tuple[list, list[int], dict[str, int]]]
+    rows: list[tuple[list[Any], list[int], dict[str, int]]]
     matching: int
     total: int
     page: int
