@@ -31,9 +31,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..backends.base import (
-    Executor as Execute,
-)
-from ..backends.base import (
     Backend,
     Failed,
     Generate,
@@ -43,6 +40,9 @@ from ..backends.base import (
     ScoreNext,
     error_of,
     text_of,
+)
+from ..backends.base import (
+    Executor as Execute,
 )
 from .base import Conversation, GuardVerdict, cause_of, generate_decoding
 from .options import XGuardOptions
