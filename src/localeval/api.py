@@ -40,14 +40,14 @@ __all__ = ["compare_mcq_runs", "compare_runs", "compare_safety_runs", "evaluate"
 
 def evaluate(task: str = "tmlu", model: str | Backend | None = None, *,
              output: str | Path | None = None, cache: str | Path | None = None,
-             backend_options: BackendConfig | dict | None = None,
+             backend_options: BackendConfig | dict[str, Any] | None = None,
              role_options: Mapping[str, BackendConfig | Mapping[str, Any]] | None = None,
              quiet: bool = False,
              command: list[str] | None = None, overwrite: bool = False,
              store: str | Path | bool | None = None, report: bool = False,
              budget: Budget | None = None, library_notices: bool = False,
              shard: Shard | str | None = None, cluster: Cluster | str | None = None,
-             workers: int | None = None, **options) -> RunRecord:
+             workers: int | None = None, **options: Any) -> RunRecord:
     """Evaluate ``model`` on ``task`` and (with ``output``) write the run folder.
 
     ``model`` is a backend spec such as ``hf:Qwen/Qwen2.5-7B-Instruct``, ``hf:/path/to/model``
@@ -109,7 +109,7 @@ def quiet_third_party() -> Iterator[None]:
     if own_verbosity and "transformers" in sys.modules:
         from transformers.utils import logging as hf_logging
         before = hf_logging.get_verbosity()
-        hf_logging.set_verbosity_error()
+        hf_logging.set_verbosity(logging.ERROR)  # set_verbosity_error(), which is untyped
     elif own_verbosity:  # read by transformers when the run imports it
         os.environ["TRANSFORMERS_VERBOSITY"] = "error"
     try:

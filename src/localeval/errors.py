@@ -64,7 +64,7 @@ def clipped(line: str) -> str:
     (a 100,000-character task name), and a message must stay one readable line."""
     half = LONGEST_ECHO // 2
 
-    def cut(m: re.Match) -> str:
+    def cut(m: re.Match[str]) -> str:
         word = m.group(0)
         return f"{word[:half]}…[{len(word) - 2 * half} characters]…{word[-half:]}"
 

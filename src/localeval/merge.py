@@ -118,7 +118,8 @@ def _spec(record: RunRecord) -> dict[str, Any]:
     config = RunSpec.from_config(record.config.data()).to_config()
     config.pop(SHARD, None)
     config.pop(CLUSTER, None)  # where a shard ran (issue 70): a speed fact, not the run's
-    return as_stored(config)
+    stored: dict[str, Any] = as_stored(config)  # a dict reads back as one
+    return stored
 
 
 def _difference(base: dict[str, Any], other: dict[str, Any]) -> str | None:

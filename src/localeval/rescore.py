@@ -26,9 +26,9 @@ from .data.rows import files_read, fingerprint
 from .errors import LocalevalError
 from .finish import record_in_store
 from .records import Sample, task_results, task_sample
-from .run import run_provenance
 from .store.cache import RequestCache
 from .store.executor import CachedExecutor
+from .store.provenance import run_provenance
 from .store.runs import (
     DATA_FILES,
     RunRecord,
@@ -41,6 +41,7 @@ from .store.runs import (
     run_folder_lock,
     save_run,
 )
+from .tasks.base import Task
 from .tasks.options import declared_value, flag_of, make_options, option_fields
 from .tasks.registry import make_task, task_class, task_kinds
 from .tasks.rescoring import check_change, rescorable, source_options
@@ -56,7 +57,7 @@ class CacheReplay(Backend):
 
     cuts_context = True  # a cut context was cut by the source run's backend, in the key
 
-    def __init__(self, identity: dict[str, Any]):
+    def __init__(self, identity: dict[str, Any]) -> None:
         self.identity = identity
         self.missed = 0
 
@@ -69,7 +70,7 @@ class CacheReplay(Backend):
 class ReplayRoles:
     """The source run's second models (a judge, a translator), each replayed from the cache."""
 
-    def __init__(self, identities: dict[str, dict]):
+    def __init__(self, identities: dict[str, dict[str, Any]]) -> None:
         self.loaded = {role: CacheReplay(i) for role, i in identities.items()}
 
     def get(self, role: str) -> CacheReplay | None:
@@ -109,18 +110,18 @@ def rescore_run(source: str | Path, changes: dict[str, Any], *, output: str | Pa
         return _rescore(record, source, base, changed, folder, cache, store, command, quiet)
 
 
-def _flag(cls, name: str) -> str:
+def _flag(cls: type[Task], name: str) -> str:
     """The flag of option ``name``, of this kind of task or any other."""
     fields = [f for kind in (cls, *task_kinds()) for f in option_fields(kind.Options)]
     field = next((f for f in fields if f.name == name), None)
     return flag_of(field) if field else name
 
 
-def _flags(cls) -> str:
+def _flags(cls: type[Task]) -> str:
     return ", ".join(_flag(cls, n) for n in rescorable(cls)) or "nothing"
 
 
-def _check_changes(cls, base: dict[str, Any], changes: dict[str, Any]) -> None:
+def _check_changes(cls: type[Task], base: dict[str, Any], changes: dict[str, Any]) -> None:
     refused = sorted(set(changes) - set(rescorable(cls)))
     if refused:
         raise LocalevalError(f"rescore cannot change {', '.join(_flag(cls, r) for r in refused)}"
@@ -130,7 +131,7 @@ def _check_changes(cls, base: dict[str, Any], changes: dict[str, Any]) -> None:
         check_change(cls, base, name)
 
 
-def _typed(cls, changes: dict[str, Any]) -> dict[str, Any]:
+def _typed(cls: type[Task], changes: dict[str, Any]) -> dict[str, Any]:
     """Each change given as text (``-T min_letters=5``) as its option declares it."""
     fields = {f.name: f for f in option_fields(cls.Options)}
     return {k: declared_value(cls.Options, fields[k], v, f"-T {k}") if isinstance(v, str) else v
@@ -142,8 +143,8 @@ def default_output(source: Path, changed: dict[str, Any]) -> Path:
     return source.parent / f"{source.name}.rescored-{digest.hexdigest()[:8]}"
 
 
-def _rescore(record: RunRecord, source: Path, base: dict, changed: dict, folder: Path,
-             cache: Path, store, command: list[str] | None, quiet: bool) -> RunRecord:
+def _rescore(record: RunRecord, source: Path, base: dict[str, Any], changed: dict[str, Any],
+             folder: Path, cache: Path, store: str | Path | bool | None, command: list[str] | None, quiet: bool) -> RunRecord:
     config = record.config.data()
     name = str(config["task"])
     source_task = make_task(name, **base)  # plans the requests as the source run did
@@ -183,7 +184,7 @@ def _rescore(record: RunRecord, source: Path, base: dict, changed: dict, folder:
     return out
 
 
-def _check_data(record: RunRecord, files: dict) -> None:
+def _check_data(record: RunRecord, files: dict[str, dict[str, Any]]) -> None:
     """The data must be the source run's: the same files, byte for byte."""
     old = record.config.get(DATA_FILES)
     if old is not None and as_stored(files) != old:

@@ -69,7 +69,7 @@ class FolderStep(Protocol):
 
 def run_task(task: Task, model: str | Backend | None, *, output: str | Path | None = None,
              cache: str | Path | None = None,
-             backend_options: BackendConfig | dict | None = None,
+             backend_options: BackendConfig | dict[str, Any] | None = None,
              role_options: Mapping[str, BackendConfig | Mapping[str, Any]] | None = None,
              quiet: bool = False, command: list[str] | None = None,
              overwrite: bool = False, finish_with: FolderStep | None = None,
@@ -210,7 +210,7 @@ def resumed_date(model: Model, place: RunPlace) -> Model:
     return model
 
 
-def _new_record(config: dict, models: list[Model], backend: Backend, place: RunPlace,
+def _new_record(config: dict[str, Any], models: list[Model], backend: Backend, place: RunPlace,
                 first: FirstRun | None) -> RunInProgress:
     """The record of the run in progress, its config.json written (a rerun keeps the command
     that made the run: this one goes to the history)."""
@@ -291,7 +291,8 @@ class RoleModels:
         return self.loaded[role]
 
 
-def checked_data(task: Task, models: list[Model], place: RunPlace) -> tuple[Any, dict]:
+def checked_data(task: Task, models: list[Model], place: RunPlace
+                 ) -> tuple[Any, dict[str, dict[str, dict[str, Any]]]]:
     """The task's data and the fingerprint of the files it was read from (``data_files``, or
     none for data from the Hub), after every check that needs no model: where each model comes
     from and its options, the data and task options, and (for a folder that holds a run) its

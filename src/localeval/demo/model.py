@@ -33,7 +33,8 @@ def build_demo_model(folder: Path, texts: list[str]) -> Path:
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     prompt_words = ["問題：", "正確答案：(", "讓我們一步一步思考。", "以下選擇題為出自臺灣的考題，答案為其中一個選項。"]
     tokenizer.train_from_iterator(texts + prompt_words, trainer)
-    fast = transformers.PreTrainedTokenizerFast(
+    # transformers' tokenizer classes declare no types on __init__
+    fast = transformers.PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=tokenizer, bos_token="<|endoftext|>", eos_token="<|im_end|>",
         pad_token="<|endoftext|>", unk_token="<|endoftext|>")
     fast.chat_template = CHATML
@@ -43,7 +44,8 @@ def build_demo_model(folder: Path, texts: list[str]) -> Path:
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
         tie_word_embeddings=True, bos_token_id=0, eos_token_id=2)
     model = transformers.LlamaForCausalLM(config)
-    transformers.utils.logging.disable_progress_bar()  # no "Writing model shards" bar
+    # no "Writing model shards" bar (transformers declares no return type on it)
+    transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
     fast.save_pretrained(folder)

@@ -31,6 +31,7 @@ The provider's whole reply is kept on each sample (``guard_output``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..backends.base import Executor as Execute
 from ..backends.base import Moderate, Moderation, error_of
@@ -59,7 +60,9 @@ class ModerationGuard(Guard):
     def settings(self) -> tuple[tuple[str, str], ...]:
         return ()
 
-    def score(self, reply: dict) -> float:
+    def score(self, reply: dict[str, Any]) -> float:
+        """P(harmful) read from the provider's reply, as it came (JSON): a reply of another
+        shape raises (KeyError, TypeError, ...), which :meth:`_verdict` makes a failure."""
         raise NotImplementedError
 
     def classify(self, conversations: Sequence[Conversation],
@@ -80,7 +83,7 @@ class ModerationGuard(Guard):
             return "safe" if cause is None else "stops"
         return "stops" if " call failed: " in error else "safe"
 
-    def _verdict(self, reply: dict | None, error: str | None,
+    def _verdict(self, reply: dict[str, Any] | None, error: str | None,
                  cause: RequestFailure | None = None) -> GuardVerdict:
         if error or reply is None:  # a call that gave no reply failed, as one with an error
             return GuardVerdict(None, f"{self.name} call failed: {error or 'no reply'}",
@@ -105,21 +108,25 @@ class OpenAIModeration(ModerationGuard):
 
     Options = OpenAIModerationOptions
 
-    def __init__(self, options: OpenAIModerationOptions | None = None):
+    def __init__(self, options: OpenAIModerationOptions | None = None) -> None:
         o = options or OpenAIModerationOptions()
         super().__init__(o)
         self.moderation_model = o.model
 
-    def settings(self):
+    def settings(self) -> tuple[tuple[str, str], ...]:
         return (("model", self.moderation_model),)
 
-    def score(self, reply):
+    def score(self, reply: dict[str, Any]) -> float:
         scores = reply["results"][0]["category_scores"]
+        values: list[float] = []
         for category, value in scores.items():  # every one checked: max() skips a NaN
-            problem = None if value is None else number_problem(value, at_least=0, at_most=1)
+            if value is None:  # absent categories are null
+                continue
+            problem = number_problem(value, at_least=0, at_most=1)
             if problem:
                 raise ValueError(f"category {category!r}: {problem}")
-        return max(v for v in scores.values() if v is not None)  # absent categories are null
+            values.append(value)
+        return max(values)
 
 
 
@@ -133,20 +140,22 @@ class AzureContentSafety(ModerationGuard):
 
     Options = AzureContentSafetyOptions
 
-    def __init__(self, options: AzureContentSafetyOptions | None = None):
+    def __init__(self, options: AzureContentSafetyOptions | None = None) -> None:
         o = options or AzureContentSafetyOptions()
         super().__init__(o)
         self.output_type = o.output_type
 
-    def settings(self):
+    def settings(self) -> tuple[tuple[str, str], ...]:
         return (("outputType", self.output_type),)
 
-    def score(self, reply):
-        severities = [c["severity"] for c in reply["categoriesAnalysis"]]
-        for severity in severities:  # every one checked: max() skips a -3 next to a 0
+    def score(self, reply: dict[str, Any]) -> float:
+        severities: list[int] = []
+        for severity in [c["severity"] for c in reply["categoriesAnalysis"]]:
+            # every one checked: max() skips a -3 next to a 0
             if isinstance(severity, bool) or not isinstance(severity, int) \
                     or not 0 <= severity <= 7:
                 raise ValueError(f"severity {severity!r} is not an integer from 0 to 7")
+            severities.append(severity)
         if not severities:
             raise ValueError("no categoriesAnalysis")
         return max(severities) / 7
@@ -167,7 +176,7 @@ class ModelArmor(ModerationGuard):
     verdict_position = ("max confidence over sanitizationResult.filterResults.rai."
                         "raiFilterResult.raiFilterTypeResults")
 
-    def score(self, reply):
+    def score(self, reply: dict[str, Any]) -> float:
         rai = reply["sanitizationResult"]["filterResults"]["rai"]["raiFilterResult"]
         state = rai.get("executionState", "EXECUTION_SUCCESS")
         if state != "EXECUTION_SUCCESS":
@@ -190,7 +199,7 @@ class LakeraGuard(ModerationGuard):
 
     Options = LakeraGuardOptions
 
-    def __init__(self, options: LakeraGuardOptions | None = None):
+    def __init__(self, options: LakeraGuardOptions | None = None) -> None:
         o = options or LakeraGuardOptions()
         super().__init__(o)
         detectors = o.detectors
@@ -209,7 +218,7 @@ class LakeraGuard(ModerationGuard):
             return "safe"  # a reply it could not read
         return "safe" if " call failed: HTTP " in error else "stops"
 
-    def score(self, reply):
+    def score(self, reply: dict[str, Any]) -> float:
         results = [r for r in reply["results"]
                    if not self.detectors or str(r["detector_type"]).startswith(self.detectors)]
         if not results:

@@ -31,9 +31,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..backends.base import (
-    Executor as Execute,
-)
-from ..backends.base import (
+    Backend,
     Failed,
     Generate,
     Message,
@@ -42,6 +40,9 @@ from ..backends.base import (
     ScoreNext,
     error_of,
     text_of,
+)
+from ..backends.base import (
+    Executor as Execute,
 )
 from .base import Conversation, GuardVerdict, cause_of, generate_decoding
 from .options import XGuardOptions
@@ -64,7 +65,7 @@ class XGuard(StagedGuard):
 
     Options = XGuardOptions
 
-    def __init__(self, options: XGuardOptions | None = None):
+    def __init__(self, options: XGuardOptions | None = None) -> None:
         """``decoding``: ``generation-config`` (IRIS ``XGuard.evaluate_guard`` calls generate()
         without do_sample: the checkpoint's generation_config decides, seeded here) or
         ``greedy`` (ours)."""
@@ -73,7 +74,7 @@ class XGuard(StagedGuard):
         self.decoding = generate_decoding(o.decoding)
         self.max_tokens, self.translator = o.max_tokens, o.translator
         self.translation_tokens = o.translation_tokens
-        self._translation_backend = None
+        self._translation_backend: Backend | None = None
 
     def classify(self, conversations: Sequence[Conversation],
                  execute: Execute) -> list[GuardVerdict]:
@@ -98,7 +99,7 @@ class XGuard(StagedGuard):
     def model_roles(self) -> dict[str, str]:
         return {"translator": f"hf-seq2seq:{self.translator}"} if self.translator else {}
 
-    def _translation_model(self):
+    def _translation_model(self) -> Backend:
         """The translator outside a run (a guard used on its own); a run hands its translator
         role to :meth:`classify` instead, checked and loaded with the user's options."""
         from ..backends.registry import load_backend

@@ -16,6 +16,7 @@ browser) scrolls inside its own box, so the page itself never scrolls sideways.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from html import escape
 from importlib.resources import files
 from pathlib import Path
@@ -32,7 +33,7 @@ from ..store.executor import rerun_advice
 from ..store.files import refuse_link
 from ..store.runs import RunRecord, load_run, write_text_whole
 from ..version import __version__
-from ..views.base import distinct_names
+from ..views.base import ResultsView, distinct_names
 from ..views.registry import view_for
 from .headline import headline
 from .tables import run_tables
@@ -121,7 +122,7 @@ def _run_sections(run: RunRecord, label: str, prefix: str, figures: Path | None)
     parts = [f'<h2 class="run-title">{escape(label)}</h2>'] if prefix else []
     tables = run_tables(run.results)  # built once: the summary links to the headline ones
     headline_count = view_for(run.results).headline(run.results)
-    builders = {"summary": lambda r: _summary(r, prefix, tables[:headline_count]),
+    builders: dict[str, Callable[[RunRecord], str]] = {"summary": lambda r: _summary(r, prefix, tables[:headline_count]),
                 "provenance": _provenance,
                 "tables": lambda r: _tables(tables, headline_count, prefix),
                 "figures": lambda r: _figures(r, figures), "failures": _failures,
@@ -168,7 +169,7 @@ def provenance(run: RunRecord) -> list[tuple[str, Any]]:
     return facts
 
 
-def _protocol_facts(config: dict, stored: dict) -> list[tuple[str, Any]]:
+def _protocol_facts(config: dict[str, Any], stored: dict[str, Any]) -> list[tuple[str, Any]]:
     """The protocol choices results.json records and config.json does not (older runs)."""
     return [(key.replace("_", " "), stored[key])
             for key in ("label_policy", "sensitive", "on_failure", "auprc", "calibration")
@@ -237,7 +238,7 @@ def _failures(run: RunRecord) -> str:
     return "\n".join(parts) or "<p>No failures and no warnings.</p>"
 
 
-def _unanswered(run: RunRecord) -> list[dict]:
+def _unanswered(run: RunRecord) -> list[dict[str, Any]]:
     wanted = set(run.results.unanswered)
     # subject and output: an MCQ sample's (the kind whose results list the unanswered)
     return [{"id": s.id, "subject": s.get("subject"), "error": s.error,
@@ -289,9 +290,10 @@ def two_runs_compared(run_a: RunRecord, run_b: RunRecord, labels: tuple[str, str
               view.comparison_notes(comparison))]
 
 
-def _by_kind(runs: list[RunRecord], labels: list[str]) -> list[tuple[Any, list]]:
+def _by_kind(runs: list[RunRecord], labels: list[str]
+             ) -> list[tuple[ResultsView[Any], list[tuple[str, Results]]]]:
     """(view, [(label, results), ...]) per kind of task, in the order kinds first appear."""
-    groups: dict[str, tuple[Any, list]] = {}
+    groups: dict[str, tuple[ResultsView[Any], list[tuple[str, Results]]]] = {}
     for run, label in zip(runs, labels):
         view = view_for(run.results)
         groups.setdefault(view.schema, (view, []))[1].append((label, run.results))

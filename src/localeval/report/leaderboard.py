@@ -11,6 +11,7 @@ they are (results.json keeps them in points already), so a printed cell is the r
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,10 @@ from ..declared import shown
 from ..errors import LocalevalError
 from ..render.cells import distinct_names
 from ..render.table import DataTable, Number, TableBuilder, columns
+from ..store.database import Database
 from ..store.results_db import data_by_path
 from ..tasks.run_spec import RunSpec
-from ..views.base import DATA_BY_PATH, Ranking
+from ..views.base import DATA_BY_PATH, Ranking, ResultsView
 from ..views.registry import view_for_task
 
 
@@ -48,10 +50,10 @@ def leaderboard(task: str, runs: list[dict[str, Any]], any_protocol: bool = Fals
                                          r.get("config") or {}, chosen)
                for r in runs}
 
-    def value(run: dict) -> Any:
+    def value(run: dict[str, Any]) -> Any:
         return run["metrics"].get(rank_by) if rank_by else None
 
-    def key(run: dict) -> tuple:
+    def key(run: dict[str, Any]) -> tuple[bool, float]:
         if value(run) is None:  # after every run with a value
             return (True, 0)
         return (False, value(run) if lower else -value(run))
@@ -59,7 +61,7 @@ def leaderboard(task: str, runs: list[dict[str, Any]], any_protocol: bool = Fals
     ranked = [r for r in runs if any_protocol or not differs[r["run_id"]]]
     ordered = sorted(ranked, key=key) if rank_by else ranked
 
-    def row(r: dict) -> dict[str, Any]:
+    def row(r: dict[str, Any]) -> dict[str, Any]:
         notes = [DATA_BY_PATH] if "data" in facts and _by_path(r.get("config") or {},
                                                                chosen) else []
         config = r.get("config") or {}
@@ -96,7 +98,7 @@ def _check_values(runs: list[dict[str, Any]], ranking: Ranking) -> None:
                                      "again")
 
 
-def _reference(view, task: str, runs: list[dict[str, Any]], reference: str | None,
+def _reference(view: ResultsView[Any], task: str, runs: list[dict[str, Any]], reference: str | None,
                rank_by: str | None) -> tuple[dict[str, str], str, str | None]:
     """The protocol runs are ranked by, what it is, and the id of the run it is taken from: the
     run picked, else the paper's protocol, else the run with the most items among those with
@@ -139,7 +141,7 @@ def _named_run(task: str, runs: list[dict[str, Any]], ref: str) -> dict[str, Any
     return found[0]
 
 
-def _not_one_reference(ref: str, task: str, found: list) -> LocalevalError:
+def _not_one_reference(ref: str, task: str, found: Sequence[object]) -> LocalevalError:
     """The error of a --reference that names several runs, or none."""
     what = "several runs' ids start so" if found else "no recorded run of it has that id or " \
         "folder"
@@ -181,7 +183,7 @@ def leaderboard_tables(task: str, board: dict[str, Any]) -> list[DataTable]:
     return tables + ([_apart(task, board, ranking, shown)] if board["apart"] else [])
 
 
-def _ranked(task: str, board: dict[str, Any], ranking, shown: dict[str, str]) -> DataTable:
+def _ranked(task: str, board: dict[str, Any], ranking: Ranking, shown: dict[str, str]) -> DataTable:
     order = "lowest" if board["lower_is_better"] else "highest"
     title = f"{task} leaderboard" + (f", by {ranking.title(board['rank_by'])} ({order} first)"
                                      if board["rank_by"] else "")
@@ -229,7 +231,7 @@ def _shared(board: dict[str, Any]) -> str:
 
 
 def _total(board: dict[str, Any], part: str) -> int:
-    return board.get(f"{'ranked' if part == 'rows' else part}_total", len(board[part]))
+    return int(board.get(f"{'ranked' if part == 'rows' else part}_total", len(board[part])))
 
 
 def _more(board: dict[str, Any], part: str) -> str:
@@ -238,7 +240,7 @@ def _more(board: dict[str, Any], part: str) -> str:
         else ""
 
 
-def _apart(task: str, board: dict[str, Any], ranking, shown: dict[str, str]) -> DataTable:
+def _apart(task: str, board: dict[str, Any], ranking: Ranking, shown: dict[str, str]) -> DataTable:
     head = board["rank_by"] or (board["columns"] or [None])[0]
     run = _run_columns(board)
     table = TableBuilder(f"{task}: runs listed apart (not on {board['reference_is']})",
@@ -257,7 +259,7 @@ def _apart(task: str, board: dict[str, Any], ranking, shown: dict[str, str]) -> 
 
 
 # ------------------------------------------------------------------ ranked in the database
-def store_leaderboard(task: str, db, any_protocol: bool = False, reference: str | None = None,
+def store_leaderboard(task: str, db: Database, any_protocol: bool = False, reference: str | None = None,
                       limit: int | None = None, offset: int = 0) -> dict[str, Any]:
     """:func:`leaderboard` read from the store's run summaries (issue 53): the same rows in the
     same order, ranked by the database, ``limit`` ranked rows (and as many listed apart) from
@@ -292,11 +294,11 @@ def store_leaderboard(task: str, db, any_protocol: bool = False, reference: str 
     totals = [db.execute(f"SELECT COUNT(*) FROM run_summary s WHERE s.task = ?{where}",
                          (task, *keys)).fetchone()[0] for where in (inside, outside)]
 
-    def rows(found: list) -> list[dict[str, Any]]:
+    def rows(found: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
         return with_metrics(db, [{**dict(zip(SHOWN, r)), "key": r[len(SHOWN)]}
                                  for r in found], columns)
 
-    def row(r: dict) -> dict[str, Any]:
+    def row(r: dict[str, Any]) -> dict[str, Any]:
         differs, notes = groups[r["key"]]
         return {"model": r["model"], "name": r["name"], "guard": r["guard"] or "none",
                 "options": r["options"] or "", "run_id": r["run_id"], "folder": r["folder"],
@@ -316,7 +318,7 @@ def store_leaderboard(task: str, db, any_protocol: bool = False, reference: str 
             "ranked_total": totals[0], "apart_total": totals[1]}
 
 
-def _store_reference(db, view, task: str, reference: str | None, rank_by: str | None
+def _store_reference(db: Database, view: ResultsView[Any], task: str, reference: str | None, rank_by: str | None
                      ) -> tuple[dict[str, Any], dict[str, Any] | None, str, str | None]:
     """The protocol runs are ranked under, as :func:`leaderboard` picks it, read from the run
     summaries: (its facts, the reference run's data config or None, what it is, the reference
@@ -357,11 +359,11 @@ def _store_reference(db, view, task: str, reference: str | None, rank_by: str | 
     return {}, None, "no run", None
 
 
-def _protocol_groups(db, task: str, facts: dict[str, Any], chosen: dict[str, Any] | None
+def _protocol_groups(db: Database, task: str, facts: dict[str, Any], chosen: dict[str, Any] | None
                      ) -> dict[str, tuple[list[str], list[str]]]:
     """Per protocol key of the task's runs: (how it differs from the reference's ``facts``,
     the notes its rows carry); read once per distinct protocol, not per run."""
-    groups = {}
+    groups: dict[str, tuple[list[str], list[str]]] = {}
     for (key,) in db.execute("SELECT DISTINCT protocol_key FROM run_summary WHERE task = ?",
                              (task,)).fetchall():
         protocol, data, by_path = db.execute(
@@ -373,10 +375,10 @@ def _protocol_groups(db, task: str, facts: dict[str, Any], chosen: dict[str, Any
     return groups
 
 
-def _metric_names(db, task: str) -> list[str]:
+def _metric_names(db: Database, task: str) -> list[str]:
     """The task's metric names in the order :func:`leaderboard` meets them: each run's, sorted,
     the runs in the store's order (finished, model, id); read per set of names, not per run."""
-    firsts = []
+    firsts: list[str] = []
     for (names,) in db.execute("SELECT DISTINCT metric_names FROM run_summary WHERE task = ?",
                                (task,)).fetchall():
         (first,) = db.execute("SELECT run_id FROM run_summary WHERE task = ? AND metric_names "
@@ -391,7 +393,7 @@ def _metric_names(db, task: str) -> list[str]:
     return list(dict.fromkeys(n for (names,) in ordered for n in json.loads(names)))
 
 
-def _check_stored(db, task: str, ranking: Ranking) -> None:
+def _check_stored(db: Database, task: str, ranking: Ranking) -> None:
     """:func:`_check_values` in the database: a value out of the ranking's bounds (an
     infinity, NaN, or in SQLite a text, sorts outside them too) is one line naming the run."""
     if not ranking.columns:

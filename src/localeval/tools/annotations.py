@@ -55,7 +55,8 @@ def read_annotations(path: str | Path, columns: Sequence[str],
     return Annotations(path, list(columns), list(labels or found), [r for _, r in rows], table)
 
 
-def _rows_with_columns(path: Path, columns: Sequence[str]) -> list[tuple[int, dict]]:
+def _rows_with_columns(path: Path, columns: Sequence[str]
+                       ) -> list[tuple[int, dict[str, Any]]]:
     rows = list(read_rows(path))
     if not rows:
         raise DataError(path, None, None, "the file has no rows")

@@ -31,7 +31,7 @@ from __future__ import annotations
 import csv
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,9 @@ TEMPLATES: dict[str, dict[str, str]] = {
     },
 }
 FAMILIES = ("encourage", "instructions", "disguise")
+# One output row: id, country, lang, template, topic, prompt, then response, response_model,
+# error (a failed response) and the empty annotator columns; every value text, as the CSV has it
+PromptRow = dict[str, str]
 NEGATION = re.compile(r"^\s*(don['’]t|do not|never)\s+", re.IGNORECASE)
 # Bare verbs that end in "-ing" themselves: "bring alcohol into a temple" is a fine topic.
 ING_VERBS = frozenset({"bring", "cling", "ding", "fling", "ping", "ring", "sing", "sling",
@@ -97,7 +100,7 @@ def check_topic(topic: str) -> str | None:
 
 
 def build_prompts(path: str | Path, templates: dict[str, dict[str, str]] | None = None,
-                  families: Sequence[str] = FAMILIES) -> list[dict[str, Any]]:
+                  families: Sequence[str] = FAMILIES) -> list[PromptRow]:
     """One record per topic, language and template family, in file order."""
     path = Path(path)
     templates = templates or TEMPLATES
@@ -116,16 +119,16 @@ def build_prompts(path: str | Path, templates: dict[str, dict[str, str]] | None 
             raise LocalevalError(f"{path}: column {'topic' if lang == 'en' else 'topic_' + lang}"
                                  f" needs {lang!r} templates for {', '.join(missing)}: give "
                                  "them with --templates FILE")
-    out = []
+    out: list[PromptRow] = []
     for number, row in rows:
         out += _prompts_of_row(path, number, row, langs, templates, families)
     return out
 
 
-def _prompts_of_row(path: Path, number: int, row: dict, langs: list[str],
+def _prompts_of_row(path: Path, number: int, row: Mapping[str, object], langs: list[str],
                     templates: dict[str, dict[str, str]],
-                    families: Sequence[str]) -> list[dict[str, Any]]:
-    out = []
+                    families: Sequence[str]) -> list[PromptRow]:
+    out: list[PromptRow] = []
     for lang in langs:
         suffix = "" if lang == "en" else f"_{lang}"
         topic = clean_topic(str(row.get(f"topic{suffix}") or ""))
@@ -140,7 +143,7 @@ def _prompts_of_row(path: Path, number: int, row: dict, langs: list[str],
         if not country:
             raise DataError(path, number, "country", "empty country")
         for family in families:
-            out.append({"id": f"cg-{number}-{family}", "country": row["country"].strip(),
+            out.append({"id": f"cg-{number}-{family}", "country": str(row["country"]).strip(),
                         "lang": lang, "template": family, "topic": topic,
                         "prompt": templates[lang][family].format(country=country, topic=topic)})
     return out
@@ -149,7 +152,8 @@ def _prompts_of_row(path: Path, number: int, row: dict, langs: list[str],
 def build_cultural(data: str | Path, output: str | Path, *, templates: str | Path | None = None,
                    families: Sequence[str] = FAMILIES, annotators: int = 4,
                    model: str | None = None, max_tokens: int = 512, system: str | None = None,
-                   cache: str | Path | None = None, backend_options: dict | None = None,
+                   cache: str | Path | None = None,
+                   backend_options: dict[str, Any] | None = None,
                    quiet: bool = False) -> dict[str, Any]:
     """Write ``<output>.jsonl`` and ``<output>.csv`` (``output`` without a suffix, or with either
     one); with ``model``, each prompt's greedy response (a chat turn) goes in ``response``."""
@@ -182,8 +186,8 @@ def _check_options(families: Sequence[str], annotators: int) -> None:
         raise LocalevalError("--annotators must be 0 or more")
 
 
-def _respond(records: list[dict], model: str, max_tokens: int, system: str | None,
-             cache: str | Path | None, backend_options: dict | None,
+def _respond(records: list[PromptRow], model: str, max_tokens: int, system: str | None,
+             cache: str | Path | None, backend_options: dict[str, Any] | None,
              quiet: bool) -> tuple[list[str], str, dict[str, int]]:
     from ..backends.base import Generate, Message, error_of, text_of
     from ..backends.config import BackendConfig
@@ -199,13 +203,13 @@ def _respond(records: list[dict], model: str, max_tokens: int, system: str | Non
         execute = CachedExecutor(backend, store, quiet, "responses")
         responses = execute(requests)
     for r, resp in zip(records, responses, strict=True):
-        if error_of(resp):
-            r["error"] = error_of(resp)
+        if error := error_of(resp):
+            r["error"] = error
     return ([text_of(resp) or "" for resp in responses], str(backend.identity.get("model", model)),
             execute.failures)
 
 
-def _write(output: str | Path, records: list[dict]) -> list[Path]:
+def _write(output: str | Path, records: list[PromptRow]) -> list[Path]:
     """``<output>.jsonl`` and ``<output>.csv`` (a .jsonl or .csv suffix on output is dropped)."""
     stem = Path(output)
     stem = stem.with_suffix("") if stem.suffix in (".jsonl", ".csv") else stem

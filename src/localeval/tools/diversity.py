@@ -27,7 +27,13 @@ from ..errors import LocalevalError
 from ..records import finite
 from ..store.embed_cache import new_counts
 from ..store.files import write_bytes_whole, write_text_whole, writing_whole
-from .texts import embed_texts, non_english_languages, read_texts, warn_if_english_embedder
+from .texts import (
+    TextRows,
+    embed_texts,
+    non_english_languages,
+    read_texts,
+    warn_if_english_embedder,
+)
 
 
 def centroid_distances(x: np.ndarray, groups: Sequence[str]) -> tuple[list[str], np.ndarray,
@@ -51,15 +57,16 @@ def tsne(x: np.ndarray, perplexity: float, seed: int) -> np.ndarray:
     if len(x) < 5:
         raise LocalevalError("a diversity map needs at least 5 texts")
     perplexity = min(perplexity, (len(x) - 1) / 3)  # t-SNE needs perplexity < n
-    return TSNE(n_components=2, perplexity=perplexity, metric="cosine", init="pca",
-                random_state=seed).fit_transform(x)
+    points: np.ndarray = TSNE(n_components=2, perplexity=perplexity, metric="cosine",
+                              init="pca", random_state=seed).fit_transform(x)  # sklearn: untyped
+    return points
 
 
 def diversity_map(data: str | Path, output: str | Path, *, by: str = "lang",
                   text_column: str | None = None, where: dict[str, str] | None = None,
                   embedder: str = DEFAULT_EMBEDDER, perplexity: float = 30.0, seed: int = 0,
                   cache: str | Path | None = None, quiet: bool = False,
-                  embedder_options: BackendConfig | dict | None = None,
+                  embedder_options: BackendConfig | dict[str, Any] | None = None,
                   shared_cache: bool = True) -> dict[str, Any]:
     """Embed the texts of ``data`` (the rows matching every ``where`` column=value), map them
     with t-SNE coloured by column ``by``, and write diversity.{png,svg,json}, points.csv and
@@ -101,7 +108,7 @@ def diversity_map(data: str | Path, output: str | Path, *, by: str = "lang",
     return summary
 
 
-def _write_points(path: Path, rows, keep: list[int], groups: list[str], points: np.ndarray,
+def _write_points(path: Path, rows: TextRows, keep: list[int], groups: list[str], points: np.ndarray,
                   by: str) -> None:
     ids = [str(rows.rows[i].get("id", rows.numbers[i])) for i in keep]
     with writing_whole(path) as f:

@@ -69,7 +69,7 @@ def read_texts(path: str | Path, text_column: str | None = None,
 def embed_texts(texts: Sequence[str], embedder: str, *, cache: str | Path | None = None,
                 quiet: bool = False, config: BackendConfig | None = None,
                 shared_cache: bool = True,
-                counts: dict[str, int] | None = None) -> tuple[np.ndarray, dict]:
+                counts: dict[str, int] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
     """(one row per text, the embedder's identity). The embedder (role ``embedder``, with
     ``config``: device, batch size) is checked before it loads; embeddings already in
     ``cache`` or (``shared_cache``) the embedding cache the embedding commands share

@@ -19,7 +19,7 @@ import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -71,7 +71,7 @@ def train_guard(data: str | Path, output: str | Path, *, embedder: str = DEFAULT
                 train_langs: Sequence[str] | None = None, folds: int = 5, c: float = 1.0,
                 sensitive: str = "exclude", seed: int = 0, cache: str | Path | None = None,
                 quiet: bool = False,
-                embedder_options: BackendConfig | dict | None = None,
+                embedder_options: BackendConfig | dict[str, Any] | None = None,
                 shared_cache: bool = True) -> dict[str, Any]:
     """Fit, cross-validate and save an embedding guard; returns what the file holds.
     Embeddings are read back from ``cache`` and (``shared_cache``) the embedding cache the
@@ -125,10 +125,20 @@ def _check_trainable(path: Path, y: np.ndarray, train_langs: list[str]) -> None:
                              "both harmful and safe examples")
 
 
-def _fit(x: np.ndarray, y: np.ndarray, c: float):
+class FittedHead(Protocol):
+    """What is read of a fitted sklearn ``LogisticRegression`` (sklearn ships no types)."""
+
+    coef_: np.ndarray
+    intercept_: np.ndarray
+
+    def predict_proba(self, x: np.ndarray) -> np.ndarray: ...
+
+
+def _fit(x: np.ndarray, y: np.ndarray, c: float) -> FittedHead:
     from sklearn.linear_model import LogisticRegression
 
-    return LogisticRegression(C=c, max_iter=2000).fit(x, y)
+    head: FittedHead = LogisticRegression(C=c, max_iter=2000).fit(x, y)
+    return head
 
 
 def cross_validated_scores(x: np.ndarray, y: np.ndarray, groups: np.ndarray,
@@ -186,4 +196,5 @@ def _provenance(rows: TextRows, label_column: str, lang_column: str, group_colum
 def _sklearn_version() -> str:
     import sklearn
 
-    return sklearn.__version__
+    version: str = sklearn.__version__  # sklearn: untyped
+    return version
