@@ -71,8 +71,10 @@ class Pacer:
 
 
 def backoff(attempt: int, base: float = 0.5, cap: float = 20.0) -> float:
-    """Exponential backoff with jitter: base·2^attempt, capped, times a random 0.5–1.5."""
-    return min(cap, base * 2.0**attempt) * random.uniform(0.5, 1.5)
+    """Exponential backoff with jitter: base·2^attempt, capped, times a random 0.5–1.5. The
+    exponent stops at 64, long past the cap: 2^1024 is past a float (--max-retries has no upper
+    bound, and attempt 1024 raised OverflowError, ending the run)."""
+    return min(cap, base * 2.0 ** min(attempt, 64)) * random.uniform(0.5, 1.5)
 
 
 def retry_after(value: str | None) -> float:
