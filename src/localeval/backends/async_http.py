@@ -289,8 +289,8 @@ class JsonClient:
     """Posts each :class:`Call` with retries; ``scrub`` cleans any server text before it is kept
     (it must remove every secret). ``stats`` counts HTTP calls and retries."""
 
-    def __init__(self, *, headers: dict[str, str], timeout: float, max_retries: int, concurrency: int,
-                 rate_limit: float | None, scrub: Callable[[str], str],
+    def __init__(self, *, headers: dict[str, str], timeout: float, max_retries: int,
+                 concurrency: int, rate_limit: float | None, scrub: Callable[[str], str],
                  max_reply_mb: float = DEFAULT_MAX_REPLY_MB):
         check_positive(concurrency=concurrency, timeout=timeout, rate_limit=rate_limit,
                        max_reply_mb=max_reply_mb)

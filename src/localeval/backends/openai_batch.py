@@ -350,8 +350,8 @@ class BatchPoster:
         headers = {k: v for k, v in self.headers.items() if k != "Content-Type"}
         for attempt in range(self.max_retries + 1):
             try:
-                resp: httpx.Response = self.httpx.request(method, url, headers=headers, timeout=self.timeout,
-                                          **kwargs)
+                resp: httpx.Response = self.httpx.request(method, url, headers=headers,
+                                                          timeout=self.timeout, **kwargs)
                 if resp.status_code == 200:
                     return _object(resp.json(), path)
                 last = f"HTTP {resp.status_code}: {self.scrub(resp.text)}"

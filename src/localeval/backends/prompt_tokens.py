@@ -75,7 +75,8 @@ def _apply(tokenizer: PreTrainedTokenizerBase, messages: list[Message], generati
         date_string=date or DEFAULT_TEMPLATE_DATE))
 
 
-def render(tokenizer: PreTrainedTokenizerBase, prompt: Prompt, model: str, date: str | None = None) -> tuple[str, bool]:
+def render(tokenizer: PreTrainedTokenizerBase, prompt: Prompt, model: str,
+           date: str | None = None) -> tuple[str, bool]:
     """The text the model sees, and whether the tokenizer should add its special tokens.
     ``date``: the date a template prints (None: :data:`.config.DEFAULT_TEMPLATE_DATE`)."""
     if isinstance(prompt, str):
