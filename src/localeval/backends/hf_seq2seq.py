@@ -15,17 +15,22 @@ Texts are translated one at a time, so a result never depends on what else is in
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..errors import LocalevalError
 from .base import Backend, Failed, Generate, Generated, Progress, Request, Response
+from .config import BackendConfig
 from .failures import Unsupported
 from .options import HFSeq2SeqOptions
+
+if TYPE_CHECKING:  # imported where the model loads (its import is slow)
+    from transformers import BatchEncoding, PreTrainedTokenizerBase
 
 
 class HFSeq2SeqBackend(Backend):
     Options = HFSeq2SeqOptions  # the options it takes (.options: --help reads them there)
     @classmethod
-    def preflight(cls, target: str, config) -> None:
+    def preflight(cls, target: str, config: BackendConfig) -> None:
         """The model folder or Hub repo exists, with config.json and weights."""
         from .hub import check_model_source
 
@@ -39,7 +44,8 @@ class HFSeq2SeqBackend(Backend):
 
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        transformers.utils.logging.disable_progress_bar()
+        # (transformers leaves this function unannotated)
+        transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         self.torch, self.device = torch, torch.device(device)
         try:
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(model, revision=revision)
@@ -93,9 +99,12 @@ class HFSeq2SeqBackend(Backend):
         return Generated(text=text, n_prompt_tokens=int(enc["input_ids"].shape[1]))
 
 
-def encode_source(tokenizer, text: str, source_lang: str | None, max_tokens: int):
+def encode_source(tokenizer: PreTrainedTokenizerBase, text: str, source_lang: str | None,
+                  max_tokens: int) -> BatchEncoding:
     """The source text's tensors, after setting ``src_lang`` where the tokenizer has one (IRIS
     ``x_guard.py`` ``XGuard.get_translation``: ``src_lang=""``)."""
     if source_lang is not None and hasattr(tokenizer, "src_lang"):
         tokenizer.src_lang = source_lang
-    return tokenizer(text, return_tensors="pt", truncation=True, max_length=max_tokens)
+    encoded: BatchEncoding = tokenizer(text, return_tensors="pt", truncation=True,
+                                       max_length=max_tokens)
+    return encoded

@@ -38,6 +38,7 @@ from .config import DEFAULT_MAX_REPLY_MB
 from .options import ModerationOptions
 
 AZURE_API_VERSION = "2024-09-01"
+Body = dict[str, Any]  # a request's JSON body, as the provider's REST documentation gives it
 
 
 @dataclass(frozen=True)
@@ -45,35 +46,35 @@ class Provider:
     key_env: str
     endpoint_env: str
     default_endpoint: str | None
-    auth: Callable[[str], dict]  # key -> headers
-    call: Callable[[str, Moderate], tuple[str, dict]]  # (endpoint, request) -> (url, body)
+    auth: Callable[[str], dict[str, str]]  # key -> headers
+    call: Callable[[str, Moderate], tuple[str, Body]]  # (endpoint, request) -> (url, body)
 
 
-def _bearer(key: str) -> dict:
+def _bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-def _openai_call(endpoint: str, request: Moderate) -> tuple[str, dict]:
+def _openai_call(endpoint: str, request: Moderate) -> tuple[str, Body]:
     settings = dict(request.settings)
     return f"{endpoint}/moderations", {"model": settings.get("model", "omni-moderation-latest"),
                                        "input": request.text}
 
 
-def _azure_call(endpoint: str, request: Moderate) -> tuple[str, dict]:
+def _azure_call(endpoint: str, request: Moderate) -> tuple[str, Body]:
     settings = dict(request.settings)
     return (f"{endpoint}/contentsafety/text:analyze?api-version={AZURE_API_VERSION}",
             {"text": request.text,
              "outputType": settings.get("outputType", "EightSeverityLevels")})
 
 
-def _model_armor_call(template_url: str, request: Moderate) -> tuple[str, dict]:
+def _model_armor_call(template_url: str, request: Moderate) -> tuple[str, Body]:
     if request.role == "assistant":
         return (f"{template_url}:sanitizeModelResponse",
                 {"modelResponseData": {"text": request.text}})
     return f"{template_url}:sanitizeUserPrompt", {"userPromptData": {"text": request.text}}
 
 
-def _lakera_call(endpoint: str, request: Moderate) -> tuple[str, dict]:
+def _lakera_call(endpoint: str, request: Moderate) -> tuple[str, Body]:
     return (f"{endpoint}/v2/guard/results",
             {"messages": [{"role": request.role, "content": request.text}]})
 

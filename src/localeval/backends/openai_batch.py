@@ -40,7 +40,8 @@ import sys
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, TypeVar
 
 from ..errors import LocalevalError, env_number
 from .async_http import (
@@ -58,7 +59,13 @@ from .base import Failed
 from .config import DEFAULT_BATCH_DEADLINE_H
 from .failures import BadReply, ErrorReply, HTTPStatus, OverLimit
 
+if TYPE_CHECKING:  # the module is handed in by the backend, which imports it (slow) at start
+    import httpx
+
 T = TypeVar("T")
+# a JSON object the server replied (a batch's state, a row of its files): read field by field,
+# each checked where it is used
+Json = dict[str, Any]
 
 RUNNING = ("validating", "in_progress", "finalizing", "cancelling")
 DONE = ("completed", "expired", "cancelled", "failed")
@@ -66,16 +73,43 @@ WINDOW = "24h"
 ROW_ID = re.compile(rb'"custom_id"\s*:\s*"([^"\\]{1,200})"')  # an over-long row's, at its head
 
 
+class Submitted(TypedDict):
+    """A batch in the ledger: its id, the endpoint its lines go to, and their custom_ids (the
+    shape :mod:`..store.batches` checks where it reads ``batches.json``)."""
+
+    id: str
+    endpoint: str
+    custom_ids: list[str]
+
+
+class Line(TypedDict):
+    """One line of a batch's input file (the Batch API's request input object)."""
+
+    custom_id: str
+    method: Literal["POST"]
+    url: str
+    body: dict[str, Any]
+
+
+class Ledger(Protocol):
+    """Where the batches in flight are kept: :class:`MemoryLedger`, or the run folder's
+    (:class:`..store.batches.BatchLedger`)."""
+
+    def load(self) -> list[Submitted]: ...
+
+    def save(self, batches: list[Submitted]) -> None: ...
+
+
 class MemoryLedger:
     """The ledger of a run without a folder: a kill loses the batch id (nothing to re-attach)."""
 
     def __init__(self) -> None:
-        self.batches: list[dict] = []
+        self.batches: list[Submitted] = []
 
-    def load(self) -> list[dict]:
+    def load(self) -> list[Submitted]:
         return list(self.batches)
 
-    def save(self, batches: list[dict]) -> None:
+    def save(self, batches: list[Submitted]) -> None:
         self.batches = list(batches)
 
 
@@ -89,22 +123,22 @@ class BatchPending(LocalevalError):
     exit_code = 5
 
 
-def custom_id(endpoint: str, body: dict, draw: int | None = None) -> str:
+def custom_id(endpoint: str, body: dict[str, Any], draw: int | None = None) -> str:
     """The id of a batch line; draws 0 and None keep the id they had before draws were
     numbered, so a batch submitted then still re-attaches."""
-    key: list = [endpoint, body, draw] if draw else [endpoint, body]
+    key: list[object] = [endpoint, body, draw] if draw else [endpoint, body]
     payload = json.dumps(key, sort_keys=True, ensure_ascii=False)
     return "le-" + hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
 class BatchPoster:
-    def __init__(self, httpx, base_url: str, headers: dict, scrub: Callable[[str], str],
-                 max_retries: int, timeout: float, max_reply_bytes: int = 64 * 2**20,
-                 deadline_h: float = DEFAULT_BATCH_DEADLINE_H):
+    def __init__(self, httpx: ModuleType, base_url: str, headers: dict[str, str],
+                 scrub: Callable[[str], str], max_retries: int, timeout: float,
+                 max_reply_bytes: int = 64 * 2**20, deadline_h: float = DEFAULT_BATCH_DEADLINE_H):
         self.httpx, self.base_url, self.headers, self.scrub = httpx, base_url, headers, scrub
         self.max_retries, self.timeout = max_retries, timeout
         self.max_reply_bytes, self.deadline_h = max_reply_bytes, deadline_h
-        self.ledger = MemoryLedger()
+        self.ledger: Ledger = MemoryLedger()
         self.poll_max = env_number("LOCALEVAL_BATCH_POLL_MAX_S", 60.0, low=0.01)
         self.stats = {"batches_submitted": 0, "batches_reattached": 0}
 
@@ -122,10 +156,10 @@ class BatchPoster:
         self.stats["batches_reattached"] += len(attached)
         covered = {i for b in attached for i in b["custom_ids"]}
         for endpoint, ids in self._by_endpoint(calls, wanted, covered).items():
-            lines = [{"custom_id": i, "method": "POST", "url": endpoint,
-                      "body": calls[wanted[i][0]].body} for i in ids]
-            batch = {"id": self._submit(endpoint, lines), "endpoint": endpoint,
-                     "custom_ids": ids}
+            lines = [Line(custom_id=i, method="POST", url=endpoint,
+                          body=calls[wanted[i][0]].body) for i in ids]
+            batch = Submitted(id=self._submit(endpoint, lines), endpoint=endpoint,
+                              custom_ids=ids)
             batches.append(batch)
             self.ledger.save(batches)  # before waiting: a killed run re-attaches
             attached.append(batch)
@@ -139,6 +173,7 @@ class BatchPoster:
                         progress(k, answer)
             batches = [b for b in self.ledger.load() if b["id"] != batch["id"]]
             self.ledger.save(batches)  # handed on (cached): never read again
+        # every call has its answer: each custom_id wanted is in a batch attached above
         return out  # type: ignore[return-value]
 
     def _endpoint(self, call: Call[Any]) -> str:
@@ -146,7 +181,8 @@ class BatchPoster:
         base = urllib.parse.urlsplit(self.base_url).path.rstrip("/")
         return "/v1" + urllib.parse.urlsplit(call.url).path[len(base):]
 
-    def _by_endpoint(self, calls, wanted, covered) -> dict[str, list[str]]:
+    def _by_endpoint(self, calls: Sequence[Call[T]], wanted: dict[str, list[int]],
+                     covered: set[str]) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         for i, ks in wanted.items():
             if i not in covered:
@@ -154,7 +190,7 @@ class BatchPoster:
         return out
 
     # ---------------------------------------------------------------- the routes
-    def _submit(self, endpoint: str, lines: list[dict]) -> str:
+    def _submit(self, endpoint: str, lines: list[Line]) -> str:
         data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
         upload = self._http("POST", "/files", files={
             "file": ("localeval-batch.jsonl", data, "application/jsonl")},
@@ -165,14 +201,14 @@ class BatchPoster:
         self.stats["batches_submitted"] += 1
         return _text_field(created, "id", "the created batch")
 
-    def _answers(self, batch: dict, calls: Sequence[Call[T]],
+    def _answers(self, batch: Submitted, calls: Sequence[Call[T]],
                  wanted: dict[str, list[int]]) -> dict[str, list[T | Failed]]:
         """The responses of each of the batch's custom_ids (one per call that has it), read
         from its output and error files, a row at a time, once the batch is done."""
         state = self._wait(batch["id"])
 
-        def answered(i: str, row: dict | str | Failed | None) -> list[T | Failed]:
-            out = []
+        def answered(i: str, row: Json | str | Failed | None) -> list[T | Failed]:
+            out: list[T | Failed] = []
             for k in wanted.get(i, []):
                 answer = _answer(calls[k], row, batch, self.scrub)
                 out.append(answer)
@@ -188,7 +224,7 @@ class BatchPoster:
             if i is None:
                 over += 1
                 continue
-            row: dict | str | Failed = twice if i in seen else read
+            row: Json | str | Failed = twice if i in seen else read
             seen.add(i)
             if i in wanted:
                 got[i] = answered(i, row)  # the row itself is let go here
@@ -202,7 +238,7 @@ class BatchPoster:
             "unread; raise --max-reply-mb if they are meant to be, and rerun")
         return {i: got[i] if i in got else answered(i, missing) for i in batch["custom_ids"]}
 
-    def _rows(self, batch: dict, state: dict) -> Iterator[tuple[str | None, dict | Failed]]:
+    def _rows(self, batch: Submitted, state: Json) -> Iterator[tuple[str | None, Json | Failed]]:
         """Each row of the batch's output and error files with its custom_id: a row over the
         limit as a failure (its id read from its head; None where that cannot be read)."""
         for key in ("output_file_id", "error_file_id"):
@@ -217,7 +253,7 @@ class BatchPoster:
                 else:
                     yield None, self._too_long(batch)
 
-    def _gone(self, batch: dict, state: dict) -> str | None:
+    def _gone(self, batch: Submitted, state: Json) -> str | None:
         """Why a request of a batch that did not complete has no row, or None (completed)."""
         status = state["status"]
         if status == "completed":
@@ -226,13 +262,13 @@ class BatchPoster:
         return f"batch {batch['id']} {status} before this request ran" + (
             f" ({self.scrub(why)})" if why else "")
 
-    def _too_long(self, batch: dict) -> Failed:
+    def _too_long(self, batch: Submitted) -> Failed:
         """A row over the limit: the same reply on a rerun, so never asked again."""
         return Failed(OverLimit(
             f"this request's row in batch {batch['id']}'s file is over the limit of "
             f"{self.max_reply_bytes / 2**20:g} MB; raise --max-reply-mb if it is meant to be"))
 
-    def _file_rows(self, path: str) -> Iterator[dict | bytes]:
+    def _file_rows(self, path: str) -> Iterator[Json | bytes]:
         """A batch file's rows, streamed: a line at a time, at most ``max_reply_bytes`` of it
         held (a longer one yields its first bytes, the rest is skipped unread); a line that is
         not a row with a custom_id is left out (its request then has no row, and fails with
@@ -260,7 +296,7 @@ class BatchPoster:
         if not skipping and (row := _row(line)) is not None:
             yield row
 
-    def _wait(self, batch_id: str) -> dict:
+    def _wait(self, batch_id: str) -> Json:
         """The batch's state once it is done, polled with a line on stderr each time; past the
         deadline, :class:`BatchPending` (the batch stays in the ledger)."""
         delay, start = min(1.0, self.poll_max), time.monotonic()
@@ -285,10 +321,11 @@ class BatchPoster:
             delay = min(delay * 2, self.poll_max)
 
     @contextlib.contextmanager
-    def _opened(self, path: str) -> Iterator[Any]:
+    def _opened(self, path: str) -> Iterator[httpx.Response]:
         """A GET of a batch file, its status 200 (retried as :meth:`_http`), body unread."""
         url, last = join_url(self.base_url, path), ""
         headers = {k: v for k, v in self.headers.items() if k != "Content-Type"}
+        resp: httpx.Response
         for attempt in range(self.max_retries + 1):
             try:
                 with self.httpx.stream("GET", url, headers=headers,
@@ -306,15 +343,15 @@ class BatchPoster:
         raise BatchError(f"GET {public_url(url)} failed ({last}); the batch ids are kept "
                          "in the run folder's batches.json: rerun to re-attach")
 
-    def _http(self, method: str, path: str, **kwargs):
+    def _http(self, method: str, path: str, **kwargs: Any) -> Json:
         """One call to a batch route, retried with backoff on 408/429/5xx and dropped
         connections; its JSON, or BatchError naming the route."""
         url, last = join_url(self.base_url, path), ""
         headers = {k: v for k, v in self.headers.items() if k != "Content-Type"}
         for attempt in range(self.max_retries + 1):
             try:
-                resp = self.httpx.request(method, url, headers=headers, timeout=self.timeout,
-                                          **kwargs)
+                resp: httpx.Response = self.httpx.request(method, url, headers=headers,
+                                                          timeout=self.timeout, **kwargs)
                 if resp.status_code == 200:
                     return _object(resp.json(), path)
                 last = f"HTTP {resp.status_code}: {self.scrub(resp.text)}"
@@ -328,20 +365,20 @@ class BatchPoster:
                          "in the run folder's batches.json: rerun to re-attach")
 
 
-def _object(value, path: str) -> dict:
+def _object(value: object, path: str) -> Json:
     if not isinstance(value, dict):
         raise ValueError(f"{path} replied a JSON {type(value).__name__}, not an object")
     return value
 
 
-def _text_field(reply: dict, key: str, what: str) -> str:
+def _text_field(reply: Json, key: str, what: str) -> str:
     value = reply.get(key)
     if not isinstance(value, str) or not value:
         raise BatchError(f"the server's reply for {what} has no {key!r}: {str(reply)[:80]!r}")
     return value
 
 
-def _errors(state: dict) -> str:
+def _errors(state: Json) -> str:
     data = (state.get("errors") or {}).get("data") if isinstance(state.get("errors"), dict) \
         else None
     if isinstance(data, list) and data and isinstance(data[0], dict):
@@ -349,7 +386,7 @@ def _errors(state: dict) -> str:
     return ""
 
 
-def _row(line: bytes | bytearray) -> dict | None:
+def _row(line: bytes | bytearray) -> Json | None:
     """One line of a batch file as a row with a custom_id, else None."""
     try:
         row = load_json(bytes(line))  # a row that repeats a name is left out too, never read
@@ -358,7 +395,7 @@ def _row(line: bytes | bytearray) -> dict | None:
     return row if isinstance(row, dict) and isinstance(row.get("custom_id"), str) else None
 
 
-def _head(resp) -> str:
+def _head(resp: httpx.Response) -> str:
     """The first few kB of an error reply's body, never all of it."""
     head = b""
     for chunk in resp.iter_bytes():
@@ -368,7 +405,7 @@ def _head(resp) -> str:
     return head[:4096].decode("utf-8", errors="replace")
 
 
-def _counts(state: dict) -> str:
+def _counts(state: Json) -> str:
     counts = state.get("request_counts")
     if not isinstance(counts, dict) or not all(
             isinstance(counts.get(k), int) for k in ("total", "completed", "failed")):
@@ -383,7 +420,7 @@ def _hms(seconds: float) -> str:
         f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{seconds:.1f}s"
 
 
-def _answer(call: Call[T], row: dict[str, Any] | str | Failed | None, batch: dict[str, Any],
+def _answer(call: Call[T], row: Json | str | Failed | None, batch: Submitted,
             scrub: Callable[[str], str]) -> T | Failed:
     """One request's response from its row, checked as a direct reply is."""
     where = f"batch {batch['id']}"

@@ -15,16 +15,20 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import LocalevalError
-from .base import AFTER_TEMPLATE, Message, Prompt, ScoreNext
+from .base import AFTER_TEMPLATE, Generate, Message, Prompt, ScoreNext
 from .config import DEFAULT_TEMPLATE_DATE
+
+if TYPE_CHECKING:  # imported by the backends that load a model (its import is slow)
+    from transformers import PreTrainedTokenizerBase
 
 # what a template that prints a date reads: transformers' clock, or the date it is given
 DATE_READERS = re.compile(r"\bstrftime_now\b|\bdate_string\b")
 
 
-def prints_date(tokenizer) -> bool:
+def prints_date(tokenizer: PreTrainedTokenizerBase) -> bool:
     """Whether the tokenizer's chat template prints a date (so the run records the pinned one)."""
     return bool(DATE_READERS.search(str(getattr(tokenizer, "chat_template", None) or "")))
 
@@ -55,18 +59,24 @@ def reads_content_parts(template: str) -> bool:
     return False
 
 
-def _apply(tokenizer, messages: list[Message], generation: bool, date: str | None) -> str:
+def _apply(tokenizer: PreTrainedTokenizerBase, messages: list[Message], generation: bool,
+           date: str | None) -> str:
     """The chat template rendered as vLLM's chat endpoint renders it (see the module)."""
     parts = reads_content_parts(str(tokenizer.chat_template))
     chat: list[dict[str, object]] = [
         {"role": m["role"],
          "content": [{"type": "text", "text": m["content"]}] if parts else m["content"]}
         for m in messages]
-    return tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=generation,
-                                         date_string=date or DEFAULT_TEMPLATE_DATE)
+    # casts: transformers types a message's content as str only, though its templates take a
+    # list of parts (multimodal chat), and its return as any of its outputs, though
+    # tokenize=False on one conversation is the rendered text
+    return cast(str, tokenizer.apply_chat_template(
+        cast(Any, chat), tokenize=False, add_generation_prompt=generation,
+        date_string=date or DEFAULT_TEMPLATE_DATE))
 
 
-def render(tokenizer, prompt: Prompt, model: str, date: str | None = None) -> tuple[str, bool]:
+def render(tokenizer: PreTrainedTokenizerBase, prompt: Prompt, model: str,
+           date: str | None = None) -> tuple[str, bool]:
     """The text the model sees, and whether the tokenizer should add its special tokens.
     ``date``: the date a template prints (None: :data:`.config.DEFAULT_TEMPLATE_DATE`)."""
     if isinstance(prompt, str):
@@ -87,14 +97,15 @@ def render(tokenizer, prompt: Prompt, model: str, date: str | None = None) -> tu
     return text + prefill, False  # the template already holds any BOS token
 
 
-def generation_text(tokenizer, request, model: str, date: str | None = None) -> tuple[str, bool]:
+def generation_text(tokenizer: PreTrainedTokenizerBase, request: Generate, model: str,
+                    date: str | None = None) -> tuple[str, bool]:
     """A Generate request's text and whether special tokens are added: :func:`render`'s, unless
     the request says (``Generate.add_special_tokens``)."""
     text, special = render(tokenizer, request.prompt, model, date)
     return text, special if request.add_special_tokens is None else request.add_special_tokens
 
 
-def score_tokens(tokenizer, request: ScoreNext, model: str,
+def score_tokens(tokenizer: PreTrainedTokenizerBase, request: ScoreNext, model: str,
                  date: str | None = None) -> tuple[list[int], list[int]]:
     """Context ids and each candidate's first token id, split the way lm-evaluation-harness
     splits them: trailing spaces move from the context to the candidates (" A" is one token,
@@ -109,13 +120,14 @@ def score_tokens(tokenizer, request: ScoreNext, model: str,
     stripped = text.rstrip(" \t")
     moved = text[len(stripped):]
     texts = [stripped] + [stripped + moved + cand for cand in request.candidates]
-    context, *wholes = tokenizer(texts, add_special_tokens=special)["input_ids"]
-    targets = []
+    ids: list[list[int]] = tokenizer(texts, add_special_tokens=special)["input_ids"]
+    context, *wholes = ids
+    targets: list[int] = []
     for cand, whole in zip(request.candidates, wholes):
         if len(whole) > len(context) and whole[: len(context)] == context:
             targets.append(whole[len(context)])
         else:
-            own = tokenizer(moved + cand, add_special_tokens=False)["input_ids"]
+            own: list[int] = tokenizer(moved + cand, add_special_tokens=False)["input_ids"]
             if not own:
                 raise LocalevalError(f"candidate {cand!r} has no tokens")
             targets.append(own[0])

@@ -59,8 +59,19 @@ from .ranked_reading import lacks_a_value, same_reading
 
 BLOCK = 512  # requests handed to the engine at once; their responses are stored together
 
+# vLLM's own objects, kept as its calls return them: the type checkers see them as Any, since
+# vLLM is an optional extra they do not install (pyproject.toml's override for vllm.*)
+Engine = Any  # vllm.LLM
+Params = Any  # vllm.SamplingParams
+Output = Any  # vllm.RequestOutput, one prompt's
+Logprob = Any  # vllm.logprobs.Logprob: a token's .logprob at one position
+# a request handed to the engine: its index, prompt ids, sampling parameters and (ScoreNext)
+# its candidates' first token ids
+Planned = tuple[int, list[int], Params, list[int]]
 
-def _vllm():
+
+def _vllm() -> Any:
+    """The vllm module (typed Any, as above), checked new enough."""
     try:
         import vllm
     except ImportError:
@@ -80,19 +91,19 @@ class VllmBackend(Backend):
     cuts_context = True  # ScoreNext.max_length: prompt_tokens.score_tokens cuts the ids
 
     @classmethod
-    def preflight(cls, target: str, config) -> None:
+    def preflight(cls, target: str, config: BackendConfig) -> None:
         """The model folder or Hub repo exists, with config.json and weights."""
         from .hub import check_model_source
 
         check_model_source(target, config.revision, weights=True)
 
     def __init__(self, model: str, *, revision: str | None = None, dtype: str = "auto",
-                 model_args: dict | None = None, template_date: str | None = None):
+                 model_args: dict[str, Any] | None = None, template_date: str | None = None):
         import transformers
 
         vllm = _vllm()
         self.name, self.revision = model, revision
-        self.engine_args = {"dtype": dtype, **(model_args or {})}
+        self.engine_args: dict[str, Any] = {"dtype": dtype, **(model_args or {})}
         trust = {k: v for k, v in self.engine_args.items() if k == "trust_remote_code"}
         try:
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(model, revision=revision,
@@ -102,7 +113,7 @@ class VllmBackend(Backend):
         except (OSError, ValueError) as e:
             raise LocalevalError(f"cannot load model {model!r}: {str(e).splitlines()[0]}") \
                 from None
-        self._llm = None
+        self._llm: Engine | None = None
         self.stats: dict[str, int] = {"requests": 0, "prompt_tokens": 0, "generated_tokens": 0}
         self.identity = {
             "backend": "vllm", "model": model,
@@ -117,7 +128,7 @@ class VllmBackend(Backend):
             self.identity["template_date"] = self.template_date
 
     @property
-    def llm(self):
+    def llm(self) -> Engine:
         """The engine, started on first use."""
         if self._llm is None:
             import vllm
@@ -150,7 +161,8 @@ class VllmBackend(Backend):
         return render(self.tokenizer, prompt, self.name, self.template_date)
 
     def encode(self, text: str, special: bool) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=special)["input_ids"]
+        ids: list[int] = self.tokenizer(text, add_special_tokens=special)["input_ids"]
+        return ids
 
     def count_tokens(self, prompt: Prompt) -> int:
         return len(self.encode(*self.render(prompt)))
@@ -178,7 +190,7 @@ class VllmBackend(Backend):
             if progress:
                 progress(i, response)
 
-        planned = []  # (index, token ids, sampling params, candidate token ids)
+        planned: list[Planned] = []
         for i, request in enumerate(requests):
             try:
                 planned.append((i, *self._plan(request)))
@@ -187,7 +199,9 @@ class VllmBackend(Backend):
         planned.sort(key=lambda p: p[1])  # shared prefixes back to back
         for start in range(0, len(planned), BLOCK):
             block = planned[start:start + BLOCK]
-            again = []  # whole-vocabulary reads of a position found without a label's value
+            # whole-vocabulary reads of a position found without a label's value: the planned
+            # second pass, the first pass's output and reading, and the position
+            again: list[tuple[int, list[int], Params, list[int], Output, NextLogprobs, int]] = []
             for (i, ids, _, targets), output in zip(block, self._generate(block), strict=True):
                 response = self._read(requests[i], ids, targets, output)
                 if isinstance(request := requests[i], ScoreNext) \
@@ -201,10 +215,11 @@ class VllmBackend(Backend):
             for (i, ids, _, targets, output, first, p), reread in zip(again, second,
                                                                      strict=True):
                 done(i, self._read_whole(ids, targets, output, first, p, reread))
+        # every request is done above: failed when planned, else read from the engine
         return out  # type: ignore[return-value]
 
-    def _read_whole(self, ids: list[int], targets: list[int], output, first: NextLogprobs,
-                    p: int, reread) -> Response:
+    def _read_whole(self, ids: list[int], targets: list[int], output: Output,
+                    first: NextLogprobs, p: int, reread: Output) -> Response:
         """``first`` (position ``p``, found by its top k) with every label's log-prob there,
         read by id from the second pass (:func:`_whole_params`), which must be the same reading
         as the first pass (:func:`.ranked_reading.same_reading`: the greedy tokens before it,
@@ -224,13 +239,15 @@ class VllmBackend(Backend):
                                "vLLM's greedy tokens changed between two passes")
         return Failed(ModelError(changed)) if changed else again
 
-    def _generate(self, block) -> list:
+    def _generate(self, block: Sequence[Planned]) -> list[Output]:
         from vllm.inputs import TokensPrompt
 
         prompts = [TokensPrompt(prompt_token_ids=ids) for _, ids, _, _ in block]
-        return self.llm.generate(prompts, [params for _, _, params, _ in block], use_tqdm=False)
+        outputs: list[Output] = self.llm.generate(prompts, [params for _, _, params, _ in block],
+                                                  use_tqdm=False)
+        return outputs
 
-    def _plan(self, request: Request) -> tuple[list[int], object, list[int]]:
+    def _plan(self, request: Request) -> tuple[list[int], Params, list[int]]:
         """The request's prompt ids, sampling parameters and (ScoreNext) its candidates' first
         token ids; LocalevalError when it cannot run."""
         from vllm import SamplingParams
@@ -272,7 +289,7 @@ class VllmBackend(Backend):
             raise OverContextError(f"prompt has {len(ids)} tokens; with {new} more that is over "
                                  f"the model's context of {limit}")
 
-    def _generation_params(self, request: Generate, ids: list[int]):
+    def _generation_params(self, request: Generate, ids: list[int]) -> Params:
         from vllm import SamplingParams
 
         stop = list(request.stop) or None
@@ -286,7 +303,8 @@ class VllmBackend(Backend):
         params.max_tokens, params.stop = request.max_tokens, stop
         return params
 
-    def _read(self, request: Request, ids: list[int], targets: list[int], output) -> Response:
+    def _read(self, request: Request, ids: list[int], targets: list[int],
+              output: Output) -> Response:
         self.stats["requests"] += 1
         self.stats["prompt_tokens"] += len(ids)
         if isinstance(request, TextLogprobs):
@@ -318,7 +336,7 @@ class VllmBackend(Backend):
                             n_prompt_tokens=len(ids))
 
 
-def _whole_params(position: int, targets: list[int]):
+def _whole_params(position: int, targets: list[int]) -> Params:
     """The second pass of a whole-vocabulary read: greedy again up to the position the first
     found, each label's log-prob asked by id (``logprob_token_ids``: over the whole
     vocabulary, as ``hf:`` reads it; the first pass's top 20 may not hold it)."""
@@ -328,7 +346,7 @@ def _whole_params(position: int, targets: list[int]):
                           logprob_token_ids=targets)
 
 
-def _top_k_response(request: ScoreNext, targets: list[int], first: dict[int, Any],
+def _top_k_response(request: ScoreNext, targets: list[int], first: dict[int, Logprob],
                     n_prompt: int) -> NextLogprobs:
     """The candidates among the position's top ``request.top`` log-probs (``logprobs=k``), each
     with its rank over the vocabulary (1 + tokens more likely, as ``hf:`` and a top-k server

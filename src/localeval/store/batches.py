@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import LocalevalError
 from .files import write_text_whole
+
+if TYPE_CHECKING:
+    from ..backends.openai_batch import Submitted
 
 NAME = "batches.json"
 
@@ -29,7 +32,7 @@ class BatchLedger:
     def __init__(self, folder: Path):
         self.path = Path(folder) / NAME
 
-    def load(self) -> list[dict[str, Any]]:
+    def load(self) -> list[Submitted]:
         if not self.path.exists():
             return []
         try:
@@ -46,7 +49,7 @@ class BatchLedger:
                 raise BatchLedgerError(f"{self.path}: batches[{k}].{problem}")
         return batches
 
-    def save(self, batches: list[dict[str, Any]]) -> None:
+    def save(self, batches: list[Submitted]) -> None:
         if not batches and not self.path.exists():
             return
         write_text_whole(self.path, json.dumps({"batches": batches}, indent=1) + "\n")
