@@ -168,12 +168,12 @@ def test_a_cuda_device_this_machine_lacks_is_one_line():
     from localeval.backends.hf.backend import _check_device
     from localeval.errors import LocalevalError
 
-    _check_device(torch, "cpu")
+    _check_device("cpu")
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     with pytest.raises(LocalevalError, match=f"torch sees {count} CUDA device"):
-        _check_device(torch, f"cuda:{count + 6}")
+        _check_device(f"cuda:{count + 6}")
     with pytest.raises(LocalevalError, match="is not a device name"):
-        _check_device(torch, "gpu7")
+        _check_device("gpu7")
 
 
 @pytest.mark.slow
@@ -218,3 +218,25 @@ def test_generation_config_decides_on_the_hf_backend(tiny_llama):
     torch.manual_seed(int.from_bytes(hashlib.sha256(json.dumps([ids, 0]).encode()).digest()[:8],
                                      "big") >> 1)
     assert drawn.text == generate() != got.text
+
+
+@pytest.mark.slow
+def test_a_tokenizer_naming_no_pad_end_or_unknown_token_still_batches(tiny_llama, tmp_path):
+    """Rows are padded with id 0 when the tokenizer names no pad, end or unknown token to pad
+    with (every padded batch failed: a None among the ids); pads are masked out, so the
+    log-probs are those of the same tokenizer naming its pad token."""
+    import shutil
+
+    from tiny_models import TOKENIZER_JSON
+    from transformers import PreTrainedTokenizerFast
+
+    folder = tmp_path / "no-pad"
+    shutil.copytree(tiny_llama, folder)
+    for f in [*folder.glob("tokenizer*"), *folder.glob("special_tokens*")]:
+        f.unlink()
+    PreTrainedTokenizerFast(tokenizer_file=str(TOKENIZER_JSON)).save_pretrained(folder)
+    reqs = [ScoreNext("The capital of France is", (" Paris", " Rome")),
+            ScoreNext("One, two,", (" three", " four"))]
+    bare = HFBackend(str(folder), dtype="float32", device="cpu")
+    assert bare.tokenizer.pad_token_id is None
+    assert bare.run(reqs) == HFBackend(str(tiny_llama), dtype="float32", device="cpu").run(reqs)

@@ -21,7 +21,11 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PretrainedConfig
 
 NAME = "localeval_grouped_eager"
 # transformers modeling modules (= model types) whose eager attention is repeat_kv + the math
@@ -30,7 +34,7 @@ GROUPED = {"llama", "mistral", "qwen2", "qwen3", "gemma2"}
 _own: dict[type, Callable[..., Any]] = {}
 
 
-def grouped(attn: str, config) -> bool:
+def grouped(attn: str, config: PretrainedConfig) -> bool:
     """Whether a model loads with our attention for the user's ``--attn``: ``eager`` on the
     architectures above (never for remote code, which may test the name). A look at the
     config, nothing imported: the backend's identity (its ``layout``) asks before any weights
@@ -39,7 +43,7 @@ def grouped(attn: str, config) -> bool:
                                                                           None)
 
 
-def implementation(attn: str, config) -> str:
+def implementation(attn: str, config: PretrainedConfig) -> str:
     """The attn_implementation to load a model with (ours registered with transformers when
     :func:`grouped`); called as the weights load, when transformers' modeling code is needed
     anyway."""
@@ -53,8 +57,11 @@ def implementation(attn: str, config) -> str:
     return NAME
 
 
-def grouped_eager(module, query, key, value, attention_mask, scaling=None, dropout=0.0,
-                  softcap=None, **kwargs):
+def grouped_eager(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor,
+                  value: torch.Tensor, attention_mask: torch.Tensor | None,
+                  scaling: float | None = None, dropout: float = 0.0,
+                  softcap: float | None = None,
+                  **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
     """transformers' eager attention with each key/value head read in place by its group of
     query heads: ``query`` [batch, heads, length, dim] viewed as [batch, kv_heads, group x
     length, dim], one matmul per kv head."""
@@ -62,13 +69,17 @@ def grouped_eager(module, query, key, value, attention_mask, scaling=None, dropo
 
     family = type(module).__module__.rsplit(".", 2)[-2]
     if family not in GROUPED or module.training or kwargs.get("sinks") is not None:
-        return _own_eager(module)(module, query, key, value, attention_mask, scaling=scaling,
-                                  dropout=dropout, softcap=softcap, **kwargs)
+        own: tuple[torch.Tensor, torch.Tensor] = _own_eager(module)(
+            module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
+            softcap=softcap, **kwargs)
+        return own
     batch, heads, length, dim = query.shape
     kv_heads = key.shape[1]
     group = heads // kv_heads
     if scaling is None:
-        scaling = module.head_dim**-0.5
+        # head_dim: an int on every GROUPED family's attention module (torch types a module's
+        # attributes as its tensors or submodules); float(): typeshed types int ** float as Any
+        scaling = float(cast("int", module.head_dim) ** -0.5)
     stacked = query.reshape(batch, kv_heads, group * length, dim)
     weights = (torch.matmul(stacked, key.transpose(2, 3)) * scaling).view(batch, heads, length, -1)
     if softcap is not None:
@@ -80,7 +91,7 @@ def grouped_eager(module, query, key, value, attention_mask, scaling=None, dropo
     return out.view(batch, heads, length, dim).transpose(1, 2).contiguous(), weights
 
 
-def _own_eager(module):
+def _own_eager(module: torch.nn.Module) -> Callable[..., Any]:
     """The eager attention function of the module's own modeling file."""
     cls = type(module)
     if cls not in _own:

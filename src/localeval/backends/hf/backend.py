@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ...errors import LocalevalError, OverContextError
 from ..base import (
@@ -53,11 +53,23 @@ from .attention import implementation as attention_implementation
 from .kv_cache import cache_argument, returned_cache
 from .tree import plan, walk
 
+if TYPE_CHECKING:
+    import torch
+    from transformers import (
+        PretrainedConfig,
+        PreTrainedModel,
+        PreTrainedTokenizerBase,
+        StoppingCriteriaList,
+    )
+
+# what a run over one kind of request yields: each request's index (in its list) and response
+Answers = Iterator[tuple[int, Response]]
+
 
 class HFBackend(Backend):
     Options = HFOptions  # the options it takes (.options: --help reads them there)
     @classmethod
-    def preflight(cls, target: str, config) -> None:
+    def preflight(cls, target: str, config: BackendConfig) -> None:
         """The model folder or Hub repo exists, with config.json and weights."""
         from ..hub import check_model_source
 
@@ -75,45 +87,53 @@ class HFBackend(Backend):
         prefix_reuse: bool = True,
         max_batch_tokens: int | None = None,
         padding_side: str = "right",
-        model_args: dict | None = None,
+        model_args: dict[str, Any] | None = None,
         template_date: str | None = None,
-    ):
+    ) -> None:
         import torch
         import transformers
 
         _check_options(dtype, batch_size, padding_side)
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        _check_device(torch, device)
-        transformers.utils.logging.disable_progress_bar()  # ours shows questions/s instead
-        self.torch = torch
+        _check_device(device)
+        # ours shows questions/s instead (disable_progress_bar is unannotated in transformers)
+        transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         self.device = torch.device(device)
         self.batch_size = batch_size
         self.prefix_reuse = prefix_reuse
         self.padding_side = padding_side
-        self._stops: dict[tuple[str, ...], object] = {}  # stop strings -> matcher (generate)
+        # stop strings -> matcher (generate)
+        self._stops: dict[tuple[str, ...], StoppingCriteriaList] = {}
         # forwarded = real tokens run through the model; padding = the extra we pad batches with
-        self.stats: dict[str, int] = {"forwarded_tokens": 0, "padding_tokens": 0, "prompt_tokens": 0,
-                      "requests": 0, "decode_steps": 0, "decode_tokens": 0}
+        self.stats: dict[str, int] = {"forwarded_tokens": 0, "padding_tokens": 0,
+                                      "prompt_tokens": 0, "requests": 0, "decode_steps": 0,
+                                      "decode_tokens": 0}
         self.name, self.revision, self.attn = model, revision, attn
         # --model-args: more from_pretrained options (trust_remote_code, ...), as lm-eval takes
         self.model_args = dict(model_args or {})
         shared = {k: v for k, v in self.model_args.items() if k == "trust_remote_code"}
         try:
-            self.config = transformers.AutoConfig.from_pretrained(model, revision=revision,
-                                                                  **shared)
+            self.config: PretrainedConfig = transformers.AutoConfig.from_pretrained(
+                model, revision=revision, **shared)
             # given the config, the tokenizer does not read it again to find its class
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(
+            self.tokenizer: PreTrainedTokenizerBase = transformers.AutoTokenizer.from_pretrained(
                 model, revision=revision, config=self.config, **shared)
         except (OSError, ValueError) as e:
             raise _load_error(model, e) from None
-        self.dtype = self._torch_dtype(dtype)
-        self._model = None
-        if self.dtype == "auto":  # the checkpoint's dtype, known for sure only once loaded
-            self.dtype = self.model.dtype
+        # what the weights load as; "auto": the checkpoint's dtype, known for sure only once
+        # loaded (so self.dtype is then read from the loaded model)
+        self._load_dtype = self._torch_dtype(dtype)
+        self._model: PreTrainedModel | None = None
+        self.dtype: torch.dtype = (self._load_dtype if self._load_dtype != "auto"
+                                   else self.model.dtype)
         if self.tokenizer.pad_token_id is None:
             # Padding is masked out, so any id will do; this only makes batching possible.
             self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
+        # the id rows are padded with: 0 where the tokenizer has no pad, end or unknown token
+        # to pad with (a None there failed every padded batch)
+        pad = self.tokenizer.pad_token_id
+        self.pad_id: int = pad if isinstance(pad, int) else 0
         self.max_batch_tokens = max_batch_tokens or self._auto_batch_tokens()
         self.identity = {
             "backend": "hf",
@@ -143,7 +163,7 @@ class HFBackend(Backend):
         return "+".join(parts)
 
     @property
-    def model(self):
+    def model(self) -> PreTrainedModel:
         """The weights, loaded on first use: a rerun whose requests are all in the cache never
         loads them (the tokenizer and config are enough to plan and key the requests)."""
         if self._model is None:
@@ -151,21 +171,30 @@ class HFBackend(Backend):
 
             try:
                 model = transformers.AutoModelForCausalLM.from_pretrained(
-                    self.name, revision=self.revision, dtype=self.dtype,
+                    self.name, revision=self.revision, dtype=self._load_dtype,
                     attn_implementation=attention_implementation(self.attn, self.config),
                     **self.model_args)
             except Exception as e:  # noqa: BLE001 - a damaged or hostile weights file raises
                 # any type (UnpicklingError, RuntimeError, EOFError…): one line, naming it
                 raise _load_error(self.name, e) from None
-            self._model = model.to(self.device).eval()
+            # transformers declares PreTrainedModel.to through functools.wraps(nn.Module.to),
+            # which type checkers read as unbound (the model its first argument); it is the
+            # model's own to(), which moves it in place and returns it
+            move = cast("Callable[[torch.device], PreTrainedModel]", model.to)
+            self._model = move(self.device)
+            # eval() is unannotated in transformers (an untyped call under --strict)
+            self._model.eval()  # type: ignore[no-untyped-call]
         return self._model
 
-    def _torch_dtype(self, dtype: str):
+    def _torch_dtype(self, dtype: str) -> torch.dtype | Literal["auto"]:
         """'auto' is the checkpoint's own dtype on a GPU and float32 on a CPU, where bfloat16
         matmuls are slow and lose precision that likelihood comparisons need."""
+        import torch
+
         if dtype == "auto":
-            return "auto" if self.device.type == "cuda" else self.torch.float32
-        return getattr(self.torch, dtype)
+            return "auto" if self.device.type == "cuda" else torch.float32
+        named: torch.dtype = getattr(torch, dtype)  # one of DTYPES (_check_options)
+        return named
 
     # ---------------------------------------------------------------- prompts and tokens
     def render(self, prompt: Prompt) -> tuple[str, bool]:
@@ -173,7 +202,8 @@ class HFBackend(Backend):
         return render(self.tokenizer, prompt, self.identity["model"], self.template_date)
 
     def encode(self, text: str, special: bool) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=special)["input_ids"]
+        ids: list[int] = self.tokenizer(text, add_special_tokens=special)["input_ids"]
+        return ids
 
     def count_tokens(self, prompt: Prompt) -> int:
         return len(self.encode(*self.render(prompt)))
@@ -207,7 +237,7 @@ class HFBackend(Backend):
         def picked(kind: type[Q], which: list[int]) -> list[Q]:
             return only(kind, [requests[i] for i in which], "requests picked by their type")
 
-        runs = (
+        runs: tuple[tuple[list[int], Callable[[], Answers]], ...] = (
             (scores, lambda: self._run_scores(picked(ScoreNext, scores),
                                               [needed[i] for i in scores])),
             (generations, lambda: self._run_generations(picked(Generate, generations))),
@@ -221,21 +251,22 @@ class HFBackend(Backend):
                     progress(which[k], resp)
         return out
 
-    def _run_texts(self, requests: list[TextLogprobs]) -> Iterator[tuple[int, Response]]:
+    def _run_texts(self, requests: list[TextLogprobs]) -> Answers:
         from .text import run_text_logprobs  # whole-text log-probs (contamination tests)
 
         return run_text_logprobs(self, requests)
 
-    def _run_generations(self, requests: list[Generate]) -> Iterator[tuple[int, Response]]:
+    def _run_generations(self, requests: list[Generate]) -> Answers:
         from .generate import run_generations  # batched greedy decoding from the prefix cache
 
         return run_generations(self, requests)
 
-    def _run_scores(self, requests: list[ScoreNext], needed: Sequence[bool]
-                    ) -> Iterator[tuple[int, Response]]:
+    def _run_scores(self, requests: list[ScoreNext], needed: Sequence[bool]) -> Answers:
         """Every context forwarded along its prefix tree (planned over every request, the
         cached ones too); each needed request's log-probs read from the batch where its context
         ends."""
+        import torch
+
         encoded: dict[int, tuple[list[int], list[int]]] = {}
         for i, r in enumerate(requests):  # a request that cannot run fails alone, with its reason
             try:
@@ -251,7 +282,7 @@ class HFBackend(Backend):
                     if needed[ok[j]]]
             if not ends:
                 continue
-            rows = self.torch.tensor([k for k, _ in ends], device=self.device)
+            rows = torch.tensor([k for k, _ in ends], device=self.device)
             logprobs = batch.logits[rows].log_softmax(-1).cpu()
             for row, (_, j) in zip(logprobs, ends):
                 i = ok[j]
@@ -288,7 +319,7 @@ class HFBackend(Backend):
         return ctx, targets
 
     def _score_response(self, request: ScoreNext, ctx: list[int], targets: list[int],
-                        logprobs: Any) -> NextLogprobs:
+                        logprobs: torch.Tensor) -> NextLogprobs:
         self.stats["requests"] += 1
         self.stats["prompt_tokens"] += len(ctx)
         values = {c: float(logprobs[t]) for c, t in zip(request.candidates, targets)}
@@ -298,7 +329,7 @@ class HFBackend(Backend):
         return NextLogprobs(logprobs=dict(values), ranks=ranks, n_prompt_tokens=len(ctx))
 
     def _first_labelled(self, request: ScoreNext, ctx: list[int], targets: list[int],
-                        logprobs: Any, first: NextLogprobs) -> NextLogprobs:
+                        logprobs: torch.Tensor, first: NextLogprobs) -> NextLogprobs:
         """``request.positions``: the first greedily generated position whose top
         ``request.top`` holds a candidate (IRIS ``guard_models/base.py``
         ``GuardLLM.complete``). The position after the prompt comes from the prefix tree; only
@@ -313,9 +344,11 @@ class HFBackend(Backend):
             if request.labelled == 0:
                 return replace(first, position=0)
             last, passed = replace(first, position=0), 1
+        import torch
+
         from .generate import eos_ids
 
-        torch, eos = self.torch, eos_ids(self)
+        eos = eos_ids(self)
         token, cache = int(logprobs.argmax()), None
         with torch.inference_mode():
             for p in range(1, request.positions or 1):
@@ -346,7 +379,7 @@ class HFBackend(Backend):
         return replace(first, ranks=dict.fromkeys(first.ranks or {}))
 
     @staticmethod
-    def _ranks(request: ScoreNext, targets: list[int], logprobs: Any
+    def _ranks(request: ScoreNext, targets: list[int], logprobs: torch.Tensor
                ) -> dict[str, int | None]:
         """Each candidate's rank a top-k server would give (1 + tokens above it), None beyond
         ``request.top``."""
@@ -357,9 +390,15 @@ class HFBackend(Backend):
     def _auto_batch_tokens(self) -> int:
         """A token budget per forward pass from free memory and the per-token cost of the model
         (KV cache + the widest activations), using a third of what is free."""
-        torch = self.torch
+        import torch
+
         cfg = self.config
-        get = lambda *names: next((getattr(cfg, n) for n in names if getattr(cfg, n, None)), 0)  # noqa: E731
+
+        def get(*names: str) -> int:
+            """The first of the config's ``names`` it sets (to a non-zero value), else 0."""
+            found: int = next((getattr(cfg, n) for n in names if getattr(cfg, n, None)), 0)
+            return found
+
         hidden = get("hidden_size", "n_embd", "d_model") or 1024
         layers = get("num_hidden_layers", "n_layer") or 12
         heads = get("num_attention_heads", "n_head") or 16
@@ -377,8 +416,10 @@ class HFBackend(Backend):
         return int(max(256, min(free // 3 // per_token, 1 << 17)))
 
 
-def _check_device(torch, device: str) -> None:
+def _check_device(device: str) -> None:
     """--device names a device this torch has (checked before any weights load)."""
+    import torch
+
     try:
         where = torch.device(device)
     except RuntimeError:

@@ -49,8 +49,9 @@ from __future__ import annotations
 import copy
 import hashlib
 import math
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..base import GENERATION_CONFIG, Failed, Generate, Generated, Response, draw_key
 from ..failures import ContextOverflow, ModelError, Unsupported
@@ -60,6 +61,23 @@ from .prefix import NODE_COST, STEP_COST, PrefixNode, plan_prefix_tree
 from .row_blocks import WIDTH_BLOCK, dense_row_blocks, gathered_cache, model_row_blocks
 from .row_blocks import padded as _padded
 from .tree import Batch, Rows, fits_window, plan, walk
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import Cache, PreTrainedTokenizerBase, StoppingCriteriaList
+    from transformers.cache_utils import DynamicLayer
+
+    from .local_model import LocalModel
+
+# what a step of the run yields: a request's index and its response
+Answers = Iterator[tuple[int, "Response"]]
+
+
+class _Generates(Protocol):
+    """A model's ``generate``, as :func:`generate_one` calls it: the prompt's ids and the
+    generated ones after them, [1, prompt + new]."""
+
+    def generate(self, inputs: torch.Tensor, **kwargs: Any) -> torch.Tensor: ...
 
 # generation-config fields that change which token greedy decoding picks, with their neutral values
 GREEDY_NEUTRAL = {"repetition_penalty": (None, 1.0), "no_repeat_ngram_size": (None, 0),
@@ -72,7 +90,7 @@ GREEDY_NEUTRAL = {"repetition_penalty": (None, 1.0), "no_repeat_ngram_size": (No
                   "num_beams": (None, 1)}
 
 
-def run_generations(backend, requests: list[Generate]) -> Iterator[tuple[int, Response]]:
+def run_generations(backend: LocalModel, requests: list[Generate]) -> Answers:
     """Yield (index, response) for each request, batch by batch; draws (``sample`` set) one at
     a time with ``model.generate``."""
     encoded = [backend.encode(*generation_text(backend.tokenizer, r, backend.identity["model"],
@@ -81,7 +99,9 @@ def run_generations(backend, requests: list[Generate]) -> Iterator[tuple[int, Re
     ok = yield from _over_the_context(backend, requests, encoded)
     ok = yield from _draws(backend, requests, encoded, ok)
     kept, prompts = [requests[i] for i in ok], [encoded[i] for i in ok]
-    budget = lambda node: max((kept[j].max_tokens for j in node.ends), default=0)  # noqa: E731
+
+    def budget(node: PrefixNode) -> int:
+        return max((kept[j].max_tokens for j in node.ends), default=0)
 
     def width(node: PrefixNode, n: int) -> int:
         return row_width(n, budget(node)) if node.ends else _padded(n)
@@ -98,15 +118,17 @@ def run_generations(backend, requests: list[Generate]) -> Iterator[tuple[int, Re
         yield ok[j], response
 
 
-def _decode_ends(backend, batch: Batch, requests: list[Generate],
-                 prompts: list[list[int]]) -> Iterator[tuple[int, Response]]:
+def _decode_ends(backend: LocalModel, batch: Batch, requests: list[Generate],
+                 prompts: list[list[int]]) -> Answers:
     """Decode the prompts that end at the batch's nodes, a decode batch per stop tuple."""
+    import torch
+
     ends = [(k, j) for k, node in enumerate(batch.nodes) for j in node.ends]
     stops = sorted({requests[j].stop for _, j in ends})
     for stop in stops:
         same = [(k, j) for k, j in ends if requests[j].stop == stop]
         picks = [k for k, _ in same]
-        index = backend.torch.tensor(picks, device=backend.device)
+        index = torch.tensor(picks, device=backend.device)
         # decode in the batch's own cache when nothing else will read it (no copy of it held)
         alone = len(stops) == 1 and not any(node.children for node in batch.nodes)
         rows = batch.rows if alone and picks == list(range(len(batch.nodes))) \
@@ -116,7 +138,8 @@ def _decode_ends(backend, batch: Batch, requests: list[Generate],
             yield same[k][1], response
 
 
-def _draws(backend, requests: list[Generate], encoded: list[list[int]], ok: list[int]):
+def _draws(backend: LocalModel, requests: list[Generate], encoded: list[list[int]],
+           ok: list[int]) -> Generator[tuple[int, Response], None, list[int]]:
     """Yield the response of each draw (``sample`` set) among ``ok``; return the others."""
     for i in ok:
         if _drawn(requests[i]):
@@ -128,10 +151,11 @@ def _drawn(request: Generate) -> bool:
     return request.sample is not None or request.decoding == GENERATION_CONFIG
 
 
-def _over_the_context(backend, requests: list[Generate], encoded: list[list[int]]):
+def _over_the_context(backend: LocalModel, requests: list[Generate], encoded: list[list[int]]
+                      ) -> Generator[tuple[int, Response], None, list[int]]:
     """Yield an error response for each request that cannot fit; return the others' indices."""
     limit = backend.max_context()
-    ok = []
+    ok: list[int] = []
     for i, (r, ids) in enumerate(zip(requests, encoded)):
         if not ids:
             yield i, Failed(Unsupported("prompt has no tokens; there is nothing to "
@@ -145,12 +169,13 @@ def _over_the_context(backend, requests: list[Generate], encoded: list[list[int]
     return ok
 
 
-def _one_at_a_time(backend, requests: list[Generate], prompts: list[list[int]]):
+def _one_at_a_time(backend: LocalModel, requests: list[Generate],
+                   prompts: list[list[int]]) -> Answers:
     """``model.generate`` per prompt, continuing a copy of the one-row cache of the deepest shared
     prefix before it: the tree walked one node at a time, with no pads (which a repetition
     penalty would read as prompt tokens, and a sliding window would count as columns)."""
     tree = plan_prefix_tree(prompts, NODE_COST if backend.prefix_reuse else math.inf)
-    stack = [(tree, None)]  # (node, the cache of its parent's prefix)
+    stack: list[tuple[PrefixNode, Cache | None]] = [(tree, None)]  # (node, its parent's cache)
     while stack:
         node, before = stack.pop()
         for j in node.ends:  # a prompt that is this node's prefix continues the one before it
@@ -161,13 +186,15 @@ def _one_at_a_time(backend, requests: list[Generate], prompts: list[list[int]]):
             stack.extend((child, own) for child in reversed(node.children))
 
 
-def _extended(backend, cache, ids: list[int]):
+def _extended(backend: LocalModel, cache: Cache | None, ids: list[int]) -> Cache:
     """A new one-row cache of ``ids``, continuing a copy of ``cache`` (of a prefix of them)."""
-    torch = backend.torch
+    import torch
+
     done = cache.get_seq_length() if cache is not None else 0
-    past = {}
-    if done:
-        past[cache_argument(backend.model)] = gathered_cache(cache, torch.tensor([0], device=backend.device))
+    past: dict[str, Cache] = {}
+    if cache is not None and done:
+        past[cache_argument(backend.model)] = gathered_cache(
+            cache, torch.tensor([0], device=backend.device))
     with torch.inference_mode():
         out = backend.model(input_ids=torch.tensor([ids[done:]], device=backend.device),
                             use_cache=True, **past)
@@ -175,7 +202,7 @@ def _extended(backend, cache, ids: list[int]):
     return returned_cache(out)
 
 
-def one_at_a_time_reason(backend) -> str | None:
+def one_at_a_time_reason(backend: LocalModel) -> str | None:
     """Why this model cannot decode in batches (None when it can)."""
     config = backend.model.generation_config
     for name, neutral in GREEDY_NEUTRAL.items():
@@ -195,13 +222,14 @@ class _Row:
     nan: bool = False  # its logits held a NaN: no token can be chosen, the request fails
 
 
-def _decode(backend, requests: list[Generate], prompts: list[list[int]], rows: Rows,
-            logits) -> Iterator[tuple[int, Response]]:
+def _decode(backend: LocalModel, requests: list[Generate], prompts: list[list[int]], rows: Rows,
+            logits: torch.Tensor) -> Answers:
     """Decode one batch (all with the same stop strings) from its prompts' forwarded ``rows``
     and the logits of their last tokens, until every row has ended. Each row's response is
     yielded as soon as the row ends (its index in the batch), so the run caches it at once: a
     kill late in a long batch loses only the rows still decoding."""
-    torch = backend.torch
+    import torch
+
     steps = max(r.max_tokens for r in requests)
     cache, column = rows.cache, rows.mask.shape[1]
     for layer in getattr(cache, "layers", ()):
@@ -232,17 +260,19 @@ def _decode(backend, requests: list[Generate], prompts: list[list[int]], rows: R
         column += 1
 
 
-def _step(backend, tokens, positions, mask, cache, column: int, block: int):
+def _step(backend: LocalModel, tokens: torch.Tensor, positions: torch.Tensor,
+          mask: torch.Tensor, cache: Cache, column: int, block: int) -> torch.Tensor:
     """One decode step for every row of the batch; the logits of each one's next token
     (``block``: the row block the dense layers pad to, for the padding count)."""
-    torch = backend.torch
+    import torch
+
     backend.stats["decode_steps"] += 1
     backend.stats["forwarded_tokens"] += len(tokens)
     backend.stats["decode_tokens"] += len(tokens)  # forwarded_tokens less these: the prompts'
     backend.stats["padding_tokens"] += _padded(len(tokens), block) - len(tokens)  # GEMM filler
     kv = {cache_argument(backend.model): cache}
     with torch.inference_mode(), dense_row_blocks(backend.model):
-        logits = backend.model(input_ids=tokens[:, None], attention_mask=mask,
+        logits: torch.Tensor = backend.model(input_ids=tokens[:, None], attention_mask=mask,
                                position_ids=positions[:, None], **kv,
                                cache_position=torch.tensor([column], device=backend.device),
                                use_cache=True).logits
@@ -272,31 +302,36 @@ class _Room:
     included, once per row) at every decode step; writing into room reserved once does not.
     The layer shows views of the filled part, so attention reads exactly what it read before."""
 
-    def __init__(self, layer, steps: int):
-        self.layer, self.n = layer, layer.keys.shape[-2]
-        self.keys = self._reserve(layer.keys, steps)
-        self.values = self._reserve(layer.values, steps)
-        layer.update, layer.batch_select_indices = self.update, self.select
+    def __init__(self, layer: DynamicLayer, steps: int):
+        keys, values = layer.keys, layer.values
+        assert keys is not None and values is not None  # an initialized layer's (see _decode)
+        self.layer, self.n = layer, keys.shape[-2]
+        self.keys = self._reserve(keys, steps)
+        self.values = self._reserve(values, steps)
+        # this layer's own methods in place of its class's (the other layers keep theirs)
+        layer.update = self.update  # type: ignore[method-assign]
+        layer.batch_select_indices = self.select  # type: ignore[method-assign]
         self._show()
 
-    def _reserve(self, states, steps: int):
+    def _reserve(self, states: torch.Tensor, steps: int) -> torch.Tensor:
         room = states.new_empty(*states.shape[:2], self.n + steps, states.shape[-1])
         room[:, :, : self.n] = states
         return room
 
-    def _show(self) -> None:
-        self.layer.keys = self.keys[:, :, : self.n]
-        self.layer.values = self.values[:, :, : self.n]
+    def _show(self) -> tuple[torch.Tensor, torch.Tensor]:
+        keys, values = self.keys[:, :, : self.n], self.values[:, :, : self.n]
+        self.layer.keys, self.layer.values = keys, values
+        return keys, values
 
-    def update(self, key_states, value_states, *_args, **_kwargs):
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *_args: object,
+               **_kwargs: object) -> tuple[torch.Tensor, torch.Tensor]:
         m = key_states.shape[-2]
         self.keys[:, :, self.n : self.n + m] = key_states
         self.values[:, :, self.n : self.n + m] = value_states
         self.n += m
-        self._show()
-        return self.layer.keys, self.layer.values
+        return self._show()
 
-    def select(self, indices) -> None:
+    def select(self, indices: torch.Tensor) -> None:
         self.keys, self.values = self.keys[indices], self.values[indices]
         self._show()
 
@@ -305,28 +340,33 @@ class _StopTails:
     """Each slot's last tokens (prompt tail, then output), for the stop-string matcher: the
     matcher reads only the last ``maximum_token_len`` tokens, so that is all we keep."""
 
-    def __init__(self, backend, stop: tuple[str, ...], encoded: list[list[int]]):
+    def __init__(self, backend: LocalModel, stop: tuple[str, ...], encoded: list[list[int]]):
+        import torch
+
         self.criteria = stop_criteria(backend, stop)
-        self.torch, self.tails = backend.torch, None
+        self.tails: torch.Tensor | None = None
         if self.criteria:
             k = self.criteria[0].maximum_token_len
-            pad = backend.tokenizer.pad_token_id
-            self.tails = backend.torch.tensor([([pad] * k + ids)[-k:] for ids in encoded],
+            pad = backend.pad_id
+            self.tails = torch.tensor([([pad] * k + ids)[-k:] for ids in encoded],
                                               device=backend.device)
 
-    def update(self, tokens) -> list[bool]:
+    def update(self, tokens: torch.Tensor) -> list[bool]:
         """Append this step's token to every slot; whether each slot's tail ends a stop."""
+        import torch
+
         if self.tails is None:
             return [False] * len(tokens)
-        self.tails = self.torch.cat([self.tails[:, 1:], tokens[:, None]], dim=1)
-        return self.criteria[0](self.tails, None).tolist()
+        self.tails = torch.cat([self.tails[:, 1:], tokens[:, None]], dim=1)
+        stopped: list[bool] = self.criteria[0](self.tails, None).tolist()
+        return stopped
 
-    def select(self, index) -> None:
+    def select(self, index: torch.Tensor) -> None:
         if self.tails is not None:
             self.tails = self.tails[index]
 
 
-def stop_criteria(backend, stop: tuple[str, ...]):
+def stop_criteria(backend: LocalModel, stop: tuple[str, ...]) -> StoppingCriteriaList:
     """transformers' stop-string matcher, built once per stop tuple: building it scans the
     whole vocabulary, far slower than the generation it guards."""
     from transformers import StoppingCriteriaList, StopStringCriteria
@@ -337,19 +377,25 @@ def stop_criteria(backend, stop: tuple[str, ...]):
     return backend._stops[stop]
 
 
-def eos_ids(backend) -> set[int]:
-    eos = backend.model.generation_config.eos_token_id
+def eos_ids(backend: LocalModel) -> set[int]:
+    eos: int | list[int] | None = backend.model.generation_config.eos_token_id
     return set(eos) if isinstance(eos, list | tuple) else ({eos} if eos is not None else set())
 
 
-def _response(backend, row: _Row) -> Response:
+def _response(backend: LocalModel, row: _Row) -> Response:
     backend.stats["requests"] += 1
     backend.stats["prompt_tokens"] += row.n_prompt
     if row.nan:
         return Failed(ModelError(nan_logits(len(row.new))))
-    return Generated(text=cut_at_stops(backend.tokenizer.decode(row.new, skip_special_tokens=True),
-                                      row.request.stop), n_prompt_tokens=row.n_prompt,
-                    n_completion_tokens=len(row.new))
+    return Generated(text=cut_at_stops(decoded(backend.tokenizer, row.new), row.request.stop),
+                     n_prompt_tokens=row.n_prompt, n_completion_tokens=len(row.new))
+
+
+def decoded(tokenizer: PreTrainedTokenizerBase, ids: list[int]) -> str:
+    """The text of generated ``ids``, special tokens left out."""
+    text = tokenizer.decode(ids, skip_special_tokens=True)
+    # decode's annotation is str | list[str] for any input; one sequence of ids gives one str
+    return cast("str", text)
 
 
 def nan_logits(position: int) -> str:
@@ -367,7 +413,7 @@ class _NaNWatch:
         self.at: int | None = None
         self.steps = 0
 
-    def __call__(self, input_ids, scores):
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         self.steps += 1
         if self.at is None and bool(scores.isnan().any()):
             self.at = self.steps
@@ -382,18 +428,23 @@ def cut_at_stops(text: str, stop: tuple[str, ...]) -> str:
     return text
 
 
-def generate_one(backend, request: Generate, ids: list[int], prefix_cache,
-                 **sampling) -> Response:
+def generate_one(backend: LocalModel, request: Generate, ids: list[int],
+                 prefix_cache: Cache | None, **sampling: float | bool) -> Response:
     """One prompt with ``model.generate``, continuing from a copy of the prefix cache; greedy
     unless ``sampling`` says otherwise."""
-    torch = backend.torch
+    import torch
+
     cached = prefix_cache.get_seq_length() if prefix_cache is not None else 0
     extra = {cache_argument(backend.model): copy.deepcopy(prefix_cache)} if cached else {}
     from transformers import LogitsProcessorList
 
+    # AutoModelForCausalLM's classes generate (GenerationMixin). transformers types
+    # generate()'s self as a protocol (GenerativePreTrainedModel) that pyright finds its own
+    # models do not meet (a property where it asks for an attribute): read as what we call
+    model = cast("_Generates", backend.model)
     watch = _NaNWatch()  # applied last, after the generation config's own processors
     with torch.inference_mode():
-        out = backend.model.generate(
+        out = model.generate(
             torch.tensor([ids], device=backend.device),
             attention_mask=torch.ones(1, len(ids), dtype=torch.long, device=backend.device),
             max_new_tokens=request.max_tokens,
@@ -409,24 +460,24 @@ def generate_one(backend, request: Generate, ids: list[int], prefix_cache,
     backend.stats["forwarded_tokens"] += len(ids) - cached + len(new)
     if watch.at is not None:
         return Failed(ModelError(nan_logits(watch.at)))
-    text = backend.tokenizer.decode(new, skip_special_tokens=True)
-    return Generated(text=cut_at_stops(text, request.stop), n_prompt_tokens=len(ids),
+    return Generated(text=cut_at_stops(decoded(backend.tokenizer, new), request.stop), n_prompt_tokens=len(ids),
                     n_completion_tokens=len(new))
 
 
-def draw_one(backend, request: Generate, ids: list[int]) -> Response:
+def draw_one(backend: LocalModel, request: Generate, ids: list[int]) -> Response:
     """Draw ``request.sample`` of the prompt: sampled with the model's own defaults as vLLM
     takes them (the temperature, top-p and top-k its generation_config.json sets; else 1.0, 1.0
     and none), the RNG seeded from the prompt's tokens and the draw's number. With
     ``decoding="generation_config"``, as transformers' generate() decides from the generation
     config alone: greedy unless it sets do_sample, else every sampling setting it holds."""
-    torch = backend.torch
+    import torch
+
     config = backend.model.generation_config
     if request.decoding == GENERATION_CONFIG:
         # generate() without do_sample: the generation config's own settings decide
         if not config.do_sample:
             return generate_one(backend, request, ids, None)
-        sampling = {"do_sample": True}
+        sampling: dict[str, float | bool] = {"do_sample": True}
     else:
         own = config.to_diff_dict()  # only what the model's file sets
         sampling = {"do_sample": True, "temperature": own.get("temperature", 1.0),

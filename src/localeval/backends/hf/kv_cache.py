@@ -5,12 +5,16 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import Cache
 
 _BY_CLASS: dict[type, str] = {}  # once per model class: a decode step asks at every token
 
 
-def cache_argument(model) -> str:
+def cache_argument(model: torch.nn.Module) -> str:
     """The keyword ``model``'s forward (and ``generate``) takes its KV cache by."""
     kind = type(model)
     if kind not in _BY_CLASS:
@@ -22,7 +26,12 @@ def cache_argument(model) -> str:
     return _BY_CLASS[kind]
 
 
-def returned_cache(output) -> Any:
-    """The KV cache a forward returned (read by the name it has, so no deprecation notice)."""
-    found = getattr(output, "cache", None)
-    return found if found is not None else output.past_key_values
+def returned_cache(output: object) -> Cache:
+    """The KV cache a forward with ``use_cache=True`` returned (read by the name it has, so no
+    deprecation notice). ``output``: a model's output, whatever its class."""
+    found: Cache | None = getattr(output, "cache", None)
+    if found is None:
+        found = getattr(output, "past_key_values", None)
+    if found is None:
+        raise TypeError(f"{type(output).__name__} holds no KV cache (cache, past_key_values)")
+    return found

@@ -32,10 +32,15 @@ import json
 import os
 import platform
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import Cache, PreTrainedModel
 
 # A node's tokens are padded to a multiple of this width so that nodes of equal width share a
 # batch (and a row's cache columns never depend on its neighbours); the dense layers' rows are
@@ -70,35 +75,52 @@ class RowBlocks:
     invariant: bool
 
 
+# What a GEMM kernel's choice may depend on (_signature): the layer's class name, its weight's
+# shape, whether it has a bias, the weight's dtype and device, torch's threads, and the weight's
+# address modulo 64 bytes
+Signature = tuple[str, tuple[int, ...], bool, str, str, int, int]
+# A dense layer's forward, on rows of features: [..., in] -> [..., out]
+Forward = Callable[..., "torch.Tensor"]
+
 # each layer signature's probe (_signature), once per process (and once a machine: probe_file)
-_PROBED: dict[tuple, RowBlocks] = {}
-_WARNED: set[tuple] = set()
+_PROBED: dict[Signature, RowBlocks] = {}
+_WARNED: set[Signature] = set()
 
 
-def is_dense(module) -> bool:
+def is_dense(module: torch.nn.Module) -> bool:
     import torch
 
     return isinstance(module, torch.nn.Linear) or type(module).__name__ == "Conv1D"
 
 
-def _signature(module) -> tuple:
+def dense_weight(module: torch.nn.Module) -> torch.Tensor:
+    """A dense layer's weight (an attribute nn.Module types as a tensor or a submodule)."""
+    import torch
+
+    weight = module.weight
+    if not isinstance(weight, torch.Tensor):
+        raise TypeError(f"{type(module).__name__}.weight is not a tensor")
+    return weight
+
+
+def _signature(module: torch.nn.Module) -> Signature:
     """What a GEMM kernel's choice may depend on. The weight's address modulo 64 bytes too:
     weights loaded from a safetensors file sit wherever the file puts them (40 bytes past a
     64-byte boundary in our test models), and MKL's AVX-512 kernels round differently then."""
     import torch
 
-    weight = module.weight
+    weight = dense_weight(module)
     return (type(module).__name__, tuple(weight.shape), module.bias is not None,
             str(weight.dtype), str(weight.device), torch.get_num_threads(),
             weight.data_ptr() % 64)
 
 
-def _in_features(module) -> int:
+def _in_features(module: torch.nn.Module) -> int:
     # Linear's weight is [out, in]; GPT-2's Conv1D keeps it transposed, [in, out]
-    return module.weight.shape[0 if type(module).__name__ == "Conv1D" else 1]
+    return dense_weight(module).shape[0 if type(module).__name__ == "Conv1D" else 1]
 
 
-def agrees(forward, x, rows: int) -> bool:
+def agrees(forward: Forward, x: torch.Tensor, rows: int) -> bool:
     """Whether every call of a multiple of ``rows`` rows of ``x``, from its first rows or from
     its last, gives each row the bits the call of all of ``x`` gives it, and the call of all of
     ``x`` gives a row the same bits in another place."""
@@ -114,7 +136,8 @@ def agrees(forward, x, rows: int) -> bool:
     return True
 
 
-def probe_rows(forward, in_features: int, dtype, device) -> RowBlocks:
+def probe_rows(forward: Forward, in_features: int, dtype: torch.dtype,
+               device: torch.device | str) -> RowBlocks:
     """The smallest candidate block for which calls of its multiples up to SMALL_ROWS rows
     agree (:func:`agrees`) on random rows, and the most rows a call may have
     (:func:`largest_call`)."""
@@ -130,7 +153,7 @@ def probe_rows(forward, in_features: int, dtype, device) -> RowBlocks:
     return RowBlocks(WIDTH_BLOCK, None, False)
 
 
-def largest_call(forward, x) -> int | None:
+def largest_call(forward: Forward, x: torch.Tensor) -> int | None:
     """The most rows a call may have: None where calls of every LARGE_ROWS size give each row
     the bits it gets in calls of SMALL_ROWS rows, else the largest size below the first that
     does not."""
@@ -145,7 +168,7 @@ def largest_call(forward, x) -> int | None:
     return None
 
 
-def blocks_for(module) -> RowBlocks:
+def blocks_for(module: torch.nn.Module) -> RowBlocks:
     """The row blocks of one dense layer on this machine: probed on its first use, kept for
     the process and in :func:`probe_file` for the next ones (a probe of an LM head is seconds
     on a CPU)."""
@@ -154,8 +177,9 @@ def blocks_for(module) -> RowBlocks:
         stored = _machine_key(key)
         found = _read_probes().get(stored)
         if found is None:
-            found = probe_rows(module.forward, _in_features(module), module.weight.dtype,
-                               module.weight.device)
+            weight = dense_weight(module)
+            found = probe_rows(module.forward, _in_features(module), weight.dtype,
+                               weight.device)
             _write_probe(stored, found)
         _PROBED[key] = found
     found = _PROBED[key]
@@ -174,7 +198,7 @@ def probe_file() -> Path:
     return Path(base) / "localeval" / "row_blocks.json"
 
 
-def _machine_key(signature: tuple) -> str:
+def _machine_key(signature: Signature) -> str:
     """A layer's signature with what else a kernel's choice depends on: the CPU (model and
     instruction sets), torch with the BLAS libraries it was built with, and the variables
     that steer those libraries (MKL_CBWR, MKL_ENABLE_INSTRUCTIONS, a preloaded library…)."""
@@ -204,7 +228,7 @@ def _read_probes() -> dict[str, RowBlocks]:
         stored = json.loads(probe_file().read_text())
     except (OSError, ValueError):
         return {}
-    found = {}
+    found: dict[str, RowBlocks] = {}
     for key, entry in stored.items() if isinstance(stored, dict) else ():
         if (isinstance(entry, dict) and entry.get("rows") in CANDIDATE_BLOCKS
                 and entry.get("chunk") in (None, SMALL_ROWS, *LARGE_ROWS)
@@ -228,7 +252,7 @@ def _write_probe(key: str, found: RowBlocks) -> None:
         pass
 
 
-def model_row_blocks(model) -> RowBlocks:
+def model_row_blocks(model: torch.nn.Module) -> RowBlocks:
     """The largest row block any of ``model``'s dense layers needs (for the padding count), and
     whether every layer's holds."""
     found = [blocks_for(m) for m in model.modules() if is_dense(m)]
@@ -239,23 +263,24 @@ def model_row_blocks(model) -> RowBlocks:
                      all(b.invariant for b in found))
 
 
-def _blocked(forward, blocks: RowBlocks):
+def _blocked(forward: Forward, blocks: RowBlocks) -> Forward:
     """``forward`` called on a multiple of ``blocks.rows`` rows (zeros added, their outputs cut
     off), at most ``blocks.chunk`` rows a call."""
     import torch
 
     chunk = blocks.chunk
 
-    def call(x, *args, **kwargs):
+    def call(x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
         rows = x.shape[:-1].numel()
         if rows % blocks.rows == 0 and (chunk is None or rows <= chunk):
-            return forward(x, *args, **kwargs)
+            whole: torch.Tensor = forward(x, *args, **kwargs)
+            return whole
         flat = x.reshape(rows, x.shape[-1])
         fill = padded(rows, blocks.rows) - rows
         if fill:
             flat = torch.cat([flat, flat.new_zeros(fill, x.shape[-1])])
         if chunk is None:
-            out = forward(flat, *args, **kwargs)
+            out: torch.Tensor = forward(flat, *args, **kwargs)
         else:
             out = torch.cat([forward(flat[i : i + chunk], *args, **kwargs)
                              for i in range(0, len(flat), chunk)])
@@ -265,7 +290,7 @@ def _blocked(forward, blocks: RowBlocks):
 
 
 @contextmanager
-def dense_row_blocks(model):
+def dense_row_blocks(model: torch.nn.Module) -> Iterator[None]:
     """While active, every dense layer of ``model`` is called on whole row blocks of at most a
     chunk of rows (:class:`RowBlocks`, probed once per layer shape), so no row's output depends
     on the rows beside it. Only the dense layers see the extra rows; attention and the KV cache
@@ -285,16 +310,17 @@ def dense_row_blocks(model):
 
 
 @contextmanager
-def only_positions(model, last):
+def only_positions(model: PreTrainedModel, last: torch.Tensor) -> Iterator[None]:
     """Feed the LM head only each row's hidden state at ``last[row]`` (shape [B, 1, H]). The
     model's own head and any post-processing (e.g. logit soft-capping) still apply; the head's
     rows are made whole blocks by :func:`dense_row_blocks`."""
     import torch
 
-    head = model.get_output_embeddings()
+    # get_output_embeddings is unannotated in transformers (an untyped call under --strict)
+    head: torch.nn.Module = model.get_output_embeddings()  # type: ignore[no-untyped-call]
     rows = torch.arange(len(last), device=last.device)
 
-    def select(_module, args):
+    def select(_module: torch.nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
         return (args[0][rows, last].unsqueeze(1), *args[1:])
 
     handle = head.register_forward_pre_hook(select)
@@ -311,18 +337,21 @@ class PaddedRows:
     pads, ``last`` each row's last real column, ``slots`` the cache positions of the width."""
 
     ids: list[list[int]]
-    mask: Any
-    positions: Any
-    last: Any
-    slots: Any
+    mask: torch.Tensor
+    positions: torch.Tensor
+    last: torch.Tensor
+    slots: torch.Tensor
 
 
-def pad_rows(torch, device, rows: list[list[int]], width: int, pad: int, side: str,
-             start=None, before=None) -> PaddedRows:
+def pad_rows(device: torch.device, rows: list[list[int]], width: int, pad: int, side: str,
+             start: torch.Tensor | None = None,
+             before: torch.Tensor | None = None) -> PaddedRows:
     """``start`` is each row's first position ([rows]; 0 by default) and ``before`` the mask of
     the cache's columns each row continues ([rows, columns]; none by default). Left padding puts
     the pads before each row's tokens, right padding after them; either way they are masked out
     and position ids skip them, so every row sees exactly its own tokens after its cache."""
+    import torch
+
     n = len(rows)
     if start is None:
         start = torch.zeros(n, dtype=torch.long, device=device)
@@ -345,7 +374,7 @@ def pad_rows(torch, device, rows: list[list[int]], width: int, pad: int, side: s
     return PaddedRows(ids, mask, positions, last, steps + before.shape[1])
 
 
-def gathered_cache(cache, index):
+def gathered_cache(cache: Cache, index: torch.Tensor) -> Cache:
     """A new cache holding rows ``index`` of ``cache`` (repeats allowed); ``cache`` itself is
     left as it was, for the other batches that continue it."""
     rows = copy.copy(cache)

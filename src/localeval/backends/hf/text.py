@@ -16,20 +16,26 @@ sqrt(E[(log p - E[log p])^2]) over the vocabulary, in float32.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from ..base import Failed, Response, TextLogprobs, TokenLogprobs
 from ..failures import ContextOverflow
-from .row_blocks import dense_row_blocks
+from .row_blocks import dense_row_blocks, dense_weight
 from .row_blocks import padded as _padded
+
+if TYPE_CHECKING:
+    import torch
+
+    from .local_model import LocalModel
 
 LOGITS_BUDGET_BYTES = 1 << 30  # full-vocabulary log-probs held at once, in float32 terms
 
 
-def run_text_logprobs(backend, requests: list[TextLogprobs]) -> Iterator[tuple[int, Response]]:
+def run_text_logprobs(backend: LocalModel, requests: list[TextLogprobs]) -> Iterator[tuple[int, Response]]:
     """Yield (index, response) for each request, batch by batch."""
     encoded = [backend.encode(r.text, True) for r in requests]
     limit = backend.max_context()
-    ok = []
+    ok: list[int] = []
     for i, ids in enumerate(encoded):
         if limit and len(ids) > limit:
             yield i, Failed(ContextOverflow(
@@ -46,27 +52,28 @@ def run_text_logprobs(backend, requests: list[TextLogprobs]) -> Iterator[tuple[i
             yield ok[k], response
 
 
-def _batches(backend, texts: list[list[int]]) -> Iterator[list[int]]:
-    vocab = backend.model.get_output_embeddings().weight.shape[0]
+def _batches(backend: LocalModel, texts: list[list[int]]) -> Iterator[list[int]]:
+    # get_output_embeddings is unannotated in transformers (an untyped call under --strict)
+    head: torch.nn.Module = backend.model.get_output_embeddings()  # type: ignore[no-untyped-call]
+    vocab = dense_weight(head).shape[0]
     buckets: dict[int, list[int]] = {}
     for i, ids in enumerate(texts):
         buckets.setdefault(_padded(len(ids)), []).append(i)
     for width in sorted(buckets, reverse=True):
         per_batch = max(1, min(backend.max_batch_tokens // width,
                                LOGITS_BUDGET_BYTES // (4 * 4 * vocab * width)))
-        if backend.batch_size != "auto":
+        if isinstance(backend.batch_size, int):  # else "auto": the budgets alone
             per_batch = min(per_batch, backend.batch_size)
         rows = buckets[width]
         for start in range(0, len(rows), per_batch):
             yield rows[start : start + per_batch]
 
 
-def _forward(backend, rows: list[list[int]]) -> list[TokenLogprobs]:
-    torch = backend.torch
+def _forward(backend: LocalModel, rows: list[list[int]]) -> list[TokenLogprobs]:
+    import torch
+
     width = _padded(max(len(r) for r in rows))
-    pad = backend.tokenizer.pad_token_id
-    if pad is None:
-        pad = backend.tokenizer.eos_token_id or 0
+    pad = backend.pad_id
     ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=backend.device)
     mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows],
                         device=backend.device)
@@ -74,13 +81,13 @@ def _forward(backend, rows: list[list[int]]) -> list[TokenLogprobs]:
     backend.stats["forwarded_tokens"] += sum(len(r) for r in rows)
     backend.stats["padding_tokens"] += len(rows) * width - sum(len(r) for r in rows)
     with torch.inference_mode(), dense_row_blocks(backend.model):
-        logits = backend.model(input_ids=ids, attention_mask=mask, position_ids=positions,
+        logits: torch.Tensor = backend.model(input_ids=ids, attention_mask=mask, position_ids=positions,
                                use_cache=False).logits
         return [_row(backend, logits[k, : len(r) - 1], ids[k, 1 : len(r)])
                 for k, r in enumerate(rows)]
 
 
-def _row(backend, logits, targets) -> TokenLogprobs:
+def _row(backend: LocalModel, logits: torch.Tensor, targets: torch.Tensor) -> TokenLogprobs:
     logp = logits.float().log_softmax(-1)
     actual = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     p = logp.exp()

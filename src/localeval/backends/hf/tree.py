@@ -24,11 +24,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .kv_cache import cache_argument, returned_cache
 from .prefix import NODE_COST, PrefixNode, plan_prefix_tree
 from .row_blocks import dense_row_blocks, gathered_cache, only_positions, pad_rows, padded
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import Cache, PretrainedConfig
+
+    from .local_model import LocalModel
 
 
 @dataclass
@@ -36,11 +42,11 @@ class Rows:
     """A forwarded batch, a row per node: its KV cache, which cache columns hold real tokens
     (``mask`` [rows, columns]), and the position each row's next token takes."""
 
-    cache: Any
-    mask: Any
-    next_position: Any
+    cache: Cache
+    mask: torch.Tensor
+    next_position: torch.Tensor
 
-    def gather(self, index) -> Rows:
+    def gather(self, index: torch.Tensor) -> Rows:
         """Rows ``index`` (a tensor; repeats allowed) in a cache of their own."""
         return Rows(gathered_cache(self.cache, index), self.mask[index],
                     self.next_position[index])
@@ -53,18 +59,19 @@ class Batch:
 
     nodes: list[PrefixNode]
     rows: Rows
-    logits: Any
+    logits: torch.Tensor
 
 
 Width = Callable[[PrefixNode, int], int]  # (node, its own token count) -> its padded width
+Grow = Callable[[PrefixNode], int]  # node -> the cache columns its requests' generation adds
 
 
 def _block(_node: PrefixNode, n: int) -> int:
     return padded(n)
 
 
-def plan(backend, seqs: Sequence[Sequence[int]], width: Width | None = None,
-         grow: Callable[[PrefixNode], int] = lambda _n: 0,
+def plan(backend: LocalModel, seqs: Sequence[Sequence[int]], width: Width | None = None,
+         grow: Grow = lambda _n: 0,
          extra: Sequence[float] | None = None) -> PrefixNode:
     """The tree to forward: the planner's (``extra``: see :func:`.prefix.plan_prefix_tree`), or
     a flat one (each sequence whole) when prefix reuse is off or a sliding window could not hold
@@ -75,24 +82,24 @@ def plan(backend, seqs: Sequence[Sequence[int]], width: Width | None = None,
     return tree if fits_window(backend, tree, width, grow) else plan_prefix_tree(seqs, math.inf)
 
 
-def fits_window(backend, root: PrefixNode, width: Width | None = None,
-                grow: Callable[[PrefixNode], int] = lambda _n: 0) -> bool:
+def fits_window(backend: LocalModel, root: PrefixNode, width: Width | None = None,
+                grow: Grow = lambda _n: 0) -> bool:
     """Whether every row's cache columns (pads and ``grow`` included) fit in the model's sliding
     window, where a sliding layer sees them all (true for models without one)."""
     window = sliding_window(backend.config)
     return not window or _widest(root, width or _block, grow) < window - 1
 
 
-def sliding_window(config) -> int | None:
+def sliding_window(config: PretrainedConfig) -> int | None:
     """The model's sliding window, when any of its layers has one."""
-    window = getattr(config, "sliding_window", None)
+    window: int | None = getattr(config, "sliding_window", None)
     if "sliding_attention" in (getattr(config, "layer_types", None) or ()):
         return window or 1
     return window if window and getattr(config, "use_sliding_window", True) else None
 
 
-def walk(backend, root: PrefixNode, seqs: Sequence[Sequence[int]], width: Width | None = None,
-         grow: Callable[[PrefixNode], int] = lambda _n: 0,
+def walk(backend: LocalModel, root: PrefixNode, seqs: Sequence[Sequence[int]],
+         width: Width | None = None, grow: Grow = lambda _n: 0,
          needed: Sequence[bool] | None = None) -> Iterator[Batch]:
     """Every node below ``root`` forwarded, parents first. ``width`` pads a node's tokens
     (WIDTH_BLOCK multiples by default); ``grow`` is the cache room a node's requests will add
@@ -123,8 +130,9 @@ def _wanted(root: PrefixNode, needed: Sequence[bool]) -> set[int]:
     return wanted
 
 
-def _descend(backend, seqs, parents: Rows | None, parent_nodes: list[PrefixNode], width: Width,
-             grow, side: str, wanted: set[int] | None = None) -> Iterator[Batch]:
+def _descend(backend: LocalModel, seqs: Sequence[Sequence[int]], parents: Rows | None,
+             parent_nodes: list[PrefixNode], width: Width, grow: Grow, side: str,
+             wanted: set[int] | None = None) -> Iterator[Batch]:
     columns = 0 if parents is None else parents.mask.shape[1]
     for picks, nodes, w in _batches(backend, parent_nodes, columns, width, grow):
         if wanted is not None and not any(id(node) in wanted for node in nodes):
@@ -136,7 +144,8 @@ def _descend(backend, seqs, parents: Rows | None, parent_nodes: list[PrefixNode]
             yield from _descend(backend, seqs, batch.rows, nodes, width, grow, side, wanted)
 
 
-def _batches(backend, parent_nodes: list[PrefixNode], columns: int, width: Width, grow):
+def _batches(backend: LocalModel, parent_nodes: list[PrefixNode], columns: int, width: Width,
+             grow: Grow) -> Iterator[tuple[list[int], list[PrefixNode], int]]:
     """(parent rows, nodes, width) for every child of ``parent_nodes``: equal widths together,
     widest first, as many rows as the token budget allows for their cache (the parents'
     columns, their own width and what generation will add)."""
@@ -149,27 +158,30 @@ def _batches(backend, parent_nodes: list[PrefixNode], columns: int, width: Width
         members = buckets[w]
         room = columns + w + max(grow(node) for _, node in members)
         per_batch = max(1, backend.max_batch_tokens // room)
-        if backend.batch_size != "auto":
+        if isinstance(backend.batch_size, int):  # else "auto": the token budget alone
             per_batch = min(per_batch, backend.batch_size)
         for start in range(0, len(members), per_batch):
             chunk = members[start : start + per_batch]
             yield [r for r, _ in chunk], [node for _, node in chunk], w
 
 
-def _forward(backend, seqs, parents: Rows | None, starts: list[int], picks: list[int],
-             nodes: list[PrefixNode], width: int, side: str) -> Batch:
+def _forward(backend: LocalModel, seqs: Sequence[Sequence[int]], parents: Rows | None,
+             starts: list[int], picks: list[int], nodes: list[PrefixNode], width: int,
+             side: str) -> Batch:
     """Forward each node's own tokens (after its parent's ``start``) on its parent's row."""
-    torch = backend.torch
+    import torch
+
     device = backend.device
     segments = [list(seqs[n.source][s : n.depth]) for n, s in zip(nodes, starts)]
-    kwargs, before = {}, None
+    kwargs: dict[str, Cache] = {}
+    before: torch.Tensor | None = None
     start = torch.zeros(len(nodes), dtype=torch.long, device=device)
     if parents is not None:
         index = torch.tensor(picks, device=device)
         cont = parents.gather(index)
         kwargs[cache_argument(backend.model)] = cont.cache
         start, before = cont.next_position, cont.mask
-    laid = pad_rows(torch, device, segments, width, backend.tokenizer.pad_token_id, side,
+    laid = pad_rows(device, segments, width, backend.pad_id, side,
                     start, before)
     real = sum(len(s) for s in segments)
     backend.stats["forwarded_tokens"] += real
@@ -184,7 +196,7 @@ def _forward(backend, seqs, parents: Rows | None, starts: list[int], picks: list
     return Batch(nodes, rows, out.logits[: len(nodes), -1, :].float())
 
 
-def _widest(root: PrefixNode, width: Width, grow) -> int:
+def _widest(root: PrefixNode, width: Width, grow: Grow) -> int:
     """The most cache columns any row of the tree reaches, generation included."""
     widest, stack = 0, [(root, 0)]
     while stack:
