@@ -8,6 +8,7 @@
 - attention: eager attention without copying the KV cache for every query head.
 - row_blocks: dense layers fed whole blocks of rows (probed for the machine), so a row never
   depends on its batch.
+- local_model: what those modules read from the backend (a protocol :class:`HFBackend` meets).
 """
 
 from .backend import HFBackend

@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from .local_model import LocalModel
 
 # what a step of the run yields: a request's index and its response
-Answers = Iterator[tuple[int, "Response"]]
+Answers = Iterator[tuple[int, Response]]
 
 
 class _Generates(Protocol):
@@ -78,6 +78,7 @@ class _Generates(Protocol):
     generated ones after them, [1, prompt + new]."""
 
     def generate(self, inputs: torch.Tensor, **kwargs: Any) -> torch.Tensor: ...
+
 
 # generation-config fields that change which token greedy decoding picks, with their neutral values
 GREEDY_NEUTRAL = {"repetition_penalty": (None, 1.0), "no_repeat_ngram_size": (None, 0),
@@ -272,10 +273,10 @@ def _step(backend: LocalModel, tokens: torch.Tensor, positions: torch.Tensor,
     backend.stats["padding_tokens"] += _padded(len(tokens), block) - len(tokens)  # GEMM filler
     kv = {cache_argument(backend.model): cache}
     with torch.inference_mode(), dense_row_blocks(backend.model):
-        logits: torch.Tensor = backend.model(input_ids=tokens[:, None], attention_mask=mask,
-                               position_ids=positions[:, None], **kv,
-                               cache_position=torch.tensor([column], device=backend.device),
-                               use_cache=True).logits
+        logits: torch.Tensor = backend.model(
+            input_ids=tokens[:, None], attention_mask=mask, position_ids=positions[:, None],
+            **kv, cache_position=torch.tensor([column], device=backend.device),
+            use_cache=True).logits
     return logits[:, -1, :]
 
 
@@ -349,7 +350,7 @@ class _StopTails:
             k = self.criteria[0].maximum_token_len
             pad = backend.pad_id
             self.tails = torch.tensor([([pad] * k + ids)[-k:] for ids in encoded],
-                                              device=backend.device)
+                                      device=backend.device)
 
     def update(self, tokens: torch.Tensor) -> list[bool]:
         """Append this step's token to every slot; whether each slot's tail ends a stop."""
@@ -460,8 +461,8 @@ def generate_one(backend: LocalModel, request: Generate, ids: list[int],
     backend.stats["forwarded_tokens"] += len(ids) - cached + len(new)
     if watch.at is not None:
         return Failed(ModelError(nan_logits(watch.at)))
-    return Generated(text=cut_at_stops(decoded(backend.tokenizer, new), request.stop), n_prompt_tokens=len(ids),
-                    n_completion_tokens=len(new))
+    return Generated(text=cut_at_stops(decoded(backend.tokenizer, new), request.stop),
+                     n_prompt_tokens=len(ids), n_completion_tokens=len(new))
 
 
 def draw_one(backend: LocalModel, request: Generate, ids: list[int]) -> Response:

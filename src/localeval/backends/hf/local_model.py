@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 
 class LocalModel(Protocol):
+    """The backend as the tree, generation and text modules see it."""
+
     device: torch.device
     config: PretrainedConfig
     tokenizer: PreTrainedTokenizerBase

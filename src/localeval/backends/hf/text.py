@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 LOGITS_BUDGET_BYTES = 1 << 30  # full-vocabulary log-probs held at once, in float32 terms
 
 
-def run_text_logprobs(backend: LocalModel, requests: list[TextLogprobs]) -> Iterator[tuple[int, Response]]:
+def run_text_logprobs(backend: LocalModel, requests: list[TextLogprobs]
+                      ) -> Iterator[tuple[int, Response]]:
     """Yield (index, response) for each request, batch by batch."""
     encoded = [backend.encode(r.text, True) for r in requests]
     limit = backend.max_context()
@@ -81,8 +82,8 @@ def _forward(backend: LocalModel, rows: list[list[int]]) -> list[TokenLogprobs]:
     backend.stats["forwarded_tokens"] += sum(len(r) for r in rows)
     backend.stats["padding_tokens"] += len(rows) * width - sum(len(r) for r in rows)
     with torch.inference_mode(), dense_row_blocks(backend.model):
-        logits: torch.Tensor = backend.model(input_ids=ids, attention_mask=mask, position_ids=positions,
-                               use_cache=False).logits
+        logits: torch.Tensor = backend.model(input_ids=ids, attention_mask=mask,
+                                             position_ids=positions, use_cache=False).logits
         return [_row(backend, logits[k, : len(r) - 1], ids[k, 1 : len(r)])
                 for k, r in enumerate(rows)]
 
