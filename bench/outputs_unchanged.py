@@ -142,8 +142,10 @@ def _shown(out: Path, env: dict, printed: dict[str, dict], server: bool) -> None
         rel = folder.relative_to(out)
         printed[f"show {rel}"] = localeval(["show", str(folder)], env)
         for fmt in ("md", "latex", "csv"):
-            printed[f"export {fmt} {rel}"] = localeval(["export", str(folder), "--format", fmt],
-                                                       env)
+            # CSV on standard output is one table (export refuses several): the first
+            one = ["--table", "1"] if fmt == "csv" else []
+            printed[f"export {fmt} {rel}"] = localeval(["export", str(folder), "--format", fmt,
+                                                        *one], env)
             localeval(["export", str(folder), "--format", fmt, "--output",
                        str(out / "exports" / str(rel).replace("/", "_") / fmt)], env)
     for a, b in [] if server else COMPARES:
