@@ -12,8 +12,10 @@ with other metric options; an llm-safety run; a contamination run; a rescore of 
 and of the sea-safeguard run. Then ``show``, ``export`` (md, latex, csv), ``compare`` and ``leaderboard`` of each. It writes
 ``OUT/outputs.json``: every file of every run folder and every printed output, normalised. The
 checkout is the one whose ``localeval`` the Python running this script imports (run it once with
-each checkout's venv or PYTHONPATH). Give the two OUT folders paths of the same length, so a
-table's width does not differ by its run folder column. Takes 5-10 minutes on 2 cores.
+each checkout's venv or PYTHONPATH); paths under it and under this script's checkout are written
+``<CHECKOUT>``, and progress lines on the way are left out (their number follows the load). Give
+the two OUT folders, and the two checkouts, paths of the same length, so a table's width does not
+differ by a path in a column. Takes 5-10 minutes on 2 cores.
 
 ``--server`` runs the ``openai:`` backend instead, against the tests' loopback server
 (tests/openai_server.py: the same random model in transformers, vLLM's endpoints), for the runs
@@ -24,6 +26,7 @@ chat prompt, a sea-safeguard run and a contamination run (echo). A minute or two
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -33,6 +36,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
+# the checkout whose localeval runs (PYTHONPATH may name another than this script's): the
+# demo's data and the sample's path lie under one or the other, named alike in outputs.json
+_spec = importlib.util.find_spec("localeval")
+CHECKOUTS = sorted({str(REPO), *([str(Path(_spec.origin).resolve().parents[2])]
+                                  if _spec and _spec.origin else [])}, key=len, reverse=True)
 from tiny_models import SHARED, make_model  # noqa: E402
 
 SAMPLE = "src/localeval/data/sample/safety/items.jsonl"
@@ -179,11 +187,12 @@ def _kept(rel: Path) -> bool:
 def normalise(text: str, name: str, out: Path) -> str:
     if name.endswith(".json") and not name.endswith("outputs.json"):
         try:
-            return json.dumps(_drop_volatile(json.loads(text)), ensure_ascii=False, indent=1,
-                              sort_keys=True).replace(str(out), "<OUT>")
+            data = _drop_volatile(json.loads(text))
+            dumped = json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True)
+            return _checkout_free(dumped.replace(str(out), "<OUT>"))
         except ValueError:
             pass
-    text = text.replace(str(out), "<OUT>")
+    text = _checkout_free(text.replace(str(out), "<OUT>"))
     text = re.sub(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\+00:00)?", "<TIME>", text)
     text = re.sub(r'"run_id": "[0-9a-f]+"', '"run_id": "<ID>"', text)
     text = re.sub(r"<dt>(timing|history|command|packages|python|localeval)</dt><dd>.*?</dd>",
@@ -194,6 +203,12 @@ def normalise(text: str, name: str, out: Path) -> str:
                               "<SECONDS>", text))
 
 
+def _checkout_free(text: str) -> str:
+    for checkout in CHECKOUTS:
+        text = text.replace(checkout, "<CHECKOUT>")
+    return text
+
+
 def timing_free(text: str) -> str:
     """What the rules above miss: progress bars' requests/s, the report's timing facts (nested
     in its provenance list) and a model's fingerprint inside the report's JSON of a role's
@@ -201,6 +216,10 @@ def timing_free(text: str) -> str:
     text = re.sub(r"\d+(\.\d+)? (requests|questions|texts|samples)/s", "<RATE>", text)
     # a progress line where stderr is no terminal: its time left
     text = re.sub(r"about \d+:\d\d:\d\d left", "about <LEFT> left", text)
+    # a progress line on the way (how many a run prints depends on the machine's load); its
+    # last, "N/N done (100%)", stays. In outputs.json a printed newline is written "\\n".
+    text = re.sub(r"[a-z]+: \d+/\d+ done \(\d+%\), [^\n\\]*about <(LEFT|ELAPSED)> left"
+                  r"(\n|\\n)", "", text)
     text = re.sub(r"&quot;fingerprint&quot;: &quot;[0-9a-f]+&quot;", "&quot;fingerprint&quot;: …",
                   text)
     return re.sub(r"<dt>(seconds|[a-z ]+ per second)</dt><dd>[\d.]+</dd>", r"<dt>\1</dt><dd>…</dd>",
