@@ -107,16 +107,22 @@ def test_a_declaration_is_its_backends_own(kind):
         assert (f.default, f.metadata) == (fields[f.name].default, fields[f.name].metadata)
 
 
+def _assert_no_backend_imported(code: str) -> None:
+    """``code``, run in a fresh interpreter, prints the localeval.backends modules it loaded:
+    none of them is a backend's own module."""
+    loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                       text=True, check=True).stdout.replace("'", '"'))
+    modules = {target.split(":")[0] for target in BACKENDS.values()}
+    assert not modules & set(loaded), loaded
+
+
 def test_a_declared_kind_is_checked_without_importing_its_backend():
     code = ("import sys\nfrom localeval.backends.config import BackendConfig\n"
             "from localeval.backends.registry import check_options\n"
             "check_options('openai:m', BackendConfig(top_logprobs=5))\n"
             "check_options('hf:m', BackendConfig(dtype='float32'))\n"
             "print(sorted(m for m in sys.modules if m.startswith('localeval.backends.')))")
-    loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True,
-                                       text=True, check=True).stdout.replace("'", '"'))
-    modules = {target.split(":")[0] for target in BACKENDS.values()}
-    assert not modules & set(loaded), loaded
+    _assert_no_backend_imported(code)
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["run", "--help"]])
@@ -127,10 +133,7 @@ def test_help_imports_no_backend(argv):
             f"    main({argv!r})\n"
             "assert 'usage: localeval' in out.getvalue()\n"
             "print(sorted(m for m in sys.modules if m.startswith('localeval.backends.')))")
-    loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True,
-                                       text=True, check=True).stdout.replace("'", '"'))
-    modules = {target.split(":")[0] for target in BACKENDS.values()}
-    assert not modules & set(loaded), loaded
+    _assert_no_backend_imported(code)
 
 
 def test_run_help_names_the_backends_of_each_option(capsys):

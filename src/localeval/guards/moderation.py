@@ -129,8 +129,6 @@ class OpenAIModeration(ModerationGuard):
         return max(values)
 
 
-
-
 class AzureContentSafety(ModerationGuard):
     name = "azure-content-safety"
     provider = "azure"
