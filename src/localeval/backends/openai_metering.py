@@ -24,6 +24,7 @@ from .base import (
     TextLogprobs,
 )
 from .echo_scoring import ECHO, TOP_K, echo_body, echo_texts
+from .label_tokens import NamedTokenizer
 from .openai_bodies import Bodies, Body, NoPrefill
 from .openai_server import Server
 from .usage import MAX_TOKEN_COUNT
@@ -41,9 +42,9 @@ class Meter:
     def count_tokens(self, prompt: Prompt, add_special_tokens: bool = True) -> int | None:
         """With --tokenizer, else via vLLM's /tokenize; None where neither counts (a server
         without /tokenize is asked once)."""
-        local = getattr(self.server.labels, "tok", None)  # --tokenizer's (NamedTokenizer)
-        if local is not None:
-            return local_count(local, prompt, add_special_tokens)
+        labels = self.server.labels
+        if isinstance(labels, NamedTokenizer):  # --tokenizer's
+            return local_count(labels.tok, prompt, add_special_tokens)
         if not self.tokenize:
             return None
         server = self.server
